@@ -1,0 +1,42 @@
+// swift-tools-version: 6.0
+//
+// The postback verifier and measurement pipeline. Only the toolchain's own modules and Debian's C
+// libraries (through `systemLibrary` targets) are used: no outside Swift packages can be fetched.
+//
+// Layering, bottom up:
+//   COpenSSL        libcrypto headers (system library)
+//   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
+//   Postbacks       strict JSON, postback models, signed messages, the verifier, Apple's keys
+//   PostbackCLI     the subcommands, callable from tests
+//   postback        the executable: a thin entry point
+import PackageDescription
+
+let package = Package(
+    name: "postback",
+    products: [
+        .executable(name: "postback", targets: ["postback"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(name: "PostbackCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "Postbacks", dependencies: ["PostbackCrypto"]),
+        .target(name: "PostbackCLI", dependencies: ["Postbacks", "PostbackCrypto"]),
+        .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
+
+        .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
+        .testTarget(name: "PostbacksTests", dependencies: ["Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "PostbackCLITests", dependencies: ["PostbackCLI", "Postbacks", "PostbackCrypto"]),
+    ]
+)
+
+// Strict settings on every Swift target (the swift-log pattern).
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,36 @@
+internal import COpenSSL
+import Synchronization
+
+/// A pool of initialised EVP_PKEY_CTX objects for one key.
+///
+/// An EVP_PKEY_CTX is mutable and must not be used by two threads at once, but setting one up costs
+/// about as much as the hashing we do per postback. So each key keeps the contexts it has made and
+/// hands them out one caller at a time; with two cores the pool stays at two or three entries.
+final class ContextPool: Sendable {
+    /// A context pointer that may cross threads: only the holder that took it from the pool uses it.
+    private struct Handle: @unchecked Sendable { let context: OpaquePointer }
+
+    private let free = Mutex<[Handle]>([])
+    private let make: @Sendable () -> OpaquePointer?
+
+    /// - Parameter make: creates and initialises a new context, or returns nil on failure.
+    init(make: @escaping @Sendable () -> OpaquePointer?) { self.make = make }
+
+    deinit {
+        for handle in free.withLock({ $0 }) { EVP_PKEY_CTX_free(handle.context) }
+    }
+
+    /// Runs `body` with a context no other thread holds. Returns nil if no context could be made.
+    func withContext<R>(_ body: (OpaquePointer) -> R) -> R? {
+        let handle = free.withLock { $0.popLast() } ?? make().map(Handle.init)
+        guard let handle else { return nil }
+        defer { free.withLock { $0.append(handle) } }
+        return body(handle.context)
+    }
+}
+
+/// An owned EVP_PKEY that can be captured by the pool's factory closure.
+struct SharedKey: @unchecked Sendable {
+    // EVP_PKEY is read-only after construction; see ECDSAPublicKey.
+    let pointer: OpaquePointer
+}

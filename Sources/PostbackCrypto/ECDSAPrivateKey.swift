@@ -1,0 +1,94 @@
+internal import COpenSSL
+
+/// An ECDSA private key, for signing *test* postbacks in tests, samples and benchmarks.
+///
+/// Nothing in the receiving path signs; Apple's private keys are, of course, not ours. This exists so
+/// that every SKAdNetwork version and layout can be exercised with signatures that really verify.
+public final class ECDSAPrivateKey: @unchecked Sendable {
+    // @unchecked Sendable: as for ECDSAPublicKey, the EVP_PKEY is immutable after init and each signing
+    // call takes its own EVP_PKEY_CTX from the pool.
+    private let key: OpaquePointer
+    private let signContexts: ContextPool
+
+    public let curve: Curve
+    /// The matching public key.
+    public let publicKey: ECDSAPublicKey
+
+    /// Generates a fresh key on `curve`.
+    public convenience init(generatingOn curve: Curve) throws {
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw CryptoError("EVP_PKEY_CTX_new_from_name(EC)") }
+        defer { EVP_PKEY_CTX_free(context) }
+        var generated: OpaquePointer? = nil
+        guard EVP_PKEY_keygen_init(context) == 1,
+              EVP_PKEY_CTX_set_group_name(context, curve.openSSLGroupName) == 1,
+              EVP_PKEY_generate(context, &generated) == 1,
+              let key = generated
+        else { throw CryptoError("generating a \(curve.rawValue) key") }
+        try self.init(takingOwnershipOf: key)
+    }
+
+    /// Reads a PEM `PRIVATE KEY` (PKCS #8) or `EC PRIVATE KEY` block.
+    public convenience init(pemRepresentation pem: String) throws {
+        let key = try PEM.read(pem, what: "PRIVATE KEY") { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
+        try self.init(takingOwnershipOf: key)
+    }
+
+    private init(takingOwnershipOf key: OpaquePointer) throws {
+        let curve: Curve
+        do {
+            curve = try ECDSAPublicKey.checkedCurve(of: key, public: false)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        self.key = key
+        self.curve = curve
+        let shared = SharedKey(pointer: key)
+        self.signContexts = ContextPool {
+            guard let context = EVP_PKEY_CTX_new(shared.pointer, nil) else { return nil }
+            guard EVP_PKEY_sign_init(context) == 1 else {
+                EVP_PKEY_CTX_free(context)
+                return nil
+            }
+            return context
+        }
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let length = i2d_PUBKEY(key, &out)
+        guard length > 0, let bytes = out else { throw CryptoError("encoding the public half") }
+        defer { CRYPTO_free(bytes, #fileID, #line) }
+        self.publicKey = try ECDSAPublicKey(derRepresentation: Array(UnsafeBufferPointer(start: bytes, count: Int(length))))
+    }
+
+    deinit {
+        EVP_PKEY_free(key)
+    }
+
+    /// PKCS #8 PEM.
+    public var pemRepresentation: String {
+        PEM.write { bio in PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) }
+    }
+
+    /// A DER ECDSA signature over SHA-256(`message`), as SKAdNetwork sends it.
+    public func derSignature(for message: some Collection<UInt8>) throws -> [UInt8] {
+        let digest = SHA256.hash(message)
+        var signature = [UInt8](repeating: 0, count: 16 + 2 * (curve.coordinateByteCount + 4))
+        var length = signature.count
+        let ok = signContexts.withContext { context in
+            digest.withUnsafeBytes { digestBytes in
+                EVP_PKEY_sign(context, &signature, &length,
+                              digestBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), digestBytes.count)
+            }
+        }
+        guard ok == 1 else { throw CryptoError("EVP_PKEY_sign") }
+        return Array(signature.prefix(length))
+    }
+
+    /// A raw `r ‖ s` signature over SHA-256(`message`), as a JWS ES256 signature.
+    public func rawSignature(for message: some Collection<UInt8>) throws -> [UInt8] {
+        let der = try derSignature(for: message)
+        guard let raw = ECDSASignature.rawFromDER(der, curve: curve) else {
+            throw CryptoError("OpenSSL produced a DER signature we cannot take apart", drainingErrorQueue: false)
+        }
+        return raw
+    }
+}

@@ -1,0 +1,157 @@
+internal import COpenSSL
+
+/// An ECDSA public key on P-192 or P-256, loaded once and shared between threads.
+///
+/// Verification hashes the message with SHA-256 and checks an ECDSA signature over the digest. High-S
+/// signatures are accepted: Apple's own postbacks often have s > n/2, and ECDSA itself accepts both.
+public final class ECDSAPublicKey: @unchecked Sendable {
+    // @unchecked Sendable: `key` is never mutated after init, and OpenSSL allows an EVP_PKEY to be used
+    // from several threads at once for read-only operations. The only per-call mutable OpenSSL state,
+    // the EVP_PKEY_CTX, is taken from `verifyContexts` so that no two threads share one.
+    private let key: OpaquePointer
+    private let verifyContexts: ContextPool
+
+    /// The curve the key lies on.
+    public let curve: Curve
+    /// The DER SubjectPublicKeyInfo, exactly as given.
+    public let derRepresentation: [UInt8]
+
+    /// Parses a DER SubjectPublicKeyInfo. Trailing bytes, non-EC keys and curves other than P-192 and
+    /// P-256 are rejected, and the point must pass OpenSSL's public key check (on the curve).
+    public init(derRepresentation der: [UInt8]) throws {
+        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            guard let start = buffer.baseAddress else { return nil }
+            var cursor: UnsafePointer<UInt8>? = start
+            guard let pkey = d2i_PUBKEY(nil, &cursor, buffer.count) else { return nil }
+            // d2i_* stops after the first complete object; anything after it is not part of the key.
+            guard let end = cursor, start.distance(to: end) == buffer.count else {
+                EVP_PKEY_free(pkey)
+                return nil
+            }
+            return pkey
+        }
+        guard let key = parsed else {
+            throw CryptoError("parsing DER SubjectPublicKeyInfo (\(der.count) bytes)")
+        }
+        do {
+            self.curve = try Self.checkedCurve(of: key, public: true)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        self.key = key
+        self.derRepresentation = der
+        self.verifyContexts = Self.verifyPool(for: key)
+    }
+
+    /// Parses a PEM `PUBLIC KEY` block (SubjectPublicKeyInfo).
+    public convenience init(pemRepresentation pem: String) throws {
+        let key = try PEM.read(pem, what: "PUBLIC KEY") { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
+        let curve: Curve
+        do {
+            curve = try Self.checkedCurve(of: key, public: true)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        try self.init(takingOwnershipOf: key, curve: curve)
+    }
+
+    /// Takes ownership of an EVP_PKEY that is already known to be a checked EC key.
+    init(takingOwnershipOf key: OpaquePointer, curve: Curve) throws {
+        self.key = key
+        self.curve = curve
+        self.verifyContexts = Self.verifyPool(for: key)
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let length = i2d_PUBKEY(key, &out)
+        guard length > 0, let bytes = out else {
+            throw CryptoError("encoding SubjectPublicKeyInfo")
+        }
+        defer { CRYPTO_free(bytes, #fileID, #line) }
+        self.derRepresentation = Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
+    }
+
+    deinit {
+        EVP_PKEY_free(key)
+    }
+
+    private static func verifyPool(for key: OpaquePointer) -> ContextPool {
+        let shared = SharedKey(pointer: key)
+        return ContextPool {
+            guard let context = EVP_PKEY_CTX_new(shared.pointer, nil) else { return nil }
+            guard EVP_PKEY_verify_init(context) == 1 else {
+                EVP_PKEY_CTX_free(context)
+                ERR_clear_error()
+                return nil
+            }
+            return context
+        }
+    }
+
+    /// The key as a PEM `PUBLIC KEY` block.
+    public var pemRepresentation: String {
+        PEM.write { bio in PEM_write_bio_PUBKEY(bio, key) }
+    }
+
+    /// Checks a DER-encoded `ECDSA-Sig-Value` (SKAdNetwork's `attribution-signature`) over `message`.
+    ///
+    /// OpenSSL re-encodes the parsed signature and compares it with the input, so BER forms, padded
+    /// integers and trailing garbage fail here without any help.
+    public func isValidSignature(derSignature: some Collection<UInt8>, for message: some Collection<UInt8>) -> Bool {
+        let digest = SHA256.hash(message)
+        return withContiguousBytes(derSignature) { signature in
+            isValidSignature(derSignature: signature, digest: digest)
+        }
+    }
+
+    /// Checks a raw `r ‖ s` signature (IEEE P1363, the JWS ES256 form) over `message`.
+    ///
+    /// The raw form must be exactly twice the coordinate size (64 bytes for P-256); any other length is
+    /// invalid rather than "split in half", which is what lets lax converters accept truncated signatures.
+    public func isValidSignature(rawSignature: some Collection<UInt8>, for message: some Collection<UInt8>) -> Bool {
+        guard let der = ECDSASignature.derFromRaw(Array(rawSignature), curve: curve) else { return false }
+        return isValidSignature(derSignature: der, for: message)
+    }
+
+    /// Checks a DER signature over a SHA-256 digest that the caller already computed.
+    public func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
+        guard derSignature.count > 0 else { return false }
+        let result = verifyContexts.withContext { context in
+            digest.withUnsafeBytes { digestBytes in
+                EVP_PKEY_verify(
+                    context,
+                    derSignature.baseAddress?.assumingMemoryBound(to: UInt8.self), derSignature.count,
+                    digestBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), digestBytes.count)
+            }
+        }
+        // 1 is valid; 0 is invalid; a negative value is an error (bad DER, for one). Only 1 counts.
+        guard result == 1 else {
+            ERR_clear_error()
+            return false
+        }
+        return true
+    }
+
+    /// The curve of an EC key, after OpenSSL's consistency check of the public (or private) part.
+    static func checkedCurve(of key: OpaquePointer, public: Bool) throws -> Curve {
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
+            throw CryptoError("key is not an elliptic-curve key", drainingErrorQueue: false)
+        }
+        guard let curve = Curve(bits: EVP_PKEY_get_bits(key)) else {
+            throw CryptoError("unsupported curve: \(EVP_PKEY_get_bits(key))-bit (only P-192 and P-256)", drainingErrorQueue: false)
+        }
+        guard let context = EVP_PKEY_CTX_new(key, nil) else { throw CryptoError("allocating key context") }
+        defer { EVP_PKEY_CTX_free(context) }
+        let checked = `public` ? EVP_PKEY_public_check(context) : EVP_PKEY_check(context)
+        guard checked == 1 else { throw CryptoError("key fails OpenSSL's EC key check (point not on curve?)") }
+        return curve
+    }
+}
+
+/// Runs `body` over the bytes of `collection`, without copying when they are already contiguous.
+func withContiguousBytes<C: Collection<UInt8>, R>(_ collection: C, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    if let result = collection.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) {
+        return result
+    }
+    return Array(collection).withUnsafeBytes(body)
+}

@@ -1,0 +1,92 @@
+internal import COpenSSL
+
+/// SHA-256 through OpenSSL's EVP interface.
+public enum SHA256 {
+    /// A 32-byte SHA-256 digest, stored inline so hashing on the hot path does not allocate.
+    public struct Digest: Sendable, Equatable, CustomStringConvertible {
+        typealias Storage = (UInt64, UInt64, UInt64, UInt64)
+        var storage: Storage = (0, 0, 0, 0)
+
+        public static let byteCount = 32
+
+        public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+            try Swift.withUnsafeBytes(of: storage, body)
+        }
+
+        public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+        /// Lower-case hex.
+        public var description: String { bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0xF)] }.joined() }
+
+        public static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes == rhs.bytes }
+    }
+
+    /// Hashes `message` in one call.
+    public static func hash(_ message: some Collection<UInt8>) -> Digest {
+        withContiguousBytes(message) { hash(bytes: $0) }
+    }
+
+    public static func hash(bytes: UnsafeRawBufferPointer) -> Digest {
+        var digest = Digest()
+        var length: UInt32 = 0
+        let ok = Swift.withUnsafeMutableBytes(of: &digest.storage) { out in
+            EVP_Digest(bytes.baseAddress, bytes.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                       &length, sha256Algorithm.pointer, nil)
+        }
+        // EVP_Digest only fails on allocation failure; a zero digest then makes every check fail closed.
+        precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed: \(CryptoError.drainErrorQueue())")
+        return digest
+    }
+}
+
+/// Incremental SHA-256, for file checksums.
+public final class SHA256Hasher {
+    private let context: OpaquePointer
+
+    public init() {
+        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, sha256Algorithm.pointer, nil) == 1 else {
+            preconditionFailure("EVP_DigestInit_ex(SHA-256) failed: \(CryptoError.drainErrorQueue())")
+        }
+        self.context = context
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        precondition(EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1, "EVP_DigestUpdate failed")
+    }
+
+    public func update(_ bytes: some Collection<UInt8>) {
+        withContiguousBytes(bytes) { update($0) }
+    }
+
+    /// The digest of everything passed to `update`. The hasher cannot be used afterwards.
+    public func finalize() -> SHA256.Digest {
+        var digest = SHA256.Digest()
+        var length: UInt32 = 0
+        let ok = Swift.withUnsafeMutableBytes(of: &digest.storage) { out in
+            EVP_DigestFinal_ex(context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        }
+        precondition(ok == 1 && length == 32, "EVP_DigestFinal_ex failed")
+        return digest
+    }
+}
+
+/// SHA-256 fetched once: an implicit fetch on every EVP_Digest call goes through OpenSSL's provider
+/// lookup and its lock, which shows up when hashing hundreds of thousands of short messages.
+private let sha256Algorithm = FetchedDigest(name: "SHA256")
+
+private final class FetchedDigest: Sendable {
+    // EVP_MD objects are reference counted and immutable once fetched, so sharing one is safe.
+    nonisolated(unsafe) let pointer: OpaquePointer
+
+    init(name: String) {
+        guard let pointer = EVP_MD_fetch(nil, name, nil) else {
+            preconditionFailure("OpenSSL has no \(name): \(CryptoError.drainErrorQueue())")
+        }
+        self.pointer = pointer
+    }
+}
+
+private let hexDigits = (0..<16).map { String($0, radix: 16) }

@@ -1,0 +1,87 @@
+import Foundation
+import PostbackCrypto
+import Testing
+
+/// Wycheproof ECDSA vectors through the same verify calls the postback verifier uses.
+/// Counts come from each file's `numberOfTests`, so a loader that silently skipped cases would fail.
+@Suite struct WycheproofTests {
+    @Test func p256DERSignatures() throws {
+        try run(file: "ecdsa_secp256r1_sha256_test.json", curve: .p256) { key, signature, message in
+            key.isValidSignature(derSignature: signature, for: message)
+        }
+    }
+
+    @Test func p256RawSignaturesAsInJWS() throws {
+        try run(file: "ecdsa_secp256r1_sha256_p1363_test.json", curve: .p256) { key, signature, message in
+            key.isValidSignature(rawSignature: signature, for: message)
+        }
+    }
+
+    @Test func p192DERSignaturesForSKAdNetwork1And2() throws {
+        try run(file: "ecdsa_secp192r1_sha256_test.json", curve: .p192) { key, signature, message in
+            key.isValidSignature(derSignature: signature, for: message)
+        }
+    }
+
+    private func run(
+        file: String, curve: Curve,
+        verify: (ECDSAPublicKey, [UInt8], [UInt8]) -> Bool
+    ) throws {
+        let url = Fixtures.vectors.appendingPathComponent("wycheproof/\(file)")
+        let vectors = try JSONDecoder().decode(WycheproofFile.self, from: Data(contentsOf: url))
+        var executed = 0
+        for group in vectors.testGroups {
+            let key = try ECDSAPublicKey(derRepresentation: try hex(group.publicKeyDer))
+            #expect(key.curve == curve)
+            for test in group.tests {
+                executed += 1
+                let accepted = verify(key, try hex(test.sig), try hex(test.msg))
+                switch test.result {
+                case "valid":
+                    #expect(accepted, "tcId \(test.tcId) (\(test.comment), \(test.flags)) should verify")
+                case "invalid":
+                    #expect(!accepted, "tcId \(test.tcId) (\(test.comment), \(test.flags)) should not verify")
+                default:
+                    break  // "acceptable": either verdict passes.
+                }
+            }
+        }
+        #expect(executed == vectors.numberOfTests, "\(file): ran \(executed) of \(vectors.numberOfTests) cases")
+        #expect(executed > 0)
+    }
+}
+
+private struct WycheproofFile: Decodable {
+    let numberOfTests: Int
+    let testGroups: [Group]
+
+    struct Group: Decodable {
+        let publicKeyDer: String
+        let tests: [Case]
+    }
+
+    struct Case: Decodable {
+        let tcId: Int
+        let comment: String
+        let msg: String
+        let sig: String
+        let result: String
+        let flags: [String]
+    }
+}
+
+func hex(_ text: String) throws -> [UInt8] {
+    struct BadHex: Error {}
+    let digits = Array(text.utf8)
+    guard digits.count % 2 == 0 else { throw BadHex() }
+    return try stride(from: 0, to: digits.count, by: 2).map { index in
+        guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { throw BadHex() }
+        return byte
+    }
+}
+
+enum Fixtures {
+    /// The repository root, found from this file's path so tests run from any working directory.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let vectors = root.appendingPathComponent("Tests/Vectors")
+}
