@@ -1,0 +1,41 @@
+/// The `postback` executable's subcommands. The entry point only forwards here, so tests can run any
+/// command in-process with captured output.
+public enum PostbackCommand {
+    public static let version = "0.1.0"
+
+    static let usage = """
+        usage: postback <command> [options]
+
+        Verify and measure Apple's ad attribution postbacks (SKAdNetwork 1.0–4.0, AdAttributionKit).
+
+        commands:
+          verify     check the signature of every postback in files or stdin
+          explain    show the parsed fields, the signed message and the verdict for a postback
+          generate   mint test postbacks signed with your own key (for tests and benchmarks)
+
+        Run 'postback <command> --help' for a command's options.
+        """
+
+    /// Runs a subcommand. `words` excludes the program name.
+    public static func run(_ words: [String], io: CommandIO = .process) -> ExitStatus {
+        guard let command = words.first else {
+            io.printError(usage)
+            return .usageOrIOError
+        }
+        let rest = Array(words.dropFirst())
+        switch command {
+        case "verify": return VerifyCommand.run(rest, io: io)
+        case "explain": return ExplainCommand.run(rest, io: io)
+        case "generate": return GenerateCommand.run(rest, io: io)
+        case "--version", "version":
+            io.print("postback \(version)")
+            return .success
+        case "--help", "-h", "help":
+            io.print(usage)
+            return .success
+        default:
+            io.printError("postback: unknown command '\(command)'\n\n\(usage)")
+            return .usageOrIOError
+        }
+    }
+}

@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Where a command writes: a file descriptor, or memory in tests.
+public protocol OutputSink: Sendable {
+    func write(_ bytes: [UInt8])
+    /// Whether this is a terminal (progress is shown only there).
+    var isTerminal: Bool { get }
+}
+
+/// Writes straight to a file descriptor, retrying short writes. Callers batch their output, so there
+/// is no buffering here to forget to flush.
+public struct FileDescriptorSink: OutputSink {
+    public let descriptor: Int32
+
+    public init(descriptor: Int32) { self.descriptor = descriptor }
+
+    public static let standardOutput = FileDescriptorSink(descriptor: 1)
+    public static let standardError = FileDescriptorSink(descriptor: 2)
+
+    public var isTerminal: Bool { isatty(descriptor) == 1 }
+
+    public func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return  // EPIPE and the like: the reader went away; nothing useful to do.
+                }
+                offset += written
+            }
+        }
+    }
+}
+
+/// Collects output in memory (tests).
+public final class MemorySink: OutputSink {
+    private let storage = Mutex<[UInt8]>([])
+    public let isTerminal: Bool
+
+    public init(isTerminal: Bool = false) { self.isTerminal = isTerminal }
+
+    public func write(_ bytes: [UInt8]) { storage.withLock { $0.append(contentsOf: bytes) } }
+
+    public var text: String { String(decoding: storage.withLock { $0 }, as: UTF8.self) }
+    public var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+}
+
+/// The standard streams of one command run.
+public struct CommandIO: Sendable {
+    public let standardOutput: any OutputSink
+    public let standardError: any OutputSink
+
+    public init(standardOutput: any OutputSink, standardError: any OutputSink) {
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
+
+    public static let process = CommandIO(standardOutput: FileDescriptorSink.standardOutput, standardError: FileDescriptorSink.standardError)
+
+    func print(_ text: String) { standardOutput.write(Array((text + "\n").utf8)) }
+    func printError(_ text: String) { standardError.write(Array((text + "\n").utf8)) }
+}
+
+/// Exit statuses shared by the subcommands.
+public enum ExitStatus: Int32, Sendable {
+    /// Everything checked out.
+    case success = 0
+    /// The command ran, and some input did not pass (a postback not verified, a failed check).
+    case failure = 1
+    /// Bad usage or an I/O error: the command could not do its job.
+    case usageOrIOError = 2
+}

@@ -1,0 +1,32 @@
+import Postbacks
+import PostbackCrypto
+
+/// Loads `--trust-key FILE` arguments: PEM public keys (a private key PEM is accepted too, and only its
+/// public half is kept). Each key is named `test:<file name>` in output.
+enum TrustKeys {
+    static func load(_ paths: [String]) throws(UsageError) -> [TrustedTestKey] {
+        var keys: [TrustedTestKey] = []
+        for path in paths {
+            let text: String
+            do {
+                text = try FileBytes.readText(path: path, limit: 1 << 20)
+            } catch {
+                throw UsageError("--trust-key \(error)")
+            }
+            let key: ECDSAPublicKey
+            do {
+                key = text.contains("PRIVATE KEY")
+                    ? try ECDSAPrivateKey(pemRepresentation: text).publicKey
+                    : try ECDSAPublicKey(pemRepresentation: text)
+            } catch {
+                throw UsageError("--trust-key \(path): not a P-192 or P-256 PEM key (\(error))")
+            }
+            if let apple = AppleKey.allCases.first(where: { AppleKeyring.shared[$0].derRepresentation == key.derRepresentation }) {
+                throw UsageError("--trust-key \(path) is Apple's key \(apple.name), which is built in; a trusted test key must be your own")
+            }
+            let name = "test:" + (path.split(separator: "/").last.map(String.init) ?? path)
+            keys.append(TrustedTestKey(name: name, key: key))
+        }
+        return keys
+    }
+}

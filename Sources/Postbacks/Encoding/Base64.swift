@@ -1,0 +1,121 @@
+/// Strict Base64 (RFC 4648), because signature text is attacker input.
+///
+/// Foundation's `Data(base64Encoded:)` on Linux decodes `…xo=` and `…xp=` to the same bytes and takes
+/// extra padding; a lax decoder turns one signature into many accepted spellings. These decoders
+/// accept only the canonical encoding: the right alphabet, exact padding (standard) or none (url),
+/// and zero bits in the unused tail.
+public enum Base64 {
+    public enum Alphabet: Sendable {
+        /// RFC 4648 §4, `+` and `/`, padded with `=`: SKAdNetwork's `attribution-signature`.
+        case standard
+        /// RFC 4648 §5, `-` and `_`, unpadded: JWS segments (RFC 7515 §2).
+        case url
+    }
+
+    public struct DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+        public let reason: String
+        public var description: String { reason }
+    }
+
+    public static func decode(_ text: String, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+        var text = text
+        var result: Result<[UInt8], DecodingError> = .success([])
+        text.withUTF8 { utf8 in
+            result = Result { () throws(DecodingError) in try decode(utf8: UnsafeRawBufferPointer(utf8), alphabet: alphabet) }
+        }
+        return try result.get()
+    }
+
+    public static func decode(_ utf8: [UInt8], alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+        var result: Result<[UInt8], DecodingError> = .success([])
+        utf8.withUnsafeBytes { bytes in
+            result = Result { () throws(DecodingError) in try decode(utf8: bytes, alphabet: alphabet) }
+        }
+        return try result.get()
+    }
+
+    public static func decode(utf8 input: UnsafeRawBufferPointer, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+        var length = input.count
+        var padding = 0
+        if alphabet == .standard {
+            guard length % 4 == 0 else {
+                throw DecodingError(reason: "length \(length) is not a multiple of 4 (standard Base64 is padded)")
+            }
+            while padding < 2, length > 0, input[length - 1] == UInt8(ascii: "=") {
+                length -= 1
+                padding += 1
+            }
+        }
+        let remainder = length % 4
+        if remainder == 1 { throw DecodingError(reason: "length \(length) cannot be Base64 (one character left over)") }
+        if alphabet == .standard, padding != (4 - remainder) % 4 {
+            throw DecodingError(reason: "wrong amount of '=' padding")
+        }
+
+        var output = [UInt8]()
+        output.reserveCapacity(length * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for position in 0..<length {
+            let character = input[position]
+            guard let sextet = value(of: character, alphabet: alphabet) else {
+                throw DecodingError(reason: "character \(describe(character)) at position \(position) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet")
+            }
+            accumulator = accumulator << 6 | UInt32(sextet)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
+        }
+        // The last character of a short group carries unused bits; a canonical encoder leaves them zero.
+        if accumulator != 0 {
+            throw DecodingError(reason: "non-canonical encoding: the unused bits of the last character are not zero")
+        }
+        return output
+    }
+
+    public static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet) -> String {
+        let table = Array((alphabet == .url
+            ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+            : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/").utf8)
+        let input = Array(bytes)
+        var output = [UInt8]()
+        output.reserveCapacity((input.count + 2) / 3 * 4)
+        var index = 0
+        while index + 3 <= input.count {
+            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+            for shift in [18, 12, 6, 0] { output.append(table[Int(chunk >> UInt32(shift) & 0x3F)]) }
+            index += 3
+        }
+        let rest = input.count - index
+        if rest > 0 {
+            let chunk = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+            output.append(table[Int(chunk >> 18 & 0x3F)])
+            output.append(table[Int(chunk >> 12 & 0x3F)])
+            if rest == 2 { output.append(table[Int(chunk >> 6 & 0x3F)]) }
+            if alphabet == .standard {
+                output.append(contentsOf: rest == 2 ? [UInt8(ascii: "=")] : [UInt8(ascii: "="), UInt8(ascii: "=")])
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func value(of character: UInt8, alphabet: Alphabet) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return character - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return character - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+") where alphabet == .standard: return 62
+        case UInt8(ascii: "/") where alphabet == .standard: return 63
+        case UInt8(ascii: "-") where alphabet == .url: return 62
+        case UInt8(ascii: "_") where alphabet == .url: return 63
+        default: return nil
+        }
+    }
+
+    private static func describe(_ character: UInt8) -> String {
+        character >= 0x21 && character < 0x7F ? "'\(String(UnicodeScalar(character)))'" : "0x\(hex2(character))"
+    }
+}

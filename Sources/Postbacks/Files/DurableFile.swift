@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Replacing a file so that a crash leaves either the old or the new content, never a mix, and the
+/// new content survives power loss once `write` returns.
+///
+/// The recipe is write temp → fsync(temp) → rename → fsync(directory). Foundation's
+/// `Data.write(options: .atomic)` skips the directory fsync on Linux, so the rename can be lost.
+public enum DurableFile {
+    public struct WriteError: Error, CustomStringConvertible {
+        public let path: String
+        public let operation: String
+        public let errorNumber: Int32
+        public var description: String { "\(path): \(operation) failed: \(String(cString: strerror(errorNumber)))" }
+    }
+
+    public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(WriteError) {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
+        guard fd >= 0 else { throw WriteError(path: temporary, operation: "open", errorNumber: errno) }
+        do throws(WriteError) {
+            try writeAll(bytes, to: fd, path: temporary)
+            guard fsync(fd) == 0 else { throw WriteError(path: temporary, operation: "fsync", errorNumber: errno) }
+        } catch let failure {
+            close(fd)
+            unlink(temporary)
+            throw failure
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let number = errno
+            unlink(temporary)
+            throw WriteError(path: path, operation: "rename", errorNumber: number)
+        }
+        try syncDirectory(containing: path)
+    }
+
+    /// fsyncs the directory that holds `path`, making a create or rename in it durable.
+    public static func syncDirectory(containing path: String) throws(WriteError) {
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        try syncDirectory(directory.isEmpty ? "/" : directory)
+    }
+
+    public static func syncDirectory(_ directory: String) throws(WriteError) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw WriteError(path: directory, operation: "open directory", errorNumber: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw WriteError(path: directory, operation: "fsync directory", errorNumber: errno) }
+    }
+
+    /// Creates `directory` and any missing parents (mode 0755), fsyncing each parent it changed.
+    public static func makeDirectories(_ directory: String) throws(WriteError) {
+        var path = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            let parent = path.isEmpty ? "/" : path
+            path += "/" + component
+            if mkdir(path, 0o755) == 0 {
+                try syncDirectory(parent)
+            } else if errno != EEXIST {
+                throw WriteError(path: path, operation: "mkdir", errorNumber: errno)
+            }
+        }
+    }
+
+    static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(WriteError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw WriteError(path: path, operation: "write", errorNumber: errno)
+            }
+            offset += written
+        }
+    }
+}

@@ -1,0 +1,270 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One postback's bytes from an input file, with where it came from.
+public struct InputRecord: Sendable {
+    /// `path` for a file holding one postback, `path:line` for JSON Lines (line of the record's start).
+    public let source: String
+    public let bytes: [UInt8]
+    /// Set when the record could not be read whole (too long); `bytes` is then empty.
+    public let problem: String?
+}
+
+/// Reads postbacks from a file or stdin as a stream, never holding more than one record.
+///
+/// The layout is decided by the first non-blank line:
+/// - If it holds a complete JSON value, the file is JSON Lines: every non-blank line is one record, so a
+///   torn or garbage line costs only that line.
+/// - Otherwise (a pretty-printed object starting with `{` alone on a line), records are JSON values
+///   that may span lines; one after another is fine.
+///
+/// A record longer than `maximumRecordBytes` is reported as a problem record and skipped without being
+/// buffered, so a 100 MB line costs no memory. Line endings may be LF or CRLF.
+public final class RecordReader {
+    public struct IOError: Error, CustomStringConvertible {
+        public let path: String
+        public let message: String
+        public var description: String { "\(path): \(message)" }
+    }
+
+    public static let defaultMaximumRecordBytes = 1 << 20
+
+    private let path: String
+    private let label: String
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private let maximumRecordBytes: Int
+
+    private var buffer: [UInt8]
+    private var bufferStart = 0
+    private var bufferEnd = 0
+    private var atEOF = false
+    private var lineNumber = 0
+
+    private enum Layout { case undecided, jsonLines, documents }
+    private var layout = Layout.undecided
+    private var recordsReturned = 0
+    private var lookahead: RawRecord?
+    private var lookaheadPrimed = false
+
+    /// Bytes consumed so far, and the file size when known, for progress display.
+    public private(set) var bytesRead = 0
+    public let totalBytes: Int?
+
+    /// Opens `path`; `-` means standard input.
+    public init(path: String, maximumRecordBytes: Int = RecordReader.defaultMaximumRecordBytes) throws(IOError) {
+        self.path = path
+        self.maximumRecordBytes = maximumRecordBytes
+        self.buffer = [UInt8](repeating: 0, count: 1 << 20)
+        if path == "-" {
+            fd = 0
+            ownsDescriptor = false
+            label = "<stdin>"
+            totalBytes = nil
+        } else {
+            let opened = open(path, O_RDONLY | O_CLOEXEC)
+            guard opened >= 0 else { throw IOError(path: path, message: String(cString: strerror(errno))) }
+            var status = stat()
+            guard fstat(opened, &status) == 0 else {
+                let message = String(cString: strerror(errno))
+                close(opened)
+                throw IOError(path: path, message: message)
+            }
+            if (status.st_mode & S_IFMT) == S_IFDIR {
+                close(opened)
+                throw IOError(path: path, message: "is a directory")
+            }
+            fd = opened
+            ownsDescriptor = true
+            label = path
+            totalBytes = (status.st_mode & S_IFMT) == S_IFREG ? Int(status.st_size) : nil
+        }
+    }
+
+    deinit {
+        if ownsDescriptor { close(fd) }
+    }
+
+    /// The next record, or nil at the end of input. Throws only for read errors.
+    public func next() throws(IOError) -> InputRecord? {
+        if !lookaheadPrimed {
+            lookahead = try readRawRecord()
+            lookaheadPrimed = true
+        }
+        guard let current = lookahead else {
+            if recordsReturned == 0 {
+                recordsReturned = 1
+                return InputRecord(source: label, bytes: [], problem: "empty input: no JSON postback found")
+            }
+            return nil
+        }
+        lookahead = try readRawRecord()
+        let isOnlyRecord = recordsReturned == 0 && lookahead == nil
+        recordsReturned += 1
+        let source = isOnlyRecord ? label : "\(label):\(current.line)"
+        return InputRecord(source: source, bytes: current.bytes, problem: current.problem)
+    }
+
+    // MARK: Records
+
+    private struct RawRecord {
+        let line: Int
+        let bytes: [UInt8]
+        let problem: String?
+    }
+
+    private func readRawRecord() throws(IOError) -> RawRecord? {
+        while true {
+            guard let line = try readLine() else { return nil }
+            guard line.hasContent else {
+                if line.isTooLong { return RawRecord(line: line.number, bytes: [], problem: tooLong(line)) }
+                continue
+            }
+            if layout == .undecided {
+                layout = line.isTooLong || !line.startsUnclosedValue ? .jsonLines : .documents
+            }
+            if line.isTooLong { return RawRecord(line: line.number, bytes: [], problem: tooLong(line)) }
+            if layout == .jsonLines || !line.startsUnclosedValue {
+                return RawRecord(line: line.number, bytes: line.bytes, problem: nil)
+            }
+            return try readMultilineRecord(startingWith: line)
+        }
+    }
+
+    /// Accumulates lines until the JSON value that `first` opened is closed.
+    private func readMultilineRecord(startingWith first: Line) throws(IOError) -> RawRecord {
+        var bytes = first.bytes
+        var scanner = ValueScanner()
+        scanner.scan(bytes)
+        while !scanner.isComplete {
+            guard let line = try readLine() else { break }  // EOF: return what we have; the parser reports the truncation
+            if line.isTooLong || bytes.count + line.bytes.count + 1 > maximumRecordBytes {
+                return RawRecord(line: first.number, bytes: [], problem: "the JSON value starting on line \(first.number) is longer than the \(maximumRecordBytes)-byte limit for one postback")
+            }
+            bytes.append(0x0A)
+            bytes.append(contentsOf: line.bytes)
+            scanner.scan(line.bytes, startingNewLine: true)
+        }
+        return RawRecord(line: first.number, bytes: bytes, problem: nil)
+    }
+
+    private func tooLong(_ line: Line) -> String {
+        "line \(line.number) is \(line.length) bytes, longer than the \(maximumRecordBytes)-byte limit for one postback"
+    }
+
+    // MARK: Lines
+
+    private struct Line {
+        let number: Int
+        let bytes: [UInt8]
+        /// The full length, also when too long to keep.
+        let length: Int
+        let isTooLong: Bool
+
+        var hasContent: Bool { bytes.contains { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D } }
+
+        /// The line starts a JSON object or array that does not close on the same line.
+        var startsUnclosedValue: Bool {
+            guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 }),
+                  first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return false }
+            var scanner = ValueScanner()
+            scanner.scan(bytes)
+            return !scanner.isComplete
+        }
+    }
+
+    private func readLine() throws(IOError) -> Line? {
+        var collected: [UInt8] = []
+        var length = 0
+        var tooLong = false
+        while true {
+            if bufferStart == bufferEnd {
+                if atEOF { break }
+                try fill()
+                if bufferStart == bufferEnd { break }
+            }
+            let available = bufferEnd - bufferStart
+            let newline: Int? = buffer.withUnsafeBufferPointer { pointer in
+                guard let found = memchr(pointer.baseAddress! + bufferStart, 0x0A, available) else { return nil }
+                return pointer.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            }
+            let end = newline ?? bufferEnd
+            let chunk = end - bufferStart
+            length += chunk
+            if !tooLong {
+                if length > maximumRecordBytes {
+                    tooLong = true
+                    collected = []
+                } else {
+                    collected.append(contentsOf: buffer[bufferStart..<end])
+                }
+            }
+            bytesRead += chunk + (newline == nil ? 0 : 1)
+            bufferStart = newline.map { $0 + 1 } ?? bufferEnd
+            if newline != nil {
+                lineNumber += 1
+                return finish(collected, length: length, tooLong: tooLong)
+            }
+        }
+        if length == 0 && collected.isEmpty && !tooLong { return nil }
+        lineNumber += 1
+        return finish(collected, length: length, tooLong: tooLong)
+    }
+
+    private func finish(_ bytes: [UInt8], length: Int, tooLong: Bool) -> Line {
+        var bytes = bytes
+        if bytes.last == 0x0D { bytes.removeLast() }  // CRLF
+        return Line(number: lineNumber, bytes: bytes, length: length, isTooLong: tooLong)
+    }
+
+    private func fill() throws(IOError) {
+        bufferStart = 0
+        bufferEnd = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw IOError(path: path, message: "read failed: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { atEOF = true }
+            bufferEnd = count
+            return
+        }
+    }
+}
+
+/// Tracks string and nesting state across the bytes of a JSON value, to find where it ends without
+/// parsing it. The parser proper checks it afterwards.
+struct ValueScanner {
+    private var depth = 0
+    private var inString = false
+    private var escaped = false
+    private var started = false
+    private(set) var isComplete = false
+
+    mutating func scan(_ bytes: [UInt8], startingNewLine: Bool = false) {
+        if startingNewLine && inString {
+            // A raw newline cannot be inside a JSON string: the value is broken; end it here.
+            isComplete = true
+            return
+        }
+        for byte in bytes {
+            if isComplete { return }
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                started = true
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                if started && depth <= 0 { isComplete = true }
+            default: break
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+/// Builds compact JSON output (the CLI's `--json` lines, store records, manifests).
+///
+/// Strings are escaped so that output is safe to print: besides what JSON requires, control and
+/// invisible format characters (U+2063, U+202E, U+200B, …) become `\uXXXX`, so a hostile value cannot
+/// hide itself or rewrite a terminal line.
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+    private var needsComma: [Bool] = [false]
+
+    public init(reservingCapacity capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    public mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma.append(false)
+    }
+
+    public mutating func endObject() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    public mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+        needsComma.append(false)
+    }
+
+    public mutating func endArray() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// Writes an object key; the next value call writes its value.
+    public mutating func key(_ key: String) {
+        separate()
+        Self.appendQuoted(key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma[needsComma.count - 1] = false
+    }
+
+    public mutating func value(_ string: String?) {
+        separate()
+        if let string { Self.appendQuoted(string, to: &bytes) } else { appendNull() }
+    }
+
+    public mutating func value(_ number: Int64?) {
+        separate()
+        if let number { bytes.append(contentsOf: String(number).utf8) } else { appendNull() }
+    }
+
+    public mutating func value(_ number: Int?) { value(number.map(Int64.init)) }
+
+    public mutating func value(_ flag: Bool?) {
+        separate()
+        if let flag { bytes.append(contentsOf: (flag ? "true" : "false").utf8) } else { appendNull() }
+    }
+
+    /// A number written from its decimal text (e.g. a `Decimal` sum), unquoted.
+    public mutating func value(numberText: String) {
+        separate()
+        bytes.append(contentsOf: numberText.utf8)
+    }
+
+    /// Already-encoded JSON, inserted verbatim.
+    public mutating func value(rawJSON: some Collection<UInt8>) {
+        separate()
+        bytes.append(contentsOf: rawJSON)
+    }
+
+    public mutating func field(_ name: String, _ string: String?) { key(name); value(string) }
+    public mutating func field(_ name: String, _ number: Int64?) { key(name); value(number) }
+    public mutating func field(_ name: String, _ number: Int?) { key(name); value(number) }
+    public mutating func field(_ name: String, _ flag: Bool?) { key(name); value(flag) }
+
+    private mutating func appendNull() { bytes.append(contentsOf: "null".utf8) }
+
+    private mutating func separate() {
+        let last = needsComma.count - 1
+        if needsComma[last] { bytes.append(UInt8(ascii: ",")) }
+        needsComma[last] = true
+    }
+
+    /// Appends `"string"` with JSON escapes; see the type's comment for what else is escaped.
+    public static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        appendEscaped(string, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    static func appendEscaped(_ string: String, to bytes: inout [UInt8]) {
+        var string = string
+        let fast: Bool = string.withUTF8 { utf8 in
+            // Printable ASCII without quote or backslash needs no escaping: copy it as is.
+            for byte in utf8 where byte < 0x20 || byte >= 0x7F || byte == 0x22 || byte == 0x5C { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if fast { return }
+        for scalar in string.unicodeScalars {
+            switch scalar.value {
+            case 0x22: bytes.append(contentsOf: #"\""#.utf8)
+            case 0x5C: bytes.append(contentsOf: #"\\"#.utf8)
+            case 0x0A: bytes.append(contentsOf: #"\n"#.utf8)
+            case 0x0D: bytes.append(contentsOf: #"\r"#.utf8)
+            case 0x09: bytes.append(contentsOf: #"\t"#.utf8)
+            default:
+                if UnicodeSafety.isControlOrInvisible(scalar) {
+                    appendUnicodeEscape(scalar.value, to: &bytes)
+                } else {
+                    bytes.append(contentsOf: String(scalar).utf8)
+                }
+            }
+        }
+    }
+
+    private static func appendUnicodeEscape(_ value: UInt32, to bytes: inout [UInt8]) {
+        if value > 0xFFFF {
+            let offset = value - 0x10000
+            appendUnicodeEscape(0xD800 + (offset >> 10), to: &bytes)
+            appendUnicodeEscape(0xDC00 + (offset & 0x3FF), to: &bytes)
+            return
+        }
+        bytes.append(contentsOf: "\\u\(hex4(value).lowercased())".utf8)
+    }
+
+    /// A value escaped for use inside an error message or a log line (without quotes).
+    public static func escapedForMessage(_ string: String, limit: Int = 80) -> String {
+        var bytes: [UInt8] = []
+        let clipped = string.unicodeScalars.count > limit ? String(String.UnicodeScalarView(string.unicodeScalars.prefix(limit))) + "…" : string
+        appendEscaped(clipped, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Which characters may never appear in a signed value, and are escaped whenever we print one.
+public enum UnicodeSafety {
+    /// Controls (Cc), invisible format characters (Cf: U+2063 INVISIBLE SEPARATOR, bidi overrides,
+    /// zero-width spaces, the BOM), and the line/paragraph separators U+2028/U+2029.
+    public static func isControlOrInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.value < 0x20 || scalar.value == 0x7F { return true }
+        if scalar.value < 0x80 { return false }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
+    }
+
+    /// The first forbidden scalar in `string`, if any.
+    public static func firstControlOrInvisible(in string: String) -> Unicode.Scalar? {
+        var string = string
+        let asciiClean: Bool = string.withUTF8 { utf8 in
+            for byte in utf8 where byte < 0x20 || byte >= 0x7F { return false }
+            return true
+        }
+        if asciiClean { return nil }
+        return string.unicodeScalars.first(where: isControlOrInvisible)
+    }
+
+    /// `U+2063 INVISIBLE SEPARATOR`, for messages.
+    public static func describe(_ scalar: Unicode.Scalar) -> String {
+        let code = "U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4)
+        if let name = scalar.properties.name { return "\(code) \(name)" }
+        return code
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}

@@ -1,0 +1,59 @@
+/// A postback of either framework, parsed but not yet verified.
+public enum Postback: Sendable, Equatable {
+    case skadnetwork(SKAdNetworkPostback)
+    case adAttributionKit(AdAttributionKitPostback)
+
+    public var postbackProtocol: PostbackProtocol {
+        switch self {
+        case .skadnetwork: return .skadnetwork
+        case .adAttributionKit: return .adattributionkit
+        }
+    }
+
+    /// The SKAdNetwork version ("1.0" … "4.0"); nil for AdAttributionKit, which has no version field.
+    public var version: String? {
+        switch self {
+        case .skadnetwork(let postback): return postback.version.rawValue
+        case .adAttributionKit: return nil
+        }
+    }
+
+    /// The signed identifier plus conversion window that makes a postback unique (spec §1, §7.9).
+    public var dedupKey: String {
+        switch self {
+        case .skadnetwork(let postback): return postback.dedupKey
+        case .adAttributionKit(let postback): return postback.dedupKey
+        }
+    }
+
+    /// Parses a postback body: a JSON object with `attribution-signature` (SKAdNetwork) or
+    /// `jws-string` (AdAttributionKit).
+    public init(body: UnsafeRawBufferPointer) throws(PostbackRejection) {
+        let value: JSONValue
+        do {
+            value = try StrictJSONParser.parse(body)
+        } catch {
+            throw .malformed("invalid JSON: \(error)")
+        }
+        guard case .object(let object) = value else {
+            throw .malformed("a postback must be a JSON object, got \(value.kindDescription)")
+        }
+        try self.init(object: object)
+    }
+
+    public init(body: [UInt8]) throws(PostbackRejection) {
+        var result: Result<Postback, PostbackRejection> = .failure(.malformed("empty input"))
+        body.withUnsafeBytes { bytes in result = Result { () throws(PostbackRejection) in try Postback(body: bytes) } }
+        self = try result.get()
+    }
+
+    public init(object: JSONObject) throws(PostbackRejection) {
+        let isAdAttributionKit = object["jws-string"] != nil
+        if isAdAttributionKit, object["attribution-signature"] != nil {
+            throw .malformed("both jws-string (AdAttributionKit) and attribution-signature (SKAdNetwork) are present")
+        }
+        self = isAdAttributionKit
+            ? .adAttributionKit(try AdAttributionKitPostback(parsing: object))
+            : .skadnetwork(try SKAdNetworkPostback(parsing: object))
+    }
+}

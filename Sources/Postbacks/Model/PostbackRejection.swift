@@ -1,0 +1,33 @@
+/// Why a postback was not accepted, in words a user can act on.
+public struct PostbackRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: VerificationStatus
+    public let reason: String
+    /// What could be told about the postback before the problem, for reports on rejected input.
+    public var postbackProtocol: PostbackProtocol?
+    public var version: String?
+
+    public init(_ status: VerificationStatus, _ reason: String, protocol postbackProtocol: PostbackProtocol? = nil, version: String? = nil) {
+        self.status = status
+        self.reason = reason
+        self.postbackProtocol = postbackProtocol
+        self.version = version
+    }
+
+    static func malformed(_ reason: String) -> PostbackRejection { PostbackRejection(.malformed, reason) }
+
+    public var description: String { "\(status.rawValue): \(reason)" }
+}
+
+/// The verdict on one postback. Exactly one of these, named as in the CLI's `--json` output.
+public enum VerificationStatus: String, Sendable, CaseIterable, Codable {
+    /// Apple's (or an allowed test key's) signature verifies over the exact signed message.
+    case verified
+    /// Well-formed, but the signature does not verify with the key the postback calls for.
+    case invalidSignature = "invalid-signature"
+    /// Not a postback we can read: bad JSON, a missing or mistyped field, a value out of range.
+    case malformed
+    /// A SKAdNetwork `version` with no documented signature layout.
+    case unsupportedVersion = "unsupported-version"
+    /// The key named (an AdAttributionKit `kid`) is unknown, or is a development key that was not allowed.
+    case untrustedKey = "untrusted-key"
+}

@@ -1,0 +1,126 @@
+/// Plausible, varied test postbacks for benchmarks and load tests, reproducible from a seed.
+///
+/// Each postback gets its own transaction / postback identifier (a UUID drawn from the seed), and the
+/// other fields vary the way real traffic does: several apps, ad networks and campaigns, all three
+/// SKAdNetwork 4 windows, fine and coarse values, null values, non-winning postbacks, view and click.
+public struct SyntheticPostbacks: Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case skan2_0 = "2.0", skan2_1 = "2.1", skan2_2 = "2.2", skan3_0 = "3.0", skan4_0 = "4.0", aak
+        case skan1_0 = "1.0"
+    }
+
+    public var kinds: [Kind]
+    public var apps: [Int64] = [525463029, 1229670720, 6443575749]
+    public var adNetworks = 4
+    public var campaigns = 20
+
+    public init(kinds: [Kind]) { self.kinds = kinds }
+
+    /// The description of postback number `index` (deterministic in `seed` and `index`).
+    public func postback(_ index: Int, seed: UInt64) -> Description {
+        var random = SplitMix64(seed: seed ^ (UInt64(index) &* 0x9E37_79B9_7F4A_7C15))
+        let kind = kinds[index % kinds.count]
+        let id = random.uuid()
+        let app = apps[Int(random.next() % UInt64(apps.count))]
+        let network = Int(random.next() % UInt64(adNetworks))
+        let campaign = 1 + Int(random.next() % UInt64(campaigns))
+        let didWin = random.next() % 10 != 0
+        let fidelity = Int(random.next() % 3 == 0 ? 0 : 1)
+        let window = didWin ? Int(random.next() % 3) : 0
+        let nullValue = random.next() % 5 == 0
+        let fine = Int(random.next() % 64)
+        let coarse = ["low", "medium", "high"][Int(random.next() % 3)]
+        let country = ["US", "GB", "DE", "JP", "BR"][Int(random.next() % 5)]
+
+        switch kind {
+        case .aak:
+            var aak = AdAttributionKitTestPostback(postbackIdentifier: id.uppercased())
+            aak.adNetworkID = "network\(network).adattributionkit"
+            aak.sourceIdentifier = String(format4: 1000 + campaign * 10 + Int(random.next() % 10))
+            aak.advertisedItemID = app
+            aak.conversionType = ["download", "download", "redownload", "re-engagement"][Int(random.next() % 4)]
+            aak.didWin = aak.conversionType == "re-engagement" ? true : didWin
+            aak.postbackSequenceIndex = aak.didWin ? window : 0
+            aak.publisherItemID = aak.didWin ? 1_000_000 + Int64(random.next() % 50) : nil
+            aak.adInteractionType = aak.conversionType == "re-engagement" || fidelity == 1 ? "click" : "view"
+            if aak.didWin, !nullValue {
+                if aak.postbackSequenceIndex == 0, random.next() % 2 == 0 { aak.conversionValue = fine } else { aak.coarseConversionValue = coarse }
+            }
+            aak.countryCode = random.next() % 3 == 0 ? country : nil
+            return .adAttributionKit(aak)
+        default:
+            var skan = SKAdNetworkTestPostback(version: kind == .skan1_0 ? nil : kind.rawValue, transactionID: id)
+            skan.adNetworkID = "network\(network).skadnetwork"
+            skan.appID = app
+            let version = kind.rawValue
+            if version == "4.0" {
+                // Two digits at low tiers, three or four at higher ones.
+                let digits = [2, 3, 4][Int(random.next() % 3)]
+                let full = 1000 + campaign * 10 + Int(random.next() % 10)
+                skan.sourceIdentifier = String(String(format4: full).suffix(digits))
+                skan.postbackSequenceIndex = window
+            } else {
+                skan.campaignID = Int64(campaign)
+            }
+            if kind != .skan1_0 { skan.redownload = random.next() % 8 == 0 }
+            if ["2.2", "3.0", "4.0"].contains(version) { skan.fidelityType = fidelity }
+            let hasDidWin = ["3.0", "4.0"].contains(version)
+            if hasDidWin { skan.didWin = didWin }
+            let winning = !hasDidWin || didWin
+            if kind != .skan1_0, winning, random.next() % 2 == 0 {
+                if version == "4.0", random.next() % 4 == 0 { skan.sourceDomain = "example\(network).com" } else { skan.sourceAppID = 1_000_000 + Int64(random.next() % 50) }
+            }
+            if kind != .skan1_0, winning, !nullValue {
+                if version == "4.0" {
+                    if window == 0, random.next() % 2 == 0 { skan.conversionValue = fine } else { skan.coarseConversionValue = coarse }
+                } else {
+                    skan.conversionValue = fine
+                }
+            }
+            return .skadnetwork(skan)
+        }
+    }
+
+    public enum Description: Sendable {
+        case skadnetwork(SKAdNetworkTestPostback)
+        case adAttributionKit(AdAttributionKitTestPostback)
+    }
+}
+
+extension TestPostbackSigner {
+    /// Signs a synthetic postback description.
+    public func sign(_ description: SyntheticPostbacks.Description) throws -> [UInt8] {
+        switch description {
+        case .skadnetwork(let skan): return try sign(skan)
+        case .adAttributionKit(let aak): return try sign(aak)
+        }
+    }
+}
+
+/// A small, fast, seedable generator (Steele, Lea & Flood's SplitMix64). Not for secrets.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A random version-4 UUID in lower case.
+    public mutating func uuid() -> String {
+        var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: next()) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16) }
+        return hex[0..<4].joined() + "-" + hex[4..<6].joined() + "-" + hex[6..<8].joined() + "-" + hex[8..<10].joined() + "-" + hex[10..<16].joined()
+    }
+}
+
+private extension String {
+    init(format4 value: Int) { self = String(value).leftPadded(to: 4) }
+}

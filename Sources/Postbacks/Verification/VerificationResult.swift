@@ -1,0 +1,48 @@
+/// The outcome of checking one postback: a result, not an error, because rejecting forged or broken
+/// input is the verifier's ordinary work.
+public struct VerificationResult: Sendable {
+    public let status: VerificationStatus
+    /// The parsed postback; nil when it could not be parsed.
+    public let postback: Postback?
+    public let postbackProtocol: PostbackProtocol?
+    public let version: String?
+    /// The key that verified it, or for a failed check the key(s) it was checked against.
+    public let keyName: String?
+    /// Nil only when the body could not be read far enough to tell.
+    public let environment: PostbackEnvironment?
+    /// Why it was not verified; nil when verified.
+    public let reason: String?
+    /// A SKAdNetwork test-mode postback (`source-app-id` 0), verified with the field left out.
+    public let isTestMode: Bool
+
+    public var isVerified: Bool { status == .verified }
+    public var dedupKey: String? { postback?.dedupKey }
+
+    init(status: VerificationStatus, postback: Postback?, keyName: String?, environment: PostbackEnvironment?,
+         reason: String?, isTestMode: Bool = false) {
+        self.status = status
+        self.postback = postback
+        self.postbackProtocol = postback?.postbackProtocol
+        self.version = postback?.version
+        self.keyName = keyName
+        self.environment = environment
+        self.reason = reason
+        self.isTestMode = isTestMode
+    }
+
+    /// A verdict for input that never got as far as the parser (an over-long line, empty input).
+    public static func malformed(reason: String) -> VerificationResult {
+        VerificationResult(rejection: PostbackRejection(.malformed, reason))
+    }
+
+    init(rejection: PostbackRejection) {
+        self.status = rejection.status
+        self.postback = nil
+        self.postbackProtocol = rejection.postbackProtocol
+        self.version = rejection.version
+        self.keyName = nil
+        self.environment = nil
+        self.reason = rejection.reason
+        self.isTestMode = false
+    }
+}
