@@ -1,0 +1,81 @@
+import Foundation
+import PostbackCrypto
+@testable import Postbacks
+
+enum Fixtures {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let appleVectors = root.appendingPathComponent("Tests/Vectors/apple")
+
+    static func bytes(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
+
+    static func appleVector(_ name: String) throws -> [UInt8] {
+        try bytes(appleVectors.appendingPathComponent(name))
+    }
+
+    static func appleVectorNames() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: appleVectors.path).filter { $0.hasSuffix(".json") }.sorted()
+    }
+}
+
+/// Test keys made once per test process with OpenSSL.
+enum TestKeys {
+    static let p256 = try! ECDSAPrivateKey(generatingOn: .p256)
+    static let p192 = try! ECDSAPrivateKey(generatingOn: .p192)
+    static let otherP256 = try! ECDSAPrivateKey(generatingOn: .p256)
+
+    static var signer256: TestPostbackSigner { TestPostbackSigner(key: p256) }
+    static var signer192: TestPostbackSigner { TestPostbackSigner(key: p192) }
+
+    static func trusted(_ key: ECDSAPrivateKey, name: String = "test:key.pem") -> TrustedTestKey {
+        TrustedTestKey(name: name, key: key.publicKey)
+    }
+
+    /// Development allowed, both test keys trusted.
+    static let devVerifier = PostbackVerifier(policy: VerificationPolicy(
+        allowsDevelopment: true, testKeys: [trusted(p256, name: "test:p256.pem"), trusted(p192, name: "test:p192.pem")]))
+}
+
+/// A JSON object body edited as a dictionary of raw JSON texts, keeping key order.
+struct EditableBody {
+    var members: [(key: String, json: String)]
+
+    init(_ bytes: [UInt8]) throws {
+        guard case .object(let object) = try StrictJSONParser.parse(bytes) else { throw EditError() }
+        members = object.members.map { ($0.key, Self.encode($0.value)) }
+    }
+
+    struct EditError: Error {}
+
+    subscript(key: String) -> String? {
+        get { members.first { $0.key == key }?.json }
+        set {
+            if let index = members.firstIndex(where: { $0.key == key }) {
+                if let newValue { members[index].json = newValue } else { members.remove(at: index) }
+            } else if let newValue {
+                members.append((key, newValue))
+            }
+        }
+    }
+
+    var bytes: [UInt8] {
+        Array(("{" + members.map { "\"\($0.key)\":\($0.json)" }.joined(separator: ",") + "}").utf8)
+    }
+
+    static func encode(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let string):
+            var bytes: [UInt8] = []
+            JSONWriter.appendQuoted(string, to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        case .number(let number): return number.text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .null: return "null"
+        case .object(let object): return "{" + object.members.map { "\"\($0.key)\":\(encode($0.value))" }.joined(separator: ",") + "}"
+        case .array(let array): return "[" + array.map(encode).joined(separator: ",") + "]"
+        }
+    }
+}
+
+extension PostbackVerifier {
+    func verify(_ text: String) -> VerificationResult { verify(body: Array(text.utf8)) }
+}
