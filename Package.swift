@@ -7,6 +7,7 @@
 //   COpenSSL        libcrypto headers (system library)
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
 //   Postbacks       strict JSON, postback models, signed messages, the verifier, Apple's keys
+//   PostbackStore   the on-disk spool: record format, layout, segment reading
 //   PostbackCLI     the subcommands, callable from tests
 //   postback        the executable: a thin entry point
 import PackageDescription
@@ -24,11 +25,13 @@ let package = Package(
         ),
         .target(name: "PostbackCrypto", dependencies: ["COpenSSL"]),
         .target(name: "Postbacks", dependencies: ["PostbackCrypto"]),
-        .target(name: "PostbackCLI", dependencies: ["Postbacks", "PostbackCrypto"]),
+        .target(name: "PostbackStore", dependencies: ["Postbacks"]),
+        .target(name: "PostbackCLI", dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore"]),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
 
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
         .testTarget(name: "PostbacksTests", dependencies: ["Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "PostbackStoreTests", dependencies: ["PostbackStore", "Postbacks", "PostbackCrypto"]),
         .testTarget(name: "PostbackCLITests", dependencies: ["PostbackCLI", "Postbacks", "PostbackCrypto"]),
     ]
 )

@@ -26,6 +26,11 @@ public final class RecordReader {
         public let path: String
         public let message: String
         public var description: String { "\(path): \(message)" }
+
+        public init(path: String, message: String) {
+            self.path = path
+            self.message = message
+        }
     }
 
     public static let defaultMaximumRecordBytes = 1 << 20
@@ -36,11 +41,7 @@ public final class RecordReader {
     private let ownsDescriptor: Bool
     private let maximumRecordBytes: Int
 
-    private var buffer: [UInt8]
-    private var bufferStart = 0
-    private var bufferEnd = 0
-    private var atEOF = false
-    private var lineNumber = 0
+    private let lines: LineReader
 
     private enum Layout { case undecided, jsonLines, documents }
     private var layout = Layout.undecided
@@ -49,19 +50,19 @@ public final class RecordReader {
     private var lookaheadPrimed = false
 
     /// Bytes consumed so far, and the file size when known, for progress display.
-    public private(set) var bytesRead = 0
+    public var bytesRead: Int { lines.bytesRead }
     public let totalBytes: Int?
 
     /// Opens `path`; `-` means standard input.
     public init(path: String, maximumRecordBytes: Int = RecordReader.defaultMaximumRecordBytes) throws(IOError) {
         self.path = path
         self.maximumRecordBytes = maximumRecordBytes
-        self.buffer = [UInt8](repeating: 0, count: 1 << 20)
         if path == "-" {
             fd = 0
             ownsDescriptor = false
             label = "<stdin>"
             totalBytes = nil
+            lines = LineReader(fd: 0, path: path, maximumLineBytes: maximumRecordBytes)
         } else {
             let opened = open(path, O_RDONLY | O_CLOEXEC)
             guard opened >= 0 else { throw IOError(path: path, message: String(cString: strerror(errno))) }
@@ -79,6 +80,7 @@ public final class RecordReader {
             ownsDescriptor = true
             label = path
             totalBytes = (status.st_mode & S_IFMT) == S_IFREG ? Int(status.st_size) : nil
+            lines = LineReader(fd: opened, path: path, maximumLineBytes: maximumRecordBytes)
         }
     }
 
@@ -116,7 +118,7 @@ public final class RecordReader {
 
     private func readRawRecord() throws(IOError) -> RawRecord? {
         while true {
-            guard let line = try readLine() else { return nil }
+            guard let line = try lines.next() else { return nil }
             guard line.hasContent else {
                 if line.isTooLong { return RawRecord(line: line.number, bytes: [], problem: tooLong(line)) }
                 continue
@@ -133,12 +135,12 @@ public final class RecordReader {
     }
 
     /// Accumulates lines until the JSON value that `first` opened is closed.
-    private func readMultilineRecord(startingWith first: Line) throws(IOError) -> RawRecord {
+    private func readMultilineRecord(startingWith first: LineReader.Line) throws(IOError) -> RawRecord {
         var bytes = first.bytes
         var scanner = ValueScanner()
         scanner.scan(bytes)
         while !scanner.isComplete {
-            guard let line = try readLine() else { break }  // EOF: return what we have; the parser reports the truncation
+            guard let line = try lines.next() else { break }  // EOF: return what we have; the parser reports the truncation
             if line.isTooLong || bytes.count + line.bytes.count + 1 > maximumRecordBytes {
                 return RawRecord(line: first.number, bytes: [], problem: "the JSON value starting on line \(first.number) is longer than the \(maximumRecordBytes)-byte limit for one postback")
             }
@@ -149,88 +151,19 @@ public final class RecordReader {
         return RawRecord(line: first.number, bytes: bytes, problem: nil)
     }
 
-    private func tooLong(_ line: Line) -> String {
+    private func tooLong(_ line: LineReader.Line) -> String {
         "line \(line.number) is \(line.length) bytes, longer than the \(maximumRecordBytes)-byte limit for one postback"
     }
+}
 
-    // MARK: Lines
-
-    private struct Line {
-        let number: Int
-        let bytes: [UInt8]
-        /// The full length, also when too long to keep.
-        let length: Int
-        let isTooLong: Bool
-
-        var hasContent: Bool { bytes.contains { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D } }
-
-        /// The line starts a JSON object or array that does not close on the same line.
-        var startsUnclosedValue: Bool {
-            guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 }),
-                  first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return false }
-            var scanner = ValueScanner()
-            scanner.scan(bytes)
-            return !scanner.isComplete
-        }
-    }
-
-    private func readLine() throws(IOError) -> Line? {
-        var collected: [UInt8] = []
-        var length = 0
-        var tooLong = false
-        while true {
-            if bufferStart == bufferEnd {
-                if atEOF { break }
-                try fill()
-                if bufferStart == bufferEnd { break }
-            }
-            let available = bufferEnd - bufferStart
-            let newline: Int? = buffer.withUnsafeBufferPointer { pointer in
-                guard let found = memchr(pointer.baseAddress! + bufferStart, 0x0A, available) else { return nil }
-                return pointer.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
-            }
-            let end = newline ?? bufferEnd
-            let chunk = end - bufferStart
-            length += chunk
-            if !tooLong {
-                if length > maximumRecordBytes {
-                    tooLong = true
-                    collected = []
-                } else {
-                    collected.append(contentsOf: buffer[bufferStart..<end])
-                }
-            }
-            bytesRead += chunk + (newline == nil ? 0 : 1)
-            bufferStart = newline.map { $0 + 1 } ?? bufferEnd
-            if newline != nil {
-                lineNumber += 1
-                return finish(collected, length: length, tooLong: tooLong)
-            }
-        }
-        if length == 0 && collected.isEmpty && !tooLong { return nil }
-        lineNumber += 1
-        return finish(collected, length: length, tooLong: tooLong)
-    }
-
-    private func finish(_ bytes: [UInt8], length: Int, tooLong: Bool) -> Line {
-        var bytes = bytes
-        if bytes.last == 0x0D { bytes.removeLast() }  // CRLF
-        return Line(number: lineNumber, bytes: bytes, length: length, isTooLong: tooLong)
-    }
-
-    private func fill() throws(IOError) {
-        bufferStart = 0
-        bufferEnd = 0
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw IOError(path: path, message: "read failed: \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { atEOF = true }
-            bufferEnd = count
-            return
-        }
+extension LineReader.Line {
+    /// The line starts a JSON object or array that does not close on the same line.
+    var startsUnclosedValue: Bool {
+        guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 }),
+              first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return false }
+        var scanner = ValueScanner()
+        scanner.scan(bytes)
+        return !scanner.isComplete
     }
 }
 

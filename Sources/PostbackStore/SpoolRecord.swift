@@ -1,0 +1,129 @@
+public import Postbacks
+
+/// One line of the store: a received postback, its verdict, and the body exactly as received.
+///
+///     {"received_at":"2026-12-02T13:14:15.123456Z","writer":"rx1","route":"skadnetwork-developer-copy",
+///      "status":"verified","environment":"production","dedup_key":"6aafb7a5-…:0","protocol":"skadnetwork",
+///      "version":"4.0","key":"apple-skadnetwork-p256","attribution":{…},"body":"{\"version\":\"4.0\",…}"}
+///
+/// Verified postbacks go to `raw/postbacks/`, everything else (with `reason`) to `raw/rejected/`.
+/// `attribution` (the normalized fields, see `Attribution`) is present for parsed postbacks, so the
+/// nightly job need not re-parse Apple's JSON; `body` keeps the original for audits and re-verification.
+/// A body that is not UTF-8 is kept as `body_base64` instead.
+public struct SpoolRecord: Sendable, Equatable {
+    public var receivedAt: UTCTimestamp
+    /// The receiver process that wrote the record (several may share a store).
+    public var writer: String
+    /// Which endpoint received it, e.g. `skadnetwork-developer-copy`, `ad-network`, `file-import`.
+    public var route: String
+    public var status: VerificationStatus
+    public var environment: PostbackEnvironment?
+    public var dedupKey: String?
+    public var postbackProtocol: PostbackProtocol?
+    public var version: String?
+    public var keyName: String?
+    /// Why it was rejected; nil for verified postbacks.
+    public var reason: String?
+    public var attribution: Attribution?
+    /// The HTTP body exactly as received.
+    public var body: [UInt8]
+
+    public init(receivedAt: UTCTimestamp, writer: String, route: String, status: VerificationStatus,
+                environment: PostbackEnvironment?, dedupKey: String?, postbackProtocol: PostbackProtocol?,
+                version: String?, keyName: String?, reason: String?, attribution: Attribution?, body: [UInt8]) {
+        self.receivedAt = receivedAt
+        self.writer = writer
+        self.route = route
+        self.status = status
+        self.environment = environment
+        self.dedupKey = dedupKey
+        self.postbackProtocol = postbackProtocol
+        self.version = version
+        self.keyName = keyName
+        self.reason = reason
+        self.attribution = attribution
+        self.body = body
+    }
+
+    /// A record for a verifier's verdict on `body`. A `reason` given here overrides the verifier's
+    /// (for rejections the receiver makes itself: a foreign ad network, development not allowed).
+    public init(receivedAt: UTCTimestamp, writer: String, route: String, result: VerificationResult, body: [UInt8],
+                status: VerificationStatus? = nil, reason: String? = nil) {
+        self.init(
+            receivedAt: receivedAt, writer: writer, route: route, status: status ?? result.status,
+            environment: result.environment, dedupKey: result.dedupKey, postbackProtocol: result.postbackProtocol,
+            version: result.version, keyName: result.keyName, reason: reason ?? result.reason,
+            attribution: result.postback?.attribution, body: body)
+    }
+
+    /// The record as one JSON line, newline included.
+    public func encoded() -> [UInt8] {
+        var json = JSONWriter(reservingCapacity: body.count + 512)
+        json.beginObject()
+        json.field("received_at", receivedAt.description)
+        json.field("writer", writer)
+        json.field("route", route)
+        json.field("status", status.rawValue)
+        json.field("environment", environment?.rawValue)
+        json.field("dedup_key", dedupKey)
+        json.field("protocol", postbackProtocol?.rawValue)
+        json.field("version", version)
+        json.field("key", keyName)
+        if let reason { json.field("reason", reason) }
+        if let attribution {
+            json.key("attribution")
+            attribution.write(to: &json)
+        }
+        if let text = String(validating: body, as: UTF8.self) {
+            json.field("body", text)
+        } else {
+            json.field("body_base64", Base64.encode(body, alphabet: .standard))
+        }
+        json.endObject()
+        var line = json.bytes
+        line.append(0x0A)
+        return line
+    }
+
+    public struct DecodingError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Parses a line written by `encoded()` (without its newline).
+    public init(line: [UInt8]) throws(DecodingError) {
+        let value: JSONValue
+        do {
+            value = try StrictJSONParser.parse(line)
+        } catch {
+            throw DecodingError(description: "not a JSON record: \(error)")
+        }
+        guard case .object(let object) = value else { throw DecodingError(description: "record is not a JSON object") }
+        func string(_ key: String) -> String? {
+            if case .string(let text)? = object[key] { return text }
+            return nil
+        }
+        guard let receivedText = string("received_at"), let receivedAt = UTCTimestamp(iso8601: receivedText) else {
+            throw DecodingError(description: "received_at missing or not an ISO 8601 UTC timestamp")
+        }
+        guard let statusText = string("status"), let status = VerificationStatus(rawValue: statusText) else {
+            throw DecodingError(description: "status missing or unknown")
+        }
+        let body: [UInt8]
+        if let text = string("body") {
+            body = Array(text.utf8)
+        } else if let encoded = string("body_base64") {
+            do { body = try Base64.decode(encoded, alphabet: .standard) } catch { throw DecodingError(description: "body_base64: \(error)") }
+        } else {
+            throw DecodingError(description: "record has neither body nor body_base64")
+        }
+        var attribution: Attribution? = nil
+        if case .object(let fields)? = object["attribution"] {
+            do { attribution = try Attribution(json: fields) } catch { throw DecodingError(description: error.description) }
+        }
+        self.init(
+            receivedAt: receivedAt, writer: string("writer") ?? "", route: string("route") ?? "", status: status,
+            environment: string("environment").flatMap(PostbackEnvironment.init(rawValue:)), dedupKey: string("dedup_key"),
+            postbackProtocol: string("protocol").flatMap(PostbackProtocol.init(rawValue:)), version: string("version"),
+            keyName: string("key"), reason: string("reason"), attribution: attribution, body: body)
+    }
+}

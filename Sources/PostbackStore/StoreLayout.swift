@@ -1,0 +1,91 @@
+import Foundation
+public import Postbacks
+
+/// Where everything lives under a data directory. One partition key, `dt` (the UTC day), fixed order:
+///
+///     DATA/raw/postbacks/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl     verified postbacks
+///     DATA/raw/rejected/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl      everything else, with reasons
+///     DATA/agg/campaign_daily/dt=YYYY-MM-DD/part-00000.csv
+///     DATA/agg/campaign_events_daily/dt=YYYY-MM-DD/part-00000.csv
+///     DATA/agg/_manifests/dt=YYYY-MM-DD.json
+///
+/// Each receiver writes only files named with its own writer id, so several can share one store.
+/// Sequence numbers are zero-padded so that names sort in write order.
+public struct StoreLayout: Sendable {
+    public enum Spool: String, Sendable, CaseIterable {
+        case postbacks
+        case rejected
+    }
+
+    public let root: String
+
+    public init(root: String) {
+        self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
+    }
+
+    public func spoolDirectory(_ spool: Spool) -> String { "\(root)/raw/\(spool.rawValue)" }
+
+    public func partition(_ spool: Spool, day: UTCDay) -> String { "\(spoolDirectory(spool))/dt=\(day)" }
+
+    public static func segmentName(writer: String, sequence: Int) -> String {
+        "part-\(writer)-\(String(sequence).leftPaddedWithZeros(to: 6)).jsonl"
+    }
+
+    public func aggregateDirectory(table: String, day: UTCDay) -> String { "\(root)/agg/\(table)/dt=\(day)" }
+
+    public func aggregateFile(table: String, day: UTCDay) -> String { aggregateDirectory(table: table, day: day) + "/part-00000.csv" }
+
+    public var manifestDirectory: String { "\(root)/agg/_manifests" }
+
+    public func manifest(day: UTCDay) -> String { "\(manifestDirectory)/dt=\(day).json" }
+
+    /// Writer ids go into file names: letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`.
+    public static func isValidWriterID(_ id: String) -> Bool {
+        guard (1...64).contains(id.utf8.count), id.utf8.first != UInt8(ascii: ".") else { return false }
+        return id.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                || byte == UInt8(ascii: "-")
+        }
+    }
+
+    /// The days that have a partition in `spool`, ascending.
+    public func days(_ spool: Spool) -> [UTCDay] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: spoolDirectory(spool))) ?? []
+        return names.compactMap { name in name.hasPrefix("dt=") ? UTCDay(String(name.dropFirst(3))) : nil }.sorted()
+    }
+
+    /// A segment file found in a partition.
+    public struct Segment: Sendable, Comparable {
+        public let path: String
+        public let writer: String
+        public let sequence: Int
+
+        public static func < (lhs: Segment, rhs: Segment) -> Bool {
+            (lhs.writer, lhs.sequence) < (rhs.writer, rhs.sequence)
+        }
+    }
+
+    /// The segments of one day, sorted by writer then sequence. Files not named like segments
+    /// (temporary files, editor backups) are ignored.
+    public func segments(_ spool: Spool, day: UTCDay) -> [Segment] {
+        let directory = partition(spool, day: day)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.compactMap { name in Self.parseSegmentName(name).map { Segment(path: "\(directory)/\(name)", writer: $0.writer, sequence: $0.sequence) } }
+            .sorted()
+    }
+
+    static func parseSegmentName(_ name: String) -> (writer: String, sequence: Int)? {
+        guard name.hasPrefix("part-"), name.hasSuffix(".jsonl") else { return nil }
+        let stem = name.dropFirst(5).dropLast(6)
+        guard let dash = stem.lastIndex(of: "-"), let sequence = Int(stem[stem.index(after: dash)...]) else { return nil }
+        let writer = String(stem[..<dash])
+        return isValidWriterID(writer) ? (writer, sequence) : nil
+    }
+}
+
+extension String {
+    func leftPaddedWithZeros(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

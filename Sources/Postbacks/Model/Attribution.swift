@@ -1,0 +1,161 @@
+/// What a verified postback says, in one shape for both frameworks: the fields aggregation and
+/// reports group by. Derived from the parsed postback; every value traces back to what Apple sent.
+public struct Attribution: Sendable, Equatable {
+    public var postbackProtocol: PostbackProtocol
+    /// SKAdNetwork version; nil for AdAttributionKit.
+    public var version: String?
+    /// `app-id` / `advertised-item-identifier`.
+    public var appID: Int64
+    /// Verbatim (the case Apple signed).
+    public var adNetworkID: String
+    /// SKAdNetwork 1.0–3.0 `campaign-id`.
+    public var campaignID: Int64?
+    /// SKAdNetwork 4.0 / AdAttributionKit `source-identifier`, 2–4 digits.
+    public var sourceIdentifier: String?
+    /// SKAdNetwork `source-app-id` / AdAttributionKit `publisher-item-identifier`.
+    public var sourceAppID: Int64?
+    public var sourceDomain: String?
+    public var marketplaceID: String?
+    /// Unsigned.
+    public var countryCode: String?
+    /// `fidelity-type` (2.2+) or `ad-interaction-type`; nil when the postback does not say.
+    public var interaction: AdInteraction?
+    /// SKAdNetwork: `redownload` true → redownload, otherwise download.
+    public var conversionType: ConversionType
+    /// 0 for SKAdNetwork before 4.0, which has one postback.
+    public var postbackSequenceIndex: Int
+    /// nil before SKAdNetwork 3.0 (every postback then is the winner's).
+    public var didWin: Bool?
+    /// Unsigned.
+    public var fineValue: Int?
+    /// Unsigned.
+    public var coarseValue: CoarseConversionValue?
+    /// SKAdNetwork test scenario (`source-app-id` 0).
+    public var isTestMode: Bool
+
+    public init(postbackProtocol: PostbackProtocol, version: String?, appID: Int64, adNetworkID: String,
+                campaignID: Int64? = nil, sourceIdentifier: String? = nil, sourceAppID: Int64? = nil,
+                sourceDomain: String? = nil, marketplaceID: String? = nil, countryCode: String? = nil,
+                interaction: AdInteraction? = nil, conversionType: ConversionType = .download,
+                postbackSequenceIndex: Int = 0, didWin: Bool? = nil, fineValue: Int? = nil,
+                coarseValue: CoarseConversionValue? = nil, isTestMode: Bool = false) {
+        self.postbackProtocol = postbackProtocol
+        self.version = version
+        self.appID = appID
+        self.adNetworkID = adNetworkID
+        self.campaignID = campaignID
+        self.sourceIdentifier = sourceIdentifier
+        self.sourceAppID = sourceAppID
+        self.sourceDomain = sourceDomain
+        self.marketplaceID = marketplaceID
+        self.countryCode = countryCode
+        self.interaction = interaction
+        self.conversionType = conversionType
+        self.postbackSequenceIndex = postbackSequenceIndex
+        self.didWin = didWin
+        self.fineValue = fineValue
+        self.coarseValue = coarseValue
+        self.isTestMode = isTestMode
+    }
+
+    /// The postback counts for the advertiser: a winner (or a pre-3.0 postback, which always is).
+    public var isWinning: Bool { didWin != false }
+
+    // MARK: JSON (the `attribution` object of a spool record)
+
+    /// Writes the fields as a JSON object with snake_case keys; absent values are `null`.
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.field("protocol", postbackProtocol.rawValue)
+        json.field("version", version)
+        json.field("app_id", appID)
+        json.field("ad_network_id", adNetworkID)
+        json.field("campaign_id", campaignID)
+        json.field("source_identifier", sourceIdentifier)
+        json.field("source_app_id", sourceAppID)
+        json.field("source_domain", sourceDomain)
+        json.field("marketplace_id", marketplaceID)
+        json.field("country_code", countryCode)
+        json.field("interaction", interaction?.rawValue)
+        json.field("conversion_type", conversionType.rawValue)
+        json.field("postback_sequence_index", postbackSequenceIndex)
+        json.field("did_win", didWin)
+        json.field("fine_value", fineValue)
+        json.field("coarse_value", coarseValue?.rawValue)
+        json.field("test_mode", isTestMode)
+        json.endObject()
+    }
+
+    public struct DecodingError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads the object `write(to:)` produced.
+    public init(json object: JSONObject) throws(DecodingError) {
+        func string(_ key: String) throws(DecodingError) -> String? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .string(let value)?: return value
+            default: throw DecodingError(description: "attribution.\(key) must be a string")
+            }
+        }
+        func integer(_ key: String) throws(DecodingError) -> Int64? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .number(let number)?:
+                guard let value = number.int64Value else { throw DecodingError(description: "attribution.\(key) must be an integer") }
+                return value
+            default: throw DecodingError(description: "attribution.\(key) must be an integer")
+            }
+        }
+        func bool(_ key: String) throws(DecodingError) -> Bool? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .bool(let value)?: return value
+            default: throw DecodingError(description: "attribution.\(key) must be a boolean")
+            }
+        }
+        func choice<T: RawRepresentable<String>>(_ key: String, _ type: T.Type) throws(DecodingError) -> T? {
+            guard let text = try string(key) else { return nil }
+            guard let value = T(rawValue: text) else { throw DecodingError(description: "attribution.\(key) has unknown value \"\(text)\"") }
+            return value
+        }
+        guard let postbackProtocol = try choice("protocol", PostbackProtocol.self),
+              let appID = try integer("app_id"), let adNetworkID = try string("ad_network_id"),
+              let conversionType = try choice("conversion_type", ConversionType.self)
+        else { throw DecodingError(description: "attribution lacks protocol, app_id, ad_network_id or conversion_type") }
+        self.init(
+            postbackProtocol: postbackProtocol, version: try string("version"), appID: appID, adNetworkID: adNetworkID,
+            campaignID: try integer("campaign_id"), sourceIdentifier: try string("source_identifier"),
+            sourceAppID: try integer("source_app_id"), sourceDomain: try string("source_domain"),
+            marketplaceID: try string("marketplace_id"), countryCode: try string("country_code"),
+            interaction: try choice("interaction", AdInteraction.self), conversionType: conversionType,
+            postbackSequenceIndex: Int(try integer("postback_sequence_index") ?? 0), didWin: try bool("did_win"),
+            fineValue: (try integer("fine_value")).map { Int($0) }, coarseValue: try choice("coarse_value", CoarseConversionValue.self),
+            isTestMode: try bool("test_mode") ?? false)
+    }
+}
+
+extension Postback {
+    /// The normalized fields of this postback.
+    public var attribution: Attribution {
+        switch self {
+        case .skadnetwork(let skan):
+            return Attribution(
+                postbackProtocol: .skadnetwork, version: skan.version.rawValue, appID: skan.appID, adNetworkID: skan.adNetworkID,
+                campaignID: skan.campaignID, sourceIdentifier: skan.sourceIdentifier, sourceAppID: skan.sourceAppID,
+                sourceDomain: skan.sourceDomain, countryCode: skan.countryCode,
+                interaction: skan.fidelityType.map { $0 == 1 ? .click : .view },
+                conversionType: skan.redownload == true ? .redownload : .download,
+                postbackSequenceIndex: skan.postbackSequenceIndex ?? 0, didWin: skan.didWin,
+                fineValue: skan.conversionValue, coarseValue: skan.coarseConversionValue, isTestMode: skan.isTestMode)
+        case .adAttributionKit(let aak):
+            return Attribution(
+                postbackProtocol: .adattributionkit, version: nil, appID: aak.advertisedItemID, adNetworkID: aak.adNetworkID,
+                sourceIdentifier: aak.sourceIdentifier, sourceAppID: aak.publisherItemID, marketplaceID: aak.marketplaceID,
+                countryCode: aak.countryCode, interaction: aak.adInteraction, conversionType: aak.conversionType,
+                postbackSequenceIndex: aak.postbackSequenceIndex, didWin: aak.didWin,
+                fineValue: aak.conversionValue, coarseValue: aak.coarseConversionValue)
+        }
+    }
+}
