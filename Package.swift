@@ -4,10 +4,12 @@
 // libraries (through `systemLibrary` targets) are used: no outside Swift packages can be fetched.
 //
 // Layering, bottom up:
-//   COpenSSL        libcrypto headers (system library)
+//   COpenSSL, CMicroHTTPD, CCurl   Debian's C libraries (system library targets)
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
 //   Postbacks       strict JSON, postback models, signed messages, the verifier, Apple's keys
-//   PostbackStore   the on-disk spool: record format, layout, segment reading
+//   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
+//   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl, for `send`
+//   Aggregation     conversion schemas and the nightly job
 //   PostbackCLI     the subcommands, callable from tests
 //   postback        the executable: a thin entry point
 import PackageDescription
@@ -23,15 +25,33 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(name: "PostbackCrypto", dependencies: ["COpenSSL"]),
         .target(name: "Postbacks", dependencies: ["PostbackCrypto"]),
         .target(name: "PostbackStore", dependencies: ["Postbacks"]),
-        .target(name: "PostbackCLI", dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore"]),
+        .target(name: "PostbackServer", dependencies: ["Postbacks", "PostbackStore", "CMicroHTTPD"]),
+        .target(name: "PostbackClient", dependencies: ["CCurl"]),
+        .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
+        .target(
+            name: "PostbackCLI",
+            dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation"]
+        ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
 
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
         .testTarget(name: "PostbacksTests", dependencies: ["Postbacks", "PostbackCrypto"]),
         .testTarget(name: "PostbackStoreTests", dependencies: ["PostbackStore", "Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "PostbackServerTests", dependencies: ["PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackClient", "PostbackCLI"]),
+        .testTarget(name: "AggregationTests", dependencies: ["Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
         .testTarget(name: "PostbackCLITests", dependencies: ["PostbackCLI", "Postbacks", "PostbackCrypto"]),
     ]
 )

@@ -11,6 +11,10 @@ public enum PostbackCommand {
         commands:
           verify     check the signature of every postback in files or stdin
           explain    show the parsed fields, the signed message and the verdict for a postback
+          serve      receive postbacks over HTTP and store them durably
+          send       POST postback files to an endpoint (test a deployment, load test)
+          aggregate  decode stored postbacks into campaign-level daily aggregates
+          schema     check or export conversion schemas
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
 
         Run 'postback <command> --help' for a command's options.
@@ -26,6 +30,10 @@ public enum PostbackCommand {
         switch command {
         case "verify": return VerifyCommand.run(rest, io: io)
         case "explain": return ExplainCommand.run(rest, io: io)
+        case "serve": return ServeCommand.run(rest, io: io)
+        case "send": return SendCommand.run(rest, io: io)
+        case "aggregate": return AggregateCommand.run(rest, io: io)
+        case "schema": return SchemaCommand.run(rest, io: io)
         case "generate": return GenerateCommand.run(rest, io: io)
         case "--version", "version":
             io.print("postback \(version)")
