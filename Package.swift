@@ -38,8 +38,10 @@ let package = Package(
         .target(name: "PostbackCrypto", dependencies: ["COpenSSL"]),
         .target(name: "Postbacks", dependencies: ["PostbackCrypto"]),
         .target(name: "PostbackStore", dependencies: ["Postbacks"]),
-        .target(name: "PostbackServer", dependencies: ["Postbacks", "PostbackStore", "CMicroHTTPD"]),
-        .target(name: "PostbackClient", dependencies: ["CCurl"]),
+        .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+        .target(name: "PostbackServer", dependencies: ["Postbacks", "PostbackStore", "CMicroHTTPD", "CMicroHTTPDShim"]),
+        .target(name: "PostbackClient", dependencies: ["CCurl", "CCurlShim"]),
         .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
         .target(
             name: "PostbackCLI",

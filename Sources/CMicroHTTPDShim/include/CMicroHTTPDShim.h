@@ -1,0 +1,61 @@
+// Non-variadic wrappers for the parts of libmicrohttpd that Swift cannot call.
+//
+// MHD_start_daemon, MHD_get_connection_info and the external logger (a va_list callback) are C
+// variadics; Swift imports none of them. Everything else is called from Swift through CMicroHTTPD.
+// This header deliberately does not include <microhttpd.h>: the daemon and connection stay opaque
+// here, so Swift sees each MHD type from one module only.
+#ifndef POSTBACK_CMICROHTTPDSHIM_H
+#define POSTBACK_CMICROHTTPDSHIM_H
+
+#include <stddef.h>
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+// MARK: Callbacks (the same ABI as MHD's own typedefs, with enums as plain integers)
+
+typedef int (*postback_mhd_access_handler)(void *context, struct MHD_Connection *connection, const char *url,
+                                           const char *method, const char *version, const char *upload_data,
+                                           size_t *upload_data_size, void **request_context);
+typedef void (*postback_mhd_request_completed)(void *context, struct MHD_Connection *connection,
+                                               void **request_context, int termination_code);
+typedef void (*postback_mhd_connection_notify)(void *context, struct MHD_Connection *connection,
+                                               void **socket_context, int notification_code);
+typedef void *(*postback_mhd_uri_log)(void *context, const char *uri, struct MHD_Connection *connection);
+/// Receives one formatted libmicrohttpd diagnostic (no trailing newline guarantee).
+typedef void (*postback_mhd_logger)(void *context, const char *message);
+
+struct postback_mhd_settings {
+    int listen_fd;
+    unsigned int thread_pool_size;
+    unsigned int connection_limit;
+    unsigned int per_ip_connection_limit;
+    unsigned int idle_timeout_seconds;
+    size_t connection_memory_limit;
+    postback_mhd_access_handler access_handler;
+    void *access_context;
+    postback_mhd_request_completed request_completed;
+    void *request_completed_context;
+    postback_mhd_connection_notify connection_notify;
+    void *connection_notify_context;
+    postback_mhd_uri_log uri_log;
+    void *uri_log_context;
+    postback_mhd_logger logger;
+    void *logger_context;
+};
+
+/// Starts an epoll thread-pool daemon with suspend/resume on an already listening socket.
+/// Returns NULL on failure. `logger_box` receives a small allocation the logger needs for the
+/// daemon's lifetime; pass it to postback_mhd_stop.
+struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settings, void **logger_box);
+
+/// MHD_stop_daemon, then frees the logger box.
+void postback_mhd_stop(struct MHD_Daemon *daemon, void *logger_box);
+
+/// The connection's socket, or -1.
+int postback_mhd_connection_fd(struct MHD_Connection *connection);
+
+/// The per-connection pointer set in the connection-started notification, or NULL.
+void *postback_mhd_socket_context(struct MHD_Connection *connection);
+
+#endif

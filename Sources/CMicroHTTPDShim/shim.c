@@ -1,0 +1,71 @@
+// See include/CMicroHTTPDShim.h for why these exist.
+#include "CMicroHTTPDShim.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <microhttpd.h>
+
+struct postback_logger_box {
+    postback_mhd_logger logger;
+    void *context;
+};
+
+static void postback_format_log(void *cls, const char *format, va_list arguments) {
+    struct postback_logger_box *box = cls;
+    char message[1024];
+    vsnprintf(message, sizeof message, format, arguments);
+    box->logger(box->context, message);
+}
+
+struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settings, void **logger_box) {
+    struct postback_logger_box *box = malloc(sizeof *box);
+    *logger_box = NULL;
+    if (box == NULL) return NULL;
+    box->logger = settings->logger;
+    box->context = settings->logger_context;
+
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    // Options that take a callback and its context pass the callback as the intptr_t value.
+    struct MHD_OptionItem options[] = {
+        { MHD_OPTION_LISTEN_SOCKET, settings->listen_fd, NULL },
+        { MHD_OPTION_THREAD_POOL_SIZE, settings->thread_pool_size, NULL },
+        { MHD_OPTION_CONNECTION_LIMIT, settings->connection_limit, NULL },
+        { MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings->per_ip_connection_limit, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, settings->idle_timeout_seconds, NULL },
+        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)settings->connection_memory_limit, NULL },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)settings->request_completed, settings->request_completed_context },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)settings->connection_notify, settings->connection_notify_context },
+        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)settings->uri_log, settings->uri_log_context },
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)postback_format_log, box },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    struct MHD_Daemon *daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, (MHD_AccessHandlerCallback)settings->access_handler, settings->access_context,
+        MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    if (daemon == NULL) {
+        free(box);
+        return NULL;
+    }
+    *logger_box = box;
+    return daemon;
+}
+
+void postback_mhd_stop(struct MHD_Daemon *daemon, void *logger_box) {
+    MHD_stop_daemon(daemon);
+    free(logger_box);
+}
+
+int postback_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+void *postback_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}

@@ -1,0 +1,73 @@
+/// The set of dedup keys already stored, in memory, compact enough for tens of millions of keys.
+///
+/// Keys are `<identifier>:<sequence index>` (`Postback.dedupKey`). Apple's identifiers are UUIDs, which
+/// are packed into 16 bytes plus the index and letter case: exact, so no two keys can collide. Any other
+/// key (a relay that rewrote the id, a test) is kept as its string. Not thread-safe: one owner (the
+/// spool writer's thread) uses it.
+public struct DedupIndex: Sendable {
+    private struct PackedKey: Hashable, Sendable {
+        let high: UInt64
+        let low: UInt64
+        /// Bits 0–7: the sequence index; bit 8: upper-case hex.
+        let tag: UInt16
+    }
+
+    private var packed: Set<PackedKey> = []
+    private var others: Set<String> = []
+
+    public init() {}
+
+    public var count: Int { packed.count + others.count }
+
+    public func contains(_ key: String) -> Bool {
+        if let packedKey = Self.pack(key) { return packed.contains(packedKey) }
+        return others.contains(key)
+    }
+
+    /// Adds `key`; returns false when it was already there.
+    @discardableResult
+    public mutating func insert(_ key: String) -> Bool {
+        if let packedKey = Self.pack(key) { return packed.insert(packedKey).inserted }
+        return others.insert(key).inserted
+    }
+
+    /// `8-4-4-4-12` hex digits, all lower or all upper case, then `:` and 1–3 decimal digits (< 256).
+    private static func pack(_ key: String) -> PackedKey? {
+        var key = key
+        return key.withUTF8 { utf8 -> PackedKey? in
+            guard utf8.count >= 38, utf8.count <= 40, utf8[36] == UInt8(ascii: ":") else { return nil }
+            var high: UInt64 = 0
+            var low: UInt64 = 0
+            var nibbles = 0
+            var sawLower = false
+            var sawUpper = false
+            for index in 0..<36 {
+                let byte = utf8[index]
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard byte == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let nibble: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10; sawLower = true
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10; sawUpper = true
+                default: return nil
+                }
+                if nibbles < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+                nibbles += 1
+            }
+            // Mixed case has no canonical packing; keep such keys as strings.
+            guard !(sawLower && sawUpper) else { return nil }
+            var sequence = 0
+            for index in 37..<utf8.count {
+                let byte = utf8[index]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                sequence = sequence * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            // Leading zeros ("01") would pack like "1": keep those as strings too.
+            guard sequence < 256, utf8.count == 38 || utf8[37] != UInt8(ascii: "0") else { return nil }
+            return PackedKey(high: high, low: low, tag: UInt16(sequence) | (sawUpper ? 0x100 : 0))
+        }
+    }
+}

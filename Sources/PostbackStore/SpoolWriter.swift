@@ -1,0 +1,352 @@
+import Dispatch
+import Foundation
+public import Postbacks
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Appends records to one spool (`raw/postbacks` or `raw/rejected`) with group commit, and says when
+/// each record is durable.
+///
+/// One thread owns the open segments. Callers `submit` a record and get its outcome through a
+/// completion, called on that thread. The thread takes every record waiting at that moment, appends
+/// them with one write per segment and covers them all with one `fdatasync`; records that arrive
+/// meanwhile form the next batch. So there is no timer: the batch is as large as the load makes it.
+///
+/// Dedup (postbacks spool only): a record whose key is already stored completes as `.duplicate`
+/// without being written; two copies in one batch are written once, the first one submitted wins.
+/// Keys enter the index only once their record is synced.
+///
+/// Failure (the fsyncgate rule): if a write or sync fails, every record of the batch fails, the open
+/// segments are cut back to their last synced length and abandoned, and the writer turns unhealthy:
+/// every later record fails at once, without touching the disk, until a probe write and sync in the
+/// spool directory succeeds (tried every `probeInterval`). Then it opens a fresh segment. A failed
+/// sync is never retried and taken as success.
+public final class SpoolWriter: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        /// Written and synced.
+        case stored
+        /// The same dedup key is already stored (or was stored by this batch's first copy).
+        case duplicate
+        /// Not durable; the reason says why.
+        case failed(String)
+    }
+
+    /// What the writer reports, for metrics and logs. Called on the writer thread.
+    public enum Event: Sendable {
+        case committed(records: Int, bytes: Int, syncSeconds: Double)
+        case openedSegment(path: String)
+        case failed(StorageError)
+        case recovered
+    }
+
+    public struct Configuration: Sendable {
+        public var layout: StoreLayout
+        public var spool: StoreLayout.Spool
+        public var writerID: String
+        /// A segment is closed and a new one begun before an append would take it past this size.
+        public var segmentBytes: Int
+        /// The sequence number of the first segment this writer creates (see `SpoolRecovery`).
+        public var firstSequence: Int
+        public var storage: any SpoolStorage
+        /// How often an unhealthy writer tries storage again.
+        public var probeInterval: Double
+
+        public init(layout: StoreLayout, spool: StoreLayout.Spool, writerID: String, segmentBytes: Int = 128 << 20,
+                    firstSequence: Int = 1, storage: any SpoolStorage = POSIXSpoolStorage(), probeInterval: Double = 0.2) {
+            self.layout = layout
+            self.spool = spool
+            self.writerID = writerID
+            self.segmentBytes = segmentBytes
+            self.firstSequence = firstSequence
+            self.storage = storage
+            self.probeInterval = probeInterval
+        }
+    }
+
+    public typealias Completion = @Sendable (Outcome) -> Void
+
+    struct Entry: Sendable {
+        let line: [UInt8]
+        let day: UTCDay
+        let dedupKey: String?
+        let completion: Completion
+    }
+
+    struct Queue {
+        var entries: [Entry] = []
+        var closing = false
+    }
+
+    let configuration: Configuration
+    private let queue = Mutex(Queue())
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let healthy = Atomic<Bool>(true)
+    private let storedKeys = Atomic<Int>(0)
+
+    /// Starts the writer thread.
+    /// - Parameters:
+    ///   - dedupIndex: the keys already stored (from `SpoolRecovery`); nil for a spool without dedup.
+    ///   - events: called on the writer thread after each commit, segment, failure and recovery.
+    public init(configuration: Configuration, dedupIndex: DedupIndex?, events: @escaping @Sendable (Event) -> Void = { _ in }) {
+        self.configuration = configuration
+        storedKeys.store(dedupIndex?.count ?? 0, ordering: .relaxed)
+        let worker = Worker(owner: self, index: dedupIndex, events: events)
+        let thread = Thread { worker.run() }
+        thread.name = "spool-\(configuration.spool.rawValue)"
+        thread.start()
+    }
+
+    /// False from a storage failure until storage takes writes again.
+    public var isHealthy: Bool { healthy.load(ordering: .acquiring) }
+
+    /// How many dedup keys are stored (recovered plus written since).
+    public var dedupKeyCount: Int { storedKeys.load(ordering: .relaxed) }
+
+    /// Queues one encoded record (a JSON line with its newline) for the partition of `day`.
+    /// `completion` is called exactly once, on the writer thread (or at once, when unhealthy or closed).
+    public func submit(line: [UInt8], day: UTCDay, dedupKey: String?, completion: @escaping Completion) {
+        guard isHealthy else {
+            completion(.failed("storage is unavailable since an earlier write or sync failed"))
+            return
+        }
+        let accepted = queue.withLock { queue in
+            guard !queue.closing else { return false }
+            queue.entries.append(Entry(line: line, day: day, dedupKey: dedupKey, completion: completion))
+            return true
+        }
+        guard accepted else {
+            completion(.failed("the writer is shutting down"))
+            return
+        }
+        wakeup.signal()
+    }
+
+    /// Commits what is queued, closes the segments and stops the thread. Later submits fail.
+    public func close() {
+        let first = queue.withLock { queue in
+            defer { queue.closing = true }
+            return !queue.closing
+        }
+        guard first else { return }
+        wakeup.signal()
+        finished.wait()
+    }
+
+    // MARK: The writer thread
+
+    fileprivate func take() -> (entries: [Entry], closing: Bool) {
+        queue.withLock { queue in
+            defer { queue.entries.removeAll(keepingCapacity: true) }
+            return (queue.entries, queue.closing)
+        }
+    }
+
+    fileprivate func waitForWork(timeout seconds: Double?) {
+        if let seconds {
+            _ = wakeup.wait(timeout: .now() + seconds)
+        } else {
+            wakeup.wait()
+        }
+    }
+
+    fileprivate func setHealthy(_ value: Bool) { healthy.store(value, ordering: .releasing) }
+
+    fileprivate func setStoredKeys(_ count: Int) { storedKeys.store(count, ordering: .relaxed) }
+
+    fileprivate func didFinish() { finished.signal() }
+}
+
+/// The state only the writer thread touches: open segments, the dedup index, the next sequence number.
+/// Confined to that one thread, hence `@unchecked Sendable` (it crosses into the thread once).
+private final class Worker: @unchecked Sendable {
+    struct OpenSegment {
+        let descriptor: Int32
+        let path: String
+        var size = 0
+        var syncedSize = 0
+    }
+
+    let owner: SpoolWriter
+    let configuration: SpoolWriter.Configuration
+    let storage: any SpoolStorage
+    let events: @Sendable (SpoolWriter.Event) -> Void
+    var index: DedupIndex?
+    var segments: [UTCDay: OpenSegment] = [:]
+    var nextSequence: Int
+    var knownDirectories: Set<String> = []
+    var nextProbe: UInt64 = 0
+
+    init(owner: SpoolWriter, index: DedupIndex?, events: @escaping @Sendable (SpoolWriter.Event) -> Void) {
+        self.owner = owner
+        self.configuration = owner.configuration
+        self.storage = configuration.storage
+        self.index = index
+        self.events = events
+        self.nextSequence = configuration.firstSequence
+    }
+
+    func run() {
+        while true {
+            if owner.isHealthy {
+                owner.waitForWork(timeout: nil)
+                let (batch, closing) = owner.take()
+                if !batch.isEmpty { commit(batch) }
+                if closing {
+                    // Submits stop once closing is set; whatever slipped in before is in `batch` or here.
+                    let (rest, _) = owner.take()
+                    if !rest.isEmpty { commit(rest) }
+                    break
+                }
+            } else {
+                owner.waitForWork(timeout: configuration.probeInterval)
+                let (batch, closing) = owner.take()
+                for entry in batch { entry.completion(.failed("storage is unavailable since an earlier write or sync failed")) }
+                if closing { break }
+                probeIfDue()
+            }
+        }
+        for segment in segments.values { storage.close(segment.descriptor) }
+        segments.removeAll()
+        owner.didFinish()
+    }
+
+    private func probeIfDue() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now >= nextProbe else { return }
+        nextProbe = now + UInt64(configuration.probeInterval * 1e9)
+        do {
+            try storage.probe(configuration.layout.spoolDirectory(configuration.spool))
+            knownDirectories.removeAll()
+            owner.setHealthy(true)
+            events(.recovered)
+        } catch {
+            // Still failing: stay unhealthy, try again later.
+        }
+    }
+
+    private func commit(_ batch: [SpoolWriter.Entry]) {
+        var outcomes = [SpoolWriter.Outcome?](repeating: nil, count: batch.count)
+        var firstCopy: [String: Int] = [:]
+        var laterCopies: [(entry: Int, first: Int)] = []
+        var bytesByDay: [UTCDay: [UInt8]] = [:]
+        var written: [Int] = []
+        for (position, entry) in batch.enumerated() {
+            if let key = entry.dedupKey, index != nil {
+                if index!.contains(key) {
+                    outcomes[position] = .duplicate
+                    continue
+                }
+                if let first = firstCopy[key] {
+                    laterCopies.append((position, first))
+                    continue
+                }
+                firstCopy[key] = position
+            }
+            bytesByDay[entry.day, default: []].append(contentsOf: entry.line)
+            written.append(position)
+        }
+
+        if !written.isEmpty {
+            do throws(StorageError) {
+                let days = bytesByDay.keys.sorted()
+                var byteCount = 0
+                for day in days {
+                    let bytes = bytesByDay[day]!
+                    var segment = try segment(for: day, appending: bytes.count)
+                    segments[day] = segment
+                    try storage.append(bytes, to: segment.descriptor, path: segment.path)
+                    segment.size += bytes.count
+                    segments[day] = segment
+                    byteCount += bytes.count
+                }
+                let start = DispatchTime.now().uptimeNanoseconds
+                for day in days {
+                    try storage.sync(segments[day]!.descriptor, path: segments[day]!.path)
+                    segments[day]!.syncedSize = segments[day]!.size
+                }
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                for position in written {
+                    outcomes[position] = .stored
+                    if let key = batch[position].dedupKey { index?.insert(key) }
+                }
+                if let index { owner.setStoredKeys(index.count) }
+                closeStaleSegments(newest: days.last!)
+                events(.committed(records: written.count, bytes: byteCount, syncSeconds: seconds))
+            } catch {
+                abandonSegments()
+                owner.setHealthy(false)
+                nextProbe = DispatchTime.now().uptimeNanoseconds + UInt64(configuration.probeInterval * 1e9)
+                events(.failed(error))
+                for position in written { outcomes[position] = .failed(error.description) }
+            }
+        }
+        for (position, first) in laterCopies {
+            outcomes[position] = outcomes[first] == .stored ? .duplicate : outcomes[first]
+        }
+        for (position, entry) in batch.enumerated() {
+            entry.completion(outcomes[position] ?? .failed("not written"))
+        }
+    }
+
+    /// The open segment for `day`, or a new one when there is none or `count` more bytes would take
+    /// a non-empty segment past the size limit.
+    private func segment(for day: UTCDay, appending count: Int) throws(StorageError) -> OpenSegment {
+        if let open = segments[day] {
+            if open.size == 0 || open.size + count <= configuration.segmentBytes { return open }
+            // Already synced by the batch that wrote it: closing loses nothing.
+            storage.close(open.descriptor)
+            segments[day] = nil
+        }
+        let directory = configuration.layout.partition(configuration.spool, day: day)
+        if !knownDirectories.contains(directory) {
+            try storage.makeDirectories(directory)
+            knownDirectories.insert(directory)
+        }
+        var attempts = 0
+        while true {
+            let path = directory + "/" + StoreLayout.segmentName(writer: configuration.writerID, sequence: nextSequence)
+            // A number is never reused, not even after a failed create.
+            nextSequence += 1
+            let descriptor: Int32
+            do {
+                descriptor = try storage.createSegment(path)
+            } catch {
+                attempts += 1
+                // A file of that name appeared after start-up (it should not): take the next number.
+                if error.errorNumber == EEXIST, attempts < 16 { continue }
+                throw error
+            }
+            do {
+                try storage.syncDirectory(directory)
+            } catch {
+                storage.close(descriptor)
+                throw error
+            }
+            events(.openedSegment(path: path))
+            return OpenSegment(descriptor: descriptor, path: path)
+        }
+    }
+
+    /// After a midnight, the previous day's segment is closed once a batch no longer writes to it.
+    private func closeStaleSegments(newest: UTCDay) {
+        for (day, segment) in segments where day < newest {
+            storage.close(segment.descriptor)
+            segments[day] = nil
+        }
+    }
+
+    /// After a failure: drop the unsynced bytes (their requests get 500) and never write here again.
+    private func abandonSegments() {
+        for segment in segments.values {
+            // Also when nothing seems unsynced: a partial write leaves bytes `size` does not count.
+            storage.truncate(segment.descriptor, to: segment.syncedSize)
+            storage.close(segment.descriptor)
+        }
+        segments.removeAll()
+        knownDirectories.removeAll()
+    }
+}
