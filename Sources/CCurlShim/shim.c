@@ -15,8 +15,8 @@ int postback_curl_set_offset(void *handle, unsigned int option, int64_t value) {
     return curl_easy_setopt(handle, (CURLoption)option, (curl_off_t)value);
 }
 
-int postback_curl_set_write_function(void *handle, postback_curl_write_callback callback) {
-    return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+int postback_curl_set_data_callback(void *handle, unsigned int option, postback_curl_write_callback callback) {
+    return curl_easy_setopt(handle, (CURLoption)option, callback);
 }
 
 int postback_curl_info_long(void *handle, unsigned int info, long *value) {

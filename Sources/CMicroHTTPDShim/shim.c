@@ -31,7 +31,9 @@ struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settin
 
     unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     // Options that take a callback and its context pass the callback as the intptr_t value.
+    // The logger comes first, or libmicrohttpd prints messages about the options before it itself.
     struct MHD_OptionItem options[] = {
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)postback_format_log, box },
         { MHD_OPTION_LISTEN_SOCKET, settings->listen_fd, NULL },
         { MHD_OPTION_THREAD_POOL_SIZE, settings->thread_pool_size, NULL },
         { MHD_OPTION_CONNECTION_LIMIT, settings->connection_limit, NULL },
@@ -41,7 +43,6 @@ struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settin
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)settings->request_completed, settings->request_completed_context },
         { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)settings->connection_notify, settings->connection_notify_context },
         { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)settings->uri_log, settings->uri_log_context },
-        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)postback_format_log, box },
         { MHD_OPTION_END, 0, NULL },
     };
     struct MHD_Daemon *daemon = MHD_start_daemon(

@@ -15,8 +15,8 @@ int postback_curl_set_long(void *handle, unsigned int option, long value);
 int postback_curl_set_pointer(void *handle, unsigned int option, const void *value);
 /// curl_easy_setopt with a curl_off_t argument.
 int postback_curl_set_offset(void *handle, unsigned int option, int64_t value);
-/// CURLOPT_WRITEFUNCTION.
-int postback_curl_set_write_function(void *handle, postback_curl_write_callback callback);
+/// CURLOPT_WRITEFUNCTION or CURLOPT_HEADERFUNCTION (they share a signature).
+int postback_curl_set_data_callback(void *handle, unsigned int option, postback_curl_write_callback callback);
 /// curl_easy_getinfo for a `long` result.
 int postback_curl_info_long(void *handle, unsigned int info, long *value);
 /// curl_easy_getinfo for a string result (owned by curl).

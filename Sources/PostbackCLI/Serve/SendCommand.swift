@@ -1,0 +1,122 @@
+import Postbacks
+import PostbackClient
+import Synchronization
+
+/// `postback send`: POST postback files or JSON Lines to an endpoint, for testing a deployment and
+/// for load tests.
+enum SendCommand {
+    static let usage = """
+        usage: postback send --url URL [--concurrency N] [--timeout SECONDS] PATH...
+
+        POSTs every postback in each PATH (a file holding one JSON postback, or JSON Lines; '-' reads
+        standard input) to URL, over N kept-alive connections at once (default 1), and reports the
+        status codes and the latency.
+
+        Exit status: 0 when every POST got 200, 1 when any did not, 2 on usage or I/O errors.
+        """
+
+    static func run(_ words: [String], io: CommandIO) -> ExitStatus {
+        let url: String
+        let concurrency: Int
+        let timeout: Int
+        let paths: [String]
+        do {
+            let arguments = try Arguments(words, flags: ["--help"], options: ["--url", "--concurrency", "--timeout"])
+            if arguments.has("--help") {
+                io.print(usage)
+                return .success
+            }
+            guard let given = arguments.value("--url") else { throw UsageError("--url is required") }
+            guard given.hasPrefix("http://") || given.hasPrefix("https://") else { throw UsageError("--url must start with http:// or https://") }
+            url = given
+            concurrency = try arguments.integer("--concurrency", default: 1, in: 1...1024)
+            timeout = try arguments.integer("--timeout", default: 30, in: 1...3600)
+            paths = arguments.positionals
+            guard !paths.isEmpty else { throw UsageError("no PATH given (use '-' for standard input)") }
+        } catch {
+            io.printError("postback send: \(error)\n\n\(usage)")
+            return .usageOrIOError
+        }
+
+        let source = BodySource(paths: paths)
+        let report: PostbackSender.Report
+        do {
+            report = try PostbackSender.send(url: url, concurrency: concurrency, timeoutSeconds: Double(timeout), next: { source.next() })
+        } catch {
+            io.printError("postback send: \(error)")
+            return .usageOrIOError
+        }
+        for problem in source.problems { io.printError("postback send: \(problem)") }
+        io.print(summary(report, url: url))
+        if source.hadIOError { return .usageOrIOError }
+        return report.allOK ? .success : .failure
+    }
+
+    static func summary(_ report: PostbackSender.Report, url: String) -> String {
+        let rate = report.seconds > 0 ? Double(report.sent) / report.seconds : 0
+        var lines = ["\(report.sent) postback\(report.sent == 1 ? "" : "s") sent to \(url) in \(format(report.seconds)) s (\(Int(rate.rounded()))/s)"]
+        for (status, count) in report.statusCounts.sorted(by: { $0.key < $1.key }) { lines.append("  HTTP \(status): \(count)") }
+        if report.errors > 0 {
+            lines.append("  no response: \(report.errors)" + (report.errorSamples.first.map { " (\($0))" } ?? ""))
+        }
+        if let p50 = report.latency(percentile: 0.5), let p99 = report.latency(percentile: 0.99) {
+            lines.append("  latency p50 \(format(p50 * 1000)) ms, p99 \(format(p99 * 1000)) ms")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func format(_ value: Double) -> String {
+        let hundredths = Int((value * 100).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+}
+
+/// Hands out the records of the input files one at a time to the sending threads.
+private final class BodySource: Sendable {
+    private struct State {
+        var paths: [String]
+        var reader: RecordReader?
+        var problems: [String] = []
+        var hadIOError = false
+    }
+
+    private let state: Mutex<State>
+
+    init(paths: [String]) { state = Mutex(State(paths: paths.reversed())) }
+
+    var problems: [String] { state.withLock { $0.problems } }
+    var hadIOError: Bool { state.withLock { $0.hadIOError } }
+
+    func next() -> [UInt8]? {
+        state.withLock { state -> [UInt8]? in
+            while true {
+                if state.reader == nil {
+                    guard let path = state.paths.popLast() else { return nil }
+                    do throws(RecordReader.IOError) {
+                        state.reader = try RecordReader(path: path)
+                    } catch {
+                        state.problems.append(error.description)
+                        state.hadIOError = true
+                        continue
+                    }
+                }
+                do throws(RecordReader.IOError) {
+                    guard let record = try state.reader!.next() else {
+                        state.reader = nil
+                        continue
+                    }
+                    if let problem = record.problem {
+                        state.problems.append("\(record.source): \(problem); not sent")
+                        continue
+                    }
+                    return record.bytes
+                } catch {
+                    state.problems.append(error.description)
+                    state.hadIOError = true
+                    state.reader = nil
+                }
+            }
+        }
+    }
+}

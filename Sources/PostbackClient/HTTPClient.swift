@@ -1,0 +1,153 @@
+import CCurl
+import CCurlShim
+import Dispatch
+
+/// One HTTP response as the client saw it.
+public struct HTTPResponse: Sendable {
+    public let status: Int
+    public let body: [UInt8]
+    /// Header names in lower case; the last value wins.
+    public let headers: [String: String]
+    /// From sending the request to the end of the response.
+    public let seconds: Double
+
+    public var text: String { String(decoding: body, as: UTF8.self) }
+    public var contentType: String? { headers["content-type"] }
+}
+
+/// A request that got no HTTP response (refused, reset, timed out).
+public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A libcurl easy handle: one connection, kept alive between requests. Use one per thread.
+public final class HTTPClient {
+    private let handle: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let sink = ResponseSink()
+    public var timeoutSeconds: Double
+
+    private static let globalSetup: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+
+    public init(timeoutSeconds: Double = 30) throws(HTTPClientError) {
+        guard Self.globalSetup, let handle = curl_easy_init() else { throw HTTPClientError("libcurl could not be initialized") }
+        self.handle = handle
+        self.timeoutSeconds = timeoutSeconds
+        // No "Expect: 100-continue" round trip for bodies over 1 KiB.
+        headerList = curl_slist_append(nil, "Expect:")
+        headerList = curl_slist_append(headerList, "Content-Type: application/json")
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+    }
+
+    public func post(_ url: String, body: [UInt8]) throws(HTTPClientError) -> HTTPResponse {
+        try perform(method: "POST", url: url, body: body)
+    }
+
+    public func get(_ url: String) throws(HTTPClientError) -> HTTPResponse {
+        try perform(method: "GET", url: url, body: nil)
+    }
+
+    /// Any method; a body is sent when given.
+    public func perform(method: String, url: String, body: [UInt8]?) throws(HTTPClientError) -> HTTPResponse {
+        sink.reset()
+        let context = Unmanaged.passUnretained(sink).toOpaque()
+        let start = DispatchTime.now().uptimeNanoseconds
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let code: CURLcode = url.withCString { urlPointer in
+            method.withCString { methodPointer in
+                errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
+                    let payload = body ?? []
+                    return payload.withUnsafeBytes { bytes in
+                        set(CURLOPT_URL, pointer: urlPointer)
+                        set(CURLOPT_NOSIGNAL, 1)
+                        set(CURLOPT_TIMEOUT_MS, Int(timeoutSeconds * 1000))
+                        set(CURLOPT_ERRORBUFFER, pointer: errorPointer.baseAddress)
+                        set(CURLOPT_HTTPHEADER, pointer: headerList)
+                        set(CURLOPT_WRITEDATA, pointer: context)
+                        set(CURLOPT_HEADERDATA, pointer: context)
+                        postback_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION.rawValue, ResponseSink.bodyCallback)
+                        postback_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION.rawValue, ResponseSink.headerCallback)
+                        if method == "GET", body == nil {
+                            set(CURLOPT_HTTPGET, 1)
+                            set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+                        } else if method == "POST" {
+                            set(CURLOPT_POST, 1)
+                            set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+                        } else {
+                            set(CURLOPT_CUSTOMREQUEST, pointer: methodPointer)
+                        }
+                        if body != nil || method == "POST" {
+                            // An empty array may have no base address; libcurl wants a pointer anyway.
+                            set(CURLOPT_POSTFIELDS, pointer: bytes.baseAddress ?? UnsafeRawPointer(methodPointer))
+                            postback_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE.rawValue, Int64(bytes.count))
+                        }
+                        defer { set(CURLOPT_ERRORBUFFER, pointer: nil) }
+                        return curl_easy_perform(handle)
+                    }
+                }
+            }
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        guard code == CURLE_OK else {
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw HTTPClientError(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+        }
+        var status = 0
+        postback_curl_info_long(handle, CURLINFO_RESPONSE_CODE.rawValue, &status)
+        return HTTPResponse(status: status, body: sink.body, headers: sink.headers, seconds: seconds)
+    }
+
+    private func set(_ option: CURLoption, _ value: Int) {
+        postback_curl_set_long(handle, option.rawValue, value)
+    }
+
+    private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) {
+        postback_curl_set_pointer(handle, option.rawValue, pointer)
+    }
+}
+
+/// Collects one response's headers and body from libcurl's callbacks.
+private final class ResponseSink {
+    var body: [UInt8] = []
+    var headers: [String: String] = [:]
+
+    func reset() {
+        body.removeAll(keepingCapacity: true)
+        headers.removeAll(keepingCapacity: true)
+    }
+
+    static let bodyCallback: postback_curl_write_callback = { data, size, count, context in
+        guard let data, let context else { return 0 }
+        let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+        let length = size * count
+        data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        return length
+    }
+
+    static let headerCallback: postback_curl_write_callback = { data, size, count, context in
+        guard let data, let context else { return 0 }
+        let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+        let length = size * count
+        let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
+        if line.hasPrefix("HTTP/") {
+            // A new response (after a 100 Continue, or a redirect): forget the previous headers.
+            sink.headers.removeAll()
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: [" ", "\t", "\r", "\n"])
+            sink.headers[name] = value
+        }
+        return length
+    }
+}
+
+private extension Substring {
+    func trimmingCharacters(in set: Set<Character>) -> String {
+        String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
+    }
+}

@@ -1,2 +1,0 @@
-// The libcurl client behind `postback send` (issue 3). Placeholder until it lands.
-public enum PostbackClientPlaceholder {}

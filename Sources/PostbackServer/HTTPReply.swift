@@ -1,0 +1,41 @@
+import Postbacks
+
+/// A response to send: status, content type, body and extra headers.
+struct HTTPReply: Sendable {
+    var status: Int
+    var contentType: String
+    var body: [UInt8]
+    var headers: [(name: String, value: String)] = []
+
+    static func json(_ status: Int, _ build: (inout JSONWriter) -> Void) -> HTTPReply {
+        var json = JSONWriter(reservingCapacity: 128)
+        json.beginObject()
+        build(&json)
+        json.endObject()
+        return HTTPReply(status: status, contentType: "application/json", body: json.bytes + [0x0A])
+    }
+
+    static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPReply {
+        HTTPReply(status: status, contentType: contentType, body: Array(text.utf8))
+    }
+
+    /// An RFC 9457 problem: `type` is a URN naming the problem, `title` fixed per type, `detail` this
+    /// occurrence. Extra members (`verdict`, …) come from `extend`.
+    static func problem(_ status: Int, type: String, title: String, detail: String,
+                        extend: (inout JSONWriter) -> Void = { _ in }) -> HTTPReply {
+        var json = JSONWriter(reservingCapacity: 256)
+        json.beginObject()
+        json.field("type", "urn:postback:problem:\(type)")
+        json.field("title", title)
+        json.field("status", status)
+        json.field("detail", detail)
+        extend(&json)
+        json.endObject()
+        return HTTPReply(status: status, contentType: "application/problem+json", body: json.bytes + [0x0A])
+    }
+
+    static func storageUnavailable(_ detail: String) -> HTTPReply {
+        problem(500, type: "storage-unavailable", title: "The postback could not be stored durably; retry later",
+                detail: detail)
+    }
+}

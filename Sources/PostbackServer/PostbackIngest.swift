@@ -1,0 +1,106 @@
+import Postbacks
+import PostbackStore
+
+/// What happens to one postback body, independent of HTTP: verify, apply the receiver's policy, and
+/// hand the record to the right spool. The reply is only made once the spool says the record is
+/// durable (or could not be made so).
+final class PostbackIngest: Sendable {
+    /// Either a reply right away, or a record to store first.
+    enum Action {
+        case reply(HTTPReply)
+        case store(writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?,
+                   reply: @Sendable (SpoolWriter.Outcome) -> HTTPReply)
+    }
+
+    let verifier: PostbackVerifier
+    let configuration: ServerConfiguration
+    let postbacks: SpoolWriter
+    let rejected: SpoolWriter
+    let metrics: ServerMetrics
+    let log: ServerLog
+
+    init(configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, metrics: ServerMetrics, log: ServerLog) {
+        self.configuration = configuration
+        self.verifier = PostbackVerifier(policy: VerificationPolicy(
+            allowsDevelopment: configuration.allowsDevelopment, testKeys: configuration.testKeys))
+        self.postbacks = postbacks
+        self.rejected = rejected
+        self.metrics = metrics
+        self.log = log
+    }
+
+    func receive(body: [UInt8], route: Route) -> Action {
+        let receivedAt = UTCTimestamp.now()
+        // Unhealthy storage: 500 before spending a signature check on it.
+        guard postbacks.isHealthy, rejected.isHealthy else {
+            return .reply(.storageUnavailable("storage is unavailable since a write or sync failed; it is retried continuously"))
+        }
+        let result = verifier.verify(body: body)
+        metrics.verdict(result)
+
+        var rejection: (reason: String, policy: String?)?
+        if !result.isVerified {
+            rejection = (result.reason ?? result.status.rawValue, nil)
+        } else if result.environment == .development, !configuration.allowsDevelopment {
+            rejection = ("development postback (\(result.isTestMode ? "SKAdNetwork test mode" : "key \(result.keyName ?? "?")")); this receiver does not accept development postbacks (allow_development is off)", "development")
+        } else if let accepted = configuration.acceptedAdNetworkIDs, let network = result.postback?.attribution.adNetworkID,
+                  !accepted.contains(network) {
+            rejection = ("ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids)", "ad-network")
+        }
+
+        let writer = configuration.writerID
+        guard let rejection else {
+            let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body)
+            let postbackProtocol = result.postbackProtocol
+            let dedupKey = result.dedupKey
+            let metrics = metrics
+            let log = log
+            return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey) { outcome in
+                switch outcome {
+                case .stored:
+                    return .json(200) { $0.field("status", "stored"); $0.field("dedup_key", dedupKey) }
+                case .duplicate:
+                    metrics.duplicate(protocol: postbackProtocol)
+                    log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
+                    return .json(200) { $0.field("status", "duplicate"); $0.field("dedup_key", dedupKey) }
+                case .failed(let reason):
+                    return .storageUnavailable(reason)
+                }
+            }
+        }
+
+        if let policy = rejection.policy { metrics.policyRejection(policy) }
+        let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body,
+                                 reason: rejection.reason)
+        log.info("postback rejected", [
+            "route": .string(route.rawValue), "verdict": .string(result.status.rawValue),
+            "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(rejection.reason),
+        ])
+        let status = result.status
+        let dedupKey = result.dedupKey
+        let title = Self.title(status: status, policy: rejection.policy)
+        let type = rejection.policy.map { "not-accepted-\($0)" } ?? status.rawValue
+        return .store(writer: rejected, line: record.encoded(), day: receivedAt.day, dedupKey: nil) { outcome in
+            if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
+            return .problem(400, type: type, title: title, detail: rejection.reason) { json in
+                json.field("verdict", status.rawValue)
+                if let dedupKey { json.field("dedup_key", dedupKey) }
+            }
+        }
+    }
+
+    private static func title(status: VerificationStatus, policy: String?) -> String {
+        switch policy {
+        case "development": return "Development postbacks are not accepted here"
+        case "ad-network": return "Postback for an ad network this receiver does not accept"
+        default: break
+        }
+        switch status {
+        case .verified: return "Postback not accepted"
+        case .invalidSignature: return "The postback's signature does not verify"
+        case .malformed: return "The body is not a valid postback"
+        case .unsupportedVersion: return "Unsupported SKAdNetwork version"
+        case .untrustedKey: return "The postback names a key this receiver does not trust"
+        }
+    }
+}

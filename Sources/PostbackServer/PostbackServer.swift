@@ -1,0 +1,498 @@
+import CMicroHTTPD
+import CMicroHTTPDShim
+import Dispatch
+import Foundation
+import Postbacks
+public import PostbackStore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The webhook receiver: libmicrohttpd in front, the verifier and the spool behind.
+///
+/// Threads: libmicrohttpd runs a pool of `threads` epoll threads (one per core by default). They
+/// parse HTTP, check signatures and encode records. A postback's connection is then *suspended* and
+/// its record handed to a spool writer; the writer's group commit resumes it with the reply once the
+/// fdatasync covering it returned. So no HTTP thread ever waits on the disk, and one sync covers every
+/// request that arrived meanwhile. A watchdog thread enforces the absolute timeouts.
+///
+/// Replies: 200 once stored or already stored (duplicate), 400 with an RFC 9457 problem for a
+/// rejected postback (kept in the rejected spool), 413 over the body limit, 404 and 405, and 500
+/// whenever the record could not be made durable, and for every request until storage recovers.
+public final class PostbackServer: Sendable {
+    /// The port actually listened on (useful with port 0).
+    public let port: Int
+    /// `host:port` actually listened on.
+    public let address: String
+    public let configuration: ServerConfiguration
+    private let core: HTTPCore
+
+    /// Recovers the store, binds the socket and starts serving.
+    /// - Parameter storage: the spool's file operations; tests pass one that injects faults.
+    public static func start(configuration: ServerConfiguration, storage: any SpoolStorage = POSIXSpoolStorage(),
+                             log: ServerLog) throws(ServerError) -> PostbackServer {
+        do {
+            try configuration.validate()
+        } catch {
+            throw ServerError(error.description)
+        }
+        let listenAddress: ListenAddress
+        do { listenAddress = try ListenAddress(configuration.listen) } catch { throw ServerError(error.description) }
+        let layout = StoreLayout(root: configuration.dataDirectory)
+        let lock: WriterLock
+        do {
+            lock = try WriterLock(layout: layout, writerID: configuration.writerID)
+        } catch {
+            throw ServerError(error.description)
+        }
+        for spool in StoreLayout.Spool.allCases {
+            do {
+                try storage.makeDirectories(layout.spoolDirectory(spool))
+            } catch {
+                throw ServerError("data directory \(configuration.dataDirectory) is not usable: \(error)")
+            }
+        }
+
+        let started = DispatchTime.now().uptimeNanoseconds
+        let recovery = SpoolRecovery.scan(layout: layout, writerID: configuration.writerID)
+        for damage in recovery.damage {
+            log.warning("damaged spool line skipped", ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
+        }
+        for path in recovery.unreadable { log.error("spool segment unreadable", ["detail": .string(path)]) }
+        log.info("store recovered", [
+            "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
+            "segments": .int(recovery.segmentsScanned), "records": .int(recovery.recordsScanned),
+            "dedup_keys": .int(recovery.dedupIndex.count),
+            "seconds": .double(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9),
+        ])
+
+        let metrics = ServerMetrics()
+        func writer(_ spool: StoreLayout.Spool, index: DedupIndex?) -> SpoolWriter {
+            let writerConfiguration = SpoolWriter.Configuration(
+                layout: layout, spool: spool, writerID: configuration.writerID, segmentBytes: configuration.segmentBytes,
+                firstSequence: recovery.nextSequence[spool] ?? 1, storage: storage)
+            return SpoolWriter(configuration: writerConfiguration, dedupIndex: index) { event in
+                metrics.writer(spool, event: event)
+                switch event {
+                case .failed(let error):
+                    log.error("storage failure: answering 500 until storage recovers", ["spool": .string(spool.rawValue), "error": .string(error.description)])
+                case .recovered:
+                    log.info("storage recovered", ["spool": .string(spool.rawValue)])
+                case .openedSegment(let path):
+                    log.info("segment opened", ["spool": .string(spool.rawValue), "path": .string(path)])
+                case .committed:
+                    break
+                }
+            }
+        }
+        let postbacks = writer(.postbacks, index: recovery.dedupIndex)
+        let rejected = writer(.rejected, index: nil)
+        let ingest = PostbackIngest(configuration: configuration, postbacks: postbacks, rejected: rejected, metrics: metrics, log: log)
+
+        let socket: (descriptor: Int32, port: Int)
+        do {
+            socket = try listenAddress.bind()
+        } catch {
+            postbacks.close()
+            rejected.close()
+            throw error
+        }
+        let core = HTTPCore(configuration: configuration, ingest: ingest, metrics: metrics, log: log, lock: lock)
+        do {
+            try core.start(listenDescriptor: socket.descriptor)
+        } catch {
+            close(socket.descriptor)
+            core.stopBackground()
+            throw error
+        }
+        let bound = ListenAddress(host: listenAddress.host, port: socket.port)
+        log.info("listening", ["address": .string(bound.description), "writer": .string(configuration.writerID),
+                               "threads": .int(configuration.threads), "allow_development": .bool(configuration.allowsDevelopment)])
+        return PostbackServer(port: socket.port, address: bound.description, configuration: configuration, core: core)
+    }
+
+    private init(port: Int, address: String, configuration: ServerConfiguration, core: HTTPCore) {
+        self.port = port
+        self.address = address
+        self.configuration = configuration
+        self.core = core
+    }
+
+    /// Whether `/readyz` answers 200: storage healthy and not shutting down.
+    public var isReady: Bool { core.isReady }
+
+    /// Graceful stop: stop accepting connections, let requests in progress finish (up to
+    /// `shutdownGraceSeconds`), close the segments (every acknowledged record is already synced),
+    /// release the writer lock. Safe to call more than once; returns when done.
+    public func shutdown() { core.shutdown() }
+}
+
+extension ListenAddress {
+    init(host: String, port: Int) {
+        // Only used for an address that already parsed.
+        try! self.init(host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+    }
+}
+
+/// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
+struct MHDPointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// One HTTP request's state, from the request line to the completed notification.
+///
+/// libmicrohttpd calls back for one connection on one thread at a time, so the plain fields need no
+/// lock; only `reply`, set by the spool writer's thread, is locked.
+final class RequestState: @unchecked Sendable {
+    enum Stage { case new, receiving, waiting, done }
+
+    var stage = Stage.new
+    var route = Route.unknown
+    var body: [UInt8] = []
+    var tooLarge = false
+    var startedProcessing: UInt64 = 0
+    let reply = Mutex<HTTPReply?>(nil)
+}
+
+/// Everything the C callbacks reach through their context pointer.
+final class HTTPCore: Sendable {
+    let configuration: ServerConfiguration
+    let ingest: PostbackIngest
+    let metrics: ServerMetrics
+    let log: ServerLog
+    let adNetworkPath: String?
+    let watchdog: ConnectionWatchdog
+    private let lock: WriterLock
+
+    private struct Admission {
+        /// False once shutdown stops taking new postbacks in.
+        var accepting = true
+        /// Connections suspended while their record is being committed.
+        var suspended = 0
+    }
+
+    private enum Lifecycle { case created, running, stopping, stopped }
+
+    private let daemon = Mutex<(handle: MHDPointer?, loggerBox: UnsafeMutableRawPointerBox?)>((nil, nil))
+    private let admission = Mutex(Admission())
+    private let lifecycle = Mutex(Lifecycle.created)
+    private let activeRequests = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+
+    init(configuration: ServerConfiguration, ingest: PostbackIngest, metrics: ServerMetrics, log: ServerLog, lock: WriterLock) {
+        self.configuration = configuration
+        self.ingest = ingest
+        self.metrics = metrics
+        self.log = log
+        self.lock = lock
+        self.adNetworkPath = configuration.adNetworkPath.map(Route.normalize)
+        let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
+        self.watchdog = ConnectionWatchdog(interval: max(0.02, min(0.25, shortest / 4))) { phase in
+            metrics.connectionTimedOut(phase: phase.name)
+            log.info("slow connection closed", ["phase": .string(phase.name)])
+        }
+    }
+
+    var isReady: Bool { !draining.load(ordering: .relaxed) && ingest.postbacks.isHealthy && ingest.rejected.isHealthy }
+
+    // MARK: Start and stop
+
+    func start(listenDescriptor: Int32) throws(ServerError) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var settings = postback_mhd_settings()
+        settings.listen_fd = listenDescriptor
+        settings.thread_pool_size = UInt32(configuration.threads)
+        settings.connection_limit = UInt32(configuration.connectionLimit)
+        settings.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
+        // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
+        settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
+        settings.connection_memory_limit = 32 << 10
+        settings.access_handler = { context, connection, url, method, _, data, size, requestContext in
+            guard let context, let connection, let size, let requestContext else { return 0 }
+            let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
+            return core.handle(connection: connection, url: url, method: method, data: data, size: size, requestContext: requestContext)
+        }
+        settings.access_context = context
+        settings.request_completed = { context, _, requestContext, _ in
+            guard let context, let requestContext, let raw = requestContext.pointee else { return }
+            let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
+            Unmanaged<RequestState>.fromOpaque(raw).release()
+            requestContext.pointee = nil
+            core.activeRequests.subtract(1, ordering: .relaxed)
+        }
+        settings.request_completed_context = context
+        settings.connection_notify = { context, connection, socketContext, code in
+            guard let context, let connection, let socketContext else { return }
+            let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
+            core.connectionNotification(connection: connection, socketContext: socketContext, started: code == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
+        }
+        settings.connection_notify_context = context
+        settings.uri_log = { context, _, connection in
+            guard let context, let connection else { return nil }
+            let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
+            return core.requestLineReceived(connection: connection)
+        }
+        settings.uri_log_context = context
+        settings.logger = { context, message in
+            guard let context, let message else { return }
+            let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
+            let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+            core.log.warning("libmicrohttpd", ["detail": .string(text)])
+        }
+        settings.logger_context = context
+
+        var box: UnsafeMutableRawPointer?
+        guard let handle = postback_mhd_start(&settings, &box) else {
+            throw ServerError("libmicrohttpd could not start (threads \(configuration.threads), connection limit \(configuration.connectionLimit))")
+        }
+        daemon.withLock { $0 = (MHDPointer(pointer: handle), box.map(UnsafeMutableRawPointerBox.init)) }
+        lifecycle.withLock { $0 = .running }
+    }
+
+    /// Stops the watchdog and the writers (also used when start fails half way).
+    func stopBackground() {
+        watchdog.stop()
+        ingest.postbacks.close()
+        ingest.rejected.close()
+    }
+
+    func shutdown() {
+        let proceed = lifecycle.withLock { state -> Bool in
+            guard state == .running else { return false }
+            state = .stopping
+            return true
+        }
+        guard proceed else {
+            // A concurrent caller: wait until the first one is done.
+            while lifecycle.withLock({ $0 }) == .stopping { usleep(5000) }
+            return
+        }
+        log.info("shutting down: no new connections; finishing requests in progress")
+        draining.store(true, ordering: .relaxed)
+        let (handle, box) = daemon.withLock { $0 }
+        guard let handle else { return }
+        let listen = MHD_quiesce_daemon(handle.pointer)
+        if listen >= 0 { close(listen) }
+
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(configuration.shutdownGraceSeconds * 1e9)
+        // Requests already begun may finish (their responses say Connection: close).
+        while activeRequests.load(ordering: .relaxed) > 0, DispatchTime.now().uptimeNanoseconds < deadline { usleep(2000) }
+        admission.withLock { $0.accepting = false }
+        // No connection may stay suspended when the daemon stops: wait for the writers to resume them.
+        while admission.withLock({ $0.suspended }) > 0 {
+            if DispatchTime.now().uptimeNanoseconds > deadline + 30_000_000_000 {
+                log.error("storage did not answer within the shutdown grace period; exiting without stopping the HTTP daemon")
+                stopBackground()
+                lifecycle.withLock { $0 = .stopped }
+                return
+            }
+            usleep(2000)
+        }
+        postback_mhd_stop(handle.pointer, box?.pointer)
+        daemon.withLock { $0 = (nil, nil) }
+        stopBackground()
+        lifecycle.withLock { $0 = .stopped }
+        log.info("stopped: every acknowledged postback is synced")
+    }
+
+    // MARK: Callbacks
+
+    fileprivate func connectionNotification(connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool) {
+        if started {
+            let track = ConnectionWatchdog.Track(descriptor: postback_mhd_connection_fd(connection))
+            track.enter(.idle, seconds: configuration.idleTimeoutSeconds)
+            watchdog.register(track)
+            socketContext.pointee = Unmanaged.passRetained(track).toOpaque()
+        } else if let raw = socketContext.pointee {
+            let track = Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw)
+            watchdog.unregister(track.takeUnretainedValue())
+            track.release()
+            socketContext.pointee = nil
+        }
+    }
+
+    private func track(of connection: OpaquePointer) -> ConnectionWatchdog.Track? {
+        guard let raw = postback_mhd_socket_context(connection) else { return nil }
+        return Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// The request line arrived: the headers must follow within the header timeout.
+    fileprivate func requestLineReceived(connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+        track(of: connection)?.enter(.headers, seconds: configuration.headerTimeoutSeconds)
+        activeRequests.add(1, ordering: .relaxed)
+        return Unmanaged.passRetained(RequestState()).toOpaque()
+    }
+
+    fileprivate func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                            data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+                            requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> Int32 {
+        if requestContext.pointee == nil {
+            // No request-line notification came (should not happen): create the state here.
+            activeRequests.add(1, ordering: .relaxed)
+            requestContext.pointee = Unmanaged.passRetained(RequestState()).toOpaque()
+        }
+        let request = Unmanaged<RequestState>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
+        switch request.stage {
+        case .new:
+            return begin(request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
+                         method: method.map { String(cString: $0) } ?? "")
+        case .receiving:
+            if size.pointee > 0 {
+                let count = size.pointee
+                if request.tooLarge || request.body.count + count > configuration.bodyLimitBytes {
+                    // Keep reading (and dropping) so the 413 can be sent once the body ends.
+                    request.tooLarge = true
+                    request.body = []
+                } else if let data {
+                    data.withMemoryRebound(to: UInt8.self, capacity: count) { request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+                }
+                size.pointee = 0
+                return 1
+            }
+            track(of: connection)?.enter(.processing, seconds: nil)
+            if request.tooLarge {
+                request.stage = .done
+                return send(tooLarge(), route: request.route, on: connection)
+            }
+            guard request.route.receivesPostbacks else {
+                // Answered only now, after the (empty) body: answering GETs from the first call
+                // makes libmicrohttpd close the connection instead of keeping it alive.
+                request.stage = .done
+                return send(operationalReply(request.route), route: request.route, on: connection)
+            }
+            return process(request, connection: connection)
+        case .waiting:
+            guard let reply = request.reply.withLock({ $0 }) else { return 1 }
+            request.stage = .done
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
+            return send(reply, route: request.route, on: connection, seconds: seconds)
+        case .done:
+            return 1
+        }
+    }
+
+    /// The headers are in: route, method and declared length decide what happens next.
+    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String) -> Int32 {
+        let route = Route(path: path, adNetworkPath: adNetworkPath)
+        request.route = route
+        guard route != .unknown else {
+            request.stage = .done
+            return send(.problem(404, type: "not-found", title: "No such endpoint",
+                                 detail: "postbacks go to POST \(Route.skadnetworkPath)/ or \(Route.appAttributionPath)/"),
+                        route: route, on: connection)
+        }
+        guard route.allows(method: method) else {
+            request.stage = .done
+            var reply = HTTPReply.problem(405, type: "method-not-allowed", title: "Method not allowed",
+                                          detail: "\(JSONWriter.escapedForMessage(method)) is not allowed here; use \(route.allowedMethods)")
+            reply.headers.append(("Allow", route.allowedMethods))
+            return send(reply, route: route, on: connection)
+        }
+        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+           let length = Int(String(cString: declared)), length > configuration.bodyLimitBytes {
+            // Answered before the body is read; libmicrohttpd then closes the connection.
+            request.stage = .done
+            return send(tooLarge(), route: route, on: connection)
+        }
+        track(of: connection)?.enter(.body, seconds: configuration.bodyTimeoutSeconds)
+        request.stage = .receiving
+        return 1
+    }
+
+    /// The whole body is in: verify, then either answer or suspend until the spool writer has the
+    /// record on disk.
+    private func process(_ request: RequestState, connection: OpaquePointer) -> Int32 {
+        request.startedProcessing = DispatchTime.now().uptimeNanoseconds
+        guard admission.withLock({ $0.accepting }) else {
+            request.stage = .done
+            return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
+        }
+        let body = request.body
+        request.body = []
+        switch ingest.receive(body: body, route: request.route) {
+        case .reply(let reply):
+            request.stage = .done
+            return send(reply, route: request.route, on: connection)
+        case .store(let writer, let line, let day, let dedupKey, let makeReply):
+            let admitted = admission.withLock { admission -> Bool in
+                guard admission.accepting else { return false }
+                admission.suspended += 1
+                return true
+            }
+            guard admitted else {
+                request.stage = .done
+                return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
+            }
+            request.stage = .waiting
+            MHD_suspend_connection(connection)
+            let handle = MHDPointer(pointer: connection)
+            writer.submit(line: line, day: day, dedupKey: dedupKey) { [self] outcome in
+                request.reply.withLock { $0 = makeReply(outcome) }
+                MHD_resume_connection(handle.pointer)
+                // Only now may shutdown stop the daemon: the connection is no longer touched here.
+                admission.withLock { $0.suspended -= 1 }
+            }
+            return 1
+        }
+    }
+
+    private func tooLarge() -> HTTPReply {
+        .problem(413, type: "body-too-large", title: "Request body too large",
+                 detail: "the body limit is \(configuration.bodyLimitBytes) bytes; postbacks are about 1 KiB")
+    }
+
+    private func operationalReply(_ route: Route) -> HTTPReply {
+        switch route {
+        case .livez:
+            return .json(200) { $0.field("status", "alive") }
+        case .readyz:
+            var reasons: [String] = []
+            if draining.load(ordering: .relaxed) { reasons.append("shutting down") }
+            if !ingest.postbacks.isHealthy { reasons.append("postbacks spool is not writable") }
+            if !ingest.rejected.isHealthy { reasons.append("rejected spool is not writable") }
+            return .json(reasons.isEmpty ? 200 : 503) { json in
+                json.field("status", reasons.isEmpty ? "ready" : "not ready")
+                if !reasons.isEmpty {
+                    json.key("reasons")
+                    json.beginArray()
+                    for reason in reasons { json.value(reason) }
+                    json.endArray()
+                }
+            }
+        case .metrics:
+            let gauges = ServerMetrics.Gauges(
+                ready: isReady,
+                storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy],
+                dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
+            return .text(200, metrics.render(gauges), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        default:
+            return .text(500, "no handler")
+        }
+    }
+
+    private func send(_ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil) -> Int32 {
+        let response = reply.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
+        }
+        guard let response else { return 0 }
+        defer { MHD_destroy_response(response) }
+        MHD_add_response_header(response, "Content-Type", reply.contentType)
+        for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
+        if draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
+        metrics.request(route: route, code: reply.status, seconds: seconds)
+        track(of: connection)?.enter(.idle, seconds: configuration.idleTimeoutSeconds)
+        return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
+    }
+}
+
+extension HTTPCore {
+    /// MHD_RESPMEM_MUST_COPY (the importer gives this enum no usable case names).
+    static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
+}
+
+/// The logger allocation from the C shim, freed after the daemon stops.
+struct UnsafeMutableRawPointerBox: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+}

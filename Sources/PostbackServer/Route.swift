@@ -1,0 +1,56 @@
+/// The endpoints. The raw value names the route in spool records, metrics and logs.
+public enum Route: String, Sendable, CaseIterable {
+    /// `POST /.well-known/skadnetwork/report-attribution/`: SKAdNetwork postbacks (the ad network's
+    /// endpoint, or the advertiser's developer copy).
+    case skadnetwork = "skadnetwork-developer-copy"
+    /// `POST /.well-known/appattribution/report-attribution/`: AdAttributionKit postbacks.
+    case appAttribution = "appattribution-developer-copy"
+    /// The configured `ad_network_path`.
+    case adNetwork = "ad-network"
+    case livez
+    case readyz
+    case metrics
+    /// Any other path (one label, so scanners cannot blow up the metrics).
+    case unknown
+
+    static let skadnetworkPath = "/.well-known/skadnetwork/report-attribution"
+    static let appAttributionPath = "/.well-known/appattribution/report-attribution"
+
+    /// Postbacks are POSTed here.
+    public var receivesPostbacks: Bool { self == .skadnetwork || self == .appAttribution || self == .adNetwork }
+
+    /// The methods a route answers; anything else gets 405 with this in `Allow`.
+    var allowedMethods: String { receivesPostbacks ? "POST" : "GET, HEAD" }
+
+    func allows(method: String) -> Bool {
+        receivesPostbacks ? method == "POST" : (method == "GET" || method == "HEAD")
+    }
+
+    /// The route for a request path (without query), with or without a trailing slash.
+    init(path: String, adNetworkPath: String?) {
+        let normalized = Route.normalize(path)
+        if let builtIn = Route.builtIn(normalized) {
+            self = builtIn
+        } else if let adNetworkPath, normalized == adNetworkPath {
+            self = .adNetwork
+        } else {
+            self = .unknown
+        }
+    }
+
+    static func builtIn(_ normalizedPath: String) -> Route? {
+        switch normalizedPath {
+        case skadnetworkPath: return .skadnetwork
+        case appAttributionPath: return .appAttribution
+        case "/livez": return .livez
+        case "/readyz": return .readyz
+        case "/metrics": return .metrics
+        default: return nil
+        }
+    }
+
+    /// Drops one trailing slash (except from `/`).
+    static func normalize(_ path: String) -> String {
+        path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    }
+}

@@ -1,0 +1,202 @@
+public import Postbacks
+import PostbackStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything `postback serve` can be told, from its JSON config file and flags (flags win).
+///
+///     {"listen": "0.0.0.0:8080", "data_dir": "/var/lib/postback", "writer_id": "rx-1",
+///      "ad_network_path": "/postbacks", "ad_network_ids": ["example123.skadnetwork"],
+///      "allow_development": false, "trust_keys": [], "body_limit_bytes": 65536,
+///      "header_timeout_seconds": 10, "body_timeout_seconds": 10, "idle_timeout_seconds": 30,
+///      "connection_limit": 1024, "per_ip_connection_limit": 0, "segment_bytes": 134217728,
+///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info"}
+///
+/// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
+public struct ServerConfiguration: Sendable {
+    /// `HOST:PORT`; port 0 picks a free one (tests).
+    public var listen = "127.0.0.1:8080"
+    public var dataDirectory = "./data"
+    /// Names this receiver's segment files; several receivers sharing a store need different ids.
+    public var writerID = ServerConfiguration.defaultWriterID()
+    /// The path registered as the ad network's own postback URL, besides Apple's well-known paths.
+    public var adNetworkPath: String?
+    /// Only postbacks for these ad network ids are stored (exact match, as signed); nil accepts all.
+    public var acceptedAdNetworkIDs: Set<String>?
+    /// Store development postbacks (AdAttributionKit development keys, SKAdNetwork test mode, trusted
+    /// test keys), marked as development. Off: they are rejected with a reason.
+    public var allowsDevelopment = false
+    /// PEM files of extra test keys (`trust_keys`); only used with `allowsDevelopment`.
+    public var trustKeyPaths: [String] = []
+    /// The loaded `trustKeyPaths` (the CLI loads them).
+    public var testKeys: [TrustedTestKey] = []
+    public var bodyLimitBytes = 64 << 10
+    /// From the request line to the end of the headers.
+    public var headerTimeoutSeconds = 10.0
+    /// From the end of the headers to the end of the body.
+    public var bodyTimeoutSeconds = 10.0
+    /// A keep-alive connection with no request in progress (also libmicrohttpd's inactivity timeout).
+    public var idleTimeoutSeconds = 30.0
+    public var connectionLimit = 1024
+    /// 0 means no per-address limit (devices behind carrier NAT share addresses).
+    public var perIPConnectionLimit = 0
+    public var segmentBytes = 128 << 20
+    /// HTTP worker threads; the signature checks run on them.
+    public var threads = ServerConfiguration.processorCount()
+    /// How long a shutdown waits for requests in progress.
+    public var shutdownGraceSeconds = 10.0
+    public var logLevel = ServerLog.Level.info
+
+    public init() {}
+
+    public struct ConfigurationError: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    /// Reads a config file. Relative `trust_keys` paths are taken relative to the file's directory.
+    public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileBytes.read(path: path, limit: 1 << 20)
+        } catch {
+            throw ConfigurationError("config \(error)")
+        }
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        do {
+            return try parse(bytes, relativeTo: directory)
+        } catch {
+            throw ConfigurationError("config \(path): \(error.description)")
+        }
+    }
+
+    /// Parses config JSON (see the type's comment for the keys).
+    public static func parse(_ bytes: [UInt8], relativeTo directory: String = ".") throws(ConfigurationError) -> ServerConfiguration {
+        let value: JSONValue
+        do {
+            value = try StrictJSONParser.parse(bytes)
+        } catch {
+            throw ConfigurationError("not valid JSON: \(error)")
+        }
+        guard case .object(let object) = value else { throw ConfigurationError("must be a JSON object") }
+        var configuration = ServerConfiguration()
+        for member in object.members {
+            let reader = ValueReader(key: member.key, value: member.value)
+            switch member.key {
+            case "listen": configuration.listen = try reader.string()
+            case "data_dir": configuration.dataDirectory = try reader.string()
+            case "writer_id": configuration.writerID = try reader.string()
+            case "ad_network_path": configuration.adNetworkPath = try reader.optionalString()
+            case "ad_network_ids": configuration.acceptedAdNetworkIDs = try reader.optionalStrings().map(Set.init)
+            case "allow_development": configuration.allowsDevelopment = try reader.bool()
+            case "trust_keys":
+                configuration.trustKeyPaths = try reader.optionalStrings()?.map { $0.hasPrefix("/") ? $0 : "\(directory)/\($0)" } ?? []
+            case "body_limit_bytes": configuration.bodyLimitBytes = try reader.integer(in: 1...(16 << 20))
+            case "header_timeout_seconds": configuration.headerTimeoutSeconds = try reader.seconds()
+            case "body_timeout_seconds": configuration.bodyTimeoutSeconds = try reader.seconds()
+            case "idle_timeout_seconds": configuration.idleTimeoutSeconds = try reader.seconds()
+            case "connection_limit": configuration.connectionLimit = try reader.integer(in: 1...1_000_000)
+            case "per_ip_connection_limit": configuration.perIPConnectionLimit = try reader.integer(in: 0...1_000_000)
+            case "segment_bytes": configuration.segmentBytes = try reader.integer(in: 4096...(1 << 40))
+            case "threads": configuration.threads = try reader.integer(in: 1...256)
+            case "shutdown_grace_seconds": configuration.shutdownGraceSeconds = try reader.seconds()
+            case "log_level":
+                let text = try reader.string()
+                guard let level = ServerLog.Level(name: text) else {
+                    throw ConfigurationError("log_level must be debug, info, warning or error, got \"\(JSONWriter.escapedForMessage(text))\"")
+                }
+                configuration.logLevel = level
+            default:
+                throw ConfigurationError("unknown key \"\(JSONWriter.escapedForMessage(member.key))\"")
+            }
+        }
+        try configuration.validate()
+        return configuration
+    }
+
+    /// Checks what parsing alone cannot (also after flags were applied).
+    public func validate() throws(ConfigurationError) {
+        guard StoreLayout.isValidWriterID(writerID) else {
+            throw ConfigurationError("writer_id \"\(JSONWriter.escapedForMessage(writerID))\" must be 1–64 letters, digits, '.', '_' or '-' (not starting with '.')")
+        }
+        guard !dataDirectory.isEmpty else { throw ConfigurationError("data_dir is empty") }
+        if let path = adNetworkPath {
+            guard path.hasPrefix("/"), !path.contains("?"), !path.contains("#") else {
+                throw ConfigurationError("ad_network_path must be an absolute path like /postbacks, got \"\(JSONWriter.escapedForMessage(path))\"")
+            }
+            guard Route.builtIn(Route.normalize(path)) == nil else {
+                throw ConfigurationError("ad_network_path \(path) collides with a built-in path")
+            }
+        }
+        if !trustKeyPaths.isEmpty, !allowsDevelopment {
+            throw ConfigurationError("trust_keys are test keys; set allow_development to accept postbacks they sign")
+        }
+        _ = try ListenAddress(listen)
+    }
+
+    /// The host name, made into a valid writer id; `rx1` if there is none.
+    public static func defaultWriterID() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "rx1" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let cleaned = String(name.unicodeScalars.map { scalar -> Character in
+            scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_")
+                ? Character(scalar) : "-"
+        }.prefix(64))
+        return StoreLayout.isValidWriterID(cleaned) ? cleaned : "rx1"
+    }
+
+    static func processorCount() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}
+
+/// Typed access to one config member, with errors that name the key.
+private struct ValueReader {
+    let key: String
+    let value: JSONValue
+
+    func fail(_ expected: String) -> ServerConfiguration.ConfigurationError {
+        ServerConfiguration.ConfigurationError("\(key) must be \(expected), got \(value.kindDescription)")
+    }
+
+    func string() throws(ServerConfiguration.ConfigurationError) -> String {
+        guard case .string(let text) = value else { throw fail("a string") }
+        return text
+    }
+
+    func optionalString() throws(ServerConfiguration.ConfigurationError) -> String? {
+        if case .null = value { return nil }
+        return try string()
+    }
+
+    func optionalStrings() throws(ServerConfiguration.ConfigurationError) -> [String]? {
+        if case .null = value { return nil }
+        guard case .array(let items) = value else { throw fail("an array of strings") }
+        var strings: [String] = []
+        for item in items {
+            guard case .string(let text) = item else { throw fail("an array of strings") }
+            strings.append(text)
+        }
+        return strings
+    }
+
+    func bool() throws(ServerConfiguration.ConfigurationError) -> Bool {
+        guard case .bool(let flag) = value else { throw fail("true or false") }
+        return flag
+    }
+
+    func integer(in range: ClosedRange<Int>) throws(ServerConfiguration.ConfigurationError) -> Int {
+        guard case .number(let number) = value, let integer = number.int64Value, range.contains(Int(integer)) else {
+            throw ServerConfiguration.ConfigurationError("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return Int(integer)
+    }
+
+    func seconds() throws(ServerConfiguration.ConfigurationError) -> Double {
+        guard case .number(let number) = value, let seconds = Double(number.text), seconds > 0, seconds <= 86_400 else {
+            throw ServerConfiguration.ConfigurationError("\(key) must be a number of seconds above 0 and at most 86400")
+        }
+        return seconds
+    }
+}

@@ -1,0 +1,135 @@
+import Postbacks
+import PostbackStore
+import Synchronization
+
+/// The counters behind `GET /metrics`, rendered in the Prometheus text format (version 0.0.4).
+///
+/// Labels are bounded: routes are a fixed set, protocol/version/status come from the verifier's
+/// enums, never from request text.
+final class ServerMetrics: Sendable {
+    private struct RequestKey: Hashable { let route: Route; let code: Int }
+    private struct VerdictKey: Hashable { let protocolName: String; let version: String; let status: String }
+
+    private struct State {
+        var requests: [RequestKey: Int] = [:]
+        var verdicts: [VerdictKey: Int] = [:]
+        var duplicates: [String: Int] = [:]
+        var policyRejections: [String: Int] = [:]
+        var spoolBytes: [StoreLayout.Spool: Int] = [:]
+        var spoolRecords: [StoreLayout.Spool: Int] = [:]
+        var storageErrors: [StoreLayout.Spool: Int] = [:]
+        var segmentsOpened: [StoreLayout.Spool: Int] = [:]
+        var timedOutConnections: [String: Int] = [:]
+        var fsync = Histogram(upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+        var batchSize = Histogram(upperBounds: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+        var requestDuration = Histogram(upperBounds: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+    }
+
+    private let state = Mutex(State())
+
+    func request(route: Route, code: Int, seconds: Double?) {
+        state.withLock { state in
+            state.requests[RequestKey(route: route, code: code), default: 0] += 1
+            if let seconds, route.receivesPostbacks { state.requestDuration.observe(seconds) }
+        }
+    }
+
+    func verdict(_ result: VerificationResult) {
+        let key = VerdictKey(protocolName: result.postbackProtocol?.rawValue ?? "unknown",
+                             version: result.version ?? (result.postbackProtocol == .adattributionkit ? "aak" : "unknown"),
+                             status: result.status.rawValue)
+        state.withLock { $0.verdicts[key, default: 0] += 1 }
+    }
+
+    func duplicate(protocol postbackProtocol: PostbackProtocol?) {
+        state.withLock { $0.duplicates[postbackProtocol?.rawValue ?? "unknown", default: 0] += 1 }
+    }
+
+    /// A verified postback the receiver's policy turned away (`ad-network`, `development`).
+    func policyRejection(_ reason: String) {
+        state.withLock { $0.policyRejections[reason, default: 0] += 1 }
+    }
+
+    func writer(_ spool: StoreLayout.Spool, event: SpoolWriter.Event) {
+        state.withLock { state in
+            switch event {
+            case .committed(let records, let bytes, let seconds):
+                state.spoolBytes[spool, default: 0] += bytes
+                state.spoolRecords[spool, default: 0] += records
+                state.fsync.observe(seconds)
+                state.batchSize.observe(Double(records))
+            case .openedSegment:
+                state.segmentsOpened[spool, default: 0] += 1
+            case .failed:
+                state.storageErrors[spool, default: 0] += 1
+            case .recovered:
+                break
+            }
+        }
+    }
+
+    func connectionTimedOut(phase: String) {
+        state.withLock { $0.timedOutConnections[phase, default: 0] += 1 }
+    }
+
+    /// Gauges read at scrape time.
+    struct Gauges {
+        var ready: Bool
+        var storageHealthy: [StoreLayout.Spool: Bool]
+        var dedupKeys: Int
+        var openConnections: Int
+    }
+
+    func render(_ gauges: Gauges) -> String {
+        let state = state.withLock { $0 }
+        var text = ""
+        func header(_ name: String, _ type: String, _ help: String) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        }
+        header("postback_http_requests_total", "counter", "HTTP requests answered, by route and status code.")
+        for (key, count) in state.requests.sorted(by: { ($0.key.route.rawValue, $0.key.code) < ($1.key.route.rawValue, $1.key.code) }) {
+            text += "postback_http_requests_total{route=\"\(key.route.rawValue)\",code=\"\(key.code)\"} \(count)\n"
+        }
+        header("postback_request_duration_seconds", "histogram", "Time from a complete postback request to its response.")
+        state.requestDuration.render(name: "postback_request_duration_seconds", into: &text)
+        header("postback_verdicts_total", "counter", "Verifier verdicts, by protocol, version and status.")
+        for (key, count) in state.verdicts.sorted(by: { ($0.key.protocolName, $0.key.version, $0.key.status) < ($1.key.protocolName, $1.key.version, $1.key.status) }) {
+            text += "postback_verdicts_total{protocol=\"\(key.protocolName)\",version=\"\(key.version)\",status=\"\(key.status)\"} \(count)\n"
+        }
+        header("postback_duplicates_total", "counter", "Verified postbacks whose dedup key was already stored (answered 200, not stored again).")
+        for (name, count) in state.duplicates.sorted(by: { $0.key < $1.key }) {
+            text += "postback_duplicates_total{protocol=\"\(name)\"} \(count)\n"
+        }
+        header("postback_policy_rejections_total", "counter", "Verified postbacks rejected by configuration (ad network not accepted, development not allowed).")
+        for (reason, count) in state.policyRejections.sorted(by: { $0.key < $1.key }) {
+            text += "postback_policy_rejections_total{reason=\"\(reason)\"} \(count)\n"
+        }
+        header("postback_fsync_duration_seconds", "histogram", "Duration of each group commit's fdatasync.")
+        state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)
+        header("postback_group_commit_records", "histogram", "Records covered by one group commit.")
+        state.batchSize.render(name: "postback_group_commit_records", into: &text)
+        header("postback_spool_bytes_total", "counter", "Bytes appended (and synced) to the spool, by spool.")
+        header("postback_spool_records_total", "counter", "Records appended (and synced) to the spool, by spool.")
+        header("postback_spool_segments_opened_total", "counter", "Segment files created, by spool.")
+        header("postback_storage_errors_total", "counter", "Failed writes or syncs, by spool.")
+        header("postback_storage_healthy", "gauge", "1 while the spool takes writes, 0 after a failure until it recovers.")
+        for spool in StoreLayout.Spool.allCases {
+            text += "postback_spool_bytes_total{spool=\"\(spool.rawValue)\"} \(state.spoolBytes[spool] ?? 0)\n"
+            text += "postback_spool_records_total{spool=\"\(spool.rawValue)\"} \(state.spoolRecords[spool] ?? 0)\n"
+            text += "postback_spool_segments_opened_total{spool=\"\(spool.rawValue)\"} \(state.segmentsOpened[spool] ?? 0)\n"
+            text += "postback_storage_errors_total{spool=\"\(spool.rawValue)\"} \(state.storageErrors[spool] ?? 0)\n"
+            text += "postback_storage_healthy{spool=\"\(spool.rawValue)\"} \(gauges.storageHealthy[spool] == true ? 1 : 0)\n"
+        }
+        header("postback_dedup_keys", "gauge", "Dedup keys in the index (stored postbacks of every writer).")
+        text += "postback_dedup_keys \(gauges.dedupKeys)\n"
+        header("postback_open_connections", "gauge", "Open HTTP connections.")
+        text += "postback_open_connections \(gauges.openConnections)\n"
+        header("postback_connections_timed_out_total", "counter", "Connections closed for being too slow, by phase (idle, headers, body).")
+        for (phase, count) in state.timedOutConnections.sorted(by: { $0.key < $1.key }) {
+            text += "postback_connections_timed_out_total{phase=\"\(phase)\"} \(count)\n"
+        }
+        header("postback_ready", "gauge", "1 when /readyz answers 200.")
+        text += "postback_ready \(gauges.ready ? 1 : 0)\n"
+        return text
+    }
+}
