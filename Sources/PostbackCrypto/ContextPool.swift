@@ -1,23 +1,30 @@
 internal import COpenSSL
 import Synchronization
 
-/// A pool of initialised EVP_PKEY_CTX objects for one key.
+/// A pool of initialised OpenSSL contexts (EVP_PKEY_CTX for a key, EVP_MD_CTX for hashing).
 ///
-/// An EVP_PKEY_CTX is mutable and must not be used by two threads at once, but setting one up costs
-/// about as much as the hashing we do per postback. So each key keeps the contexts it has made and
-/// hands them out one caller at a time; with two cores the pool stays at two or three entries.
+/// A context is mutable and must not be used by two threads at once, but setting one up costs about
+/// as much as the hashing we do per postback. So the pool keeps the contexts it has made and hands
+/// them out one caller at a time; with two cores it stays at two or three entries.
 final class ContextPool: Sendable {
     /// A context pointer that may cross threads: only the holder that took it from the pool uses it.
     private struct Handle: @unchecked Sendable { let context: OpaquePointer }
 
     private let free = Mutex<[Handle]>([])
     private let make: @Sendable () -> OpaquePointer?
+    private let destroy: @Sendable (OpaquePointer) -> Void
 
-    /// - Parameter make: creates and initialises a new context, or returns nil on failure.
-    init(make: @escaping @Sendable () -> OpaquePointer?) { self.make = make }
+    /// - Parameters:
+    ///   - make: creates and initialises a new context, or returns nil on failure.
+    ///   - destroy: frees a context (defaults to EVP_PKEY_CTX_free).
+    init(make: @escaping @Sendable () -> OpaquePointer?,
+         destroy: @escaping @Sendable (OpaquePointer) -> Void = { EVP_PKEY_CTX_free($0) }) {
+        self.make = make
+        self.destroy = destroy
+    }
 
     deinit {
-        for handle in free.withLock({ $0 }) { EVP_PKEY_CTX_free(handle.context) }
+        for handle in free.withLock({ $0 }) { destroy(handle.context) }
     }
 
     /// Runs `body` with a context no other thread holds. Returns nil if no context could be made.

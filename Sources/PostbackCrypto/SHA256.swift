@@ -29,14 +29,20 @@ public enum SHA256 {
     public static func hash(bytes: UnsafeRawBufferPointer) -> Digest {
         var digest = Digest()
         var length: UInt32 = 0
-        let ok = Swift.withUnsafeMutableBytes(of: &digest.storage) { out in
-            EVP_Digest(bytes.baseAddress, bytes.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                       &length, sha256Algorithm.pointer, nil)
+        let ok = digestContexts.withContext { context in
+            Swift.withUnsafeMutableBytes(of: &digest.storage) { out in
+                EVP_DigestInit_ex2(context, sha256Algorithm.pointer, nil) == 1
+                    && EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1
+                    && EVP_DigestFinal_ex(context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length) == 1
+            }
         }
-        // EVP_Digest only fails on allocation failure; a zero digest then makes every check fail closed.
-        precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed: \(CryptoError.drainErrorQueue())")
+        // Only allocation failure makes these fail; stopping is better than a digest of zeros.
+        precondition(ok == true && length == 32, "SHA-256 failed: \(CryptoError.drainErrorQueue())")
         return digest
     }
+
+    /// Reused digest contexts: EVP_Digest would allocate and free one per call.
+    private static let digestContexts = ContextPool(make: { EVP_MD_CTX_new() }, destroy: { EVP_MD_CTX_free($0) })
 }
 
 /// Incremental SHA-256, for file checksums.

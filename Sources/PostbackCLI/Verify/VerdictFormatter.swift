@@ -5,8 +5,7 @@ enum VerdictFormatter {
     /// One JSON object per postback (the `--json` contract):
     /// `source`, `status`, `protocol`, `version`, `key`, `environment`, `reason` (when not verified),
     /// `dedup_key`, and `test_mode` when it is a SKAdNetwork test-mode postback.
-    static func appendJSON(source: String, result: VerificationResult, to output: inout [UInt8]) {
-        var json = JSONWriter(reservingCapacity: 256)
+    static func appendJSON(source: String, result: VerificationResult, to json: inout JSONWriter) {
         json.beginObject()
         json.field("source", source)
         json.field("status", result.status.rawValue)
@@ -18,8 +17,7 @@ enum VerdictFormatter {
         json.field("dedup_key", result.dedupKey)
         if result.isTestMode { json.field("test_mode", true) }
         json.endObject()
-        output.append(contentsOf: json.bytes)
-        output.append(0x0A)
+        json.endLine()
     }
 
     /// A readable line: status, source, protocol and version, key and environment, then the reason.

@@ -139,19 +139,19 @@ final class VerifyRun: Sendable {
     }
 
     private func process(_ batch: [InputRecord]) -> (bytes: [UInt8], tally: VerdictTally) {
-        var output: [UInt8] = []
-        output.reserveCapacity(batch.count * 200)
+        var jsonOutput = JSONWriter(reservingCapacity: json ? batch.count * 250 : 0)
+        var textOutput: [UInt8] = []
         var counts = VerdictTally()
         for record in batch {
             let result = record.problem.map { VerificationResult.malformed(reason: $0) } ?? verifier.verify(body: record.bytes)
             counts.byStatus[result.status, default: 0] += 1
             if json {
-                VerdictFormatter.appendJSON(source: record.source, result: result, to: &output)
+                VerdictFormatter.appendJSON(source: record.source, result: result, to: &jsonOutput)
             } else {
-                VerdictFormatter.appendText(source: record.source, result: result, to: &output)
+                VerdictFormatter.appendText(source: record.source, result: result, to: &textOutput)
             }
         }
-        return (output, counts)
+        return (json ? jsonOutput.bytes : textOutput, counts)
     }
 }
 

@@ -18,26 +18,44 @@ public struct CompactJWS: Sendable, Equatable {
     public let payloadJSON: String
 
     public init(parsing text: String) throws(PostbackRejection) {
-        let segments = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard segments.count == 3 else {
-            throw .malformed("jws-string must have exactly 3 '.'-separated segments, has \(segments.count)")
+        var text = text
+        var parts: Result<(decoded: [[UInt8]], signingInput: [UInt8]), PostbackRejection> = .failure(.malformed("empty"))
+        text.withUTF8 { utf8 in
+            parts = Result { () throws(PostbackRejection) in try Self.split(UnsafeRawBufferPointer(utf8)) }
         }
-        let names = ["header", "payload", "signature"]
-        var decoded: [[UInt8]] = []
-        for (index, segment) in segments.enumerated() {
-            guard !segment.isEmpty else { throw .malformed("jws-string \(names[index]) segment is empty") }
-            do {
-                decoded.append(try Base64.decode(Array(segment), alphabet: .url))
-            } catch {
-                throw .malformed("jws-string \(names[index]) segment is not canonical base64url: \(error.reason)")
-            }
-        }
+        let (decoded, signingInput) = try parts.get()
         header = try Self.object(decoded[0], name: "header")
         payload = try Self.object(decoded[1], name: "payload")
         headerJSON = String(decoding: decoded[0], as: UTF8.self)
         payloadJSON = String(decoding: decoded[1], as: UTF8.self)
         signature = decoded[2]
-        signingInput = Array(segments[0]) + [UInt8(ascii: ".")] + Array(segments[1])
+        self.signingInput = signingInput
+    }
+
+    /// Splits the compact form at its two dots and decodes the three segments, straight from the bytes.
+    private static func split(_ utf8: UnsafeRawBufferPointer) throws(PostbackRejection) -> (decoded: [[UInt8]], signingInput: [UInt8]) {
+        var dots: [Int] = []
+        for index in 0..<utf8.count where utf8[index] == UInt8(ascii: ".") {
+            dots.append(index)
+            if dots.count > 2 { break }
+        }
+        guard dots.count == 2 else {
+            let count = utf8.reduce(0) { $0 + ($1 == UInt8(ascii: ".") ? 1 : 0) } + 1
+            throw .malformed("jws-string must have exactly 3 '.'-separated segments, has \(count)")
+        }
+        let ranges = [0..<dots[0], dots[0] + 1..<dots[1], dots[1] + 1..<utf8.count]
+        let names = ["header", "payload", "signature"]
+        var decoded: [[UInt8]] = []
+        decoded.reserveCapacity(3)
+        for (index, range) in ranges.enumerated() {
+            guard !range.isEmpty else { throw .malformed("jws-string \(names[index]) segment is empty") }
+            do {
+                decoded.append(try Base64.decode(utf8: UnsafeRawBufferPointer(rebasing: utf8[range]), alphabet: .url))
+            } catch {
+                throw .malformed("jws-string \(names[index]) segment is not canonical base64url: \(error.reason)")
+            }
+        }
+        return (decoded, Array(utf8[0..<dots[1]]))
     }
 
     private static func object(_ bytes: [UInt8], name: String) throws(PostbackRejection) -> JSONObject {

@@ -52,21 +52,28 @@ public enum Base64 {
             throw DecodingError(reason: "wrong amount of '=' padding")
         }
 
-        var output = [UInt8]()
-        output.reserveCapacity(length * 3 / 4)
+        var output = [UInt8](repeating: 0, count: length * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
-        for position in 0..<length {
-            let character = input[position]
-            guard let sextet = value(of: character, alphabet: alphabet) else {
-                throw DecodingError(reason: "character \(describe(character)) at position \(position) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet")
-            }
-            accumulator = accumulator << 6 | UInt32(sextet)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
+        var written = 0
+        let table = alphabet == .url ? urlDecodingTable : standardDecodingTable
+        try table.withUnsafeBufferPointer { (table) throws(DecodingError) in
+            try output.withUnsafeMutableBufferPointer { (out) throws(DecodingError) in
+                for position in 0..<length {
+                    let character = input[position]
+                    let sextet = table[Int(character)]
+                    guard sextet < 64 else {
+                        throw DecodingError(reason: "character \(describe(character)) at position \(position) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet")
+                    }
+                    accumulator = accumulator << 6 | UInt32(sextet)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                        written += 1
+                        accumulator &= (1 << UInt32(bits)) - 1
+                    }
+                }
             }
         }
         // The last character of a short group carries unused bits; a canonical encoder leaves them zero.
@@ -102,17 +109,15 @@ public enum Base64 {
         return String(decoding: output, as: UTF8.self)
     }
 
-    private static func value(of character: UInt8, alphabet: Alphabet) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return character - UInt8(ascii: "A")
-        case UInt8(ascii: "a")...UInt8(ascii: "z"): return character - UInt8(ascii: "a") + 26
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0") + 52
-        case UInt8(ascii: "+") where alphabet == .standard: return 62
-        case UInt8(ascii: "/") where alphabet == .standard: return 63
-        case UInt8(ascii: "-") where alphabet == .url: return 62
-        case UInt8(ascii: "_") where alphabet == .url: return 63
-        default: return nil
-        }
+    /// Sextet value of each byte, 0xFF for bytes outside the alphabet.
+    private static let standardDecodingTable: [UInt8] = decodingTable(extra: "+/")
+    private static let urlDecodingTable: [UInt8] = decodingTable(extra: "-_")
+
+    private static func decodingTable(extra: String) -> [UInt8] {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        let characters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8) + Array(extra.utf8)
+        for (value, character) in characters.enumerated() { table[Int(character)] = UInt8(value) }
+        return table
     }
 
     private static func describe(_ character: UInt8) -> String {

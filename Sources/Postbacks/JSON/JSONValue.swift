@@ -49,7 +49,9 @@ public struct JSONObject: Sendable, Equatable {
     /// The value for `key`, or nil when absent. Objects from postbacks have a dozen members, so a linear
     /// scan beats hashing.
     public subscript(key: String) -> JSONValue? {
-        for member in members where member.key == key { return member.value }
+        // Comparing lengths first (O(1) for native strings) skips most full string comparisons.
+        let length = key.utf8.count
+        for member in members where member.key.utf8.count == length && member.key == key { return member.value }
         return nil
     }
 

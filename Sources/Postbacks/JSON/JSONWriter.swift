@@ -77,6 +77,13 @@ public struct JSONWriter: Sendable {
     public mutating func field(_ name: String, _ number: Int?) { key(name); value(number) }
     public mutating func field(_ name: String, _ flag: Bool?) { key(name); value(flag) }
 
+    /// Ends a line of JSON Lines output: a newline, after which the next value starts a new line.
+    public mutating func endLine() {
+        precondition(needsComma.count == 1, "endLine inside an unfinished object or array")
+        bytes.append(0x0A)
+        needsComma[0] = false
+    }
+
     private mutating func appendNull() { bytes.append(contentsOf: "null".utf8) }
 
     private mutating func separate() {

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An RFC 8259 JSON parser that is stricter than Foundation's, because postbacks are attacker input.
 ///
 /// It rejects what `JSONSerialization` and `JSONDecoder` let through or disagree on:
@@ -102,7 +106,7 @@ private struct Parser {
                 throw JSONParseError(offset: index, reason: "unexpected \(describe(index)), expected a string key")
             }
             let keyOffset = index
-            let key = try parseString()
+            let key = try parseKey()
             if try isDuplicate(key, in: members, seen: &seen) {
                 throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(JSONWriter.escapedForMessage(key))\"")
             }
@@ -214,6 +218,22 @@ private struct Parser {
     }
 
     // MARK: Strings
+
+    /// Parses an object key. Postback keys repeat in every body, so the known ones come from a table of
+    /// shared strings instead of a fresh allocation each time; equality checks against them are then
+    /// cheap too.
+    mutating func parseKey() throws(JSONParseError) -> String {
+        var end = index + 1
+        while end < count, base[end] != UInt8(ascii: "\""), base[end] != UInt8(ascii: "\\"), base[end] >= 0x20, base[end] < 0x80 {
+            end += 1
+        }
+        if end < count, base[end] == UInt8(ascii: "\""),
+           let known = KnownKeys.lookup(UnsafeBufferPointer(start: base + index + 1, count: end - index - 1)) {
+            index = end + 1
+            return known
+        }
+        return try parseString()
+    }
 
     /// Parses a string starting at its opening quote. The fast path (no escapes) decodes straight from
     /// the input once the bytes are known to be valid UTF-8.
@@ -363,6 +383,36 @@ private struct Parser {
         let byte = base[offset]
         if byte >= 0x20 && byte < 0x7F { return "'\(printable(byte))'" }
         return "byte 0x\(hex2(byte))"
+    }
+}
+
+/// The keys of Apple's postbacks and of our own records, shared rather than allocated per parse.
+private enum KnownKeys {
+    static let all: [String] = [
+        "version", "ad-network-id", "campaign-id", "source-identifier", "app-id", "transaction-id", "redownload",
+        "source-app-id", "source-domain", "fidelity-type", "did-win", "postback-sequence-index", "conversion-value",
+        "coarse-conversion-value", "country-code", "attribution-signature", "jws-string", "ad-interaction-type",
+        "kid", "alg", "impression-type", "ad-network-identifier", "advertised-item-identifier", "conversion-type",
+        "postback-identifier", "marketplace-identifier", "publisher-item-identifier",
+        "received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "key", "reason",
+        "attribution", "body", "body_base64", "app_id", "ad_network_id", "campaign_id", "source_identifier",
+        "source_app_id", "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type",
+        "postback_sequence_index", "did_win", "fine_value", "coarse_value", "test_mode",
+    ]
+
+    /// Keys grouped by UTF-8 length, for a quick candidate list.
+    static let byLength: [[(bytes: [UInt8], string: String)]] = {
+        var table = [[(bytes: [UInt8], string: String)]](repeating: [], count: 32)
+        for key in all { table[key.utf8.count].append((Array(key.utf8), key)) }
+        return table
+    }()
+
+    static func lookup(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard bytes.count < 32 else { return nil }
+        for candidate in byLength[bytes.count] where candidate.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+            return candidate.string
+        }
+        return nil
     }
 }
 
