@@ -1,0 +1,26 @@
+// swift-tools-version: 6.0
+//
+// libFuzzer targets for the parsers that face attacker input. A package of its own because every
+// module here is built with coverage and AddressSanitizer; the sources are the main package's,
+// through symlinks in Sources/. Build and run with scripts/fuzz.
+import PackageDescription
+
+let package = Package(
+    name: "postback-fuzz",
+    targets: [
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
+        .target(name: "PostbackCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "Postbacks", dependencies: ["PostbackCrypto"]),
+        .executableTarget(name: "FuzzPostbackBody", dependencies: ["Postbacks"]),
+        .executableTarget(name: "FuzzJWS", dependencies: ["Postbacks"]),
+    ]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        // SwiftPM's --sanitize=fuzzer instruments only the executable; the libraries are what we fuzz.
+        .unsafeFlags(["-sanitize=fuzzer,address"]),
+    ]
+}
