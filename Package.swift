@@ -5,6 +5,7 @@
 //
 // Layering, bottom up:
 //   COpenSSL, CMicroHTTPD, CCurl   Debian's C libraries (system library targets)
+//   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
 //   Postbacks       strict JSON, postback models, signed messages, the verifier, Apple's keys
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
@@ -35,17 +36,18 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        .target(name: "PostbackCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "Postbacks", dependencies: ["PostbackCrypto"]),
-        .target(name: "PostbackStore", dependencies: ["Postbacks"]),
+        .target(name: "Locking"),
+        .target(name: "PostbackCrypto", dependencies: ["COpenSSL", "Locking"]),
+        .target(name: "Postbacks", dependencies: ["PostbackCrypto", "Locking"]),
+        .target(name: "PostbackStore", dependencies: ["Postbacks", "Locking"]),
         .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
-        .target(name: "PostbackServer", dependencies: ["Postbacks", "PostbackStore", "CMicroHTTPD", "CMicroHTTPDShim"]),
-        .target(name: "PostbackClient", dependencies: ["CCurl", "CCurlShim"]),
+        .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "CMicroHTTPD", "CMicroHTTPDShim"]),
+        .target(name: "PostbackClient", dependencies: ["Locking", "CCurl", "CCurlShim"]),
         .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
         .target(
             name: "PostbackCLI",
-            dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation"]
+            dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation"]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
 

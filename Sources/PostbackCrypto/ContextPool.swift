@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Synchronization
+import Locking
 
 /// A pool of initialised OpenSSL contexts (EVP_PKEY_CTX for a key, EVP_MD_CTX for hashing).
 ///
@@ -10,7 +10,7 @@ final class ContextPool: Sendable {
     /// A context pointer that may cross threads: only the holder that took it from the pool uses it.
     private struct Handle: @unchecked Sendable { let context: OpaquePointer }
 
-    private let free = Mutex<[Handle]>([])
+    private let free = Locked<[Handle]>([])
     private let make: @Sendable () -> OpaquePointer?
     private let destroy: @Sendable (OpaquePointer) -> Void
 

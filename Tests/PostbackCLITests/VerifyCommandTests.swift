@@ -158,7 +158,7 @@ import Testing
     @Test func hugeSingleLineIsRejectedWithoutBufferingIt() throws {
         // 100 MB on one line, written in chunks; the verifier must report it, not load it.
         let path = NSTemporaryDirectory() + "huge-\(UUID().uuidString).jsonl"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         let chunk = Data(repeating: 0x61, count: 1 << 20)
         try handle.write(contentsOf: Data(#"{"version":"4.0","x":""#.utf8))

@@ -1,4 +1,5 @@
 import Dispatch
+import Locking
 import Synchronization
 
 /// Runs `transform` on batches on all cores and hands the results to `deliver` in submission order.
@@ -16,7 +17,7 @@ final class OrderedParallelMap<Input: Sendable, Output: Sendable>: Sendable {
     private let deliver: @Sendable (Output) -> Void
     private let slots: DispatchSemaphore
     private let group = DispatchGroup()
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let submitted = Atomic<Int>(0)
     private let queue = DispatchQueue.global(qos: .userInitiated)
 

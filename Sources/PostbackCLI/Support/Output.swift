@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import Locking
 
 /// Where a command writes: a file descriptor, or memory in tests.
 public protocol OutputSink: Sendable {
@@ -39,7 +39,7 @@ public struct FileDescriptorSink: OutputSink {
 
 /// Collects output in memory (tests).
 public final class MemorySink: OutputSink {
-    private let storage = Mutex<[UInt8]>([])
+    private let storage = Locked<[UInt8]>([])
     public let isTerminal: Bool
 
     public init(isTerminal: Bool = false) { self.isTerminal = isTerminal }

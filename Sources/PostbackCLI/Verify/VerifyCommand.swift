@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Postbacks
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -96,7 +96,7 @@ final class VerifyRun: Sendable {
     let json: Bool
     let io: CommandIO
     let jobs: Int
-    let tally = Mutex(VerdictTally())
+    let tally = Locked(VerdictTally())
     private let started = DispatchTime.now()
 
     private static let batchRecords = 256
