@@ -232,7 +232,7 @@ private final class Worker: @unchecked Sendable {
         var outcomes = [SpoolWriter.Outcome?](repeating: nil, count: batch.count)
         var firstCopy: [String: Int] = [:]
         var laterCopies: [(entry: Int, first: Int)] = []
-        var bytesByDay: [UTCDay: [UInt8]] = [:]
+        var linesByDay: [UTCDay: [Int]] = [:]
         var written: [Int] = []
         for (position, entry) in batch.enumerated() {
             if let key = entry.dedupKey, index != nil {
@@ -246,29 +246,30 @@ private final class Worker: @unchecked Sendable {
                 }
                 firstCopy[key] = position
             }
-            bytesByDay[entry.day, default: []].append(contentsOf: entry.line)
+            linesByDay[entry.day, default: []].append(position)
             written.append(position)
         }
 
         if !written.isEmpty {
+            var rolled: [OpenSegment] = []
             do throws(StorageError) {
-                let days = bytesByDay.keys.sorted()
+                let days = linesByDay.keys.sorted()
                 var byteCount = 0
                 for day in days {
-                    let bytes = bytesByDay[day]!
-                    var segment = try segment(for: day, appending: bytes.count)
-                    segments[day] = segment
-                    try storage.append(bytes, to: segment.descriptor, path: segment.path)
-                    segment.size += bytes.count
-                    segments[day] = segment
-                    byteCount += bytes.count
+                    byteCount += try append(linesByDay[day]!.map { batch[$0].line }, day: day, rolled: &rolled)
                 }
                 let start = DispatchTime.now().uptimeNanoseconds
+                for segment in rolled where segment.size != segment.syncedSize {
+                    try storage.sync(segment.descriptor, path: segment.path)
+                }
                 for day in days {
                     try storage.sync(segments[day]!.descriptor, path: segments[day]!.path)
                     segments[day]!.syncedSize = segments[day]!.size
                 }
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                // Rolled segments are full and synced: done with them.
+                for segment in rolled { storage.close(segment.descriptor) }
+                rolled.removeAll()
                 for position in written {
                     outcomes[position] = .stored
                     if let key = batch[position].dedupKey { index?.insert(key) }
@@ -277,7 +278,7 @@ private final class Worker: @unchecked Sendable {
                 closeStaleSegments(newest: days.last!)
                 events(.committed(records: written.count, bytes: byteCount, syncSeconds: seconds))
             } catch {
-                abandonSegments()
+                abandonSegments(rolled)
                 owner.setHealthy(false)
                 nextProbe = DispatchTime.now().uptimeNanoseconds + UInt64(configuration.probeInterval * 1e9)
                 events(.failed(error))
@@ -292,15 +293,42 @@ private final class Worker: @unchecked Sendable {
         }
     }
 
-    /// The open segment for `day`, or a new one when there is none or `count` more bytes would take
-    /// a non-empty segment past the size limit.
-    private func segment(for day: UTCDay, appending count: Int) throws(StorageError) -> OpenSegment {
-        if let open = segments[day] {
-            if open.size == 0 || open.size + count <= configuration.segmentBytes { return open }
-            // Already synced by the batch that wrote it: closing loses nothing.
-            storage.close(open.descriptor)
-            segments[day] = nil
+    /// Appends `lines` to the day's segment, one write per segment. Before a line would take a
+    /// non-empty segment past the size limit, that segment is set aside in `rolled` (to be synced and
+    /// closed with the batch) and a new one begun; a record is never split.
+    private func append(_ lines: [[UInt8]], day: UTCDay, rolled: inout [OpenSegment]) throws(StorageError) -> Int {
+        var segment: OpenSegment
+        if let open = segments[day] { segment = open } else { segment = try newSegment(for: day) }
+        segments[day] = segment
+        var chunk: [UInt8] = []
+        var total = 0
+        for line in lines {
+            let pending = segment.size + chunk.count
+            if pending > 0, pending + line.count > configuration.segmentBytes {
+                try write(chunk, to: &segment)
+                rolled.append(segment)
+                segments[day] = nil
+                segment = try newSegment(for: day)
+                segments[day] = segment
+                chunk.removeAll(keepingCapacity: true)
+            }
+            chunk.append(contentsOf: line)
+            total += line.count
         }
+        try write(chunk, to: &segment)
+        segments[day] = segment
+        return total
+    }
+
+    private func write(_ bytes: [UInt8], to segment: inout OpenSegment) throws(StorageError) {
+        guard !bytes.isEmpty else { return }
+        // Count the bytes as written first: if the write fails half way, abandoning the segment cuts
+        // it back to `syncedSize` anyway.
+        segment.size += bytes.count
+        try storage.append(bytes, to: segment.descriptor, path: segment.path)
+    }
+
+    private func newSegment(for day: UTCDay) throws(StorageError) -> OpenSegment {
         let directory = configuration.layout.partition(configuration.spool, day: day)
         if !knownDirectories.contains(directory) {
             try storage.makeDirectories(directory)
@@ -340,9 +368,9 @@ private final class Worker: @unchecked Sendable {
     }
 
     /// After a failure: drop the unsynced bytes (their requests get 500) and never write here again.
-    private func abandonSegments() {
-        for segment in segments.values {
-            // Also when nothing seems unsynced: a partial write leaves bytes `size` does not count.
+    private func abandonSegments(_ rolled: [OpenSegment]) {
+        for segment in Array(segments.values) + rolled {
+            // Also when nothing seems unsynced: a partial write leaves bytes `size` may not count.
             storage.truncate(segment.descriptor, to: segment.syncedSize)
             storage.close(segment.descriptor)
         }
