@@ -203,6 +203,7 @@ final class HTTPCore: Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         var settings = postback_mhd_settings()
         settings.listen_fd = listenDescriptor
+        settings.thread_per_connection = configuration.threadPerConnection ? 1 : 0
         settings.thread_pool_size = UInt32(configuration.threads)
         settings.connection_limit = UInt32(configuration.connectionLimit)
         settings.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
@@ -426,6 +427,19 @@ final class HTTPCore: Sendable {
                 return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
             }
             request.stage = .waiting
+            if configuration.threadPerConnection {
+                // This connection's own thread: wait here for the group commit.
+                let committed = DispatchSemaphore(value: 0)
+                writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in
+                    request.reply.withLock { $0 = makeReply(outcome) }
+                    committed.signal()
+                }
+                committed.wait()
+                admission.withLock { $0.suspended -= 1 }
+                request.stage = .done
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
+                return send(request.reply.withLock { $0 }!, route: request.route, on: connection, seconds: seconds)
+            }
             MHD_suspend_connection(connection)
             let handle = MHDPointer(pointer: connection)
             writer.submit(line: line, day: day, dedupKey: dedupKey) { [self] outcome in

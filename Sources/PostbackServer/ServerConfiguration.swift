@@ -43,8 +43,11 @@ public struct ServerConfiguration: Sendable {
     /// 0 means no per-address limit (devices behind carrier NAT share addresses).
     public var perIPConnectionLimit = 0
     public var segmentBytes = 128 << 20
-    /// HTTP worker threads; the signature checks run on them.
+    /// HTTP worker threads (the epoll pool); the signature checks run on them.
     public var threads = ServerConfiguration.processorCount()
+    /// A thread per connection instead of the epoll pool: the thread waits for its group commit
+    /// instead of suspending the connection (bounded by `connectionLimit`).
+    public var threadPerConnection = false
     /// How long a shutdown waits for requests in progress.
     public var shutdownGraceSeconds = 10.0
     public var logLevel = ServerLog.Level.info
@@ -101,6 +104,7 @@ public struct ServerConfiguration: Sendable {
             case "per_ip_connection_limit": configuration.perIPConnectionLimit = try reader.integer(in: 0...1_000_000)
             case "segment_bytes": configuration.segmentBytes = try reader.integer(in: 4096...(1 << 40))
             case "threads": configuration.threads = try reader.integer(in: 1...256)
+            case "thread_per_connection": configuration.threadPerConnection = try reader.bool()
             case "shutdown_grace_seconds": configuration.shutdownGraceSeconds = try reader.seconds()
             case "log_level":
                 let text = try reader.string()
