@@ -100,11 +100,7 @@ import Testing
         let server = try TestServer { $0.threadPerConnection = true }
         defer { server.stop() }
         let bodies = (0..<40).map { TestPostbacks.body($0, seed: 43) }
-        let url = server.skadnetworkURL
-        let statuses = concurrently(4) { worker in
-            let client = try! HTTPClient()
-            return stride(from: worker, to: bodies.count, by: 4).map { (try? client.post(url, body: bodies[$0]))?.status ?? -1 }
-        }.flatMap { $0 }
+        let statuses = postConcurrently(bodies, to: server.skadnetworkURL, workers: 4)
         #expect(statuses.allSatisfy { $0 == 200 } && statuses.count == 40)
         #expect(try server.post(bodies[0]).text.contains("duplicate"))
         #expect(try server.records(.postbacks).count == 40)

@@ -83,11 +83,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let bodies = (0..<200).map { TestPostbacks.body($0, seed: 14) }
-        let url = server.skadnetworkURL
-        let statuses = concurrently(8) { worker in
-            let client = try! HTTPClient()
-            return stride(from: worker, to: bodies.count, by: 8).map { (try? client.post(url, body: bodies[$0]))?.status ?? -1 }
-        }.flatMap { $0 }
+        let statuses = postConcurrently(bodies, to: server.skadnetworkURL, workers: 8)
         #expect(statuses.count == 200 && statuses.allSatisfy { $0 == 200 })
         let stored = try server.records(.postbacks)
         #expect(stored.count == 200)

@@ -230,3 +230,11 @@ func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -
     group.wait()
     return (0..<count).map { index in results.withLock { $0[index]! } }
 }
+
+/// POSTs `bodies` to `url` from `workers` clients at once (each kept alive); the statuses, -1 for no answer.
+func postConcurrently(_ bodies: [[UInt8]], to url: String, workers: Int) -> [Int] {
+    concurrently(workers) { worker in
+        guard let client = try? HTTPClient() else { return [-1] }
+        return stride(from: worker, to: bodies.count, by: workers).map { (try? client.post(url, body: bodies[$0]))?.status ?? -1 }
+    }.flatMap { $0 }
+}
