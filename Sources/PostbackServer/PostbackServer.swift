@@ -209,7 +209,9 @@ final class HTTPCore: Sendable {
         settings.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
         // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
         settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
-        settings.connection_memory_limit = 32 << 10
+        // Request line and headers must fit here (libmicrohttpd answers 431 otherwise); the body is
+        // streamed out of it. It is zeroed for every request, so smaller is cheaper.
+        settings.connection_memory_limit = 16 << 10
         settings.access_handler = { context, connection, url, method, _, data, size, requestContext in
             guard let context, let connection, let size, let requestContext else { return 0 }
             let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
@@ -294,6 +296,7 @@ final class HTTPCore: Sendable {
         postback_mhd_stop(handle.pointer, box?.pointer)
         daemon.withLock { $0 = (nil, nil) }
         stopBackground()
+        lock.release()
         lifecycle.withLock { $0 = .stopped }
         log.info("stopped: every acknowledged postback is synced")
     }

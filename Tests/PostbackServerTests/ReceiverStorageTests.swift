@@ -130,10 +130,14 @@ import Glibc
     @Test func twoReceiversCannotShareAWriterID() throws {
         let directory = TestServer.temporaryDirectory()
         let server = try TestServer(dataDirectory: directory, writerID: "same")
-        defer { server.stop() }
         #expect(throws: ServerError.self) { _ = try TestServer(dataDirectory: directory, writerID: "same") }
         let other = try TestServer(dataDirectory: directory, writerID: "different")
         other.stop()
+        server.stop()
+        // Shutdown releases the lock (the server object is still alive here).
+        let again = try TestServer(dataDirectory: directory, writerID: "same")
+        again.stop()
+        _ = server
     }
 
     @Test func shutdownFinishesRequestsInFlight() throws {
