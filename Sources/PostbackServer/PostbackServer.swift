@@ -72,7 +72,8 @@ public final class PostbackServer: Sendable {
         func writer(_ spool: StoreLayout.Spool, index: DedupIndex?) -> SpoolWriter {
             let writerConfiguration = SpoolWriter.Configuration(
                 layout: layout, spool: spool, writerID: configuration.writerID, segmentBytes: configuration.segmentBytes,
-                firstSequence: recovery.nextSequence[spool] ?? 1, storage: storage)
+                firstSequence: recovery.nextSequence[spool] ?? 1, storage: storage,
+                gatherSeconds: configuration.commitGatherSeconds)
             return SpoolWriter(configuration: writerConfiguration, dedupIndex: index) { event in
                 metrics.writer(spool, event: event)
                 switch event {

@@ -13,7 +13,7 @@ import Testing
              "ad_network_path": "/network/postbacks/", "ad_network_ids": ["a.skadnetwork", "b.adattributionkit"],
              "allow_development": true, "trust_keys": ["keys/test.pem", "/abs/other.pem"], "body_limit_bytes": 1000,
              "header_timeout_seconds": 2.5, "body_timeout_seconds": 3, "idle_timeout_seconds": 4,
-             "connection_limit": 50, "per_ip_connection_limit": 5, "segment_bytes": 1048576, "threads": 3,
+             "connection_limit": 50, "per_ip_connection_limit": 5, "segment_bytes": 1048576, "commit_gather_ms": 2, "threads": 3,
              "thread_per_connection": true, "shutdown_grace_seconds": 7, "log_level": "debug"}
             """)
         #expect(configuration.listen == "0.0.0.0:9000")
@@ -30,6 +30,7 @@ import Testing
         #expect(configuration.connectionLimit == 50)
         #expect(configuration.perIPConnectionLimit == 5)
         #expect(configuration.segmentBytes == 1 << 20)
+        #expect(configuration.commitGatherSeconds == 0.002)
         #expect(configuration.threads == 3)
         #expect(configuration.threadPerConnection)
         #expect(configuration.shutdownGraceSeconds == 7)
@@ -60,6 +61,7 @@ import Testing
         (#"{"ad_network_path": "/livez"}"#, "collides"),
         (#"{"header_timeout_seconds": 0}"#, "seconds"),
         (#"{"log_level": "loud"}"#, "log_level"),
+        (#"{"commit_gather_ms": 500}"#, "milliseconds"),
         (#"{"a": 1, "a": 2}"#, "duplicate"),
         ("[]", "JSON object"),
     ])
