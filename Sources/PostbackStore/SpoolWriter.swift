@@ -202,8 +202,11 @@ private final class Worker: @unchecked Sendable {
                 owner.waitForWork(timeout: nil)
                 if lastBatchSize > 1, configuration.gatherSeconds > 0 { usleep(UInt32(configuration.gatherSeconds * 1e6)) }
                 let (batch, closing) = owner.take()
-                if !batch.isEmpty { commit(batch) }
-                lastBatchSize = batch.count
+                // An empty take is a leftover wake-up (one per submit), not a sign of low load.
+                if !batch.isEmpty {
+                    commit(batch)
+                    lastBatchSize = batch.count
+                }
                 if closing {
                     // Submits stop once closing is set; whatever slipped in before is in `batch` or here.
                     let (rest, _) = owner.take()
