@@ -51,9 +51,11 @@ import Testing
         let server = try TestServer { $0.connectionLimit = 4 }
         defer { server.stop() }
         var held = try (0..<4).map { _ in try RawConnection(port: server.server.port) }
-        for connection in held { connection.send("GET /livez HTTP/1.1\r\nHost: x\r\n") }
-        // Let the server accept the four before the fifth arrives.
-        usleep(200_000)
+        // An answered request proves each of the four was accepted; they then stay open (keep-alive).
+        for connection in held {
+            connection.send("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(connection.readSome().hasPrefix("HTTP/1.1 200"))
+        }
         let extra = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 1)
         extra.send("GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let waiting = extra.readUntilClosed()

@@ -199,6 +199,13 @@ final class RawConnection {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// One read's worth (a small response arrives whole on loopback).
+    func readSome() -> String {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
+    }
+
     /// Everything until the server closes the connection (or the receive timeout).
     func readUntilClosed() -> (bytes: [UInt8], closed: Bool) {
         var received: [UInt8] = []
