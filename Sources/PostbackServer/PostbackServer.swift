@@ -130,12 +130,6 @@ public final class PostbackServer: Sendable {
     public func shutdown() { core.shutdown() }
 }
 
-extension ListenAddress {
-    init(host: String, port: Int) {
-        // Only used for an address that already parsed.
-        try! self.init(host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
-    }
-}
 
 /// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
 struct MHDPointer: @unchecked Sendable {
