@@ -139,7 +139,7 @@ private final class ResponseSink {
             sink.headers.removeAll()
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: [" ", "\t", "\r", "\n"])
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: [" ", "\t", "\r", "\n", "\r\n"])
             sink.headers[name] = value
         }
         return length
@@ -147,6 +147,7 @@ private final class ResponseSink {
 }
 
 private extension Substring {
+    /// ("\r\n" is one Character in Swift, so it must be in the set itself.)
     func trimmingCharacters(in set: Set<Character>) -> String {
         String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
     }

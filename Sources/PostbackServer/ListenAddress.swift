@@ -32,6 +32,11 @@ struct ListenAddress: Sendable, CustomStringConvertible {
         self.port = port
     }
 
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
     var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// A non-blocking listening socket and the port it got (port 0 asks the kernel for one).

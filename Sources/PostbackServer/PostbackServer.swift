@@ -72,7 +72,8 @@ public final class PostbackServer: Sendable {
         func writer(_ spool: StoreLayout.Spool, index: DedupIndex?) -> SpoolWriter {
             let writerConfiguration = SpoolWriter.Configuration(
                 layout: layout, spool: spool, writerID: configuration.writerID, segmentBytes: configuration.segmentBytes,
-                firstSequence: recovery.nextSequence[spool] ?? 1, storage: storage)
+                firstSequence: recovery.nextSequence[spool] ?? 1, storage: storage,
+                gatherSeconds: configuration.commitGatherSeconds)
             return SpoolWriter(configuration: writerConfiguration, dedupIndex: index) { event in
                 metrics.writer(spool, event: event)
                 switch event {
@@ -129,12 +130,6 @@ public final class PostbackServer: Sendable {
     public func shutdown() { core.shutdown() }
 }
 
-extension ListenAddress {
-    init(host: String, port: Int) {
-        // Only used for an address that already parsed.
-        try! self.init(host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
-    }
-}
 
 /// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
 struct MHDPointer: @unchecked Sendable {
@@ -203,12 +198,15 @@ final class HTTPCore: Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         var settings = postback_mhd_settings()
         settings.listen_fd = listenDescriptor
+        settings.thread_per_connection = configuration.threadPerConnection ? 1 : 0
         settings.thread_pool_size = UInt32(configuration.threads)
         settings.connection_limit = UInt32(configuration.connectionLimit)
         settings.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
         // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
         settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
-        settings.connection_memory_limit = 32 << 10
+        // Request line and headers must fit here (libmicrohttpd answers 431 otherwise); the body is
+        // streamed out of it. It is zeroed for every request, so smaller is cheaper.
+        settings.connection_memory_limit = 16 << 10
         settings.access_handler = { context, connection, url, method, _, data, size, requestContext in
             guard let context, let connection, let size, let requestContext else { return 0 }
             let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
@@ -293,6 +291,7 @@ final class HTTPCore: Sendable {
         postback_mhd_stop(handle.pointer, box?.pointer)
         daemon.withLock { $0 = (nil, nil) }
         stopBackground()
+        lock.release()
         lifecycle.withLock { $0 = .stopped }
         log.info("stopped: every acknowledged postback is synced")
     }
@@ -426,6 +425,19 @@ final class HTTPCore: Sendable {
                 return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
             }
             request.stage = .waiting
+            if configuration.threadPerConnection {
+                // This connection's own thread: wait here for the group commit.
+                let committed = DispatchSemaphore(value: 0)
+                writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in
+                    request.reply.withLock { $0 = makeReply(outcome) }
+                    committed.signal()
+                }
+                committed.wait()
+                admission.withLock { $0.suspended -= 1 }
+                request.stage = .done
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
+                return send(request.reply.withLock { $0 }!, route: request.route, on: connection, seconds: seconds)
+            }
             MHD_suspend_connection(connection)
             let handle = MHDPointer(pointer: connection)
             writer.submit(line: line, day: day, dedupKey: dedupKey) { [self] outcome in

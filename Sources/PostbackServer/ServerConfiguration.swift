@@ -43,8 +43,13 @@ public struct ServerConfiguration: Sendable {
     /// 0 means no per-address limit (devices behind carrier NAT share addresses).
     public var perIPConnectionLimit = 0
     public var segmentBytes = 128 << 20
-    /// HTTP worker threads; the signature checks run on them.
+    /// Under load, how long a group commit lets its batch gather before the fdatasync (0: never).
+    public var commitGatherSeconds = 0.0005
+    /// HTTP worker threads (the epoll pool); the signature checks run on them.
     public var threads = ServerConfiguration.processorCount()
+    /// A thread per connection instead of the epoll pool: the thread waits for its group commit
+    /// instead of suspending the connection (bounded by `connectionLimit`).
+    public var threadPerConnection = false
     /// How long a shutdown waits for requests in progress.
     public var shutdownGraceSeconds = 10.0
     public var logLevel = ServerLog.Level.info
@@ -100,7 +105,9 @@ public struct ServerConfiguration: Sendable {
             case "connection_limit": configuration.connectionLimit = try reader.integer(in: 1...1_000_000)
             case "per_ip_connection_limit": configuration.perIPConnectionLimit = try reader.integer(in: 0...1_000_000)
             case "segment_bytes": configuration.segmentBytes = try reader.integer(in: 4096...(1 << 40))
+            case "commit_gather_ms": configuration.commitGatherSeconds = try reader.milliseconds()
             case "threads": configuration.threads = try reader.integer(in: 1...256)
+            case "thread_per_connection": configuration.threadPerConnection = try reader.bool()
             case "shutdown_grace_seconds": configuration.shutdownGraceSeconds = try reader.seconds()
             case "log_level":
                 let text = try reader.string()
@@ -191,6 +198,13 @@ private struct ValueReader {
             throw ServerConfiguration.ConfigurationError("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return Int(integer)
+    }
+
+    func milliseconds() throws(ServerConfiguration.ConfigurationError) -> Double {
+        guard case .number(let number) = value, let milliseconds = Double(number.text), milliseconds >= 0, milliseconds <= 100 else {
+            throw ServerConfiguration.ConfigurationError("\(key) must be a number of milliseconds from 0 to 100")
+        }
+        return milliseconds / 1000
     }
 
     func seconds() throws(ServerConfiguration.ConfigurationError) -> Double {

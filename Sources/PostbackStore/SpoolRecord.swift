@@ -75,7 +75,8 @@ public struct SpoolRecord: Sendable, Equatable {
             attribution.write(to: &json)
         }
         if let text = String(validating: body, as: UTF8.self) {
-            json.field("body", text)
+            json.key("body")
+            json.value(rawJSON: Self.quotedBody(text, bytes: body))
         } else {
             json.field("body_base64", Base64.encode(body, alphabet: .standard))
         }

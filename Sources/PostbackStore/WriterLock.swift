@@ -1,4 +1,5 @@
 import Postbacks
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -7,8 +8,8 @@ import Glibc
 /// An exclusive `flock` on `DATA/raw/_writers/<writer-id>.lock`, held while a receiver writes, so two
 /// processes with the same writer id can never append to the same segments.
 ///
-/// The lock belongs to the open file description: it is released by `deinit`, or when the process
-/// dies (also on `kill -9`), so a crashed writer never leaves a stale lock behind.
+/// The lock belongs to the open file description: it is released by `release()`, by `deinit`, or
+/// when the process dies (also on `kill -9`), so a crashed writer never leaves a stale lock behind.
 public final class WriterLock: Sendable {
     public struct LockError: Error, CustomStringConvertible {
         public let description: String
@@ -16,6 +17,7 @@ public final class WriterLock: Sendable {
 
     public let path: String
     private let fd: Int32
+    private let released = Atomic<Bool>(false)
 
     public static func path(layout: StoreLayout, writerID: String) -> String {
         "\(layout.root)/raw/_writers/\(writerID).lock"
@@ -48,5 +50,11 @@ public final class WriterLock: Sendable {
         _ = note.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
     }
 
-    deinit { Glibc.close(fd) }
+    /// Unlocks (closes the file); later calls do nothing.
+    public func release() {
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Glibc.close(fd)
+    }
+
+    deinit { release() }
 }

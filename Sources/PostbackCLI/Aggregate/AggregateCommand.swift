@@ -1,15 +1,224 @@
-/// `postback aggregate` (issue 4): placeholder until the aggregator lands.
+import Aggregation
+import Dispatch
+import Foundation
+import PostbackStore
+import Postbacks
+
+/// `postback aggregate`: the nightly job (issue 4). Everything but argument handling and printing
+/// lives in the Aggregation module.
 enum AggregateCommand {
+    static let usage = """
+        usage: postback aggregate --data DIR --schemas DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD)
+                                  [--lookback-days N] [--jobs N] [--json]
+               postback aggregate --input FILE [--input FILE]... --date YYYY-MM-DD --data DIR --schemas DIR
+                                  [--allow-dev] [--trust-key PEM]...
+
+        Decodes stored postbacks into daily campaign aggregates: for each UTC day, reads every
+        receiver's segments in DIR/raw/, keeps the first received copy of each postback, decodes
+        conversion values with the schemas, and writes
+          DIR/agg/campaign_daily/dt=DAY/part-00000.csv
+          DIR/agg/campaign_events_daily/dt=DAY/part-00000.csv
+          DIR/agg/_manifests/dt=DAY.json        (written last)
+        atomically. Rerunning a day over the same input rewrites the same bytes.
+
+          --data DIR          the store: spool read from DIR/raw, aggregates written to DIR/agg
+          --schemas DIR       conversion schemas, DIR/<app-id>/*.json (see docs/aggregate.md)
+          --date DAY          one day; or --from DAY --to DAY, inclusive
+          --lookback-days N   do not count again a postback whose key was received in the N days
+                              before (default 10; Apple retries for up to 9 days)
+          --jobs N            worker threads (default: one per core)
+          --json              one JSON summary object per day on stdout
+          --input FILE        aggregate raw postbacks (JSON Lines) instead of the spool, all as
+                              received on --date; each is verified here first (repeatable)
+          --allow-dev         with --input: accept development keys (counted as development)
+          --trust-key PEM     with --input: also trust this test key (needs --allow-dev)
+
+        Exit status: 0 published; 1 published, but some spool lines were corrupt (listed in the
+        manifest); 2 usage, schema or I/O error.
+        """
+
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
-        io.printError("postback aggregate: not built yet")
-        return .usageOrIOError
+        if words.first == "synthesize" { return SynthesizeCommand.run(Array(words.dropFirst()), io: io) }
+        let arguments: Arguments
+        let request: AggregationRequest
+        let catalog: SchemaCatalog
+        var verifier: PostbackVerifier? = nil
+        do {
+            arguments = try Arguments(words, flags: ["--json", "--allow-dev", "--help"],
+                                      options: ["--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key"])
+            if arguments.has("--help") {
+                io.print(usage)
+                return .success
+            }
+            guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
+            guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
+            guard let schemas = arguments.value("--schemas") else { throw UsageError("--schemas DIR is required") }
+            let (from, to) = try dayRange(arguments)
+            let inputs = arguments.values("--input")
+            if inputs.isEmpty {
+                if arguments.has("--allow-dev") || !arguments.values("--trust-key").isEmpty {
+                    throw UsageError("--allow-dev and --trust-key apply to --input; the spool already holds verdicts")
+                }
+            } else {
+                guard from == to else { throw UsageError("--input aggregates one day: use --date, not --from/--to") }
+                let keys = try TrustKeys.load(arguments.values("--trust-key"))
+                if !keys.isEmpty, !arguments.has("--allow-dev") { throw UsageError("--trust-key keys are test keys; add --allow-dev") }
+                verifier = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: keys))
+            }
+            request = AggregationRequest(
+                dataDirectory: data, from: from, to: to,
+                lookbackDays: try arguments.integer("--lookback-days", default: AggregationRequest.defaultLookbackDays, in: 0...400),
+                workers: try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64),
+                toolVersion: "postback \(PostbackCommand.version)")
+            do {
+                catalog = try SchemaCatalog.load(directory: schemas)
+            } catch {
+                io.printError("postback aggregate: invalid schemas\n\(error)")
+                return .usageOrIOError
+            }
+        } catch {
+            io.printError("postback aggregate: \(error)\n\n\(usage)")
+            return .usageOrIOError
+        }
+
+        let json = arguments.has("--json")
+        let job = AggregationJob(request: request, catalog: catalog)
+        var corrupt = false
+        let started = DispatchTime.now()
+        var dayStarted = started
+        let report = { (summary: DaySummary) in
+            let now = DispatchTime.now()
+            let seconds = Double(now.uptimeNanoseconds - dayStarted.uptimeNanoseconds) / 1e9
+            dayStarted = now
+            if summary.corruptLines > 0 {
+                corrupt = true
+                io.printError("postback aggregate: \(summary.day): \(summary.corruptLines) corrupt line\(summary.corruptLines == 1 ? "" : "s") not counted:")
+                for problem in summary.problems.prefix(10) { io.printError("  \(problem)") }
+            }
+            io.print(json ? jsonSummary(summary, seconds: seconds) : textSummary(summary, seconds: seconds))
+        }
+        do {
+            if let verifier {
+                report(try job.runInput(files: arguments.values("--input"), verifier: verifier))
+            } else {
+                try job.run(onDay: report)
+            }
+        } catch {
+            io.printError("postback aggregate: \(error)")
+            return .usageOrIOError
+        }
+        return corrupt ? .failure : .success
+    }
+
+    static func dayRange(_ arguments: Arguments) throws(UsageError) -> (UTCDay, UTCDay) {
+        func day(_ option: String) throws(UsageError) -> UTCDay? {
+            guard let text = arguments.value(option) else { return nil }
+            guard let day = UTCDay(text) else { throw UsageError("\(option) must be a date YYYY-MM-DD, got '\(text)'") }
+            return day
+        }
+        let date = try day("--date"), from = try day("--from"), to = try day("--to")
+        switch (date, from, to) {
+        case (let date?, nil, nil): return (date, date)
+        case (nil, let from?, let to?):
+            guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
+            guard to.daysSinceEpoch - from.daysSinceEpoch < 3660 else { throw UsageError("--from/--to spans more than ten years") }
+            return (from, to)
+        case (nil, nil, nil): throw UsageError("give --date DAY, or --from DAY and --to DAY")
+        case (_?, _, _): throw UsageError("give either --date or --from/--to, not both")
+        default: throw UsageError("--from and --to go together")
+        }
+    }
+
+    static func textSummary(_ summary: DaySummary, seconds: Double) -> String {
+        let totals = summary.totals
+        var text = "\(summary.day): \(totals.postbacks) postbacks (\(totals.installs) installs, \(totals.redownloads) redownloads, "
+            + "\(totals.reengagements) re-engagements, \(totals.losses) losses, \(totals.nullValuePostbacks) null values), "
+            + "revenue estimate \(totals.revenueEstimate); \(totals.developmentPostbacks) development, \(totals.rejectedPostbacks) rejected, "
+            + "\(summary.sameDayDuplicates + summary.earlierDayDuplicates) duplicates dropped; "
+            + "\(summary.campaignDailyRows) + \(summary.campaignEventsDailyRows) rows from \(summary.inputSegments) file\(summary.inputSegments == 1 ? "" : "s")"
+        if summary.tornTails > 0 { text += "; \(summary.tornTails) torn tail\(summary.tornTails == 1 ? "" : "s") skipped" }
+        text += String(format: " (%.2f s)", seconds)
+        return text
+    }
+
+    static func jsonSummary(_ summary: DaySummary, seconds: Double) -> String {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("dt", summary.day.description)
+        json.field("postbacks", summary.totals.postbacks)
+        json.field("installs", summary.totals.installs)
+        json.field("redownloads", summary.totals.redownloads)
+        json.field("reengagements", summary.totals.reengagements)
+        json.field("losses", summary.totals.losses)
+        json.field("null_cv_postbacks", summary.totals.nullValuePostbacks)
+        json.key("revenue_est_sum")
+        json.value(numberText: summary.totals.revenueEstimate.description)
+        json.field("development_postbacks", summary.totals.developmentPostbacks)
+        json.field("rejected_postbacks", summary.totals.rejectedPostbacks)
+        json.field("duplicates_same_day", summary.sameDayDuplicates)
+        json.field("duplicates_of_earlier_days", summary.earlierDayDuplicates)
+        json.field("corrupt_lines", summary.corruptLines)
+        json.field("torn_tails", summary.tornTails)
+        json.field("campaign_daily_rows", summary.campaignDailyRows)
+        json.field("campaign_events_daily_rows", summary.campaignEventsDailyRows)
+        json.field("input_files", summary.inputSegments)
+        json.field("input_bytes", summary.inputBytes)
+        json.field("fast_path_lines", summary.fastPathLines)
+        json.field("slow_path_lines", summary.slowPathLines)
+        json.field("buckets", summary.bucketCount)
+        json.field("largest_bucket", summary.largestBucket)
+        json.field("manifest", summary.manifestPath)
+        json.key("seconds")
+        json.value(numberText: String(format: "%.3f", seconds))
+        json.endObject()
+        return json.string
     }
 }
 
-/// `postback schema` (issue 4/6): placeholder.
-enum SchemaCommand {
+/// `postback aggregate synthesize`: writes a made-up spool for benchmarks (not in the main usage).
+enum SynthesizeCommand {
+    static let usage = """
+        usage: postback aggregate synthesize --data DIR --from YYYY-MM-DD --days N --per-day N
+                                             [--seed N] [--segment-mb N] [--duplicate-percent N] [--jobs N]
+
+        Writes a reproducible spool of synthetic postback records (placeholder signatures: for
+        benchmarking aggregation only) under DIR/raw/, one partition per day.
+        """
+
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
-        io.printError("postback schema: not built yet")
-        return .usageOrIOError
+        let data: String
+        let first: UTCDay
+        let days: Int
+        let workers: Int
+        var spool = SyntheticSpool()
+        do {
+            let arguments = try Arguments(words, flags: ["--help"],
+                                          options: ["--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs"])
+            if arguments.has("--help") {
+                io.print(usage)
+                return .success
+            }
+            guard let directory = arguments.value("--data") else { throw UsageError("--data DIR is required") }
+            guard let text = arguments.value("--from"), let day = UTCDay(text) else { throw UsageError("--from YYYY-MM-DD is required") }
+            data = directory
+            first = day
+            days = try arguments.integer("--days", default: 1, in: 1...3660)
+            spool.postbacksPerDay = try arguments.integer("--per-day", default: 1000, in: 0...100_000_000)
+            spool.seed = UInt64(try arguments.integer("--seed", default: 1, in: 0...Int.max))
+            spool.segmentBytes = try arguments.integer("--segment-mb", default: 32, in: 1...4096) << 20
+            spool.duplicateRate = Double(try arguments.integer("--duplicate-percent", default: 2, in: 0...100)) / 100
+            workers = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64)
+        } catch {
+            io.printError("postback aggregate synthesize: \(error)\n\n\(usage)")
+            return .usageOrIOError
+        }
+        do {
+            let lines = try spool.write(to: StoreLayout(root: data), first: first, days: days, workers: workers)
+            io.print("wrote \(lines) spool lines for \(days) day\(days == 1 ? "" : "s") from \(first) under \(data)/raw")
+            return .success
+        } catch {
+            io.printError("postback aggregate synthesize: \(error)")
+            return .usageOrIOError
+        }
     }
 }

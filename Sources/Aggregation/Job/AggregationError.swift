@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why an aggregation run could not finish. Bad input *lines* are not errors (they are counted and
+/// reported); these are the conditions that stop the job before it publishes anything.
+public enum AggregationError: Error, CustomStringConvertible, Sendable {
+    case io(path: String, operation: String, errorNumber: Int32)
+    case schema(SchemaError)
+    case usage(String)
+    /// Another `postback aggregate` holds the store's lock.
+    case locked(path: String)
+    case overflow(String)
+
+    public var description: String {
+        switch self {
+        case .io(let path, let operation, let number): return "\(path): \(operation) failed: \(String(cString: strerror(number)))"
+        case .schema(let error): return error.description
+        case .usage(let message): return message
+        case .locked(let path): return "\(path) is locked: another 'postback aggregate' is running on this store"
+        case .overflow(let message): return message
+        }
+    }
+}

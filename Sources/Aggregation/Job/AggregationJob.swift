@@ -1,0 +1,199 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import PostbackCrypto
+import PostbackStore
+public import Postbacks
+
+/// What to aggregate and how.
+public struct AggregationRequest: Sendable {
+    /// The store: spool read from `DATA/raw/…`, aggregates written to `DATA/agg/…`.
+    public var dataDirectory: String
+    public var from: UTCDay
+    public var to: UTCDay
+    /// How many earlier days' keys a day's postbacks are deduplicated against (a copy whose key was
+    /// already received in that window is not counted again). Apple retries for up to 9 days.
+    public var lookbackDays: Int
+    public var workers: Int
+    /// Written into manifests, e.g. `postback 0.1.0`.
+    public var toolVersion: String
+
+    public static let defaultLookbackDays = 10
+
+    public init(dataDirectory: String, from: UTCDay, to: UTCDay, lookbackDays: Int = defaultLookbackDays, workers: Int,
+                toolVersion: String) {
+        self.dataDirectory = dataDirectory
+        self.from = from
+        self.to = to
+        self.lookbackDays = lookbackDays
+        self.workers = workers
+        self.toolVersion = toolVersion
+    }
+}
+
+/// What one day's run produced.
+public struct DaySummary: Sendable {
+    public var day: UTCDay
+    public var totals: DayTotals
+    public var campaignDailyRows: Int
+    public var campaignEventsDailyRows: Int
+    public var inputSegments: Int
+    public var inputBytes: Int
+    public var corruptLines: Int
+    public var tornTails: Int
+    public var sameDayDuplicates: Int
+    public var earlierDayDuplicates: Int
+    /// `path:line: reason` for the first corrupt lines.
+    public var problems: [String]
+    public var manifestPath: String
+    /// Lines read by the fast path and by the full record parser (for profiling).
+    public var fastPathLines: Int
+    public var slowPathLines: Int
+    public var bucketCount: Int
+    public var largestBucket: Int
+}
+
+/// The nightly job: for each day of the request, dedups the day's spool (across every writer's
+/// segments and against the lookback days), decodes with the schemas, and publishes
+/// `agg/campaign_daily/dt=D/part-00000.csv`, `agg/campaign_events_daily/dt=D/part-00000.csv` and,
+/// last, `agg/_manifests/dt=D.json`, each written to a temporary file, fsynced, renamed and its
+/// directory fsynced. A crash leaves each file either old or new; the manifest (which lists the
+/// outputs' checksums) says which run a partition is from.
+///
+/// Days are processed in order, one at a time, so memory holds one day's rows; the lookback reads
+/// the key files of the previous days, built as each day is processed (days before the range are
+/// read for their keys only).
+public final class AggregationJob {
+    public let request: AggregationRequest
+    public let catalog: SchemaCatalog
+    private let layout: StoreLayout
+
+    public init(request: AggregationRequest, catalog: SchemaCatalog) {
+        self.request = request
+        self.catalog = catalog
+        self.layout = StoreLayout(root: request.dataDirectory)
+    }
+
+    /// Runs every day; `onDay` is called as each day is published.
+    @discardableResult
+    public func run(onDay: (DaySummary) -> Void = { _ in }) throws(AggregationError) -> [DaySummary] {
+        guard request.from <= request.to else { throw .usage("--from \(request.from) is after --to \(request.to)") }
+        guard (0...400).contains(request.lookbackDays) else { throw .usage("lookback must be 0 to 400 days") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .usage("--data \(request.dataDirectory) is not a directory")
+        }
+        let aggregateRoot = layout.root + "/agg"
+        try makeDirectories(aggregateRoot)
+        let lock = try StoreLock(path: aggregateRoot + "/.lock")
+        defer { withExtendedLifetime(lock) {} }
+        let work = aggregateRoot + "/_work"
+        // Holding the lock, anything here is left over from a crashed run.
+        try? FileManager.default.removeItem(atPath: work)
+        try DayAggregator.makeDirectory(work)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+
+        var keyFiles: [UTCDay: String] = [:]
+        var lookbackReports: [UTCDay: [SegmentReport]] = [:]
+        var summaries: [DaySummary] = []
+        var day = request.from.adding(days: -request.lookbackDays)
+        while day <= request.to {
+            let keysOnly = day < request.from
+            let tasks = segmentTasks(day: day, includeRejected: !keysOnly)
+            let earlier = (1...max(1, request.lookbackDays)).compactMap { request.lookbackDays == 0 ? nil : keyFiles[day.adding(days: -$0)] }
+            if !(keysOnly && tasks.isEmpty) {
+                let keyFile = "\(work)/keys-\(day).bin"
+                let table = try DayAggregator.run(day: day, tasks: tasks, keysOnly: keysOnly, earlierKeyFiles: earlier, keyFile: keyFile,
+                                                  workDirectory: work, workers: request.workers)
+                keyFiles[day] = keyFile
+                lookbackReports[day] = table.segments.filter { $0.spool == .postbacks }
+                if !keysOnly {
+                    let lookback = (1...max(1, request.lookbackDays)).reversed().flatMap { offset -> [SegmentReport] in
+                        request.lookbackDays == 0 ? [] : lookbackReports[day.adding(days: -offset)] ?? []
+                    }
+                    let summary = try publishDay(table, lookback: lookback)
+                    summaries.append(summary)
+                    onDay(summary)
+                }
+            }
+            // Keys older than the next day's window are no longer needed.
+            let expired = day.adding(days: 1 - request.lookbackDays)
+            for (old, path) in keyFiles where old < expired {
+                unlink(path)
+                keyFiles[old] = nil
+                lookbackReports[old] = nil
+            }
+            day = day.adding(days: 1)
+        }
+        return summaries
+    }
+
+    private func segmentTasks(day: UTCDay, includeRejected: Bool) -> [SegmentTask] {
+        var tasks: [SegmentTask] = []
+        let spools: [StoreLayout.Spool] = includeRejected ? [.postbacks, .rejected] : [.postbacks]
+        for spool in spools {
+            for segment in layout.segments(spool, day: day) {
+                var status = stat()
+                let size = stat(segment.path, &status) == 0 ? Int(status.st_size) : 0
+                let name = "raw/\(spool.rawValue)/dt=\(day)/" + (segment.path.split(separator: "/").last.map(String.init) ?? segment.path)
+                tasks.append(SegmentTask(path: segment.path, name: name, spool: spool, ordinal: tasks.count, size: size))
+            }
+        }
+        return tasks
+    }
+
+    func publishDay(_ table: DayTable, lookback: [SegmentReport]) throws(AggregationError) -> DaySummary {
+        let day = table.day
+        let rendered = try DayRenderer.render(table, catalog: catalog)
+        var outputs: [ManifestWriter.Output] = []
+        for (name, bytes, rows) in [(AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
+                                    (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows)] {
+            let path = layout.aggregateFile(table: name, day: day)
+            try Self.publish(bytes, to: path)
+            outputs.append(ManifestWriter.Output(table: name, path: "agg/\(name)/dt=\(day)/part-00000.csv", rows: rows, bytes: bytes.count,
+                                                 sha256: SHA256.hash(bytes).description))
+        }
+        let schemas = catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }
+        let manifest = ManifestWriter.manifest(day: day, toolVersion: request.toolVersion, lookbackDays: request.lookbackDays, table: table,
+                                               lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals)
+        let manifestPath = layout.manifest(day: day)
+        try Self.publish(manifest, to: manifestPath)
+        var problems: [String] = []
+        for segment in table.segments {
+            for problem in segment.problems { problems.append("\(segment.name):\(problem.line): \(problem.reason)") }
+        }
+        return DaySummary(
+            day: day, totals: rendered.totals, campaignDailyRows: rendered.campaignDailyRows,
+            campaignEventsDailyRows: rendered.campaignEventsDailyRows, inputSegments: table.segments.count,
+            inputBytes: table.segments.reduce(0) { $0 + $1.bytes }, corruptLines: table.segments.reduce(0) { $0 + $1.corruptLines },
+            tornTails: table.segments.filter(\.tornTail).count, sameDayDuplicates: table.sameDayDuplicates,
+            earlierDayDuplicates: table.earlierDayDuplicates, problems: problems, manifestPath: manifestPath,
+            fastPathLines: table.fastPathLines, slowPathLines: table.slowPathLines, bucketCount: table.bucketCount,
+            largestBucket: table.largestBucket)
+    }
+
+    /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed
+    /// run may have left next to the target.
+    static func publish(_ bytes: [UInt8], to path: String) throws(AggregationError) {
+        let directory = String(path[..<path.lastIndex(of: "/")!])
+        try makeDirectories(directory)
+        let base = String(path[path.index(after: path.lastIndex(of: "/")!)...])
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(base + ".tmp-") {
+            unlink(directory + "/" + name)
+        }
+        do {
+            try DurableFile.write(bytes, to: path)
+        } catch {
+            throw .io(path: error.path, operation: error.operation, errorNumber: error.errorNumber)
+        }
+    }
+}
+
+func makeDirectories(_ path: String) throws(AggregationError) {
+    do {
+        try DurableFile.makeDirectories(path)
+    } catch {
+        throw .io(path: error.path, operation: error.operation, errorNumber: error.errorNumber)
+    }
+}

@@ -1,0 +1,162 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Postbacks
+
+/// What one day's spool adds up to, before schemas and formatting.
+final class DayTable {
+    let day: UTCDay
+    /// Every row key seen (some may end with nothing counted: all their copies were duplicates of
+    /// earlier days).
+    let rows: RowInterner
+    var postbacks: [UInt32]
+    var development: [UInt32]
+    var duplicates: [UInt32]
+    var rejected: [UInt32]
+    var segments: [SegmentReport] = []
+    var sameDayDuplicates = 0
+    var earlierDayDuplicates = 0
+    var rejectedByStatus: [VerificationStatus: Int] = [:]
+    var rejectedReasons: [String: Int] = [:]
+    var bucketCount = 1
+    var largestBucket = 0
+    var fastPathLines = 0
+    var slowPathLines = 0
+
+    init(day: UTCDay, rows: RowInterner) {
+        self.day = day
+        self.rows = rows
+        postbacks = Array(repeating: 0, count: rows.count)
+        development = postbacks
+        duplicates = postbacks
+        rejected = postbacks
+    }
+}
+
+/// Runs both phases of one day: scan segments into rows and bucket files (phase one), then resolve
+/// duplicates bucket by bucket (phase two), writing the day's key file for later days' lookback.
+///
+/// Memory is the row table plus, per worker, one bucket's entries and the bucket buffers; the
+/// number of buckets grows with the day's input so that a bucket stays around 64 k entries.
+enum DayAggregator {
+    static let targetEntriesPerBucket = 65_536
+    /// Spool lines are rarely shorter than this; a low guess only means more, smaller buckets.
+    static let bytesPerRecordGuess = 256
+
+    static func bucketCount(inputBytes: Int) -> Int {
+        let estimate = inputBytes / bytesPerRecordGuess
+        var count = 1
+        while count < 256 && count * targetEntriesPerBucket < estimate { count <<= 1 }
+        return count
+    }
+
+    /// - Parameters:
+    ///   - keysOnly: a lookback day before the requested range: only its keys are needed.
+    ///   - earlierKeyFiles: key files of the days in this day's lookback window.
+    ///   - keyFile: where to write this day's key file.
+    static func run(day: UTCDay, tasks: [SegmentTask], keysOnly: Bool, earlierKeyFiles: [String], keyFile: String,
+                    workDirectory: String, workers: Int) throws(AggregationError) -> DayTable {
+        let directory = "\(workDirectory)/day-\(day)"
+        try makeDirectory(directory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let buckets = bucketCount(inputBytes: tasks.reduce(0) { $0 + $1.size })
+        let workerCount = max(1, min(workers, tasks.count))
+        let scanners = (0..<workerCount).map { SegmentScanner(spill: BucketSpill(directory: directory, worker: $0, bucketCount: buckets), keysOnly: keysOnly) }
+        // Largest first, so one big segment does not start last and run alone.
+        let ordered = tasks.sorted { ($0.size, $1.ordinal) > ($1.size, $0.ordinal) }
+        try Parallel.run(workers: workerCount, tasks: ordered.count) { (worker, task) throws(AggregationError) in
+            try scanners[worker].scan(ordered[task])
+        }
+        for scanner in scanners { try scanner.spill.finish() }
+
+        // One row table for the day; each worker's local ids map into it.
+        let rows = RowInterner(capacity: scanners.reduce(0) { $0 + $1.interner.count })
+        var maps: [[UInt32]] = []
+        for scanner in scanners {
+            var map = [UInt32](repeating: 0, count: scanner.interner.count)
+            for local in 0..<scanner.interner.count { map[local] = scanner.interner.withKey(local) { rows.intern($0) } }
+            maps.append(map)
+        }
+        let table = DayTable(day: day, rows: rows)
+        table.bucketCount = buckets
+        for (worker, scanner) in scanners.enumerated() {
+            for (local, count) in scanner.rejectedCounts.enumerated() where count > 0 { table.rejected[Int(maps[worker][local])] += count }
+            table.segments.append(contentsOf: scanner.reports)
+            for (status, count) in scanner.rejectedByStatus { table.rejectedByStatus[status, default: 0] += count }
+            for (reason, count) in scanner.rejectedReasons { table.rejectedReasons[reason, default: 0] += count }
+            table.fastPathLines += scanner.fastPathLines
+            table.slowPathLines += scanner.slowPathLines
+        }
+        table.segments.sort { $0.name < $1.name }
+
+        let earlier = try earlierKeyFiles.map { (path) throws(AggregationError) in try KeyFile(path: path) }
+        let resolvers = (0..<min(workers, buckets)).map { _ in BucketResolver(rowCount: rows.count) }
+        try Parallel.run(workers: resolvers.count, tasks: buckets) { (worker, bucket) throws(AggregationError) in
+            let files = scanners.indices.map { (path: scanners[$0].spill.path(bucket: bucket), rows: keysOnly ? nil : maps[$0]) }
+            let hashes = try resolvers[worker].resolve(bucket: bucket, bucketCount: buckets, files: files, earlier: earlier)
+            try writeKeys(hashes, to: "\(directory)/keys-\(bucket).bin")
+            for file in files { unlink(file.path) }
+        }
+        for resolver in resolvers {
+            for row in 0..<rows.count {
+                table.postbacks[row] += resolver.postbacks[row]
+                table.development[row] += resolver.development[row]
+                table.duplicates[row] += resolver.duplicates[row]
+            }
+            table.sameDayDuplicates += resolver.sameDayDuplicates
+            table.earlierDayDuplicates += resolver.earlierDayDuplicates
+            table.largestBucket = max(table.largestBucket, resolver.largestBucket)
+        }
+        try concatenate((0..<buckets).map { "\(directory)/keys-\($0).bin" }, into: keyFile)
+        return table
+    }
+
+    static func makeDirectory(_ path: String) throws(AggregationError) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw .io(path: path, operation: "mkdir", errorNumber: errno == 0 ? EIO : errno)
+        }
+    }
+
+    private static func writeKeys(_ hashes: [Hash128], to path: String) throws(AggregationError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path: path, operation: "create", errorNumber: errno) }
+        defer { close(fd) }
+        try KeyFile.write(hashes, to: fd, path: path)
+    }
+
+    private static func concatenate(_ parts: [String], into path: String) throws(AggregationError) {
+        let out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard out >= 0 else { throw .io(path: path, operation: "create", errorNumber: errno) }
+        defer { close(out) }
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        for part in parts {
+            let fd = open(part, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw .io(path: part, operation: "open", errorNumber: errno) }
+            defer {
+                close(fd)
+                unlink(part)
+            }
+            while true {
+                let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if got < 0 {
+                    if errno == EINTR { continue }
+                    throw .io(path: part, operation: "read", errorNumber: errno)
+                }
+                if got == 0 { break }
+                var offset = 0
+                while offset < got {
+                    let written = chunk.withUnsafeBytes { write(out, $0.baseAddress! + offset, got - offset) }
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        throw .io(path: path, operation: "write", errorNumber: errno)
+                    }
+                    offset += written
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import PostbackCrypto
+import PostbackStore
+public import Postbacks
+
+extension AggregationJob {
+    /// The time given to every postback of an `--input` file: noon UTC of the requested day. Raw
+    /// postbacks carry no receipt time, so the day is the user's; noon keeps the estimated install
+    /// date from depending on an arbitrary hour.
+    public static func inputReceivedAt(_ day: UTCDay) -> UTCTimestamp {
+        UTCTimestamp(microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + 12 * 3_600_000_000)
+    }
+
+    /// Aggregates raw postbacks (one JSON postback per line, or single-postback files) as if they had
+    /// all been received on `request.from`: each is verified with `verifier`, the verified ones are
+    /// deduplicated (first in file order wins) and aggregated, the others counted as rejected. The
+    /// outputs go to the same places as a spool run's, `DATA/agg/…/dt=DAY/`.
+    ///
+    /// Internally the verdicts are written as spool records to a temporary segment, so the same code
+    /// reads them as reads the receiver's spool.
+    @discardableResult
+    public func runInput(files: [String], verifier: PostbackVerifier) throws(AggregationError) -> DaySummary {
+        let day = request.from
+        guard request.to == day else { throw .usage("--input aggregates one day: give --date, not a range") }
+        guard !files.isEmpty else { throw .usage("no --input file given") }
+        let aggregateRoot = request.dataDirectory + "/agg"
+        try makeDirectories(aggregateRoot)
+        let lock = try StoreLock(path: aggregateRoot + "/.lock")
+        defer { withExtendedLifetime(lock) {} }
+        let work = aggregateRoot + "/_work"
+        try? FileManager.default.removeItem(atPath: work)
+        try DayAggregator.makeDirectory(work)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+
+        let verifiedPath = "\(work)/input-verified.jsonl", rejectedPath = "\(work)/input-rejected.jsonl"
+        let verifiedOut = try OutputFile(path: verifiedPath), rejectedOut = try OutputFile(path: rejectedPath)
+        var reports: [SegmentReport] = []
+        let receivedAt = Self.inputReceivedAt(day)
+        for file in files {
+            let reader: RecordReader
+            do {
+                reader = try RecordReader(path: file)
+            } catch {
+                throw .io(path: error.path, operation: "read (\(error.message))", errorNumber: EIO)
+            }
+            var report = SegmentReport(name: file, spool: nil)
+            var batch: [InputRecord] = []
+            func flush() throws(AggregationError) {
+                let results = Self.verify(batch, verifier: verifier, workers: request.workers)
+                for (record, result) in zip(batch, results) {
+                    let spoolRecord = SpoolRecord(receivedAt: receivedAt, writer: "input", route: "file-import", result: result, body: record.bytes)
+                    if result.isVerified {
+                        report.postbacks += 1
+                        try verifiedOut.append(spoolRecord.encoded())
+                    } else {
+                        report.rejected += 1
+                        try rejectedOut.append(spoolRecord.encoded())
+                    }
+                }
+                batch.removeAll(keepingCapacity: true)
+            }
+            while true {
+                let next: InputRecord?
+                do {
+                    next = try reader.next()
+                } catch {
+                    throw .io(path: error.path, operation: "read (\(error.message))", errorNumber: EIO)
+                }
+                guard let record = next else { break }
+                report.lines += 1
+                batch.append(record)
+                if batch.count >= 4096 { try flush() }
+            }
+            try flush()
+            (report.bytes, report.sha256) = try Self.checksum(file)
+            reports.append(report)
+        }
+        try verifiedOut.close()
+        try rejectedOut.close()
+        let tasks = [
+            SegmentTask(path: verifiedPath, name: "input", spool: .postbacks, ordinal: 0, size: verifiedOut.bytesWritten),
+            SegmentTask(path: rejectedPath, name: "input-rejected", spool: .rejected, ordinal: 1, size: rejectedOut.bytesWritten),
+        ]
+        let table = try DayAggregator.run(day: day, tasks: tasks, keysOnly: false, earlierKeyFiles: [], keyFile: "\(work)/keys.bin",
+                                          workDirectory: work, workers: request.workers)
+        table.segments = reports
+        return try publishDay(table, lookback: [])
+    }
+
+    private static func verify(_ batch: [InputRecord], verifier: PostbackVerifier, workers: Int) -> [VerificationResult] {
+        let slices = max(1, min(workers, batch.count / 64))
+        var parts = [[VerificationResult]](repeating: [], count: slices)
+        let chunk = (batch.count + slices - 1) / slices
+        try? Parallel.run(workers: slices, tasks: slices) { (_, task) in
+            let range = (task * chunk)..<min(batch.count, (task + 1) * chunk)
+            parts[task] = batch[range].map { record in
+                record.problem.map { VerificationResult.malformed(reason: $0) } ?? verifier.verify(body: record.bytes)
+            }
+        }
+        return parts.flatMap { $0 }
+    }
+
+    private static func checksum(_ path: String) throws(AggregationError) -> (Int, String) {
+        guard path != "-" else { return (0, "") }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: path, operation: "open", errorNumber: errno) }
+        defer { close(fd) }
+        let hasher = SHA256Hasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var total = 0
+        while true {
+            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "read", errorNumber: errno)
+            }
+            if got == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
+            total += got
+        }
+        return (total, hasher.finalize().description)
+    }
+}
+
+/// A work file appended to in large writes.
+final class OutputFile {
+    let path: String
+    private let fd: Int32
+    private var pending: [UInt8] = []
+    private(set) var bytesWritten = 0
+    var pendingBytes: Int { pending.count }
+
+    init(path: String) throws(AggregationError) {
+        self.path = path
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path: path, operation: "create", errorNumber: errno) }
+        pending.reserveCapacity(1 << 20)
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func append(_ bytes: [UInt8]) throws(AggregationError) {
+        pending.append(contentsOf: bytes)
+        if pending.count >= 1 << 20 { try flush() }
+    }
+
+    func flush() throws(AggregationError) {
+        var offset = 0
+        while offset < pending.count {
+            let written = pending.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "write", errorNumber: errno)
+            }
+            offset += written
+        }
+        bytesWritten += pending.count
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    func close() throws(AggregationError) { try flush() }
+}

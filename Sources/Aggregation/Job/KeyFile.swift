@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The distinct dedup-key hashes of one day, sorted, 16 bytes each: how a later day's run learns
+/// which postbacks were already received on an earlier day (its lookback) without keeping them in
+/// memory. A bucket reads only the hash range it owns, found by binary search.
+final class KeyFile {
+    static let recordBytes = 16
+
+    let path: String
+    private let fd: Int32
+    let count: Int
+
+    init(path: String) throws(AggregationError) {
+        self.path = path
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: path, operation: "open", errorNumber: errno) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            let number = errno
+            close(fd)
+            throw .io(path: path, operation: "stat", errorNumber: number)
+        }
+        count = Int(status.st_size) / Self.recordBytes
+    }
+
+    deinit { close(fd) }
+
+    /// The hashes whose high word lies in `range`, in order.
+    func hashes(highIn range: ClosedRange<UInt64>) throws(AggregationError) -> [Hash128] {
+        let first = try lowerBound(range.lowerBound)
+        let last = range.upperBound == UInt64.max ? count : try lowerBound(range.upperBound + 1)
+        guard last > first else { return [] }
+        var words = [UInt64](repeating: 0, count: (last - first) * 2)
+        try words.withMutableBytes { (bytes) throws(AggregationError) in try readFully(into: bytes, at: first * Self.recordBytes) }
+        return (0..<(last - first)).map { Hash128(high: words[2 * $0], low: words[2 * $0 + 1]) }
+    }
+
+    /// Index of the first record whose high word is at least `high`.
+    private func lowerBound(_ high: UInt64) throws(AggregationError) -> Int {
+        var low = 0, upper = count
+        while low < upper {
+            let middle = (low + upper) / 2
+            var word: UInt64 = 0
+            try withMutableBytes(of: &word) { (bytes) throws(AggregationError) in try readFully(into: bytes, at: middle * Self.recordBytes) }
+            if word < high { low = middle + 1 } else { upper = middle }
+        }
+        return low
+    }
+
+    private func readFully(into bytes: UnsafeMutableRawBufferPointer, at offset: Int) throws(AggregationError) {
+        var done = 0
+        while done < bytes.count {
+            let got = pread(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "read", errorNumber: errno)
+            }
+            if got == 0 { throw .io(path: path, operation: "read", errorNumber: EIO) }
+            done += got
+        }
+    }
+
+    /// Appends sorted hashes to an open file descriptor.
+    static func write(_ hashes: [Hash128], to fd: Int32, path: String) throws(AggregationError) {
+        var words: [UInt64] = []
+        words.reserveCapacity(hashes.count * 2)
+        for hash in hashes {
+            words.append(hash.high)
+            words.append(hash.low)
+        }
+        let failure: Int32? = words.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return nil
+        }
+        if let failure { throw .io(path: path, operation: "write", errorNumber: failure) }
+    }
+}

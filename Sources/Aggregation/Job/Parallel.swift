@@ -1,0 +1,38 @@
+import Dispatch
+import Synchronization
+
+/// Runs numbered tasks on a fixed number of worker threads, each worker pulling the next task
+/// number until none are left. `body` gets (worker, task); a worker's state may be indexed by the
+/// worker number without locking because one worker runs one task at a time. The first error stops
+/// the remaining tasks and is rethrown.
+enum Parallel {
+    static func run(workers: Int, tasks: Int, _ body: (_ worker: Int, _ task: Int) throws(AggregationError) -> Void) throws(AggregationError) {
+        guard tasks > 0 else { return }
+        let next = Atomic<Int>(0)
+        let failure = Mutex<AggregationError?>(nil)
+        let workerCount = max(1, min(workers, tasks))
+        withoutActuallyEscaping(body) { body in
+            let shared = UncheckedBox(body)
+            DispatchQueue.concurrentPerform(iterations: workerCount) { worker in
+                while failure.withLock({ $0 == nil }) {
+                    let task = next.add(1, ordering: .relaxed).oldValue
+                    guard task < tasks else { return }
+                    do throws(AggregationError) {
+                        try shared.value(worker, task)
+                    } catch {
+                        failure.withLock { if $0 == nil { $0 = error } }
+                    }
+                }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+}
+
+/// Carries a value into the worker threads. Safe here because `Parallel.run` hands each worker its
+/// own slots of the state the closure touches (indexed by worker number) and joins all workers
+/// before returning.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

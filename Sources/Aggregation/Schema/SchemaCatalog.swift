@@ -1,0 +1,106 @@
+import Foundation
+public import Postbacks
+
+/// Every conversion schema of a schema directory, checked against each other, with the lookup
+/// aggregation uses: which schema decodes a postback of app A, protocol P and conversion type T whose
+/// estimated install date is D.
+///
+/// Layout: `DIR/<app-id>/<anything>.json`, one file per app and effective period. Other files (a
+/// README, editor backups) and hidden entries are ignored; a directory whose name is not an app id,
+/// or a file whose `app_id` differs from its directory, is an error.
+public struct SchemaCatalog: Sendable {
+    /// Sorted by app id, then effective date, then schema id.
+    public let schemas: [ConversionSchema]
+    private let indicesByApp: [Int64: [Int]]
+
+    /// Checks that schema ids are unique and that no two schemas of one app claim the same day for the
+    /// same protocol and conversion type.
+    public init(schemas: [ConversionSchema], origin: String = "schemas") throws(SchemaError) {
+        let sorted = schemas.sorted { ($0.appID, $0.effectiveFrom, $0.schemaID) < ($1.appID, $1.effectiveFrom, $1.schemaID) }
+        var problems: [String] = []
+        var seenIDs: [String: String] = [:]
+        for schema in sorted {
+            if let other = seenIDs[schema.schemaID] {
+                problems.append("schema_id \"\(schema.schemaID)\" is used by both \(other) and \(schema.file)")
+            }
+            seenIDs[schema.schemaID] = schema.file
+        }
+        var byApp: [Int64: [Int]] = [:]
+        for (index, schema) in sorted.enumerated() { byApp[schema.appID, default: []].append(index) }
+        for indices in byApp.values {
+            for (offset, first) in indices.enumerated() {
+                for second in indices[(offset + 1)...] where Self.overlap(sorted[first], sorted[second]) {
+                    let a = sorted[first], b = sorted[second]
+                    problems.append("\(a.file) (\(a.schemaID)) and \(b.file) (\(b.schemaID)) both decode app \(a.appID) on \(Self.firstCommonDay(a, b)) for the same protocol and conversion type; narrow effective_from/effective_to or applies_to")
+                }
+            }
+        }
+        guard problems.isEmpty else { throw SchemaError(file: origin, problems: problems) }
+        self.schemas = sorted
+        self.indicesByApp = byApp
+    }
+
+    /// No schemas: every postback is reported as `no_schema`.
+    public static let empty = try! SchemaCatalog(schemas: [])
+
+    /// Loads and validates every schema under `directory`.
+    ///
+    /// - Throws: `SchemaError` naming each bad file and each problem in it.
+    public static func load(directory: String) throws(SchemaError) -> SchemaCatalog {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw SchemaError(file: directory, problems: ["is not a directory"])
+        }
+        let apps: [String]
+        do {
+            apps = try manager.contentsOfDirectory(atPath: directory).sorted()
+        } catch {
+            throw SchemaError(file: directory, problems: ["cannot be listed: \(error.localizedDescription)"])
+        }
+        var schemas: [ConversionSchema] = []
+        var problems: [String] = []
+        for app in apps where !app.hasPrefix(".") {
+            let appPath = directory + "/" + app
+            guard manager.fileExists(atPath: appPath, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
+            guard let appID = Int64(app), String(appID) == app else {
+                problems.append("\(appPath): directory names must be app ids (digits), one directory per app")
+                continue
+            }
+            let files = ((try? manager.contentsOfDirectory(atPath: appPath)) ?? []).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
+            for file in files {
+                do {
+                    let schema = try ConversionSchema(contentsOf: appPath + "/" + file)
+                    if schema.appID != appID {
+                        problems.append("\(schema.file): app_id \(schema.appID) does not match its directory \(app)")
+                    } else {
+                        schemas.append(schema)
+                    }
+                } catch {
+                    problems.append(error.description)
+                }
+            }
+        }
+        guard problems.isEmpty else { throw SchemaError(file: directory, problems: problems) }
+        return try SchemaCatalog(schemas: schemas, origin: directory)
+    }
+
+    /// The schema for a postback, or nil when none applies (reported as `no_schema`).
+    public func schema(appID: Int64, day: UTCDay, postbackProtocol: PostbackProtocol, conversionType: ConversionType) -> ConversionSchema? {
+        guard let indices = indicesByApp[appID] else { return nil }
+        for index in indices {
+            let schema = schemas[index]
+            if schema.covers(day) && schema.applies(to: postbackProtocol, conversionType) { return schema }
+        }
+        return nil
+    }
+
+    private static func overlap(_ a: ConversionSchema, _ b: ConversionSchema) -> Bool {
+        let sharesKind = a.protocols.contains(where: b.protocols.contains) && a.conversionTypes.contains(where: b.conversionTypes.contains)
+        let start = max(a.effectiveFrom, b.effectiveFrom)
+        let aEnd = a.effectiveTo?.daysSinceEpoch ?? Int.max, bEnd = b.effectiveTo?.daysSinceEpoch ?? Int.max
+        return sharesKind && start.daysSinceEpoch <= min(aEnd, bEnd)
+    }
+
+    private static func firstCommonDay(_ a: ConversionSchema, _ b: ConversionSchema) -> UTCDay { max(a.effectiveFrom, b.effectiveFrom) }
+}

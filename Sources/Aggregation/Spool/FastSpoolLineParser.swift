@@ -1,0 +1,337 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Postbacks
+
+/// What aggregation needs from one verified spool line.
+struct SpoolLineSummary {
+    var receivedAtMicros: Int64 = 0
+    var isProduction = false
+    var dedupKey: ByteSlice? = nil
+    var fields: PostbackFields? = nil
+}
+
+/// Reads the common case of a spool line, a verified record as `SpoolRecord.encoded()` writes it,
+/// without building a `JSONValue` tree or any `String`: the fields are byte slices into the line,
+/// and the large `body` string is only scanned for its end, eight bytes at a time, never copied.
+///
+/// Keys are matched against the order the encoder writes them in (one memcmp each), with a general
+/// key lookup when a key is not the expected one, so a reordered or extended record still takes
+/// the fast path when it can.
+///
+/// It gives up (returns nil) on anything unusual: an escape or a non-ASCII byte in a field it reads,
+/// a key it does not know, a repeated key, whitespace, a `\u` escape or non-ASCII text in the body,
+/// a rejected record. The caller then parses the line with `SpoolRecord(line:)`, which is the
+/// definition of a valid line; the fast path only accepts lines that one accepts too, with the same
+/// values (tests check this on generated and mutated lines).
+struct FastSpoolLineParser {
+    private let base: UnsafePointer<UInt8>
+    private let end: Int
+    private var index = 0
+    private let literals: SpoolLiterals
+
+    private init(line: UnsafeRawBufferPointer, literals: SpoolLiterals) {
+        base = line.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        end = line.count
+        self.literals = literals
+    }
+
+    static func parse(_ line: UnsafeRawBufferPointer, literals: SpoolLiterals = .shared) -> SpoolLineSummary? {
+        guard line.count > 2 else { return nil }
+        var parser = FastSpoolLineParser(line: line, literals: literals)
+        return parser.parseRecord()
+    }
+
+    // MARK: The record
+
+    private enum RecordKey: Int {
+        case receivedAt, writer, route, status, environment, dedupKey, protocolName, version, key, reason, attribution, body
+    }
+
+    private mutating func parseRecord() -> SpoolLineSummary? {
+        guard take(UInt8(ascii: "{")) else { return nil }
+        var summary = SpoolLineSummary()
+        var seen = 0
+        var expected = 0
+        let keys = literals.recordKeys
+        while true {
+            let key: RecordKey
+            if expected < keys.count, takeLiteral(keys[expected]) {
+                key = RecordKey(rawValue: expected)!
+            } else {
+                guard let generic = genericKey(keys) else { return nil }
+                key = RecordKey(rawValue: generic)!
+            }
+            expected = key.rawValue + 1
+            let bit = 1 << key.rawValue
+            guard seen & bit == 0 else { return nil }
+            seen |= bit
+            switch key {
+            case .receivedAt:
+                guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return nil }
+                summary.receivedAtMicros = micros
+            case .status:
+                guard let text = simpleString(), equals(text, .verified) else { return nil }
+            case .environment:
+                if takeNull() { break }
+                guard let text = simpleString() else { return nil }
+                summary.isProduction = equals(text, .production)
+            case .dedupKey:
+                if takeNull() { break }
+                guard let text = simpleString() else { return nil }
+                summary.dedupKey = text
+            case .attribution:
+                if takeNull() { break }
+                guard let fields = parseAttribution() else { return nil }
+                summary.fields = fields
+            case .body:
+                guard skipBody() else { return nil }
+            case .writer, .route, .protocolName, .version, .key, .reason:
+                if !takeNull() { guard simpleString() != nil else { return nil } }
+            }
+            guard index < end else { return nil }
+            if base[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard base[index] == UInt8(ascii: "}"), index + 1 == end else { return nil }
+            let required = 1 << RecordKey.receivedAt.rawValue | 1 << RecordKey.status.rawValue | 1 << RecordKey.body.rawValue
+            return seen & required == required ? summary : nil
+        }
+    }
+
+    // MARK: The attribution object (`Attribution.write(to:)`)
+
+    private enum AttributionKey: Int {
+        case protocolName, version, appID, adNetworkID, campaignID, sourceIdentifier, sourceAppID, sourceDomain, marketplaceID
+        case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode
+    }
+
+    private mutating func parseAttribution() -> PostbackFields? {
+        guard take(UInt8(ascii: "{")) else { return nil }
+        var fields = PostbackFields()
+        var seen = 0
+        var expected = 0
+        let keys = literals.attributionKeys
+        while true {
+            let key: AttributionKey
+            if expected < keys.count, takeLiteral(keys[expected]) {
+                key = AttributionKey(rawValue: expected)!
+            } else {
+                guard let generic = genericKey(keys) else { return nil }
+                key = AttributionKey(rawValue: generic)!
+            }
+            expected = key.rawValue + 1
+            let bit = 1 << key.rawValue
+            guard seen & bit == 0 else { return nil }
+            seen |= bit
+            if takeNull() {
+                // Required members: let the full parser produce the error.
+                if key == .protocolName || key == .appID || key == .adNetworkID || key == .conversionType { return nil }
+            } else {
+                switch key {
+                case .protocolName:
+                    guard let text = simpleString() else { return nil }
+                    if equals(text, .skadnetwork) { fields.postbackProtocol = .skadnetwork } else if equals(text, .adattributionkit) { fields.postbackProtocol = .adattributionkit } else { return nil }
+                case .version: guard let text = simpleString() else { return nil }; fields.version = text
+                case .appID: guard let value = integer() else { return nil }; fields.appID = value
+                case .adNetworkID: guard let text = simpleString() else { return nil }; fields.adNetworkID = text
+                case .campaignID: guard let value = integer() else { return nil }; fields.campaignID = value
+                case .sourceIdentifier: guard let text = simpleString() else { return nil }; fields.sourceIdentifier = text
+                case .sourceAppID: guard let value = integer() else { return nil }; fields.sourceAppID = value
+                case .sourceDomain: guard let text = simpleString() else { return nil }; fields.sourceDomain = text
+                case .marketplaceID: guard let text = simpleString() else { return nil }; fields.marketplaceID = text
+                case .countryCode: guard let text = simpleString() else { return nil }; fields.countryCode = text
+                case .interaction:
+                    guard let text = simpleString() else { return nil }
+                    if equals(text, .click) { fields.interaction = .click } else if equals(text, .view) { fields.interaction = .view } else { return nil }
+                case .conversionType:
+                    guard let text = simpleString() else { return nil }
+                    if equals(text, .download) { fields.conversionType = .download } else if equals(text, .redownload) { fields.conversionType = .redownload } else if equals(text, .reengagement) { fields.conversionType = .reengagement } else { return nil }
+                case .sequenceIndex:
+                    guard let value = integer(), let small = Int(exactly: value) else { return nil }
+                    fields.sequenceIndex = small
+                case .didWin: guard let flag = boolean() else { return nil }; fields.didWin = flag
+                case .fineValue:
+                    guard let value = integer(), let small = Int(exactly: value) else { return nil }
+                    fields.fineValue = small
+                case .coarseValue:
+                    guard let text = simpleString() else { return nil }
+                    if equals(text, .low) { fields.coarseValue = .low } else if equals(text, .medium) { fields.coarseValue = .medium } else if equals(text, .high) { fields.coarseValue = .high } else { return nil }
+                case .testMode: guard let flag = boolean() else { return nil }; fields.isTestMode = flag
+                }
+            }
+            guard index < end else { return nil }
+            if base[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard base[index] == UInt8(ascii: "}") else { return nil }
+            index += 1
+            let required = 1 << AttributionKey.protocolName.rawValue | 1 << AttributionKey.appID.rawValue
+                | 1 << AttributionKey.adNetworkID.rawValue | 1 << AttributionKey.conversionType.rawValue
+            return seen & required == required ? fields : nil
+        }
+    }
+
+    /// A key that was not the expected one: look it up among all of them.
+    private mutating func genericKey(_ keys: [SpoolLiterals.Literal]) -> Int? {
+        for (position, literal) in keys.enumerated() where takeLiteral(literal) { return position }
+        return nil
+    }
+
+    // MARK: Tokens
+
+    @inline(__always)
+    private mutating func take(_ byte: UInt8) -> Bool {
+        guard index < end, base[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    @inline(__always)
+    private mutating func takeLiteral(_ literal: SpoolLiterals.Literal) -> Bool {
+        guard index + literal.count <= end, memcmp(base + index, literal.pointer, literal.count) == 0 else { return false }
+        index += literal.count
+        return true
+    }
+
+    @inline(__always)
+    private mutating func takeNull() -> Bool {
+        guard index < end, base[index] == UInt8(ascii: "n") else { return false }
+        return takeLiteral(literals.value(.null))
+    }
+
+    private mutating func boolean() -> Bool? {
+        if takeLiteral(literals.value(.true)) { return true }
+        if takeLiteral(literals.value(.false)) { return false }
+        return nil
+    }
+
+    /// A JSON integer (`-?(0|[1-9][0-9]*)`) that fits Int64 and is not followed by a fraction or exponent.
+    private mutating func integer() -> Int64? {
+        var position = index
+        let negative = position < end && base[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
+        let digitsStart = position
+        var magnitude: UInt64 = 0
+        while position < end, base[position] &- UInt8(ascii: "0") < 10 {
+            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(base[position] &- UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return nil }
+            magnitude = sum
+            position += 1
+        }
+        let digitCount = position - digitsStart
+        guard digitCount > 0, !(digitCount > 1 && base[digitsStart] == UInt8(ascii: "0")) else { return nil }
+        if position < end, base[position] == UInt8(ascii: ".") || base[position] == UInt8(ascii: "e") || base[position] == UInt8(ascii: "E") {
+            return nil
+        }
+        let value: Int64
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            value = magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
+        } else {
+            guard magnitude <= UInt64(Int64.max) else { return nil }
+            value = Int64(magnitude)
+        }
+        index = position
+        return value
+    }
+
+    /// A string of printable ASCII without escapes; nil (give up) for anything else.
+    @inline(__always)
+    private mutating func simpleString() -> ByteSlice? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        guard let stop = nextSpecialByte(), base[stop] == UInt8(ascii: "\"") else { return nil }
+        index = stop + 1
+        return ByteSlice(start: start, count: stop - start)
+    }
+
+    /// The position of the first `"`, `\`, control or non-ASCII byte from `index`, nil if none.
+    @inline(__always)
+    private func nextSpecialByte() -> Int? {
+        var position = index
+        while position + 8 <= end {
+            let flags = Self.specialBytes(UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self).littleEndian)
+            if flags != 0 { return position + flags.trailingZeroBitCount >> 3 }
+            position += 8
+        }
+        while position < end {
+            let byte = base[position]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { return position }
+            position += 1
+        }
+        return nil
+    }
+
+    /// Skips the `body` string, checking what the strict parser would: no raw control characters and
+    /// valid escapes. `\u` escapes and non-ASCII bytes go to the full parser, which validates UTF-8
+    /// and surrogates.
+    private mutating func skipBody() -> Bool {
+        guard take(UInt8(ascii: "\"")) else { return false }
+        while true {
+            guard let stop = nextSpecialByte() else { return false }
+            switch base[stop] {
+            case UInt8(ascii: "\""):
+                index = stop + 1
+                return true
+            case UInt8(ascii: "\\"):
+                guard stop + 1 < end else { return false }
+                switch base[stop + 1] {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                     UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    index = stop + 2
+                default:
+                    return false
+                }
+            default:
+                return false
+            }
+        }
+    }
+
+    /// The high bit of each byte of `word` that is `"`, `\`, below 0x20 or above 0x7F. The lowest
+    /// flagged byte is exact (borrows only run upwards), which is all the scan needs.
+    @inline(__always)
+    private static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quote = word ^ 0x2222_2222_2222_2222
+        let backslash = word ^ 0x5C5C_5C5C_5C5C_5C5C
+        let control = (word &- 0x2020_2020_2020_2020) & ~word
+        return ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | control | word) & 0x8080_8080_8080_8080
+    }
+
+    @inline(__always)
+    private func equals(_ slice: ByteSlice, _ value: SpoolLiterals.Value) -> Bool {
+        let literal = literals.value(value)
+        return slice.count == literal.count && memcmp(base + slice.start, literal.pointer, slice.count) == 0
+    }
+
+    // MARK: Timestamps
+
+    /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`, with the checks of `UTCTimestamp(iso8601:)`.
+    static func timestamp(_ text: UnsafePointer<UInt8>, _ count: Int) -> Int64? {
+        guard count == 27, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
+              text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."), text[26] == UInt8(ascii: "Z")
+        else { return nil }
+        @inline(__always) func digits(_ from: Int, _ length: Int) -> Int? {
+            var value = 0
+            for offset in from..<(from + length) {
+                let digit = text[offset] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int(digit)
+            }
+            return value
+        }
+        guard let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2), let hour = digits(11, 2),
+              let minute = digits(14, 2), let second = digits(17, 2), let fraction = digits(20, 6),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+        else { return nil }
+        let date = UTCDay(year: year, month: month, day: day)
+        // Impossible dates (2026-02-30) do not survive the round trip.
+        if day > 28 { guard date.components == (year, month, day) else { return nil } }
+        return Int64(date.daysSinceEpoch) * 86_400_000_000 + Int64(hour * 3600 + minute * 60 + second) * 1_000_000 + Int64(fraction)
+    }
+}

@@ -1,0 +1,111 @@
+import PostbackStore
+import Postbacks
+
+/// A rejected record, as far as aggregation counts it: what it claims to be, and why it failed.
+struct RejectedRecordFacts {
+    var status: VerificationStatus
+    var reason: String?
+    var appID: Int64?
+    var postbackProtocol: PostbackProtocol?
+    var version: String?
+    var adNetworkID: String?
+}
+
+/// Turns one spool line into what aggregation needs, by the fast path when it can and by
+/// `SpoolRecord(line:)` (the definition of a valid line) otherwise.
+///
+/// Rules on top of the record format: a record in `raw/rejected/` is always counted as rejected; one
+/// in `raw/postbacks/` counts as a postback only if its status is `verified` and it has a dedup key
+/// and attribution (both are recovered from the stored body when missing); a postback sequence index
+/// outside 0–2 or a fine value outside 0–63 makes the line corrupt, since no verified postback has one.
+final class SpoolLineDecoder {
+    enum Outcome {
+        /// `inScratch`: the summary's byte slices point into `scratch`, not into the line.
+        case verified(SpoolLineSummary, inScratch: Bool)
+        case rejected(RejectedRecordFacts)
+        case corrupt(reason: String)
+    }
+
+    /// Backing bytes for summaries built by the slow path.
+    private(set) var scratch: [UInt8] = []
+    private let literals = SpoolLiterals.shared
+    private(set) var fastPathLines = 0
+    private(set) var slowPathLines = 0
+
+    func decode(_ line: UnsafeRawBufferPointer, spool: StoreLayout.Spool) -> Outcome {
+        if spool == .postbacks, let summary = FastSpoolLineParser.parse(line, literals: literals) {
+            if let problem = Self.check(summary) { return .corrupt(reason: problem) }
+            if summary.dedupKey != nil, summary.fields != nil {
+                fastPathLines += 1
+                return .verified(summary, inScratch: false)
+            }
+        }
+        slowPathLines += 1
+        let record: SpoolRecord
+        do {
+            record = try SpoolRecord(line: Array(line))
+        } catch {
+            return .corrupt(reason: error.description)
+        }
+        if spool == .rejected || record.status != .verified {
+            let attribution = record.attribution
+            return .rejected(RejectedRecordFacts(
+                status: record.status, reason: record.reason,
+                appID: attribution?.appID, postbackProtocol: attribution?.postbackProtocol ?? record.postbackProtocol,
+                version: attribution?.version ?? record.version, adNetworkID: attribution?.adNetworkID))
+        }
+        var attribution = record.attribution
+        var dedupKey = record.dedupKey
+        if attribution == nil || dedupKey == nil {
+            // An older or minimal record: the body was verified when stored, so its fields can be read again.
+            guard let postback = try? Postback(body: record.body) else {
+                return .corrupt(reason: "verified record without \(attribution == nil ? "attribution" : "dedup_key"), and its body does not parse")
+            }
+            attribution = attribution ?? postback.attribution
+            dedupKey = dedupKey ?? postback.dedupKey
+        }
+        guard let attribution, let dedupKey else { return .corrupt(reason: "verified record without attribution") }
+        let summary = summarize(record, attribution: attribution, dedupKey: dedupKey)
+        if let problem = Self.check(summary) { return .corrupt(reason: problem) }
+        return .verified(summary, inScratch: true)
+    }
+
+    private static func check(_ summary: SpoolLineSummary) -> String? {
+        guard let fields = summary.fields else { return nil }
+        if !(0...2).contains(fields.sequenceIndex) {
+            return "attribution.postback_sequence_index \(fields.sequenceIndex) is not 0, 1 or 2"
+        }
+        if let fine = fields.fineValue, !(0...63).contains(fine) { return "attribution.fine_value \(fine) is not 0–63" }
+        return nil
+    }
+
+    private func summarize(_ record: SpoolRecord, attribution: Attribution, dedupKey: String) -> SpoolLineSummary {
+        scratch.removeAll(keepingCapacity: true)
+        func slice(_ text: String?) -> ByteSlice? {
+            guard let text else { return nil }
+            let start = scratch.count
+            scratch.append(contentsOf: text.utf8)
+            return ByteSlice(start: start, count: scratch.count - start)
+        }
+        var fields = PostbackFields()
+        fields.postbackProtocol = attribution.postbackProtocol
+        fields.version = slice(attribution.version)
+        fields.appID = attribution.appID
+        fields.adNetworkID = slice(attribution.adNetworkID)
+        fields.campaignID = attribution.campaignID
+        fields.sourceIdentifier = slice(attribution.sourceIdentifier)
+        fields.sourceAppID = attribution.sourceAppID
+        fields.sourceDomain = slice(attribution.sourceDomain)
+        fields.marketplaceID = slice(attribution.marketplaceID)
+        fields.countryCode = slice(attribution.countryCode)
+        fields.interaction = attribution.interaction
+        fields.conversionType = attribution.conversionType
+        fields.sequenceIndex = attribution.postbackSequenceIndex
+        fields.didWin = attribution.didWin
+        fields.fineValue = attribution.fineValue
+        fields.coarseValue = attribution.coarseValue
+        fields.isTestMode = attribution.isTestMode
+        return SpoolLineSummary(receivedAtMicros: record.receivedAt.microsecondsSinceEpoch,
+                                isProduction: record.environment == .production, dedupKey: slice(dedupKey), fields: fields)
+    }
+}

@@ -1,0 +1,54 @@
+/// The byte strings the fast spool parser compares against: JSON keys (with their quotes and
+/// colon) in the order `SpoolRecord.encoded()` and `Attribution.write(to:)` write them, and the
+/// enumeration values. Built once; the parser holds a reference and reads them through pointers.
+final class SpoolLiterals: Sendable {
+    struct Literal: @unchecked Sendable {
+        // Points into `storage`, which lives as long as the table and is never written after init.
+        let pointer: UnsafePointer<UInt8>
+        let count: Int
+    }
+
+    static let shared = SpoolLiterals()
+
+    static let recordKeyNames = ["received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "version", "key",
+                                 "reason", "attribution", "body"]
+    static let attributionKeyNames = ["protocol", "version", "app_id", "ad_network_id", "campaign_id", "source_identifier", "source_app_id",
+                                      "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type",
+                                      "postback_sequence_index", "did_win", "fine_value", "coarse_value", "test_mode"]
+    static let valueNames = ["verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
+                             "re-engagement", "low", "medium", "high", "null", "true", "false"]
+
+    /// `"name":` for each record key, indexed like `recordKeyNames`.
+    let recordKeys: [Literal]
+    let attributionKeys: [Literal]
+    /// The bare words of `valueNames`.
+    let values: [Literal]
+    // Written only in init; read-only afterwards, so sharing it between threads is safe.
+    nonisolated(unsafe) private let storage: UnsafeMutablePointer<UInt8>
+
+    private init() {
+        let texts = Self.recordKeyNames.map { "\"\($0)\":" } + Self.attributionKeyNames.map { "\"\($0)\":" } + Self.valueNames
+        let total = texts.reduce(0) { $0 + $1.utf8.count }
+        storage = .allocate(capacity: total)
+        var literals: [Literal] = []
+        var offset = 0
+        for text in texts {
+            let bytes = Array(text.utf8)
+            (storage + offset).initialize(from: bytes, count: bytes.count)
+            literals.append(Literal(pointer: UnsafePointer(storage + offset), count: bytes.count))
+            offset += bytes.count
+        }
+        recordKeys = Array(literals[0..<Self.recordKeyNames.count])
+        attributionKeys = Array(literals[Self.recordKeyNames.count..<(Self.recordKeyNames.count + Self.attributionKeyNames.count)])
+        values = Array(literals[(Self.recordKeyNames.count + Self.attributionKeyNames.count)...])
+    }
+
+    deinit { storage.deallocate() }
+
+    enum Value: Int {
+        case verified, production, skadnetwork, adattributionkit, click, view, download, redownload, reengagement, low, medium, high
+        case null, `true`, `false`
+    }
+
+    func value(_ value: Value) -> Literal { values[value.rawValue] }
+}

@@ -1,0 +1,111 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Aggregation
+import Postbacks
+
+/// `postback schema`: check conversion schemas, and export them as flat decode tables (issue 6).
+enum SchemaCommand {
+    static let usage = """
+        usage: postback schema check PATH...
+               postback schema export --schemas DIR [--table values|events|sources] [--out FILE]
+
+          check    validate schema files, or schema directories (DIR/<app-id>/*.json, checked
+                   together for overlapping periods); prints one line per schema
+          export   the decoding rules of every schema in DIR as a CSV table, for joins in other
+                   engines (Spark, DuckDB): 'values' (default) has one row per schema, protocol,
+                   conversion type, window and value; 'events' the events each value implies;
+                   'sources' what each source identifier and campaign id decodes to
+
+        Exit status: 0 valid; 1 some schema is invalid (problems on stderr); 2 usage or I/O error.
+        """
+
+    static func run(_ words: [String], io: CommandIO) -> ExitStatus {
+        guard let subcommand = words.first, subcommand != "--help", subcommand != "-h" else {
+            (words.isEmpty ? io.printError : io.print)(usage)
+            return words.isEmpty ? .usageOrIOError : .success
+        }
+        let rest = Array(words.dropFirst())
+        switch subcommand {
+        case "check": return check(rest, io: io)
+        case "export": return export(rest, io: io)
+        default:
+            io.printError("postback schema: unknown subcommand '\(subcommand)'\n\n\(usage)")
+            return .usageOrIOError
+        }
+    }
+
+    private static func check(_ words: [String], io: CommandIO) -> ExitStatus {
+        let arguments: Arguments
+        do {
+            arguments = try Arguments(words, flags: [], options: [])
+            guard !arguments.positionals.isEmpty else { throw UsageError("no PATH given") }
+        } catch {
+            io.printError("postback schema check: \(error)\n\n\(usage)")
+            return .usageOrIOError
+        }
+        var failed = false
+        for path in arguments.positionals {
+            var isDirectory = false
+            var status = stat()
+            if stat(path, &status) == 0 { isDirectory = (status.st_mode & S_IFMT) == S_IFDIR }
+            do {
+                let schemas = isDirectory ? try SchemaCatalog.load(directory: path).schemas : [try ConversionSchema(contentsOf: path)]
+                for schema in schemas { io.print(describe(schema)) }
+                if schemas.isEmpty { io.print("\(path): no schemas") }
+            } catch {
+                failed = true
+                io.printError(error.description)
+            }
+        }
+        return failed ? .failure : .success
+    }
+
+    static func describe(_ schema: ConversionSchema) -> String {
+        let fine = schema.windows[0].fine?.compactMap { $0 }.count ?? 0
+        let coarseWindows = schema.windows.indices.filter { schema.windows[$0].coarse.contains { $0 != nil } }
+        return "\(schema.file): ok: \(schema.schemaID), app \(schema.appID), \(schema.effectiveFrom) to \(schema.effectiveTo?.description ?? "open"), "
+            + "\(schema.currency), \(fine) of 64 fine values, coarse in window\(coarseWindows.count == 1 ? "" : "s") "
+            + "\(coarseWindows.isEmpty ? "none" : coarseWindows.map(String.init).joined(separator: ",")), "
+            + "\(schema.sourceIdentifierMaps.count) source map\(schema.sourceIdentifierMaps.count == 1 ? "" : "s")"
+    }
+
+    private static func export(_ words: [String], io: CommandIO) -> ExitStatus {
+        let catalog: SchemaCatalog
+        let table: DecodeTable.Table
+        let out: String?
+        do {
+            let arguments = try Arguments(words, flags: ["--help"], options: ["--schemas", "--table", "--out"])
+            if arguments.has("--help") {
+                io.print(usage)
+                return .success
+            }
+            guard let directory = arguments.value("--schemas") else { throw UsageError("--schemas DIR is required") }
+            let name = arguments.value("--table") ?? "values"
+            guard let chosen = DecodeTable.Table(rawValue: name) else { throw UsageError("--table must be values, events or sources, got '\(name)'") }
+            table = chosen
+            out = arguments.value("--out")
+            do {
+                catalog = try SchemaCatalog.load(directory: directory)
+            } catch {
+                io.printError("postback schema export: invalid schemas\n\(error)")
+                return .failure
+            }
+        } catch {
+            io.printError("postback schema export: \(error)\n\n\(usage)")
+            return .usageOrIOError
+        }
+        let bytes = DecodeTable.csv(catalog, table: table)
+        if let out, out != "-" {
+            do {
+                try DurableFile.write(bytes, to: out)
+            } catch {
+                io.printError("postback schema export: \(error)")
+                return .usageOrIOError
+            }
+        } else {
+            io.standardOutput.write(bytes)
+        }
+        return .success
+    }
+}

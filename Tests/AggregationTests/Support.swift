@@ -1,0 +1,126 @@
+import Foundation
+import PostbackStore
+@testable import Aggregation
+@testable import Postbacks
+
+enum Fixtures {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let appleVectors = root.appendingPathComponent("Tests/Vectors/apple")
+    static let sampleSchemas = root.appendingPathComponent("Samples/schemas").path
+
+    static func appleVector(_ name: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: appleVectors.appendingPathComponent(name)))
+    }
+}
+
+/// A fresh directory under the system temp dir, removed when the test's value goes away.
+final class TemporaryDirectory {
+    let path: String
+
+    init(_ label: String = "agg") {
+        path = NSTemporaryDirectory() + "\(label)-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func write(_ text: String, to relative: String) throws {
+        let url = URL(fileURLWithPath: path + "/" + relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
+    func read(_ relative: String) throws -> String {
+        String(decoding: try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative)), as: UTF8.self)
+    }
+
+    func bytes(_ relative: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative))) }
+
+    func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: path + "/" + relative) }
+}
+
+/// Builds spool segments by hand: records appended to `raw/<spool>/dt=<day>/part-<writer>-000001.jsonl`.
+struct SpoolBuilder {
+    let root: String
+    private var files: [String: [UInt8]] = [:]
+
+    init(root: String) { self.root = root }
+
+    mutating func add(_ record: SpoolRecord, spool: StoreLayout.Spool = .postbacks, sequence: Int = 1) {
+        append(record.encoded(), day: record.receivedAt.day, writer: record.writer, spool: spool, sequence: sequence)
+    }
+
+    /// Raw bytes appended to a segment (corrupt lines, torn tails).
+    mutating func append(_ bytes: [UInt8], day: UTCDay, writer: String, spool: StoreLayout.Spool = .postbacks, sequence: Int = 1) {
+        let path = StoreLayout(root: root).partition(spool, day: day) + "/" + StoreLayout.segmentName(writer: writer, sequence: sequence)
+        files[path, default: []].append(contentsOf: bytes)
+    }
+
+    func write() throws {
+        for (path, bytes) in files {
+            try FileManager.default.createDirectory(atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        }
+    }
+}
+
+func timestamp(_ text: String) -> UTCTimestamp { UTCTimestamp(iso8601: text)! }
+
+func day(_ text: String) -> UTCDay { UTCDay(text)! }
+
+/// A verified spool record with the given fields (environment production unless said otherwise).
+func record(_ attribution: Attribution, key: String, at time: String, writer: String = "rx1",
+            environment: PostbackEnvironment = .production) -> SpoolRecord {
+    SpoolRecord(receivedAt: timestamp(time), writer: writer, route: "skadnetwork-developer-copy", status: .verified,
+                environment: environment, dedupKey: key, postbackProtocol: attribution.postbackProtocol, version: attribution.version,
+                keyName: "apple-skadnetwork-p256", reason: nil, attribution: attribution, body: Array("{\"placeholder\":true}".utf8))
+}
+
+/// Minimal RFC 4180 reader for checking outputs.
+enum CSV {
+    static func rows(_ text: String) -> [[String: String]] {
+        let table = parse(text)
+        guard let header = table.first else { return [] }
+        return table.dropFirst().map { fields in Dictionary(uniqueKeysWithValues: zip(header, fields)) }
+    }
+
+    static func parse(_ text: String) -> [[String]] {
+        var rows: [[String]] = []
+        var row: [String] = []
+        var field = ""
+        var quoted = false
+        var characters = Array(text)[...]
+        while let character = characters.popFirst() {
+            if quoted {
+                if character == "\"" {
+                    if characters.first == "\"" { field.append("\""); characters.removeFirst() } else { quoted = false }
+                } else {
+                    field.append(character)
+                }
+            } else if character == "\"" {
+                quoted = true
+            } else if character == "," {
+                row.append(field)
+                field = ""
+            } else if character == "\n" {
+                row.append(field)
+                rows.append(row)
+                row = []
+                field = ""
+            } else {
+                field.append(character)
+            }
+        }
+        return rows
+    }
+}
+
+func catalog(_ schemas: String...) throws -> SchemaCatalog {
+    try SchemaCatalog(schemas: schemas.enumerated().map { try ConversionSchema(json: Array($0.element.utf8), file: "test\($0.offset).json") })
+}
+
+func run(_ root: String, catalog: SchemaCatalog, from: String, to: String? = nil, lookback: Int = 10, workers: Int = 2) throws -> [DaySummary] {
+    let request = AggregationRequest(dataDirectory: root, from: day(from), to: day(to ?? from), lookbackDays: lookback, workers: workers,
+                                     toolVersion: "postback test")
+    return try AggregationJob(request: request, catalog: catalog).run()
+}

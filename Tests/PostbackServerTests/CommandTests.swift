@@ -1,0 +1,108 @@
+import Foundation
+import PostbackClient
+@testable import PostbackCLI
+import PostbackServer
+import PostbackStore
+import Testing
+
+/// `postback serve` and `postback send` as commands: flags, config file, logs, exit codes.
+@Suite struct CommandTests {
+    private func writeFile(_ name: String, in directory: String, _ text: String) -> String {
+        let path = "\(directory)/\(name)"
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }
+
+    @Test func serveRunsWithAConfigFileAndFlagsOverrideIt() throws {
+        let directory = TestServer.temporaryDirectory()
+        let keyPath = writeFile("test-key.pem", in: directory, TestPostbacks.key.pemRepresentation)
+        let config = writeFile("config.json", in: directory, """
+            {"listen": "127.0.0.1:1", "data_dir": "\(directory)/from-config", "writer_id": "cfg",
+             "allow_development": true, "trust_keys": ["test-key.pem"], "ad_network_path": "/pb"}
+            """)
+        let output = MemorySink()
+        let errors = MemorySink()
+        let body = TestPostbacks.body(0, seed: 41)
+        let status = ServeCommand.run(
+            ["--config", config, "--listen", "127.0.0.1:0", "--data", "\(directory)/data"],
+            io: CommandIO(standardOutput: output, standardError: errors)
+        ) { server in
+            #expect(server.configuration.writerID == "cfg", "from the file")
+            #expect(server.configuration.dataDirectory == "\(directory)/data", "the flag wins")
+            let response = try? HTTPClient().post("http://127.0.0.1:\(server.port)/pb", body: body)
+            #expect(response?.status == 200)
+            return "test"
+        }
+        #expect(status == .success)
+        #expect(FileManager.default.fileExists(atPath: keyPath))
+        let records = StoreLayout(root: "\(directory)/data")
+        #expect(records.days(.postbacks).count == 1)
+        // Structured logs: every stderr line is a JSON object with time, level and msg.
+        let lines = errors.lines
+        #expect(lines.contains { $0.contains(#""msg":"listening""#) })
+        #expect(lines.contains { $0.contains(#""msg":"stopped"#) })
+        for line in lines {
+            #expect(line.hasPrefix(#"{"time":""#) && line.contains(#""level":""#) && line.hasSuffix("}"), "\(line)")
+        }
+    }
+
+    @Test func serveRejectsBadUsage() {
+        let errors = MemorySink()
+        let io = CommandIO(standardOutput: MemorySink(), standardError: errors)
+        #expect(ServeCommand.run(["--listen", "nowhere"], io: io) { _ in "unused" } == .usageOrIOError)
+        #expect(errors.text.contains("HOST:PORT"))
+        #expect(ServeCommand.run(["--trust-key", "/nonexistent.pem"], io: io) { _ in "unused" } == .usageOrIOError)
+        #expect(ServeCommand.run(["--config", "/nonexistent.json"], io: io) { _ in "unused" } == .usageOrIOError)
+        #expect(ServeCommand.run(["extra"], io: io) { _ in "unused" } == .usageOrIOError)
+    }
+
+    @Test func serveRefusesASecondWriterWithTheSameID() throws {
+        let directory = TestServer.temporaryDirectory()
+        let server = try TestServer(dataDirectory: directory, writerID: "dup")
+        defer { server.stop() }
+        let errors = MemorySink()
+        let status = ServeCommand.run(["--listen", "127.0.0.1:0", "--data", directory, "--writer-id", "dup"],
+                                      io: CommandIO(standardOutput: MemorySink(), standardError: errors)) { _ in "unused" }
+        #expect(status == .usageOrIOError)
+        #expect(errors.text.contains("another receiver"))
+    }
+
+    @Test func sendReportsStatusesAndExitsZeroOnlyWhenAllGot200() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let directory = TestServer.temporaryDirectory()
+        let good = (0..<30).map { String(decoding: TestPostbacks.body($0, seed: 42), as: UTF8.self) }.joined(separator: "\n")
+        let goodPath = writeFile("good.jsonl", in: directory, good + "\n")
+        let output = MemorySink()
+        let io = CommandIO(standardOutput: output, standardError: MemorySink())
+        #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, "--concurrency", "4", goodPath], io: io) == .success)
+        #expect(output.text.contains("30 postbacks sent"))
+        #expect(output.text.contains("HTTP 200: 30"))
+        #expect(output.text.contains("latency p50"))
+        #expect(try server.records(.postbacks).count == 30)
+
+        let badPath = writeFile("bad.json", in: directory, #"{"version":"4.0"}"#)
+        let mixed = MemorySink()
+        #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, goodPath, badPath],
+                                    io: CommandIO(standardOutput: mixed, standardError: MemorySink())) == .failure)
+        #expect(mixed.text.contains("HTTP 400: 1"))
+        #expect(mixed.text.contains("HTTP 200: 30"), "the repeats are duplicates, answered 200")
+
+        let refused = MemorySink()
+        #expect(PostbackCommand.run(["send", "--url", "http://127.0.0.1:1/", goodPath],
+                                    io: CommandIO(standardOutput: refused, standardError: MemorySink())) == .failure)
+        #expect(refused.text.contains("no response: 30"))
+        #expect(PostbackCommand.run(["send", goodPath], io: io) == .usageOrIOError)
+        #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, "/nonexistent"], io: io) == .usageOrIOError)
+    }
+
+    @Test func threadPerConnectionModeServesTheSame() throws {
+        let server = try TestServer { $0.threadPerConnection = true }
+        defer { server.stop() }
+        let bodies = (0..<40).map { TestPostbacks.body($0, seed: 43) }
+        let statuses = postConcurrently(bodies, to: server.skadnetworkURL, workers: 4)
+        #expect(statuses.allSatisfy { $0 == 200 } && statuses.count == 40)
+        #expect(try server.post(bodies[0]).text.contains("duplicate"))
+        #expect(try server.records(.postbacks).count == 40)
+    }
+}

@@ -1,0 +1,76 @@
+import PostbackServer
+import Testing
+
+/// The config file: every key, and loud errors for bad ones.
+@Suite struct ConfigurationTests {
+    private func parse(_ text: String) throws(ServerConfiguration.ConfigurationError) -> ServerConfiguration {
+        try ServerConfiguration.parse(Array(text.utf8), relativeTo: "/etc/postback")
+    }
+
+    @Test func everyKeyIsRead() throws {
+        let configuration = try parse("""
+            {"listen": "0.0.0.0:9000", "data_dir": "/var/lib/postback", "writer_id": "rx-7",
+             "ad_network_path": "/network/postbacks/", "ad_network_ids": ["a.skadnetwork", "b.adattributionkit"],
+             "allow_development": true, "trust_keys": ["keys/test.pem", "/abs/other.pem"], "body_limit_bytes": 1000,
+             "header_timeout_seconds": 2.5, "body_timeout_seconds": 3, "idle_timeout_seconds": 4,
+             "connection_limit": 50, "per_ip_connection_limit": 5, "segment_bytes": 1048576, "commit_gather_ms": 2, "threads": 3,
+             "thread_per_connection": true, "shutdown_grace_seconds": 7, "log_level": "debug"}
+            """)
+        #expect(configuration.listen == "0.0.0.0:9000")
+        #expect(configuration.dataDirectory == "/var/lib/postback")
+        #expect(configuration.writerID == "rx-7")
+        #expect(configuration.adNetworkPath == "/network/postbacks/")
+        #expect(configuration.acceptedAdNetworkIDs == ["a.skadnetwork", "b.adattributionkit"])
+        #expect(configuration.allowsDevelopment)
+        #expect(configuration.trustKeyPaths == ["/etc/postback/keys/test.pem", "/abs/other.pem"], "relative to the config file")
+        #expect(configuration.bodyLimitBytes == 1000)
+        #expect(configuration.headerTimeoutSeconds == 2.5)
+        #expect(configuration.bodyTimeoutSeconds == 3)
+        #expect(configuration.idleTimeoutSeconds == 4)
+        #expect(configuration.connectionLimit == 50)
+        #expect(configuration.perIPConnectionLimit == 5)
+        #expect(configuration.segmentBytes == 1 << 20)
+        #expect(configuration.commitGatherSeconds == 0.002)
+        #expect(configuration.threads == 3)
+        #expect(configuration.threadPerConnection)
+        #expect(configuration.shutdownGraceSeconds == 7)
+        #expect(configuration.logLevel == .debug)
+    }
+
+    @Test func defaultsWithoutAFile() throws {
+        let configuration = try parse("{}")
+        #expect(configuration.listen == "127.0.0.1:8080")
+        #expect(configuration.dataDirectory == "./data")
+        #expect(configuration.bodyLimitBytes == 65536)
+        #expect(configuration.acceptedAdNetworkIDs == nil, "all ad networks when unset")
+        #expect(!configuration.allowsDevelopment)
+    }
+
+    @Test(arguments: [
+        (#"{"listne": "x"}"#, "unknown key"),
+        (#"{"listen": 8080}"#, "listen must be a string"),
+        (#"{"listen": "localhost"}"#, "HOST:PORT"),
+        (#"{"listen": "127.0.0.1:70000"}"#, "port"),
+        (#"{"writer_id": "../x"}"#, "writer_id"),
+        (#"{"body_limit_bytes": -1}"#, "body_limit_bytes"),
+        (#"{"body_limit_bytes": 1.5}"#, "body_limit_bytes"),
+        (#"{"allow_development": "yes"}"#, "true or false"),
+        (#"{"trust_keys": ["k.pem"]}"#, "allow_development"),
+        (#"{"ad_network_ids": "a"}"#, "array of strings"),
+        (#"{"ad_network_path": "postbacks"}"#, "absolute path"),
+        (#"{"ad_network_path": "/livez"}"#, "collides"),
+        (#"{"header_timeout_seconds": 0}"#, "seconds"),
+        (#"{"log_level": "loud"}"#, "log_level"),
+        (#"{"commit_gather_ms": 500}"#, "milliseconds"),
+        (#"{"a": 1, "a": 2}"#, "duplicate"),
+        ("[]", "JSON object"),
+    ])
+    func badConfigurationIsRejectedWithAReason(text: String, expected: String) {
+        do throws(ServerConfiguration.ConfigurationError) {
+            _ = try parse(text)
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.description.contains(expected), "\(text): \(error.description)")
+        }
+    }
+}

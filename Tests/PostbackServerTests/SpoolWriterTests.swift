@@ -1,0 +1,125 @@
+import Dispatch
+import Foundation
+@testable import PostbackStore
+import Postbacks
+import Synchronization
+import Testing
+
+/// The store additions on their own: group commit, segment rolling, the dedup index, the fast body
+/// encoding.
+@Suite struct SpoolWriterTests {
+    private func record(_ index: Int, seed: UInt64) -> (line: [UInt8], key: String) {
+        let body = TestPostbacks.body(index, seed: seed)
+        let result = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: true, testKeys: [TestPostbacks.trusted])).verify(body: body)
+        let record = SpoolRecord(receivedAt: .now(), writer: "unit", route: "skadnetwork-developer-copy", result: result, body: body)
+        return (record.encoded(), result.dedupKey!)
+    }
+
+    @Test func segmentsRollAtTheSizeLimitWithoutSplittingRecords() throws {
+        let layout = StoreLayout(root: TestServer.temporaryDirectory())
+        let writer = SpoolWriter(
+            configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", segmentBytes: 4096), dedupIndex: DedupIndex())
+        let day = UTCTimestamp.now().day
+        let records = (0..<20).map { record($0, seed: 31) }
+        let outcomes = Mutex<[SpoolWriter.Outcome]>([])
+        let group = DispatchGroup()
+        for entry in records {
+            group.enter()
+            writer.submit(line: entry.line, day: day, dedupKey: entry.key) { outcome in
+                outcomes.withLock { $0.append(outcome) }
+                group.leave()
+            }
+        }
+        group.wait()
+        writer.close()
+        #expect(outcomes.withLock { $0 }.allSatisfy { $0 == .stored })
+        let segments = layout.segments(.postbacks, day: day)
+        #expect(segments.count >= 5, "20 records of ~1.3 KiB in 4 KiB segments")
+        var total = 0
+        for segment in segments {
+            let size = try FileManager.default.attributesOfItem(atPath: segment.path)[.size] as! Int
+            let reader = try SegmentReader(path: segment.path)
+            var count = 0
+            while let entry = try reader.next() {
+                guard case .record = entry else { Issue.record("damaged line in \(segment.path)"); continue }
+                count += 1
+            }
+            #expect(count == 1 || size <= 4096, "only a single record may exceed the limit")
+            total += count
+        }
+        #expect(total == 20)
+        #expect(segments.map(\.sequence) == Array(1...segments.count))
+    }
+
+    @Test func duplicatesInOneBatchAreWrittenOnce() throws {
+        let layout = StoreLayout(root: TestServer.temporaryDirectory())
+        let storage = FaultyStorage()
+        storage.holdNextSyncs(true)
+        let writer = SpoolWriter(configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", storage: storage),
+                                 dedupIndex: DedupIndex())
+        let day = UTCTimestamp.now().day
+        let first = record(0, seed: 32)
+        let outcomes = Mutex<[Int: SpoolWriter.Outcome]>([:])
+        let group = DispatchGroup()
+        func submit(_ tag: Int, _ entry: (line: [UInt8], key: String)) {
+            group.enter()
+            writer.submit(line: entry.line, day: day, dedupKey: entry.key) { outcome in
+                outcomes.withLock { $0[tag] = outcome }
+                group.leave()
+            }
+        }
+        // One record blocks in its sync; the next three queue up and form one batch.
+        submit(0, record(1, seed: 32))
+        #expect(storage.syncEntered.wait(timeout: .now() + 10) == .success)
+        submit(1, first)
+        submit(2, first)
+        submit(3, first)
+        storage.holdNextSyncs(false)
+        storage.syncRelease.signal()
+        group.wait()
+        writer.close()
+        let result = outcomes.withLock { $0 }
+        #expect(result[1] == .stored)
+        #expect(result[2] == .duplicate && result[3] == .duplicate)
+        #expect(writer.dedupKeyCount == 2)
+    }
+
+    @Test func dedupIndexPacksUUIDKeysExactly() {
+        var index = DedupIndex()
+        let lower = "6aafb7a5-0170-41b5-bbe4-fe71dedf1e30:0"
+        let firstInsert = index.insert(lower)
+        let secondInsert = index.insert(lower)
+        #expect(firstInsert && !secondInsert)
+        #expect(index.contains(lower))
+        #expect(!index.contains("6aafb7a5-0170-41b5-bbe4-fe71dedf1e30:1"), "another window is another postback")
+        #expect(!index.contains("6AAFB7A5-0170-41B5-BBE4-FE71DEDF1E30:0"), "keys compare exactly, case included")
+        let inserted = [
+            index.insert("6AAFB7A5-0170-41B5-BBE4-FE71DEDF1E30:0"),
+            index.insert("not-a-uuid:0"),
+            // A leading zero is a different key; mixed case is kept as a string.
+            index.insert("6aafb7a5-0170-41b5-bbe4-fe71dedf1e30:00"),
+            index.insert("6aAfb7a5-0170-41b5-bbe4-fe71dedf1e30:0"),
+        ]
+        #expect(inserted == [true, true, true, true])
+        #expect(index.contains("not-a-uuid:0"))
+        #expect(index.count == 5)
+    }
+
+    @Test func fastBodyEncodingMatchesJSONWriterExactly() throws {
+        let bodies: [String] = [
+            String(decoding: TestPostbacks.body(0, seed: 33), as: UTF8.self),
+            #"{"a":"quote \" and backslash \\ and slash /"}"#,
+            "line\nbreak\r\ttab \u{7F} del \u{01} control",
+            "invisible \u{2063} separator, bidi \u{202E}, emoji 😀, é",
+            "",
+        ]
+        for text in bodies {
+            let body = Array(text.utf8)
+            var expected: [UInt8] = []
+            JSONWriter.appendQuoted(text, to: &expected)
+            #expect(SpoolRecord.quotedBody(text, bytes: body) == expected, "\(text.debugDescription)")
+            let record = SpoolRecord(receivedAt: .now(), writer: "w", route: "r", result: .malformed(reason: "x"), body: body)
+            #expect(try SpoolRecord(line: Array(record.encoded().dropLast())).body == body)
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import Dispatch
+import Foundation
+import PostbackClient
+import PostbackCrypto
+import PostbackServer
+import PostbackStore
+import Postbacks
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A test key made once per test process with OpenSSL, and postbacks signed with it.
+enum TestPostbacks {
+    static let key = try! ECDSAPrivateKey(generatingOn: .p256)
+    static let trusted = TrustedTestKey(name: "test:server-tests.pem", key: key.publicKey)
+    static let signer = TestPostbackSigner(key: key)
+    static let synthetic = SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0])
+
+    /// A unique signed postback (`index` picks it; `seed` separates tests).
+    static func body(_ index: Int, seed: UInt64) -> [UInt8] {
+        try! signer.sign(synthetic.postback(index, seed: seed))
+    }
+
+    /// A SKAdNetwork 4.0 postback with a fine conversion value (unsigned) of `value`.
+    static func skan4(transactionID: String, conversionValue: Int, adNetworkID: String = "example123.skadnetwork") -> [UInt8] {
+        var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: transactionID)
+        postback.adNetworkID = adNetworkID
+        postback.sourceIdentifier = "1234"
+        postback.redownload = false
+        postback.fidelityType = 1
+        postback.didWin = true
+        postback.postbackSequenceIndex = 0
+        postback.sourceAppID = 1_000_001
+        postback.conversionValue = conversionValue
+        return try! signer.sign(postback)
+    }
+}
+
+/// A real server on a loopback port with its own temporary data directory.
+final class TestServer: Sendable {
+    let server: PostbackServer
+    let dataDirectory: String
+    let logs: LogCapture
+    var base: String { "http://127.0.0.1:\(server.port)" }
+    var skadnetworkURL: String { base + "/.well-known/skadnetwork/report-attribution/" }
+    var appAttributionURL: String { base + "/.well-known/appattribution/report-attribution/" }
+
+    /// - Parameter configure: adjusts the configuration (listen, data dir and writer id are preset).
+    init(dataDirectory: String? = nil, writerID: String = "test", storage: any SpoolStorage = POSIXSpoolStorage(),
+         configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        let directory = dataDirectory ?? TestServer.temporaryDirectory()
+        var configuration = ServerConfiguration()
+        configuration.listen = "127.0.0.1:0"
+        configuration.dataDirectory = directory
+        configuration.writerID = writerID
+        configuration.allowsDevelopment = true
+        configuration.testKeys = [TestPostbacks.trusted]
+        configuration.threads = 2
+        configure(&configuration)
+        let logs = LogCapture()
+        self.logs = logs
+        self.dataDirectory = directory
+        server = try PostbackServer.start(configuration: configuration, storage: storage, log: logs.log)
+    }
+
+    static func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "postback-server-tests-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func stop() { server.shutdown() }
+
+    var layout: StoreLayout { StoreLayout(root: dataDirectory) }
+
+    /// Every record in `spool`, in segment order.
+    func records(_ spool: StoreLayout.Spool) throws -> [SpoolRecord] {
+        var records: [SpoolRecord] = []
+        for segment in segments(spool) {
+            let reader = try SegmentReader(path: segment.path)
+            while let entry = try reader.next() {
+                if case .record(let record, _) = entry { records.append(record) }
+            }
+        }
+        return records
+    }
+
+    func segments(_ spool: StoreLayout.Spool) -> [StoreLayout.Segment] {
+        layout.days(spool).flatMap { layout.segments(spool, day: $0) }
+    }
+
+    func post(_ body: [UInt8], to url: String? = nil) throws -> HTTPResponse {
+        try HTTPClient().post(url ?? skadnetworkURL, body: body)
+    }
+
+    func get(_ path: String) throws -> HTTPResponse {
+        try HTTPClient().get(base + path)
+    }
+
+    /// The value of one metric line (`name{labels}`), or nil when absent.
+    func metric(_ series: String) throws -> Double? {
+        let text = try get("/metrics").text
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1))
+        }
+        return nil
+    }
+}
+
+/// Captures the server's JSON log lines.
+final class LogCapture: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var log: ServerLog {
+        ServerLog(minimumLevel: .debug) { [self] bytes in
+            lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+        }
+    }
+
+    var all: [String] { lines.withLock { $0 } }
+
+    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
+}
+
+/// Storage that fails on demand: the fault-injection seam for the 500-then-recover path.
+final class FaultyStorage: SpoolStorage {
+    enum Fault: Sendable { case none, failWrites, failSyncs }
+
+    private let real = POSIXSpoolStorage()
+    private let fault = Mutex(Fault.none)
+    /// When set, `sync` waits for `releaseSync` (to hold a request in flight).
+    private let holdSyncs = Atomic<Bool>(false)
+    let syncEntered = DispatchSemaphore(value: 0)
+    let syncRelease = DispatchSemaphore(value: 0)
+
+    func inject(_ newFault: Fault) { fault.withLock { $0 = newFault } }
+    func holdNextSyncs(_ hold: Bool) { holdSyncs.store(hold, ordering: .relaxed) }
+
+    private var current: Fault { fault.withLock { $0 } }
+
+    func makeDirectories(_ directory: String) throws(StorageError) { try real.makeDirectories(directory) }
+    func createSegment(_ path: String) throws(StorageError) -> Int32 { try real.createSegment(path) }
+
+    func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StorageError) {
+        if current == .failWrites { throw StorageError(operation: "write", path: path, errorNumber: ENOSPC) }
+        try real.append(bytes, to: descriptor, path: path)
+    }
+
+    func sync(_ descriptor: Int32, path: String) throws(StorageError) {
+        if holdSyncs.load(ordering: .relaxed) {
+            syncEntered.signal()
+            syncRelease.wait()
+        }
+        if current == .failSyncs { throw StorageError(operation: "fdatasync", path: path, errorNumber: EIO) }
+        try real.sync(descriptor, path: path)
+    }
+
+    func syncDirectory(_ directory: String) throws(StorageError) { try real.syncDirectory(directory) }
+    func truncate(_ descriptor: Int32, to length: Int) { real.truncate(descriptor, to: length) }
+    func close(_ descriptor: Int32) { real.close(descriptor) }
+
+    func probe(_ directory: String) throws(StorageError) {
+        if current != .none { throw StorageError(operation: "probe", path: directory, errorNumber: EIO) }
+        try real.probe(directory)
+    }
+}
+
+/// A raw TCP connection, for what an HTTP client library will not send (slow or broken requests).
+final class RawConnection {
+    let fd: Int32
+
+    init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        // A safety net so a broken server fails the test instead of hanging it.
+        var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func setReceiveTimeout(seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// One read's worth (a small response arrives whole on loopback).
+    func readSome() -> String {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
+    }
+
+    /// Everything until the server closes the connection (or the receive timeout).
+    func readUntilClosed() -> (bytes: [UInt8], closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return (received, true) }
+            if count < 0 { return (received, errno == ECONNRESET) }
+            received.append(contentsOf: buffer[0..<count])
+        }
+    }
+}
+
+/// Runs `body` on `count` threads at once (released together) and returns their results in order.
+func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
+    let results = Mutex<[Int: T]>([:])
+    let start = DispatchSemaphore(value: 0)
+    let group = DispatchGroup()
+    for index in 0..<count {
+        group.enter()
+        Thread {
+            start.wait()
+            let result = body(index)
+            results.withLock { $0[index] = result }
+            group.leave()
+        }.start()
+    }
+    for _ in 0..<count { start.signal() }
+    group.wait()
+    return (0..<count).map { index in results.withLock { $0[index]! } }
+}
+
+/// POSTs `bodies` to `url` from `workers` clients at once (each kept alive); the statuses, -1 for no answer.
+func postConcurrently(_ bodies: [[UInt8]], to url: String, workers: Int) -> [Int] {
+    concurrently(workers) { worker in
+        guard let client = try? HTTPClient() else { return [-1] }
+        return stride(from: worker, to: bodies.count, by: workers).map { (try? client.post(url, body: bodies[$0]))?.status ?? -1 }
+    }.flatMap { $0 }
+}
