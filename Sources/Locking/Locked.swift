@@ -11,7 +11,7 @@ public final class Locked<Value> {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    public init(_ value: Value) {
+    public init(_ value: sending Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -23,13 +23,17 @@ public final class Locked<Value> {
         mutex.deallocate()
     }
 
-    /// Runs `body` with exclusive access to the value.
-    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    /// Runs `body` with exclusive access to the value. As with `Mutex`, `sending` keeps a non-Sendable
+    /// value from escaping the lock into another isolation region.
+    public func withLock<Result, Failure: Error>(
+        _ body: (inout sending Value) throws(Failure) -> sending Result
+    ) throws(Failure) -> sending Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
     }
 }
 
-// The value is only ever touched with the mutex held.
-extension Locked: @unchecked Sendable where Value: Sendable {}
+// The value is only ever touched with the mutex held, and `withLock`'s `sending` parameters keep
+// non-Sendable contents from leaving it, as `Synchronization.Mutex` does.
+extension Locked: @unchecked Sendable {}

@@ -1,3 +1,4 @@
+import Locking
 import Dispatch
 import Foundation
 import Synchronization
@@ -43,7 +44,7 @@ public enum PostbackSender {
         throws(HTTPClientError) -> Report {
         // Fail early (bad URL syntax is only found per request).
         _ = try HTTPClient(timeoutSeconds: timeoutSeconds)
-        let merged = Mutex(Report())
+        let merged = Locked(Report())
         let group = DispatchGroup()
         let start = DispatchTime.now().uptimeNanoseconds
         for index in 0..<max(1, concurrency) {

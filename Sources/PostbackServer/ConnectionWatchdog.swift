@@ -1,3 +1,4 @@
+import Locking
 import Dispatch
 import Foundation
 import Synchronization
@@ -55,7 +56,7 @@ final class ConnectionWatchdog: Sendable {
         fileprivate func disarm() { deadline.store(0, ordering: .relaxed) }
     }
 
-    private let tracks = Mutex<[Int32: Track]>([:])
+    private let tracks = Locked<[Int32: Track]>([:])
     private let stopSignal = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let interval: Double

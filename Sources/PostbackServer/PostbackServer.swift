@@ -1,3 +1,4 @@
+import Locking
 import CMicroHTTPD
 import CMicroHTTPDShim
 import Dispatch
@@ -148,7 +149,7 @@ final class RequestState: @unchecked Sendable {
     var body: [UInt8] = []
     var tooLarge = false
     var startedProcessing: UInt64 = 0
-    let reply = Mutex<HTTPReply?>(nil)
+    let reply = Locked<HTTPReply?>(nil)
 }
 
 /// Everything the C callbacks reach through their context pointer.
@@ -170,9 +171,9 @@ final class HTTPCore: Sendable {
 
     private enum Lifecycle { case created, running, stopping, stopped }
 
-    private let daemon = Mutex<(handle: MHDPointer?, loggerBox: UnsafeMutableRawPointerBox?)>((nil, nil))
-    private let admission = Mutex(Admission())
-    private let lifecycle = Mutex(Lifecycle.created)
+    private let daemon = Locked<(handle: MHDPointer?, loggerBox: UnsafeMutableRawPointerBox?)>((nil, nil))
+    private let admission = Locked(Admission())
+    private let lifecycle = Locked(Lifecycle.created)
     private let activeRequests = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
 

@@ -1,3 +1,4 @@
+import Locking
 import Postbacks
 import PostbackStore
 import Synchronization
@@ -25,7 +26,7 @@ final class ServerMetrics: Sendable {
         var requestDuration = Histogram(upperBounds: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func request(route: Route, code: Int, seconds: Double?) {
         state.withLock { state in

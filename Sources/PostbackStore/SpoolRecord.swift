@@ -75,8 +75,7 @@ public struct SpoolRecord: Sendable, Equatable {
             attribution.write(to: &json)
         }
         if let text = String(validating: body, as: UTF8.self) {
-            json.key("body")
-            json.value(rawJSON: Self.quotedBody(text, bytes: body))
+            json.field("body", text)
         } else {
             json.field("body_base64", Base64.encode(body, alphabet: .standard))
         }

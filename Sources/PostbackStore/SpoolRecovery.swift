@@ -1,3 +1,4 @@
+import Locking
 import Dispatch
 import Synchronization
 
@@ -42,7 +43,7 @@ public struct SpoolRecovery: Sendable {
             recovery.nextSequence[spool] = highest + 1
         }
         let paths = postbackSegments
-        let results = Mutex([Int: SegmentScan]())
+        let results = Locked([Int: SegmentScan]())
         DispatchQueue.concurrentPerform(iterations: paths.count) { position in
             let scan = SegmentScan(path: paths[position])
             results.withLock { $0[position] = scan }

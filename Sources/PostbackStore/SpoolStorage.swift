@@ -58,14 +58,10 @@ public struct POSIXSpoolStorage: SpoolStorage {
     }
 
     public func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StorageError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw StorageError(operation: "write", path: path, errorNumber: errno)
-            }
-            offset += written
+        do {
+            try DurableFile.writeAll(bytes, to: descriptor, path: path)
+        } catch {
+            throw StorageError(operation: error.operation, path: error.path, errorNumber: error.errorNumber)
         }
     }
 

@@ -1,3 +1,4 @@
+import Locking
 import Dispatch
 import Foundation
 public import Postbacks
@@ -87,7 +88,7 @@ public final class SpoolWriter: Sendable {
     }
 
     let configuration: Configuration
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     private let wakeup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private let healthy = Atomic<Bool>(true)

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Postbacks
 
@@ -91,6 +92,51 @@ import Testing
         #expect(writer.string == #"{"s":"a\"b\\c\n\u2063\u202e\u0007é😀","n":42,"b":false,"x":null}"#)
         // And it parses back to the same value.
         #expect(throws: Never.self) { try StrictJSONParser.parse(writer.bytes) }
+    }
+}
+
+extension JSONWriterTests {
+    /// The escaping rules, one scalar at a time: the plain statement of what the fast byte loop does.
+    static func referenceEscaped(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar.value {
+            case 0x22: out += "\\\""
+            case 0x5C: out += "\\\\"
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            default:
+                if UnicodeSafety.isControlOrInvisible(scalar) {
+                    let units = scalar.value > 0xFFFF
+                        ? [0xD800 + ((scalar.value - 0x10000) >> 10), 0xDC00 + ((scalar.value - 0x10000) & 0x3FF)] : [scalar.value]
+                    for unit in units {
+                        let hex = String(unit, radix: 16)
+                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    }
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    @Test func escapingMatchesTheScalarByScalarRules() throws {
+        var random = SplitMix64(seed: 99)
+        let pool: [UInt32] = [0x22, 0x5C, 0x0A, 0x0D, 0x09, 0x00, 0x1F, 0x7F, 0x41, 0x7B, 0xE9, 0xAD, 0x2028, 0x2063, 0x202E, 0xFEFF, 0x1F600, 0xE0001, 0x4E2D]
+        var cases = [#"{"version":"4.0","a":"\"quoted\""}"#, "", "plain ascii"]
+        for _ in 0..<2000 {
+            let length = Int(random.next() % 12)
+            cases.append(String(String.UnicodeScalarView((0..<length).map { _ in Unicode.Scalar(pool[Int(random.next() % UInt64(pool.count))])! })))
+        }
+        for text in cases {
+            var bytes: [UInt8] = []
+            JSONWriter.appendQuoted(text, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == Self.referenceEscaped(text), "\(text.debugDescription)")
+            // And the parser reads back the original.
+            #expect(try StrictJSONParser.parse(bytes) == .string(text))
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import Locking
 import Postbacks
 import PostbackClient
 import Synchronization
@@ -81,9 +82,9 @@ private final class BodySource: Sendable {
         var hadIOError = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
-    init(paths: [String]) { state = Mutex(State(paths: paths.reversed())) }
+    init(paths: [String]) { state = Locked(State(paths: paths.reversed())) }
 
     var problems: [String] { state.withLock { $0.problems } }
     var hadIOError: Bool { state.withLock { $0.hadIOError } }

@@ -63,7 +63,8 @@ public enum DurableFile {
         }
     }
 
-    static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(WriteError) {
+    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
+    public static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(WriteError) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }

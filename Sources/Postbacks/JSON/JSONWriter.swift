@@ -101,26 +101,38 @@ public struct JSONWriter: Sendable {
 
     static func appendEscaped(_ string: String, to bytes: inout [UInt8]) {
         var string = string
-        let fast: Bool = string.withUTF8 { utf8 in
-            // Printable ASCII without quote or backslash needs no escaping: copy it as is.
-            for byte in utf8 where byte < 0x20 || byte >= 0x7F || byte == 0x22 || byte == 0x5C { return false }
-            bytes.append(contentsOf: utf8)
-            return true
-        }
-        if fast { return }
-        for scalar in string.unicodeScalars {
-            switch scalar.value {
-            case 0x22: bytes.append(contentsOf: #"\""#.utf8)
-            case 0x5C: bytes.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: bytes.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: bytes.append(contentsOf: #"\r"#.utf8)
-            case 0x09: bytes.append(contentsOf: #"\t"#.utf8)
-            default:
-                if UnicodeSafety.isControlOrInvisible(scalar) {
-                    appendUnicodeEscape(scalar.value, to: &bytes)
-                } else {
-                    bytes.append(contentsOf: String(scalar).utf8)
+        string.withUTF8 { utf8 in
+            bytes.reserveCapacity(bytes.count + utf8.count + 8)
+            var index = 0
+            // Byte by byte while the text is ASCII (postback bodies are: JSON full of quotes); only a
+            // multi-byte character needs decoding, to decide whether it is invisible.
+            while index < utf8.count {
+                let byte = utf8[index]
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                    bytes.append(UInt8(ascii: "\\"))
+                    bytes.append(byte)
+                case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case 0x20..<0x7F:
+                    bytes.append(byte)
+                case 0..<0x20, 0x7F:
+                    appendUnicodeEscape(UInt32(byte), to: &bytes)
+                default:
+                    // A valid String's UTF-8: the lead byte gives the length.
+                    let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
+                    var value = UInt32(byte) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07)
+                    for offset in 1..<length { value = value << 6 | UInt32(utf8[index + offset] & 0x3F) }
+                    if let scalar = Unicode.Scalar(value), UnicodeSafety.isControlOrInvisible(scalar) {
+                        appendUnicodeEscape(value, to: &bytes)
+                    } else {
+                        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[index..<index + length]))
+                    }
+                    index += length
+                    continue
                 }
+                index += 1
             }
         }
     }

@@ -100,7 +100,7 @@ public struct PostbackVerifier: Sendable {
         if appleKey.environment == .development, !policy.allowsDevelopment {
             return VerificationResult(
                 status: .untrustedKey, postback: postback, keyName: appleKey.name, environment: .development,
-                reason: "\(appleKey.name) is a development key; development postbacks are accepted only when allowed (--allow-dev)")
+                reason: "\(appleKey.name) is a development key; development postbacks are accepted only when allowed (postback verify --allow-dev, serve's allow_development)")
         }
         let candidates = candidateKeys(apple: appleKey, curve: .p256)
         guard let der = ECDSASignature.derFromRaw(aak.jws.signature, curve: .p256) else {
