@@ -42,10 +42,13 @@ public struct Hash128: Sendable, Hashable, Comparable {
         var k1: UInt64 = 0
         var k2: UInt64 = 0
         let tail = blocks * 16
-        for index in stride(from: count - 1, through: tail, by: -1) {
-            let byte = UInt64(bytes[index])
-            let offset = index - tail
-            if offset >= 8 { k2 |= byte << UInt64((offset - 8) * 8) } else { k1 |= byte << UInt64(offset * 8) }
+        let remaining = count - tail
+        // The reference reads the tail byte by byte into two little-endian words; the same words, loaded whole.
+        if remaining >= 8 {
+            k1 = bytes.loadUnaligned(fromByteOffset: tail, as: UInt64.self).littleEndian
+            for index in stride(from: count - 1, through: tail + 8, by: -1) { k2 |= UInt64(bytes[index]) << UInt64((index - tail - 8) * 8) }
+        } else {
+            for index in stride(from: count - 1, through: tail, by: -1) { k1 |= UInt64(bytes[index]) << UInt64((index - tail) * 8) }
         }
         if count - tail > 8 {
             k2 = (k2 &* c2).rotatedLeft(33) &* c1

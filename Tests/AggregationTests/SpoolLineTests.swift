@@ -14,7 +14,8 @@ import Testing
 
     /// A canonical description of what the fast path extracted.
     static func describe(_ summary: SpoolLineSummary, _ base: UnsafeRawBufferPointer) -> String {
-        guard let f = summary.fields else { return "no attribution" }
+        guard summary.hasFields else { return "no attribution" }
+        let f = summary.fields
         return [String(summary.receivedAtMicros), String(summary.isProduction), text(summary.dedupKey, base), f.postbackProtocol.rawValue,
                 text(f.version, base), String(describing: f.appID), text(f.adNetworkID, base), String(describing: f.campaignID),
                 text(f.sourceIdentifier, base), String(describing: f.sourceAppID), text(f.sourceDomain, base), text(f.marketplaceID, base),
@@ -99,8 +100,9 @@ import Testing
         let attribution = Attribution(postbackProtocol: .skadnetwork, version: "4.0", appID: 1, adNetworkID: "n", sourceIdentifier: "12", postbackSequenceIndex: 0, didWin: true)
         let base = record(attribution, key: "k:0", at: "2026-03-02T10:00:00.000000Z")
         let decoder = SpoolLineDecoder()
+        var summary = SpoolLineSummary()
         func decode(_ text: String) -> SpoolLineDecoder.Outcome {
-            Array(text.utf8).withUnsafeBytes { decoder.decode($0, spool: .postbacks) }
+            Array(text.utf8).withUnsafeBytes { decoder.decode($0, spool: .postbacks, into: &summary) }
         }
         let encoded = String(decoding: base.encoded().dropLast(), as: UTF8.self)
         let variants = [
@@ -111,23 +113,24 @@ import Testing
             encoded.replacingOccurrences(of: #""dedup_key":"k:0""#, with: #""dedup_key":"k\/0""#),            // escape in a field
         ]
         for variant in variants {
-            guard case .verified(let summary, let inScratch) = decode(variant) else {
+            guard case .verified(let inScratch) = decode(variant) else {
                 Issue.record("valid line not read: \(variant)")
                 continue
             }
             #expect(inScratch, "read by the full parser: \(variant)")
-            #expect(summary.fields?.sourceIdentifier != nil)
+            #expect(summary.hasFields && summary.fields.sourceIdentifier != nil)
         }
         // Keys in another order still take the fast path.
         let reordered = #"{"status":"verified","received_at":"2026-03-02T10:00:00.000000Z","body":"{}","dedup_key":"k:0","environment":"production","attribution":{"app_id":1,"protocol":"skadnetwork","ad_network_id":"n","conversion_type":"download"}}"#
-        guard case .verified(_, let inScratch) = decode(reordered) else { Issue.record("reordered line not read"); return }
+        guard case .verified(let inScratch) = decode(reordered) else { Issue.record("reordered line not read"); return }
         #expect(!inScratch)
     }
 
     @Test func decoderRulesOnTopOfTheRecordFormat() throws {
         let decoder = SpoolLineDecoder()
+        var summary = SpoolLineSummary()
         func decode(_ record: SpoolRecord, spool: StoreLayout.Spool = .postbacks) -> SpoolLineDecoder.Outcome {
-            Array(record.encoded().dropLast()).withUnsafeBytes { decoder.decode($0, spool: spool) }
+            Array(record.encoded().dropLast()).withUnsafeBytes { decoder.decode($0, spool: spool, into: &summary) }
         }
         var attribution = Attribution(postbackProtocol: .adattributionkit, version: nil, appID: 9, adNetworkID: "n", postbackSequenceIndex: 3)
         guard case .corrupt(let reason) = decode(record(attribution, key: "k:3", at: "2026-03-02T10:00:00.000000Z")) else {
@@ -151,9 +154,9 @@ import Testing
                                result: PostbackVerifier().verify(body: body), body: body)
         bare.attribution = nil
         bare.dedupKey = nil
-        guard case .verified(let summary, true) = decode(bare) else { Issue.record("record without attribution"); return }
-        #expect(Self.text(summary.dedupKey, decoder.scratch.withUnsafeBytes { $0 }) == "6aafb7a5-0170-41b5-bbe4-fe71dedf1e31:0")
-        #expect(summary.fields?.coarseValue == .high)
+        guard case .verified(true) = decode(bare) else { Issue.record("record without attribution"); return }
+        #expect(decoder.scratch.withUnsafeBytes { Self.text(summary.dedupKey, $0) } == "6aafb7a5-0170-41b5-bbe4-fe71dedf1e31:0")
+        #expect(summary.fields.coarseValue == .high)
         bare.body = Array("{}".utf8)
         guard case .corrupt = decode(bare) else { Issue.record("no attribution and an unreadable body"); return }
     }
@@ -165,5 +168,32 @@ import Testing
             let fast = Array(text.utf8).withUnsafeBufferPointer { FastSpoolLineParser.timestamp($0.baseAddress!, $0.count) }
             #expect(fast == UTCTimestamp(iso8601: text)?.microsecondsSinceEpoch, "\(text)")
         }
+    }
+}
+
+@Suite struct DedupSortTests {
+    static func entries(_ count: Int, seed: UInt64, distinctHashes: UInt64) -> [DedupEntry] {
+        var random = SplitMix64(seed: seed)
+        return (0..<count).map { index in
+            DedupEntry(hashHigh: random.next() % distinctHashes, hashLow: random.next() % 3, receivedAt: Int64(random.next() % 1000),
+                       order: UInt64(index), row: UInt32(index), flags: 0)
+        }
+    }
+
+    @Test(arguments: [0, 1, 2, 17, 1000, 50_000]) func sortsLikeTheStandardLibrary(count: Int) {
+        for (seed, distinct) in [(1, UInt64.max), (2, 5), (3, 1)] as [(UInt64, UInt64)] {
+            var mine = Self.entries(count, seed: seed, distinctHashes: distinct)
+            let expected = mine.sorted(by: DedupEntry.precedes).map(\.order)
+            DedupEntry.sort(&mine)
+            #expect(mine.map(\.order) == expected, "count \(count), \(distinct) distinct hashes")
+        }
+        // Already sorted and reversed input (quicksort's classic worst cases).
+        var sorted = Self.entries(count, seed: 4, distinctHashes: .max).sorted(by: DedupEntry.precedes)
+        let expected = sorted.map(\.order)
+        DedupEntry.sort(&sorted)
+        #expect(sorted.map(\.order) == expected)
+        var reversed = Array(sorted.reversed())
+        DedupEntry.sort(&reversed)
+        #expect(reversed.map(\.order) == expected)
     }
 }

@@ -64,7 +64,7 @@ public struct DaySummary: Sendable {
 /// Days are processed in order, one at a time, so memory holds one day's rows; the lookback reads
 /// the key files of the previous days, built as each day is processed (days before the range are
 /// read for their keys only).
-public final class AggregationJob {
+public final class AggregationJob: Sendable {
     public let request: AggregationRequest
     public let catalog: SchemaCatalog
     private let layout: StoreLayout
@@ -84,19 +84,29 @@ public final class AggregationJob {
         guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .usage("--data \(request.dataDirectory) is not a directory")
         }
+        return try withWorkDirectory { (work) throws(AggregationError) in try runDays(work: work, onDay: onDay) }
+    }
+
+    /// Takes the store's lock and a fresh work directory (anything left there is from a crashed run)
+    /// for the length of `body`.
+    func withWorkDirectory<R>(_ body: (String) throws(AggregationError) -> R) throws(AggregationError) -> R {
         let aggregateRoot = layout.root + "/agg"
         try makeDirectories(aggregateRoot)
         let lock = try StoreLock(path: aggregateRoot + "/.lock")
         defer { withExtendedLifetime(lock) {} }
         let work = aggregateRoot + "/_work"
-        // Holding the lock, anything here is left over from a crashed run.
         try? FileManager.default.removeItem(atPath: work)
         try DayAggregator.makeDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
+        return try body(work)
+    }
 
+    private func runDays(work: String, onDay: (DaySummary) -> Void) throws(AggregationError) -> [DaySummary] {
         var keyFiles: [UTCDay: String] = [:]
         var lookbackReports: [UTCDay: [SegmentReport]] = [:]
         var summaries: [DaySummary] = []
+        let writer = BackgroundDayWriter()
+        defer { _ = try? writer.finish() }
         var day = request.from.adding(days: -request.lookbackDays)
         while day <= request.to {
             let keysOnly = day < request.from
@@ -112,9 +122,14 @@ public final class AggregationJob {
                     let lookback = (1...max(1, request.lookbackDays)).reversed().flatMap { offset -> [SegmentReport] in
                         request.lookbackDays == 0 ? [] : lookbackReports[day.adding(days: -offset)] ?? []
                     }
-                    let summary = try publishDay(table, lookback: lookback)
-                    summaries.append(summary)
-                    onDay(summary)
+                    // Rendering and writing (and fsyncing) a day overlaps with reading the next one, which fills
+                    // the gaps where one core would wait; at most one day is in flight.
+                    if let summary = try writer.finish() {
+                        summaries.append(summary)
+                        onDay(summary)
+                    }
+                    let handOver = UncheckedBox(table)  // the writer owns the table from here on
+                    writer.start { () throws(AggregationError) -> DaySummary in try self.render(handOver.value, lookback: lookback).write() }
                 }
             }
             // Keys older than the next day's window are no longer needed.
@@ -125,6 +140,10 @@ public final class AggregationJob {
                 lookbackReports[old] = nil
             }
             day = day.adding(days: 1)
+        }
+        if let summary = try writer.finish() {
+            summaries.append(summary)
+            onDay(summary)
         }
         return summaries
     }
@@ -143,34 +162,14 @@ public final class AggregationJob {
         return tasks
     }
 
-    func publishDay(_ table: DayTable, lookback: [SegmentReport]) throws(AggregationError) -> DaySummary {
-        let day = table.day
-        let rendered = try DayRenderer.render(table, catalog: catalog)
-        var outputs: [ManifestWriter.Output] = []
-        for (name, bytes, rows) in [(AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
-                                    (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows)] {
-            let path = layout.aggregateFile(table: name, day: day)
-            try Self.publish(bytes, to: path)
-            outputs.append(ManifestWriter.Output(table: name, path: "agg/\(name)/dt=\(day)/part-00000.csv", rows: rows, bytes: bytes.count,
-                                                 sha256: SHA256.hash(bytes).description))
-        }
-        let schemas = catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }
-        let manifest = ManifestWriter.manifest(day: day, toolVersion: request.toolVersion, lookbackDays: request.lookbackDays, table: table,
-                                               lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals)
-        let manifestPath = layout.manifest(day: day)
-        try Self.publish(manifest, to: manifestPath)
-        var problems: [String] = []
-        for segment in table.segments {
-            for problem in segment.problems { problems.append("\(segment.name):\(problem.line): \(problem.reason)") }
-        }
-        return DaySummary(
-            day: day, totals: rendered.totals, campaignDailyRows: rendered.campaignDailyRows,
-            campaignEventsDailyRows: rendered.campaignEventsDailyRows, inputSegments: table.segments.count,
-            inputBytes: table.segments.reduce(0) { $0 + $1.bytes }, corruptLines: table.segments.reduce(0) { $0 + $1.corruptLines },
-            tornTails: table.segments.filter(\.tornTail).count, sameDayDuplicates: table.sameDayDuplicates,
-            earlierDayDuplicates: table.earlierDayDuplicates, problems: problems, manifestPath: manifestPath,
-            fastPathLines: table.fastPathLines, slowPathLines: table.slowPathLines, bucketCount: table.bucketCount,
-            largestBucket: table.largestBucket)
+    /// Renders a day (on all workers) into a `PendingDay` that can be written on another thread.
+    func render(_ table: DayTable, lookback: [SegmentReport]) throws(AggregationError) -> PendingDay {
+        var trace = PhaseTrace("\(table.day)")
+        let rendered = try DayRenderer.render(table, catalog: catalog, workers: request.workers)
+        trace.mark("render")
+        return PendingDay(day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
+                          schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
+                          toolVersion: request.toolVersion, lookbackDays: request.lookbackDays)
     }
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed

@@ -42,7 +42,7 @@ final class BucketResolver {
         }
         largestBucket = max(largestBucket, entries.count)
         guard !entries.isEmpty else { return [] }
-        entries.sort(by: DedupEntry.precedes)
+        DedupEntry.sort(&entries)
 
         // Group boundaries: entries of one key are adjacent, earliest copy first.
         var groupStarts: [Int] = []
@@ -72,6 +72,16 @@ final class BucketResolver {
             }
         }
 
+        // Take the counters out of the object for the loop (unique, so no copy-on-write; no exclusivity checks).
+        var postbacks: [UInt32] = [], development: [UInt32] = [], duplicates: [UInt32] = []
+        swap(&postbacks, &self.postbacks)
+        swap(&development, &self.development)
+        swap(&duplicates, &self.duplicates)
+        defer {
+            swap(&postbacks, &self.postbacks)
+            swap(&development, &self.development)
+            swap(&duplicates, &self.duplicates)
+        }
         for group in hashes.indices {
             let first = groupStarts[group], copies = groupStarts[group + 1] - first
             if seenEarlier[group] {

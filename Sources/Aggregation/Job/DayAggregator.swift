@@ -61,6 +61,7 @@ enum DayAggregator {
         try makeDirectory(directory)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
+        var trace = PhaseTrace("\(day)")
         let buckets = bucketCount(inputBytes: tasks.reduce(0) { $0 + $1.size })
         let workerCount = max(1, min(workers, tasks.count))
         let scanners = (0..<workerCount).map { SegmentScanner(spill: BucketSpill(directory: directory, worker: $0, bucketCount: buckets), keysOnly: keysOnly) }
@@ -70,19 +71,21 @@ enum DayAggregator {
             try scanners[worker].scan(ordered[task])
         }
         for scanner in scanners { try scanner.spill.finish() }
+        trace.mark(keysOnly ? "scan (keys only)" : "scan")
 
         // One row table for the day; each worker's local ids map into it.
         let rows = RowInterner(capacity: scanners.reduce(0) { $0 + $1.interner.count })
         var maps: [[UInt32]] = []
         for scanner in scanners {
             var map = [UInt32](repeating: 0, count: scanner.interner.count)
-            for local in 0..<scanner.interner.count { map[local] = scanner.interner.withKey(local) { rows.intern($0) } }
+            for local in 0..<scanner.interner.count { map[local] = rows.intern(scanner.interner.key(local)) }
             maps.append(map)
         }
         let table = DayTable(day: day, rows: rows)
         table.bucketCount = buckets
+        var rejected = [UInt32](repeating: 0, count: rows.count)
         for (worker, scanner) in scanners.enumerated() {
-            for (local, count) in scanner.rejectedCounts.enumerated() where count > 0 { table.rejected[Int(maps[worker][local])] += count }
+            for (local, count) in scanner.rejectedCounts.enumerated() where count > 0 { rejected[Int(maps[worker][local])] += count }
             table.segments.append(contentsOf: scanner.reports)
             for (status, count) in scanner.rejectedByStatus { table.rejectedByStatus[status, default: 0] += count }
             for (reason, count) in scanner.rejectedReasons { table.rejectedReasons[reason, default: 0] += count }
@@ -90,6 +93,7 @@ enum DayAggregator {
             table.slowPathLines += scanner.slowPathLines
         }
         table.segments.sort { $0.name < $1.name }
+        trace.mark("merge rows")
 
         let earlier = try earlierKeyFiles.map { (path) throws(AggregationError) in try KeyFile(path: path) }
         let resolvers = (0..<min(workers, buckets)).map { _ in BucketResolver(rowCount: rows.count) }
@@ -99,17 +103,25 @@ enum DayAggregator {
             try writeKeys(hashes, to: "\(directory)/keys-\(bucket).bin")
             for file in files { unlink(file.path) }
         }
+        table.rejected = rejected
+        // Summed in locals: each access to the table's array properties would be checked for exclusivity.
+        var postbacks = [UInt32](repeating: 0, count: rows.count), development = postbacks, duplicates = postbacks
         for resolver in resolvers {
+            let (p, d, u) = (resolver.postbacks, resolver.development, resolver.duplicates)
             for row in 0..<rows.count {
-                table.postbacks[row] += resolver.postbacks[row]
-                table.development[row] += resolver.development[row]
-                table.duplicates[row] += resolver.duplicates[row]
+                postbacks[row] += p[row]
+                development[row] += d[row]
+                duplicates[row] += u[row]
             }
             table.sameDayDuplicates += resolver.sameDayDuplicates
             table.earlierDayDuplicates += resolver.earlierDayDuplicates
             table.largestBucket = max(table.largestBucket, resolver.largestBucket)
         }
+        table.postbacks = postbacks
+        table.development = development
+        table.duplicates = duplicates
         try concatenate((0..<buckets).map { "\(directory)/keys-\($0).bin" }, into: keyFile)
+        trace.mark("resolve")
         return table
     }
 
@@ -122,41 +134,17 @@ enum DayAggregator {
     }
 
     private static func writeKeys(_ hashes: [Hash128], to path: String) throws(AggregationError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: path, operation: "create", errorNumber: errno) }
+        let fd = try FileIO.create(path)
         defer { close(fd) }
         try KeyFile.write(hashes, to: fd, path: path)
     }
 
     private static func concatenate(_ parts: [String], into path: String) throws(AggregationError) {
-        let out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard out >= 0 else { throw .io(path: path, operation: "create", errorNumber: errno) }
+        let out = try FileIO.create(path)
         defer { close(out) }
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
         for part in parts {
-            let fd = open(part, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw .io(path: part, operation: "open", errorNumber: errno) }
-            defer {
-                close(fd)
-                unlink(part)
-            }
-            while true {
-                let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    throw .io(path: part, operation: "read", errorNumber: errno)
-                }
-                if got == 0 { break }
-                var offset = 0
-                while offset < got {
-                    let written = chunk.withUnsafeBytes { write(out, $0.baseAddress! + offset, got - offset) }
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw .io(path: path, operation: "write", errorNumber: errno)
-                    }
-                    offset += written
-                }
-            }
+            defer { unlink(part) }
+            try FileIO.forEachChunk(of: part) { (chunk) throws(AggregationError) in try FileIO.writeAll(chunk, to: out, path: path) }
         }
     }
 }

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// One copy of a postback on its way through dedup: 40 bytes, written to bucket files as is.
 ///
 /// Copies are ordered by dedup-key hash, then `receivedAt`, then `order` (the segment's place in
@@ -22,123 +18,18 @@ struct DedupEntry {
 
     static func order(segment: Int, offset: Int) -> UInt64 { UInt64(segment) << 40 | UInt64(offset) & 0xFF_FFFF_FFFF }
 
+    /// Sorts by `precedes` (`Introsort`; the standard library's stable sort through a closure cost
+    /// five times as much here). Entries are never equal (order is unique per copy), so stability
+    /// does not matter.
+    static func sort(_ entries: inout [DedupEntry]) {
+        entries.withUnsafeMutableBufferPointer { Introsort.sort($0, by: precedes) }
+    }
+
     @inline(__always)
     static func precedes(_ a: DedupEntry, _ b: DedupEntry) -> Bool {
         if a.hashHigh != b.hashHigh { return a.hashHigh < b.hashHigh }
         if a.hashLow != b.hashLow { return a.hashLow < b.hashLow }
         if a.receivedAt != b.receivedAt { return a.receivedAt < b.receivedAt }
         return a.order < b.order
-    }
-}
-
-/// The dedup entries of one worker, partitioned by the top bits of the key hash into bucket files,
-/// so that all copies of a key meet in one bucket and a bucket fits in memory whatever the day's size.
-final class BucketSpill {
-    static let bufferEntries = 4096
-
-    let directory: String
-    let worker: Int
-    let bucketCount: Int
-    private let shift: UInt64
-    /// `bucketCount` buffers of `bufferEntries` entries, and their fill counts (manually managed:
-    /// this is on the per-postback path).
-    private let storage: UnsafeMutablePointer<DedupEntry>
-    private let counts: UnsafeMutablePointer<Int>
-    private let descriptors: UnsafeMutablePointer<Int32>
-    private(set) var entriesWritten = 0
-
-    /// `bucketCount` must be a power of two.
-    init(directory: String, worker: Int, bucketCount: Int) {
-        precondition(bucketCount > 0 && bucketCount & (bucketCount - 1) == 0)
-        self.directory = directory
-        self.worker = worker
-        self.bucketCount = bucketCount
-        shift = UInt64(64 - bucketCount.trailingZeroBitCount)
-        storage = .allocate(capacity: bucketCount * Self.bufferEntries)
-        counts = .allocate(capacity: bucketCount)
-        counts.initialize(repeating: 0, count: bucketCount)
-        descriptors = .allocate(capacity: bucketCount)
-        descriptors.initialize(repeating: -1, count: bucketCount)
-    }
-
-    deinit {
-        for bucket in 0..<bucketCount where descriptors[bucket] >= 0 { close(descriptors[bucket]) }
-        storage.deallocate()
-        counts.deallocate()
-        descriptors.deallocate()
-    }
-
-    static func bucket(of hashHigh: UInt64, bucketCount: Int) -> Int {
-        bucketCount == 1 ? 0 : Int(hashHigh >> UInt64(64 - bucketCount.trailingZeroBitCount))
-    }
-
-    func path(bucket: Int) -> String { "\(directory)/w\(worker)-b\(bucket).bin" }
-
-    @inline(__always)
-    func append(_ entry: DedupEntry) throws(AggregationError) {
-        let bucket = bucketCount == 1 ? 0 : Int(entry.hashHigh >> shift)
-        let filled = counts[bucket]
-        storage[bucket * Self.bufferEntries + filled] = entry
-        counts[bucket] = filled + 1
-        if filled + 1 == Self.bufferEntries { try flush(bucket) }
-    }
-
-    /// Writes out every buffered entry and closes the files; call once, after the last append.
-    func finish() throws(AggregationError) {
-        for bucket in 0..<bucketCount where counts[bucket] > 0 { try flush(bucket) }
-        for bucket in 0..<bucketCount where descriptors[bucket] >= 0 {
-            close(descriptors[bucket])
-            descriptors[bucket] = -1
-        }
-    }
-
-    private func flush(_ bucket: Int) throws(AggregationError) {
-        if descriptors[bucket] < 0 {
-            let fd = open(path(bucket: bucket), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw .io(path: path(bucket: bucket), operation: "create", errorNumber: errno) }
-            descriptors[bucket] = fd
-        }
-        let count = counts[bucket]
-        let bytes = UnsafeRawBufferPointer(start: storage + bucket * Self.bufferEntries, count: count * MemoryLayout<DedupEntry>.stride)
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptors[bucket], bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path(bucket: bucket), operation: "write", errorNumber: errno)
-            }
-            offset += written
-        }
-        entriesWritten += count
-        counts[bucket] = 0
-    }
-
-    /// Reads back one bucket file (empty if the worker wrote nothing there).
-    static func read(path: String) throws(AggregationError) -> [DedupEntry] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return [] }
-            throw .io(path: path, operation: "open", errorNumber: errno)
-        }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw .io(path: path, operation: "stat", errorNumber: errno) }
-        let count = Int(status.st_size) / MemoryLayout<DedupEntry>.stride
-        var entries = [DedupEntry](repeating: DedupEntry(hashHigh: 0, hashLow: 0, receivedAt: 0, order: 0, row: 0, flags: 0), count: count)
-        let failure: Int32? = entries.withUnsafeMutableBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let got = Glibc.read(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if got == 0 { return EIO }
-                offset += got
-            }
-            return nil
-        }
-        if let failure { throw .io(path: path, operation: "read", errorNumber: failure) }
-        return entries
     }
 }

@@ -26,15 +26,10 @@ extension AggregationJob {
         let day = request.from
         guard request.to == day else { throw .usage("--input aggregates one day: give --date, not a range") }
         guard !files.isEmpty else { throw .usage("no --input file given") }
-        let aggregateRoot = request.dataDirectory + "/agg"
-        try makeDirectories(aggregateRoot)
-        let lock = try StoreLock(path: aggregateRoot + "/.lock")
-        defer { withExtendedLifetime(lock) {} }
-        let work = aggregateRoot + "/_work"
-        try? FileManager.default.removeItem(atPath: work)
-        try DayAggregator.makeDirectory(work)
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        return try withWorkDirectory { (work) throws(AggregationError) in try aggregateInput(files: files, verifier: verifier, day: day, work: work) }
+    }
 
+    private func aggregateInput(files: [String], verifier: PostbackVerifier, day: UTCDay, work: String) throws(AggregationError) -> DaySummary {
         let verifiedPath = "\(work)/input-verified.jsonl", rejectedPath = "\(work)/input-rejected.jsonl"
         let verifiedOut = try OutputFile(path: verifiedPath), rejectedOut = try OutputFile(path: rejectedPath)
         var reports: [SegmentReport] = []
@@ -87,79 +82,30 @@ extension AggregationJob {
         let table = try DayAggregator.run(day: day, tasks: tasks, keysOnly: false, earlierKeyFiles: [], keyFile: "\(work)/keys.bin",
                                           workDirectory: work, workers: request.workers)
         table.segments = reports
-        return try publishDay(table, lookback: [])
+        return try render(table, lookback: []).write()
     }
 
     private static func verify(_ batch: [InputRecord], verifier: PostbackVerifier, workers: Int) -> [VerificationResult] {
         let slices = max(1, min(workers, batch.count / 64))
-        var parts = [[VerificationResult]](repeating: [], count: slices)
+        let parts = (0..<slices).map { _ in ResultSlot<[VerificationResult]>() }
         let chunk = (batch.count + slices - 1) / slices
         try? Parallel.run(workers: slices, tasks: slices) { (_, task) in
             let range = (task * chunk)..<min(batch.count, (task + 1) * chunk)
-            parts[task] = batch[range].map { record in
+            parts[task].value = batch[range].map { record in
                 record.problem.map { VerificationResult.malformed(reason: $0) } ?? verifier.verify(body: record.bytes)
             }
         }
-        return parts.flatMap { $0 }
+        return parts.flatMap { $0.value ?? [] }
     }
 
     private static func checksum(_ path: String) throws(AggregationError) -> (Int, String) {
         guard path != "-" else { return (0, "") }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: path, operation: "open", errorNumber: errno) }
-        defer { close(fd) }
         let hasher = SHA256Hasher()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var total = 0
-        while true {
-            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, operation: "read", errorNumber: errno)
-            }
-            if got == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
-            total += got
+        try FileIO.forEachChunk(of: path) { chunk in
+            hasher.update(chunk)
+            total += chunk.count
         }
         return (total, hasher.finalize().description)
     }
-}
-
-/// A work file appended to in large writes.
-final class OutputFile {
-    let path: String
-    private let fd: Int32
-    private var pending: [UInt8] = []
-    private(set) var bytesWritten = 0
-    var pendingBytes: Int { pending.count }
-
-    init(path: String) throws(AggregationError) {
-        self.path = path
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: path, operation: "create", errorNumber: errno) }
-        pending.reserveCapacity(1 << 20)
-    }
-
-    deinit { Glibc.close(fd) }
-
-    func append(_ bytes: [UInt8]) throws(AggregationError) {
-        pending.append(contentsOf: bytes)
-        if pending.count >= 1 << 20 { try flush() }
-    }
-
-    func flush() throws(AggregationError) {
-        var offset = 0
-        while offset < pending.count {
-            let written = pending.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, operation: "write", errorNumber: errno)
-            }
-            offset += written
-        }
-        bytesWritten += pending.count
-        pending.removeAll(keepingCapacity: true)
-    }
-
-    func close() throws(AggregationError) { try flush() }
 }

@@ -70,18 +70,6 @@ final class KeyFile {
             words.append(hash.high)
             words.append(hash.low)
         }
-        let failure: Int32? = words.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
-            return nil
-        }
-        if let failure { throw .io(path: path, operation: "write", errorNumber: failure) }
+        try words.withBytes { (bytes) throws(AggregationError) in try FileIO.writeAll(bytes, to: fd, path: path) }
     }
 }

@@ -29,10 +29,16 @@ enum Parallel {
     }
 }
 
-/// Carries a value into the worker threads. Safe here because `Parallel.run` hands each worker its
-/// own slots of the state the closure touches (indexed by worker number) and joins all workers
-/// before returning.
+/// Carries a value into other threads. Safe where used: `Parallel.run` hands each worker its own
+/// slots of the state the closure touches (indexed by worker number) and joins all workers before
+/// returning, and a day's table handed to the background writer is no longer touched by the caller.
 struct UncheckedBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// A place for one parallel task's result (one object per task, so tasks never write the same
+/// variable).
+final class ResultSlot<Value>: @unchecked Sendable {
+    var value: Value?
 }

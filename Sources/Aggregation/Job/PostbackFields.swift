@@ -1,9 +1,18 @@
 import Postbacks
 
 /// A run of bytes inside a backing buffer (a spool line, or scratch space for decoded records).
+/// 32-bit offsets keep `PostbackFields`, which is copied per postback, small (lines are < 4 MiB).
 struct ByteSlice: Equatable {
-    var start: Int
-    var count: Int
+    private let storedStart: Int32
+    private let storedCount: Int32
+
+    init(start: Int, count: Int) {
+        storedStart = Int32(truncatingIfNeeded: start)
+        storedCount = Int32(truncatingIfNeeded: count)
+    }
+
+    var start: Int { Int(storedStart) }
+    var count: Int { Int(storedCount) }
 }
 
 /// The fields of one stored postback that place it in an aggregate row, in the cheapest form the
@@ -33,35 +42,5 @@ struct PostbackFields {
         guard let version else { return false }
         return version.count == 3 && base[version.start] == UInt8(ascii: "4") && base[version.start + 1] == UInt8(ascii: ".")
             && base[version.start + 2] == UInt8(ascii: "0")
-    }
-}
-
-/// The estimated install time: when the postback arrived, minus the end of its conversion window
-/// and the mean of Apple's random send delay (AppsFlyer's published formula, ecosystem §2.1):
-///
-/// | postback | window ends | mean delay | subtracted |
-/// |---|---|---|---|
-/// | SKAdNetwork ≤ 3.0 | 24 h timer | 24 h (0–24 h delay after the timer, plus 12 h mean activity) | 48 h |
-/// | SKAN 4 / AAK index 0 | day 2 (48 h) | 36 h (24–48 h) | 84 h |
-/// | index 1 | day 7 (168 h) | 84 h (24–144 h) | 252 h |
-/// | index 2 | day 35 (840 h) | 84 h | 924 h |
-///
-/// It is an estimate (a lock shortens the window), but a deterministic one: the same received_at
-/// always gives the same date, in every engine. Its UTC day picks the schema that decodes the
-/// postback and is the `est_install_date` column.
-enum InstallDateEstimate {
-    static let hour: Int64 = 3_600_000_000
-
-    static func subtractedHours(windows: Bool, sequenceIndex: Int) -> Int64 {
-        guard windows else { return 48 }
-        switch sequenceIndex {
-        case 1: return 252
-        case 2: return 924
-        default: return 84
-        }
-    }
-
-    static func day(receivedAtMicros: Int64, windows: Bool, sequenceIndex: Int) -> UTCDay {
-        UTCTimestamp(microsecondsSinceEpoch: receivedAtMicros - subtractedHours(windows: windows, sequenceIndex: sequenceIndex) * hour).day
     }
 }

@@ -10,58 +10,61 @@ import Glibc
 /// the hottest structure of the job and Swift arrays in a class pay a dynamic exclusivity check
 /// on every access.
 final class RowInterner {
-    private var arena: GrowableBuffer<UInt8>
-    private var starts: GrowableBuffer<Int>
-    private var lengths: GrowableBuffer<Int32>
-    private var hashes: GrowableBuffer<UInt64>
-    private var slots: UnsafeMutablePointer<Int32>
-    private var slotCount: Int
+    /// Everything in one value, so the probe loop reads the object's state with a single access
+    /// (each read of a class's stored `var` is checked for exclusivity).
+    private struct Storage {
+        var arena: GrowableBuffer<UInt8>
+        var starts: GrowableBuffer<Int>
+        var lengths: GrowableBuffer<Int32>
+        var hashes: GrowableBuffer<UInt64>
+        var slots: UnsafeMutablePointer<Int32>
+        var slotCount: Int
+    }
+
+    private var storage: Storage
 
     init(capacity: Int = 1024) {
         var size = 16
         while size < capacity * 2 { size <<= 1 }
-        slotCount = size
-        slots = .allocate(capacity: size)
+        let slots = UnsafeMutablePointer<Int32>.allocate(capacity: size)
         slots.initialize(repeating: -1, count: size)
-        arena = GrowableBuffer(capacity: capacity * 96)
-        starts = GrowableBuffer(capacity: capacity)
-        lengths = GrowableBuffer(capacity: capacity)
-        hashes = GrowableBuffer(capacity: capacity)
+        storage = Storage(arena: GrowableBuffer(capacity: capacity * 96), starts: GrowableBuffer(capacity: capacity),
+                          lengths: GrowableBuffer(capacity: capacity), hashes: GrowableBuffer(capacity: capacity), slots: slots, slotCount: size)
     }
 
     deinit {
-        slots.deallocate()
-        arena.free()
-        starts.free()
-        lengths.free()
-        hashes.free()
+        storage.slots.deallocate()
+        storage.arena.free()
+        storage.starts.free()
+        storage.lengths.free()
+        storage.hashes.free()
     }
 
-    var count: Int { starts.count }
+    var count: Int { storage.starts.count }
 
     /// The id of `key`, adding it if new.
     func intern(_ key: UnsafeRawBufferPointer) -> UInt32 {
         let hash = Hash128.of(key).low
-        // Local copies: reading the class's stored properties in the loop would check exclusivity each time.
-        let mask = slotCount - 1
-        let slotsPointer = slots, hashes = self.hashes, lengths = self.lengths, starts = self.starts, arena = self.arena.base
+        var state = storage
+        let mask = state.slotCount - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let id = Int(slotsPointer[slot])
+            let id = Int(state.slots[slot])
             if id < 0 { break }
-            if hashes[id] == hash && Int(lengths[id]) == key.count
-                && (key.count == 0 || memcmp(arena + starts[id], key.baseAddress!, key.count) == 0) {
+            if state.hashes[id] == hash && Int(state.lengths[id]) == key.count
+                && (key.count == 0 || memcmp(state.arena.base + state.starts[id], key.baseAddress!, key.count) == 0) {
                 return UInt32(id)
             }
             slot = (slot + 1) & mask
         }
-        let id = starts.count
-        self.starts.append(self.arena.count)
-        self.lengths.append(Int32(key.count))
-        self.hashes.append(hash)
-        self.arena.append(key)
-        slotsPointer[slot] = Int32(id)
-        if starts.count * 2 > slotCount { grow() }
+        let id = state.starts.count
+        state.starts.append(state.arena.count)
+        state.lengths.append(Int32(key.count))
+        state.hashes.append(hash)
+        state.arena.append(key)
+        state.slots[slot] = Int32(id)
+        if state.starts.count * 2 > state.slotCount { Self.grow(&state) }
+        storage = state
         return UInt32(id)
     }
 
@@ -69,25 +72,23 @@ final class RowInterner {
 
     /// The bytes of row `id`, valid until the next `intern`.
     func key(_ id: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: arena.base + starts[id], count: Int(lengths[id]))
+        let state = storage
+        return UnsafeRawBufferPointer(start: state.arena.base + state.starts[id], count: Int(state.lengths[id]))
     }
 
-    /// Calls `body` with the bytes of row `id`.
-    func withKey<R>(_ id: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try body(key(id)) }
-
-    private func grow() {
-        let size = slotCount * 2
+    private static func grow(_ state: inout Storage) {
+        let size = state.slotCount * 2
         let fresh = UnsafeMutablePointer<Int32>.allocate(capacity: size)
         fresh.initialize(repeating: -1, count: size)
         let mask = size - 1
-        for id in 0..<starts.count {
-            var slot = Int(truncatingIfNeeded: hashes[id]) & mask
+        for id in 0..<state.starts.count {
+            var slot = Int(truncatingIfNeeded: state.hashes[id]) & mask
             while fresh[slot] >= 0 { slot = (slot + 1) & mask }
             fresh[slot] = Int32(id)
         }
-        slots.deallocate()
-        slots = fresh
-        slotCount = size
+        state.slots.deallocate()
+        state.slots = fresh
+        state.slotCount = size
     }
 }
 

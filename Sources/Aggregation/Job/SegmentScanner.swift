@@ -78,6 +78,7 @@ final class SegmentScanner {
         var skippingLongLine = false
         var longLineLength = 0
         var pendingFailure: (line: Int, reason: String)? = nil
+        var summary = SpoolLineSummary()
 
         func settlePending(isLast: Bool) {
             guard let failure = pendingFailure else { return }
@@ -131,7 +132,7 @@ final class SegmentScanner {
                         var length = newline - lineStart
                         if length > 0, bytes[newline - 1] == 0x0D { length -= 1 }
                         let line = UnsafeRawBufferPointer(start: base + lineStart, count: length)
-                        if let failure = try handle(line, task: task, offset: bufferOffset + lineStart, report: &report) {
+                        if let failure = try handle(line, task: task, offset: bufferOffset + lineStart, report: &report, summary: &summary) {
                             pendingFailure = (lineNumber, failure)
                         }
                     }
@@ -163,8 +164,9 @@ final class SegmentScanner {
 
     /// Processes one complete line; returns a reason when it is not a valid record (whether that is
     /// corruption or a torn tail depends on whether another line follows).
-    private func handle(_ line: UnsafeRawBufferPointer, task: SegmentTask, offset: Int, report: inout SegmentReport) throws(AggregationError) -> String? {
-        switch decoder.decode(line, spool: task.spool) {
+    private func handle(_ line: UnsafeRawBufferPointer, task: SegmentTask, offset: Int, report: inout SegmentReport,
+                        summary: inout SpoolLineSummary) throws(AggregationError) -> String? {
+        switch decoder.decode(line, spool: task.spool, into: &summary) {
         case .corrupt(let reason):
             return reason
         case .rejected(let facts):
@@ -182,7 +184,7 @@ final class SegmentScanner {
                 rejectedReasons["(other reasons)", default: 0] += 1
             }
             return nil
-        case .verified(let summary, let inScratch):
+        case .verified(let inScratch):
             report.postbacks += 1
             if inScratch {
                 try decoder.scratch.withBytes { (scratch: UnsafeRawBufferPointer) throws(AggregationError) in
@@ -197,16 +199,16 @@ final class SegmentScanner {
 
     @inline(__always)
     private func emit(_ summary: SpoolLineSummary, base: UnsafeRawBufferPointer, task: SegmentTask, offset: Int) throws(AggregationError) {
-        guard let key = summary.dedupKey, let fields = summary.fields else { return }
+        guard let key = summary.dedupKey, summary.hasFields else { return }
         let hash = Hash128.of(UnsafeRawBufferPointer(rebasing: base[key.start..<(key.start + key.count)]))
         var row = UInt32.max
         if !keysOnly {
             let installDay = InstallDateEstimate.day(receivedAtMicros: summary.receivedAtMicros,
-                                                     windows: fields.hasConversionWindows(in: base), sequenceIndex: fields.sequenceIndex)
-            encoder.encodePostback(fields, installDay: installDay, base: base)
+                                                     windows: summary.fields.hasConversionWindows(in: base), sequenceIndex: summary.fields.sequenceIndex)
+            encoder.encodePostback(summary.fields, installDay: installDay, base: base)
             row = interner.intern(encoder.bytes)
         }
-        let production = summary.isProduction && !fields.isTestMode
+        let production = summary.isProduction && !summary.fields.isTestMode
         try spill.append(DedupEntry(hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,
                                     order: DedupEntry.order(segment: task.ordinal, offset: offset), row: row,
                                     flags: production ? 0 : DedupEntry.developmentFlag))

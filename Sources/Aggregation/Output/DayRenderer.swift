@@ -4,7 +4,7 @@ import Glibc
 import Postbacks
 
 /// The finished output of one day: both CSV files' bytes and what the manifest says about them.
-struct RenderedDay {
+struct RenderedDay: Sendable {
     var campaignDaily: [UInt8] = []
     var campaignEventsDaily: [UInt8] = []
     var campaignDailyRows = 0
@@ -13,25 +13,11 @@ struct RenderedDay {
     var totals = DayTotals()
 }
 
-/// Headline and side counts of a day, for the manifest and the command's summary.
-public struct DayTotals: Sendable, Equatable {
-    public var postbacks = 0
-    public var installs = 0
-    public var redownloads = 0
-    public var reengagements = 0
-    public var losses = 0
-    public var nullValuePostbacks = 0
-    public var developmentPostbacks = 0
-    public var rejectedPostbacks = 0
-    public var duplicatesDropped = 0
-    public var revenueEstimate = Money.zero
-}
-
 /// Turns a day's counted rows into CSV: decodes each row once with its schema (label, revenue,
 /// events, campaign/geo/placement), writes the lines, sorts them, and folds decoded events into the
-/// events table.
+/// events table. Rows are split between the workers; their lines and events are merged and sorted.
 ///
-/// Decoding rules (docs/aggregate.md, "Decoding"):
+/// Decoding rules (docs/aggregate.md, "Output"):
 /// - `cv_kind` is `fine` or `coarse` when the postback carries that value, `null` for a winning
 ///   postback without one (Apple withheld it: an install, never zero revenue), `none` for a
 ///   non-winning postback (they never carry values);
@@ -41,28 +27,90 @@ public struct DayTotals: Sendable, Equatable {
 ///   conversion type; losses count `did_win` false; development postbacks are counted only in
 ///   `development_postbacks`, rejected records only in `rejected_postbacks`.
 enum DayRenderer {
-    static func render(_ table: DayTable, catalog: SchemaCatalog) throws(AggregationError) -> RenderedDay {
+    static func render(_ table: DayTable, catalog: SchemaCatalog, workers: Int) throws(AggregationError) -> RenderedDay {
+        let rowCount = table.rows.count
+        let parts = max(1, min(workers, rowCount / 1024))
+        let slots = (0..<parts).map { _ in ResultSlot<RenderedPart>() }
+        try Parallel.run(workers: parts, tasks: parts) { (_, part) throws(AggregationError) in
+            let range = (rowCount * part / parts)..<(rowCount * (part + 1) / parts)
+            slots[part].value = try renderRows(range, of: table, catalog: catalog)
+        }
+
         var output = RenderedDay()
         var lines = LineSet()
         let eventKeys = RowInterner(capacity: 1024)
         var events: [EventAccumulator] = []
+        for slot in slots {
+            guard let part = slot.value else { continue }
+            lines.append(contentsOf: part.lines)
+            try output.totals.add(part.totals)
+            output.schemaIDs.formUnion(part.schemaIDs)
+            for (index, accumulator) in part.events.enumerated() {
+                let id = Int(eventKeys.intern(part.eventKeys.key(index)))
+                if id == events.count { events.append(accumulator) } else { try events[id].merge(accumulator) }
+            }
+        }
+        output.campaignDaily = CSVLine.header(AggregateTables.campaignDailyColumns)
+        lines.appendSorted(to: &output.campaignDaily)
+        output.campaignDailyRows = lines.count
+
+        var eventLines = LineSet()
+        var line = CSVLine()
+        for id in events.indices {
+            let accumulator = events[id]
+            line.reset()
+            line.appendRaw(eventKeys.key(id))
+            line.field(accumulator.postbacks)
+            line.field(accumulator.countMin)
+            line.field(accumulator.countMax)
+            line.field(accumulator.revenueMin)
+            line.field(accumulator.revenueMax)
+            line.field(accumulator.revenueEstimate)
+            line.field(accumulator.currency)
+            line.endLine()
+            eventLines.append(line.bytes)
+        }
+        output.campaignEventsDaily = CSVLine.header(AggregateTables.campaignEventsDailyColumns)
+        eventLines.appendSorted(to: &output.campaignEventsDaily)
+        output.campaignEventsDailyRows = events.count
+        return output
+    }
+
+    /// One worker's share of the rows.
+    private struct RenderedPart {
+        var lines = LineSet()
+        var eventKeys = RowInterner(capacity: 256)
+        var events: [EventAccumulator] = []
+        var totals = DayTotals()
+        var schemaIDs: Set<String> = []
+    }
+
+    private static func renderRows(_ rows: Range<Int>, of table: DayTable, catalog: SchemaCatalog) throws(AggregationError) -> RenderedPart {
+        var part = RenderedPart()
         var line = CSVLine()
         var prefix = CSVLine()
-        for row in 0..<table.rows.count {
-            let postbacks = Int64(table.postbacks[row])
-            let development = Int64(table.development[row]), rejected = Int64(table.rejected[row]), duplicates = Int64(table.duplicates[row])
+        var eventKey = CSVLine()
+        var dates = DateCache()
+        var dimensions = DimensionCache()
+        // Local references: reading a class's array properties in the loop would check exclusivity each time.
+        let counted = table.postbacks, developmentCounts = table.development, rejectedCounts = table.rejected, duplicateCounts = table.duplicates
+        let keys = table.rows
+        for row in rows {
+            let postbacks = Int64(counted[row])
+            let development = Int64(developmentCounts[row]), rejected = Int64(rejectedCounts[row]), duplicates = Int64(duplicateCounts[row])
             guard postbacks + development + rejected + duplicates > 0 else { continue }
-            let fields = table.rows.withKey(row) { RowFields(key: $0) }
+            let key = keys.key(row)
+            let fields = RowView(key: key)
             line.reset()
             prefix.reset()
             if fields.kind == .rejected {
-                writeRejected(fields, rejected: rejected, into: &line)
-                output.totals.rejectedPostbacks += Int(rejected)
-                lines.append(line.bytes)
+                writeRejected(fields, key: key, rejected: rejected, into: &line)
+                part.totals.rejectedPostbacks += Int(rejected)
+                part.lines.append(line.bytes)
                 continue
             }
-            let facts = try RowFacts(fields, catalog: catalog, postbacks: postbacks)
-            writeDimensions(fields, facts: facts, into: &prefix)
+            let facts = try RowFacts(fields, key: key, catalog: catalog, postbacks: postbacks, dimensions: &dimensions)
+            writeDimensions(fields, key: key, facts: facts, dates: &dates, into: &prefix)
             line.appendRaw(prefix.bytes)
             line.field(facts.kind)
             line.field(fields.fineValue)
@@ -83,88 +131,67 @@ enum DayRenderer {
             line.field(rejected)
             line.field(duplicates)
             line.endLine()
-            lines.append(line.bytes)
-            if let schema = facts.schema { output.schemaIDs.insert(schema.schemaID) }
+            part.lines.append(line.bytes)
+            if let schema = facts.schema { part.schemaIDs.insert(schema.schemaID) }
 
-            output.totals.postbacks += Int(postbacks)
-            output.totals.installs += Int(facts.installs)
-            output.totals.redownloads += Int(facts.redownloads)
-            output.totals.reengagements += Int(facts.reengagements)
-            output.totals.losses += Int(facts.losses)
-            output.totals.nullValuePostbacks += Int(facts.nullValues)
-            output.totals.developmentPostbacks += Int(development)
-            output.totals.duplicatesDropped += Int(duplicates)
+            part.totals.postbacks += Int(postbacks)
+            part.totals.installs += Int(facts.installs)
+            part.totals.redownloads += Int(facts.redownloads)
+            part.totals.reengagements += Int(facts.reengagements)
+            part.totals.losses += Int(facts.losses)
+            part.totals.nullValuePostbacks += Int(facts.nullValues)
+            part.totals.developmentPostbacks += Int(development)
+            part.totals.duplicatesDropped += Int(duplicates)
             if let estimate = facts.revenueEstimate {
-                guard let sum = output.totals.revenueEstimate.plus(estimate) else { throw .overflow("revenue estimate total overflows") }
-                output.totals.revenueEstimate = sum
+                guard let sum = part.totals.revenueEstimate.plus(estimate) else { throw .overflow("revenue estimate total overflows") }
+                part.totals.revenueEstimate = sum
             }
 
             if postbacks > 0, let decoded = facts.decoded {
                 for event in decoded.events {
-                    var key = prefix
-                    key.field(facts.schema?.schemaID)
-                    key.field(event.name)
-                    let id = Int(eventKeys.intern(key.bytes))
-                    if id == events.count { events.append(EventAccumulator(currency: facts.schema?.currency)) }
-                    try events[id].add(event, revenue: decoded.revenue, postbacks: postbacks)
+                    eventKey.reset()
+                    eventKey.appendRaw(prefix.bytes)
+                    eventKey.field(facts.schema?.schemaID)
+                    eventKey.field(event.name)
+                    let id = Int(part.eventKeys.intern(eventKey.bytes))
+                    if id == part.events.count { part.events.append(EventAccumulator(currency: facts.schema?.currency)) }
+                    try part.events[id].add(event, revenue: decoded.revenue, postbacks: postbacks)
                 }
             }
         }
-        output.campaignDaily = CSVLine.header(AggregateTables.campaignDailyColumns)
-        lines.appendSorted(to: &output.campaignDaily)
-        output.campaignDailyRows = lines.count
-
-        var eventLines = LineSet()
-        for id in events.indices {
-            let accumulator = events[id]
-            line.reset()
-            line.appendRaw(Array(eventKeys.key(id)))
-            line.field(accumulator.postbacks)
-            line.field(accumulator.countMin)
-            line.field(accumulator.countMax)
-            line.field(accumulator.revenueMin)
-            line.field(accumulator.revenueMax)
-            line.field(accumulator.revenueEstimate)
-            line.field(accumulator.currency)
-            line.endLine()
-            eventLines.append(line.bytes)
-        }
-        output.campaignEventsDaily = CSVLine.header(AggregateTables.campaignEventsDailyColumns)
-        eventLines.appendSorted(to: &output.campaignEventsDaily)
-        output.campaignEventsDailyRows = events.count
-        return output
+        return part
     }
 
-    private static func writeDimensions(_ fields: RowFields, facts: RowFacts, into line: inout CSVLine) {
-        line.field(fields.installDay?.description)
+    private static func writeDimensions(_ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, dates: inout DateCache,
+                                        into line: inout CSVLine) {
+        line.field(bytes: fields.installDay.map { dates.text($0) })
         line.field(fields.appID)
         line.field(fields.postbackProtocol?.rawValue)
-        line.field(fields.version)
-        line.field(fields.adNetworkID)
+        line.field(slice: fields.version, of: key)
+        line.field(slice: fields.adNetworkID, of: key)
         line.field(fields.campaignID)
-        line.field(fields.sourceIdentifier)
-        line.field(fields.sourceIdentifier.map { $0.utf8.count })
+        line.field(slice: fields.sourceIdentifier, of: key)
+        line.field(fields.sourceIdentifier.map { $0.count })
         line.field(facts.dimensions.campaign)
         line.field(facts.dimensions.geo)
         line.field(facts.dimensions.placement)
         line.field(fields.sourceAppID)
-        line.field(fields.sourceDomain)
-        line.field(fields.marketplaceID)
-        line.field(fields.countryCode)
+        line.field(slice: fields.sourceDomain, of: key)
+        line.field(slice: fields.marketplaceID, of: key)
+        line.field(slice: fields.countryCode, of: key)
         line.field(fields.interaction?.rawValue)
         line.field(fields.conversionType?.rawValue)
         line.field(fields.sequenceIndex)
         line.field(fields.didWin)
     }
 
-    private static func writeRejected(_ fields: RowFields, rejected: Int64, into line: inout CSVLine) {
-        let columns = AggregateTables.campaignDailyColumns
-        for column in columns {
+    private static func writeRejected(_ fields: RowView, key: UnsafeRawBufferPointer, rejected: Int64, into line: inout CSVLine) {
+        for column in AggregateTables.campaignDailyColumns {
             switch column {
             case "app_id": line.field(fields.appID)
             case "protocol": line.field(fields.postbackProtocol?.rawValue)
-            case "version": line.field(fields.version)
-            case "ad_network_id": line.field(fields.adNetworkID)
+            case "version": line.field(slice: fields.version, of: key)
+            case "ad_network_id": line.field(slice: fields.adNetworkID, of: key)
             case "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
                  "development_postbacks", "duplicates_dropped": line.field(Int64(0))
             case "rejected_postbacks": line.field(rejected)
@@ -191,17 +218,17 @@ private struct RowFacts {
     var revenueMax: Money?
     var revenueEstimate: Money?
 
-    init(_ fields: RowFields, catalog: SchemaCatalog, postbacks: Int64) throws(AggregationError) {
+    init(_ fields: RowView, key: UnsafeRawBufferPointer, catalog: SchemaCatalog, postbacks: Int64,
+         dimensions cache: inout DimensionCache) throws(AggregationError) {
         let window = fields.sequenceIndex ?? 0
         if let appID = fields.appID, let day = fields.installDay, let postbackProtocol = fields.postbackProtocol,
-           let conversionType = fields.conversionType {
-            schema = catalog.schema(appID: appID, day: day, postbackProtocol: postbackProtocol, conversionType: conversionType)
-            if let schema, let network = fields.adNetworkID, let map = schema.sourceIdentifierMap(adNetworkID: network, day: day) {
-                if let source = fields.sourceIdentifier {
-                    dimensions = map.dimensions(sourceIdentifier: source)
-                } else if let campaign = fields.campaignID {
-                    dimensions = map.dimensions(campaignID: campaign)
-                }
+           let conversionType = fields.conversionType,
+           let index = catalog.schemaIndex(appID: appID, day: day, postbackProtocol: postbackProtocol, conversionType: conversionType) {
+            let schema = catalog.schemas[index]
+            self.schema = schema
+            if let network = fields.adNetworkID, fields.sourceIdentifier != nil || fields.campaignID != nil {
+                dimensions = cache.dimensions(schemaIndex: index, schema: schema, day: day, network: key.slice(network),
+                                              sourceIdentifier: fields.sourceIdentifier.map { key.slice($0) }, campaignID: fields.campaignID)
             }
         }
         let decoding: ValueDecoding?
@@ -234,8 +261,7 @@ private struct RowFacts {
             label = kind == "null" ? "null_cv" : kind == "none" ? nil : "no_schema"
         }
         let winning = fields.didWin != false
-        let firstWindow = fields.sequenceIndex == 0
-        if winning && firstWindow {
+        if winning && fields.sequenceIndex == 0 {
             switch fields.conversionType {
             case .download?: installs = postbacks
             case .redownload?: redownloads = postbacks
@@ -262,15 +288,28 @@ private struct EventAccumulator {
     init(currency: String?) { self.currency = currency }
 
     mutating func add(_ event: EventMapping, revenue: RevenueRange, postbacks count: Int64) throws(AggregationError) {
-        postbacks += count
-        countMin += Int64(event.minCount) * count
-        countMax = countMax.flatMap { total in event.maxCount.map { total + Int64($0) * count } }
-        guard let min = revenue.min.times(count).flatMap({ revenueMin?.plus($0) }),
-              let estimate = revenue.estimate.times(count).flatMap({ revenueEstimate?.plus($0) })
+        var other = EventAccumulator(currency: currency)
+        other.postbacks = count
+        other.countMin = Int64(event.minCount) * count
+        other.countMax = event.maxCount.map { Int64($0) * count }
+        other.revenueMin = revenue.min.times(count)
+        other.revenueEstimate = revenue.estimate.times(count)
+        other.revenueMax = revenue.max.flatMap { $0.times(count) }
+        guard other.revenueMin != nil, other.revenueEstimate != nil, revenue.max == nil || other.revenueMax != nil else {
+            throw .overflow("event revenue sum overflows")
+        }
+        try merge(other)
+    }
+
+    mutating func merge(_ other: EventAccumulator) throws(AggregationError) {
+        postbacks += other.postbacks
+        countMin += other.countMin
+        countMax = countMax.flatMap { total in other.countMax.map { total + $0 } }
+        guard let min = other.revenueMin.flatMap({ revenueMin?.plus($0) }), let estimate = other.revenueEstimate.flatMap({ revenueEstimate?.plus($0) })
         else { throw .overflow("event revenue sum overflows") }
         revenueMin = min
         revenueEstimate = estimate
-        revenueMax = revenueMax.flatMap { total in revenue.max.flatMap { $0.times(count) }.flatMap { total.plus($0) } }
+        revenueMax = revenueMax.flatMap { total in other.revenueMax.flatMap { total.plus($0) } }
     }
 }
 
@@ -282,21 +321,73 @@ private struct LineSet {
 
     var count: Int { ranges.count }
 
-    mutating func append(_ line: [UInt8]) {
+    mutating func append(_ line: UnsafeRawBufferPointer) {
         ranges.append((text.count, line.count))
         text.append(contentsOf: line)
+    }
+
+    mutating func append(contentsOf other: LineSet) {
+        let offset = text.count
+        text.append(contentsOf: other.text)
+        ranges.append(contentsOf: other.ranges.map { ($0.start + offset, $0.count) })
     }
 
     mutating func appendSorted(to output: inout [UInt8]) {
         text.withUnsafeBytes { bytes in
             let base = bytes.baseAddress!
             ranges.sort { a, b in
-                let common = min(a.count, b.count)
-                let order = memcmp(base + a.start, base + b.start, common)
+                let order = memcmp(base + a.start, base + b.start, min(a.count, b.count))
                 return order != 0 ? order < 0 : a.count < b.count
             }
             output.reserveCapacity(output.count + text.count)
             for range in ranges { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range.start..<(range.start + range.count)])) }
         }
     }
+}
+
+/// Decoded campaign/geo/placement per (schema, day, network, source identifier or campaign id):
+/// rows share these heavily, and decoding means a map lookup and dictionary lookups by string.
+private struct DimensionCache {
+    private let keys = RowInterner(capacity: 256)
+    private var values: [DecodedDimensions] = []
+    private var scratch: [UInt8] = []
+
+    mutating func dimensions(schemaIndex: Int, schema: ConversionSchema, day: UTCDay, network: UnsafeRawBufferPointer,
+                             sourceIdentifier: UnsafeRawBufferPointer?, campaignID: Int64?) -> DecodedDimensions {
+        scratch.removeAll(keepingCapacity: true)
+        withUnsafeBytes(of: Int32(truncatingIfNeeded: schemaIndex)) { scratch.append(contentsOf: $0) }
+        withUnsafeBytes(of: Int32(truncatingIfNeeded: day.daysSinceEpoch)) { scratch.append(contentsOf: $0) }
+        withUnsafeBytes(of: campaignID ?? -1) { scratch.append(contentsOf: $0) }
+        withUnsafeBytes(of: Int32(truncatingIfNeeded: network.count)) { scratch.append(contentsOf: $0) }
+        scratch.append(contentsOf: network)
+        if let sourceIdentifier { scratch.append(contentsOf: sourceIdentifier) }
+        let id = Int(keys.intern(scratch))
+        if id < values.count { return values[id] }
+        var decoded = DecodedDimensions()
+        if let map = schema.sourceIdentifierMap(lowercasedAdNetworkID: network, day: day) {
+            if let sourceIdentifier {
+                decoded = map.dimensions(sourceIdentifier: sourceIdentifier)
+            } else if let campaignID {
+                decoded = map.dimensions(campaignID: campaignID)
+            }
+        }
+        values.append(decoded)
+        return decoded
+    }
+}
+
+/// `YYYY-MM-DD` of the few distinct days a partition's rows have, formatted once.
+private struct DateCache {
+    private var texts: [Int: [UInt8]] = [:]
+
+    mutating func text(_ day: UTCDay) -> [UInt8] {
+        if let text = texts[day.daysSinceEpoch] { return text }
+        let text = Array(day.description.utf8)
+        texts[day.daysSinceEpoch] = text
+        return text
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    func slice(_ slice: ByteSlice) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: self[slice.start..<(slice.start + slice.count)]) }
 }

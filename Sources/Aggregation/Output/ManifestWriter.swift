@@ -16,7 +16,7 @@ struct ManifestWriter {
         let sha256: String
     }
 
-    static func manifest(day: UTCDay, toolVersion: String, lookbackDays: Int, table: DayTable, lookback: [SegmentReport],
+    static func manifest(day: UTCDay, toolVersion: String, lookbackDays: Int, facts table: DayFacts, lookback: [SegmentReport],
                          schemas: [ConversionSchema], outputs: [Output], totals: DayTotals) -> [UInt8] {
         var json = JSONWriter(reservingCapacity: 4096)
         json.beginObject()

@@ -73,8 +73,15 @@ public struct ConversionSchema: Sendable {
 
     /// The source-identifier map of `adNetworkID` (compared case-insensitively) valid on `day`.
     public func sourceIdentifierMap(adNetworkID: String, day: UTCDay) -> SourceIdentifierMap? {
-        let network = adNetworkID.lowercased()
+        let network = asciiLowercased(adNetworkID)
         return sourceIdentifierMaps.first { $0.adNetworkID == network && $0.covers(day) }
+    }
+
+    /// The same for an already lower-cased network id given as bytes (the row keys hold them so).
+    func sourceIdentifierMap(lowercasedAdNetworkID network: UnsafeRawBufferPointer, day: UTCDay) -> SourceIdentifierMap? {
+        sourceIdentifierMaps.first { map in
+            map.covers(day) && map.adNetworkID.utf8.count == network.count && map.adNetworkID.utf8.elementsEqual(network)
+        }
     }
 }
 

@@ -87,10 +87,15 @@ public struct SchemaCatalog: Sendable {
 
     /// The schema for a postback, or nil when none applies (reported as `no_schema`).
     public func schema(appID: Int64, day: UTCDay, postbackProtocol: PostbackProtocol, conversionType: ConversionType) -> ConversionSchema? {
+        schemaIndex(appID: appID, day: day, postbackProtocol: postbackProtocol, conversionType: conversionType).map { schemas[$0] }
+    }
+
+    /// The position in `schemas` of the schema for a postback.
+    public func schemaIndex(appID: Int64, day: UTCDay, postbackProtocol: PostbackProtocol, conversionType: ConversionType) -> Int? {
         guard let indices = indicesByApp[appID] else { return nil }
         for index in indices {
             let schema = schemas[index]
-            if schema.covers(day) && schema.applies(to: postbackProtocol, conversionType) { return schema }
+            if schema.covers(day) && schema.applies(to: postbackProtocol, conversionType) { return index }
         }
         return nil
     }

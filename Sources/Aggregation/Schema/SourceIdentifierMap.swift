@@ -44,14 +44,18 @@ public struct SourceIdentifierMap: Sendable {
 
     /// The decoded dimensions of a source identifier (2–4 digits, as received).
     public func dimensions(sourceIdentifier: String) -> DecodedDimensions {
-        let digits = Array(sourceIdentifier.utf8)
+        var text = sourceIdentifier
+        return text.withUTF8 { dimensions(sourceIdentifier: UnsafeRawBufferPointer($0)) }
+    }
+
+    func dimensions(sourceIdentifier digits: UnsafeRawBufferPointer) -> DecodedDimensions {
         guard (1...4).contains(digits.count) else { return DecodedDimensions() }
         var result = DecodedDimensions()
         for group in groups {
             var key: [UInt8] = []
             for position in group.positions {
                 let index = truncation == .keepsTrailing ? position - 1 - (4 - digits.count) : position - 1
-                guard digits.indices.contains(index) else { key = []; break }
+                guard index >= 0, index < digits.count else { key = []; break }
                 key.append(digits[index])
             }
             guard !key.isEmpty else { continue }
@@ -172,7 +176,7 @@ extension SourceIdentifierMap {
             }
         }
         guard let network, let truncation else { return nil }
-        self.init(adNetworkID: network.lowercased(), validFrom: validFrom, validTo: validTo, truncation: truncation,
+        self.init(adNetworkID: asciiLowercased(network), validFrom: validFrom, validTo: validTo, truncation: truncation,
                   groups: groups, campaignIDs: campaignIDs)
     }
 

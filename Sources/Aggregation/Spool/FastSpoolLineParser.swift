@@ -3,12 +3,22 @@ import Glibc
 #endif
 import Postbacks
 
-/// What aggregation needs from one verified spool line.
+/// What aggregation needs from one verified spool line. Filled in place (it is a few hundred
+/// bytes, and copying it per postback showed up as memcpy in profiles).
 struct SpoolLineSummary {
     var receivedAtMicros: Int64 = 0
     var isProduction = false
     var dedupKey: ByteSlice? = nil
-    var fields: PostbackFields? = nil
+    var hasFields = false
+    var fields = PostbackFields()
+
+    mutating func reset() {
+        receivedAtMicros = 0
+        isProduction = false
+        dedupKey = nil
+        hasFields = false
+        fields = PostbackFields()
+    }
 }
 
 /// Reads the common case of a spool line, a verified record as `SpoolRecord.encoded()` writes it,
@@ -28,18 +38,30 @@ struct FastSpoolLineParser {
     private let base: UnsafePointer<UInt8>
     private let end: Int
     private var index = 0
-    private let literals: SpoolLiterals
+    // The literal tables, as pointers (no reference counting per line); `SpoolLiterals.shared` lives forever.
+    private let recordKeys: UnsafePointer<SpoolLiterals.Literal>
+    private let attributionKeys: UnsafePointer<SpoolLiterals.Literal>
+    private let values: UnsafePointer<SpoolLiterals.Literal>
 
     private init(line: UnsafeRawBufferPointer, literals: SpoolLiterals) {
         base = line.baseAddress!.assumingMemoryBound(to: UInt8.self)
         end = line.count
-        self.literals = literals
+        recordKeys = UnsafePointer(literals.recordKeys)
+        attributionKeys = UnsafePointer(literals.attributionKeys)
+        values = UnsafePointer(literals.values)
     }
 
-    static func parse(_ line: UnsafeRawBufferPointer, literals: SpoolLiterals = .shared) -> SpoolLineSummary? {
-        guard line.count > 2 else { return nil }
+    /// Fills `summary` (reset first) and returns true, or returns false to leave the line to the full parser.
+    static func parse(_ line: UnsafeRawBufferPointer, into summary: inout SpoolLineSummary, literals: SpoolLiterals = .shared) -> Bool {
+        summary.reset()
+        guard line.count > 2 else { return false }
         var parser = FastSpoolLineParser(line: line, literals: literals)
-        return parser.parseRecord()
+        return parser.parseRecord(into: &summary)
+    }
+
+    static func parse(_ line: UnsafeRawBufferPointer) -> SpoolLineSummary? {
+        var summary = SpoolLineSummary()
+        return parse(line, into: &summary) ? summary : nil
     }
 
     // MARK: The record
@@ -48,55 +70,54 @@ struct FastSpoolLineParser {
         case receivedAt, writer, route, status, environment, dedupKey, protocolName, version, key, reason, attribution, body
     }
 
-    private mutating func parseRecord() -> SpoolLineSummary? {
-        guard take(UInt8(ascii: "{")) else { return nil }
-        var summary = SpoolLineSummary()
+    private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
+        guard take(UInt8(ascii: "{")) else { return false }
         var seen = 0
         var expected = 0
-        let keys = literals.recordKeys
+        let keyCount = SpoolLiterals.recordKeyNames.count
         while true {
             let key: RecordKey
-            if expected < keys.count, takeLiteral(keys[expected]) {
+            if expected < keyCount, takeLiteral(recordKeys[expected]) {
                 key = RecordKey(rawValue: expected)!
             } else {
-                guard let generic = genericKey(keys) else { return nil }
+                guard let generic = genericKey(recordKeys, count: keyCount, after: expected) else { return false }
                 key = RecordKey(rawValue: generic)!
             }
             expected = key.rawValue + 1
             let bit = 1 << key.rawValue
-            guard seen & bit == 0 else { return nil }
+            guard seen & bit == 0 else { return false }
             seen |= bit
             switch key {
             case .receivedAt:
-                guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return nil }
+                guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return false }
                 summary.receivedAtMicros = micros
             case .status:
-                guard let text = simpleString(), equals(text, .verified) else { return nil }
+                guard let text = simpleString(), equals(text, .verified) else { return false }
             case .environment:
                 if takeNull() { break }
-                guard let text = simpleString() else { return nil }
+                guard let text = simpleString() else { return false }
                 summary.isProduction = equals(text, .production)
             case .dedupKey:
                 if takeNull() { break }
-                guard let text = simpleString() else { return nil }
+                guard let text = simpleString() else { return false }
                 summary.dedupKey = text
             case .attribution:
                 if takeNull() { break }
-                guard let fields = parseAttribution() else { return nil }
-                summary.fields = fields
+                guard parseAttribution(into: &summary.fields) else { return false }
+                summary.hasFields = true
             case .body:
-                guard skipBody() else { return nil }
+                guard skipBody() else { return false }
             case .writer, .route, .protocolName, .version, .key, .reason:
-                if !takeNull() { guard simpleString() != nil else { return nil } }
+                if !takeNull() { guard simpleString() != nil else { return false } }
             }
-            guard index < end else { return nil }
+            guard index < end else { return false }
             if base[index] == UInt8(ascii: ",") {
                 index += 1
                 continue
             }
-            guard base[index] == UInt8(ascii: "}"), index + 1 == end else { return nil }
+            guard base[index] == UInt8(ascii: "}"), index + 1 == end else { return false }
             let required = 1 << RecordKey.receivedAt.rawValue | 1 << RecordKey.status.rawValue | 1 << RecordKey.body.rawValue
-            return seen & required == required ? summary : nil
+            return seen & required == required
         }
     }
 
@@ -107,76 +128,79 @@ struct FastSpoolLineParser {
         case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode
     }
 
-    private mutating func parseAttribution() -> PostbackFields? {
-        guard take(UInt8(ascii: "{")) else { return nil }
-        var fields = PostbackFields()
+    private mutating func parseAttribution(into fields: inout PostbackFields) -> Bool {
+        guard take(UInt8(ascii: "{")) else { return false }
         var seen = 0
         var expected = 0
-        let keys = literals.attributionKeys
+        let keyCount = SpoolLiterals.attributionKeyNames.count
         while true {
             let key: AttributionKey
-            if expected < keys.count, takeLiteral(keys[expected]) {
+            if expected < keyCount, takeLiteral(attributionKeys[expected]) {
                 key = AttributionKey(rawValue: expected)!
             } else {
-                guard let generic = genericKey(keys) else { return nil }
+                guard let generic = genericKey(attributionKeys, count: keyCount, after: expected) else { return false }
                 key = AttributionKey(rawValue: generic)!
             }
             expected = key.rawValue + 1
             let bit = 1 << key.rawValue
-            guard seen & bit == 0 else { return nil }
+            guard seen & bit == 0 else { return false }
             seen |= bit
             if takeNull() {
                 // Required members: let the full parser produce the error.
-                if key == .protocolName || key == .appID || key == .adNetworkID || key == .conversionType { return nil }
+                if key == .protocolName || key == .appID || key == .adNetworkID || key == .conversionType { return false }
             } else {
                 switch key {
                 case .protocolName:
-                    guard let text = simpleString() else { return nil }
-                    if equals(text, .skadnetwork) { fields.postbackProtocol = .skadnetwork } else if equals(text, .adattributionkit) { fields.postbackProtocol = .adattributionkit } else { return nil }
-                case .version: guard let text = simpleString() else { return nil }; fields.version = text
-                case .appID: guard let value = integer() else { return nil }; fields.appID = value
-                case .adNetworkID: guard let text = simpleString() else { return nil }; fields.adNetworkID = text
-                case .campaignID: guard let value = integer() else { return nil }; fields.campaignID = value
-                case .sourceIdentifier: guard let text = simpleString() else { return nil }; fields.sourceIdentifier = text
-                case .sourceAppID: guard let value = integer() else { return nil }; fields.sourceAppID = value
-                case .sourceDomain: guard let text = simpleString() else { return nil }; fields.sourceDomain = text
-                case .marketplaceID: guard let text = simpleString() else { return nil }; fields.marketplaceID = text
-                case .countryCode: guard let text = simpleString() else { return nil }; fields.countryCode = text
+                    guard let text = simpleString() else { return false }
+                    if equals(text, .skadnetwork) { fields.postbackProtocol = .skadnetwork } else if equals(text, .adattributionkit) { fields.postbackProtocol = .adattributionkit } else { return false }
+                case .version: guard let text = simpleString() else { return false }; fields.version = text
+                case .appID: guard let value = integer() else { return false }; fields.appID = value
+                case .adNetworkID: guard let text = simpleString() else { return false }; fields.adNetworkID = text
+                case .campaignID: guard let value = integer() else { return false }; fields.campaignID = value
+                case .sourceIdentifier: guard let text = simpleString() else { return false }; fields.sourceIdentifier = text
+                case .sourceAppID: guard let value = integer() else { return false }; fields.sourceAppID = value
+                case .sourceDomain: guard let text = simpleString() else { return false }; fields.sourceDomain = text
+                case .marketplaceID: guard let text = simpleString() else { return false }; fields.marketplaceID = text
+                case .countryCode: guard let text = simpleString() else { return false }; fields.countryCode = text
                 case .interaction:
-                    guard let text = simpleString() else { return nil }
-                    if equals(text, .click) { fields.interaction = .click } else if equals(text, .view) { fields.interaction = .view } else { return nil }
+                    guard let text = simpleString() else { return false }
+                    if equals(text, .click) { fields.interaction = .click } else if equals(text, .view) { fields.interaction = .view } else { return false }
                 case .conversionType:
-                    guard let text = simpleString() else { return nil }
-                    if equals(text, .download) { fields.conversionType = .download } else if equals(text, .redownload) { fields.conversionType = .redownload } else if equals(text, .reengagement) { fields.conversionType = .reengagement } else { return nil }
+                    guard let text = simpleString() else { return false }
+                    if equals(text, .download) { fields.conversionType = .download } else if equals(text, .redownload) { fields.conversionType = .redownload } else if equals(text, .reengagement) { fields.conversionType = .reengagement } else { return false }
                 case .sequenceIndex:
-                    guard let value = integer(), let small = Int(exactly: value) else { return nil }
+                    guard let value = integer(), let small = Int(exactly: value) else { return false }
                     fields.sequenceIndex = small
-                case .didWin: guard let flag = boolean() else { return nil }; fields.didWin = flag
+                case .didWin: guard let flag = boolean() else { return false }; fields.didWin = flag
                 case .fineValue:
-                    guard let value = integer(), let small = Int(exactly: value) else { return nil }
+                    guard let value = integer(), let small = Int(exactly: value) else { return false }
                     fields.fineValue = small
                 case .coarseValue:
-                    guard let text = simpleString() else { return nil }
-                    if equals(text, .low) { fields.coarseValue = .low } else if equals(text, .medium) { fields.coarseValue = .medium } else if equals(text, .high) { fields.coarseValue = .high } else { return nil }
-                case .testMode: guard let flag = boolean() else { return nil }; fields.isTestMode = flag
+                    guard let text = simpleString() else { return false }
+                    if equals(text, .low) { fields.coarseValue = .low } else if equals(text, .medium) { fields.coarseValue = .medium } else if equals(text, .high) { fields.coarseValue = .high } else { return false }
+                case .testMode: guard let flag = boolean() else { return false }; fields.isTestMode = flag
                 }
             }
-            guard index < end else { return nil }
+            guard index < end else { return false }
             if base[index] == UInt8(ascii: ",") {
                 index += 1
                 continue
             }
-            guard base[index] == UInt8(ascii: "}") else { return nil }
+            guard base[index] == UInt8(ascii: "}") else { return false }
             index += 1
             let required = 1 << AttributionKey.protocolName.rawValue | 1 << AttributionKey.appID.rawValue
                 | 1 << AttributionKey.adNetworkID.rawValue | 1 << AttributionKey.conversionType.rawValue
-            return seen & required == required ? fields : nil
+            return seen & required == required
         }
     }
 
-    /// A key that was not the expected one: look it up among all of them.
-    private mutating func genericKey(_ keys: [SpoolLiterals.Literal]) -> Int? {
-        for (position, literal) in keys.enumerated() where takeLiteral(literal) { return position }
+    /// A key that was not the expected one (an optional key was left out, or the order differs):
+    /// look it up among all of them, starting after the expected one.
+    private mutating func genericKey(_ keys: UnsafePointer<SpoolLiterals.Literal>, count: Int, after expected: Int) -> Int? {
+        for offset in 0..<count {
+            let position = (expected + 1 + offset) % count
+            if takeLiteral(keys[position]) { return position }
+        }
         return nil
     }
 
@@ -191,20 +215,43 @@ struct FastSpoolLineParser {
 
     @inline(__always)
     private mutating func takeLiteral(_ literal: SpoolLiterals.Literal) -> Bool {
-        guard index + literal.count <= end, memcmp(base + index, literal.pointer, literal.count) == 0 else { return false }
+        guard index + literal.count <= end, Self.bytesEqual(base + index, literal.pointer, literal.count) else { return false }
         index += literal.count
+        return true
+    }
+
+    /// memcmp for the short strings here (keys and enumeration words), inlined: a call to memcmp
+    /// per key was a tenth of the parse.
+    @inline(__always)
+    static func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        let x = UnsafeRawPointer(a), y = UnsafeRawPointer(b)
+        if count >= 8 {
+            var offset = 0
+            while offset + 8 <= count {
+                if x.loadUnaligned(fromByteOffset: offset, as: UInt64.self) != y.loadUnaligned(fromByteOffset: offset, as: UInt64.self) { return false }
+                offset += 8
+            }
+            // The last word overlaps the previous one when the length is not a multiple of eight.
+            return offset == count
+                || x.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) == y.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        }
+        if count >= 4 {
+            return x.loadUnaligned(as: UInt32.self) == y.loadUnaligned(as: UInt32.self)
+                && x.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self) == y.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        }
+        for offset in 0..<count where a[offset] != b[offset] { return false }
         return true
     }
 
     @inline(__always)
     private mutating func takeNull() -> Bool {
         guard index < end, base[index] == UInt8(ascii: "n") else { return false }
-        return takeLiteral(literals.value(.null))
+        return takeLiteral(values[SpoolLiterals.Value.null.rawValue])
     }
 
     private mutating func boolean() -> Bool? {
-        if takeLiteral(literals.value(.true)) { return true }
-        if takeLiteral(literals.value(.false)) { return false }
+        if takeLiteral(values[SpoolLiterals.Value.true.rawValue]) { return true }
+        if takeLiteral(values[SpoolLiterals.Value.false.rawValue]) { return false }
         return nil
     }
 
@@ -305,8 +352,8 @@ struct FastSpoolLineParser {
 
     @inline(__always)
     private func equals(_ slice: ByteSlice, _ value: SpoolLiterals.Value) -> Bool {
-        let literal = literals.value(value)
-        return slice.count == literal.count && memcmp(base + slice.start, literal.pointer, slice.count) == 0
+        let literal = values[value.rawValue]
+        return slice.count == literal.count && Self.bytesEqual(base + slice.start, literal.pointer, slice.count)
     }
 
     // MARK: Timestamps

@@ -20,8 +20,8 @@ struct RejectedRecordFacts {
 /// outside 0–2 or a fine value outside 0–63 makes the line corrupt, since no verified postback has one.
 final class SpoolLineDecoder {
     enum Outcome {
-        /// `inScratch`: the summary's byte slices point into `scratch`, not into the line.
-        case verified(SpoolLineSummary, inScratch: Bool)
+        /// The summary passed in is filled; `inScratch`: its byte slices point into `scratch`, not into the line.
+        case verified(inScratch: Bool)
         case rejected(RejectedRecordFacts)
         case corrupt(reason: String)
     }
@@ -32,12 +32,12 @@ final class SpoolLineDecoder {
     private(set) var fastPathLines = 0
     private(set) var slowPathLines = 0
 
-    func decode(_ line: UnsafeRawBufferPointer, spool: StoreLayout.Spool) -> Outcome {
-        if spool == .postbacks, let summary = FastSpoolLineParser.parse(line, literals: literals) {
+    func decode(_ line: UnsafeRawBufferPointer, spool: StoreLayout.Spool, into summary: inout SpoolLineSummary) -> Outcome {
+        if spool == .postbacks, FastSpoolLineParser.parse(line, into: &summary, literals: literals) {
             if let problem = Self.check(summary) { return .corrupt(reason: problem) }
-            if summary.dedupKey != nil, summary.fields != nil {
+            if summary.dedupKey != nil, summary.hasFields {
                 fastPathLines += 1
-                return .verified(summary, inScratch: false)
+                return .verified(inScratch: false)
             }
         }
         slowPathLines += 1
@@ -65,13 +65,14 @@ final class SpoolLineDecoder {
             dedupKey = dedupKey ?? postback.dedupKey
         }
         guard let attribution, let dedupKey else { return .corrupt(reason: "verified record without attribution") }
-        let summary = summarize(record, attribution: attribution, dedupKey: dedupKey)
+        summary = summarize(record, attribution: attribution, dedupKey: dedupKey)
         if let problem = Self.check(summary) { return .corrupt(reason: problem) }
-        return .verified(summary, inScratch: true)
+        return .verified(inScratch: true)
     }
 
     private static func check(_ summary: SpoolLineSummary) -> String? {
-        guard let fields = summary.fields else { return nil }
+        guard summary.hasFields else { return nil }
+        let fields = summary.fields
         if !(0...2).contains(fields.sequenceIndex) {
             return "attribution.postback_sequence_index \(fields.sequenceIndex) is not 0, 1 or 2"
         }
@@ -106,6 +107,6 @@ final class SpoolLineDecoder {
         fields.coarseValue = attribution.coarseValue
         fields.isTestMode = attribution.isTestMode
         return SpoolLineSummary(receivedAtMicros: record.receivedAt.microsecondsSinceEpoch,
-                                isProduction: record.environment == .production, dedupKey: slice(dedupKey), fields: fields)
+                                isProduction: record.environment == .production, dedupKey: slice(dedupKey), hasFields: true, fields: fields)
     }
 }

@@ -18,12 +18,13 @@ final class SpoolLiterals: Sendable {
     static let valueNames = ["verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
                              "re-engagement", "low", "medium", "high", "null", "true", "false"]
 
-    /// `"name":` for each record key, indexed like `recordKeyNames`.
-    let recordKeys: [Literal]
-    let attributionKeys: [Literal]
+    /// `"name":` for each record key, indexed like `recordKeyNames`. These tables are written only in
+    /// init and read-only afterwards, so sharing them between threads is safe; they are pointers so
+    /// the parser reads them without reference counting.
+    nonisolated(unsafe) let recordKeys: UnsafeMutablePointer<Literal>
+    nonisolated(unsafe) let attributionKeys: UnsafeMutablePointer<Literal>
     /// The bare words of `valueNames`.
-    let values: [Literal]
-    // Written only in init; read-only afterwards, so sharing it between threads is safe.
+    nonisolated(unsafe) let values: UnsafeMutablePointer<Literal>
     nonisolated(unsafe) private let storage: UnsafeMutablePointer<UInt8>
 
     private init() {
@@ -38,12 +39,22 @@ final class SpoolLiterals: Sendable {
             literals.append(Literal(pointer: UnsafePointer(storage + offset), count: bytes.count))
             offset += bytes.count
         }
-        recordKeys = Array(literals[0..<Self.recordKeyNames.count])
-        attributionKeys = Array(literals[Self.recordKeyNames.count..<(Self.recordKeyNames.count + Self.attributionKeyNames.count)])
-        values = Array(literals[(Self.recordKeyNames.count + Self.attributionKeyNames.count)...])
+        func table(_ slice: ArraySlice<Literal>) -> UnsafeMutablePointer<Literal> {
+            let pointer = UnsafeMutablePointer<Literal>.allocate(capacity: slice.count)
+            pointer.initialize(from: Array(slice), count: slice.count)
+            return pointer
+        }
+        recordKeys = table(literals[0..<Self.recordKeyNames.count])
+        attributionKeys = table(literals[Self.recordKeyNames.count..<(Self.recordKeyNames.count + Self.attributionKeyNames.count)])
+        values = table(literals[(Self.recordKeyNames.count + Self.attributionKeyNames.count)...])
     }
 
-    deinit { storage.deallocate() }
+    deinit {
+        storage.deallocate()
+        recordKeys.deallocate()
+        attributionKeys.deallocate()
+        values.deallocate()
+    }
 
     enum Value: Int {
         case verified, production, skadnetwork, adattributionkit, click, view, download, redownload, reengagement, low, medium, high

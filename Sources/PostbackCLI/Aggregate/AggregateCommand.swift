@@ -131,11 +131,13 @@ enum AggregateCommand {
 
     static func textSummary(_ summary: DaySummary, seconds: Double) -> String {
         let totals = summary.totals
-        var text = "\(summary.day): \(totals.postbacks) postbacks (\(totals.installs) installs, \(totals.redownloads) redownloads, "
-            + "\(totals.reengagements) re-engagements, \(totals.losses) losses, \(totals.nullValuePostbacks) null values), "
-            + "revenue estimate \(totals.revenueEstimate); \(totals.developmentPostbacks) development, \(totals.rejectedPostbacks) rejected, "
-            + "\(summary.sameDayDuplicates + summary.earlierDayDuplicates) duplicates dropped; "
-            + "\(summary.campaignDailyRows) + \(summary.campaignEventsDailyRows) rows from \(summary.inputSegments) file\(summary.inputSegments == 1 ? "" : "s")"
+        func count(_ number: Int, _ noun: String, plural: String? = nil) -> String { "\(number) \(number == 1 ? noun : plural ?? noun + "s")" }
+        var text = "\(summary.day): \(count(totals.postbacks, "postback")) (\(count(totals.installs, "install")), "
+            + "\(count(totals.redownloads, "redownload")), \(count(totals.reengagements, "re-engagement")), \(count(totals.losses, "loss", plural: "losses"))"
+            + ", \(count(totals.nullValuePostbacks, "null value"))), revenue estimate \(totals.revenueEstimate); "
+            + "\(totals.developmentPostbacks) development, \(totals.rejectedPostbacks) rejected, "
+            + "\(count(summary.sameDayDuplicates + summary.earlierDayDuplicates, "duplicate")) dropped; "
+            + "\(summary.campaignDailyRows) + \(summary.campaignEventsDailyRows) rows from \(count(summary.inputSegments, "file"))"
         if summary.tornTails > 0 { text += "; \(summary.tornTails) torn tail\(summary.tornTails == 1 ? "" : "s") skipped" }
         text += String(format: " (%.2f s)", seconds)
         return text
@@ -172,53 +174,5 @@ enum AggregateCommand {
         json.value(numberText: String(format: "%.3f", seconds))
         json.endObject()
         return json.string
-    }
-}
-
-/// `postback aggregate synthesize`: writes a made-up spool for benchmarks (not in the main usage).
-enum SynthesizeCommand {
-    static let usage = """
-        usage: postback aggregate synthesize --data DIR --from YYYY-MM-DD --days N --per-day N
-                                             [--seed N] [--segment-mb N] [--duplicate-percent N] [--jobs N]
-
-        Writes a reproducible spool of synthetic postback records (placeholder signatures: for
-        benchmarking aggregation only) under DIR/raw/, one partition per day.
-        """
-
-    static func run(_ words: [String], io: CommandIO) -> ExitStatus {
-        let data: String
-        let first: UTCDay
-        let days: Int
-        let workers: Int
-        var spool = SyntheticSpool()
-        do {
-            let arguments = try Arguments(words, flags: ["--help"],
-                                          options: ["--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
-            guard let directory = arguments.value("--data") else { throw UsageError("--data DIR is required") }
-            guard let text = arguments.value("--from"), let day = UTCDay(text) else { throw UsageError("--from YYYY-MM-DD is required") }
-            data = directory
-            first = day
-            days = try arguments.integer("--days", default: 1, in: 1...3660)
-            spool.postbacksPerDay = try arguments.integer("--per-day", default: 1000, in: 0...100_000_000)
-            spool.seed = UInt64(try arguments.integer("--seed", default: 1, in: 0...Int.max))
-            spool.segmentBytes = try arguments.integer("--segment-mb", default: 32, in: 1...4096) << 20
-            spool.duplicateRate = Double(try arguments.integer("--duplicate-percent", default: 2, in: 0...100)) / 100
-            workers = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64)
-        } catch {
-            io.printError("postback aggregate synthesize: \(error)\n\n\(usage)")
-            return .usageOrIOError
-        }
-        do {
-            let lines = try spool.write(to: StoreLayout(root: data), first: first, days: days, workers: workers)
-            io.print("wrote \(lines) spool lines for \(days) day\(days == 1 ? "" : "s") from \(first) under \(data)/raw")
-            return .success
-        } catch {
-            io.printError("postback aggregate synthesize: \(error)")
-            return .usageOrIOError
-        }
     }
 }

@@ -1,0 +1,31 @@
+import Postbacks
+
+/// The estimated install time: when the postback arrived, minus the end of its conversion window
+/// and the mean of Apple's random send delay (AppsFlyer's published formula, ecosystem §2.1):
+///
+/// | postback | window ends | mean delay | subtracted |
+/// |---|---|---|---|
+/// | SKAdNetwork ≤ 3.0 | 24 h timer | 24 h (0–24 h delay after the timer, plus 12 h mean activity) | 48 h |
+/// | SKAN 4 / AAK index 0 | day 2 (48 h) | 36 h (24–48 h) | 84 h |
+/// | index 1 | day 7 (168 h) | 84 h (24–144 h) | 252 h |
+/// | index 2 | day 35 (840 h) | 84 h | 924 h |
+///
+/// It is an estimate (a lock shortens the window), but a deterministic one: the same received_at
+/// always gives the same date, in every engine. Its UTC day picks the schema that decodes the
+/// postback and is the `est_install_date` column.
+enum InstallDateEstimate {
+    static let hour: Int64 = 3_600_000_000
+
+    static func subtractedHours(windows: Bool, sequenceIndex: Int) -> Int64 {
+        guard windows else { return 48 }
+        switch sequenceIndex {
+        case 1: return 252
+        case 2: return 924
+        default: return 84
+        }
+    }
+
+    static func day(receivedAtMicros: Int64, windows: Bool, sequenceIndex: Int) -> UTCDay {
+        UTCTimestamp(microsecondsSinceEpoch: receivedAtMicros - subtractedHours(windows: windows, sequenceIndex: sequenceIndex) * hour).day
+    }
+}

@@ -1,0 +1,94 @@
+import Dispatch
+import PostbackCrypto
+import PostbackStore
+import Postbacks
+
+/// What a day's manifest and summary need from its `DayTable`, as a value that can cross threads.
+struct DayFacts: Sendable {
+    var segments: [SegmentReport]
+    var sameDayDuplicates: Int
+    var earlierDayDuplicates: Int
+    var rejectedByStatus: [VerificationStatus: Int]
+    var rejectedReasons: [String: Int]
+    var fastPathLines: Int
+    var slowPathLines: Int
+    var bucketCount: Int
+    var largestBucket: Int
+
+    init(_ table: DayTable) {
+        segments = table.segments
+        sameDayDuplicates = table.sameDayDuplicates
+        earlierDayDuplicates = table.earlierDayDuplicates
+        rejectedByStatus = table.rejectedByStatus
+        rejectedReasons = table.rejectedReasons
+        fastPathLines = table.fastPathLines
+        slowPathLines = table.slowPathLines
+        bucketCount = table.bucketCount
+        largestBucket = table.largestBucket
+    }
+}
+
+/// A rendered day, ready to be published: the CSV files, then the manifest, each atomically.
+struct PendingDay: Sendable {
+    let day: UTCDay
+    let rendered: RenderedDay
+    let facts: DayFacts
+    let lookback: [SegmentReport]
+    let schemas: [ConversionSchema]
+    let layout: StoreLayout
+    let toolVersion: String
+    let lookbackDays: Int
+
+    func write() throws(AggregationError) -> DaySummary {
+        var trace = PhaseTrace("\(day)")
+        var outputs: [ManifestWriter.Output] = []
+        for (name, bytes, rows) in [(AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
+                                    (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows)] {
+            try AggregationJob.publish(bytes, to: layout.aggregateFile(table: name, day: day))
+            outputs.append(ManifestWriter.Output(table: name, path: "agg/\(name)/dt=\(day)/part-00000.csv", rows: rows, bytes: bytes.count,
+                                                 sha256: SHA256.hash(bytes).description))
+        }
+        let manifest = ManifestWriter.manifest(day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
+                                               lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals)
+        let manifestPath = layout.manifest(day: day)
+        try AggregationJob.publish(manifest, to: manifestPath)
+        trace.mark("publish")
+        var problems: [String] = []
+        for segment in facts.segments {
+            for problem in segment.problems { problems.append("\(segment.name):\(problem.line): \(problem.reason)") }
+        }
+        return DaySummary(
+            day: day, totals: rendered.totals, campaignDailyRows: rendered.campaignDailyRows,
+            campaignEventsDailyRows: rendered.campaignEventsDailyRows, inputSegments: facts.segments.count,
+            inputBytes: facts.segments.reduce(0) { $0 + $1.bytes }, corruptLines: facts.segments.reduce(0) { $0 + $1.corruptLines },
+            tornTails: facts.segments.filter(\.tornTail).count, sameDayDuplicates: facts.sameDayDuplicates,
+            earlierDayDuplicates: facts.earlierDayDuplicates, problems: problems, manifestPath: manifestPath,
+            fastPathLines: facts.fastPathLines, slowPathLines: facts.slowPathLines, bucketCount: facts.bucketCount,
+            largestBucket: facts.largestBucket)
+    }
+}
+
+/// Renders and writes one day at a time on a background thread, overlapping with reading the next
+/// day. `finish()` waits for the day in progress and returns its summary (or rethrows its error);
+/// days are therefore published, and reported, in order.
+final class BackgroundDayWriter {
+    private var inFlight: (group: DispatchGroup, slot: ResultSlot<Result<DaySummary, AggregationError>>)?
+
+    func start(_ work: @escaping @Sendable () throws(AggregationError) -> DaySummary) {
+        precondition(inFlight == nil, "finish() the previous day first")
+        let group = DispatchGroup(), slot = ResultSlot<Result<DaySummary, AggregationError>>()
+        group.enter()
+        DispatchQueue.global(qos: .userInitiated).async {
+            slot.value = Result { () throws(AggregationError) -> DaySummary in try work() }
+            group.leave()
+        }
+        inFlight = (group, slot)
+    }
+
+    func finish() throws(AggregationError) -> DaySummary? {
+        guard let (group, slot) = inFlight else { return nil }
+        inFlight = nil
+        group.wait()
+        return try slot.value?.get()
+    }
+}
