@@ -72,21 +72,9 @@ struct FastSpoolLineParser {
 
     private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        var seen = 0
-        var expected = 0
-        let keyCount = SpoolLiterals.recordKeyNames.count
+        var keys = KeyCursor(recordKeys, count: SpoolLiterals.recordKeyNames.count)
         while true {
-            let key: RecordKey
-            if expected < keyCount, takeLiteral(recordKeys[expected]) {
-                key = RecordKey(rawValue: expected)!
-            } else {
-                guard let generic = genericKey(recordKeys, count: keyCount, after: expected) else { return false }
-                key = RecordKey(rawValue: generic)!
-            }
-            expected = key.rawValue + 1
-            let bit = 1 << key.rawValue
-            guard seen & bit == 0 else { return false }
-            seen |= bit
+            guard let position = nextKey(&keys), let key = RecordKey(rawValue: position) else { return false }
             switch key {
             case .receivedAt:
                 guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return false }
@@ -117,7 +105,7 @@ struct FastSpoolLineParser {
             }
             guard base[index] == UInt8(ascii: "}"), index + 1 == end else { return false }
             let required = 1 << RecordKey.receivedAt.rawValue | 1 << RecordKey.status.rawValue | 1 << RecordKey.body.rawValue
-            return seen & required == required
+            return keys.seen & required == required
         }
     }
 
@@ -130,21 +118,9 @@ struct FastSpoolLineParser {
 
     private mutating func parseAttribution(into fields: inout PostbackFields) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        var seen = 0
-        var expected = 0
-        let keyCount = SpoolLiterals.attributionKeyNames.count
+        var keys = KeyCursor(attributionKeys, count: SpoolLiterals.attributionKeyNames.count)
         while true {
-            let key: AttributionKey
-            if expected < keyCount, takeLiteral(attributionKeys[expected]) {
-                key = AttributionKey(rawValue: expected)!
-            } else {
-                guard let generic = genericKey(attributionKeys, count: keyCount, after: expected) else { return false }
-                key = AttributionKey(rawValue: generic)!
-            }
-            expected = key.rawValue + 1
-            let bit = 1 << key.rawValue
-            guard seen & bit == 0 else { return false }
-            seen |= bit
+            guard let position = nextKey(&keys), let key = AttributionKey(rawValue: position) else { return false }
             if takeNull() {
                 // Required members: let the full parser produce the error.
                 if key == .protocolName || key == .appID || key == .adNetworkID || key == .conversionType { return false }
@@ -190,16 +166,46 @@ struct FastSpoolLineParser {
             index += 1
             let required = 1 << AttributionKey.protocolName.rawValue | 1 << AttributionKey.appID.rawValue
                 | 1 << AttributionKey.adNetworkID.rawValue | 1 << AttributionKey.conversionType.rawValue
-            return seen & required == required
+            return keys.seen & required == required
         }
     }
 
-    /// A key that was not the expected one (an optional key was left out, or the order differs):
-    /// look it up among all of them, starting after the expected one.
-    private mutating func genericKey(_ keys: UnsafePointer<SpoolLiterals.Literal>, count: Int, after expected: Int) -> Int? {
-        for offset in 0..<count {
-            let position = (expected + 1 + offset) % count
-            if takeLiteral(keys[position]) { return position }
+    /// Where key matching stands in one object: the key expected next (the encoder's order) and
+    /// the keys seen so far (a repeated key gives up: the strict parser rejects duplicates).
+    private struct KeyCursor {
+        let keys: UnsafePointer<SpoolLiterals.Literal>
+        let count: Int
+        var expected = 0
+        var seen = 0
+
+        init(_ keys: UnsafePointer<SpoolLiterals.Literal>, count: Int) {
+            self.keys = keys
+            self.count = count
+        }
+    }
+
+    /// Takes the next `"key":` and returns its position, trying the expected key first.
+    @inline(__always)
+    private mutating func nextKey(_ cursor: inout KeyCursor) -> Int? {
+        let expected = cursor.expected
+        guard expected < cursor.count, takeLiteral(cursor.keys[expected]) else { return otherKey(&cursor) }
+        let bit = 1 << expected
+        guard cursor.seen & bit == 0 else { return nil }
+        cursor.seen |= bit
+        cursor.expected = expected + 1
+        return expected
+    }
+
+    /// Not the expected key (an optional key was left out, or the order differs): try all the others.
+    @inline(never)
+    private mutating func otherKey(_ cursor: inout KeyCursor) -> Int? {
+        for offset in 1...cursor.count {
+            let position = (cursor.expected + offset) % cursor.count
+            guard takeLiteral(cursor.keys[position]) else { continue }
+            guard cursor.seen & (1 << position) == 0 else { return nil }
+            cursor.seen |= 1 << position
+            cursor.expected = position + 1
+            return position
         }
         return nil
     }
