@@ -10,7 +10,7 @@
 //   Postbacks       strict JSON, postback models, signed messages, the verifier, Apple's keys
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
 //   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl, for `send`
-//   Aggregation     conversion schemas and the nightly job
+//   Aggregation     conversion schemas and the nightly job      Reporting  the static HTML report
 //   PostbackCLI     the subcommands, callable from tests
 //   postback        the executable: a thin entry point
 import PackageDescription
@@ -45,9 +45,10 @@ let package = Package(
         .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "CMicroHTTPD", "CMicroHTTPDShim"]),
         .target(name: "PostbackClient", dependencies: ["Locking", "CCurl", "CCurlShim"]),
         .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
+        .target(name: "Reporting", dependencies: ["Postbacks", "PostbackStore", "Aggregation"]),
         .target(
             name: "PostbackCLI",
-            dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation"]
+            dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation", "Reporting"]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
 
@@ -55,6 +56,7 @@ let package = Package(
         .testTarget(name: "PostbacksTests", dependencies: ["Postbacks", "PostbackCrypto"]),
         .testTarget(name: "PostbackStoreTests", dependencies: ["PostbackStore", "Postbacks", "PostbackCrypto"]),
         .testTarget(name: "PostbackServerTests", dependencies: ["PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackClient", "PostbackCLI"]),
+        .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Aggregation", "PostbackStore", "Postbacks", "PostbackCLI"]),
         .testTarget(name: "AggregationTests", dependencies: ["Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
         .testTarget(name: "PostbackCLITests", dependencies: ["PostbackCLI", "Postbacks", "PostbackCrypto"]),
     ]

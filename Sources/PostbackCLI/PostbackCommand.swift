@@ -15,6 +15,7 @@ public enum PostbackCommand {
           send       POST postback files to an endpoint (test a deployment, load test)
           aggregate  decode stored postbacks into campaign-level daily aggregates
           schema     check or export conversion schemas
+          report     a self-contained HTML report of the aggregates
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
 
         Run 'postback <command> --help' for a command's options.
@@ -34,6 +35,7 @@ public enum PostbackCommand {
         case "send": return SendCommand.run(rest, io: io)
         case "aggregate": return AggregateCommand.run(rest, io: io)
         case "schema": return SchemaCommand.run(rest, io: io)
+        case "report": return ReportCommand.run(rest, io: io)
         case "generate": return GenerateCommand.run(rest, io: io)
         case "--version", "version":
             io.print("postback \(version)")
