@@ -19,6 +19,10 @@ public struct DedupIndex: Sendable {
 
     public var count: Int { packed.count + others.count }
 
+    /// Makes room for `count` keys up front (recovery knows how many it will insert), sparing the
+    /// rehashes of a set that grows one key at a time.
+    public mutating func reserveCapacity(_ count: Int) { packed.reserveCapacity(count) }
+
     public func contains(_ key: String) -> Bool {
         if let packedKey = Self.pack(key) { return packed.contains(packedKey) }
         return others.contains(key)

@@ -1,6 +1,11 @@
 import Locking
 import Dispatch
+import Postbacks
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a receiver learns from the store at start-up: the dedup keys already stored (by every
 /// writer), and the next free segment number for its own writer id.
@@ -49,6 +54,7 @@ public struct SpoolRecovery: Sendable {
             results.withLock { $0[position] = scan }
         }
         let scans = results.withLock { $0 }
+        recovery.dedupIndex.reserveCapacity(scans.values.reduce(0) { $0 + $1.keys.count })
         for position in postbackSegments.indices {
             guard let scan = scans[position] else { continue }
             recovery.segmentsScanned += 1
@@ -62,28 +68,62 @@ public struct SpoolRecovery: Sendable {
 }
 
 /// What one segment holds, read on its own (so segments can be read in parallel).
-private struct SegmentScan: Sendable {
+///
+/// The rules are `SegmentReader`'s, line for line (a last line without its newline, or a last line
+/// that does not parse, is a torn tail; any other bad line is corrupt), but each complete line goes
+/// through `RecoveryLineScanner` first and only reaches `SpoolRecord(line:)` when the scanner cannot
+/// vouch for it. Tests compare this scan with one through `SegmentReader` on damaged segments.
+struct SegmentScan: Sendable {
     var keys: [String] = []
     var records = 0
     var damage: [SpoolRecovery.Damage] = []
     var unreadable: String?
+    /// Lines the fast path left to the full parser (for tests and benchmarks).
+    var fullyParsed = 0
 
     init(path: String) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            unreadable = "\(path): \(RecordReader.IOError(path: path, message: String(cString: strerror(errno))))"
+            return
+        }
+        defer { close(fd) }
+        let lines = LineReader(fd: fd, path: path, maximumLineBytes: SegmentReader.maximumLineBytes)
         do {
-            let reader = try SegmentReader(path: path)
-            while let entry = try reader.next() {
-                switch entry {
-                case .record(let record, _):
-                    records += 1
-                    if let key = record.dedupKey, record.status == .verified { keys.append(key) }
-                case .tornTail(let line, let bytes):
-                    damage.append(.init(path: path, line: line, problem: "torn tail (\(bytes) bytes), skipped"))
-                case .corrupt(let line, let reason):
-                    damage.append(.init(path: path, line: line, problem: reason))
+            var pending = try lines.next()
+            while let line = pending {
+                pending = try lines.next()
+                if !line.endsWithNewline {
+                    damage.append(.init(path: path, line: line.number, problem: Self.tornTail(line.length)))
+                    continue
+                }
+                if line.isTooLong {
+                    damage.append(.init(path: path, line: line.number, problem: "line of \(line.length) bytes exceeds \(SegmentReader.maximumLineBytes)"))
+                    continue
+                }
+                if let verdict = RecoveryLineScanner.scan(line.bytes) {
+                    add(status: verdict.status, dedupKey: verdict.dedupKey)
+                    continue
+                }
+                fullyParsed += 1
+                do {
+                    let record = try SpoolRecord(line: line.bytes)
+                    add(status: record.status, dedupKey: record.dedupKey)
+                } catch {
+                    // As in SegmentReader: an unparsable *last* line is what a torn write leaves.
+                    let problem = pending == nil ? Self.tornTail(line.length) : error.description
+                    damage.append(.init(path: path, line: line.number, problem: problem))
                 }
             }
         } catch {
             unreadable = "\(path): \(error)"
         }
     }
+
+    private mutating func add(status: VerificationStatus, dedupKey: String?) {
+        records += 1
+        if let dedupKey, status == .verified { keys.append(dedupKey) }
+    }
+
+    private static func tornTail(_ bytes: Int) -> String { "torn tail (\(bytes) bytes), skipped" }
 }
