@@ -224,11 +224,11 @@ import Testing
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10", workers: 2)
         let first = try files.map { try store.bytes($0) }
         // What a crash would leave: a temp file next to an output, and the work directory.
-        try store.write("partial", to: "agg/campaign_daily/dt=2026-03-10/part-00000.csv.tmp-424242")
+        try store.write("partial", to: "agg/campaign_daily/dt=2026-03-10/.part-00000.csv.tmp-424242")
         try store.write("x", to: "agg/_work/day-2026-03-10/w0-b0.bin")
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10", workers: 1)
         #expect(try files.map { try store.bytes($0) } == first, "same input, same bytes, whatever the thread count")
-        #expect(!store.exists("agg/campaign_daily/dt=2026-03-10/part-00000.csv.tmp-424242"))
+        #expect(!store.exists("agg/campaign_daily/dt=2026-03-10/.part-00000.csv.tmp-424242"))
         #expect(!store.exists("agg/_work"))
         // A day run on its own gives the same partition as the range run (its lookback reads the 8th).
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")

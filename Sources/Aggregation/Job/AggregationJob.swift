@@ -177,10 +177,7 @@ public final class AggregationJob: Sendable {
     static func publish(_ bytes: [UInt8], to path: String) throws(AggregationError) {
         let directory = String(path[..<path.lastIndex(of: "/")!])
         try makeDirectories(directory)
-        let base = String(path[path.index(after: path.lastIndex(of: "/")!)...])
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(base + ".tmp-") {
-            unlink(directory + "/" + name)
-        }
+        DurableFile.removeStaleTemporaries(for: path)
         do {
             try DurableFile.write(bytes, to: path)
         } catch {

@@ -16,7 +16,7 @@ public enum DurableFile {
     }
 
     public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(WriteError) {
-        let temporary = path + ".tmp-\(getpid())"
+        let temporary = temporaryPath(for: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
         guard fd >= 0 else { throw WriteError(path: temporary, operation: "open", errorNumber: errno) }
         do throws(WriteError) {
@@ -34,6 +34,31 @@ public enum DurableFile {
             throw WriteError(path: path, operation: "rename", errorNumber: number)
         }
         try syncDirectory(containing: path)
+    }
+
+    /// Where `write` stages `path`: a hidden name in the same directory, so that readers listing the
+    /// directory (Spark, DuckDB globs) never pick up a half-written file.
+    static func temporaryPath(for path: String) -> String {
+        let (directory, name) = split(path)
+        return "\(directory)/.\(name).tmp-\(getpid())"
+    }
+
+    /// Removes temporary files a crashed writer of `path` left behind.
+    public static func removeStaleTemporaries(for path: String) {
+        let (directory, name) = split(path)
+        guard let listing = opendir(directory) else { return }
+        defer { closedir(listing) }
+        let prefix = ".\(name).tmp-"
+        while let entry = readdir(listing) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if entryName.hasPrefix(prefix) { unlink("\(directory)/\(entryName)") }
+        }
+    }
+
+    private static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 
     /// fsyncs the directory that holds `path`, making a create or rename in it durable.
