@@ -106,7 +106,12 @@ class Server:
 
     @property
     def pid(self):
-        return self.process.pid
+        """The receiver's pid: the child of the wrapper (strace) when there is one."""
+        if not self.wrapper:
+            return self.process.pid
+        with open(f"/proc/{self.process.pid}/task/{self.process.pid}/children") as handle:
+            children = handle.read().split()
+        return int(children[0]) if children else self.process.pid
 
     def kill(self):
         """SIGKILL, and wait for the process to be gone."""
@@ -117,7 +122,8 @@ class Server:
     def stop(self, timeout=30):
         """SIGTERM (graceful stop); returns the exit status."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            # To the receiver itself: a tracer passes signals on, but stopping it would detach instead.
+            os.kill(self.pid, signal.SIGTERM)
         try:
             status = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -232,8 +238,8 @@ class Spool:
             data = handle.read()
         lines = data.split(b"\n")
         ends_with_newline = data.endswith(b"\n")
-        if ends_with_newline:
-            lines.pop()
+        if ends_with_newline or not data:
+            lines.pop()  # nothing after the last newline (or an empty file): no line there
         for number, line in enumerate(lines, start=1):
             last = number == len(lines)
             if last and not ends_with_newline:
