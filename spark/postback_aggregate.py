@@ -1,0 +1,895 @@
+#!/usr/bin/env python3
+"""postback_aggregate.py: the nightly `postback aggregate` as an Apache Spark (PySpark) job.
+
+Reads the Hive-partitioned spool the receivers write (`DATA/raw/postbacks/dt=D/part-<writer>-<seq>.jsonl`
+and `DATA/raw/rejected/...`), keeps the first received copy of every dedup key (across writers, and
+not again if the key came in during the lookback days), decodes conversion values and source
+identifiers by joining the flat decode table that `postback schema export` writes, and publishes
+the same two tables as `postback aggregate`, byte for byte:
+
+    OUT/campaign_daily/dt=D/part-00000.csv
+    OUT/campaign_events_daily/dt=D/part-00000.csv
+    OUT/_manifests/dt=D.json            (written last: totals, inputs, outputs)
+
+Usage:
+
+    python3 spark/postback_aggregate.py --data DATA --decode-table DIR --date 2026-03-10
+    python3 spark/postback_aggregate.py --data DATA --schemas schemas/ --from 2026-03-01 --to 2026-03-31
+    spark-submit spark/postback_aggregate.py --data s3a://bucket/store --decode-table s3a://bucket/decode \\
+        --from 2026-03-01 --to 2026-03-31 --out s3a://bucket/store/agg [--format parquet]
+
+`--decode-table DIR` holds `values.csv`, `events.csv` and `sources.csv`
+(`postback schema export --schemas S --table values --out DIR/values.csv`, and so on);
+`--schemas S` runs those exports here (needs the `postback` binary: `--postback PATH` or PATH).
+Run directly with python3, it starts Spark in local mode (`--master`, default local[2]); under
+spark-submit the master and resources come from spark-submit. docs/spark.md has the details.
+
+The rules (docs/aggregate.md §3, §4) are the Swift aggregator's; where they live there is noted
+next to each step. Nothing here knows the schema format: labels, revenue, events, schema selection
+and source-identifier dimensions all come from the decode table.
+
+Exit status: 0 every day published; 1 published, but some spool lines were corrupt (not counted) or
+could not be read without re-parsing the stored body (see `unreadable_lines`); 2 usage or I/O error.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+
+TOOL = "postback-spark 1"
+
+# Output columns, in file order: Sources/Aggregation/Output/AggregateTables.swift (the output
+# contract; the equivalence test compares the headers too).
+DIMENSION_COLUMNS = [
+    "est_install_date", "app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier",
+    "source_identifier_digits", "campaign", "geo", "placement", "source_app_id", "source_domain", "marketplace_id",
+    "country_code", "interaction", "conversion_type", "postback_sequence_index", "did_win",
+]
+CAMPAIGN_DAILY_COLUMNS = DIMENSION_COLUMNS + [
+    "cv_kind", "fine_cv", "coarse_cv", "decoded_label", "schema_id",
+    "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
+    "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
+    "development_postbacks", "rejected_postbacks", "duplicates_dropped",
+]
+CAMPAIGN_EVENTS_DAILY_COLUMNS = DIMENSION_COLUMNS + [
+    "schema_id", "event_name", "postbacks", "event_count_min_sum", "event_count_max_sum",
+    "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
+]
+MONEY_COLUMNS = {"revenue_min_sum", "revenue_max_sum", "revenue_est_sum"}
+DECODE_TABLES = ("values", "events", "sources")
+VERIFICATION_STATUSES = ["verified", "invalid-signature", "malformed", "unsupported-version", "untrusted-key"]
+# SegmentReader.maximumLineBytes: longer lines are never records.
+MAXIMUM_LINE_BYTES = 4 << 20
+MICROS_PER_DAY = 86_400_000_000
+MICROS_PER_HOUR = 3_600_000_000
+
+
+class UsageError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(
+        prog="postback_aggregate.py",
+        description="The nightly postback aggregation on Apache Spark: same input, rules and output as `postback aggregate`.")
+    parser.add_argument("--data", required=True, help="the store: spool read from DATA/raw (local path, s3a://, gs://, hdfs://)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--decode-table", metavar="DIR", help="directory with values.csv, events.csv, sources.csv from `postback schema export`")
+    source.add_argument("--schemas", metavar="DIR", help="schema directory: export the decode table here with `postback schema export`")
+    parser.add_argument("--postback", default=None, help="the postback binary for --schemas (default: $POSTBACK, then PATH)")
+    parser.add_argument("--date", help="one day, YYYY-MM-DD")
+    parser.add_argument("--from", dest="first", help="first day of a range (with --to), inclusive")
+    parser.add_argument("--to", dest="last", help="last day of a range, inclusive")
+    parser.add_argument("--lookback-days", type=int, default=10,
+                        help="do not count again a key received in the N days before (default 10, 0 to turn off)")
+    parser.add_argument("--out", help="where the tables go (default DATA/agg, the layout `postback aggregate` writes)")
+    parser.add_argument("--format", choices=["csv", "parquet"], default="csv", help="csv (default, byte-identical to postback aggregate) or parquet")
+    parser.add_argument("--json", action="store_true", help="one JSON summary object per day on stdout")
+    parser.add_argument("--master", default=None, help="Spark master when run with python3 directly (default local[2]); ignored under spark-submit")
+    parser.add_argument("--driver-memory", default="1g", help="driver memory in local mode (default 1g)")
+    args = parser.parse_args(argv)
+
+    def day(text, option):
+        try:
+            if len(text) != 10:
+                raise ValueError(text)
+            return datetime.date.fromisoformat(text)
+        except ValueError:
+            raise UsageError(f"{option} must be a date YYYY-MM-DD, got '{text}'") from None
+
+    if args.date and (args.first or args.last):
+        raise UsageError("give either --date or --from/--to, not both")
+    if args.date:
+        args.first = args.last = day(args.date, "--date")
+    elif args.first and args.last:
+        args.first, args.last = day(args.first, "--from"), day(args.last, "--to")
+        if args.first > args.last:
+            raise UsageError(f"--from {args.first} is after --to {args.last}")
+        if (args.last - args.first).days >= 3660:
+            raise UsageError("--from/--to spans more than ten years")
+    elif args.first or args.last:
+        raise UsageError("--from and --to go together")
+    else:
+        raise UsageError("give --date DAY, or --from DAY and --to DAY")
+    if not 0 <= args.lookback_days <= 400:
+        raise UsageError("--lookback-days must be 0 to 400")
+    args.data = args.data.rstrip("/") if len(args.data) > 1 else args.data
+    args.out = (args.out or args.data + "/agg").rstrip("/")
+    return args
+
+
+def days_between(first, last):
+    return [first + datetime.timedelta(days=offset) for offset in range((last - first).days + 1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark and the file system (any Hadoop file system: local, s3a://, gs://, hdfs://)
+
+
+def start_spark(args):
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("postback-aggregate")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # Started with python3, not spark-submit: a small local Spark (2 cores by default).
+        builder = (builder.master(args.master or "local[2]")
+                   .config("spark.driver.memory", args.driver_memory)
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "8"))
+    spark = (builder
+             # The rules below rely on non-ANSI semantics: make_date() of an impossible date is null.
+             .config("spark.sql.ansi.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+class FileSystem:
+    """Driver-side file operations through Hadoop's FileSystem API, so that the same code lists,
+    moves and writes files on local disk and on object storage."""
+
+    def __init__(self, spark):
+        self.jvm = spark._jvm
+        self.conf = spark._jsc.hadoopConfiguration()
+
+    def _resolve(self, path):
+        hadoop_path = self.jvm.org.apache.hadoop.fs.Path(path)
+        fs = hadoop_path.getFileSystem(self.conf)
+        # The local file system keeps a hidden .crc file next to every file it writes; the raw one does not.
+        if fs.getScheme() == "file":
+            fs = self.jvm.org.apache.hadoop.fs.FileSystem.getLocal(self.conf).getRawFileSystem()
+        return fs, hadoop_path
+
+    def qualified(self, path):
+        fs, hadoop_path = self._resolve(path)
+        return str(fs.makeQualified(hadoop_path).toString())
+
+    def exists(self, path):
+        fs, hadoop_path = self._resolve(path)
+        return fs.exists(hadoop_path)
+
+    def list_files(self, directory):
+        """(name, size) of the plain files directly in `directory`; empty if it does not exist."""
+        fs, hadoop_path = self._resolve(directory)
+        if not fs.exists(hadoop_path):
+            return []
+        return [(str(status.getPath().getName()), int(status.getLen())) for status in fs.listStatus(hadoop_path) if status.isFile()]
+
+    def read_bytes(self, path):
+        if "://" not in path and os.path.exists(path):
+            with open(path, "rb") as file:
+                return file.read()
+        fs, hadoop_path = self._resolve(path)
+        stream = fs.open(hadoop_path)
+        try:
+            return bytes(self.jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def write_bytes(self, path, data):
+        """Writes to a temporary name next to `path`, then renames it over `path`."""
+        temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+        fs, hadoop_path = self._resolve(temporary)
+        stream = fs.create(hadoop_path, True)
+        try:
+            stream.write(bytearray(data))
+        finally:
+            stream.close()
+        self.replace(temporary, path)
+
+    def replace(self, source, target):
+        """Moves `source` to `target`, replacing it (rename on a file system, copy on object stores)."""
+        fs, target_path = self._resolve(target)
+        _, source_path = self._resolve(source)
+        fs.mkdirs(target_path.getParent())
+        if fs.exists(target_path):
+            fs.delete(target_path, False)
+        if not fs.rename(source_path, target_path):
+            raise IOError(f"cannot move {source} to {target}")
+
+    def delete_tree(self, path):
+        fs, hadoop_path = self._resolve(path)
+        if fs.exists(hadoop_path):
+            fs.delete(hadoop_path, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The decode table (`postback schema export`): read in the driver, small, broadcast to every join
+
+
+def export_decode_table(schemas, postback):
+    """Runs `postback schema export` for each table into a temporary directory."""
+    binary = postback or os.environ.get("POSTBACK") or shutil.which("postback")
+    if not binary:
+        raise UsageError("--schemas needs the postback binary: give --postback PATH, set POSTBACK, or put it on PATH")
+    directory = tempfile.mkdtemp(prefix="postback-decode-")
+    for table in DECODE_TABLES:
+        result = subprocess.run([binary, "schema", "export", "--schemas", schemas, "--table", table, "--out", f"{directory}/{table}.csv"],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise UsageError(f"postback schema export failed ({result.returncode}):\n{result.stderr.strip()}")
+    return directory
+
+
+def parse_csv(data):
+    """RFC 4180 as `postback` writes it: returns rows of fields, None for an empty field and '' for a
+    quoted empty one (`""`). Python's csv module cannot tell those apart, and they differ here."""
+    text = data.decode("utf-8")
+    rows, row, field, quoted, index = [], [], [], False, 0
+    while index < len(text):
+        char = text[index]
+        if quoted:
+            if char == '"':
+                if index + 1 < len(text) and text[index + 1] == '"':
+                    field.append('"')
+                    index += 1
+                else:
+                    quoted = False
+            else:
+                field.append(char)
+        elif char == '"':
+            quoted = True
+            field.append("")  # marks the field as quoted, so "" stays an empty string
+        elif char in ",\n":
+            row.append("".join(field) if field else None)
+            field = []
+            if char == "\n":
+                rows.append(row)
+                row = []
+        else:
+            field.append(char)
+        index += 1
+    if field or row:
+        row.append("".join(field) if field else None)
+        rows.append(row)
+    return rows
+
+
+def load_decode_tables(spark, fs, directory):
+    """The three exported tables as DataFrames, plus the schema-selection table derived from `values`.
+    Amounts become integer micro-units, as the aggregator sums them (exact)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    frames, digests = {}, {}
+    for table in DECODE_TABLES:
+        path = f"{directory.rstrip('/')}/{table}.csv"
+        data = fs.read_bytes(path)
+        digests[table] = hashlib.sha256(data).hexdigest()
+        rows = parse_csv(data)
+        if not rows:
+            raise UsageError(f"{path}: empty, not a decode table")
+        header, body = rows[0], rows[1:]
+        schema = T.StructType([T.StructField(name, T.StringType()) for name in header])
+        frames[table] = spark.createDataFrame(body, schema)
+
+    def micros(column):
+        return (F.col(column).cast("decimal(18,6)") * F.lit(1_000_000)).cast("long")
+
+    values = frames["values"].select(
+        "schema_id", F.col("app_id").cast("long").alias("app_id"),
+        F.col("effective_from").cast("date").alias("effective_from"), F.col("effective_to").cast("date").alias("effective_to"),
+        "protocol", "conversion_type", F.col("postback_sequence_index").cast("int").alias("postback_sequence_index"),
+        "cv_kind", "cv_value", (F.col("mapped") == "true").alias("mapped"), "decoded_label",
+        micros("revenue_min").alias("revenue_min"), micros("revenue_max").alias("revenue_max"),
+        micros("revenue_est").alias("revenue_est"), "currency")
+    # One row per schema, protocol and conversion type it applies to: what CatalogSchema.schemaIndex selects from.
+    selection = values.select("schema_id", "app_id", "protocol", "conversion_type", "effective_from", "effective_to", "currency").distinct()
+    events = frames["events"].select(
+        "schema_id", F.col("postback_sequence_index").cast("int").alias("postback_sequence_index"), "cv_kind", "cv_value",
+        "event_name", F.col("min_count").cast("long").alias("min_count"), F.col("max_count").cast("long").alias("max_count"))
+    sources = frames["sources"].select(
+        "schema_id", "ad_network_id", F.col("valid_from").cast("date").alias("valid_from"), F.col("valid_to").cast("date").alias("valid_to"),
+        "id_kind", "id_value", "campaign", "geo", "placement")
+    return {"values": values, "selection": selection, "events": events, "sources": sources, "digests": digests}
+
+
+# ---------------------------------------------------------------------------------------------
+# The spool: which segments, and each line classified (SegmentScanner, SpoolLineDecoder, SpoolRecord)
+
+
+def parse_segment_name(name):
+    """(writer, sequence) of `part-<writer>-<seq>.jsonl`, or None (StoreLayout.parseSegmentName:
+    other files, such as temporary ones, are not segments)."""
+    if not (name.startswith("part-") and name.endswith(".jsonl")):
+        return None
+    stem = name[5:-6]
+    dash = stem.rfind("-")
+    if dash < 0:
+        return None
+    writer, digits = stem[:dash], stem[dash + 1:]
+    sign_free = digits[1:] if digits[:1] in ("+", "-") else digits
+    if not sign_free.isascii() or not sign_free.isdigit():
+        return None
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+    if not 1 <= len(writer) <= 64 or writer.startswith(".") or not set(writer) <= allowed:
+        return None
+    return writer, int(digits)
+
+
+def list_segments(fs, data, days_with_rejected, days_postbacks_only):
+    """Every segment to read, as dicts with the fields SegmentTask has: the day, the spool, the
+    manifest name, writer and sequence (the dedup tie-breaker after received_at), and the size."""
+    segments = []
+    for day, spools in [(d, ("postbacks", "rejected")) for d in days_with_rejected] + [(d, ("postbacks",)) for d in days_postbacks_only]:
+        for spool in spools:
+            directory = f"{data}/raw/{spool}/dt={day.isoformat()}"
+            for name, size in fs.list_files(directory):
+                parsed = parse_segment_name(name)
+                if parsed is None:
+                    continue
+                segments.append({"dt": day.isoformat(), "spool": spool, "name": f"raw/{spool}/dt={day.isoformat()}/{name}",
+                                 "path": fs.qualified(f"{directory}/{name}"), "writer": parsed[0], "sequence": parsed[1], "bytes": size})
+    segments.sort(key=lambda s: s["name"])
+    return segments
+
+
+def record_schema():
+    """The spool record (SpoolRecord.encoded) as Spark reads it; `_corrupt` is set when a field has
+    the wrong JSON type or the line is not JSON."""
+    from pyspark.sql import types as T
+
+    string, long, boolean = T.StringType(), T.LongType(), T.BooleanType()
+    attribution = T.StructType([T.StructField(name, kind) for name, kind in [
+        ("protocol", string), ("version", string), ("app_id", long), ("ad_network_id", string), ("campaign_id", long),
+        ("source_identifier", string), ("source_app_id", long), ("source_domain", string), ("marketplace_id", string),
+        ("country_code", string), ("interaction", string), ("conversion_type", string), ("postback_sequence_index", long),
+        ("did_win", boolean), ("fine_value", long), ("coarse_value", string), ("test_mode", boolean)]])
+    return T.StructType([T.StructField(name, kind) for name, kind in [
+        ("received_at", string), ("writer", string), ("route", string), ("status", string), ("environment", string),
+        ("dedup_key", string), ("protocol", string), ("version", string), ("key", string), ("reason", string),
+        ("attribution", attribution), ("body", string), ("body_base64", string), ("_corrupt", string)]])
+
+
+def read_spool_lines(spark, segments):
+    """Every line of every segment, with its file's facts and its position: (block start, id) orders
+    the lines of a file even when Spark splits the file between tasks."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    files = spark.createDataFrame(
+        [(s["path"], s["dt"], s["spool"], s["name"], s["writer"], s["sequence"], s["bytes"]) for s in segments],
+        "path string, dt string, spool string, name string, writer string, sequence long, file_bytes long").drop("path")
+    if not segments:
+        empty = T.StructType([T.StructField("value", T.StringType())])
+        lines = spark.createDataFrame([], empty).select(F.lit(None).cast("string").alias("name"), F.lit(0).cast("long").alias("block"),
+                                                        F.lit(0).cast("long").alias("position"), "value")
+    else:
+        # lineSep "\n" exactly as the spool reader splits (Hadoop's default also splits at a lone \r).
+        lines = (spark.read.option("lineSep", "\n").text([s["path"] for s in segments])
+                 .select(F.regexp_extract(F.col("_metadata.file_path"), r"(raw/(postbacks|rejected)/dt=[^/]+/[^/]+)$", 1).alias("name"),
+                         F.col("_metadata.file_block_start").alias("block"),
+                         F.monotonically_increasing_id().alias("position"), "value"))
+    return lines.join(F.broadcast(files), "name")
+
+
+def classify_lines(lines):
+    """Parses each line and gives it a `state`, as SegmentScanner and SpoolLineDecoder do:
+
+    - `torn`: the last line of its file when it has no newline, or when it is not a valid record
+      (what a crash leaves); `corrupt`: any other line that is not a valid record. Neither counts.
+    - `rejected`: a valid record in raw/rejected, or a non-verified one in raw/postbacks.
+    - `postback`: a verified record in raw/postbacks with a dedup key and attribution, a window of
+      0-2 and a fine value of 0-63 (anything else there is corrupt: no verified postback has it).
+    - `unreadable`: a verified record without dedup_key or attribution. `postback aggregate` reads
+      those again from the stored body, which takes the verifier's parser; the receiver always
+      writes both, so this only flags records from elsewhere (reported, exit status 1).
+    """
+    from pyspark.sql import functions as F
+
+    # A file whose lines (plus one newline each) add up to one byte more than its size ends without a newline.
+    line_bytes = F.octet_length("value")
+    per_file = lines.groupBy("name").agg(F.sum(line_bytes + 1).alias("accounted_bytes"), F.max(F.struct("block", "position")).alias("last_line"))
+    lines = lines.join(F.broadcast(per_file), "name")
+    is_last = F.struct("block", "position") == F.col("last_line")
+    without_newline = is_last & (F.col("accounted_bytes") == F.col("file_bytes") + 1)
+    # The scanner drops one \r before the \n.
+    text = F.when(F.col("value").endswith("\r"), F.expr("substring(value, 1, length(value) - 1)")).otherwise(F.col("value"))
+    record = F.from_json(text, record_schema(), {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
+    parsed = lines.select("dt", "spool", "name", "writer", "sequence", "block", "position", is_last.alias("is_last"),
+                          without_newline.alias("without_newline"), (line_bytes > MAXIMUM_LINE_BYTES).alias("too_long"), record.alias("r"))
+
+    r, a = F.col("r"), F.col("r.attribution")
+    received = r["received_at"]
+    # UTCTimestamp(iso8601:): exactly YYYY-MM-DDTHH:MM:SS.ffffffZ with a real date.
+    received_day = F.make_date(F.substring(received, 1, 4).cast("int"), F.substring(received, 6, 2).cast("int"), F.substring(received, 9, 2).cast("int"))
+    received_ok = received.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z$") & received_day.isNotNull()
+    received_micros = (F.datediff(received_day, F.lit(datetime.date(1970, 1, 1))).cast("long") * MICROS_PER_DAY
+                       + F.substring(received, 12, 2).cast("long") * MICROS_PER_HOUR
+                       + F.substring(received, 15, 2).cast("long") * 60_000_000
+                       + F.substring(received, 18, 2).cast("long") * 1_000_000
+                       + F.substring(received, 21, 6).cast("long"))
+    # Attribution(json:): protocol, app_id, ad_network_id and conversion_type are required; choices are checked.
+    attribution_ok = a.isNull() | (
+        a["protocol"].isin("skadnetwork", "adattributionkit") & a["app_id"].isNotNull() & a["ad_network_id"].isNotNull()
+        & a["conversion_type"].isin("download", "redownload", "re-engagement")
+        & (a["interaction"].isNull() | a["interaction"].isin("view", "click"))
+        & (a["coarse_value"].isNull() | a["coarse_value"].isin("low", "medium", "high")))
+    record_ok = (r.isNotNull() & r["_corrupt"].isNull() & received_ok & r["status"].isin(*VERIFICATION_STATUSES)
+                 & (r["body"].isNotNull() | r["body_base64"].isNotNull()) & attribution_ok)
+    verified = (F.col("spool") == "postbacks") & (r["status"] == "verified")
+    sequence_index = F.coalesce(a["postback_sequence_index"], F.lit(0))
+    in_range = sequence_index.between(0, 2) & (a["fine_value"].isNull() | a["fine_value"].between(0, 63))
+    state = (F.when(F.col("without_newline"), "torn")
+             .when(F.col("too_long") | ~F.coalesce(record_ok, F.lit(False)), "bad")
+             .when(~verified, "rejected")
+             .when(r["dedup_key"].isNull() | a.isNull(), "unreadable")
+             .when(~in_range, "bad")
+             .otherwise("postback"))
+    state = F.when(state == "bad", F.when(F.col("is_last"), "torn").otherwise("corrupt")).otherwise(state)
+    claimed_protocol = F.when(r["protocol"].isin("skadnetwork", "adattributionkit"), r["protocol"])
+    return parsed.select(
+        "dt", "spool", "name", "writer", "sequence", "block", "position", state.alias("state"),
+        received_micros.alias("received_micros"), r["dedup_key"].alias("dedup_key"), r["status"].alias("status"),
+        r["reason"].alias("reason"),
+        # Development: a development or test key (environment other than production), or SKAdNetwork test mode.
+        ((F.coalesce(r["environment"], F.lit("")) == "production") & ~F.coalesce(a["test_mode"], F.lit(False))).alias("production"),
+        # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
+        F.coalesce(a["protocol"], claimed_protocol).alias("protocol"), F.coalesce(a["version"], r["version"]).alias("claimed_version"),
+        a["version"].alias("version"), a["app_id"].alias("app_id"), ascii_lower(a["ad_network_id"]).alias("ad_network_id"),
+        a["campaign_id"].alias("campaign_id"), a["source_identifier"].alias("source_identifier"),
+        a["source_app_id"].alias("source_app_id"), a["source_domain"].alias("source_domain"), a["marketplace_id"].alias("marketplace_id"),
+        a["country_code"].alias("country_code"), a["interaction"].alias("interaction"), a["conversion_type"].alias("conversion_type"),
+        sequence_index.cast("int").alias("postback_sequence_index"), a["did_win"].alias("did_win"),
+        a["fine_value"].cast("int").alias("fine_value"), a["coarse_value"].alias("coarse_value"))
+
+
+def ascii_lower(column):
+    """ASCII-only lower-casing, as asciiLowercased in Swift (Unicode case mapping would make grouping
+    depend on the platform's tables)."""
+    from pyspark.sql import functions as F
+
+    return F.translate(column, "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+# ---------------------------------------------------------------------------------------------
+# Dedup: first received copy per day, and not again within the lookback (BucketResolver)
+
+GRAIN_FIELDS = ["app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier", "source_app_id", "source_domain",
+                "marketplace_id", "country_code", "interaction", "conversion_type", "postback_sequence_index", "did_win",
+                "fine_value", "coarse_value"]
+
+
+def first_copies(classified, first_day, lookback_days):
+    """One row per (dt, dedup key) from `first_day` on: the first received copy's fields (earliest
+    received_at, then writer, segment sequence and position in the file: SegmentTask.ordinal and the
+    byte offset), how many copies came that day, and whether the key already came on one of the
+    `lookback_days` days before (then no copy of that day counts)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    copies = classified.filter(F.col("state") == "postback")
+    first = F.min(F.struct("received_micros", "writer", "sequence", "block", "position", "production", *GRAIN_FIELDS))
+    # Partitioned by key once: both the per-day grouping and the window over days reuse it.
+    per_day = copies.repartition("dedup_key").groupBy("dedup_key", "dt").agg(first.alias("first"), F.count(F.lit(1)).alias("copies"))
+    previous_day = F.lag("dt").over(Window.partitionBy("dedup_key").orderBy("dt"))
+    seen_earlier = previous_day.isNotNull() & (F.datediff(F.to_date("dt"), F.to_date(previous_day)) <= lookback_days)
+    return (per_day.select("dt", "copies", seen_earlier.alias("seen_earlier"), "first.*")
+            .filter(F.col("dt") >= first_day.isoformat()))
+
+
+def estimated_install_date(received_micros, protocol, version, sequence_index):
+    """Received time minus the end of the conversion window and Apple's mean send delay
+    (InstallDateEstimate: 48 h before SKAdNetwork 4, then 84, 252 or 924 h by window), as a UTC day."""
+    from pyspark.sql import functions as F
+
+    has_windows = (protocol == "adattributionkit") | (F.coalesce(version, F.lit("")) == "4.0")
+    hours = (F.when(~has_windows, 48).when(sequence_index == 1, 252).when(sequence_index == 2, 924).otherwise(84)).cast("long")
+    micros = received_micros - hours * MICROS_PER_HOUR
+    days = ((micros - F.pmod(micros, F.lit(MICROS_PER_DAY))) / F.lit(MICROS_PER_DAY)).cast("int")
+    return F.date_add(F.lit(datetime.date(1970, 1, 1)), days)
+
+
+def postback_rows(firsts):
+    """Counted first copies grouped by every grain column (RowKeyEncoder.encodePostback)."""
+    from pyspark.sql import functions as F
+
+    counted = firsts.filter(~F.col("seen_earlier")).withColumn(
+        "est_install_date", estimated_install_date(F.col("received_micros"), F.col("protocol"), F.col("version"), F.col("postback_sequence_index")))
+    return counted.groupBy("dt", "est_install_date", *GRAIN_FIELDS).agg(
+        F.sum(F.when(F.col("production"), 1).otherwise(0)).cast("long").alias("postbacks"),
+        F.sum(F.when(F.col("production"), 0).otherwise(1)).cast("long").alias("development_postbacks"),
+        F.sum(F.col("copies") - 1).cast("long").alias("duplicates_dropped"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding through the decode table (DayRenderer.RowFacts), and the two tables' rows
+
+
+def decode_rows(rows, tables):
+    """Adds schema, label, revenue sums, campaign/geo/placement and the install counts to each row.
+
+    Schema selection: app, protocol, conversion type and effective_from <= est_install_date <=
+    effective_to. The value: `fine` or `coarse` when the postback carries one, else `null` for a
+    winner (Apple withheld it: an install with unknown revenue) and `none` for a non-winner.
+    """
+    from pyspark.sql import functions as F
+
+    selection = tables["selection"].select(*[F.col(c).alias("s_" + c) for c in tables["selection"].columns])
+    located = rows.join(F.broadcast(selection), (F.col("app_id") == F.col("s_app_id")) & (F.col("protocol") == F.col("s_protocol"))
+                        & (F.col("conversion_type") == F.col("s_conversion_type"))
+                        & (F.col("est_install_date") >= F.col("s_effective_from"))
+                        & (F.col("s_effective_to").isNull() | (F.col("est_install_date") <= F.col("s_effective_to"))), "left")
+    kind = (F.when(F.col("fine_value").isNotNull(), "fine").when(F.col("coarse_value").isNotNull(), "coarse")
+            .when(F.col("did_win") == F.lit(False), "none").otherwise("null"))
+    located = located.withColumn("cv_kind", kind).withColumn(
+        "cv_value", F.coalesce(F.col("fine_value").cast("string"), F.col("coarse_value")))
+
+    values = tables["values"].select(*[F.col(c).alias("v_" + c) for c in tables["values"].columns])
+    valued = located.join(F.broadcast(values), (F.col("s_schema_id") == F.col("v_schema_id")) & (F.col("protocol") == F.col("v_protocol"))
+                          & (F.col("conversion_type") == F.col("v_conversion_type"))
+                          & (F.col("postback_sequence_index") == F.col("v_postback_sequence_index"))
+                          & (F.col("cv_kind") == F.col("v_cv_kind")) & (F.col("cv_value") == F.col("v_cv_value")), "left")
+
+    # Source identifiers (SKAdNetwork 4, AdAttributionKit) before campaign ids (SKAdNetwork 1-3).
+    id_kind = F.when(F.col("source_identifier").isNotNull(), "source_identifier").when(F.col("campaign_id").isNotNull(), "campaign_id")
+    id_value = F.coalesce(F.col("source_identifier"), F.col("campaign_id").cast("string"))
+    sources = tables["sources"].select(*[F.col(c).alias("m_" + c) for c in tables["sources"].columns])
+    mapped = valued.join(F.broadcast(sources), (F.col("s_schema_id") == F.col("m_schema_id")) & (F.col("ad_network_id") == F.col("m_ad_network_id"))
+                         & (id_kind == F.col("m_id_kind")) & (id_value == F.col("m_id_value"))
+                         & (F.col("m_valid_from").isNull() | (F.col("est_install_date") >= F.col("m_valid_from")))
+                         & (F.col("m_valid_to").isNull() | (F.col("est_install_date") <= F.col("m_valid_to"))), "left")
+
+    decoded = F.coalesce(F.col("v_mapped"), F.lit(False))
+    label = (F.when(F.col("cv_kind") == "null", "null_cv").when(F.col("cv_kind") == "none", F.lit(None))
+             .when(F.col("s_schema_id").isNull(), "no_schema").otherwise(F.col("v_decoded_label")))
+    postbacks = F.col("postbacks")
+    winning = F.coalesce(F.col("did_win"), F.lit(True))
+    first_window = winning & (F.col("postback_sequence_index") == 0)
+
+    def installs_of(conversion_type):
+        return F.when(first_window & (F.col("conversion_type") == conversion_type), postbacks).otherwise(F.lit(0)).cast("long")
+
+    return mapped.select(
+        "dt", "est_install_date", "app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier",
+        F.octet_length("source_identifier").alias("source_identifier_digits"),
+        F.col("m_campaign").alias("campaign"), F.col("m_geo").alias("geo"), F.col("m_placement").alias("placement"),
+        "source_app_id", "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type", "postback_sequence_index",
+        "did_win", "cv_kind", F.col("fine_value").alias("fine_cv"), F.col("coarse_value").alias("coarse_cv"), label.alias("decoded_label"),
+        F.col("s_schema_id").alias("schema_id"), "postbacks", installs_of("download").alias("installs"),
+        installs_of("redownload").alias("redownloads"), installs_of("re-engagement").alias("reengagements"),
+        F.when(~winning, postbacks).otherwise(F.lit(0)).cast("long").alias("losses"),
+        F.when(F.col("cv_kind") == "null", postbacks).otherwise(F.lit(0)).cast("long").alias("null_cv_postbacks"),
+        # Revenue only for a value that decoded; never zero for an unknown one.
+        F.when(decoded, postbacks * F.col("v_revenue_min")).alias("revenue_min_sum"),
+        F.when(decoded, postbacks * F.col("v_revenue_max")).alias("revenue_max_sum"),
+        F.when(decoded, postbacks * F.col("v_revenue_est")).alias("revenue_est_sum"),
+        F.col("s_currency").alias("currency"), "development_postbacks", F.lit(0).cast("long").alias("rejected_postbacks"),
+        "duplicates_dropped",
+        # Kept for the events table, dropped before writing.
+        F.col("v_schema_id").alias("_value_schema"), "cv_value", decoded.alias("_decoded"),
+        F.col("v_revenue_min").alias("_revenue_min"), F.col("v_revenue_max").alias("_revenue_max"), F.col("v_revenue_est").alias("_revenue_est"))
+
+
+def rejected_rows(classified, first_day):
+    """Rejected records: every delivery counts (no dedup), on a row keyed by app, protocol, version
+    and ad network (RowKeyEncoder.encodeRejected); everything else is empty."""
+    from pyspark.sql import functions as F
+
+    counts = (classified.filter((F.col("state") == "rejected") & (F.col("dt") >= first_day.isoformat()))
+              .groupBy("dt", "app_id", "protocol", "claimed_version", "ad_network_id").agg(F.count(F.lit(1)).cast("long").alias("rejected_postbacks")))
+    zero = F.lit(0).cast("long")
+    columns = []
+    for name in CAMPAIGN_DAILY_COLUMNS:
+        if name in ("app_id", "protocol", "ad_network_id", "rejected_postbacks"):
+            columns.append(F.col(name))
+        elif name == "version":
+            columns.append(F.col("claimed_version").alias("version"))
+        elif name in ("postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "duplicates_dropped"):
+            columns.append(zero.alias(name))
+        else:
+            columns.append(F.lit(None).alias(name))
+    return counts.select("dt", *columns)
+
+
+def campaign_daily(decoded, rejected):
+    from pyspark.sql import functions as F
+
+    typed = decoded.select("dt", *CAMPAIGN_DAILY_COLUMNS)
+    rejected = rejected.select("dt", *[F.col(c).cast(typed.schema[c].dataType).alias(c) for c in CAMPAIGN_DAILY_COLUMNS])
+    return typed.unionByName(rejected)
+
+
+def campaign_events_daily(decoded, tables):
+    """Rows of counted postbacks whose value decoded, joined with the events their value implies, summed
+    per grain, schema and event (DayRenderer's EventAccumulator): a max is empty once any contributing
+    value has none."""
+    from pyspark.sql import functions as F
+
+    events = tables["events"].select(*[F.col(c).alias("e_" + c) for c in tables["events"].columns])
+    contributing = decoded.filter((F.col("postbacks") > 0) & F.col("_decoded")).join(
+        F.broadcast(events), (F.col("schema_id") == F.col("e_schema_id")) & (F.col("postback_sequence_index") == F.col("e_postback_sequence_index"))
+        & (F.col("cv_kind") == F.col("e_cv_kind")) & (F.col("cv_value") == F.col("e_cv_value")))
+    postbacks = F.col("postbacks")
+
+    def sum_unless_any_null(term):
+        return F.when(F.count(F.lit(1)) == F.count(term), F.sum(term))
+
+    return contributing.groupBy("dt", *DIMENSION_COLUMNS, "schema_id", F.col("e_event_name").alias("event_name")).agg(
+        F.sum(postbacks).cast("long").alias("postbacks"),
+        F.sum(postbacks * F.col("e_min_count")).cast("long").alias("event_count_min_sum"),
+        sum_unless_any_null(postbacks * F.col("e_max_count")).cast("long").alias("event_count_max_sum"),
+        F.sum(postbacks * F.col("_revenue_min")).alias("revenue_min_sum"),
+        sum_unless_any_null(postbacks * F.col("_revenue_max")).alias("revenue_max_sum"),
+        F.sum(postbacks * F.col("_revenue_est")).alias("revenue_est_sum"),
+        F.first("currency").alias("currency")).select("dt", *CAMPAIGN_EVENTS_DAILY_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output: CSV lines exactly as CSVLine writes them, Parquet with types; one file per dt partition
+
+
+def csv_field(frame, name):
+    """One field as CSVLine writes it: empty for null, `""` for an empty string, quotes only when the
+    text holds a comma, quote or line break; numbers in decimal, `true`/`false`; amounts (micro-units)
+    as the shortest exact decimal (`2.99`, `150`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    column = F.col(name)
+    kind = frame.schema[name].dataType
+    if name in MONEY_COLUMNS:
+        fraction = F.pmod(column, F.lit(1_000_000))
+        whole = ((column - fraction) / F.lit(1_000_000)).cast("long").cast("string")
+        digits = F.regexp_replace(F.lpad(fraction.cast("string"), 6, "0"), "0+$", "")
+        text = F.concat(whole, F.when(fraction != 0, F.concat(F.lit("."), digits)).otherwise(F.lit("")))
+    elif isinstance(kind, T.StringType):
+        text = (F.when(column == "", F.lit('""'))
+                .when(column.rlike('[,"\\r\\n]'), F.concat(F.lit('"'), F.regexp_replace(column, '"', '""'), F.lit('"')))
+                .otherwise(column))
+    else:
+        text = column.cast("string")
+    return F.coalesce(text, F.lit(""))
+
+
+def csv_lines(frame, columns):
+    from pyspark.sql import functions as F
+
+    return F.concat_ws(",", *[csv_field(frame, name) for name in columns])
+
+
+def parquet_frame(frame, columns):
+    """Typed columns for Parquet: amounts as decimal(18,6), the rest as computed."""
+    from pyspark.sql import functions as F
+
+    return frame.select("dt", *[(F.col(c).cast("decimal(24,0)") / F.lit(1_000_000)).cast("decimal(18,6)").alias(c) if c in MONEY_COLUMNS
+                                else F.col(c) for c in columns], "_sort")
+
+
+def write_table(spark, fs, frame, table, columns, days, staging, out, output_format):
+    """Writes one file per requested day into `staging`, then moves each to
+    OUT/table/dt=D/part-00000.<csv|parquet>. Rows are sorted by their CSV line's bytes, as the Swift
+    aggregator sorts them; every day gets a file, with only the header when it has no rows."""
+    from pyspark.sql import functions as F
+
+    with_lines = frame.withColumn("_line", csv_lines(frame, columns)).withColumn("_sort", F.concat(F.col("_line"), F.lit("\n")))
+    target = f"{staging}/{table}"
+    if output_format == "csv":
+        header = spark.createDataFrame([(day.isoformat(), 0, ",".join(columns), "") for day in days], "dt string, _rank int, _line string, _sort string")
+        lines = header.unionByName(with_lines.select("dt", F.lit(1).alias("_rank"), "_line", "_sort"))
+        (lines.repartition("dt").sortWithinPartitions("dt", "_rank", "_sort").select("dt", "_line")
+         .write.partitionBy("dt").option("lineSep", "\n").text(target))
+    else:
+        typed = parquet_frame(with_lines, columns)
+        typed.repartition("dt").sortWithinPartitions("dt", "_sort").drop("_sort").write.partitionBy("dt").parquet(target)
+        written = {name[3:] for name in list_names(fs, target) if name.startswith("dt=")}
+        missing = [day for day in days if day.isoformat() not in written]
+        if missing:
+            # A day without rows still gets a file: an empty Parquet file with the table's schema.
+            empty = spark.createDataFrame([], typed.drop("dt", "_sort").schema)
+            for day in missing:
+                empty.coalesce(1).write.parquet(f"{target}/dt={day.isoformat()}")
+    extension = "csv" if output_format == "csv" else "parquet"
+    published = {}
+    for day in days:
+        directory = f"{target}/dt={day.isoformat()}"
+        parts = [name for name, _ in fs.list_files(directory) if name.startswith("part-")]
+        if len(parts) != 1:
+            raise IOError(f"{directory}: expected one part file, found {len(parts)}")
+        destination = f"{out}/{table}/dt={day.isoformat()}/part-00000.{extension}"
+        fs.replace(f"{directory}/{parts[0]}", destination)
+        published[day.isoformat()] = destination
+    return published
+
+
+def list_names(fs, directory):
+    filesystem, path = fs._resolve(directory)
+    return [str(status.getPath().getName()) for status in filesystem.listStatus(path)] if filesystem.exists(path) else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Manifests and summaries
+
+
+def day_facts(classified, firsts, daily, events, segments, days):
+    """Per day: the manifest's inputs, totals and rejected-by-status (one small Spark job each)."""
+    from pyspark.sql import functions as F
+
+    requested = {day.isoformat() for day in days}
+    per_file = {row["name"]: row for row in classified.groupBy("name").agg(
+        F.count(F.lit(1)).alias("lines"),
+        F.sum(F.when(F.col("state") == "postback", 1).otherwise(0)).alias("postbacks"),
+        F.sum(F.when(F.col("state") == "rejected", 1).otherwise(0)).alias("rejected"),
+        F.sum(F.when(F.col("state") == "corrupt", 1).otherwise(0)).alias("corrupt_lines"),
+        F.sum(F.when(F.col("state") == "unreadable", 1).otherwise(0)).alias("unreadable_lines"),
+        F.max(F.col("state") == "torn").alias("torn_tail")).collect()}
+    duplicates = {row["dt"]: row for row in firsts.groupBy("dt").agg(
+        F.sum(F.when(~F.col("seen_earlier"), F.col("copies") - 1).otherwise(0)).alias("same_day"),
+        F.sum(F.when(F.col("seen_earlier"), F.col("copies")).otherwise(0)).alias("earlier_days")).collect()}
+    sums = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "rejected_postbacks"]
+    totals = {row["dt"]: row for row in daily.groupBy("dt").agg(
+        *[F.sum(c).alias(c) for c in sums], F.sum("revenue_est_sum").alias("revenue_est_sum"), F.count(F.lit(1)).alias("rows")).collect()}
+    event_rows = {row["dt"]: row["rows"] for row in events.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
+    statuses = {}
+    for row in classified.filter((F.col("state") == "rejected")).groupBy("dt", "status").count().collect():
+        statuses.setdefault(row["dt"], {})[row["status"]] = row["count"]
+
+    facts = {}
+    for day in sorted(requested):
+        inputs = []
+        for segment in segments:
+            if segment["dt"] != day:
+                continue
+            counts = per_file.get(segment["name"])
+            inputs.append({"path": segment["name"], "spool": segment["spool"], "bytes": segment["bytes"],
+                           "lines": counts["lines"] if counts else 0, "postbacks": counts["postbacks"] if counts else 0,
+                           "rejected": counts["rejected"] if counts else 0, "corrupt_lines": counts["corrupt_lines"] if counts else 0,
+                           "torn_tail": bool(counts["torn_tail"]) if counts else False,
+                           "unreadable_lines": counts["unreadable_lines"] if counts else 0})
+        day_totals = totals.get(day)
+        total = {c: int(day_totals[c] or 0) if day_totals else 0 for c in sums}
+        revenue = int(day_totals["revenue_est_sum"] or 0) if day_totals else 0
+        facts[day] = {
+            "inputs": inputs,
+            "totals": {
+                **{c: total[c] for c in sums[:6]}, "revenue_est_sum": money_text(revenue),
+                "development_postbacks": total["development_postbacks"], "rejected_postbacks": total["rejected_postbacks"],
+                "duplicates_same_day": int(duplicates[day]["same_day"]) if day in duplicates else 0,
+                "duplicates_of_earlier_days": int(duplicates[day]["earlier_days"]) if day in duplicates else 0,
+                "corrupt_lines": sum(i["corrupt_lines"] for i in inputs), "torn_tails": sum(1 for i in inputs if i["torn_tail"]),
+                "unreadable_lines": sum(i["unreadable_lines"] for i in inputs)},
+            "rows": {"campaign_daily": int(day_totals["rows"]) if day_totals else 0, "campaign_events_daily": int(event_rows.get(day, 0))},
+            "rejected_by_status": {s: statuses.get(day, {})[s] for s in VERIFICATION_STATUSES if s in statuses.get(day, {})},
+        }
+    return facts
+
+
+def money_text(micros):
+    whole, fraction = divmod(micros, 1_000_000)
+    return str(whole) if fraction == 0 else f"{whole}.{fraction:06d}".rstrip("0")
+
+
+def write_manifest(fs, args, day, facts, segments, published, output_format, tables, spark_version):
+    """`_manifests/dt=D.json`, written after both tables (its presence marks a complete day)."""
+    window_start = (day - datetime.timedelta(days=args.lookback_days)).isoformat()
+    manifest = {
+        "format": 1, "dt": day.isoformat(), "tool": f"{TOOL} (Apache Spark {spark_version})", "lookback_days": args.lookback_days,
+        "output_format": output_format,
+        "inputs": facts["inputs"],
+        "lookback_inputs": [{"path": s["name"], "bytes": s["bytes"]} for s in segments
+                            if s["spool"] == "postbacks" and window_start <= s["dt"] < day.isoformat()],
+        "decode_table": [{"table": t, "sha256": tables["digests"][t]} for t in DECODE_TABLES],
+        "outputs": [{"table": table, "path": published[table][day.isoformat()][len(args.out) + 1:], "rows": facts["rows"][table],
+                     "bytes": fs_size(fs, published[table][day.isoformat()])} for table in ("campaign_daily", "campaign_events_daily")],
+        "totals": facts["totals"],
+        "rejected_by_status": facts["rejected_by_status"],
+    }
+    # The revenue total is an exact decimal; written as a JSON number, as postback aggregate does.
+    text = json.dumps({**manifest, "totals": {**facts["totals"], "revenue_est_sum": "@revenue@"}})
+    text = text.replace('"@revenue@"', facts["totals"]["revenue_est_sum"], 1)
+    fs.write_bytes(f"{args.out}/_manifests/dt={day.isoformat()}.json", (text + "\n").encode())
+    return manifest
+
+
+def fs_size(fs, path):
+    filesystem, hadoop_path = fs._resolve(path)
+    return int(filesystem.getFileStatus(hadoop_path).getLen())
+
+
+def text_summary(day, manifest):
+    totals, outputs = manifest["totals"], manifest["outputs"]
+    text = (f"{day}: {totals['postbacks']} postbacks ({totals['installs']} installs, {totals['redownloads']} redownloads, "
+            f"{totals['reengagements']} re-engagements, {totals['losses']} losses, {totals['null_cv_postbacks']} null values), "
+            f"revenue estimate {totals['revenue_est_sum']}; {totals['development_postbacks']} development, {totals['rejected_postbacks']} rejected, "
+            f"{totals['duplicates_same_day'] + totals['duplicates_of_earlier_days']} duplicates dropped; "
+            f"{outputs[0]['rows']} + {outputs[1]['rows']} rows from {len(manifest['inputs'])} files")
+    if totals["torn_tails"]:
+        text += f"; {totals['torn_tails']} torn tails skipped"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run(args):
+    from pyspark import StorageLevel
+    import pyspark
+
+    spark = start_spark(args)
+    fs = FileSystem(spark)
+    if not fs.exists(args.data):
+        raise UsageError(f"--data {args.data} does not exist")
+    decode_directory = args.decode_table or export_decode_table(args.schemas, args.postback)
+    tables = load_decode_tables(spark, fs, decode_directory)
+
+    days = days_between(args.first, args.last)
+    lookback = days_between(args.first - datetime.timedelta(days=args.lookback_days), args.first - datetime.timedelta(days=1)) if args.lookback_days else []
+    segments = list_segments(fs, args.data, days, lookback)
+
+    # Parsed once, used by the dedup, the rejected rows and the manifests.
+    classified = classify_lines(read_spool_lines(spark, segments)).persist(StorageLevel.MEMORY_AND_DISK)
+    firsts = first_copies(classified, args.first, args.lookback_days).persist(StorageLevel.MEMORY_AND_DISK)
+    decoded = decode_rows(postback_rows(firsts), tables).persist(StorageLevel.MEMORY_AND_DISK)
+    daily = campaign_daily(decoded, rejected_rows(classified, args.first))
+    events = campaign_events_daily(decoded, tables)
+
+    staging = f"{args.out}/_staging-{uuid.uuid4().hex}"
+    try:
+        published = {
+            "campaign_daily": write_table(spark, fs, daily, "campaign_daily", CAMPAIGN_DAILY_COLUMNS, days, staging, args.out, args.format),
+            "campaign_events_daily": write_table(spark, fs, events, "campaign_events_daily", CAMPAIGN_EVENTS_DAILY_COLUMNS, days, staging, args.out, args.format),
+        }
+        facts = day_facts(classified, firsts, daily, events, segments, days)
+        problems = 0
+        for day in days:
+            manifest = write_manifest(fs, args, day, facts[day.isoformat()], segments, published, args.format, tables, pyspark.__version__)
+            totals = manifest["totals"]
+            problems += totals["corrupt_lines"] + totals["unreadable_lines"]
+            if totals["corrupt_lines"]:
+                print(f"postback_aggregate: {day}: {totals['corrupt_lines']} corrupt lines not counted", file=sys.stderr)
+            if totals["unreadable_lines"]:
+                print(f"postback_aggregate: {day}: {totals['unreadable_lines']} verified records without dedup_key or attribution "
+                      "not counted (run postback aggregate for them)", file=sys.stderr)
+            print(json.dumps({"dt": day.isoformat(), **totals, "campaign_daily_rows": manifest["outputs"][0]["rows"],
+                              "campaign_events_daily_rows": manifest["outputs"][1]["rows"]}) if args.json else text_summary(day, manifest), flush=True)
+    finally:
+        fs.delete_tree(staging)
+        if args.schemas:
+            shutil.rmtree(decode_directory, ignore_errors=True)
+        spark.stop()
+    return 1 if problems else 0
+
+
+def main(argv=None):
+    try:
+        args = parse_arguments(sys.argv[1:] if argv is None else argv)
+        return run(args)
+    except UsageError as error:
+        print(f"postback_aggregate: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
