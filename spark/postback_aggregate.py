@@ -801,7 +801,7 @@ def write_manifest(fs, args, day, facts, segments, published, output_format, tab
         "lookback_inputs": [{"path": s["name"], "bytes": s["bytes"]} for s in segments
                             if s["spool"] == "postbacks" and window_start <= s["dt"] < day.isoformat()],
         "decode_table": [{"table": t, "sha256": tables["digests"][t]} for t in DECODE_TABLES],
-        "outputs": [{"table": table, "path": published[table][day.isoformat()][len(args.out) + 1:], "rows": facts["rows"][table],
+        "outputs": [{"table": table, "path": store_relative(args, published[table][day.isoformat()]), "rows": facts["rows"][table],
                      "bytes": fs_size(fs, published[table][day.isoformat()])} for table in ("campaign_daily", "campaign_events_daily")],
         "totals": facts["totals"],
         "rejected_by_status": facts["rejected_by_status"],
@@ -811,6 +811,11 @@ def write_manifest(fs, args, day, facts, segments, published, output_format, tab
     text = text.replace('"@revenue@"', facts["totals"]["revenue_est_sum"], 1)
     fs.write_bytes(f"{args.out}/_manifests/dt={day.isoformat()}.json", (text + "\n").encode())
     return manifest
+
+
+def store_relative(args, path):
+    """A path as the Swift manifest gives it: relative to the store when it is inside it."""
+    return path[len(args.data) + 1:] if path.startswith(args.data + "/") else path
 
 
 def fs_size(fs, path):

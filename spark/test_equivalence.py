@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""Equivalence test: the Spark job and `postback aggregate` on the same generated spool must publish
+the same bytes.
+
+    python3 spark/test_equivalence.py --postback .build/debug/postback [--keep DIR]
+    spark/test-equivalence                        # the same, finding the binary itself
+
+Builds a small spool with `postback aggregate synthesize` (7 days, two receivers, late duplicates,
+development and rejected records; SKAdNetwork 3.0 and 4.0, AdAttributionKit; three windows; fine,
+coarse and withheld values), then adds what the synthesizer does not make: a third writer whose
+name sorts between the others, copies received in the same microsecond (tie broken by writer) or
+earlier from a later segment, SKAdNetwork 1.0 and 2.2, test mode, a mixed-case ad network id, CSV
+characters that need quoting, split segments, corrupt lines, three kinds of torn tails, an empty and
+a stray file, a duplicate older than the lookback, and a day with no input. Schemas: the samples,
+with a second effective period and source-identifier maps that change on a date.
+
+Both engines run over it (`--lookback-days 2`, a range that starts after the spool does, so keys
+come from days read for their keys only). The checks: every CSV file byte-identical; the manifests'
+totals, per-input counts, rejected statuses and output sizes equal; the same exit status; the
+Parquet output holding the same rows. It also checks that the spool exercised what it should
+(coverage, read off the Swift output), so that an empty or degenerate spool cannot pass.
+
+The last line is `equivalence: N passed, N failed`; exit status 0 only when nothing failed.
+"""
+
+import argparse
+import copy
+import datetime
+import decimal
+import difflib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SPOOL_FIRST = datetime.date(2026, 3, 1)
+SPOOL_DAYS = 7
+RANGE = (datetime.date(2026, 3, 3), datetime.date(2026, 3, 8))   # 03-08 has no spool: header-only files
+LOOKBACK_DAYS = 2
+TABLES = ("campaign_daily", "campaign_events_daily")
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, condition, what, detail=""):
+        if condition:
+            self.passed += 1
+            print(f"ok    {what}")
+        else:
+            self.failed += 1
+            print(f"FAIL  {what}" + (f"\n{detail}" if detail else ""))
+        return condition
+
+
+# ---------------------------------------------------------------------------------------------
+# The spool
+
+
+def run(command, **options):
+    started = time.time()
+    result = subprocess.run(command, capture_output=True, text=True, **options)
+    return result, time.time() - started
+
+
+def timestamp(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def timestamp_text(moment):
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def encode(record):
+    """A spool line as SpoolRecord.encoded writes it: compact JSON, newline."""
+    return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+
+
+def read_records(path):
+    with open(path, "rb") as file:
+        return [json.loads(line) for line in file.read().splitlines()]
+
+
+def partition(data, spool, day):
+    return f"{data}/raw/{spool}/dt={day.isoformat()}"
+
+
+def synthesize_spool(postback, data):
+    result, _ = run([postback, "aggregate", "synthesize", "--data", data, "--from", SPOOL_FIRST.isoformat(), "--days", str(SPOOL_DAYS),
+                     "--per-day", "300", "--duplicate-percent", "12", "--seed", "6", "--jobs", "2"])
+    if result.returncode != 0:
+        sys.exit(f"postback aggregate synthesize failed: {result.stderr}")
+
+
+def add_edge_cases(data):
+    """Adds to the synthesized spool what it does not produce (see the module docstring)."""
+    rng = random.Random(6)
+    days = [SPOOL_FIRST + datetime.timedelta(days=offset) for offset in range(SPOOL_DAYS)]
+    verified = {day: [] for day in days}
+    for day in days:
+        for name in sorted(os.listdir(partition(data, "postbacks", day))):
+            verified[day] += [(name, record) for record in read_records(f"{partition(data, 'postbacks', day)}/{name}")]
+
+    for day in days:
+        extra = []          # lines of writer rx10 ("rx1" < "rx10" < "rx2")
+        records = [record for _, record in verified[day]]
+        originals = [(name, record) for name, record in verified[day] if record["attribution"]["postback_sequence_index"] == 0]
+        # Same microsecond, other values: the copy wins over rx2's original and loses to rx1's.
+        for name, record in rng.sample(originals, 6):
+            tie = copy.deepcopy(record)
+            tie["writer"] = "rx10"
+            tie["attribution"]["country_code"] = "TIE-" + name[5:8]
+            extra.append(tie)
+        # Received a microsecond earlier, from a segment that sorts later: it wins.
+        for _, record in rng.sample(originals, 3):
+            early = copy.deepcopy(record)
+            early["writer"] = "rx10"
+            early["received_at"] = timestamp_text(timestamp(record["received_at"]) - datetime.timedelta(microseconds=1))
+            early["attribution"]["country_code"] = "EARLY"
+            extra.append(early)
+        template = next(r for r in records if r["attribution"]["version"] == "3.0")
+        for index, (version, did_win, interaction) in enumerate([("2.2", None, "view"), ("2.2", None, "click"), ("1.0", None, None)]):
+            old = copy.deepcopy(template)
+            old["dedup_key"] = f"old-{day}-{index}:0"
+            old["version"] = old["attribution"]["version"] = version
+            old["attribution"].update(did_win=did_win, interaction=interaction, campaign_id=10 + index, fine_value=index * 20)
+            extra.append(old)
+        # Two copies in one file in the same microsecond: the first line wins.
+        twin = copy.deepcopy(template)
+        twin["dedup_key"] = f"twin-{day}:0"
+        twin["attribution"]["country_code"] = "FIRST"
+        second = copy.deepcopy(twin)
+        second["attribution"]["country_code"] = "SECOND"
+        extra += [twin, second]
+        # Development without a development key: SKAdNetwork test mode, and an environment left out.
+        test_mode = copy.deepcopy(template)
+        test_mode["dedup_key"] = f"test-mode-{day}:0"
+        test_mode["attribution"].update(test_mode=True, source_app_id=0)
+        no_environment = copy.deepcopy(template)
+        no_environment["dedup_key"] = f"no-environment-{day}:0"
+        no_environment["environment"] = None
+        extra += [test_mode, no_environment]
+        # Grouping lower-cases ASCII only; quoting in the output; an empty string is not a null.
+        shouting = copy.deepcopy(rng.choice(records))
+        shouting["dedup_key"] = f"shouting-{day}:0"
+        shouting["attribution"]["ad_network_id"] = shouting["attribution"]["ad_network_id"].upper()
+        quoted = copy.deepcopy(template)
+        quoted["dedup_key"] = f"quoted-{day}:0"
+        quoted["attribution"].update(source_domain='news "daily", the', country_code="")
+        no_schema = copy.deepcopy(template)
+        no_schema["dedup_key"] = f"no-schema-{day}:0"
+        no_schema["attribution"]["app_id"] = 999
+        extra += [shouting, quoted, no_schema]
+        # Not verified, yet in raw/postbacks: counted as rejected.
+        malformed = copy.deepcopy(template)
+        malformed.update(status="malformed", reason="conversion-value 64 is out of range", dedup_key=None)
+        extra.append(malformed)
+        if day == days[-2]:
+            # A copy of a key from five days before: older than the lookback, so it counts again.
+            late = copy.deepcopy(verified[days[0]][0][1])
+            late["writer"] = "rx10"
+            late["received_at"] = timestamp_text(datetime.datetime.combine(day, datetime.time(12)))
+            extra.append(late)
+        lines = [encode(record) for record in extra]
+        lines[1] = lines[1][:-1] + b"\r\n"        # a CRLF line end is read like LF
+        with open(f"{partition(data, 'postbacks', day)}/part-rx10-000001.jsonl", "wb") as file:
+            file.write(b"".join(lines))
+
+    corrupt_lines = [
+        b"not json at all\n",
+        b"\n",
+        b"{}\n",
+        b'{"received_at":"2026-03-04T10:00:00Z","status":"verified","body":"{}"}\n',            # timestamp without microseconds
+        b'{"received_at":"2026-02-30T10:00:00.000000Z","status":"verified","body":"{}"}\n',     # no such day
+    ]
+    sample = verified[days[3]][5][1]
+    for change in [{"status": "bogus"}, {"received_at": None}, {"body": None}]:
+        bad = copy.deepcopy(sample)
+        bad.update(change)
+        corrupt_lines.append(encode({k: v for k, v in bad.items() if v is not None}))
+    for change in [{"fine_value": 70}, {"postback_sequence_index": 3}, {"coarse_value": "huge"}, {"conversion_type": None}, {"app_id": "525463029"}]:
+        bad = copy.deepcopy(sample)
+        bad["attribution"].update(change)
+        corrupt_lines.append(encode(bad))
+    corrupt_lines.append(encode(sample)[:200] + b"\n")   # cut short, then a newline
+
+    # Corrupt lines between good ones; split a segment in two (rx1 then has sequences 1 and 2).
+    for day in days[2:]:
+        directory = partition(data, "postbacks", day)
+        path = f"{directory}/part-rx1-000001.jsonl"
+        with open(path, "rb") as file:
+            lines = file.read().splitlines(keepends=True)
+        middle = len(lines) // 2
+        head, tail = lines[:middle], lines[middle:]
+        head[3:3] = corrupt_lines if day == days[3] else corrupt_lines[:2]
+        with open(path, "wb") as file:
+            file.write(b"".join(head))
+        with open(f"{directory}/part-rx1-000002.jsonl", "wb") as file:
+            file.write(b"".join(tail))
+
+    # Torn tails: a record cut short, a whole record without its newline, a bad last line with one.
+    torn = [(days[3], "rx2", lambda line: line[:-40]), (days[4], "rx2", lambda line: line[:-1]),
+            (days[5], "rx10", lambda line: line[: len(line) // 2] + b"\n")]
+    for day, writer, tear in torn:
+        path = f"{partition(data, 'postbacks', day)}/part-{writer}-000001.jsonl"
+        with open(path, "rb") as file:
+            lines = file.read().splitlines(keepends=True)
+        lines[-1] = tear(lines[-1])
+        with open(path, "wb") as file:
+            file.write(b"".join(lines))
+    # Torn in the rejected spool too, and an empty segment and files that are not segments.
+    rejected_dir = partition(data, "rejected", days[4])
+    os.makedirs(rejected_dir, exist_ok=True)
+    with open(f"{rejected_dir}/part-rx10-000001.jsonl", "wb") as file:
+        rejected = copy.deepcopy(sample)
+        rejected.update(status="untrusted-key", reason="kid apple-development-identifier/0 is a development key")
+        rejected["attribution"] = None
+        shouting = copy.deepcopy(sample)
+        shouting.update(status="invalid-signature", reason="the signature does not verify")
+        shouting["attribution"]["ad_network_id"] = "Network0.SKAdNetwork"
+        file.write(encode(rejected) + encode(shouting) + encode(rejected)[:-9])
+    open(f"{partition(data, 'postbacks', days[4])}/part-rx3-000001.jsonl", "wb").close()
+    with open(f"{partition(data, 'postbacks', days[4])}/part-rx1-000001.jsonl.tmp-1", "wb") as file:
+        file.write(encode(sample))
+    with open(f"{partition(data, 'postbacks', days[4])}/README", "w") as file:
+        file.write("not a segment\n")
+
+
+def write_schemas(directory):
+    """The sample schemas, plus: a second effective period for the game (labels that need quoting),
+    and source-identifier maps for the synthetic networks, one of which changes on a date."""
+    samples = f"{ROOT}/Samples/schemas"
+
+    def digits(values):
+        return [{"positions": [1, 2], "dimension": "campaign", "values": {str(c): f"campaign_{c}" for c in range(10, 30, values)}},
+                {"positions": [3], "dimension": "geo", "values": {"1": "US", "2": "EU, UK", "3": "ROW"}},
+                {"positions": [4], "dimension": "placement"}]
+
+    maps = [
+        {"ad_network_id": "network0.skadnetwork", "valid_to": "2026-02-20", "digits": digits(1), "campaign_id_map": {"10": "old_ten", "12": "old_twelve"}},
+        {"ad_network_id": "network0.skadnetwork", "valid_from": "2026-02-21", "digits": digits(2), "campaign_id_map": {str(c): f"c{c}" for c in range(10, 30)}},
+        {"ad_network_id": "Network1.SKAdNetwork", "truncation": "keeps_leading", "digits": digits(3)},
+        {"ad_network_id": "network2.skadnetwork", "digits": digits(1)},
+        {"ad_network_id": "network0.adattributionkit", "digits": digits(1)},
+        {"ad_network_id": "network1.adattributionkit", "truncation": "keeps_leading", "digits": digits(2)},
+    ]
+    for app in sorted(os.listdir(samples)):
+        if not app.isdigit():
+            continue
+        os.makedirs(f"{directory}/{app}")
+        for name in sorted(os.listdir(f"{samples}/{app}")):
+            with open(f"{samples}/{app}/{name}") as file:
+                schema = json.load(file)
+            schema["source_identifier_map"] = maps
+            if app == "525463029":
+                later = copy.deepcopy(schema)
+                schema["effective_to"] = "2026-02-25"
+                later.update(schema_id="example-game/2026-02-26", effective_from="2026-02-26", effective_to=None)
+                entries = later["windows"]["0"]["fine"]["entries"]
+                entries[0]["label"] = 'install only, "v2"'
+                entries[2]["revenue_buckets"] = {"start": 1.49, "width": 0.5}
+                later["windows"]["0"]["coarse"]["medium"]["label"] = "payer, v2"
+                later["source_identifier_map"] = maps[2:]
+                with open(f"{directory}/{app}/2026-02-26.json", "w") as file:
+                    json.dump(later, file, indent=1)
+            with open(f"{directory}/{app}/{name}", "w") as file:
+                json.dump(schema, file, indent=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons
+
+
+def range_days():
+    return [RANGE[0] + datetime.timedelta(days=offset) for offset in range((RANGE[1] - RANGE[0]).days + 1)]
+
+
+def read_or_none(path):
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except FileNotFoundError:
+        return None
+
+
+def first_differences(expected, actual, limit=12):
+    lines = list(difflib.unified_diff(expected.decode(errors="replace").splitlines(), actual.decode(errors="replace").splitlines(),
+                                      "postback aggregate", "spark", lineterm="", n=0))
+    return "\n".join("      " + line for line in lines[:limit]) + ("\n      ..." if len(lines) > limit else "")
+
+
+def compare_csv(checks, swift_out, spark_out):
+    for table in TABLES:
+        for day in range_days():
+            relative = f"{table}/dt={day.isoformat()}/part-00000.csv"
+            expected, actual = read_or_none(f"{swift_out}/{relative}"), read_or_none(f"{spark_out}/{relative}")
+            same = expected is not None and expected == actual
+            detail = "" if same else ("      missing file" if actual is None or expected is None else first_differences(expected, actual))
+            rows = 0 if expected is None else expected.count(b"\n") - 1
+            checks.check(same, f"{relative}: byte-identical ({rows} rows)", detail)
+
+
+def compare_manifests(checks, swift_out, spark_out):
+    for day in range_days():
+        swift = json.loads(read_or_none(f"{swift_out}/_manifests/dt={day.isoformat()}.json") or b"{}")
+        spark = json.loads(read_or_none(f"{spark_out}/_manifests/dt={day.isoformat()}.json") or b"{}")
+        spark_totals = dict(spark.get("totals", {}))
+        unreadable = spark_totals.pop("unreadable_lines", None)
+        checks.check(swift.get("totals") is not None and swift.get("totals") == spark_totals and unreadable == 0,
+                     f"manifest dt={day}: totals equal", f"      postback: {swift.get('totals')}\n      spark:    {spark.get('totals')}")
+        fields = ("path", "spool", "bytes", "lines", "postbacks", "rejected", "corrupt_lines", "torn_tail")
+        swift_inputs = [{k: i[k] for k in fields} for i in swift.get("inputs", [])]
+        spark_inputs = [{k: i[k] for k in fields} for i in spark.get("inputs", [])]
+        checks.check(swift_inputs == spark_inputs, f"manifest dt={day}: {len(swift_inputs)} inputs with the same line counts",
+                     "\n".join(f"      postback {a}\n      spark    {b}" for a, b in zip(swift_inputs, spark_inputs) if a != b)
+                     or f"      postback {len(swift_inputs)} inputs, spark {len(spark_inputs)}")
+        lookback_fields = ("path", "bytes")
+        checks.check([{k: i[k] for k in lookback_fields} for i in swift.get("lookback_inputs", [])]
+                     == [{k: i[k] for k in lookback_fields} for i in spark.get("lookback_inputs", [])]
+                     and swift.get("rejected_by_status") == spark.get("rejected_by_status")
+                     and [(o["table"], o["rows"], o["bytes"]) for o in swift.get("outputs", [])]
+                     == [(o["table"], o["rows"], o["bytes"]) for o in spark.get("outputs", [])],
+                     f"manifest dt={day}: lookback inputs, rejected statuses and outputs equal")
+
+
+def csv_text(value):
+    """A Parquet value as CSVLine writes it, to compare Parquet rows with the CSV files."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, decimal.Decimal):
+        text = format(value.normalize(), "f")
+        return text
+    if isinstance(value, (datetime.date, int)):
+        return str(value)
+    if value == "":
+        return '""'
+    if any(c in value for c in ',"\r\n'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def compare_parquet(checks, swift_out, parquet_out):
+    try:
+        import duckdb
+    except ImportError:
+        checks.check(False, "Parquet output: needs DuckDB to read it (pip install duckdb)")
+        return
+    for table in TABLES:
+        for day in range_days():
+            path = f"{parquet_out}/{table}/dt={day.isoformat()}/part-00000.parquet"
+            expected = read_or_none(f"{swift_out}/{table}/dt={day.isoformat()}/part-00000.csv") or b""
+            if not os.path.exists(path):
+                checks.check(False, f"{table}/dt={day}/part-00000.parquet exists")
+                continue
+            cursor = duckdb.connect().execute(f"SELECT * FROM read_parquet('{path}', hive_partitioning = false)")
+            header = ",".join(column[0] for column in cursor.description)
+            lines = [",".join(csv_text(value) for value in row) for row in cursor.fetchall()]
+            actual = ("\n".join([header] + lines) + "\n").encode()
+            checks.check(actual == expected, f"{table}/dt={day}/part-00000.parquet: the same rows, columns and order as the CSV",
+                         first_differences(expected, actual))
+
+
+def check_coverage(checks, swift_out):
+    """What the spool must have exercised, read off the Swift output (not expected values)."""
+    import csv
+
+    rows = []
+    for day in range_days():
+        with open(f"{swift_out}/campaign_daily/dt={day.isoformat()}/part-00000.csv", newline="") as file:
+            rows += list(csv.DictReader(file))
+    manifests = [json.loads(read_or_none(f"{swift_out}/_manifests/dt={day.isoformat()}.json")) for day in range_days()]
+    totals = {key: sum(m["totals"][key] for m in manifests) for key in ("duplicates_same_day", "duplicates_of_earlier_days", "corrupt_lines", "torn_tails")}
+
+    def having(**conditions):
+        return any(all(row[key] in (values if isinstance(values, tuple) else (values,)) for key, values in conditions.items())
+                   and row["postbacks"] != "0" for row in rows)
+
+    coverage = {
+        "SKAdNetwork 1.0, 2.2, 3.0 and 4.0 and AdAttributionKit": all(having(version=v) for v in ("1.0", "2.2", "3.0", "4.0"))
+        and having(protocol="adattributionkit"),
+        "windows 0, 1 and 2": all(having(postback_sequence_index=w) for w in "012"),
+        "fine, coarse, null and none values": all(having(cv_kind=k) for k in ("fine", "coarse", "null", "none")),
+        "download, redownload and re-engagement": all(having(conversion_type=t) for t in ("download", "redownload", "re-engagement")),
+        "both effective periods of a schema, and no_schema": having(schema_id="example-game/2025-06-01")
+        and having(schema_id="example-game/2026-02-26") and having(decoded_label="no_schema"),
+        "labels and dimensions that need quoting": having(decoded_label='install only, "v2"') and having(geo="EU, UK"),
+        "decoded campaigns from source identifiers and campaign ids": having(campaign_id="", campaign=tuple(f"campaign_{c}" for c in range(10, 30)))
+        and any(row["campaign"].startswith(("c1", "c2", "old_")) and row["campaign_id"] for row in rows),
+        "development and rejected postbacks": any(row["development_postbacks"] != "0" for row in rows) and any(row["rejected_postbacks"] != "0" for row in rows),
+        "same-day and earlier-day duplicates": totals["duplicates_same_day"] > 0 and totals["duplicates_of_earlier_days"] > 0,
+        "ties broken by writer and by line": having(country_code="FIRST") and having(country_code="EARLY")
+        and any(r["country_code"].startswith("TIE-rx2") for r in rows),
+        "corrupt lines and torn tails": totals["corrupt_lines"] > 0 and totals["torn_tails"] >= 3,
+        "a day without input (header only)": not any(True for _ in open(f"{swift_out}/campaign_daily/dt={RANGE[1].isoformat()}/part-00000.csv").readlines()[1:]),
+    }
+    for what, covered in coverage.items():
+        checks.check(covered, f"spool covers {what}")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--postback", default=os.environ.get("POSTBACK"), help="the postback binary (default $POSTBACK)")
+    parser.add_argument("--keep", help="work in this directory and keep it (default: a temporary one, removed)")
+    args = parser.parse_args()
+    if not args.postback or not os.access(args.postback, os.X_OK):
+        sys.exit("give --postback PATH (or POSTBACK=...): the built postback binary")
+    postback = os.path.abspath(args.postback)
+    work = args.keep or tempfile.mkdtemp(prefix="postback-spark-equivalence-")
+    if args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+    data, schemas, decode = f"{work}/data", f"{work}/schemas", f"{work}/decode"
+    checks = Checks()
+    started = time.time()
+    try:
+        synthesize_spool(postback, data)
+        add_edge_cases(data)
+        write_schemas(schemas)
+        lines = sum(sum(1 for _ in open(os.path.join(d, f), "rb")) for d, _, fs in os.walk(f"{data}/raw") for f in fs)
+        print(f"spool: {lines} lines under {data}/raw; range {RANGE[0]}..{RANGE[1]}, lookback {LOOKBACK_DAYS} days")
+
+        window = ["--from", RANGE[0].isoformat(), "--to", RANGE[1].isoformat(), "--lookback-days", str(LOOKBACK_DAYS)]
+        swift, swift_seconds = run([postback, "aggregate", "--data", data, "--schemas", schemas, *window])
+        print(f"postback aggregate: exit {swift.returncode}, {swift_seconds:.1f} s")
+        if not checks.check(swift.returncode in (0, 1), "postback aggregate ran", swift.stderr[-2000:]):
+            return 1
+        job = [sys.executable, f"{HERE}/postback_aggregate.py", "--data", data, *window]
+        spark, spark_seconds = run([*job, "--schemas", schemas, "--postback", postback, "--out", f"{work}/spark-csv"])
+        print(f"spark job (CSV): exit {spark.returncode}, {spark_seconds:.1f} s")
+        checks.check(spark.returncode == swift.returncode, "same exit status (1: corrupt lines were reported)",
+                     f"      postback {swift.returncode}, spark {spark.returncode}\n{spark.stderr[-3000:]}")
+        checks.check(swift.stdout.splitlines()[0].split(" (")[0] in spark.stdout if swift.stdout else False,
+                     "same summary line for the first day", f"      postback: {swift.stdout.splitlines()[:1]}\n      spark: {spark.stdout.splitlines()[:1]}")
+        compare_csv(checks, f"{data}/agg", f"{work}/spark-csv")
+        compare_manifests(checks, f"{data}/agg", f"{work}/spark-csv")
+        check_coverage(checks, f"{data}/agg")
+
+        os.makedirs(decode)
+        for table in ("values", "events", "sources"):
+            run([postback, "schema", "export", "--schemas", schemas, "--table", table, "--out", f"{decode}/{table}.csv"])
+        parquet, parquet_seconds = run([*job, "--decode-table", decode, "--out", f"{work}/spark-parquet", "--format", "parquet"])
+        print(f"spark job (Parquet): exit {parquet.returncode}, {parquet_seconds:.1f} s")
+        checks.check(parquet.returncode == swift.returncode, "Parquet run: same exit status", parquet.stderr[-3000:])
+        compare_parquet(checks, f"{data}/agg", f"{work}/spark-parquet")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"({time.time() - started:.0f} s in all)")
+    print(f"equivalence: {checks.passed} passed, {checks.failed} failed")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
