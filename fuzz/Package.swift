@@ -9,10 +9,14 @@ let package = Package(
     name: "postback-fuzz",
     targets: [
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
-        .target(name: "PostbackCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "Postbacks", dependencies: ["PostbackCrypto"]),
+        .target(name: "Locking"),
+        .target(name: "PostbackCrypto", dependencies: ["COpenSSL", "Locking"]),
+        .target(name: "Postbacks", dependencies: ["PostbackCrypto", "Locking"]),
+        .target(name: "PostbackStore", dependencies: ["Postbacks", "Locking"]),
+        .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
         .executableTarget(name: "FuzzPostbackBody", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzJWS", dependencies: ["Postbacks"]),
+        .executableTarget(name: "FuzzSchema", dependencies: ["Aggregation", "Postbacks"]),
     ]
 )
 
