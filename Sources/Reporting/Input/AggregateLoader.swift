@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Aggregation
+import PostbackCrypto
+import PostbackStore
+import Postbacks
+
+/// Reads the published aggregates of a range of days into a `ReportModel`.
+///
+/// A day counts only when it is completely published: `postback aggregate` writes the CSV files
+/// first and the manifest last, and the manifest holds the CSV's SHA-256. So a day without a
+/// manifest is missing (or was interrupted), and a day whose `campaign_daily` file does not match
+/// its manifest (a rerun in progress, a crash between the two renames, a hand edit) is left out with
+/// the reason, rather than mixing two runs. The file is checksummed and then parsed through the same
+/// descriptor, so the rows read are the bytes checked even if a rerun replaces the file meanwhile.
+struct AggregateLoader {
+    let layout: StoreLayout
+
+    init(dataDirectory: String) { layout = StoreLayout(root: dataDirectory) }
+
+    func load(from: UTCDay, to: UTCDay) throws(ReportError) -> ReportModel {
+        var model = ReportModel(from: from, to: to)
+        for day in model.rangeDays {
+            switch try loadDay(day, into: &model) {
+            case .included: model.days.append(day)
+            case .missing: model.missingDays.append(day)
+            case .leftOut(let reason): model.leftOutDays.append((day, reason))
+            }
+        }
+        guard !model.days.isEmpty else {
+            throw .noAggregates(directory: layout.root, from: from.description, to: to.description,
+                                leftOut: model.leftOutDays.map { "\($0.day): \($0.reason)" })
+        }
+        return model
+    }
+
+    private enum DayOutcome {
+        case included
+        case missing
+        case leftOut(String)
+    }
+
+    private func loadDay(_ day: UTCDay, into model: inout ReportModel) throws(ReportError) -> DayOutcome {
+        let manifestPath = layout.manifest(day: day)
+        let csvPath = layout.aggregateFile(table: AggregateTables.campaignDaily, day: day)
+        guard exists(manifestPath) else {
+            return exists(csvPath)
+                ? .leftOut("campaign_daily has no manifest: the day was not completely published (run 'postback aggregate' for it again)")
+                : .missing
+        }
+        let manifest: DayManifest
+        do {
+            manifest = try DayManifest(json: try FileBytes.read(path: manifestPath, limit: 256 << 20), path: manifestPath)
+        } catch let error as FileBytes.ReadError {
+            throw .io(path: error.path, message: error.message)
+        } catch let error as ReportError {
+            throw error
+        } catch {
+            throw .io(path: manifestPath, message: "\(error)")
+        }
+
+        let fd = open(csvPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return .leftOut("the manifest lists campaign_daily, but the file is missing") }
+            throw .io(path: csvPath, message: "open failed: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        let (bytes, digest) = try checksum(fd: fd, path: csvPath)
+        guard bytes == manifest.campaignDaily.bytes, digest == manifest.campaignDaily.sha256 else {
+            return .leftOut("campaign_daily does not match its manifest (a run of 'postback aggregate' may be in progress or "
+                + "was interrupted): rerun it for this day")
+        }
+        guard lseek(fd, 0, SEEK_SET) == 0 else { throw .io(path: csvPath, message: "seek failed: \(String(cString: strerror(errno)))") }
+
+        let reader = CSVRecordReader(fd: fd, path: csvPath)
+        guard let header = try reader.next() else { throw .malformed(path: csvPath, line: 1, reason: "empty file: no header") }
+        let layout = try CampaignDailyRecord.Layout(header: header, path: csvPath)
+        var rows = 0
+        while let fields = try reader.next() {
+            let record = try layout.record(fields, path: csvPath, line: reader.recordLine)
+            try model.add(record, day: day)
+            rows += 1
+        }
+        guard rows == manifest.campaignDaily.rows else {
+            throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(manifest.campaignDaily.rows)")
+        }
+        model.add(manifest)
+        return .included
+    }
+
+    private func exists(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0
+    }
+
+    /// The file's size and SHA-256 (hex), read through `fd` from its current offset.
+    private func checksum(fd: Int32, path: String) throws(ReportError) -> (Int, String) {
+        let hasher = SHA256Hasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var total = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, message: "read failed: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            total += count
+        }
+        return (total, hasher.finalize().description)
+    }
+}

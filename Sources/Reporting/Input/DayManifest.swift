@@ -1,0 +1,90 @@
+import Postbacks
+
+/// What the report reads from a day's manifest (`agg/_manifests/dt=D.json`, docs/aggregate.md "The
+/// manifest"): the checksum of the `campaign_daily` file it published, the side counts that are not
+/// in the table (duplicates, corrupt lines, torn tails), and the rejected records by status and
+/// reason, which the table does not break down.
+struct DayManifest {
+    struct Output {
+        let rows: Int
+        let bytes: Int
+        let sha256: String
+    }
+
+    static let supportedFormat = 1
+
+    var tool: String
+    var campaignDaily: Output
+    var schemaIDs: [String]
+    var duplicatesSameDay: Int
+    var duplicatesOfEarlierDays: Int
+    var corruptLines: Int
+    var tornTails: Int
+    var rejectedPostbacks: Int
+    var rejectedByStatus: [(status: String, count: Int)]
+    /// The manifest lists the 50 most frequent reasons of the day; the rest are `rejectedPostbacks`
+    /// minus their sum.
+    var rejectedReasons: [(reason: String, count: Int)]
+
+    init(json bytes: [UInt8], path: String) throws(ReportError) {
+        func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
+        let value: JSONValue
+        do {
+            value = try StrictJSONParser.parse(bytes)
+        } catch {
+            throw bad("not valid JSON: \(error)")
+        }
+        guard case .object(let root) = value else { throw bad("not a JSON object") }
+        func integer(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> Int {
+            guard case .number(let number)? = object[key], let value = number.int64Value, value >= 0 else {
+                throw bad("\(place)\(key) is missing or not a count")
+            }
+            return Int(value)
+        }
+        func string(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> String {
+            guard case .string(let text)? = object[key] else { throw bad("\(place)\(key) is missing or not a string") }
+            return text
+        }
+        func array(_ key: String) throws(ReportError) -> [JSONObject] {
+            guard case .array(let values)? = root[key] else { throw bad("\(key) is missing or not an array") }
+            var objects: [JSONObject] = []
+            for value in values {
+                guard case .object(let object) = value else { throw bad("\(key) holds something other than objects") }
+                objects.append(object)
+            }
+            return objects
+        }
+
+        let format = try integer(root, "format", in: "")
+        guard format == Self.supportedFormat else {
+            throw bad("manifest format \(format) is not one this postback reads (\(Self.supportedFormat)); use a newer postback")
+        }
+        tool = try string(root, "tool", in: "")
+        var output: Output? = nil
+        for entry in try array("outputs") where try string(entry, "table", in: "outputs[].") == "campaign_daily" {
+            output = Output(rows: try integer(entry, "rows", in: "outputs[]."), bytes: try integer(entry, "bytes", in: "outputs[]."),
+                            sha256: try string(entry, "sha256", in: "outputs[]."))
+        }
+        guard let output else { throw bad("outputs lists no campaign_daily file") }
+        campaignDaily = output
+        schemaIDs = []
+        for schema in try array("schemas") { schemaIDs.append(try string(schema, "schema_id", in: "schemas[].")) }
+
+        guard case .object(let totals)? = root["totals"] else { throw bad("totals is missing or not an object") }
+        duplicatesSameDay = try integer(totals, "duplicates_same_day", in: "totals.")
+        duplicatesOfEarlierDays = try integer(totals, "duplicates_of_earlier_days", in: "totals.")
+        corruptLines = try integer(totals, "corrupt_lines", in: "totals.")
+        tornTails = try integer(totals, "torn_tails", in: "totals.")
+        rejectedPostbacks = try integer(totals, "rejected_postbacks", in: "totals.")
+
+        guard case .object(let statuses)? = root["rejected_by_status"] else { throw bad("rejected_by_status is missing or not an object") }
+        rejectedByStatus = []
+        for member in statuses.members {
+            rejectedByStatus.append((member.key, try integer(statuses, member.key, in: "rejected_by_status.")))
+        }
+        rejectedReasons = []
+        for entry in try array("rejected_reasons") {
+            rejectedReasons.append((try string(entry, "reason", in: "rejected_reasons[]."), try integer(entry, "count", in: "rejected_reasons[].")))
+        }
+    }
+}

@@ -1,0 +1,74 @@
+/// Rejected records by reason, status and claimed ad network, and development postbacks: everything
+/// the headline leaves out.
+extension ReportPage {
+    static let reasonsCharted = 15
+
+    func renderRejected(_ html: inout HTMLWriter) {
+        section(&html, id: "rejected", title: "Rejected and development postbacks",
+                note: "Rejected records are what the receiver did not accept as verified postbacks: bad signatures, malformed "
+                    + "bodies, unknown keys, ad networks not configured. Every delivery counts (their identifiers cannot be "
+                    + "trusted, so they are not deduplicated), and their fields are whatever the sender claimed. Reasons come "
+                    + "from the day manifests, which list each day's 50 most frequent. Development postbacks (Apple's development "
+                    + "keys, test keys, SKAdNetwork test mode) are verified but never production. Neither is in the headline.") { html in
+            let reasons = model.rejectedReasons.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            let total = model.rejectedPostbacks
+            var table = FiguresTable(id: "table-rejected-reasons", caption: "Rejected records by reason",
+                                     columns: [.longText("Reason"), .number("Records"), .number("Share")])
+            for (reason, count) in reasons { table.add([reason, NumberFormat.count(count), NumberFormat.percent(count, of: total)]) }
+            if model.rejectedUnlisted > 0 {
+                table.add([Self.unlistedReasons, NumberFormat.count(model.rejectedUnlisted), NumberFormat.percent(model.rejectedUnlisted, of: total)])
+            }
+            table.footer = ["Total", NumberFormat.count(total), total > 0 ? "100.0%" : "–"]
+
+            var rows = reasons.prefix(Self.reasonsCharted).map { reason, count in
+                RowBarChart.Row(label: reason, sublabel: nil, value: Double(count), valueText: NumberFormat.count(count),
+                                tooltip: "\(reason): \(NumberFormat.count(count)) records (\(NumberFormat.percent(count, of: total)))",
+                                style: "bar-reason")
+            }
+            let uncharted = reasons.dropFirst(Self.reasonsCharted).reduce(0) { $0 + $1.value } + model.rejectedUnlisted
+            if uncharted > 0 {
+                rows.append(RowBarChart.Row(label: reasons.count > Self.reasonsCharted ? "Other reasons" : Self.unlistedReasons, sublabel: nil,
+                                            value: Double(uncharted), valueText: NumberFormat.count(uncharted),
+                                            tooltip: "Other reasons: \(NumberFormat.count(uncharted)) records", style: "bar-reason"))
+            }
+            html.element("h3", text: "Rejected by reason")
+            panel(&html, chart: { html in
+                guard total > 0 else {
+                    emptyState(&html, "No rejected records in this range.")
+                    return
+                }
+                RowBarChart(id: "chart-rejected-reasons", title: "Rejected records by reason",
+                            description: "Horizontal bars, one per rejection reason, longest first; \(NumberFormat.count(total)) records in all.",
+                            rows: rows, isPercent: false, hasWideLabels: true).render(into: &html)
+            }, table: table)
+
+            html.element("h3", text: "Rejected by status and claimed ad network; development by ad network")
+            html.element("div", ["class": "panel"]) { html in
+                var statuses = FiguresTable(id: "table-rejected-status", caption: "Rejected records by verification status",
+                                            columns: [.text("Status"), .number("Records")])
+                for status in model.rejectedByStatus.keys.sorted() { statuses.add([status, NumberFormat.count(model.rejectedByStatus[status]!)]) }
+                statuses.render(into: &html)
+                var claimed = FiguresTable(id: "table-rejected-networks", caption: "Rejected records by the ad network they claim",
+                                           columns: [.longText("Claimed ad network"), .number("Records")])
+                for (network, count) in Self.byCount(model.rejectedByClaimedNetwork) {
+                    claimed.add([network.isEmpty ? "(not parsed)" : network, NumberFormat.count(count)])
+                }
+                claimed.render(into: &html)
+            }
+            html.element("div", ["class": "panel"]) { html in
+                var development = FiguresTable(id: "table-development", caption: "Development postbacks by ad network",
+                                               columns: [.text("Ad network"), .number("Postbacks")])
+                for (network, count) in Self.byCount(model.developmentByNetwork) { development.add([Self.networkName(network), NumberFormat.count(count)]) }
+                development.footer = ["Total", NumberFormat.count(model.developmentPostbacks)]
+                development.render(into: &html)
+            }
+        }
+    }
+
+    static let unlistedReasons = "(reasons not listed in the manifests)"
+
+    /// Entries with the largest count first, then by key.
+    static func byCount(_ counts: [String: Int]) -> [(key: String, value: Int)] {
+        counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+    }
+}

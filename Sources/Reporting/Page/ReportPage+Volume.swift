@@ -1,0 +1,63 @@
+import Postbacks
+
+/// Postbacks and installs per day, stacked by ad network.
+extension ReportPage {
+    func renderVolume(_ html: inout HTMLWriter) {
+        section(&html, id: "volume", title: "Postbacks and installs per day",
+                note: "Production postbacks (the first copy of each postback signed with Apple's production keys) by the UTC day "
+                    + "they were received, stacked by ad network. Installs are the winning first postbacks of downloads; "
+                    + "redownloads and re-engagements are in the tables. Development and rejected postbacks are not included. "
+                    + "Shaded days have no aggregates: unknown, not zero.") { html in
+            html.element("h3", text: "Postbacks")
+            dayPanel(&html, id: "postbacks-per-day", noun: "postbacks", value: \.postbacks)
+            html.element("h3", text: "Installs")
+            dayPanel(&html, id: "installs-per-day", noun: "installs", value: \.installs)
+        }
+    }
+
+    private func dayPanel(_ html: inout HTMLWriter, id: String, noun: String, value: KeyPath<NetworkDayCounts, Int>) {
+        let days = model.rangeDays
+        let unavailable = Set(model.missingDays + model.leftOutDays.map(\.day))
+        let named = namedNetworks
+        let ranked = model.networksByVolume
+        let others = Array(ranked.dropFirst(named.count))
+        func count(_ networks: [String], _ day: UTCDay) -> Int {
+            networks.reduce(0) { $0 + (model.networkDays[$1]?[day]?[keyPath: value] ?? 0) }
+        }
+        var series = zip(named, ranked).map { entry, network in
+            DayColumnChart.Series(name: entry.name, style: entry.style, values: days.map { count([network], $0) })
+        }
+        if !others.isEmpty {
+            series.append(DayColumnChart.Series(name: "\(others.count) other networks", style: "s-other", values: days.map { count(others, $0) }))
+        }
+
+        var table = FiguresTable(id: "table-\(id)", caption: "\(noun.capitalizedFirst) per day and ad network",
+                                 columns: [.text("Day")] + ranked.map { .number(Self.networkName($0)) } + [.number("Total")])
+        for day in days {
+            if unavailable.contains(day) {
+                table.add([day.description] + ranked.map { _ in "–" } + ["no aggregates"])
+            } else {
+                table.add([day.description] + ranked.map { NumberFormat.count(count([$0], day)) } + [NumberFormat.count(count(ranked, day))])
+            }
+        }
+        table.footer = ["Total"] + ranked.map { NumberFormat.count(model.networkTotals[$0]![keyPath: value]) }
+            + [NumberFormat.count(model.totals[keyPath: value])]
+
+        let total = model.totals[keyPath: value]
+        panel(&html, chart: { html in
+            guard total > 0 else {
+                emptyState(&html, "No production \(noun) in this range.")
+                return
+            }
+            Legend.render(series.map { ($0.style, $0.name) }, into: &html)
+            DayColumnChart(id: "chart-\(id)", title: "\(noun.capitalizedFirst) per day by ad network",
+                           description: "Stacked columns, one per day from \(model.from) to \(model.to); \(NumberFormat.count(total)) \(noun) in all.",
+                           days: days, unavailable: unavailable, series: series, noun: noun).render(into: &html)
+        }, table: table)
+    }
+}
+
+extension String {
+    /// The string with its first letter in upper case ("postbacks" → "Postbacks").
+    var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
+}

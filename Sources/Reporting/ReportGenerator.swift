@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Postbacks
+
+/// `postback report`: reads the published aggregates of a range of days and writes one
+/// self-contained HTML page with inline SVG charts (no scripts, stylesheets, fonts or images from
+/// anywhere else). The same aggregates always give the same bytes: nothing on the page comes from
+/// the clock, the locale or hashing order.
+public enum ReportGenerator {
+    /// Builds the page and writes it atomically (temporary file, fsync, rename, directory fsync).
+    /// - Throws: `ReportError` when no day of the range can be read, or on a malformed aggregate or an
+    ///   I/O error; nothing is written then.
+    public static func generate(_ request: ReportRequest) throws(ReportError) -> ReportSummary {
+        let model = try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to)
+        let page = try render(model, request: request)
+        let bytes = Array(page.utf8)
+        do {
+            try DurableFile.write(bytes, to: request.outputPath)
+        } catch {
+            throw .io(path: error.path, message: "\(error.operation) failed: \(String(cString: strerror(error.errorNumber)))")
+        }
+        return ReportSummary(
+            outputPath: request.outputPath, bytes: bytes.count, daysIncluded: model.days, daysMissing: model.missingDays,
+            daysLeftOut: model.leftOutDays.map(\.day), postbacks: model.totals.postbacks, installs: model.totals.installs,
+            developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks)
+    }
+
+    /// The page for `request` without writing it.
+    public static func page(_ request: ReportRequest) throws(ReportError) -> String {
+        try render(try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to), request: request)
+    }
+
+    static func render(_ model: ReportModel, request: ReportRequest) throws(ReportError) -> String {
+        try ReportPage(model: model, request: request).render()
+    }
+}
