@@ -1,5 +1,6 @@
 import Aggregation
 import Foundation
+import PostbackCrypto
 import PostbackStore
 import Postbacks
 import Testing
@@ -267,3 +268,7 @@ struct PageFigures {
 }
 
 func number(_ text: String) -> Int { Int(text.replacingOccurrences(of: ",", with: ""))! }
+
+enum PageChecksum {
+    static func sha256(_ text: String) -> String { SHA256.hash(Array(text.utf8)).description }
+}

@@ -1,0 +1,142 @@
+import Aggregation
+import Foundation
+import PostbackCrypto
+import PostbackStore
+import Postbacks
+import Testing
+@testable import Reporting
+
+/// Empty days, missing days and partitions that cannot be trusted: a clear page or a clear error,
+/// never a crash or a page that mixes two runs.
+@Suite struct ReportInputTests {
+    @Test func daysWithNoPostbacksGiveAClearEmptyPage() throws {
+        let store = ScratchStore("empty")
+        try store.aggregate(try TestStore.catalog(), from: "2026-03-01", to: "2026-03-02")
+        let summary = try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-02"))
+        #expect(summary.isComplete)
+        #expect(summary.daysIncluded.map(\.description) == ["2026-03-01", "2026-03-02"])
+        let html = try store.text("report.html")
+        let figures = PageFigures(html: html)
+        #expect(figures.count("postbacks") == 0)
+        #expect(figures.count("rejected") == 0)
+        #expect(html.contains("No production postbacks in this range"))
+        #expect(!html.contains("<svg"), "no chart is drawn for nothing")
+        #expect(html.components(separatedBy: "class=\"empty\"").count - 1 == 8, "every chart says it is empty")
+        #expect(figures.table("table-postbacks-per-day")?.rows.map { $0.last! } == ["0", "0"])
+        try ReportEscapingTests.checkMarkup(html)
+    }
+
+    @Test func missingDaysAreListedAndShownAsGapsNotZeros() throws {
+        let store = try TestStore.shared.get()
+        let summary = try ReportGenerator.generate(store.request(from: "2026-02-27", to: "2026-03-04", out: store.path("partial.html")))
+        #expect(!summary.isComplete)
+        #expect(summary.daysMissing.map(\.description) == ["2026-02-27", "2026-02-28", "2026-03-04"])
+        #expect(summary.daysIncluded.count == 3)
+        let html = try store.text("partial.html")
+        #expect(html.contains("No aggregates for 2026-02-27 to 2026-02-28, 2026-03-04"))
+        #expect(html.contains("<title>Wed 4 Mar 2026: no aggregates for this day</title>"))
+        let table = try #require(PageFigures(html: html).table("table-postbacks-per-day"))
+        #expect(table.rows.first?.last == "no aggregates")
+        #expect(PageFigures(html: html).count("postbacks") == summary.postbacks)
+    }
+
+    @Test func aRangeWithoutAggregatesIsAnErrorAndWritesNothing() throws {
+        let store = ScratchStore("none")
+        let request = store.request(from: "2026-03-01", to: "2026-03-03")
+        #expect(throws: ReportError.noAggregates(directory: store.root, from: "2026-03-01", to: "2026-03-03", leftOut: [])) {
+            try ReportGenerator.generate(request)
+        }
+        #expect(!FileManager.default.fileExists(atPath: request.outputPath))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.root).isEmpty, "no temporary file left behind")
+    }
+
+    /// A `campaign_daily` file that is not the one its manifest lists (a rerun in progress, a crash
+    /// between the renames, an edit) is left out, with the reason, and its rows are not counted.
+    @Test func aPartitionThatDoesNotMatchItsManifestIsLeftOut() throws {
+        let store = try TestStore.make(perDay: 200)
+        let csv = store.path("agg/campaign_daily/dt=2026-03-02/part-00000.csv")
+        let original = try String(contentsOfFile: csv, encoding: .utf8)
+        let lines = original.split(separator: "\n")
+        try (lines.dropLast().joined(separator: "\n") + "\n").write(toFile: csv, atomically: false, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: store.path("agg/_manifests/dt=2026-03-03.json"))
+
+        let summary = try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-03"))
+        #expect(summary.daysIncluded.map(\.description) == ["2026-03-01"])
+        #expect(summary.daysLeftOut.map(\.description) == ["2026-03-02", "2026-03-03"])
+        let html = try store.text("report.html")
+        #expect(html.contains("2026-03-02: campaign_daily does not match its manifest"))
+        #expect(html.contains("2026-03-03: campaign_daily has no manifest"))
+        let first = try AggregateCSV.campaignDaily(store, days: ["2026-03-01"])
+        #expect(PageFigures(html: html).count("postbacks") == first.reduce(0) { $0 + $1.row.int("postbacks") })
+
+        // With nothing left to show, the reasons are in the error.
+        #expect {
+            try ReportGenerator.generate(store.request(from: "2026-03-02", to: "2026-03-03"))
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("no published aggregates for 2026-03-02 to 2026-03-03")
+                && text.contains("2026-03-02: campaign_daily does not match its manifest") && text.contains("2026-03-03: campaign_daily has no manifest")
+        }
+    }
+
+    /// A file that matches its manifest but does not read as the table (another tool wrote both, or a
+    /// newer format) is an error naming the file and line, not a silently wrong page.
+    @Test(arguments: [
+        ("postbacks\n", 1, "not a campaign_daily table: no column app_id"),
+        (header + "\n" + row(postbacks: "12x") + "\n", 2, "postbacks is '12x', expected a count"),
+        (header + "\n" + row(postbacks: "1") + ",extra\n", 2, "fields, the header has"),
+        (header + "\n\"unterminated" + "\n", 2, "unterminated quoted field"),
+        (header + "\nab\"c" + "\n", 2, "quote inside an unquoted field"),
+    ])
+    func aMalformedTableIsAnErrorWithItsPlace(csv: String, line: Int, reason: String) throws {
+        let store = ScratchStore("malformed")
+        try writeDay(store, day: "2026-03-01", csv: csv, rows: csv.split(separator: "\n").count - 1)
+        #expect {
+            try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01"))
+        } throws: { error in
+            guard case .malformed(let path, let errorLine, let message) = error as? ReportError else { return false }
+            return path.hasSuffix("dt=2026-03-01/part-00000.csv") && errorLine == line && message.contains(reason)
+        }
+    }
+
+    @Test func aManifestOfAnotherFormatIsAnError() throws {
+        let store = ScratchStore("format")
+        try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 2)
+        #expect {
+            try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01"))
+        } throws: { error in "\(error)".contains("manifest format 2 is not one this postback reads") }
+    }
+
+    @Test func anUnwritableOutputIsAnIOError() throws {
+        let store = try TestStore.shared.get()
+        #expect {
+            try ReportGenerator.generate(store.request(from: TestStore.first, to: TestStore.last, out: store.path("no/such/dir/report.html")))
+        } throws: { error in
+            guard case .io(let path, let message) = error as? ReportError else { return false }
+            return path.contains("no/such/dir/") && message.contains("open failed")
+        }
+    }
+
+    static let header = AggregateTables.campaignDailyColumns.joined(separator: ",")
+
+    static func row(postbacks: String) -> String {
+        AggregateTables.campaignDailyColumns.map { $0 == "postbacks" ? postbacks : $0 == "app_id" ? "1" : "" }.joined(separator: ",")
+    }
+
+    /// A partition written by hand, with a manifest that lists its true size and checksum.
+    private func writeDay(_ store: ScratchStore, day: String, csv: String, rows: Int, format: Int = 1) throws {
+        let directory = store.path("agg/campaign_daily/dt=\(day)")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: store.path("agg/_manifests"), withIntermediateDirectories: true)
+        try csv.write(toFile: directory + "/part-00000.csv", atomically: false, encoding: .utf8)
+        let manifest = """
+            {"format": \(format), "dt": "\(day)", "tool": "hand", "lookback_days": 0, "inputs": [], "lookback_inputs": [], "schemas": [],
+             "outputs": [{"table": "campaign_daily", "path": "x", "rows": \(rows), "bytes": \(csv.utf8.count), "sha256": "\(SHA256.hash(Array(csv.utf8)))"}],
+             "totals": {"postbacks": 0, "installs": 0, "redownloads": 0, "reengagements": 0, "losses": 0, "null_cv_postbacks": 0,
+                        "revenue_est_sum": 0, "development_postbacks": 0, "rejected_postbacks": 0, "duplicates_same_day": 0,
+                        "duplicates_of_earlier_days": 0, "corrupt_lines": 0, "torn_tails": 0},
+             "rejected_by_status": {}, "rejected_reasons": [], "problems": []}
+            """
+        try manifest.write(toFile: store.path("agg/_manifests/dt=\(day).json"), atomically: false, encoding: .utf8)
+    }
+}
