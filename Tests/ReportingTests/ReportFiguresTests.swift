@@ -88,21 +88,24 @@ import Testing
             var expected: [String: [String: Int]] = [:]
             for (day, row) in fixture.production { expected[day, default: [:]][row.text("ad_network_id")!, default: 0] += row.int(column) }
             let figures = try #require(fixture.page.table(table))
-            let networks = Array(figures.header.dropFirst().dropLast())
-            #expect(Set(networks) == Set(expected.values.flatMap(\.keys)))
-            #expect(figures.rows.map { $0[0] } == Self.days)
-            for row in figures.rows {
-                for (offset, network) in networks.enumerated() {
-                    #expect(number(row[offset + 1]) == expected[row[0]]?[network] ?? 0, "\(table) \(row[0]) \(network)")
-                    // The chart's tooltip for the same column segment says the same number.
-                    let count = expected[row[0]]?[network] ?? 0
-                    if column == "postbacks", count > 0, networks.firstIndex(of: network)! < ReportStyle.seriesColours {
-                        let day = NumberFormat.longDay(UTCDay(row[0])!)
-                        #expect(fixture.page.html.contains("<title>\(day) · \(network): \(NumberFormat.count(count)) \(noun)</title>"))
-                    }
+            #expect(figures.header == ["Day", "Ad network", noun.capitalized])
+            var shown: [String: [String: Int]] = [:]
+            for record in figures.records {
+                let (day, network, count) = (record["Day"]!, record["Ad network"]!, number(record[noun.capitalized]!))
+                if network == "all networks" {
+                    #expect(count == expected[day]!.values.reduce(0, +), "\(table) \(day)")
+                    continue
                 }
-                #expect(number(row.last!) == expected[row[0]]!.values.reduce(0, +))
+                shown[day, default: [:]][network] = count
+                // The chart's tooltip for the same column segment says the same number.
+                let rank = figures.records.filter { $0["Day"] == day }.firstIndex { $0["Ad network"] == network }!
+                if column == "postbacks", count > 0, rank < ReportStyle.seriesColours {
+                    #expect(fixture.page.html.contains("<title>\(NumberFormat.longDay(UTCDay(day)!)) · \(network): \(NumberFormat.count(count)) \(noun)</title>"))
+                }
             }
+            #expect(Set(figures.records.map { $0["Day"]! }) == Set(Self.days))
+            // Networks without any of these on a day are listed with 0 (they had postbacks), none is missing.
+            #expect(shown.mapValues { $0.filter { $0.value > 0 } } == expected.mapValues { $0.filter { $0.value > 0 } })
             #expect(number(figures.footer!.last!) == fixture.sum(column))
         }
     }

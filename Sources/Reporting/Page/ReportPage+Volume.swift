@@ -31,17 +31,20 @@ extension ReportPage {
             series.append(DayColumnChart.Series(name: "\(others.count) other networks", style: "s-other", values: days.map { count(others, $0) }))
         }
 
+        // One row per day and network (long rather than wide, so many networks still fit beside the chart).
         var table = FiguresTable(id: "table-\(id)", caption: "\(noun.capitalizedFirst) per day and ad network",
-                                 columns: [.text("Day")] + ranked.map { .number(Self.networkName($0)) } + [.number("Total")])
+                                 columns: [.text("Day"), .text("Ad network"), .number(noun.capitalizedFirst)])
         for day in days {
             if unavailable.contains(day) {
-                table.add([day.description] + ranked.map { _ in "–" } + ["no aggregates"])
-            } else {
-                table.add([day.description] + ranked.map { NumberFormat.count(count([$0], day)) } + [NumberFormat.count(count(ranked, day))])
+                table.add([day.description, "no aggregates", "–"])
+                continue
             }
+            for network in ranked where (model.networkDays[network]?[day]?.postbacks ?? 0) > 0 {
+                table.add([day.description, Self.networkName(network), NumberFormat.count(count([network], day))])
+            }
+            table.add([day.description, "all networks", NumberFormat.count(count(ranked, day))])
         }
-        table.footer = ["Total"] + ranked.map { NumberFormat.count(model.networkTotals[$0]![keyPath: value]) }
-            + [NumberFormat.count(model.totals[keyPath: value])]
+        table.footer = ["Total", "all networks", NumberFormat.count(model.totals[keyPath: value])]
 
         let total = model.totals[keyPath: value]
         panel(&html, chart: { html in

@@ -35,6 +35,7 @@ enum ReportStyle {
         .empty { border: 1px dashed #bbb; border-radius: 6px; padding: 22px; color: var(--muted); text-align: center; }
         .panel { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 24px; align-items: start; margin-top: 8px; }
         @media (max-width: 1000px) { .panel { grid-template-columns: minmax(0, 1fr); } }
+        figure { margin: 0; }
         svg.chart { width: 100%; height: auto; display: block; font-size: 12px; }
         .figures { max-height: 440px; overflow: auto; border: 1px solid #e3e3e6; border-radius: 6px; }
         table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }

@@ -1,0 +1,165 @@
+import Foundation
+import Postbacks
+import Testing
+@testable import Reporting
+
+/// The page in a real browser (Debian's `chromium`, headless): it loads without console messages,
+/// script errors or requests for anything but itself, every chart has a size, hostile data stays
+/// text, and a full-page screenshot is left in the test output for people to look at. Without
+/// Chromium these tests fail: they are the only check of what a person sees.
+@Suite(.serialized) struct BrowserRenderTests {
+    /// What loading a page in the browser showed.
+    struct Visit {
+        var console: [String] = []
+        var exceptions: [String] = []
+        var logProblems: [String] = []
+        var dialogs: [String] = []
+        var requests: [String] = []
+        /// The page's own measurements (a JSON object, see `probe`).
+        var facts: [String: Any] = [:]
+    }
+
+    /// Measured in the page after load. DevTools evaluation is not subject to the page's CSP, which
+    /// forbids every script of the page itself.
+    static let probe = """
+        JSON.stringify({
+          svgs: document.querySelectorAll('svg').length,
+          tinySvgs: [...document.querySelectorAll('svg')].filter(s => { const r = s.getBoundingClientRect(); return r.width < 200 || r.height < 40; }).length,
+          active: document.querySelectorAll('script, iframe, object, embed, img, link, form, base').length,
+          handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.toLowerCase().startsWith('on'))).length,
+          pwned: document.getElementById('pwned') !== null,
+          title: document.title,
+          overflow: document.documentElement.scrollWidth > window.innerWidth + 1,
+          tables: document.querySelectorAll('table').length,
+          text: document.body.innerText,
+          height: Math.ceil(document.documentElement.scrollHeight)
+        })
+        """
+
+    static func visit(_ page: String, screenshot: String?) throws -> Visit {
+        guard let executable = HeadlessChromium.locate() else {
+            throw HeadlessChromium.Failure(description: "chromium not found (looked for $CHROMIUM, chromium, chromium-browser, google-chrome on PATH): "
+                + "on Debian, apt-get install chromium. The report's browser test needs a real browser.")
+        }
+        let profile = NSTemporaryDirectory() + "report-chromium-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let browser = try HeadlessChromium(executable: executable, profileDirectory: profile, logPath: TestPaths.output + "/chromium.log",
+                                           windowWidth: 1280, windowHeight: 1000)
+        defer { browser.shutDown() }
+
+        let target = try browser.call("Target.createTarget") { $0.field("url", "about:blank") }
+        let session = try browser.call("Target.attachToTarget") { json in
+            json.field("targetId", target.string("targetId"))
+            json.field("flatten", true)
+        }.string("sessionId")
+        for domain in ["Page", "Runtime", "Log", "Network"] { try browser.call("\(domain).enable", session: session) }
+        try browser.call("Emulation.setDeviceMetricsOverride", session: session) { json in
+            json.field("width", 1280)
+            json.field("height", 1000)
+            json.field("deviceScaleFactor", 1)
+            json.field("mobile", false)
+        }
+        let url = URL(fileURLWithPath: page).absoluteString
+        let navigation = try browser.call("Page.navigate", session: session) { $0.field("url", url) }
+        if let error = navigation.string("errorText") { throw HeadlessChromium.Failure(description: "navigation failed: \(error)") }
+        _ = try browser.waitForEvent("Page.loadEventFired")
+
+        let evaluated = try browser.call("Runtime.evaluate", session: session) { json in
+            json.field("expression", probe)
+            json.field("returnByValue", true)
+        }
+        var visit = Visit()
+        if let text = evaluated.object("result")?.string("value"), let data = text.data(using: .utf8) {
+            visit.facts = (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        }
+        if let screenshot {
+            let height = min(30_000, (visit.facts["height"] as? Int) ?? 1000)
+            let image = try browser.call("Page.captureScreenshot", session: session, timeout: 60) { json in
+                json.field("format", "png")
+                json.field("captureBeyondViewport", true)
+                json.key("clip")
+                json.beginObject()
+                json.field("x", 0)
+                json.field("y", 0)
+                json.field("width", 1280)
+                json.field("height", height)
+                json.field("scale", 1)
+                json.endObject()
+            }
+            guard let data = image.string("data").flatMap({ Data(base64Encoded: $0) }) else {
+                throw HeadlessChromium.Failure(description: "no screenshot data")
+            }
+            try data.write(to: URL(fileURLWithPath: screenshot))
+        }
+
+        for (method, params) in browser.events {
+            switch method {
+            case "Runtime.consoleAPICalled":
+                visit.console.append("\(params.string("type") ?? "?"): \(params)")
+            case "Runtime.exceptionThrown":
+                visit.exceptions.append(params.object("exceptionDetails")?.string("text") ?? "\(params)")
+            case "Log.entryAdded":
+                if let entry = params.object("entry"), ["warning", "error"].contains(entry.string("level") ?? "") {
+                    visit.logProblems.append("\(entry.string("level")!): \(entry.string("text") ?? "") \(entry.string("url") ?? "")")
+                }
+            case "Page.javascriptDialogOpening":
+                visit.dialogs.append(params.string("message") ?? "")
+            case "Network.requestWillBeSent":
+                if let requested = params.object("request")?.string("url") { visit.requests.append(requested) }
+            default:
+                break
+            }
+        }
+        return visit
+    }
+
+    @Test func thePageRendersWithoutConsoleErrorsAndIsScreenshotted() throws {
+        let store = try TestStore.shared.get()
+        try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
+        let page = TestPaths.output + "/report.html", screenshot = TestPaths.output + "/report.png"
+        try? FileManager.default.removeItem(atPath: screenshot)
+        // One day more than the store has, so the page also shows how a missing day looks.
+        _ = try ReportGenerator.generate(store.request(from: TestStore.first, to: "2026-03-04", out: page, top: 12))
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+
+        let visit = try Self.visit(page, screenshot: screenshot)
+        #expect(visit.console.isEmpty, "console: \(visit.console)")
+        #expect(visit.exceptions.isEmpty, "exceptions: \(visit.exceptions)")
+        #expect(visit.logProblems.isEmpty, "browser log: \(visit.logProblems)")
+        #expect(visit.dialogs.isEmpty)
+        #expect(visit.requests == [URL(fileURLWithPath: page).absoluteString], "the page loads nothing but itself: \(visit.requests)")
+        let svgs = html.components(separatedBy: "<svg ").count - 1
+        #expect(svgs >= 9)
+        #expect(visit.facts["svgs"] as? Int == svgs)
+        #expect(visit.facts["tinySvgs"] as? Int == 0, "every chart is drawn at a readable size")
+        #expect(visit.facts["tables"] as? Int == html.components(separatedBy: "<table ").count - 1)
+        #expect(visit.facts["active"] as? Int == 0)
+        #expect(visit.facts["overflow"] as? Bool == false, "nothing widens the page beyond the window")
+        #expect(visit.facts["title"] as? String == "Postback report · 2026-03-01 to 2026-03-04")
+        let text = visit.facts["text"] as? String ?? ""
+        #expect(text.contains("Postbacks and installs per day") && text.contains("Rejected by reason"))
+
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
+        #expect(png.count > 50_000)
+        print("report screenshot: \(screenshot) (page: \(page))")
+    }
+
+    @Test func hostileDataStaysTextInTheBrowser() throws {
+        let store = try ReportEscapingTests.hostileStore()
+        let page = store.path("hostile.html")
+        _ = try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01", out: page, title: ReportEscapingTests.hostileTitle))
+        let visit = try Self.visit(page, screenshot: nil)
+        #expect(visit.console.isEmpty && visit.exceptions.isEmpty && visit.dialogs.isEmpty, "\(visit)")
+        #expect(visit.logProblems.isEmpty, "\(visit.logProblems)")
+        #expect(visit.requests.count == 1)
+        #expect(visit.facts["pwned"] as? Bool == false)
+        #expect(visit.facts["active"] as? Int == 0)
+        #expect(visit.facts["handlers"] as? Int == 0)
+        let text = visit.facts["text"] as? String ?? ""
+        #expect(text.contains(ReportEscapingTests.hostileCampaign), "the hostile campaign name is shown as text")
+        #expect(text.contains(ReportEscapingTests.hostileClaimedNetwork))
+        #expect(visit.facts["title"] as? String == "\(ReportEscapingTests.hostileTitle) · 2026-03-01")
+    }
+}
