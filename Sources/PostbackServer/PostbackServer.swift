@@ -272,8 +272,11 @@ final class HTTPCore: Sendable {
         draining.store(true, ordering: .relaxed)
         let (handle, box) = daemon.withLock { $0 }
         guard let handle else { return }
+        // Quiesced, libmicrohttpd accepts no more connections (the kernel may still queue some; they
+        // are reset when the socket closes). Its workers may still use the socket: each removes it
+        // from its epoll set, and aborts the process if it is already closed. So it is closed only
+        // once the daemon has stopped, as libmicrohttpd's documentation requires.
         let listen = MHD_quiesce_daemon(handle.pointer)
-        if listen >= 0 { close(listen) }
 
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(configuration.shutdownGraceSeconds * 1e9)
         // Requests already begun may finish (their responses say Connection: close).
@@ -290,6 +293,7 @@ final class HTTPCore: Sendable {
             usleep(2000)
         }
         postback_mhd_stop(handle.pointer, box?.pointer)
+        if listen >= 0 { close(listen) }
         daemon.withLock { $0 = (nil, nil) }
         stopBackground()
         lock.release()
