@@ -146,6 +146,24 @@ import Testing
         print("report screenshot: \(screenshot) (page: \(page))")
     }
 
+    /// The negative twin: a page that logs an error, throws, and requests an image is seen doing so,
+    /// so a clean visit above means something.
+    @Test func theBrowserCheckSeesConsoleErrorsExceptionsAndRequests() throws {
+        let store = ScratchStore("browser-negative")
+        let page = store.path("noisy.html")
+        try """
+            <!DOCTYPE html><html><head><title>noisy</title></head><body>
+            <svg width="10" height="10"></svg><img src="http://127.0.0.1:9/missing.png">
+            <script>console.error("deliberate"); undefinedFunction();</script></body></html>
+            """.write(toFile: page, atomically: true, encoding: .utf8)
+        let visit = try Self.visit(page, screenshot: nil)
+        #expect(visit.console.contains { $0.hasPrefix("error:") && $0.contains("deliberate") })
+        #expect(visit.exceptions.count == 1)
+        #expect(visit.requests.contains("http://127.0.0.1:9/missing.png"))
+        #expect(visit.facts["tinySvgs"] as? Int == 1)
+        #expect(visit.facts["active"] as? Int == 2)
+    }
+
     @Test func hostileDataStaysTextInTheBrowser() throws {
         let store = try ReportEscapingTests.hostileStore()
         let page = store.path("hostile.html")
