@@ -21,17 +21,7 @@ struct CoarseShareChart {
         let layout = WindowPanelLayout(rowCount: rows.count)
         SVGChart.open(&html, id: id, height: layout.height, title: title, description: description)
         layout.drawTitles(&html)
-        for window in 0..<3 {
-            let area = layout.panel(window)
-            for share in [0.0, 0.5, 1.0] {
-                let x = area.x + area.width * share
-                html.empty("line", ["class": share == 0 ? "axis" : "grid", "x1": NumberFormat.svg(x), "x2": NumberFormat.svg(x),
-                                    "y1": NumberFormat.svg(area.y), "y2": NumberFormat.svg(area.bottom)])
-                html.element("text", ["class": "tick", "x": NumberFormat.svg(x), "y": NumberFormat.svg(area.y - 6),
-                                      "text-anchor": share == 0 ? "start" : share == 1 ? "end" : "middle"],
-                             text: "\(Int(share * 100))%")
-            }
-        }
+        layout.drawTicks(&html, [(0, "0%"), (0.5, "50%"), (1, "100%")])
         layout.drawRowLabels(&html, labels: rows.map { ($0.label, $0.sublabel) })
         for (index, row) in rows.enumerated() {
             for window in 0..<3 {

@@ -28,17 +28,7 @@ struct RevenueRangeChart {
         let scale = NiceScale(covering: largest, tickCount: 2, integral: false)
         SVGChart.open(&html, id: id, height: layout.height, title: title, description: description)
         layout.drawTitles(&html)
-        for window in 0..<3 {
-            let area = layout.panel(window)
-            for tick in scale.ticks {
-                let x = area.x + scale.position(tick, length: area.width)
-                html.empty("line", ["class": tick == 0 ? "axis" : "grid", "x1": NumberFormat.svg(x), "x2": NumberFormat.svg(x),
-                                    "y1": NumberFormat.svg(area.y), "y2": NumberFormat.svg(area.bottom)])
-                html.element("text", ["class": "tick", "x": NumberFormat.svg(x), "y": NumberFormat.svg(area.y - 6),
-                                      "text-anchor": tick == 0 ? "start" : tick == scale.maximum ? "end" : "middle"],
-                             text: NumberFormat.tick(tick, fractionDigits: scale.fractionDigits))
-            }
-        }
+        layout.drawTicks(&html, scale.ticks.map { (scale.position($0, length: 1), NumberFormat.tick($0, fractionDigits: scale.fractionDigits)) })
         layout.drawRowLabels(&html, labels: rows.map { ($0.label, $0.sublabel) })
         for (index, row) in rows.enumerated() {
             for window in 0..<3 {

@@ -30,6 +30,21 @@ struct WindowPanelLayout {
         }
     }
 
+    /// Vertical grid lines through every panel at `ticks` (fractions of the panel's width), labelled
+    /// above; the first is the axis.
+    func drawTicks(_ html: inout HTMLWriter, _ ticks: [(fraction: Double, label: String)]) {
+        for window in 0..<3 {
+            let area = panel(window)
+            for (index, tick) in ticks.enumerated() {
+                let x = area.x + area.width * tick.fraction
+                html.empty("line", ["class": index == 0 ? "axis" : "grid", "x1": NumberFormat.svg(x), "x2": NumberFormat.svg(x),
+                                    "y1": NumberFormat.svg(area.y), "y2": NumberFormat.svg(area.bottom)])
+                html.element("text", ["class": "tick", "x": NumberFormat.svg(x), "y": NumberFormat.svg(area.y - 6),
+                                      "text-anchor": tick.fraction == 0 ? "start" : tick.fraction >= 1 ? "end" : "middle"], text: tick.label)
+            }
+        }
+    }
+
     /// Row labels and the thin lines between rows.
     func drawRowLabels(_ html: inout HTMLWriter, labels: [(label: String, sublabel: String?)]) {
         for (index, entry) in labels.enumerated() {

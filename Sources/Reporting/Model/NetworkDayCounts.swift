@@ -12,14 +12,15 @@ struct NetworkDayCounts: Equatable {
     /// Postbacks that could carry a conversion value (non-winning ones never do).
     var winners: Int { postbacks - losses }
 
-    mutating func add(_ record: CampaignDailyRecord) {
-        postbacks += record.postbacks
-        installs += record.installs
-        redownloads += record.redownloads
-        reengagements += record.reengagements
-        losses += record.losses
-        nullValues += record.nullValues
+    init() {}
+
+    /// The counts of one `campaign_daily` row.
+    init(_ record: CampaignDailyRecord) {
+        (postbacks, installs, redownloads) = (record.postbacks, record.installs, record.redownloads)
+        (reengagements, losses, nullValues) = (record.reengagements, record.losses, record.nullValues)
     }
+
+    mutating func add(_ record: CampaignDailyRecord) { add(NetworkDayCounts(record)) }
 
     mutating func add(_ other: NetworkDayCounts) {
         postbacks += other.postbacks
