@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 TOOL = "postback-spark 1"
@@ -146,7 +147,8 @@ def start_spark(args):
         builder = (builder.master(args.master or "local[2]")
                    .config("spark.driver.memory", args.driver_memory)
                    .config("spark.ui.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", "8"))
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "4"))
     spark = (builder
              # The rules below rely on non-ANSI semantics: make_date() of an impossible date is null.
              .config("spark.sql.ansi.enabled", "false")
@@ -188,10 +190,15 @@ class FileSystem:
         return [(str(status.getPath().getName()), int(status.getLen())) for status in fs.listStatus(hadoop_path) if status.isFile()]
 
     def read_bytes(self, path):
-        if "://" not in path and os.path.exists(path):
-            with open(path, "rb") as file:
-                return file.read()
+        if "://" not in path:
+            try:
+                with open(path, "rb") as file:
+                    return file.read()
+            except OSError as error:
+                raise UsageError(f"{path}: {error.strerror}") from None
         fs, hadoop_path = self._resolve(path)
+        if not fs.exists(hadoop_path):
+            raise UsageError(f"{path}: no such file")
         stream = fs.open(hadoop_path)
         try:
             return bytes(self.jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
@@ -226,7 +233,7 @@ class FileSystem:
 
 
 # ---------------------------------------------------------------------------------------------
-# The decode table (`postback schema export`): read in the driver, small, broadcast to every join
+# The decode table (`postback schema export`): small tables, broadcast to every join
 
 
 def export_decode_table(schemas, postback):
@@ -243,57 +250,37 @@ def export_decode_table(schemas, postback):
     return directory
 
 
-def parse_csv(data):
-    """RFC 4180 as `postback` writes it: returns rows of fields, None for an empty field and '' for a
-    quoted empty one (`""`). Python's csv module cannot tell those apart, and they differ here."""
-    text = data.decode("utf-8")
-    rows, row, field, quoted, index = [], [], [], False, 0
-    while index < len(text):
-        char = text[index]
-        if quoted:
-            if char == '"':
-                if index + 1 < len(text) and text[index + 1] == '"':
-                    field.append('"')
-                    index += 1
-                else:
-                    quoted = False
-            else:
-                field.append(char)
-        elif char == '"':
-            quoted = True
-            field.append("")  # marks the field as quoted, so "" stays an empty string
-        elif char in ",\n":
-            row.append("".join(field) if field else None)
-            field = []
-            if char == "\n":
-                rows.append(row)
-                row = []
-        else:
-            field.append(char)
-        index += 1
-    if field or row:
-        row.append("".join(field) if field else None)
-        rows.append(row)
-    return rows
-
-
-def load_decode_tables(spark, fs, directory):
+def load_decode_tables(spark, fs, directory, staging):
     """The three exported tables as DataFrames, plus the schema-selection table derived from `values`.
-    Amounts become integer micro-units, as the aggregator sums them (exact)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    Amounts become integer micro-units, as the aggregator sums them (exact).
 
+    The driver reads each file (a local path, a file shipped with spark-submit --files, or object
+    storage); unless Spark runs in this process (local mode), it copies it into the job's staging
+    directory under --out, which the executors can read. Spark's CSV reader then parses it (RFC 4180,
+    quoted line breaks). `postback` writes an empty field for null and `""` for an empty string;
+    Spark reads both as null unless the quoted one is given a marker.
+    """
+    from pyspark.sql import functions as F
+
+    empty_marker = "\u0001empty\u0001"
     frames, digests = {}, {}
     for table in DECODE_TABLES:
-        path = f"{directory.rstrip('/')}/{table}.csv"
-        data = fs.read_bytes(path)
+        source = f"{directory.rstrip('/')}/{table}.csv"
+        data = fs.read_bytes(source)
+        if not data.startswith(b"schema_id,"):
+            raise UsageError(f"{source}: not a table written by postback schema export")
         digests[table] = hashlib.sha256(data).hexdigest()
-        rows = parse_csv(data)
-        if not rows:
-            raise UsageError(f"{path}: empty, not a decode table")
-        header, body = rows[0], rows[1:]
-        schema = T.StructType([T.StructField(name, T.StringType()) for name in header])
-        frames[table] = spark.createDataFrame(body, schema)
+        if spark.sparkContext.master.startswith("local") and "://" not in source:
+            copy = "file://" + os.path.abspath(source)   # the executors are this process: no copy needed
+        else:
+            copy = f"{staging}/decode/{table}.csv"
+            fs.write_bytes(copy, data)
+        # The header gives the columns (all text), so Spark need not read the file to learn them.
+        header = data[:data.index(b"\n")].decode().split(",")
+        columns = ", ".join(f"`{name}` string" for name in header)
+        raw = (spark.read.schema(columns).option("header", True).option("multiLine", True).option("quote", '"').option("escape", '"')
+               .option("emptyValue", empty_marker).option("mode", "FAILFAST").option("encoding", "UTF-8").csv(copy))
+        frames[table] = raw.select(*[F.when(F.col(c) == empty_marker, F.lit("")).otherwise(F.col(c)).alias(c) for c in raw.columns])
 
     def micros(column):
         return (F.col(column).cast("decimal(18,6)") * F.lit(1_000_000)).cast("long")
@@ -305,7 +292,7 @@ def load_decode_tables(spark, fs, directory):
         "cv_kind", "cv_value", (F.col("mapped") == "true").alias("mapped"), "decoded_label",
         micros("revenue_min").alias("revenue_min"), micros("revenue_max").alias("revenue_max"),
         micros("revenue_est").alias("revenue_est"), "currency")
-    # One row per schema, protocol and conversion type it applies to: what CatalogSchema.schemaIndex selects from.
+    # One row per schema, protocol and conversion type it applies to: what SchemaCatalog.schemaIndex selects from.
     selection = values.select("schema_id", "app_id", "protocol", "conversion_type", "effective_from", "effective_to", "currency").distinct()
     events = frames["events"].select(
         "schema_id", F.col("postback_sequence_index").cast("int").alias("postback_sequence_index"), "cv_kind", "cv_value",
@@ -374,25 +361,25 @@ def record_schema():
 
 
 def read_spool_lines(spark, segments):
-    """Every line of every segment, with its file's facts and its position: (block start, id) orders
-    the lines of a file even when Spark splits the file between tasks."""
+    """Every line of every segment, with what its path says (day, spool, writer, sequence) and its
+    position: (block start, id) orders the lines of a file even when Spark splits the file between
+    tasks. Only the segments listed are read (partition pruning by dt happens in the listing)."""
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
-    files = spark.createDataFrame(
-        [(s["path"], s["dt"], s["spool"], s["name"], s["writer"], s["sequence"], s["bytes"]) for s in segments],
-        "path string, dt string, spool string, name string, writer string, sequence long, file_bytes long").drop("path")
     if not segments:
-        empty = T.StructType([T.StructField("value", T.StringType())])
-        lines = spark.createDataFrame([], empty).select(F.lit(None).cast("string").alias("name"), F.lit(0).cast("long").alias("block"),
-                                                        F.lit(0).cast("long").alias("position"), "value")
+        lines = spark.range(0).select(F.lit("").alias("name"), F.lit(0).cast("long").alias("file_bytes"), F.lit(0).cast("long").alias("block"),
+                                      F.lit(0).cast("long").alias("position"), F.lit("").alias("value"))
     else:
         # lineSep "\n" exactly as the spool reader splits (Hadoop's default also splits at a lone \r).
         lines = (spark.read.option("lineSep", "\n").text([s["path"] for s in segments])
                  .select(F.regexp_extract(F.col("_metadata.file_path"), r"(raw/(postbacks|rejected)/dt=[^/]+/[^/]+)$", 1).alias("name"),
-                         F.col("_metadata.file_block_start").alias("block"),
+                         F.col("_metadata.file_size").alias("file_bytes"), F.col("_metadata.file_block_start").alias("block"),
                          F.monotonically_increasing_id().alias("position"), "value"))
-    return lines.join(F.broadcast(files), "name")
+    segment = r"^raw/(postbacks|rejected)/dt=([0-9-]+)/part-(.+)-([+]?[0-9]+)\.jsonl$"
+    return lines.select(
+        "name", F.regexp_extract("name", segment, 2).alias("dt"), F.regexp_extract("name", segment, 1).alias("spool"),
+        F.regexp_extract("name", segment, 3).alias("writer"), F.regexp_extract("name", segment, 4).cast("long").alias("sequence"),
+        "file_bytes", "block", "position", "value")
 
 
 def classify_lines(lines):
@@ -618,7 +605,8 @@ def campaign_daily(decoded, rejected):
     from pyspark.sql import functions as F
 
     typed = decoded.select("dt", *CAMPAIGN_DAILY_COLUMNS)
-    rejected = rejected.select("dt", *[F.col(c).cast(typed.schema[c].dataType).alias(c) for c in CAMPAIGN_DAILY_COLUMNS])
+    types = {field.name: field.dataType for field in typed.schema.fields}  # one analysis, not one per column
+    rejected = rejected.select("dt", *[F.col(c).cast(types[c]).alias(c) for c in CAMPAIGN_DAILY_COLUMNS])
     return typed.unionByName(rejected)
 
 
@@ -651,7 +639,7 @@ def campaign_events_daily(decoded, tables):
 # Output: CSV lines exactly as CSVLine writes them, Parquet with types; one file per dt partition
 
 
-def csv_field(frame, name):
+def csv_field(name, kind):
     """One field as CSVLine writes it: empty for null, `""` for an empty string, quotes only when the
     text holds a comma, quote or line break; numbers in decimal, `true`/`false`; amounts (micro-units)
     as the shortest exact decimal (`2.99`, `150`)."""
@@ -659,7 +647,6 @@ def csv_field(frame, name):
     from pyspark.sql import types as T
 
     column = F.col(name)
-    kind = frame.schema[name].dataType
     if name in MONEY_COLUMNS:
         fraction = F.pmod(column, F.lit(1_000_000))
         whole = ((column - fraction) / F.lit(1_000_000)).cast("long").cast("string")
@@ -677,7 +664,8 @@ def csv_field(frame, name):
 def csv_lines(frame, columns):
     from pyspark.sql import functions as F
 
-    return F.concat_ws(",", *[csv_field(frame, name) for name in columns])
+    types = {field.name: field.dataType for field in frame.schema.fields}  # one analysis, not one per column
+    return F.concat_ws(",", *[csv_field(name, types[name]) for name in columns])
 
 
 def parquet_frame(frame, columns):
@@ -697,7 +685,8 @@ def write_table(spark, fs, frame, table, columns, days, staging, out, output_for
     with_lines = frame.withColumn("_line", csv_lines(frame, columns)).withColumn("_sort", F.concat(F.col("_line"), F.lit("\n")))
     target = f"{staging}/{table}"
     if output_format == "csv":
-        header = spark.createDataFrame([(day.isoformat(), 0, ",".join(columns), "") for day in days], "dt string, _rank int, _line string, _sort string")
+        header = spark.range(len(days)).select(F.date_add(F.lit(days[0]), F.col("id").cast("int")).cast("string").alias("dt"), F.lit(0).alias("_rank"),
+                                               F.lit(",".join(columns)).alias("_line"), F.lit("").alias("_sort"))
         lines = header.unionByName(with_lines.select("dt", F.lit(1).alias("_rank"), "_line", "_sort"))
         (lines.repartition("dt").sortWithinPartitions("dt", "_rank", "_sort").select("dt", "_line")
          .write.partitionBy("dt").option("lineSep", "\n").text(target))
@@ -838,35 +827,52 @@ def text_summary(day, manifest):
 # ---------------------------------------------------------------------------------------------
 
 
+class PhaseTrace:
+    """Phase timings on stderr when POSTBACK_AGGREGATE_TRACE=1 (as for postback aggregate)."""
+
+    def __init__(self):
+        self.enabled = os.environ.get("POSTBACK_AGGREGATE_TRACE") == "1"
+        self.last = time.time()
+
+    def mark(self, phase):
+        now = time.time()
+        if self.enabled:
+            print(f"trace: {phase}: {now - self.last:.2f} s", file=sys.stderr, flush=True)
+        self.last = now
+
+
 def run(args):
     from pyspark import StorageLevel
     import pyspark
 
+    trace = PhaseTrace()
     spark = start_spark(args)
     fs = FileSystem(spark)
-    if not fs.exists(args.data):
-        raise UsageError(f"--data {args.data} does not exist")
-    decode_directory = args.decode_table or export_decode_table(args.schemas, args.postback)
-    tables = load_decode_tables(spark, fs, decode_directory)
-
-    days = days_between(args.first, args.last)
-    lookback = days_between(args.first - datetime.timedelta(days=args.lookback_days), args.first - datetime.timedelta(days=1)) if args.lookback_days else []
-    segments = list_segments(fs, args.data, days, lookback)
-
-    # Parsed once, used by the dedup, the rejected rows and the manifests.
-    classified = classify_lines(read_spool_lines(spark, segments)).persist(StorageLevel.MEMORY_AND_DISK)
-    firsts = first_copies(classified, args.first, args.lookback_days).persist(StorageLevel.MEMORY_AND_DISK)
-    decoded = decode_rows(postback_rows(firsts), tables).persist(StorageLevel.MEMORY_AND_DISK)
-    daily = campaign_daily(decoded, rejected_rows(classified, args.first))
-    events = campaign_events_daily(decoded, tables)
-
     staging = f"{args.out}/_staging-{uuid.uuid4().hex}"
+    decode_directory = None
+    trace.mark("start Spark")
     try:
-        published = {
-            "campaign_daily": write_table(spark, fs, daily, "campaign_daily", CAMPAIGN_DAILY_COLUMNS, days, staging, args.out, args.format),
-            "campaign_events_daily": write_table(spark, fs, events, "campaign_events_daily", CAMPAIGN_EVENTS_DAILY_COLUMNS, days, staging, args.out, args.format),
-        }
+        if not fs.exists(args.data):
+            raise UsageError(f"--data {args.data} does not exist")
+        decode_directory = args.decode_table or export_decode_table(args.schemas, args.postback)
+        tables = load_decode_tables(spark, fs, decode_directory, staging)
+        days = days_between(args.first, args.last)
+        lookback = days_between(args.first - datetime.timedelta(days=args.lookback_days), args.first - datetime.timedelta(days=1))
+        segments = list_segments(fs, args.data, days, lookback)
+        trace.mark(f"decode table, {len(segments)} segments listed")
+
+        # Parsed once, used by the dedup, the rejected rows and the manifests.
+        classified = classify_lines(read_spool_lines(spark, segments)).persist(StorageLevel.MEMORY_AND_DISK)
+        firsts = first_copies(classified, args.first, args.lookback_days).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = decode_rows(postback_rows(firsts), tables).persist(StorageLevel.MEMORY_AND_DISK)
+        daily = campaign_daily(decoded, rejected_rows(classified, args.first)).persist(StorageLevel.MEMORY_AND_DISK)
+        events = campaign_events_daily(decoded, tables).persist(StorageLevel.MEMORY_AND_DISK)
+        published = {}
+        for table, frame, columns in [("campaign_daily", daily, CAMPAIGN_DAILY_COLUMNS), ("campaign_events_daily", events, CAMPAIGN_EVENTS_DAILY_COLUMNS)]:
+            published[table] = write_table(spark, fs, frame, table, columns, days, staging, args.out, args.format)
+            trace.mark(f"{table} written")
         facts = day_facts(classified, firsts, daily, events, segments, days)
+        trace.mark("manifest facts")
         problems = 0
         for day in days:
             manifest = write_manifest(fs, args, day, facts[day.isoformat()], segments, published, args.format, tables, pyspark.__version__)
@@ -879,12 +885,12 @@ def run(args):
                       "not counted (run postback aggregate for them)", file=sys.stderr)
             print(json.dumps({"dt": day.isoformat(), **totals, "campaign_daily_rows": manifest["outputs"][0]["rows"],
                               "campaign_events_daily_rows": manifest["outputs"][1]["rows"]}) if args.json else text_summary(day, manifest), flush=True)
+        return 1 if problems else 0
     finally:
         fs.delete_tree(staging)
-        if args.schemas:
+        if args.schemas and decode_directory:
             shutil.rmtree(decode_directory, ignore_errors=True)
         spark.stop()
-    return 1 if problems else 0
 
 
 def main(argv=None):
@@ -892,6 +898,9 @@ def main(argv=None):
         args = parse_arguments(sys.argv[1:] if argv is None else argv)
         return run(args)
     except UsageError as error:
+        print(f"postback_aggregate: {error}", file=sys.stderr)
+        return 2
+    except (OSError, IOError) as error:
         print(f"postback_aggregate: {error}", file=sys.stderr)
         return 2
 
