@@ -1,6 +1,7 @@
 """Shared pieces of the reliability scripts (crash-test, disk-faults, slow-clients): finding the
 release binary, starting `postback serve` and waiting for it to listen, plain HTTP/1.1 requests, and
 reading the spool by SegmentReader's rules. Not a script of its own."""
+import atexit
 import json
 import os
 import signal
@@ -62,11 +63,31 @@ def write_config(path, data_dir, key, **overrides):
     return path
 
 
+_servers = []
+
+
+def install_cleanup():
+    """On any exit, also SIGTERM or SIGINT of the script, no receiver it started is left running
+    (the scripts' `finally` blocks, such as unmounting, run too)."""
+    def stop_all():
+        for server in _servers:
+            if server.alive():
+                server.force_stop()
+
+    def on_signal(number, _frame):
+        sys.exit(128 + number)
+
+    atexit.register(stop_all)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
 class Server:
     """One `postback serve` process, its stderr in a log file. `start` returns once the server's
     `listening` log line has appeared (its readiness signal), with the address it names."""
 
     def __init__(self, binary, config, log_path, wrapper=(), listen=None):
+        _servers.append(self)
         self.binary = binary
         self.config = config
         self.log_path = log_path
@@ -127,10 +148,19 @@ class Server:
         try:
             status = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            status = self.process.wait()
+            self.force_stop()
+            status = self.process.returncode
         self.log.close()
         return status
+
+    def force_stop(self):
+        """SIGKILL to the receiver and to its wrapper: a tracer killed alone would leave it running."""
+        for pid in {self.pid, self.process.pid}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait()
 
     def alive(self):
         return self.process is not None and self.process.poll() is None
