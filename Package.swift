@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "CMicroHTTPD", "CMicroHTTPDShim"]),
         .target(name: "PostbackClient", dependencies: ["Locking", "CCurl", "CCurlShim"]),
         .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
-        .target(name: "Reporting", dependencies: ["Postbacks", "PostbackStore", "Aggregation"]),
+        .target(name: "Reporting", dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
         .target(
             name: "PostbackCLI",
             dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation", "Reporting"]
@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "PostbacksTests", dependencies: ["Postbacks", "PostbackCrypto"]),
         .testTarget(name: "PostbackStoreTests", dependencies: ["PostbackStore", "Postbacks", "PostbackCrypto"]),
         .testTarget(name: "PostbackServerTests", dependencies: ["PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackClient", "PostbackCLI"]),
-        .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Aggregation", "PostbackStore", "Postbacks", "PostbackCLI"]),
+        .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
         .testTarget(name: "AggregationTests", dependencies: ["Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
         .testTarget(name: "PostbackCLITests", dependencies: ["PostbackCLI", "Postbacks", "PostbackCrypto"]),
     ]
