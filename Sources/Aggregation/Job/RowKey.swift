@@ -1,3 +1,4 @@
+import PostbackStore
 import Postbacks
 
 /// The grain of an aggregate row as a compact byte string: what the interner hashes and compares,

@@ -1,3 +1,4 @@
+import PostbackStore
 import Postbacks
 
 /// A row key read back for output: numbers decoded, strings left as byte ranges of the key, so

@@ -4,6 +4,8 @@
 ///
 /// Noncopyable, with its own buffer: a row is a few dozen appends and this runs once per output
 /// row, where an array's uniqueness and capacity checks per byte showed in profiles.
+import PostbackStore
+
 struct CSVLine: ~Copyable {
     private var storage: UnsafeMutablePointer<UInt8>
     private var capacity: Int

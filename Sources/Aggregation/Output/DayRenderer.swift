@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import PostbackStore
 import Glibc
 #endif
 import Postbacks

@@ -1,18 +1,28 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Postbacks
+public import Postbacks
 
 /// What aggregation needs from one verified spool line. Filled in place (it is a few hundred
 /// bytes, and copying it per postback showed up as memcpy in profiles).
-struct SpoolLineSummary {
-    var receivedAtMicros: Int64 = 0
-    var isProduction = false
-    var dedupKey: ByteSlice? = nil
-    var hasFields = false
-    var fields = PostbackFields()
+package struct SpoolLineSummary {
+    package var receivedAtMicros: Int64 = 0
+    package var isProduction = false
+    package var dedupKey: ByteSlice? = nil
+    package var hasFields = false
+    package var fields = PostbackFields()
 
-    mutating func reset() {
+    package init() {}
+
+    package init(receivedAtMicros: Int64, isProduction: Bool, dedupKey: ByteSlice?, hasFields: Bool, fields: PostbackFields) {
+        self.receivedAtMicros = receivedAtMicros
+        self.isProduction = isProduction
+        self.dedupKey = dedupKey
+        self.hasFields = hasFields
+        self.fields = fields
+    }
+
+    package mutating func reset() {
         receivedAtMicros = 0
         isProduction = false
         dedupKey = nil
@@ -34,7 +44,7 @@ struct SpoolLineSummary {
 /// a rejected record. The caller then parses the line with `SpoolRecord(line:)`, which is the
 /// definition of a valid line; the fast path only accepts lines that one accepts too, with the same
 /// values (tests check this on generated and mutated lines).
-struct FastSpoolLineParser {
+package struct FastSpoolLineParser {
     private let base: UnsafePointer<UInt8>
     private let end: Int
     private var index = 0
@@ -52,14 +62,14 @@ struct FastSpoolLineParser {
     }
 
     /// Fills `summary` (reset first) and returns true, or returns false to leave the line to the full parser.
-    static func parse(_ line: UnsafeRawBufferPointer, into summary: inout SpoolLineSummary, literals: SpoolLiterals = .shared) -> Bool {
+    package static func parse(_ line: UnsafeRawBufferPointer, into summary: inout SpoolLineSummary, literals: SpoolLiterals = .shared) -> Bool {
         summary.reset()
         guard line.count > 2 else { return false }
         var parser = FastSpoolLineParser(line: line, literals: literals)
         return parser.parseRecord(into: &summary)
     }
 
-    static func parse(_ line: UnsafeRawBufferPointer) -> SpoolLineSummary? {
+    package static func parse(_ line: UnsafeRawBufferPointer) -> SpoolLineSummary? {
         var summary = SpoolLineSummary()
         return parse(line, into: &summary) ? summary : nil
     }
@@ -229,7 +239,7 @@ struct FastSpoolLineParser {
     /// memcmp for the short strings here (keys and enumeration words), inlined: a call to memcmp
     /// per key was a tenth of the parse.
     @inline(__always)
-    static func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+    package static func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
         let x = UnsafeRawPointer(a), y = UnsafeRawPointer(b)
         if count >= 8 {
             var offset = 0
@@ -365,7 +375,7 @@ struct FastSpoolLineParser {
     // MARK: Timestamps
 
     /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`, with the checks of `UTCTimestamp(iso8601:)`.
-    static func timestamp(_ text: UnsafePointer<UInt8>, _ count: Int) -> Int64? {
+    package static func timestamp(_ text: UnsafePointer<UInt8>, _ count: Int) -> Int64? {
         guard count == 27, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
               text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."), text[26] == UInt8(ascii: "Z")
         else { return nil }

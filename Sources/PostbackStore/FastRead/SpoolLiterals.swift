@@ -1,30 +1,30 @@
 /// The byte strings the fast spool parser compares against: JSON keys (with their quotes and
 /// colon) in the order `SpoolRecord.encoded()` and `Attribution.write(to:)` write them, and the
 /// enumeration values. Built once; the parser holds a reference and reads them through pointers.
-final class SpoolLiterals: Sendable {
-    struct Literal: @unchecked Sendable {
+package final class SpoolLiterals: Sendable {
+    package struct Literal: @unchecked Sendable {
         // Points into `storage`, which lives as long as the table and is never written after init.
         let pointer: UnsafePointer<UInt8>
         let count: Int
     }
 
-    static let shared = SpoolLiterals()
+    package static let shared = SpoolLiterals()
 
-    static let recordKeyNames = ["received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "version", "key",
+    package static let recordKeyNames = ["received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "version", "key",
                                  "reason", "attribution", "body"]
-    static let attributionKeyNames = ["protocol", "version", "app_id", "ad_network_id", "campaign_id", "source_identifier", "source_app_id",
+    package static let attributionKeyNames = ["protocol", "version", "app_id", "ad_network_id", "campaign_id", "source_identifier", "source_app_id",
                                       "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type",
                                       "postback_sequence_index", "did_win", "fine_value", "coarse_value", "test_mode"]
-    static let valueNames = ["verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
+    package static let valueNames = ["verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
                              "re-engagement", "low", "medium", "high", "null", "true", "false"]
 
     /// `"name":` for each record key, indexed like `recordKeyNames`. These tables are written only in
     /// init and read-only afterwards, so sharing them between threads is safe; they are pointers so
     /// the parser reads them without reference counting.
-    nonisolated(unsafe) let recordKeys: UnsafeMutablePointer<Literal>
-    nonisolated(unsafe) let attributionKeys: UnsafeMutablePointer<Literal>
+    package nonisolated(unsafe) let recordKeys: UnsafeMutablePointer<Literal>
+    package nonisolated(unsafe) let attributionKeys: UnsafeMutablePointer<Literal>
     /// The bare words of `valueNames`.
-    nonisolated(unsafe) let values: UnsafeMutablePointer<Literal>
+    package nonisolated(unsafe) let values: UnsafeMutablePointer<Literal>
     nonisolated(unsafe) private let storage: UnsafeMutablePointer<UInt8>
 
     private init() {
@@ -56,10 +56,10 @@ final class SpoolLiterals: Sendable {
         values.deallocate()
     }
 
-    enum Value: Int {
+    package enum Value: Int {
         case verified, production, skadnetwork, adattributionkit, click, view, download, redownload, reengagement, low, medium, high
         case null, `true`, `false`
     }
 
-    func value(_ value: Value) -> Literal { values[value.rawValue] }
+    package func value(_ value: Value) -> Literal { values[value.rawValue] }
 }
