@@ -361,25 +361,34 @@ def record_schema():
 
 
 def read_spool_lines(spark, segments):
-    """Every line of every segment, with what its path says (day, spool, writer, sequence) and its
-    position: (block start, id) orders the lines of a file even when Spark splits the file between
-    tasks. Only the segments listed are read (partition pruning by dt happens in the listing)."""
+    """Every line of every segment listed, with its file (as Spark names it), the file's size, and
+    the line's place: (block start, id) orders the lines of a file even when Spark splits the file
+    between tasks. Only the segments listed are read: partition pruning by dt is the listing."""
     from pyspark.sql import functions as F
 
     if not segments:
-        lines = spark.range(0).select(F.lit("").alias("name"), F.lit(0).cast("long").alias("file_bytes"), F.lit(0).cast("long").alias("block"),
-                                      F.lit(0).cast("long").alias("position"), F.lit("").alias("value"))
-    else:
-        # lineSep "\n" exactly as the spool reader splits (Hadoop's default also splits at a lone \r).
-        lines = (spark.read.option("lineSep", "\n").text([s["path"] for s in segments])
-                 .select(F.regexp_extract(F.col("_metadata.file_path"), r"(raw/(postbacks|rejected)/dt=[^/]+/[^/]+)$", 1).alias("name"),
-                         F.col("_metadata.file_size").alias("file_bytes"), F.col("_metadata.file_block_start").alias("block"),
-                         F.monotonically_increasing_id().alias("position"), "value"))
+        return spark.range(0).select(F.lit("").alias("path"), F.lit(0).cast("long").alias("file_bytes"), F.lit(0).cast("long").alias("block"),
+                                     F.lit(0).cast("long").alias("position"), F.lit("").alias("value"))
+    # lineSep "\n" exactly as the spool reader splits (Hadoop's default also splits at a lone \r).
+    return (spark.read.option("lineSep", "\n").text([s["path"] for s in segments])
+            .select(F.col("_metadata.file_path").alias("path"), F.col("_metadata.file_size").alias("file_bytes"),
+                    F.col("_metadata.file_block_start").alias("block"), F.monotonically_increasing_id().alias("position"), "value"))
+
+
+def file_facts(lines):
+    """One row per file: what its path says (the store-relative name, day, spool, writer, sequence)
+    and what its lines add up to (bytes with one newline each, the last line's place)."""
+    from pyspark.sql import functions as F
+
+    per_file = lines.groupBy("path").agg(
+        F.first("file_bytes").alias("file_bytes"), F.sum(F.octet_length("value") + 1).alias("accounted_bytes"),
+        F.max(F.struct("block", "position")).alias("last_line"))
+    name = F.regexp_extract("path", r"(raw/(postbacks|rejected)/dt=[^/]+/[^/]+)$", 1)
     segment = r"^raw/(postbacks|rejected)/dt=([0-9-]+)/part-(.+)-([+]?[0-9]+)\.jsonl$"
-    return lines.select(
-        "name", F.regexp_extract("name", segment, 2).alias("dt"), F.regexp_extract("name", segment, 1).alias("spool"),
-        F.regexp_extract("name", segment, 3).alias("writer"), F.regexp_extract("name", segment, 4).cast("long").alias("sequence"),
-        "file_bytes", "block", "position", "value")
+    return per_file.select(
+        "path", "file_bytes", "accounted_bytes", "last_line", name.alias("name"), F.regexp_extract(name, segment, 2).alias("dt"),
+        F.regexp_extract(name, segment, 1).alias("spool"), F.regexp_extract(name, segment, 3).alias("writer"),
+        F.regexp_extract(name, segment, 4).cast("long").alias("sequence"))
 
 
 def classify_lines(lines):
@@ -398,8 +407,7 @@ def classify_lines(lines):
 
     # A file whose lines (plus one newline each) add up to one byte more than its size ends without a newline.
     line_bytes = F.octet_length("value")
-    per_file = lines.groupBy("name").agg(F.sum(line_bytes + 1).alias("accounted_bytes"), F.max(F.struct("block", "position")).alias("last_line"))
-    lines = lines.join(F.broadcast(per_file), "name")
+    lines = lines.drop("file_bytes").join(F.broadcast(file_facts(lines)), "path")
     is_last = F.struct("block", "position") == F.col("last_line")
     without_newline = is_last & (F.col("accounted_bytes") == F.col("file_bytes") + 1)
     # The scanner drops one \r before the \n.
