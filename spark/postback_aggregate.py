@@ -143,9 +143,11 @@ def start_spark(args):
 
     builder = SparkSession.builder.appName("postback-aggregate")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        # Started with python3, not spark-submit: a small local Spark (2 cores by default).
+        # Started with python3, not spark-submit: a small local Spark (2 cores by default), on loopback only.
         builder = (builder.master(args.master or "local[2]")
                    .config("spark.driver.memory", args.driver_memory)
+                   .config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.driver.host", "127.0.0.1")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.shuffle.partitions", "4"))
@@ -803,11 +805,17 @@ def write_manifest(fs, args, day, facts, segments, published, output_format, tab
         "totals": facts["totals"],
         "rejected_by_status": facts["rejected_by_status"],
     }
-    # The revenue total is an exact decimal; written as a JSON number, as postback aggregate does.
-    text = json.dumps({**manifest, "totals": {**facts["totals"], "revenue_est_sum": "@revenue@"}})
-    text = text.replace('"@revenue@"', facts["totals"]["revenue_est_sum"], 1)
-    fs.write_bytes(f"{args.out}/_manifests/dt={day.isoformat()}.json", (text + "\n").encode())
+    fs.write_bytes(f"{args.out}/_manifests/dt={day.isoformat()}.json", (json_with_exact_revenue(manifest) + "\n").encode())
     return manifest
+
+
+def json_with_exact_revenue(value):
+    """JSON text in which `totals.revenue_est_sum` (or a top-level one), an exact decimal kept as text,
+    is written as a JSON number, as postback aggregate writes it."""
+    holder = value["totals"] if "totals" in value else value
+    revenue = holder["revenue_est_sum"]
+    marked = {**value, "totals": {**holder, "revenue_est_sum": "@revenue@"}} if "totals" in value else {**value, "revenue_est_sum": "@revenue@"}
+    return json.dumps(marked).replace('"@revenue@"', revenue, 1)
 
 
 def store_relative(args, path):
@@ -835,6 +843,24 @@ def text_summary(day, manifest):
 # ---------------------------------------------------------------------------------------------
 
 
+def lock_local_output(out):
+    """On a local --out, takes the lock `postback aggregate` takes (flock on OUT/.lock), so the two
+    never write one store at once. Object storage has no such lock: run one job at a time there."""
+    import fcntl
+
+    if "://" in out and not out.startswith("file:"):
+        return None
+    directory = out[len("file:"):] if out.startswith("file:") else out
+    os.makedirs(directory, exist_ok=True)
+    handle = open(f"{directory}/.lock", "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise UsageError(f"{directory}/.lock is held: another aggregation is writing {directory}") from None
+    return handle
+
+
 class PhaseTrace:
     """Phase timings on stderr when POSTBACK_AGGREGATE_TRACE=1 (as for postback aggregate)."""
 
@@ -854,6 +880,7 @@ def run(args):
     import pyspark
 
     trace = PhaseTrace()
+    lock = lock_local_output(args.out)  # held until the process ends
     spark = start_spark(args)
     fs = FileSystem(spark)
     staging = f"{args.out}/_staging-{uuid.uuid4().hex}"
@@ -891,14 +918,17 @@ def run(args):
             if totals["unreadable_lines"]:
                 print(f"postback_aggregate: {day}: {totals['unreadable_lines']} verified records without dedup_key or attribution "
                       "not counted (run postback aggregate for them)", file=sys.stderr)
-            print(json.dumps({"dt": day.isoformat(), **totals, "campaign_daily_rows": manifest["outputs"][0]["rows"],
-                              "campaign_events_daily_rows": manifest["outputs"][1]["rows"]}) if args.json else text_summary(day, manifest), flush=True)
+            summary = {"dt": day.isoformat(), **totals, "campaign_daily_rows": manifest["outputs"][0]["rows"],
+                       "campaign_events_daily_rows": manifest["outputs"][1]["rows"]}
+            print(json_with_exact_revenue(summary) if args.json else text_summary(day, manifest), flush=True)
         return 1 if problems else 0
     finally:
         fs.delete_tree(staging)
         if args.schemas and decode_directory:
             shutil.rmtree(decode_directory, ignore_errors=True)
         spark.stop()
+        if lock:
+            lock.close()
 
 
 def main(argv=None):
