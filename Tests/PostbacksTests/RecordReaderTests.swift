@@ -43,6 +43,28 @@ import Testing
         #expect(throws: JSONParseError.self) { try StrictJSONParser.parse(out[1].bytes) }
     }
 
+    @Test func tornFirstLineOfJSONLinesCostsOnlyThatLine() throws {
+        // The first line opens an object it never closes, so the file looks pretty-printed at first;
+        // the complete objects after it must still be records of their own.
+        let out = try records(Array("{\"a\":1,\n{\"a\":2}\n{\"a\":3}\n".utf8))
+        #expect(out.map(text) == ["{\"a\":1,", "{\"a\":2}", "{\"a\":3}"])
+        #expect(out.map { $0.source.split(separator: ":").last! } == ["1", "2", "3"])
+        #expect(throws: JSONParseError.self) { try StrictJSONParser.parse(out[0].bytes) }
+    }
+
+    @Test func tornFirstLineEndingInsideAStringDoesNotSwallowTheNext() throws {
+        let out = try records(Array("{\"version\":\"4.\n{\"a\":2}\n{\"a\":3}\n".utf8))
+        #expect(out.map(text) == ["{\"version\":\"4.", "{\"a\":2}", "{\"a\":3}"])
+    }
+
+    @Test func tornPrettyDocumentIsFollowedByTheNextDocument() throws {
+        let out = try records(Array("{\n  \"a\": 1,\n{\n  \"a\": 2\n}\n".utf8))
+        #expect(out.count == 2)
+        #expect(throws: JSONParseError.self) { try StrictJSONParser.parse(out[0].bytes) }
+        #expect(out[1].source.hasSuffix(":3"))
+        #expect(throws: Never.self) { try StrictJSONParser.parse(out[1].bytes) }
+    }
+
     @Test func overlongLineIsSkippedWithoutBeingKept() throws {
         let long = Array("{\"a\":\"".utf8) + [UInt8](repeating: 0x61, count: 5000) + Array("\"}".utf8)
         let out = try records(Array("{\"a\":1}\n".utf8) + long + [0x0A] + Array("{\"a\":2}\n".utf8), limit: 1024)

@@ -19,6 +19,11 @@ public struct InputRecord: Sendable {
 /// - Otherwise (a pretty-printed object starting with `{` alone on a line), records are JSON values
 ///   that may span lines; one after another is fine.
 ///
+/// A value that spans lines ends early, as a torn record the parser then rejects, when the next line
+/// cannot belong to it: the line break falls inside a string (JSON strings hold no raw newline), or
+/// the next line opens a new object at column 0. That line is read again as the start of the next
+/// record, so a torn first line of a JSON Lines file costs that line only, not the ones after it.
+///
 /// A record longer than `maximumRecordBytes` is reported as a problem record and skipped without being
 /// buffered, so a 100 MB line costs no memory. Line endings may be LF or CRLF.
 public final class RecordReader {
@@ -48,6 +53,8 @@ public final class RecordReader {
     private var recordsReturned = 0
     private var lookahead: RawRecord?
     private var lookaheadPrimed = false
+    /// A line read past the end of a torn multi-line value, to be read again as a record's start.
+    private var pushedBack: LineReader.Line?
 
     /// Bytes consumed so far, and the file size when known, for progress display.
     public var bytesRead: Int { lines.bytesRead }
@@ -116,9 +123,17 @@ public final class RecordReader {
         let problem: String?
     }
 
+    private func nextLine() throws(IOError) -> LineReader.Line? {
+        if let line = pushedBack {
+            pushedBack = nil
+            return line
+        }
+        return try lines.next()
+    }
+
     private func readRawRecord() throws(IOError) -> RawRecord? {
         while true {
-            guard let line = try lines.next() else { return nil }
+            guard let line = try nextLine() else { return nil }
             guard line.hasContent else {
                 if line.isTooLong { return RawRecord(line: line.number, bytes: [], problem: tooLong(line)) }
                 continue
@@ -140,13 +155,20 @@ public final class RecordReader {
         var scanner = ValueScanner()
         scanner.scan(bytes)
         while !scanner.isComplete {
-            guard let line = try lines.next() else { break }  // EOF: return what we have; the parser reports the truncation
+            guard let line = try nextLine() else { break }  // EOF: return what we have; the parser reports the truncation
+            if scanner.isInString || line.opensObjectAtColumnZero {
+                // `first` was torn: end it here (the parser reports it) and start again at `line`.
+                // A complete object there means the file is JSON Lines after all.
+                if !line.isTooLong && !line.startsUnclosedValue { layout = .jsonLines }
+                pushedBack = line
+                break
+            }
             if line.isTooLong || bytes.count + line.bytes.count + 1 > maximumRecordBytes {
                 return RawRecord(line: first.number, bytes: [], problem: "the JSON value starting on line \(first.number) is longer than the \(maximumRecordBytes)-byte limit for one postback")
             }
             bytes.append(0x0A)
             bytes.append(contentsOf: line.bytes)
-            scanner.scan(line.bytes, startingNewLine: true)
+            scanner.scan(line.bytes)
         }
         return RawRecord(line: first.number, bytes: bytes, problem: nil)
     }
@@ -157,6 +179,9 @@ public final class RecordReader {
 }
 
 extension LineReader.Line {
+    /// Pretty printers indent nested values, so `{` in the first column starts a new top-level value.
+    var opensObjectAtColumnZero: Bool { bytes.first == UInt8(ascii: "{") }
+
     /// The line starts a JSON object or array that does not close on the same line.
     var startsUnclosedValue: Bool {
         guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 }),
@@ -171,25 +196,20 @@ extension LineReader.Line {
 /// parsing it. The parser proper checks it afterwards.
 struct ValueScanner {
     private var depth = 0
-    private var inString = false
+    private(set) var isInString = false
     private var escaped = false
     private var started = false
     private(set) var isComplete = false
 
-    mutating func scan(_ bytes: [UInt8], startingNewLine: Bool = false) {
-        if startingNewLine && inString {
-            // A raw newline cannot be inside a JSON string: the value is broken; end it here.
-            isComplete = true
-            return
-        }
+    mutating func scan(_ bytes: [UInt8]) {
         for byte in bytes {
             if isComplete { return }
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+            if isInString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { isInString = false }
                 continue
             }
             switch byte {
-            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "\""): isInString = true
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 depth += 1
                 started = true
