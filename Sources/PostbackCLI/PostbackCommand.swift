@@ -23,6 +23,15 @@ public enum PostbackCommand {
 
     /// Runs a subcommand. `words` excludes the program name.
     public static func run(_ words: [String], io: CommandIO = .process) -> ExitStatus {
+        let status = dispatch(words, io: io)
+        if let error = io.standardOutput.writeError {
+            io.printError("postback: writing standard output failed: \(error)")
+            return .usageOrIOError
+        }
+        return status
+    }
+
+    private static func dispatch(_ words: [String], io: CommandIO) -> ExitStatus {
         guard let command = words.first else {
             io.printError(usage)
             return .usageOrIOError

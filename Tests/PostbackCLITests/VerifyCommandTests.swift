@@ -264,4 +264,23 @@ import Testing
         let usage = try run(["verify"])
         #expect(usage.status == 2)
     }
+
+    @Test func aFullOutputDiskIsAnIOErrorNotSuccess() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
+            Issue.record("postback binary not found at \(Self.binary.path); run `swift build` first")
+            return
+        }
+        // /dev/full fails every write with ENOSPC: the verdicts never reach the user, so exit 2.
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["verify", "--json", VerifyCommandTests.samples.appendingPathComponent("skan-2.2_apple-doc.json").path]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2)
+        #expect(message.contains("writing standard output failed: No space left on device"))
+    }
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// Runs `transform` on batches on all cores and hands the results to `deliver` in submission order.
 ///
 /// The caller (one thread) submits batches; `submit` blocks once `maximumInFlight` batches are
-/// queued or running, so memory stays bounded however large the input is. Delivery happens on worker
+/// queued, running or waiting to be delivered, so memory stays bounded however large the input is. Delivery happens on worker
 /// threads, one batch at a time, in order.
 final class OrderedParallelMap<Input: Sendable, Output: Sendable>: Sendable {
     private struct State {
@@ -33,14 +33,19 @@ final class OrderedParallelMap<Input: Sendable, Output: Sendable>: Sendable {
         group.enter()
         queue.async { [self] in
             let output = transform(input)
-            state.withLock { state in
+            let delivered = state.withLock { state in
                 state.finished[sequence] = output
+                var delivered = 0
                 while let ready = state.finished.removeValue(forKey: state.nextToDeliver) {
                     deliver(ready)
                     state.nextToDeliver += 1
+                    delivered += 1
                 }
+                return delivered
             }
-            slots.signal()
+            // A batch keeps its slot until it is delivered, not just computed: finished batches
+            // waiting behind a slow one count against the limit too, so memory stays bounded.
+            for _ in 0..<delivered { slots.signal() }
             group.leave()
         }
     }

@@ -8,14 +8,24 @@ public protocol OutputSink: Sendable {
     func write(_ bytes: [UInt8])
     /// Whether this is a terminal (progress is shown only there).
     var isTerminal: Bool { get }
+    /// The first failed write (a full disk, say), so the command can exit with an I/O error rather
+    /// than report success over output that was cut short.
+    var writeError: String? { get }
+}
+
+extension OutputSink {
+    public var writeError: String? { nil }
 }
 
 /// Writes straight to a file descriptor, retrying short writes. Callers batch their output, so there
 /// is no buffering here to forget to flush.
 public struct FileDescriptorSink: OutputSink {
     public let descriptor: Int32
+    private let failure = Locked<String?>(nil)
 
     public init(descriptor: Int32) { self.descriptor = descriptor }
+
+    public var writeError: String? { failure.withLock { $0 } }
 
     public static let standardOutput = FileDescriptorSink(descriptor: 1)
     public static let standardError = FileDescriptorSink(descriptor: 2)
@@ -28,8 +38,14 @@ public struct FileDescriptorSink: OutputSink {
             while offset < buffer.count {
                 let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written < 0 {
-                    if errno == EINTR { continue }
-                    return  // EPIPE and the like: the reader went away; nothing useful to do.
+                    let code = errno
+                    if code == EINTR { continue }
+                    // EPIPE: the reader went away (`postback verify … | head`), as it chose to.
+                    if code != EPIPE {
+                        let message = String(cString: strerror(code))
+                        failure.withLock { if $0 == nil { $0 = message } }
+                    }
+                    return
                 }
                 offset += written
             }

@@ -124,18 +124,25 @@ final class VerifyRun: Sendable {
         var batch: [InputRecord] = []
         var batchBytes = 0
         defer { progress.finish() }
-        while let record = try reader.next() {
-            batch.append(record)
-            batchBytes += record.bytes.count
-            if batch.count >= Self.batchRecords || batchBytes >= Self.batchBytes {
-                map.submit(batch)
-                batch = []
-                batchBytes = 0
-                progress.update(records: tally.withLock { $0.total })
+        // A read error mid-file still reports every postback read before it, in order, before the error.
+        var readError: RecordReader.IOError?
+        do {
+            while let record = try reader.next() {
+                batch.append(record)
+                batchBytes += record.bytes.count
+                if batch.count >= Self.batchRecords || batchBytes >= Self.batchBytes {
+                    map.submit(batch)
+                    batch = []
+                    batchBytes = 0
+                    progress.update(records: tally.withLock { $0.total })
+                }
             }
+        } catch {
+            readError = error
         }
         if !batch.isEmpty { map.submit(batch) }
         map.waitUntilDone()
+        if let readError { throw readError }
     }
 
     private func process(_ batch: [InputRecord]) -> (bytes: [UInt8], tally: VerdictTally) {
