@@ -22,11 +22,10 @@ public enum Curve: String, Sendable, CaseIterable {
         }
     }
 
-    init?(bits: Int32) {
-        switch bits {
-        case 192: self = .p192
-        case 256: self = .p256
-        default: return nil
-        }
+    /// By OpenSSL's name for the key's group: the curve itself, not only its size, so that another
+    /// 256-bit curve (secp256k1, brainpoolP256r1) is never taken for P-256.
+    init?(openSSLGroupName name: String) {
+        guard let curve = Curve.allCases.first(where: { $0.openSSLGroupName == name }) else { return nil }
+        self = curve
     }
 }

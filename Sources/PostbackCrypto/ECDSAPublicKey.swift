@@ -137,8 +137,14 @@ public final class ECDSAPublicKey: @unchecked Sendable {
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
             throw CryptoError("key is not an elliptic-curve key", drainingErrorQueue: false)
         }
-        guard let curve = Curve(bits: EVP_PKEY_get_bits(key)) else {
-            throw CryptoError("unsupported curve: \(EVP_PKEY_get_bits(key))-bit (only P-192 and P-256)", drainingErrorQueue: false)
+        var name = [CChar](repeating: 0, count: 64)
+        var nameLength = 0
+        guard EVP_PKEY_get_group_name(key, &name, name.count, &nameLength) == 1 else {
+            throw CryptoError("the key names no curve (explicit curve parameters are not accepted; only P-192 and P-256)")
+        }
+        let groupName = String(decoding: name.prefix(nameLength).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let curve = Curve(openSSLGroupName: groupName) else {
+            throw CryptoError("unsupported curve \(groupName) (only P-192 and P-256)", drainingErrorQueue: false)
         }
         guard let context = EVP_PKEY_CTX_new(key, nil) else { throw CryptoError("allocating key context") }
         defer { EVP_PKEY_CTX_free(context) }
