@@ -148,7 +148,7 @@ import Testing
         postback.sourceAppID = 0
         let result = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(postback))
         #expect(result.status == .verified)
-        #expect(!result.isTestMode)
+        #expect(result.isTestMode)  // a source-app-id of 0 marks test traffic however it was signed
         #expect(result.environment == .development)
     }
 }

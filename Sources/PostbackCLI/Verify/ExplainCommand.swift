@@ -87,7 +87,7 @@ enum ExplainCommand {
 
     private static func describe(_ skan: SKAdNetworkPostback, into out: inout Lines) {
         out.add("protocol", "skadnetwork \(skan.version.rawValue)\(skan.versionField == nil ? " (no version field)" : "")")
-        out.add("key", "\(AppleKey(for: skan.version).name) (\(skan.version.curve.rawValue), production)")
+        out.add("key", "\(AppleKey(for: skan.version).name) (\(skan.version.curve.rawValue); \(skan.isTestMode ? "test mode: development" : "production"))")
         out.section("signed fields, in signing order")
         let fields = skan.signedFields()
         for (index, field) in fields.enumerated() {

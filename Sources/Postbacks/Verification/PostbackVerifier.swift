@@ -77,7 +77,7 @@ public struct PostbackVerifier: Sendable {
                     return VerificationResult(
                         status: .verified, postback: postback, keyName: candidate.name,
                         environment: candidate.isApple ? environmentIfApple : .development, reason: nil,
-                        isTestMode: message.variant != messages[0].variant)
+                        isTestMode: skan.isTestMode)
                 }
             }
         }

@@ -12,7 +12,7 @@ public struct VerificationResult: Sendable {
     public let environment: PostbackEnvironment?
     /// Why it was not verified; nil when verified.
     public let reason: String?
-    /// A SKAdNetwork test-mode postback (`source-app-id` 0), verified with the field left out.
+    /// A SKAdNetwork test-mode postback (`source-app-id` 0): test traffic, reported as development.
     public let isTestMode: Bool
 
     public var isVerified: Bool { status == .verified }
