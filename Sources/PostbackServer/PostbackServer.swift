@@ -57,11 +57,21 @@ public final class PostbackServer: Sendable {
         }
 
         let started = DispatchTime.now().uptimeNanoseconds
-        let recovery = SpoolRecovery.scan(layout: layout, writerID: configuration.writerID)
+        let recovery: SpoolRecovery
+        do {
+            recovery = try SpoolRecovery.scan(layout: layout, writerID: configuration.writerID)
+        } catch {
+            throw ServerError("cannot recover the store: \(error)")
+        }
         for damage in recovery.damage {
             log.warning("damaged spool line skipped", ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
         }
-        for path in recovery.unreadable { log.error("spool segment unreadable", ["detail": .string(path)]) }
+        // The dedup keys of a segment that cannot be read are unknown: serving would store a replay
+        // of any of its postbacks a second time. Refuse to start until the segment can be read.
+        if !recovery.unreadable.isEmpty {
+            throw ServerError("cannot recover the store: unreadable spool segment(s), so their postbacks could be stored twice: "
+                + recovery.unreadable.joined(separator: "; "))
+        }
         log.info("store recovered", [
             "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
             "segments": .int(recovery.segmentsScanned), "records": .int(recovery.recordsScanned),
@@ -122,7 +132,7 @@ public final class PostbackServer: Sendable {
         self.core = core
     }
 
-    /// Whether `/readyz` answers 200: storage healthy and not shutting down.
+    /// Whether `/readyz` answers 200: storage healthy, not full or read-only, and not shutting down.
     public var isReady: Bool { core.isReady }
 
     /// Graceful stop: stop accepting connections, let requests in progress finish (up to
@@ -191,7 +201,29 @@ final class HTTPCore: Sendable {
         }
     }
 
-    var isReady: Bool { !draining.load(ordering: .relaxed) && ingest.postbacks.isHealthy && ingest.rejected.isHealthy }
+    var isReady: Bool { readinessProblems().isEmpty }
+
+    /// Why `/readyz` says not ready; none when ready. Besides the writers' health (which a failed write
+    /// or sync turns off), one `statvfs` per call notices a full or read-only store while idle, before
+    /// a postback fails on it, so a load balancer can move traffic away in time.
+    func readinessProblems() -> [String] {
+        var problems: [String] = []
+        if draining.load(ordering: .relaxed) { problems.append("shutting down") }
+        if !ingest.postbacks.isHealthy { problems.append("postbacks spool is not writable") }
+        if !ingest.rejected.isHealthy { problems.append("rejected spool is not writable") }
+        var info = statvfs()
+        if statvfs(configuration.dataDirectory, &info) != 0 {
+            problems.append("data directory cannot be examined: \(String(cString: strerror(errno)))")
+        } else {
+            if info.f_flag & UInt(ST_RDONLY) != 0 { problems.append("data directory is on a read-only file system") }
+            // Room for at least two records of the largest accepted body, plus their metadata.
+            let available = UInt64(info.f_bavail) * UInt64(info.f_frsize)
+            if available < UInt64(2 * configuration.bodyLimitBytes + 65_536) {
+                problems.append("data directory is full (\(available) bytes available)")
+            }
+        }
+        return problems
+    }
 
     // MARK: Start and stop
 
@@ -285,13 +317,20 @@ final class HTTPCore: Sendable {
         // No connection may stay suspended when the daemon stops: wait for the writers to resume them.
         while admission.withLock({ $0.suspended }) > 0 {
             if DispatchTime.now().uptimeNanoseconds > deadline + 30_000_000_000 {
+                // The writer thread is stuck in a write or fdatasync; closing the writers would wait
+                // for it forever. Nothing unsynced was acknowledged, so leave it and let the process end.
                 log.error("storage did not answer within the shutdown grace period; exiting without stopping the HTTP daemon")
-                stopBackground()
+                watchdog.stop()
                 lifecycle.withLock { $0 = .stopped }
                 return
             }
             usleep(2000)
         }
+        // A request admitted just before `accepting` turned false was resumed above, but its reply may
+        // not be sent yet (the counter drops when the writer resumes the connection, before the
+        // worker writes). Give the replies in progress a moment, so a stored postback is answered.
+        let replyDeadline = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
+        while activeRequests.load(ordering: .relaxed) > 0, DispatchTime.now().uptimeNanoseconds < replyDeadline { usleep(1000) }
         postback_mhd_stop(handle.pointer, box?.pointer)
         if listen >= 0 { close(listen) }
         daemon.withLock { $0 = (nil, nil) }
@@ -465,10 +504,7 @@ final class HTTPCore: Sendable {
         case .livez:
             return .json(200) { $0.field("status", "alive") }
         case .readyz:
-            var reasons: [String] = []
-            if draining.load(ordering: .relaxed) { reasons.append("shutting down") }
-            if !ingest.postbacks.isHealthy { reasons.append("postbacks spool is not writable") }
-            if !ingest.rejected.isHealthy { reasons.append("rejected spool is not writable") }
+            let reasons = readinessProblems()
             return .json(reasons.isEmpty ? 200 : 503) { json in
                 json.field("status", reasons.isEmpty ? "ready" : "not ready")
                 if !reasons.isEmpty {

@@ -34,13 +34,14 @@ public struct SpoolRecovery: Sendable {
     /// Scans `layout` for `writerID`. Only the postbacks spool is read line by line (for dedup keys),
     /// every segment fully parsed so a damaged line is never taken for a stored postback; segments are
     /// read in parallel, one per core. The rejected spool is only listed, for its sequence numbers.
-    public static func scan(layout: StoreLayout, writerID: String) -> SpoolRecovery {
+    /// A spool directory that cannot be listed is an error, not an empty spool.
+    public static func scan(layout: StoreLayout, writerID: String) throws(StoreLayout.ListingError) -> SpoolRecovery {
         var recovery = SpoolRecovery()
         var postbackSegments: [String] = []
         for spool in StoreLayout.Spool.allCases {
             var highest = 0
-            for day in layout.days(spool) {
-                for segment in layout.segments(spool, day: day) {
+            for day in try layout.days(spool) {
+                for segment in try layout.segments(spool, day: day) {
                     if segment.writer == writerID { highest = max(highest, segment.sequence) }
                     if spool == .postbacks { postbackSegments.append(segment.path) }
                 }

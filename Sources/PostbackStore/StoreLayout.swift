@@ -1,6 +1,10 @@
 import Foundation
 public import Postbacks
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where everything lives under a data directory. One partition key, `dt` (the UTC day), fixed order:
 ///
 ///     DATA/raw/postbacks/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl     verified postbacks
@@ -49,9 +53,17 @@ public struct StoreLayout: Sendable {
         }
     }
 
-    /// The days that have a partition in `spool`, ascending.
-    public func days(_ spool: Spool) -> [UTCDay] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: spoolDirectory(spool))) ?? []
+    /// A directory of the store exists but cannot be listed (permissions, I/O error). Never read as
+    /// "empty": the receiver would lose dedup keys, and the nightly job would publish empty days.
+    public struct ListingError: Error, CustomStringConvertible, Sendable {
+        public let path: String
+        public let errorNumber: Int32
+        public var description: String { "\(path): cannot list directory: \(String(cString: strerror(errorNumber)))" }
+    }
+
+    /// The days that have a partition in `spool`, ascending (none when the spool does not exist yet).
+    public func days(_ spool: Spool) throws(ListingError) -> [UTCDay] {
+        let names = try Self.entries(of: spoolDirectory(spool))
         return names.compactMap { name in name.hasPrefix("dt=") ? UTCDay(String(name.dropFirst(3))) : nil }.sorted()
     }
 
@@ -68,11 +80,34 @@ public struct StoreLayout: Sendable {
 
     /// The segments of one day, sorted by writer then sequence. Files not named like segments
     /// (temporary files, editor backups) are ignored.
-    public func segments(_ spool: Spool, day: UTCDay) -> [Segment] {
+    public func segments(_ spool: Spool, day: UTCDay) throws(ListingError) -> [Segment] {
         let directory = partition(spool, day: day)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let names = try Self.entries(of: directory)
         return names.compactMap { name in Self.parseSegmentName(name).map { Segment(path: "\(directory)/\(name)", writer: $0.writer, sequence: $0.sequence) } }
             .sorted()
+    }
+
+    /// The names in `directory`; none if it does not exist.
+    static func entries(of directory: String) throws(ListingError) -> [String] {
+        guard let stream = opendir(directory) else {
+            let code = errno
+            if code == ENOENT { return [] }
+            throw ListingError(path: directory, errorNumber: code)
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                let code = errno
+                if code != 0 { throw ListingError(path: directory, errorNumber: code) }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
     }
 
     static func parseSegmentName(_ name: String) -> (writer: String, sequence: Int)? {

@@ -250,6 +250,35 @@ import Testing
         #expect(try store.bytes("agg/_manifests/dt=2026-03-10.json") == manifest)
     }
 
+    @Test func aPartitionThatCannotBeListedIsAnErrorNotAnEmptyDay() throws {
+        let store = TemporaryDirectory()
+        try Self.buildSpool(root: store.path)
+        _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
+        let before = try store.bytes("agg/campaign_daily/dt=2026-03-10/part-00000.csv")
+        // A file where the day's partition directory should be: opendir fails with ENOTDIR.
+        let partition = store.path + "/raw/postbacks/dt=2026-03-10"
+        try FileManager.default.removeItem(atPath: partition)
+        try Data().write(to: URL(fileURLWithPath: partition))
+        do {
+            _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
+            Issue.record("a day whose partition cannot be listed was published")
+        } catch let error as AggregationError {
+            #expect(error.description.contains("dt=2026-03-10: listing the spool partition failed: Not a directory"), "\(error)")
+        }
+        #expect(try store.bytes("agg/campaign_daily/dt=2026-03-10/part-00000.csv") == before, "the good output stays")
+    }
+
+    @Test func aDataDirectoryWithoutASpoolIsRefused() throws {
+        let store = TemporaryDirectory()
+        do {
+            _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10")
+            Issue.record("aggregated a directory that holds no spool")
+        } catch let error as AggregationError {
+            #expect(error.description.contains("holds no spool"), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: store.path + "/agg/campaign_daily"), "nothing published")
+    }
+
     @Test func aSecondRunOnTheSameStoreIsRefused() throws {
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)

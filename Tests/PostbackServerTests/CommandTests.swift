@@ -36,7 +36,7 @@ import Testing
         #expect(status == .success)
         #expect(FileManager.default.fileExists(atPath: keyPath))
         let records = StoreLayout(root: "\(directory)/data")
-        #expect(records.days(.postbacks).count == 1)
+        #expect(try records.days(.postbacks).count == 1)
         // Structured logs: every stderr line is a JSON object with time, level and msg.
         let lines = errors.lines
         #expect(lines.contains { $0.contains(#""msg":"listening""#) })

@@ -139,6 +139,29 @@ import Testing
         #expect(try server.records(.rejected).count == 1)
     }
 
+    @Test func applesDevelopmentKeyPostbackIsStoredAsDevelopmentOnlyWhereAllowed() throws {
+        // Apple's own AdAttributionKit example, signed with apple-development-identifier/1.
+        let body = try ReplayTests.apple("aak_apple-doc_developer-settings_apple-development-identifier-1.json")
+
+        let production = try TestServer { $0.allowsDevelopment = false; $0.testKeys = [] }
+        let refused = try production.post(body, to: production.appAttributionURL)
+        production.stop()
+        #expect(refused.status == 400)
+        #expect(refused.contentType == "application/problem+json")
+        #expect(refused.text.contains("development"))
+        #expect(try production.records(.postbacks).isEmpty)
+        let rejected = try #require(try production.records(.rejected).first)
+        #expect(rejected.reason?.contains("apple-development-identifier/1") == true)
+
+        let development = try TestServer { $0.allowsDevelopment = true }
+        defer { development.stop() }
+        #expect(try development.post(body, to: development.appAttributionURL).status == 200)
+        let stored = try #require(try development.records(.postbacks).first)
+        #expect(stored.environment == .development, "never counted as production")
+        #expect(stored.keyName == "apple-development-identifier/1")
+        #expect(stored.body == body)
+    }
+
     @Test func otherAdNetworksAreRejectedWithAReason() throws {
         let server = try TestServer { $0.acceptedAdNetworkIDs = ["ours.skadnetwork"] }
         defer { server.stop() }
@@ -218,5 +241,24 @@ import Testing
         #expect(try server.metric("postback_dedup_keys") == 1)
         #expect(try server.metric(#"postback_spool_records_total{spool="rejected"}"#) == 1)
         #expect((try server.metric(#"postback_spool_bytes_total{spool="postbacks"}"#) ?? 0) > 500)
+
+        // Text exposition format: each family once, its samples right under its own TYPE line.
+        var seenFamilies: Set<String> = []
+        var currentFamily: (name: String, type: String)?
+        for line in text.split(separator: "\n").map(String.init) {
+            if line.hasPrefix("# TYPE ") {
+                let parts = line.split(separator: " ").map(String.init)
+                #expect(parts.count == 4, "\(line)")
+                #expect(seenFamilies.insert(parts[2]).inserted, "family \(parts[2]) declared twice")
+                currentFamily = (parts[2], parts[3])
+                continue
+            }
+            if line.hasPrefix("#") { continue }
+            let name = String(line.prefix { $0 != "{" && $0 != " " })
+            guard let family = currentFamily else { Issue.record("sample before any TYPE: \(line)"); continue }
+            let allowed = family.type == "histogram" ? ["_bucket", "_sum", "_count"].map { family.name + $0 } : [family.name]
+            #expect(allowed.contains(name), "sample \(name) sits under family \(family.name)")
+            #expect(Double(line.split(separator: " ").last ?? "") != nil, "\(line)")
+        }
     }
 }

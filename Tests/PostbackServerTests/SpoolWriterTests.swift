@@ -33,7 +33,7 @@ import Testing
         group.wait()
         writer.close()
         #expect(outcomes.withLock { $0 }.allSatisfy { $0 == .stored })
-        let segments = layout.segments(.postbacks, day: day)
+        let segments = try layout.segments(.postbacks, day: day)
         #expect(segments.count >= 5, "20 records of ~1.3 KiB in 4 KiB segments")
         var total = 0
         for segment in segments {

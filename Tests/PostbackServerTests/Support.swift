@@ -78,7 +78,7 @@ final class TestServer: Sendable {
     /// Every record in `spool`, in segment order.
     func records(_ spool: StoreLayout.Spool) throws -> [SpoolRecord] {
         var records: [SpoolRecord] = []
-        for segment in segments(spool) {
+        for segment in try segments(spool) {
             let reader = try SegmentReader(path: segment.path)
             while let entry = try reader.next() {
                 if case .record(let record, _) = entry { records.append(record) }
@@ -87,8 +87,8 @@ final class TestServer: Sendable {
         return records
     }
 
-    func segments(_ spool: StoreLayout.Spool) -> [StoreLayout.Segment] {
-        layout.days(spool).flatMap { layout.segments(spool, day: $0) }
+    func segments(_ spool: StoreLayout.Spool) throws -> [StoreLayout.Segment] {
+        try layout.days(spool).flatMap { try layout.segments(spool, day: $0) }
     }
 
     func post(_ body: [UInt8], to url: String? = nil) throws -> HTTPResponse {

@@ -235,7 +235,7 @@ import Testing
             let bytes = lines.flatMap { $0 + [0x0A] } + Array(#"{"received_at":"#.utf8)
             try Data(bytes).write(to: URL(fileURLWithPath: directory + "/" + StoreLayout.segmentName(writer: writer, sequence: sequence)))
         }
-        let recovery = SpoolRecovery.scan(layout: layout, writerID: "rx1")
+        let recovery = try SpoolRecovery.scan(layout: layout, writerID: "rx1")
         #expect(recovery.nextSequence[.postbacks] == 3)
         #expect(recovery.dedupIndex.count == expected.count, "the same keys in three segments count once")
         for key in expected { #expect(recovery.dedupIndex.contains(key)) }

@@ -227,7 +227,7 @@ import Testing
         var reasons: [String: Int] = [:], statuses: [String: Int] = [:]
         for day in Self.days {
             for spool in StoreLayout.Spool.allCases {
-                for segment in fixture.store.layout.segments(spool, day: UTCDay(day)!) {
+                for segment in try fixture.store.layout.segments(spool, day: UTCDay(day)!) {
                     let reader = try SegmentReader(path: segment.path)
                     while let entry = try reader.next() {
                         guard case .record(let record, _) = entry, record.status != .verified else { continue }

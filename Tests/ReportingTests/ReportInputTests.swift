@@ -11,6 +11,8 @@ import Testing
 @Suite struct ReportInputTests {
     @Test func daysWithNoPostbacksGiveAClearEmptyPage() throws {
         let store = ScratchStore("empty")
+        // A receiver that started (making its spool) but has received nothing yet.
+        try FileManager.default.createDirectory(atPath: store.path("raw/postbacks"), withIntermediateDirectories: true)
         try store.aggregate(try TestStore.catalog(), from: "2026-03-01", to: "2026-03-02")
         let summary = try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-02"))
         #expect(summary.isComplete)

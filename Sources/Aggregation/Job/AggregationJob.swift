@@ -61,7 +61,8 @@ public struct DaySummary: Sendable {
 /// directory fsynced. A crash leaves each file either old or new; the manifest (which lists the
 /// outputs' checksums) says which run a partition is from.
 ///
-/// Days are processed in order, one at a time, so memory holds one day's rows; the lookback reads
+/// Days are processed in order, at most two at a time (one being read while the one before it is
+/// rendered and written), so memory holds two days' rows at most; the lookback reads
 /// the key files of the previous days, built as each day is processed (days before the range are
 /// read for their keys only).
 public final class AggregationJob: Sendable {
@@ -83,6 +84,12 @@ public final class AggregationJob: Sendable {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .usage("--data \(request.dataDirectory) is not a directory")
+        }
+        // A mistyped --data must not publish empty days over good ones: the receiver creates the
+        // spool directory when it first starts, so a store without one is not a store.
+        let spool = layout.spoolDirectory(.postbacks)
+        guard FileManager.default.fileExists(atPath: spool, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .usage("--data \(request.dataDirectory) holds no spool (\(spool) is missing): is it the receiver's data directory? (--input aggregates a file of postbacks)")
         }
         return try withWorkDirectory { (work) throws(AggregationError) in try runDays(work: work, onDay: onDay) }
     }
@@ -110,7 +117,7 @@ public final class AggregationJob: Sendable {
         var day = request.from.adding(days: -request.lookbackDays)
         while day <= request.to {
             let keysOnly = day < request.from
-            let tasks = segmentTasks(day: day, includeRejected: !keysOnly)
+            let tasks = try segmentTasks(day: day, includeRejected: !keysOnly)
             let earlier = (1...max(1, request.lookbackDays)).compactMap { request.lookbackDays == 0 ? nil : keyFiles[day.adding(days: -$0)] }
             if !(keysOnly && tasks.isEmpty) {
                 let keyFile = "\(work)/keys-\(day).bin"
@@ -148,11 +155,17 @@ public final class AggregationJob: Sendable {
         return summaries
     }
 
-    private func segmentTasks(day: UTCDay, includeRejected: Bool) -> [SegmentTask] {
+    private func segmentTasks(day: UTCDay, includeRejected: Bool) throws(AggregationError) -> [SegmentTask] {
         var tasks: [SegmentTask] = []
         let spools: [StoreLayout.Spool] = includeRejected ? [.postbacks, .rejected] : [.postbacks]
         for spool in spools {
-            for segment in layout.segments(spool, day: day) {
+            let segments: [StoreLayout.Segment]
+            do {
+                segments = try layout.segments(spool, day: day)
+            } catch {
+                throw .io(path: error.path, operation: "listing the spool partition", errorNumber: error.errorNumber)
+            }
+            for segment in segments {
                 var status = stat()
                 let size = stat(segment.path, &status) == 0 ? Int(status.st_size) : 0
                 let name = "raw/\(spool.rawValue)/dt=\(day)/" + (segment.path.split(separator: "/").last.map(String.init) ?? segment.path)
