@@ -109,17 +109,19 @@ final class ServerMetrics: Sendable {
         state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)
         header("postback_group_commit_records", "histogram", "Records covered by one group commit.")
         state.batchSize.render(name: "postback_group_commit_records", into: &text)
-        header("postback_spool_bytes_total", "counter", "Bytes appended (and synced) to the spool, by spool.")
-        header("postback_spool_records_total", "counter", "Records appended (and synced) to the spool, by spool.")
-        header("postback_spool_segments_opened_total", "counter", "Segment files created, by spool.")
-        header("postback_storage_errors_total", "counter", "Failed writes or syncs, by spool.")
-        header("postback_storage_healthy", "gauge", "1 while the spool takes writes, 0 after a failure until it recovers.")
-        for spool in StoreLayout.Spool.allCases {
-            text += "postback_spool_bytes_total{spool=\"\(spool.rawValue)\"} \(state.spoolBytes[spool] ?? 0)\n"
-            text += "postback_spool_records_total{spool=\"\(spool.rawValue)\"} \(state.spoolRecords[spool] ?? 0)\n"
-            text += "postback_spool_segments_opened_total{spool=\"\(spool.rawValue)\"} \(state.segmentsOpened[spool] ?? 0)\n"
-            text += "postback_storage_errors_total{spool=\"\(spool.rawValue)\"} \(state.storageErrors[spool] ?? 0)\n"
-            text += "postback_storage_healthy{spool=\"\(spool.rawValue)\"} \(gauges.storageHealthy[spool] == true ? 1 : 0)\n"
+        // The text format wants each family's samples right under its own HELP and TYPE lines.
+        let perSpool: [(name: String, type: String, help: String, value: (StoreLayout.Spool) -> Int)] = [
+            ("postback_spool_bytes_total", "counter", "Bytes appended (and synced) to the spool, by spool.", { state.spoolBytes[$0] ?? 0 }),
+            ("postback_spool_records_total", "counter", "Records appended (and synced) to the spool, by spool.", { state.spoolRecords[$0] ?? 0 }),
+            ("postback_spool_segments_opened_total", "counter", "Segment files created, by spool.", { state.segmentsOpened[$0] ?? 0 }),
+            ("postback_storage_errors_total", "counter", "Failed writes or syncs, by spool.", { state.storageErrors[$0] ?? 0 }),
+            ("postback_storage_healthy", "gauge", "1 while the spool takes writes, 0 after a failure until it recovers.", { gauges.storageHealthy[$0] == true ? 1 : 0 }),
+        ]
+        for family in perSpool {
+            header(family.name, family.type, family.help)
+            for spool in StoreLayout.Spool.allCases {
+                text += "\(family.name){spool=\"\(spool.rawValue)\"} \(family.value(spool))\n"
+            }
         }
         header("postback_dedup_keys", "gauge", "Dedup keys in the index (stored postbacks of every writer).")
         text += "postback_dedup_keys \(gauges.dedupKeys)\n"
