@@ -183,6 +183,26 @@ import Testing
         #expect(lines.last == "6 postbacks: 6 verified")
     }
 
+    @Test func aLargeFileShowsProgressOnATerminalOnly() throws {
+        // 12,000 copies of one Apple postback (about 12 MB, past the 8 MiB threshold), one worker.
+        let sample = try Data(contentsOf: Self.samples.appendingPathComponent("skan-4.0_apple-doc_web-ad-tier-low.json"))
+        let line = try JSONSerialization.data(withJSONObject: try JSONSerialization.jsonObject(with: sample)) + Data("\n".utf8)
+        let path = try temporaryFile(Array(repeating: Array(line), count: max(1, (12 << 20) / line.count)).flatMap { $0 })
+        defer { try? FileManager.default.removeItem(atPath: path) }
+
+        let terminal = MemorySink(isTerminal: true), out = MemorySink()
+        let status = PostbackCommand.run(["verify", "--jobs", "1", path], io: CommandIO(standardOutput: out, standardError: terminal))
+        #expect(status == .success)
+        #expect(terminal.text.contains(" postbacks ("), "a progress line with the share of the file read")
+        #expect(terminal.text.contains("%)"))
+        #expect(terminal.text.hasSuffix("\r\u{1B}[K"), "the progress line is cleared at the end")
+        #expect(!out.text.contains("\r"), "progress never reaches standard output")
+
+        let notTerminal = MemorySink()
+        _ = PostbackCommand.run(["verify", "--json", "--jobs", "1", path], io: CommandIO(standardOutput: MemorySink(), standardError: notTerminal))
+        #expect(!notTerminal.text.contains("\r"), "no progress when stderr is not a terminal")
+    }
+
     @Test func hostileSourceTextIsEscapedInOutput() throws {
         let directory = NSTemporaryDirectory() + "esc-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

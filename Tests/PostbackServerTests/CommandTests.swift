@@ -106,3 +106,56 @@ import Testing
         #expect(try server.records(.postbacks).count == 40)
     }
 }
+
+/// The built `postback serve` binary stopped by a real signal: the stored postback stays, exit 0.
+@Suite struct ServeSignalTests {
+    static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("postback").path
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT]) func aStopSignalDrainsAndExitsZero(signal: Int32) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            Issue.record("postback binary not found at \(Self.binary); run `swift build` first")
+            return
+        }
+        let directory = TestServer.temporaryDirectory()
+        let keyPath = "\(directory)/test-key.pem"
+        try Data(TestPostbacks.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", "\(directory)/data", "--writer-id", "sig",
+                             "--allow-dev", "--trust-key", keyPath]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        // The "listening" log line names the bound port.
+        var log = ""
+        let deadline = Date().addingTimeInterval(30)
+        while !log.contains(#""msg":"listening""#), Date() < deadline {
+            let chunk = errors.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            log += String(decoding: chunk, as: UTF8.self)
+        }
+        let address = try #require(log.firstMatch(of: /"address":"(127\.0\.0\.1:\d+)"/)?.output.1, "\(log)")
+        let response = try HTTPClient().post("http://\(address)/.well-known/skadnetwork/report-attribution/",
+                                             body: TestPostbacks.body(0, seed: 47))
+        #expect(response.status == 200)
+
+        kill(process.processIdentifier, signal)
+        log += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0, "\(log)")
+        #expect(log.contains(#""msg":"stopped"#))
+        let layout = StoreLayout(root: "\(directory)/data")
+        let segments = try layout.days(.postbacks).flatMap { try layout.segments(.postbacks, day: $0) }
+        #expect(segments.count == 1)
+        let reader = try SegmentReader(path: try #require(segments.first).path)
+        var records = 0
+        while let entry = try reader.next() { if case .record = entry { records += 1 } }
+        #expect(records == 1, "the acknowledged postback is on disk after the stop")
+    }
+}
