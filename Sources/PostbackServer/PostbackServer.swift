@@ -238,8 +238,9 @@ final class HTTPCore: Sendable {
         // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
         settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
         // Request line and headers must fit here (libmicrohttpd answers 431 otherwise); the body is
-        // streamed out of it. It is zeroed for every request, so smaller is cheaper.
-        settings.connection_memory_limit = 16 << 10
+        // streamed out of it. It is zeroed for every request, so smaller is cheaper: 8 KiB is the
+        // usual header limit (nginx, Apache), and devices send a few hundred bytes of headers.
+        settings.connection_memory_limit = 8 << 10
         settings.access_handler = { context, connection, url, method, _, data, size, requestContext in
             guard let context, let connection, let size, let requestContext else { return 0 }
             let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()

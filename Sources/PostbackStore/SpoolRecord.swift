@@ -74,9 +74,7 @@ public struct SpoolRecord: Sendable, Equatable {
             json.key("attribution")
             attribution.write(to: &json)
         }
-        if let text = String(validating: body, as: UTF8.self) {
-            json.field("body", text)
-        } else {
+        if !json.field("body", utf8: body) {
             json.field("body_base64", Base64.encode(body, alphabet: .standard))
         }
         json.endObject()

@@ -6,6 +6,29 @@ import Testing
 @Suite struct SpoolFormatTests {
     static let skanBody = Array(#"{"version":"4.0","ad-network-id":"com.example","source-identifier":"5239","app-id":525463029,"transaction-id":"6aafb7a5-0170-41b5-bbe4-fe71dedf1e30","redownload":false,"source-domain":"example.com","fidelity-type":1,"did-win":true,"conversion-value":63,"postback-sequence-index":0,"attribution-signature":"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxo="}"#.utf8)
 
+    @Test func timestampsAreWrittenInTheFixedFormatAndReadBack() throws {
+        let known: [(Int64, String)] = [
+            (0, "1970-01-01T00:00:00.000000Z"),
+            (951_782_400_123_456, "2000-02-29T00:00:00.123456Z"),
+            (1_767_225_599_999_999, "2025-12-31T23:59:59.999999Z"),
+            (1_764_681_255_000_001, "2025-12-02T13:14:15.000001Z"),
+        ]
+        for (micros, text) in known {
+            #expect(UTCTimestamp(microsecondsSinceEpoch: micros).description == text)
+        }
+        // Any instant from 1970 to 2100 reads back as itself; Foundation agrees on the second.
+        var random = SystemRandomNumberGenerator()
+        let formatter = ISO8601DateFormatter()
+        for _ in 0..<5_000 {
+            let micros = Int64.random(in: 0..<4_102_444_800_000_000, using: &random)
+            let text = UTCTimestamp(microsecondsSinceEpoch: micros).description
+            #expect(text.utf8.count == 27)
+            #expect(UTCTimestamp(iso8601: text)?.microsecondsSinceEpoch == micros, "\(text)")
+            let whole = formatter.string(from: Date(timeIntervalSince1970: TimeInterval(micros / 1_000_000)))
+            #expect(String(text.prefix(19)) + "Z" == whole, "\(text) vs \(whole)")
+        }
+    }
+
     @Test func verifiedRecordRoundTrips() throws {
         let result = PostbackVerifier().verify(body: Self.skanBody)
         #expect(result.isVerified)

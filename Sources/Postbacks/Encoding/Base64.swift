@@ -53,31 +53,56 @@ public enum Base64 {
         }
 
         var output = [UInt8](repeating: 0, count: length * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        var written = 0
         let table = alphabet == .url ? urlDecodingTable : standardDecodingTable
-        try table.withUnsafeBufferPointer { (table) throws(DecodingError) in
-            try output.withUnsafeMutableBufferPointer { (out) throws(DecodingError) in
-                for position in 0..<length {
-                    let character = input[position]
-                    let sextet = table[Int(character)]
+        var badPosition: Int?
+        var unusedBitsSet = false
+        table.withUnsafeBufferPointer { table in
+            output.withUnsafeMutableBufferPointer { out in
+                // Whole groups of four characters, three bytes each; a sextet of 0xFF (not in the
+                // alphabet) is seen through the OR of the group's four values.
+                var position = 0
+                var written = 0
+                while position + 4 <= length {
+                    let a = table[Int(input[position])], b = table[Int(input[position + 1])]
+                    let c = table[Int(input[position + 2])], d = table[Int(input[position + 3])]
+                    guard (a | b | c | d) < 64 else {
+                        badPosition = (position..<position + 4).first { table[Int(input[$0])] >= 64 }
+                        return
+                    }
+                    let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[written] = UInt8(truncatingIfNeeded: group >> 16)
+                    out[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    out[written + 2] = UInt8(truncatingIfNeeded: group)
+                    written += 3
+                    position += 4
+                }
+                // A last group of two or three characters: one or two bytes, and 4 or 2 unused bits.
+                guard remainder > 0 else { return }
+                var group: UInt32 = 0
+                for offset in 0..<remainder {
+                    let sextet = table[Int(input[position + offset])]
                     guard sextet < 64 else {
-                        throw DecodingError(reason: "character \(describe(character)) at position \(position) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet")
+                        badPosition = position + offset
+                        return
                     }
-                    accumulator = accumulator << 6 | UInt32(sextet)
-                    bits += 6
-                    if bits >= 8 {
-                        bits -= 8
-                        out[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
-                        written += 1
-                        accumulator &= (1 << UInt32(bits)) - 1
-                    }
+                    group = group << 6 | UInt32(sextet)
+                }
+                let unusedBits = remainder == 2 ? 4 : 2
+                // A canonical encoder leaves the unused bits of the last character zero.
+                unusedBitsSet = group & ((1 << UInt32(unusedBits)) - 1) != 0
+                group >>= UInt32(unusedBits)
+                if remainder == 3 {
+                    out[written] = UInt8(truncatingIfNeeded: group >> 8)
+                    out[written + 1] = UInt8(truncatingIfNeeded: group)
+                } else {
+                    out[written] = UInt8(truncatingIfNeeded: group)
                 }
             }
         }
-        // The last character of a short group carries unused bits; a canonical encoder leaves them zero.
-        if accumulator != 0 {
+        if let badPosition {
+            throw DecodingError(reason: "character \(describe(input[badPosition])) at position \(badPosition) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet")
+        }
+        if unusedBitsSet {
             throw DecodingError(reason: "non-canonical encoding: the unused bits of the last character are not zero")
         }
         return output

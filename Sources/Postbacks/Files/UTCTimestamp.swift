@@ -24,12 +24,36 @@ public struct UTCTimestamp: Sendable, Comparable, Hashable, CustomStringConverti
         UTCDay(daysSinceEpoch: Int(microsecondsSinceEpoch.floorDivided(by: 86_400_000_000)))
     }
 
+    /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`, written digit by digit: every stored record carries one.
     public var description: String {
         let micros = microsecondsSinceEpoch.floorModulo(86_400_000_000)
         let seconds = Int(micros / 1_000_000)
         let fraction = Int(micros % 1_000_000)
-        return day.description + "T" + twoDigits(seconds / 3600) + ":" + twoDigits(seconds / 60 % 60) + ":"
-            + twoDigits(seconds % 60) + "." + String(fraction).leftPadded(to: 6) + "Z"
+        let (year, month, dayOfMonth) = day.components
+        guard (0...9999).contains(year) else {
+            return day.description + "T" + twoDigits(seconds / 3600) + ":" + twoDigits(seconds / 60 % 60) + ":"
+                + twoDigits(seconds % 60) + "." + String(fraction).leftPadded(to: 6) + "Z"
+        }
+        return String(unsafeUninitializedCapacity: 27) { buffer in
+            func put(_ value: Int, digits: Int, at offset: Int) {
+                var value = value
+                for position in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(year, digits: 4, at: 0)
+            put(month, digits: 2, at: 5)
+            put(dayOfMonth, digits: 2, at: 8)
+            put(seconds / 3600, digits: 2, at: 11)
+            put(seconds / 60 % 60, digits: 2, at: 14)
+            put(seconds % 60, digits: 2, at: 17)
+            put(fraction, digits: 6, at: 20)
+            for (offset, character) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (26, "Z")] as [(Int, Unicode.Scalar)] {
+                buffer[offset] = UInt8(ascii: character)
+            }
+            return 27
+        }
     }
 
     /// Parses exactly the format `description` writes.

@@ -72,6 +72,19 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: rawJSON)
     }
 
+    /// A string value given as UTF-8 bytes; nil if they are not valid UTF-8 (nothing is written then).
+    /// Saves building a `String` from a large body only to escape it.
+    public mutating func field(_ name: String, utf8 bytes: [UInt8]) -> Bool {
+        // Postback bodies are ASCII; only other text needs the full check.
+        guard bytes.allSatisfy({ $0 < 0x80 }) || String(validating: bytes, as: UTF8.self) != nil else { return false }
+        key(name)
+        separate()
+        self.bytes.append(UInt8(ascii: "\""))
+        bytes.withUnsafeBufferPointer { Self.appendEscaped(utf8: $0, to: &self.bytes) }
+        self.bytes.append(UInt8(ascii: "\""))
+        return true
+    }
+
     public mutating func field(_ name: String, _ string: String?) { key(name); value(string) }
     public mutating func field(_ name: String, _ number: Int64?) { key(name); value(number) }
     public mutating func field(_ name: String, _ number: Int?) { key(name); value(number) }
@@ -101,12 +114,24 @@ public struct JSONWriter: Sendable {
 
     static func appendEscaped(_ string: String, to bytes: inout [UInt8]) {
         var string = string
-        string.withUTF8 { utf8 in
-            bytes.reserveCapacity(bytes.count + utf8.count + 8)
+        string.withUTF8 { appendEscaped(utf8: $0, to: &bytes) }
+    }
+
+    /// Appends valid UTF-8 with JSON escapes (the caller has checked it is valid UTF-8).
+    static func appendEscaped(utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        bytes.reserveCapacity(bytes.count + utf8.count + utf8.count / 8 + 8)
+        copiedAsIs.withUnsafeBufferPointer { copiedAsIs in
             var index = 0
-            // Byte by byte while the text is ASCII (postback bodies are: JSON full of quotes); only a
-            // multi-byte character needs decoding, to decide whether it is invisible.
+            // Runs of printable ASCII that need no escape are copied whole; the rest byte by byte. Only
+            // a multi-byte character needs decoding, to decide whether it is invisible.
             while index < utf8.count {
+                var end = index
+                while end < utf8.count, copiedAsIs[Int(utf8[end])] { end += 1 }
+                if end > index {
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[index..<end]))
+                    index = end
+                    continue
+                }
                 let byte = utf8[index]
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"):
@@ -120,7 +145,7 @@ public struct JSONWriter: Sendable {
                 case 0..<0x20, 0x7F:
                     appendUnicodeEscape(UInt32(byte), to: &bytes)
                 default:
-                    // A valid String's UTF-8: the lead byte gives the length.
+                    // Valid UTF-8: the lead byte gives the length.
                     let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
                     var value = UInt32(byte) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07)
                     for offset in 1..<length { value = value << 6 | UInt32(utf8[index + offset] & 0x3F) }
@@ -135,6 +160,11 @@ public struct JSONWriter: Sendable {
                 index += 1
             }
         }
+    }
+
+    /// Printable ASCII except `"` and `\`: the bytes a string's run may copy without a look.
+    private static let copiedAsIs: [Bool] = (0..<256).map { byte in
+        byte >= 0x20 && byte < 0x7F && byte != Int(UInt8(ascii: "\"")) && byte != Int(UInt8(ascii: "\\"))
     }
 
     private static func appendUnicodeEscape(_ value: UInt32, to bytes: inout [UInt8]) {
