@@ -9,7 +9,7 @@ import Testing
 @Suite struct CommandTests {
     private func writeFile(_ name: String, in directory: String, _ text: String) -> String {
         let path = "\(directory)/\(name)"
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)), "writing \(path)")
         return path
     }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Postbacks
+internal import Postbacks
 
 /// What aggregation needs from one verified spool line. Filled in place (it is a few hundred
 /// bytes, and copying it per postback showed up as memcpy in profiles).

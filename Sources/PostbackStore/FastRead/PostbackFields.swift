@@ -1,4 +1,4 @@
-public import Postbacks
+package import Postbacks
 
 /// A run of bytes inside a backing buffer (a spool line, or scratch space for decoded records).
 /// 32-bit offsets keep `PostbackFields`, which is copied per postback, small (lines are < 4 MiB).
