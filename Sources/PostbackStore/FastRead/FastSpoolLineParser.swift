@@ -315,18 +315,8 @@ package struct FastSpoolLineParser {
     /// The position of the first `"`, `\`, control or non-ASCII byte from `index`, nil if none.
     @inline(__always)
     private func nextSpecialByte() -> Int? {
-        var position = index
-        while position + 8 <= end {
-            let flags = Self.specialBytes(UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self).littleEndian)
-            if flags != 0 { return position + flags.trailingZeroBitCount >> 3 }
-            position += 8
-        }
-        while position < end {
-            let byte = base[position]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { return position }
-            position += 1
-        }
-        return nil
+        let position = ByteScan.firstStringSpecial(base, from: index, end: end)
+        return position < end ? position : nil
     }
 
     /// Skips the `body` string, checking what the strict parser would: no raw control characters and
@@ -353,17 +343,6 @@ package struct FastSpoolLineParser {
                 return false
             }
         }
-    }
-
-    /// The high bit of each byte of `word` that is `"`, `\`, below 0x20 or above 0x7F. The lowest
-    /// flagged byte is exact (borrows only run upwards), which is all the scan needs.
-    @inline(__always)
-    private static func specialBytes(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let quote = word ^ 0x2222_2222_2222_2222
-        let backslash = word ^ 0x5C5C_5C5C_5C5C_5C5C
-        let control = (word &- 0x2020_2020_2020_2020) & ~word
-        return ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | control | word) & 0x8080_8080_8080_8080
     }
 
     @inline(__always)

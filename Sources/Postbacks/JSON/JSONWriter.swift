@@ -119,52 +119,44 @@ public struct JSONWriter: Sendable {
 
     /// Appends valid UTF-8 with JSON escapes (the caller has checked it is valid UTF-8).
     static func appendEscaped(utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
-        bytes.reserveCapacity(bytes.count + utf8.count + utf8.count / 8 + 8)
-        copiedAsIs.withUnsafeBufferPointer { copiedAsIs in
-            var index = 0
-            // Runs of printable ASCII that need no escape are copied whole; the rest byte by byte. Only
-            // a multi-byte character needs decoding, to decide whether it is invisible.
-            while index < utf8.count {
-                var end = index
-                while end < utf8.count, copiedAsIs[Int(utf8[end])] { end += 1 }
-                if end > index {
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[index..<end]))
-                    index = end
-                    continue
-                }
-                let byte = utf8[index]
-                switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                    bytes.append(UInt8(ascii: "\\"))
-                    bytes.append(byte)
-                case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                case 0x20..<0x7F:
-                    bytes.append(byte)
-                case 0..<0x20, 0x7F:
-                    appendUnicodeEscape(UInt32(byte), to: &bytes)
-                default:
-                    // Valid UTF-8: the lead byte gives the length.
-                    let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
-                    var value = UInt32(byte) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07)
-                    for offset in 1..<length { value = value << 6 | UInt32(utf8[index + offset] & 0x3F) }
-                    if let scalar = Unicode.Scalar(value), UnicodeSafety.isControlOrInvisible(scalar) {
-                        appendUnicodeEscape(value, to: &bytes)
-                    } else {
-                        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[index..<index + length]))
-                    }
-                    index += length
-                    continue
-                }
-                index += 1
+        guard let base = utf8.baseAddress else { return }
+        var index = 0
+        // Runs of printable ASCII that need no escape are copied whole; the rest byte by byte. Only
+        // a multi-byte character needs decoding, to decide whether it is invisible.
+        while index < utf8.count {
+            let end = ByteScan.firstToEscape(base, from: index, end: utf8.count)
+            if end > index {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[index..<end]))
+                index = end
+                continue
             }
+            let byte = utf8[index]
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x20..<0x7F:
+                bytes.append(byte)
+            case 0..<0x20, 0x7F:
+                appendUnicodeEscape(UInt32(byte), to: &bytes)
+            default:
+                // Valid UTF-8: the lead byte gives the length.
+                let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
+                var value = UInt32(byte) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07)
+                for offset in 1..<length { value = value << 6 | UInt32(utf8[index + offset] & 0x3F) }
+                if let scalar = Unicode.Scalar(value), UnicodeSafety.isControlOrInvisible(scalar) {
+                    appendUnicodeEscape(value, to: &bytes)
+                } else {
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[index..<index + length]))
+                }
+                index += length
+                continue
+            }
+            index += 1
         }
-    }
-
-    /// Printable ASCII except `"` and `\`: the bytes a string's run may copy without a look.
-    private static let copiedAsIs: [Bool] = (0..<256).map { byte in
-        byte >= 0x20 && byte < 0x7F && byte != Int(UInt8(ascii: "\"")) && byte != Int(UInt8(ascii: "\\"))
     }
 
     private static func appendUnicodeEscape(_ value: UInt32, to bytes: inout [UInt8]) {
@@ -202,11 +194,7 @@ public enum UnicodeSafety {
     /// The first forbidden scalar in `string`, if any.
     public static func firstControlOrInvisible(in string: String) -> Unicode.Scalar? {
         var string = string
-        let asciiClean: Bool = string.withUTF8 { utf8 in
-            for byte in utf8 where byte < 0x20 || byte >= 0x7F { return false }
-            return true
-        }
-        if asciiClean { return nil }
+        if string.withUTF8(ByteScan.isPrintableASCII) { return nil }
         return string.unicodeScalars.first(where: isControlOrInvisible)
     }
 

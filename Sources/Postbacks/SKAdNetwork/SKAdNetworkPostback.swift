@@ -143,27 +143,41 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
     public func signedFields(omittingZeroSourceAppID: Bool = false) -> [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(10)
-        if version >= .v2_0 { fields.append(("version", versionField ?? version.rawValue)) }
-        fields.append(("ad-network-id", adNetworkID))
-        if let sourceIdentifier { fields.append(("source-identifier", sourceIdentifier)) }
-        if let campaignID { fields.append(("campaign-id", String(campaignID))) }
-        fields.append(("app-id", String(appID)))
-        fields.append(("transaction-id", transactionID))
-        if let redownload { fields.append(("redownload", redownload ? "true" : "false")) }
-        if let sourceAppID, !(omittingZeroSourceAppID && sourceAppID == 0) {
-            fields.append(("source-app-id", String(sourceAppID)))
-        }
-        if let sourceDomain { fields.append(("source-domain", sourceDomain)) }
-        if let fidelityType { fields.append(("fidelity-type", String(fidelityType))) }
-        if let didWin { fields.append(("did-win", didWin ? "true" : "false")) }
-        if let postbackSequenceIndex { fields.append(("postback-sequence-index", String(postbackSequenceIndex))) }
+        forEachSignedField(omittingZeroSourceAppID: omittingZeroSourceAppID) { fields.append(($0, $1)) }
         return fields
+    }
+
+    /// The one place that knows the signing order: `signedFields` and `signedMessage` are both built
+    /// from it (the message without an array of field strings in between, as it is built per postback).
+    private func forEachSignedField(omittingZeroSourceAppID: Bool, _ body: (_ name: String, _ value: String) -> Void) {
+        if version >= .v2_0 { body("version", versionField ?? version.rawValue) }
+        body("ad-network-id", adNetworkID)
+        if let sourceIdentifier { body("source-identifier", sourceIdentifier) }
+        if let campaignID { body("campaign-id", String(campaignID)) }
+        body("app-id", String(appID))
+        body("transaction-id", transactionID)
+        if let redownload { body("redownload", redownload ? "true" : "false") }
+        if let sourceAppID, !(omittingZeroSourceAppID && sourceAppID == 0) {
+            body("source-app-id", String(sourceAppID))
+        }
+        if let sourceDomain { body("source-domain", sourceDomain) }
+        if let fidelityType { body("fidelity-type", String(fidelityType)) }
+        if let didWin { body("did-win", didWin ? "true" : "false") }
+        if let postbackSequenceIndex { body("postback-sequence-index", String(postbackSequenceIndex)) }
     }
 
     /// The exact bytes Apple signs: the signed field values joined with U+2063 INVISIBLE SEPARATOR
     /// (UTF-8 `E2 81 A3`), with no separator at either end.
     public func signedMessage(omittingZeroSourceAppID: Bool = false) -> [UInt8] {
-        SKAdNetworkPostback.join(signedFields(omittingZeroSourceAppID: omittingZeroSourceAppID).map(\.value))
+        var message: [UInt8] = []
+        message.reserveCapacity(192)
+        var isFirst = true
+        forEachSignedField(omittingZeroSourceAppID: omittingZeroSourceAppID) { _, value in
+            if !isFirst { message.append(contentsOf: Self.separator) }
+            isFirst = false
+            message.append(contentsOf: value.utf8)
+        }
+        return message
     }
 
     /// Joins values with U+2063, as Apple does.
