@@ -1,7 +1,9 @@
+import Postbacks
+
 /// The `postback` executable's subcommands. The entry point only forwards here, so tests can run any
 /// command in-process with captured output.
 public enum PostbackCommand {
-    public static let version = "0.1.0"
+    public static let version = BuildInfo.version
 
     static let usage = """
         usage: postback <command> [options]

@@ -33,7 +33,7 @@ import Testing
         let result = run(words)
         #expect(result.status == .usageOrIOError)
         #expect(result.stderr.contains(message), "\(result.stderr)")
-        #expect(result.stderr.contains("usage: postback report"))
+        #expect(result.stderr.contains("Run 'postback report --help' for usage."))
     }
 
     @Test func helpPrintsTheUsage() {

@@ -35,11 +35,12 @@ enum ReportCommand {
             try arguments.requireNoPositionals()
             guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
             guard let out = arguments.value("--out") else { throw UsageError("--out FILE is required ('-' for standard output)") }
+            let (from, to) = try AggregateCommand.dayRange(arguments)
+            let topCampaigns = try arguments.integer("--top", default: ReportRequest.defaultTopCampaigns, in: 1...500)
             try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
             try UserPaths.requireOutputFile(out, option: "--out")
-            let (from, to) = try AggregateCommand.dayRange(arguments)
             request = ReportRequest(dataDirectory: data, from: from, to: to, outputPath: out, title: arguments.value("--title"),
-                                    topCampaigns: try arguments.integer("--top", default: ReportRequest.defaultTopCampaigns, in: 1...500),
+                                    topCampaigns: topCampaigns,
                                     toolVersion: "postback \(PostbackCommand.version)")
         } catch {
             return syntax.finish(error, io: io)

@@ -63,12 +63,12 @@ struct CommandSyntax: Sendable {
             io.printError(usage)
             return .usageOrIOError
         }
-        if word == "-h" || word == "--help" || word == "help" {
-            io.print(usage)
-            return .success
-        }
         if let subcommand = subcommands.first(where: { $0.name == word }) {
             return subcommand.run(Array(words.dropFirst()), io)
+        }
+        if word == "help" || words.prefix(while: { $0 != "--" }).contains(where: { $0 == "-h" || $0 == "--help" }) {
+            io.print(usage)
+            return .success
         }
         let known = subcommands.map(\.name)
         let hint = Suggestion.closest(to: word, in: known).map { " (did you mean '\($0)'?)" } ?? ""
