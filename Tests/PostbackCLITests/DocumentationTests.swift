@@ -64,6 +64,33 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: directory + "/decode/sources.csv"))
     }
 
+    @Test func docsCiteOnlyFilesThatAreInTheRepository() throws {
+        let documents = ["README.md", "spark/README.md"] + (try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path))
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        // `shared/` is the team's notes outside the repository: a reader of the repository cannot open them.
+        let repositoryDirectories = ["scripts/", "docs/", "Samples/", "spark/", "bench/", "deploy/", "Tests/", "Sources/", "fuzz/", ".ci/", "shared/"]
+        for document in documents {
+            let text = try String(contentsOf: Self.root.appendingPathComponent(document), encoding: .utf8)
+            let base = (document as NSString).deletingLastPathComponent
+            // Markdown links to files, and `code` spans that name a path in one of the repository's directories.
+            var cited: [String] = []
+            for piece in text.components(separatedBy: "](").dropFirst() {
+                let target = String(piece.prefix { $0 != ")" && $0 != "#" })
+                if !target.isEmpty, !target.contains("://"), !target.hasPrefix("mailto:") { cited.append(base.isEmpty ? target : base + "/" + target) }
+            }
+            for (index, piece) in text.components(separatedBy: "`").enumerated() where index % 2 == 1 {
+                let word = String(piece.prefix { !$0.isWhitespace })
+                guard repositoryDirectories.contains(where: { word.hasPrefix($0) }),
+                      !word.contains("*"), !word.contains("<"), !word.contains("…") else { continue }
+                cited.append(word)
+            }
+            for path in cited {
+                let resolved = Self.root.appendingPathComponent(path).standardizedFileURL.path
+                #expect(FileManager.default.fileExists(atPath: resolved), "\(document) cites \(path), which is not in the repository")
+            }
+        }
+    }
+
     @Test func runnableBlocksAreFoundOnlyAfterTheMarker() {
         let markdown = "text\n<!-- runnable -->\n```sh\necho one\necho two\n```\n```sh\nnot marked\n```\n    indented\n"
         let blocks = Self.runnableBlocks(in: markdown)

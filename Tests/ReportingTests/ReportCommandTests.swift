@@ -55,6 +55,17 @@ import Testing
         #expect(result.stderr.isEmpty)
     }
 
+    @Test func dashWritesThePageToStandardOutputAndTheSummaryToStandardError() throws {
+        let store = try TestStore.shared.get()
+        let toFile = run(["--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", store.path("same.html")])
+        let toStdout = run(["--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", "-"])
+        #expect(toStdout.status == .success, "\(toStdout.stderr)")
+        #expect(toStdout.stdout == (try store.text("same.html")), "the same page as written to a file")
+        #expect(toStdout.stderr.hasPrefix("wrote standard output ("), "\(toStdout.stderr)")
+        #expect(toFile.status == .success)
+        #expect(!FileManager.default.fileExists(atPath: "-") && !FileManager.default.fileExists(atPath: store.path("-")), "no file named '-'")
+    }
+
     @Test func missingDaysExitWith1AndAreNamed() throws {
         let store = try TestStore.shared.get()
         let result = run(["--data", store.root, "--from", TestStore.first, "--to", "2026-03-05", "--out", store.path("missing.html")])
