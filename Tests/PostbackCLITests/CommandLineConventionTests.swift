@@ -135,6 +135,11 @@ import Testing
             #expect(result.stderr.contains(message), "\(words): \(result.stderr)")
             #expect(!result.stderr.contains(".tmp-"), "never a temporary name the user did not choose")
         }
+        for command in ["verify", "explain"] {
+            let result = run([command, directory])
+            #expect(result.status == .usageOrIOError)
+            #expect(result.stderr.contains("\(directory): is a directory; give the files in it (e.g. \(directory)/*.jsonl)"), "\(result.stderr)")
+        }
     }
 
     @Test func generateKeyErrorsSayHowToMakeTheKey() throws {

@@ -81,7 +81,7 @@ public final class RecordReader {
             }
             if (status.st_mode & S_IFMT) == S_IFDIR {
                 close(opened)
-                throw IOError(path: path, message: "is a directory")
+                throw IOError(path: path, message: "is a directory; give the files in it (e.g. \(path)/*.jsonl)")
             }
             fd = opened
             ownsDescriptor = true
