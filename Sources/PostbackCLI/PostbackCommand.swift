@@ -21,7 +21,8 @@ public enum PostbackCommand {
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
 
         options:
-          -h, --help     this help; 'postback <command> --help' for a command's options
+          -h, --help     this help; 'postback <command> --help' (or 'postback help <command>')
+                         for a command's options
           --version      print the version
 
         Exit status: 0 success; 1 the command ran and some input did not pass (each command's
@@ -46,6 +47,8 @@ public enum PostbackCommand {
             io.print("postback \(version)")
             return .success
         }
+        // `postback help verify` is `postback verify --help`.
+        if words.first == "help", words.count > 1 { return dispatch(Array(words.dropFirst()) + ["--help"], io: io) }
         return syntax.dispatch(words, io: io, to: [
             ("verify", VerifyCommand.run),
             ("explain", ExplainCommand.run),

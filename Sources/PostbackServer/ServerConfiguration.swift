@@ -126,7 +126,7 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// The keys `parse` reads, for "did you mean" on a typo.
-    static let knownKeys = [
+    public static let knownKeys = [
         "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",

@@ -60,6 +60,8 @@ import Testing
         #expect(usage.contains("Exit status: 0"))
         #expect(run(["--version"]).stdout == "postback \(BuildInfo.version)\n")
         #expect(run([]).status == .usageOrIOError, "no command is a usage error")
+        #expect(run(["help", "schema", "check"]).stdout == run(["schema", "check", "--help"]).stdout)
+        #expect(run(["help", "verify"]).stdout.hasPrefix("usage: postback verify"))
     }
 
     @Test func mistypedCommandsSubcommandsAndOptionsGetDidYouMean() {

@@ -54,6 +54,19 @@ import Testing
         #expect(absolute.dataDirectory == "/var/lib/postback")
     }
 
+    @Test func everyKnownConfigKeyIsReadByTheParser() {
+        // A key in the "did you mean" list that the parser does not read would be suggested, then refused.
+        for key in ServerConfiguration.knownKeys {
+            do {
+                _ = try ServerConfiguration.parse(Array(#"{"\#(key)": {"wrong": "type"}}"#.utf8))
+                Issue.record("\(key): an object is the wrong type for every key")
+            } catch {
+                #expect(!error.description.contains("unknown key"), "\(key): \(error)")
+                #expect(error.description.contains(key), "the error names the key: \(error)")
+            }
+        }
+    }
+
     @Test func mistypedConfigKeysGetDidYouMean() {
         #expect(throws: (any Error).self) { try ServerConfiguration.parse(Array(#"{"data_directory": "x"}"#.utf8)) }
         do {
