@@ -64,6 +64,20 @@ import Testing
         #expect(run(["help", "verify"]).stdout.hasPrefix("usage: postback verify"))
     }
 
+    @Test func theBinaryExitsWithTheDocumentedCodes() throws {
+        guard FileManager.default.isExecutableFile(atPath: PostbackBinaryTests.binary.path) else {
+            Issue.record("postback binary not found at \(PostbackBinaryTests.binary.path); run `swift build` first")
+            return
+        }
+        let binary = PostbackBinaryTests()
+        #expect(try binary.run(["--help"]).status == 0)
+        #expect(try binary.run(["schema", "check", "--help"]).status == 0)
+        #expect(try binary.run(["verfy"]).status == 2)
+        #expect(try binary.run(["schema", "check", "/nonexistent/schemas"]).status == 2)
+        #expect(try binary.run(["report", "--data", "/nonexistent", "--date", "2026-03-10", "--out", "-"]).status == 2)
+        #expect(try binary.run(["verify", "-"], stdin: Data("[]".utf8)).status == 1)
+    }
+
     @Test func mistypedCommandsSubcommandsAndOptionsGetDidYouMean() {
         let cases: [([String], String)] = [
             (["verfy"], "unknown command 'verfy' (did you mean 'verify'?)"),
