@@ -13,8 +13,8 @@ the same two tables as `postback aggregate`, byte for byte:
 
 Usage:
 
-    python3 spark/postback_aggregate.py --data DATA --decode-table DIR --date 2026-03-10
-    python3 spark/postback_aggregate.py --data DATA --schemas schemas/ --from 2026-03-01 --to 2026-03-31
+    scripts/venv-python spark/postback_aggregate.py --data DATA --decode-table DIR --date 2026-03-10
+    scripts/venv-python spark/postback_aggregate.py --data DATA --schemas schemas/ --from 2026-03-01 --to 2026-03-31
     spark-submit spark/postback_aggregate.py --data s3a://bucket/store --decode-table s3a://bucket/decode \\
         --from 2026-03-01 --to 2026-03-31 --out s3a://bucket/store/agg [--format parquet]
 

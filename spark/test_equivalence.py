@@ -2,7 +2,7 @@
 """Equivalence test: the Spark job and `postback aggregate` on the same generated spool must publish
 the same bytes.
 
-    python3 spark/test_equivalence.py --postback .build/debug/postback [--keep DIR]
+    scripts/venv-python spark/test_equivalence.py --postback .build/debug/postback [--keep DIR]
     spark/test-equivalence                        # the same, finding the binary itself
 
 Builds a small spool with `postback aggregate synthesize` (7 days, two receivers, late duplicates,
@@ -353,7 +353,7 @@ def compare_parquet(checks, swift_out, parquet_out):
     try:
         import duckdb
     except ImportError:
-        checks.check(False, "Parquet output: needs DuckDB to read it (pip install duckdb)")
+        checks.check(False, "Parquet output: needs DuckDB to read it (scripts/setup --test installs it into .build/venv)")
         return
     for table in TABLES:
         for day in range_days():

@@ -1,7 +1,9 @@
+import Postbacks
+
 /// The `postback` executable's subcommands. The entry point only forwards here, so tests can run any
 /// command in-process with captured output.
 public enum PostbackCommand {
-    public static let version = "0.1.0"
+    public static let version = BuildInfo.version
 
     static let usage = """
         usage: postback <command> [options]
@@ -18,8 +20,17 @@ public enum PostbackCommand {
           report     a self-contained HTML report of the aggregates
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
 
-        Run 'postback <command> --help' for a command's options.
+        options:
+          -h, --help     this help; 'postback <command> --help' (or 'postback help <command>')
+                         for a command's options
+          --version      print the version
+
+        Exit status: 0 success; 1 the command ran and some input did not pass (each command's
+        --help says what); 2 usage or I/O error.
         """
+
+    /// The top level: `postback <command>`, with "did you mean" for a mistyped command.
+    static let syntax = CommandSyntax("", usage: usage)
 
     /// Runs a subcommand. `words` excludes the program name.
     public static func run(_ words: [String], io: CommandIO = .process) -> ExitStatus {
@@ -32,29 +43,21 @@ public enum PostbackCommand {
     }
 
     private static func dispatch(_ words: [String], io: CommandIO) -> ExitStatus {
-        guard let command = words.first else {
-            io.printError(usage)
-            return .usageOrIOError
-        }
-        let rest = Array(words.dropFirst())
-        switch command {
-        case "verify": return VerifyCommand.run(rest, io: io)
-        case "explain": return ExplainCommand.run(rest, io: io)
-        case "serve": return ServeCommand.run(rest, io: io)
-        case "send": return SendCommand.run(rest, io: io)
-        case "aggregate": return AggregateCommand.run(rest, io: io)
-        case "schema": return SchemaCommand.run(rest, io: io)
-        case "report": return ReportCommand.run(rest, io: io)
-        case "generate": return GenerateCommand.run(rest, io: io)
-        case "--version", "version":
+        if words.first == "--version" || words.first == "version" {
             io.print("postback \(version)")
             return .success
-        case "--help", "-h", "help":
-            io.print(usage)
-            return .success
-        default:
-            io.printError("postback: unknown command '\(command)'\n\n\(usage)")
-            return .usageOrIOError
         }
+        // `postback help verify` is `postback verify --help`.
+        if words.first == "help", words.count > 1 { return dispatch(Array(words.dropFirst()) + ["--help"], io: io) }
+        return syntax.dispatch(words, io: io, to: [
+            ("verify", VerifyCommand.run),
+            ("explain", ExplainCommand.run),
+            ("serve", ServeCommand.run),
+            ("send", SendCommand.run),
+            ("aggregate", AggregateCommand.run),
+            ("schema", SchemaCommand.run),
+            ("report", ReportCommand.run),
+            ("generate", GenerateCommand.run),
+        ])
     }
 }

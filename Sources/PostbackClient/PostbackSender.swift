@@ -12,14 +12,46 @@ public enum PostbackSender {
         public var statusCounts: [Int: Int] = [:]
         /// Requests that got no response.
         public var errors = 0
-        /// The first few transport errors, for the user.
-        public var errorSamples: [String] = []
+        /// Requests that got no response, by what went wrong (connection refused, timed out…).
+        public var errorCounts: [String: Int] = [:]
+        /// Answers other than 200, by status and the reason the server gave (its problem `title`, or
+        /// the start of the body), so a user sees why without a packet capture.
+        public var rejectionCounts: [Rejection: Int] = [:]
         /// Latencies of the requests that got a response, ascending.
         public var latencies: [Double] = []
         public var seconds = 0.0
 
-        public var sent: Int { statusCounts.values.reduce(0, +) + errors }
-        public var allOK: Bool { sent > 0 && errors == 0 && statusCounts.keys.allSatisfy { $0 == 200 } }
+        /// Requests attempted; `answered` of them got an HTTP response.
+        public var attempted: Int { answered + errors }
+        public var answered: Int { statusCounts.values.reduce(0, +) }
+        public var allOK: Bool { attempted > 0 && errors == 0 && statusCounts.keys.allSatisfy { $0 == 200 } }
+
+        public struct Rejection: Hashable, Sendable {
+            public let status: Int
+            public let reason: String
+        }
+
+        mutating func record(_ response: HTTPResponse) {
+            statusCounts[response.status, default: 0] += 1
+            latencies.append(response.seconds)
+            if response.status != 200 {
+                rejectionCounts[Rejection(status: response.status, reason: Self.reason(of: response)), default: 0] += 1
+            }
+        }
+
+        /// An RFC 9457 problem's `title` (fixed per kind of problem, so answers group well), else the
+        /// first line of the body, shortened.
+        static func reason(of response: HTTPResponse) -> String {
+            let text = response.text
+            if let titleKey = text.range(of: "\"title\":\""),
+               let end = text[titleKey.upperBound...].firstIndex(of: "\"") {
+                return String(text[titleKey.upperBound..<end])
+            }
+            let firstLine = text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
+            let trimmed = firstLine.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { return "(no body)" }
+            return trimmed.count > 120 ? String(trimmed.prefix(120)) + "…" : trimmed
+        }
 
         /// The latency at `fraction` (0.5 for the median), nil without responses.
         public func latency(percentile fraction: Double) -> Double? {
@@ -28,10 +60,21 @@ public enum PostbackSender {
             return latencies[min(max(rank, 0), latencies.count - 1)]
         }
 
+        /// libcurl's message without its timing ("… after 3 ms: …"), so equal failures group together.
+        static func grouping(_ error: HTTPClientError) -> String {
+            var text = error.description
+            if let after = text.range(of: " after "), let ms = text[after.upperBound...].range(of: " ms"),
+               text[after.upperBound..<ms.lowerBound].allSatisfy(\.isNumber) {
+                text.removeSubrange(after.lowerBound..<ms.upperBound)
+            }
+            return text
+        }
+
         mutating func merge(_ other: Report) {
             for (status, count) in other.statusCounts { statusCounts[status, default: 0] += count }
             errors += other.errors
-            errorSamples.append(contentsOf: other.errorSamples.prefix(max(0, 5 - errorSamples.count)))
+            for (error, count) in other.errorCounts { errorCounts[error, default: 0] += count }
+            for (rejection, count) in other.rejectionCounts { rejectionCounts[rejection, default: 0] += count }
             latencies.append(contentsOf: other.latencies)
         }
     }
@@ -54,19 +97,18 @@ public enum PostbackSender {
                 var report = Report()
                 guard let client = try? HTTPClient(timeoutSeconds: timeoutSeconds) else {
                     report.errors += 1
-                    report.errorSamples.append("libcurl could not be initialized")
+                    report.errorCounts["libcurl could not be initialized", default: 0] += 1
                     merged.withLock { $0.merge(report) }
                     return
                 }
                 while let body = next() {
                     do throws(HTTPClientError) {
                         let response = try client.post(url, body: body)
-                        report.statusCounts[response.status, default: 0] += 1
-                        report.latencies.append(response.seconds)
+                        report.record(response)
                         onResponse(.success(response))
                     } catch {
                         report.errors += 1
-                        if report.errorSamples.count < 5 { report.errorSamples.append(error.description) }
+                        report.errorCounts[Report.grouping(error), default: 0] += 1
                         onResponse(.failure(error))
                     }
                 }

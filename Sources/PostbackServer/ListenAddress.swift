@@ -25,7 +25,12 @@ struct ListenAddress: Sendable, CustomStringConvertible {
             hostPart = text[..<colon]
             portPart = text[text.index(after: colon)...]
         }
-        guard !hostPart.isEmpty, let port = Int(portPart), (0...65535).contains(port) else {
+        guard !hostPart.isEmpty else {
+            let port = ":" + portPart
+            throw ServerConfiguration.ConfigurationError("listen address \"\(text)\" has no host: use 127.0.0.1\(port) for this machine only, "
+                + "or 0.0.0.0\(port) (IPv4) or [::]\(port) (IPv6) for all interfaces")
+        }
+        guard let port = Int(portPart), (0...65535).contains(port) else {
             throw ServerConfiguration.ConfigurationError("listen address \"\(text)\" must be HOST:PORT with a port from 0 to 65535")
         }
         host = String(hostPart)

@@ -520,7 +520,9 @@ final class HTTPCore: Sendable {
                 ready: isReady,
                 storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy],
                 dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
-            return .text(200, metrics.render(gauges), contentType: "text/plain; version=0.0.4; charset=utf-8")
+            var text = metrics.render(gauges)
+            ProcessMetrics.render(into: &text)
+            return .text(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         default:
             return .text(500, "no handler")
         }

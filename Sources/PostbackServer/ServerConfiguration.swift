@@ -61,7 +61,8 @@ public struct ServerConfiguration: Sendable {
         public init(_ description: String) { self.description = description }
     }
 
-    /// Reads a config file. Relative `trust_keys` paths are taken relative to the file's directory.
+    /// Reads a config file. Relative paths in it (`data_dir`, `trust_keys`) are taken relative to the
+    /// file's directory, so the config means the same whatever directory the receiver starts in.
     public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
         let bytes: [UInt8]
         do {
@@ -91,13 +92,13 @@ public struct ServerConfiguration: Sendable {
             let reader = ValueReader(key: member.key, value: member.value)
             switch member.key {
             case "listen": configuration.listen = try reader.string()
-            case "data_dir": configuration.dataDirectory = try reader.string()
+            case "data_dir": configuration.dataDirectory = relative(try reader.string(), to: directory)
             case "writer_id": configuration.writerID = try reader.string()
             case "ad_network_path": configuration.adNetworkPath = try reader.optionalString()
             case "ad_network_ids": configuration.acceptedAdNetworkIDs = try reader.optionalStrings().map(Set.init)
             case "allow_development": configuration.allowsDevelopment = try reader.bool()
             case "trust_keys":
-                configuration.trustKeyPaths = try reader.optionalStrings()?.map { $0.hasPrefix("/") ? $0 : "\(directory)/\($0)" } ?? []
+                configuration.trustKeyPaths = try reader.optionalStrings()?.map { relative($0, to: directory) } ?? []
             case "body_limit_bytes": configuration.bodyLimitBytes = try reader.integer(in: 1...(16 << 20))
             case "header_timeout_seconds": configuration.headerTimeoutSeconds = try reader.seconds()
             case "body_timeout_seconds": configuration.bodyTimeoutSeconds = try reader.seconds()
@@ -116,11 +117,25 @@ public struct ServerConfiguration: Sendable {
                 }
                 configuration.logLevel = level
             default:
-                throw ConfigurationError("unknown key \"\(JSONWriter.escapedForMessage(member.key))\"")
+                let hint = Suggestion.closest(to: member.key, in: knownKeys).map { " (did you mean \"\($0)\"?)" } ?? ""
+                throw ConfigurationError("unknown key \"\(JSONWriter.escapedForMessage(member.key))\"\(hint); known keys: \(knownKeys.joined(separator: ", "))")
             }
         }
         try configuration.validate()
         return configuration
+    }
+
+    /// The keys `parse` reads, for "did you mean" on a typo.
+    public static let knownKeys = [
+        "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
+        "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
+        "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
+        "shutdown_grace_seconds", "log_level",
+    ]
+
+    /// A path from the config file: absolute as written, else relative to the file's directory.
+    private static func relative(_ path: String, to directory: String) -> String {
+        path.hasPrefix("/") || directory == "." ? path : "\(directory)/\(path)"
     }
 
     /// Checks what parsing alone cannot (also after flags were applied).

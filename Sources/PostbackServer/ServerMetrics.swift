@@ -9,7 +9,7 @@ import Synchronization
 /// enums, never from request text.
 final class ServerMetrics: Sendable {
     private struct RequestKey: Hashable { let route: Route; let code: Int }
-    private struct VerdictKey: Hashable { let protocolName: String; let version: String; let status: String }
+    private struct VerdictKey: Hashable { let protocolName: String; let version: String; let status: String; let environment: String }
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
@@ -38,7 +38,8 @@ final class ServerMetrics: Sendable {
     func verdict(_ result: VerificationResult) {
         let key = VerdictKey(protocolName: result.postbackProtocol?.rawValue ?? "unknown",
                              version: result.version ?? (result.postbackProtocol == .adattributionkit ? "aak" : "unknown"),
-                             status: result.status.rawValue)
+                             status: result.status.rawValue,
+                             environment: result.environment?.rawValue ?? "none")
         state.withLock { $0.verdicts[key, default: 0] += 1 }
     }
 
@@ -93,9 +94,9 @@ final class ServerMetrics: Sendable {
         }
         header("postback_request_duration_seconds", "histogram", "Time from a complete postback request to its response.")
         state.requestDuration.render(name: "postback_request_duration_seconds", into: &text)
-        header("postback_verdicts_total", "counter", "Verifier verdicts, by protocol, version and status.")
-        for (key, count) in state.verdicts.sorted(by: { ($0.key.protocolName, $0.key.version, $0.key.status) < ($1.key.protocolName, $1.key.version, $1.key.status) }) {
-            text += "postback_verdicts_total{protocol=\"\(key.protocolName)\",version=\"\(key.version)\",status=\"\(key.status)\"} \(count)\n"
+        header("postback_verdicts_total", "counter", "Verifier verdicts, by protocol, version, status and environment (production or development, from the key; none when no key applies).")
+        for (key, count) in state.verdicts.sorted(by: { ($0.key.protocolName, $0.key.version, $0.key.status, $0.key.environment) < ($1.key.protocolName, $1.key.version, $1.key.status, $1.key.environment) }) {
+            text += "postback_verdicts_total{protocol=\"\(key.protocolName)\",version=\"\(key.version)\",status=\"\(key.status)\",environment=\"\(key.environment)\"} \(count)\n"
         }
         header("postback_duplicates_total", "counter", "Verified postbacks whose dedup key was already stored (answered 200, not stored again).")
         for (name, count) in state.duplicates.sorted(by: { $0.key < $1.key }) {

@@ -40,7 +40,8 @@ public final class WriterLock: Sendable {
             let number = errno
             Glibc.close(fd)
             if number == EWOULDBLOCK {
-                throw LockError(description: "another receiver with writer id '\(writerID)' is using \(layout.root) (\(path) is locked)")
+                throw LockError(description: "another receiver with writer id '\(writerID)' is using \(layout.root) (\(path) is locked); "
+                    + "give each receiver sharing a store its own --writer-id (writer_id in the config)")
             }
             throw LockError(description: "cannot lock \(path): \(String(cString: strerror(number)))")
         }

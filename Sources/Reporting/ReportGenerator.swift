@@ -12,18 +12,24 @@ public enum ReportGenerator {
     /// - Throws: `ReportError` when no day of the range can be read, or on a malformed aggregate or an
     ///   I/O error; nothing is written then.
     public static func generate(_ request: ReportRequest) throws(ReportError) -> ReportSummary {
-        let model = try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to)
-        let page = try render(model, request: request)
-        let bytes = Array(page.utf8)
+        let (bytes, summary) = try build(request)
         do {
             try DurableFile.write(bytes, to: request.outputPath)
         } catch {
             throw .io(path: error.path, message: "\(error.operation) failed: \(String(cString: strerror(error.errorNumber)))")
         }
-        return ReportSummary(
+        return summary
+    }
+
+    /// The page's bytes and what it holds, without writing it (`--out -` sends it to stdout).
+    public static func build(_ request: ReportRequest) throws(ReportError) -> (page: [UInt8], summary: ReportSummary) {
+        let model = try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to)
+        let bytes = Array(try render(model, request: request).utf8)
+        let summary = ReportSummary(
             outputPath: request.outputPath, bytes: bytes.count, daysIncluded: model.days, daysMissing: model.missingDays,
             daysLeftOut: model.leftOutDays.map(\.day), postbacks: model.totals.postbacks, installs: model.totals.installs,
             developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks)
+        return (bytes, summary)
     }
 
     /// The page for `request` without writing it.

@@ -39,10 +39,11 @@ import Testing
             (["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-10", "--to", "2026-03-01"], "is after --to"),
             (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--from", "2026-03-10", "--to", "2026-03-10"], "not both"),
             (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--lookback-days", "-1"], "--lookback-days must be"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path + "/nope", "--date", "2026-03-10"], "is not a directory"),
-            (["aggregate", "--data", store.path + "/nope", "--schemas", schemas.path, "--date", "2026-03-10"], "is not a directory"),
+            (["aggregate", "--data", store.path, "--schemas", schemas.path + "/nope", "--date", "2026-03-10"], "/nope: no such directory (it should hold <app-id>/*.json"),
+            (["aggregate", "--data", store.path + "/nope", "--schemas", schemas.path, "--date", "2026-03-10"], "/nope: no such directory (it should hold raw/"),
             (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--allow-dev"], "apply to --input"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-09", "--to", "2026-03-10", "--input", "x"], "use --date"),
+            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-09", "--to", "2026-03-10", "--input", store.path + "/x"], "/x: no such file"),
+            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-09", "--input", store.path], "is a directory; give the files in it"),
             (["aggregate", "--bogus"], "unknown option --bogus"),
             (["schema", "export"], "--schemas DIR is required"),
             (["schema", "frobnicate"], "unknown subcommand"),
@@ -146,7 +147,7 @@ import Testing
         #expect(try out.read("values.csv") == export.stdout)
     }
 
-    /// Reads the published partitions with DuckDB (`pip install duckdb`) through hive partitioning:
+    /// Reads the published partitions with DuckDB (in `.build/venv`, from `scripts/setup --test`) through hive partitioning:
     /// the sums must equal the manifests', and decoding with the exported decode table (the way a
     /// Spark or SQL job would) must give the labels and revenue the aggregator wrote.
     @Test func duckDBReadsTheOutputAndAgrees() throws {
@@ -182,8 +183,12 @@ import Testing
             """
         try Data(script.utf8).write(to: URL(fileURLWithPath: store.path + "/check.py"))
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", store.path + "/check.py", store.path]
+        // DuckDB lives in the project's virtual environment (scripts/setup --test), not the system's Python.
+        let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/venv/bin/python3")
+        try #require(FileManager.default.isExecutableFile(atPath: python.path), "no \(python.path): run scripts/setup --test")
+        process.executableURL = python
+        process.arguments = [store.path + "/check.py", store.path]
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
@@ -191,7 +196,7 @@ import Testing
         process.waitUntilExit()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        try #require(process.terminationStatus == 0, "python3 with duckdb failed (pip install duckdb): \(problem)")
+        try #require(process.terminationStatus == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
         guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], let sums = result["sums"] as? [[String]] else {
             Issue.record("unexpected output: \(text)"); return
         }

@@ -76,7 +76,7 @@ import Testing
         let output = MemorySink()
         let io = CommandIO(standardOutput: output, standardError: MemorySink())
         #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, "--concurrency", "4", goodPath], io: io) == .success)
-        #expect(output.text.contains("30 postbacks sent"))
+        #expect(output.text.contains("30 postbacks to \(server.skadnetworkURL): 30 answered, 0 without an answer"))
         #expect(output.text.contains("HTTP 200: 30"))
         #expect(output.text.contains("latency p50"))
         #expect(try server.records(.postbacks).count == 30)
@@ -85,13 +85,15 @@ import Testing
         let mixed = MemorySink()
         #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, goodPath, badPath],
                                     io: CommandIO(standardOutput: mixed, standardError: MemorySink())) == .failure)
-        #expect(mixed.text.contains("HTTP 400: 1"))
+        #expect(mixed.text.contains("HTTP 400: 1\n    1  "), "the reason under its status: \(mixed.text)")
         #expect(mixed.text.contains("HTTP 200: 30"), "the repeats are duplicates, answered 200")
 
         let refused = MemorySink()
         #expect(PostbackCommand.run(["send", "--url", "http://127.0.0.1:1/", goodPath],
                                     io: CommandIO(standardOutput: refused, standardError: MemorySink())) == .failure)
-        #expect(refused.text.contains("no response: 30"))
+        #expect(refused.text.contains("0 answered, 30 without an answer"))
+        #expect(refused.text.contains("no answer: 30"))
+        #expect(refused.text.contains("30  Failed to connect to 127.0.0.1 port 1"), "one group, without the varying timing: \(refused.text)")
         #expect(PostbackCommand.run(["send", goodPath], io: io) == .usageOrIOError)
         #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, "/nonexistent"], io: io) == .usageOrIOError)
     }

@@ -127,7 +127,7 @@ import Testing
         #expect(rejected.map(\.status) == [.invalidSignature])
         #expect(rejected.first?.reason?.contains("does not verify") == true)
         #expect(try server.records(.postbacks).isEmpty)
-        #expect(try server.metric(#"postback_verdicts_total{protocol="skadnetwork",version="4.0",status="invalid-signature"}"#) == 1)
+        #expect(try server.metric(#"postback_verdicts_total{protocol="skadnetwork",version="4.0",status="invalid-signature",environment="production"}"#) == 1)
     }
 
     @Test func developmentPostbacksAreRejectedWhereNotAllowed() throws {

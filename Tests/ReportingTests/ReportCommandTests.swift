@@ -33,7 +33,7 @@ import Testing
         let result = run(words)
         #expect(result.status == .usageOrIOError)
         #expect(result.stderr.contains(message), "\(result.stderr)")
-        #expect(result.stderr.contains("usage: postback report"))
+        #expect(result.stderr.contains("Run 'postback report --help' for usage."))
     }
 
     @Test func helpPrintsTheUsage() {
@@ -53,6 +53,17 @@ import Testing
         #expect(result.stdout.contains("3 days, \(postbacks) postbacks"))
         #expect(page.html.contains("<h1>March</h1>"))
         #expect(result.stderr.isEmpty)
+    }
+
+    @Test func dashWritesThePageToStandardOutputAndTheSummaryToStandardError() throws {
+        let store = try TestStore.shared.get()
+        let toFile = run(["--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", store.path("same.html")])
+        let toStdout = run(["--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", "-"])
+        #expect(toStdout.status == .success, "\(toStdout.stderr)")
+        #expect(toStdout.stdout == (try store.text("same.html")), "the same page as written to a file")
+        #expect(toStdout.stderr.hasPrefix("wrote standard output ("), "\(toStdout.stderr)")
+        #expect(toFile.status == .success)
+        #expect(!FileManager.default.fileExists(atPath: "-") && !FileManager.default.fileExists(atPath: store.path("-")), "no file named '-'")
     }
 
     @Test func missingDaysExitWith1AndAreNamed() throws {

@@ -39,7 +39,7 @@ extension AggregationJob {
             do {
                 reader = try RecordReader(path: file)
             } catch {
-                throw .io(path: error.path, operation: "read (\(error.message))", errorNumber: EIO)
+                throw .input(error)
             }
             var report = SegmentReport(name: file, spool: nil)
             var batch: [InputRecord] = []
@@ -62,7 +62,7 @@ extension AggregationJob {
                 do {
                     next = try reader.next()
                 } catch {
-                    throw .io(path: error.path, operation: "read (\(error.message))", errorNumber: EIO)
+                    throw .input(error)
                 }
                 guard let record = next else { break }
                 report.lines += 1

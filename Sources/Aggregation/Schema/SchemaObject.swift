@@ -22,7 +22,7 @@ struct SchemaObject {
     /// Records every key not in `allowed`: a typo (`"revenu"`) must not silently mean "no revenue".
     func allowOnly(_ allowed: [String]) {
         for key in object.keys where !allowed.contains(key) {
-            let suggestion = allowed.first(where: { $0.lowercased() == key.lowercased() || editDistance($0, key) <= 2 })
+            let suggestion = Suggestion.closest(to: key, in: allowed)
             log.add(path, "unknown key \"\(JSONWriter.escapedForMessage(key))\"" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? "")
                 + "; allowed: \(allowed.joined(separator: ", "))")
         }
@@ -150,19 +150,4 @@ struct SchemaObject {
         if case .number(let number) = value { return " (\(number.text))" }
         return ""
     }
-}
-
-/// Levenshtein distance, for "did you mean" hints on short keys.
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a.utf8), b = Array(b.utf8)
-    if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-    var previous = Array(0...b.count)
-    for (i, x) in a.enumerated() {
-        var current = [i + 1] + Array(repeating: 0, count: b.count)
-        for (j, y) in b.enumerated() {
-            current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
-        }
-        previous = current
-    }
-    return previous[b.count]
 }

@@ -37,6 +37,9 @@ enum AggregateCommand {
         manifest); 2 usage, schema or I/O error.
         """
 
+    static let syntax = CommandSyntax("aggregate", usage: usage, flags: ["--json", "--allow-dev"],
+                                      options: ["--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key"])
+
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         if words.first == "synthesize" { return SynthesizeCommand.run(Array(words.dropFirst()), io: io) }
         let arguments: Arguments
@@ -44,18 +47,16 @@ enum AggregateCommand {
         let catalog: SchemaCatalog
         var verifier: PostbackVerifier? = nil
         do {
-            arguments = try Arguments(words, flags: ["--json", "--allow-dev", "--help"],
-                                      options: ["--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
-            guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
+            arguments = try syntax.parse(words)
+            try arguments.requireNoPositionals()
             guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
             guard let schemas = arguments.value("--schemas") else { throw UsageError("--schemas DIR is required") }
             let (from, to) = try dayRange(arguments)
+            try UserPaths.requireDirectory(schemas, option: "--schemas", holding: "<app-id>/*.json schema files")
             let inputs = arguments.values("--input")
+            for input in inputs { try UserPaths.requireInputFile(input, option: "--input") }
             if inputs.isEmpty {
+                try UserPaths.requireDirectory(data, option: "--data", holding: "raw/ from 'postback serve'")
                 if arguments.has("--allow-dev") || !arguments.values("--trust-key").isEmpty {
                     throw UsageError("--allow-dev and --trust-key apply to --input; the spool already holds verdicts")
                 }
@@ -77,8 +78,7 @@ enum AggregateCommand {
                 return .usageOrIOError
             }
         } catch {
-            io.printError("postback aggregate: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return syntax.finish(error, io: io)
         }
 
         let json = arguments.has("--json")

@@ -8,7 +8,7 @@ import Postbacks
 enum SchemaCommand {
     static let usage = """
         usage: postback schema check PATH...
-               postback schema export --schemas DIR [--table values|events|sources] [--out FILE]
+               postback schema export --schemas DIR [--table values|events|sources] [--out FILE|-]
 
           check    validate schema files, or schema directories (DIR/<app-id>/*.json, checked
                    together for overlapping periods); prints one line per schema
@@ -16,39 +16,38 @@ enum SchemaCommand {
                    engines (Spark, DuckDB): 'values' (default) has one row per schema, protocol,
                    conversion type, window and value; 'events' the events each value implies;
                    'sources' what each source identifier and campaign id decodes to
+          --out FILE         where export writes the table ('-' or none: standard output)
 
-        Exit status: 0 valid; 1 some schema is invalid (problems on stderr); 2 usage or I/O error.
+        Exit status: 0 valid; 1 some schema is invalid (problems on stderr); 2 usage or I/O error
+        (a PATH that does not exist or cannot be read).
         """
 
+    static let syntax = CommandSyntax("schema", usage: usage)
+    static let checkSyntax = CommandSyntax("schema check", usage: usage)
+    static let exportSyntax = CommandSyntax("schema export", usage: usage, options: ["--schemas", "--table", "--out"])
+
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
-        guard let subcommand = words.first, subcommand != "--help", subcommand != "-h" else {
-            (words.isEmpty ? io.printError : io.print)(usage)
-            return words.isEmpty ? .usageOrIOError : .success
-        }
-        let rest = Array(words.dropFirst())
-        switch subcommand {
-        case "check": return check(rest, io: io)
-        case "export": return export(rest, io: io)
-        default:
-            io.printError("postback schema: unknown subcommand '\(subcommand)'\n\n\(usage)")
-            return .usageOrIOError
-        }
+        syntax.dispatch(words, io: io, to: [("check", check), ("export", export)])
     }
 
     private static func check(_ words: [String], io: CommandIO) -> ExitStatus {
         let arguments: Arguments
         do {
-            arguments = try Arguments(words, flags: [], options: [])
+            arguments = try checkSyntax.parse(words)
             guard !arguments.positionals.isEmpty else { throw UsageError("no PATH given") }
         } catch {
-            io.printError("postback schema check: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return checkSyntax.finish(error, io: io)
         }
         var failed = false
+        var unreadable = false
         for path in arguments.positionals {
-            var isDirectory = false
             var status = stat()
-            if stat(path, &status) == 0 { isDirectory = (status.st_mode & S_IFMT) == S_IFDIR }
+            guard stat(path, &status) == 0 else {
+                io.printError("postback schema check: \(path): \(String(cString: strerror(errno)))")
+                unreadable = true
+                continue
+            }
+            let isDirectory = (status.st_mode & S_IFMT) == S_IFDIR
             do {
                 let schemas = isDirectory ? try SchemaCatalog.load(directory: path).schemas : [try ConversionSchema(contentsOf: path)]
                 for schema in schemas { io.print(describe(schema)) }
@@ -58,6 +57,7 @@ enum SchemaCommand {
                 io.printError(error.description)
             }
         }
+        if unreadable { return .usageOrIOError }
         return failed ? .failure : .success
     }
 
@@ -75,16 +75,15 @@ enum SchemaCommand {
         let table: DecodeTable.Table
         let out: String?
         do {
-            let arguments = try Arguments(words, flags: ["--help"], options: ["--schemas", "--table", "--out"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
+            let arguments = try exportSyntax.parse(words)
+            try arguments.requireNoPositionals()
             guard let directory = arguments.value("--schemas") else { throw UsageError("--schemas DIR is required") }
             let name = arguments.value("--table") ?? "values"
             guard let chosen = DecodeTable.Table(rawValue: name) else { throw UsageError("--table must be values, events or sources, got '\(name)'") }
             table = chosen
             out = arguments.value("--out")
+            try UserPaths.requireDirectory(directory, option: "--schemas", holding: "<app-id>/*.json schema files")
+            if let out { try UserPaths.requireOutputFile(out, option: "--out") }
             do {
                 catalog = try SchemaCatalog.load(directory: directory)
             } catch {
@@ -92,8 +91,7 @@ enum SchemaCommand {
                 return .failure
             }
         } catch {
-            io.printError("postback schema export: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return exportSyntax.finish(error, io: io)
         }
         let bytes = DecodeTable.csv(catalog, table: table)
         if let out, out != "-" {

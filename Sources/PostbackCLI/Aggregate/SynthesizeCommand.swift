@@ -10,7 +10,12 @@ enum SynthesizeCommand {
 
         Writes a reproducible spool of synthetic postback records (placeholder signatures: for
         benchmarking aggregation only) under DIR/raw/, one partition per day.
+
+        Exit status: 0 written; 2 usage or I/O error.
         """
+
+    static let syntax = CommandSyntax("aggregate synthesize", usage: usage,
+                                      options: ["--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let data: String
@@ -19,12 +24,8 @@ enum SynthesizeCommand {
         let workers: Int
         var spool = SyntheticSpool()
         do {
-            let arguments = try Arguments(words, flags: ["--help"],
-                                          options: ["--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
+            let arguments = try syntax.parse(words)
+            try arguments.requireNoPositionals()
             guard let directory = arguments.value("--data") else { throw UsageError("--data DIR is required") }
             guard let text = arguments.value("--from"), let day = UTCDay(text) else { throw UsageError("--from YYYY-MM-DD is required") }
             data = directory
@@ -36,8 +37,7 @@ enum SynthesizeCommand {
             spool.duplicateRate = Double(try arguments.integer("--duplicate-percent", default: 2, in: 0...100)) / 100
             workers = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64)
         } catch {
-            io.printError("postback aggregate synthesize: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return syntax.finish(error, io: io)
         }
         do {
             let lines = try spool.write(to: StoreLayout(root: data), first: first, days: days, workers: workers)

@@ -5,7 +5,7 @@ import Reporting
 /// Reporting module.
 enum ReportCommand {
     static let usage = """
-        usage: postback report --data DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD) --out FILE
+        usage: postback report --data DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD) --out FILE|-
                                [--title TEXT] [--top N]
 
         Writes one self-contained HTML page (inline SVG charts, no scripts, nothing loaded from
@@ -16,7 +16,7 @@ enum ReportCommand {
 
           --data DIR          the store (reads DIR/agg/campaign_daily and DIR/agg/_manifests)
           --date DAY          one day; or --from DAY --to DAY, inclusive (the UTC day received)
-          --out FILE          the page to write
+          --out FILE          the page to write ('-': standard output, the summary then on stderr)
           --title TEXT        the page's heading (default: Postback report)
           --top N             campaigns shown by name in per-campaign charts, the rest summed
                               (default \(ReportRequest.defaultTopCampaigns))
@@ -26,28 +26,35 @@ enum ReportCommand {
         aggregate, or no day of the range has aggregates (nothing written).
         """
 
+    static let syntax = CommandSyntax("report", usage: usage, options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top"])
+
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let request: ReportRequest
         do {
-            let arguments = try Arguments(words, flags: ["--help"], options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
-            guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
+            let arguments = try syntax.parse(words)
+            try arguments.requireNoPositionals()
             guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
-            guard let out = arguments.value("--out") else { throw UsageError("--out FILE is required") }
+            guard let out = arguments.value("--out") else { throw UsageError("--out FILE is required ('-' for standard output)") }
             let (from, to) = try AggregateCommand.dayRange(arguments)
+            let topCampaigns = try arguments.integer("--top", default: ReportRequest.defaultTopCampaigns, in: 1...500)
+            try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
+            try UserPaths.requireOutputFile(out, option: "--out")
             request = ReportRequest(dataDirectory: data, from: from, to: to, outputPath: out, title: arguments.value("--title"),
-                                    topCampaigns: try arguments.integer("--top", default: ReportRequest.defaultTopCampaigns, in: 1...500),
+                                    topCampaigns: topCampaigns,
                                     toolVersion: "postback \(PostbackCommand.version)")
         } catch {
-            io.printError("postback report: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return syntax.finish(error, io: io)
         }
         let summary: ReportSummary
+        let toStandardOutput = request.outputPath == "-"
         do {
-            summary = try ReportGenerator.generate(request)
+            if toStandardOutput {
+                let (page, built) = try ReportGenerator.build(request)
+                io.standardOutput.write(page)
+                summary = built
+            } else {
+                summary = try ReportGenerator.generate(request)
+            }
         } catch {
             io.printError("postback report: \(error)")
             return .usageOrIOError
@@ -55,7 +62,7 @@ enum ReportCommand {
         for day in summary.daysMissing { io.printError("postback report: \(day): no aggregates (shown as a gap)") }
         for day in summary.daysLeftOut { io.printError("postback report: \(day): aggregates left out (the page says why)") }
         let days = summary.daysIncluded.count
-        io.print("wrote \(summary.outputPath) (\(summary.bytes) bytes): \(days) day\(days == 1 ? "" : "s"), "
+        (toStandardOutput ? io.printError : io.print)("wrote \(toStandardOutput ? "standard output" : summary.outputPath) (\(summary.bytes) bytes): \(days) day\(days == 1 ? "" : "s"), "
             + "\(summary.postbacks) postbacks, \(summary.installs) installs; \(summary.developmentPostbacks) development and "
             + "\(summary.rejectedPostbacks) rejected kept apart")
         return summary.isComplete ? .success : .failure

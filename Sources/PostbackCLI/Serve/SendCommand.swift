@@ -10,11 +10,19 @@ enum SendCommand {
         usage: postback send --url URL [--concurrency N] [--timeout SECONDS] PATH...
 
         POSTs every postback in each PATH (a file holding one JSON postback, or JSON Lines; '-' reads
-        standard input) to URL, over N kept-alive connections at once (default 1), and reports the
-        status codes and the latency.
+        standard input) to URL, over N kept-alive connections at once, and reports the status codes,
+        the reasons the server gave for answers other than 200 (grouped, with counts), requests that
+        got no answer (connection refused, timed out), and the latency.
 
-        Exit status: 0 when every POST got 200, 1 when any did not, 2 on usage or I/O errors.
+          --url URL           where to POST (http:// or https://)
+          --concurrency N     connections at once (default 1)
+          --timeout SECONDS   per request, from connecting to the end of the answer (default 30)
+
+        Exit status: 0 every POST got 200; 1 some got another status, or no answer at all
+        (connection refused, timed out); 2 usage or I/O error reading PATH.
         """
+
+    static let syntax = CommandSyntax("send", usage: usage, options: ["--url", "--concurrency", "--timeout"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let url: String
@@ -22,11 +30,7 @@ enum SendCommand {
         let timeout: Int
         let paths: [String]
         do {
-            let arguments = try Arguments(words, flags: ["--help"], options: ["--url", "--concurrency", "--timeout"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
+            let arguments = try syntax.parse(words)
             guard let given = arguments.value("--url") else { throw UsageError("--url is required") }
             guard given.hasPrefix("http://") || given.hasPrefix("https://") else { throw UsageError("--url must start with http:// or https://") }
             url = given
@@ -35,8 +39,7 @@ enum SendCommand {
             paths = arguments.positionals
             guard !paths.isEmpty else { throw UsageError("no PATH given (use '-' for standard input)") }
         } catch {
-            io.printError("postback send: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return syntax.finish(error, io: io)
         }
 
         let source = BodySource(paths: paths)
@@ -54,11 +57,21 @@ enum SendCommand {
     }
 
     static func summary(_ report: PostbackSender.Report, url: String) -> String {
-        let rate = report.seconds > 0 ? Double(report.sent) / report.seconds : 0
-        var lines = ["\(report.sent) postback\(report.sent == 1 ? "" : "s") sent to \(url) in \(format(report.seconds)) s (\(Int(rate.rounded()))/s)"]
-        for (status, count) in report.statusCounts.sorted(by: { $0.key < $1.key }) { lines.append("  HTTP \(status): \(count)") }
+        let rate = report.seconds > 0 ? Double(report.answered) / report.seconds : 0
+        let attempted = report.attempted
+        var lines = ["\(attempted) postback\(attempted == 1 ? "" : "s") to \(url): \(report.answered) answered, \(report.errors) without an answer, "
+            + "in \(format(report.seconds)) s (\(Int(rate.rounded()))/s)"]
+        for (status, count) in report.statusCounts.sorted(by: { $0.key < $1.key }) {
+            lines.append("  HTTP \(status): \(count)")
+            let reasons = report.rejectionCounts.filter { $0.key.status == status }.sorted { ($1.value, $0.key.reason) < ($0.value, $1.key.reason) }
+            for (rejection, count) in reasons.prefix(10) { lines.append("    \(count)  \(VerdictFormatter.printable(rejection.reason))") }
+            if reasons.count > 10 { lines.append("    … \(reasons.count - 10) more reasons") }
+        }
         if report.errors > 0 {
-            lines.append("  no response: \(report.errors)" + (report.errorSamples.first.map { " (\($0))" } ?? ""))
+            lines.append("  no answer: \(report.errors)")
+            for (error, count) in report.errorCounts.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }).prefix(5) {
+                lines.append("    \(count)  \(error)")
+            }
         }
         if let p50 = report.latency(percentile: 0.5), let p99 = report.latency(percentile: 0.99) {
             lines.append("  latency p50 \(format(p50 * 1000)) ms, p99 \(format(p99 * 1000)) ms")

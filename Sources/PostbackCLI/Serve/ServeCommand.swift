@@ -10,23 +10,36 @@ import Glibc
 enum ServeCommand {
     static let usage = """
         usage: postback serve [--config FILE] [--listen HOST:PORT] [--data DIR] [--writer-id ID]
-                              [--allow-dev] [--trust-key PEM]... [--log-level LEVEL]
+                              [--allow-dev] [--trust-key PEM]... [--log-level LEVEL] [--log-format FORMAT]
 
         Receives SKAdNetwork and AdAttributionKit postbacks over HTTP, verifies them and stores
         them durably: 200 only once a postback is synced to disk, 500 whenever it is not.
 
-          --config FILE      JSON config (see docs/serve.md); flags override it
-          --listen HOST:PORT address to listen on (default 127.0.0.1:8080; port 0 picks one)
-          --data DIR         data directory (default ./data)
-          --writer-id ID     names this receiver's files (default: the host name)
-          --allow-dev        store development postbacks (marked development)
-          --trust-key PEM    also trust this test key (needs --allow-dev); repeatable
-          --log-level LEVEL  debug, info (default), warning or error
+          --config FILE        JSON config (see docs/serve.md); flags override it. Relative paths
+                               in it are relative to the config file's directory
+          --listen HOST:PORT   address to listen on (default 127.0.0.1:8080; port 0 picks one;
+                               0.0.0.0:PORT for all interfaces)
+          --data DIR           data directory (default ./data)
+          --writer-id ID       names this receiver's files (default: the host name); receivers
+                               sharing a data directory each need their own
+          --allow-dev          store development postbacks (marked development)
+          --trust-key PEM      also trust this test key (needs --allow-dev); repeatable
+          --log-level LEVEL    debug, info (default), warning or error
+          --log-format FORMAT  auto (default): start-up errors as plain text when stderr is a
+                               terminal, JSON lines otherwise; json: always JSON lines. Once
+                               serving, logs are JSON lines (one object per line) on stderr
 
         Endpoints: POST /.well-known/skadnetwork/report-attribution/,
         POST /.well-known/appattribution/report-attribution/, the config's ad_network_path,
         GET /livez, /readyz, /metrics. SIGTERM or SIGINT stops it gracefully (exit 0).
+
+        Exit status: 0 stopped by SIGTERM or SIGINT; 2 usage or config error, or it could not
+        start (address in use, data directory not writable, another receiver with the same
+        writer id).
         """
+
+    static let syntax = CommandSyntax("serve", usage: usage, flags: ["--allow-dev"],
+                                      options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level", "--log-format"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         // Block the stop signals before any thread starts, so every thread inherits the mask and
@@ -46,25 +59,40 @@ enum ServeCommand {
 
     /// Runs the server until `waitForStop` returns (the name of what stopped it).
     static func run(_ words: [String], io: CommandIO, waitForStop: (PostbackServer) -> String) -> ExitStatus {
-        let configuration: ServerConfiguration
+        let arguments: Arguments
+        let jsonStartupErrors: Bool
         do {
-            configuration = try parse(words)
-        } catch let error as HelpRequested {
-            _ = error
-            io.print(usage)
-            return .success
+            arguments = try syntax.parse(words)
+            try arguments.requireNoPositionals()
+            switch arguments.value("--log-format") ?? "auto" {
+            case "auto": jsonStartupErrors = !io.standardError.isTerminal
+            case "json": jsonStartupErrors = true
+            case let other: throw UsageError("--log-format must be auto or json, got '\(other)'")
+            }
         } catch {
-            io.printError("postback serve: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return syntax.finish(error, io: io)
         }
         let sink = io.standardError
+        func startupError(_ message: String) -> ExitStatus {
+            if jsonStartupErrors {
+                ServerLog(minimumLevel: .error) { sink.write($0) }.error("cannot start", ["detail": .string(message)])
+            } else {
+                io.printError("postback serve: cannot start: \(message)")
+            }
+            return .usageOrIOError
+        }
+        let configuration: ServerConfiguration
+        do {
+            configuration = try configure(arguments)
+        } catch {
+            return startupError("\(error)")
+        }
         let log = ServerLog(minimumLevel: configuration.logLevel) { sink.write($0) }
         let server: PostbackServer
         do {
             server = try PostbackServer.start(configuration: configuration, log: log)
         } catch {
-            log.error("cannot start", ["detail": .string(error.description)])
-            return .usageOrIOError
+            return startupError(error.description)
         }
         let reason = waitForStop(server)
         log.info("stop requested", ["signal": .string(reason)])
@@ -72,23 +100,20 @@ enum ServeCommand {
         return .success
     }
 
-    struct HelpRequested: Error {}
-
-    static func parse(_ words: [String]) throws -> ServerConfiguration {
-        let arguments = try Arguments(
-            words, flags: ["--allow-dev", "--help"],
-            options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level"])
-        if arguments.has("--help") { throw HelpRequested() }
-        guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
+    /// The configuration from `--config` and the flags that override it.
+    static func configure(_ arguments: Arguments) throws -> ServerConfiguration {
         var configuration = ServerConfiguration()
         if let path = arguments.value("--config") { configuration = try ServerConfiguration.load(path: path) }
         if let listen = arguments.value("--listen") { configuration.listen = listen }
         if let data = arguments.value("--data") { configuration.dataDirectory = data }
         if let writer = arguments.value("--writer-id") { configuration.writerID = writer }
         if arguments.has("--allow-dev") { configuration.allowsDevelopment = true }
+        if !arguments.values("--trust-key").isEmpty, !configuration.allowsDevelopment {
+            throw UsageError("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
+        }
         configuration.trustKeyPaths += arguments.values("--trust-key")
         if let name = arguments.value("--log-level") {
-            guard let level = ServerLog.Level(name: name) else { throw UsageError("--log-level must be debug, info, warning or error") }
+            guard let level = ServerLog.Level(name: name) else { throw UsageError("--log-level must be debug, info, warning or error, got '\(name)'") }
             configuration.logLevel = level
         }
         try configuration.validate()

@@ -1,13 +1,87 @@
-/// A command line that is wrong: printed with the command's usage, exit code 2.
+import Postbacks
+
+/// A command line that is wrong: printed with a pointer to the command's `--help`, exit code 2.
 public struct UsageError: Error, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// `-h` or `--help` was given: not an error, the usage is printed on stdout (exit 0).
+    let isHelpRequest: Bool
+    public init(_ message: String) {
+        self.message = message
+        self.isHelpRequest = false
+    }
+    private init(helpRequest: ()) {
+        self.message = "help requested"
+        self.isHelpRequest = true
+    }
+    static let helpRequested = UsageError(helpRequest: ())
     public var description: String { message }
+}
+
+/// What one command (or subcommand) accepts, and the conventions every command line shares
+/// (clig.dev): `-h`/`--help` anywhere prints the usage on stdout and exits 0; an unknown option or
+/// subcommand is named with the closest known one ("did you mean"); a wrong command line prints the
+/// problem and where to get help, and exits 2. New commands get all of this by declaring a syntax.
+struct CommandSyntax: Sendable {
+    /// As typed after `postback`, e.g. `schema check`.
+    let name: String
+    let usage: String
+    /// Options without a value, e.g. `--json`.
+    let flags: Set<String>
+    /// Options that take a value; each may be given more than once.
+    let options: Set<String>
+
+    init(_ name: String, usage: String, flags: Set<String> = [], options: Set<String> = []) {
+        self.name = name
+        self.usage = usage
+        self.flags = flags
+        self.options = options
+    }
+
+    /// Parses `words`; throws `UsageError.helpRequested` when help was asked for.
+    func parse(_ words: [String]) throws(UsageError) -> Arguments {
+        for word in words {
+            if word == "--" { break }
+            if word == "-h" || word == "--help" { throw .helpRequested }
+        }
+        return try Arguments(words, flags: flags, options: options)
+    }
+
+    /// Ends the command after `error` from parsing or checking its arguments: the usage on stdout
+    /// (exit 0) for a help request, otherwise the problem and a pointer to `--help` on stderr (exit 2).
+    func finish(_ error: any Error, io: CommandIO) -> ExitStatus {
+        if let usageError = error as? UsageError, usageError.isHelpRequest {
+            io.print(usage)
+            return .success
+        }
+        io.printError("postback \(name): \(error)\nRun 'postback \(name) --help' for usage.")
+        return .usageOrIOError
+    }
+
+    /// Dispatches to a subcommand by name, with help and "did you mean" for the parent command.
+    func dispatch(_ words: [String], io: CommandIO, to subcommands: [(name: String, run: ([String], CommandIO) -> ExitStatus)]) -> ExitStatus {
+        guard let word = words.first else {
+            io.printError(usage)
+            return .usageOrIOError
+        }
+        if let subcommand = subcommands.first(where: { $0.name == word }) {
+            return subcommand.run(Array(words.dropFirst()), io)
+        }
+        if word == "help" || words.prefix(while: { $0 != "--" }).contains(where: { $0 == "-h" || $0 == "--help" }) {
+            io.print(usage)
+            return .success
+        }
+        let known = subcommands.map(\.name)
+        let hint = Suggestion.closest(to: word, in: known).map { " (did you mean '\($0)'?)" } ?? ""
+        let command = name.isEmpty ? "postback" : "postback \(name)"
+        io.printError("\(command): unknown \(name.isEmpty ? "command" : "subcommand") '\(word)'\(hint); "
+            + "known: \(known.joined(separator: ", "))\nRun '\(command) --help' for usage.")
+        return .usageOrIOError
+    }
 }
 
 /// The parsed words of one subcommand. No outside argument parser can be fetched here, so this is the
 /// small hand-written one: `--flag`, `--option value`, `--option=value`, `--` to end options, and `-`
-/// as an ordinary positional (stdin).
+/// as an ordinary positional (stdin or stdout).
 struct Arguments {
     private(set) var flags: Set<String> = []
     private(set) var options: [String: [String]] = [:]
@@ -40,7 +114,9 @@ struct Arguments {
                 guard let value = inlineValue ?? words.popFirst() else { throw UsageError("\(name) needs a value") }
                 options[name, default: []].append(value)
             } else {
-                throw UsageError("unknown option \(name)")
+                let known = (allowedFlags.union(allowedOptions)).sorted()
+                let hint = Suggestion.closest(to: name, in: known).map { " (did you mean \($0)?)" } ?? ""
+                throw UsageError("unknown option \(name)\(hint)")
             }
         }
     }
@@ -58,5 +134,11 @@ struct Arguments {
             throw UsageError("\(option) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
         }
         return number
+    }
+
+    /// Positional arguments are not expected.
+    func requireNoPositionals() throws(UsageError) {
+        guard let first = positionals.first else { return }
+        throw UsageError("unexpected argument '\(first)'" + (first.hasPrefix("-") ? " (options start with --)" : ""))
     }
 }

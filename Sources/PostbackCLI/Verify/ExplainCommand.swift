@@ -11,15 +11,13 @@ enum ExplainCommand {
         Exit status: 0 every postback verified, 1 any did not, 2 usage or I/O error.
         """
 
+    static let syntax = CommandSyntax("explain", usage: usage, flags: ["--allow-dev"], options: ["--trust-key"])
+
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let arguments: Arguments
         let verifier: PostbackVerifier
         do {
-            arguments = try Arguments(words, flags: ["--allow-dev", "--help"], options: ["--trust-key"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
+            arguments = try syntax.parse(words)
             guard arguments.positionals.count == 1 else { throw UsageError("give exactly one PATH") }
             let testKeys = try TrustKeys.load(arguments.values("--trust-key"))
             if !testKeys.isEmpty, !arguments.has("--allow-dev") {
@@ -27,8 +25,7 @@ enum ExplainCommand {
             }
             verifier = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys))
         } catch {
-            io.printError("postback explain: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return syntax.finish(error, io: io)
         }
         var allVerified = true
         do {

@@ -24,16 +24,14 @@ enum VerifyCommand {
         Exit status: 0 every postback verified, 1 any did not, 2 usage or I/O error.
         """
 
+    static let syntax = CommandSyntax("verify", usage: usage, flags: ["--json", "--allow-dev"], options: ["--trust-key", "--jobs"])
+
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let arguments: Arguments
         let policy: VerificationPolicy
         let jobs: Int
         do {
-            arguments = try Arguments(words, flags: ["--json", "--allow-dev", "--help"], options: ["--trust-key", "--jobs"])
-            if arguments.has("--help") {
-                io.print(usage)
-                return .success
-            }
+            arguments = try syntax.parse(words)
             guard !arguments.positionals.isEmpty else { throw UsageError("no PATH given (use '-' for standard input)") }
             let testKeys = try TrustKeys.load(arguments.values("--trust-key"))
             if !testKeys.isEmpty, !arguments.has("--allow-dev") {
@@ -42,8 +40,7 @@ enum VerifyCommand {
             policy = VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys)
             jobs = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...256)
         } catch {
-            io.printError("postback verify: \(error)\n\n\(usage)")
-            return .usageOrIOError
+            return syntax.finish(error, io: io)
         }
 
         let run = VerifyRun(verifier: PostbackVerifier(policy: policy), json: arguments.has("--json"), io: io, jobs: jobs)

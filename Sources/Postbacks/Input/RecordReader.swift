@@ -81,7 +81,7 @@ public final class RecordReader {
             }
             if (status.st_mode & S_IFMT) == S_IFDIR {
                 close(opened)
-                throw IOError(path: path, message: "is a directory")
+                throw IOError(path: path, message: "is a directory; give the files in it (e.g. \(path)/*.jsonl)")
             }
             fd = opened
             ownsDescriptor = true
@@ -128,7 +128,14 @@ public final class RecordReader {
             pushedBack = nil
             return line
         }
-        return try lines.next()
+        guard let line = try lines.next() else { return nil }
+        // Editors on Windows start files with a UTF-8 byte order mark: drop it, or a pretty-printed
+        // postback would look like JSON Lines and become one malformed record per line.
+        if line.number == 1, line.bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            return LineReader.Line(number: 1, bytes: Array(line.bytes.dropFirst(3)), length: line.length - 3,
+                                   isTooLong: line.isTooLong, endsWithNewline: line.endsWithNewline)
+        }
+        return line
     }
 
     private func readRawRecord() throws(IOError) -> RawRecord? {

@@ -36,7 +36,10 @@ public enum Postback: Sendable, Equatable {
             throw .malformed("invalid JSON: \(error)")
         }
         guard case .object(let object) = value else {
-            throw .malformed("a postback must be a JSON object, got \(value.kindDescription)")
+            // An array is the usual way to put several postbacks in one file: say what works instead.
+            let isArray = if case .array = value { true } else { false }
+            let hint = isArray ? " (several postbacks go one JSON object per line: JSON Lines in a file, one per request over HTTP)" : ""
+            throw .malformed("a postback must be a JSON object, got \(value.kindDescription)\(hint)")
         }
         try self.init(object: object)
     }

@@ -1,0 +1,82 @@
+import Postbacks
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The metrics every Prometheus dashboard expects of any process: `postback_build_info` and the
+/// standard `process_*` set (the names and meanings of the official client libraries), read from
+/// /proc at scrape time. Kept apart from `ServerMetrics`, which counts what the receiver does.
+enum ProcessMetrics {
+    static func render(into text: inout String) {
+        func header(_ name: String, _ type: String, _ help: String) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        }
+        func gauge(_ name: String, _ type: String, _ help: String, _ value: String) {
+            header(name, type, help)
+            text += "\(name) \(value)\n"
+        }
+        // The version is our own constant (digits and dots), so the label needs no escaping.
+        header("postback_build_info", "gauge", "Always 1; the version label says which postback is running.")
+        text += "postback_build_info{version=\"\(BuildInfo.version)\"} 1\n"
+        guard let sample = sample() else { return }
+        gauge("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", format(sample.cpuSeconds))
+        gauge("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", String(sample.residentBytes))
+        gauge("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", String(sample.virtualBytes))
+        gauge("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.", format(sample.startTimeSeconds))
+        if let open = openDescriptors() { gauge("process_open_fds", "gauge", "Number of open file descriptors.", String(open)) }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+            gauge("process_max_fds", "gauge", "Maximum number of open file descriptors.", String(limit.rlim_cur))
+        }
+    }
+
+    struct Sample {
+        var cpuSeconds: Double
+        var virtualBytes: UInt64
+        var residentBytes: UInt64
+        var startTimeSeconds: Double
+    }
+
+    /// From /proc/self/stat (fields per proc(5)) and the boot time in /proc/stat.
+    static func sample() -> Sample? {
+        guard let stat = try? FileBytes.readText(path: "/proc/self/stat", limit: 1 << 16),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // After "pid (comm) ", fields start at 3 (state); comm may hold spaces, hence the last ")".
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        func field(_ number: Int) -> Double? { fields.count > number - 3 ? Double(fields[number - 3]) : nil }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let pageSize = Double(sysconf(Int32(_SC_PAGESIZE)))
+        guard ticks > 0, let user = field(14), let system = field(15), let start = field(22),
+              let virtual = field(23), let resident = field(24), let boot = bootTime() else { return nil }
+        return Sample(cpuSeconds: (user + system) / ticks, virtualBytes: UInt64(virtual), residentBytes: UInt64(resident * pageSize),
+                      startTimeSeconds: boot + start / ticks)
+    }
+
+    private static func bootTime() -> Double? {
+        guard let text = try? FileBytes.readText(path: "/proc/stat", limit: 1 << 20) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("btime ") {
+            return Double(line.dropFirst(6).trimmingPrefixSpaces())
+        }
+        return nil
+    }
+
+    private static func openDescriptors() -> Int? {
+        guard let directory = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let first = withUnsafeBytes(of: entry.pointee.d_name) { $0[0] }
+            if first != UInt8(ascii: ".") { count += 1 }
+        }
+        return count - 1  // the descriptor opendir itself holds
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}
+
+private extension Substring {
+    func trimmingPrefixSpaces() -> Substring { drop(while: { $0 == " " }) }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+@testable import PostbackCLI
+
+/// README and the service unit, checked as a user and an operator would use them: README's shell
+/// blocks marked runnable run as written, its exit status table says what `--help` says, and
+/// `systemd-analyze verify` accepts deploy/postback.service.
+@Suite struct DocumentationTests {
+    static let root = VerifyCommandTests.root
+    static var readme: String { (try? String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)) ?? "" }
+
+    /// The ```sh blocks right after a `<!-- runnable -->` line, with the line each starts on.
+    static func runnableBlocks(in markdown: String) -> [(line: Int, script: String)] {
+        let lines = markdown.components(separatedBy: "\n")
+        var blocks: [(Int, String)] = []
+        var index = 0
+        while index < lines.count {
+            if lines[index].trimmingCharacters(in: .whitespaces) == "<!-- runnable -->", index + 1 < lines.count, lines[index + 1] == "```sh" {
+                var body: [String] = []
+                var end = index + 2
+                while end < lines.count, lines[end] != "```" {
+                    body.append(lines[end])
+                    end += 1
+                }
+                blocks.append((index + 3, body.joined(separator: "\n")))
+                index = end
+            }
+            index += 1
+        }
+        return blocks
+    }
+
+    @Test func readmeRunnableBlocksRunAsWrittenInAFreshDirectory() throws {
+        let binary = PostbackBinaryTests.binary
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            Issue.record("postback binary not found at \(binary.path); run `swift build` first")
+            return
+        }
+        let blocks = Self.runnableBlocks(in: Self.readme)
+        #expect(blocks.count >= 2, "README marks its first session and the decode tables as runnable")
+        // A fresh directory, holding only what a user who cloned the repository has: Samples/.
+        let directory = NSTemporaryDirectory() + "postback-readme-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.copyItem(atPath: Self.root.appendingPathComponent("Samples").path, toPath: directory + "/Samples")
+        var environment = ProcessInfo.processInfo.environment
+        environment["PATH"] = binary.deletingLastPathComponent().path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        // Blocks run in order in the one directory, as a reader following README would.
+        for (line, script) in blocks {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-euo", "pipefail", "-c", script]
+            process.currentDirectoryURL = URL(fileURLWithPath: directory)
+            process.environment = environment
+            let errors = Pipe()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = errors
+            try process.run()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "README.md block at line \(line) failed (exit \(process.terminationStatus)):\n\(script)\n\(message)")
+        }
+        #expect(FileManager.default.fileExists(atPath: directory + "/report.html"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/decode/sources.csv"))
+    }
+
+    @Test func docsCiteOnlyFilesThatAreInTheRepository() throws {
+        let documents = ["README.md", "spark/README.md"] + (try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path))
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        // `shared/` is the team's notes outside the repository: a reader of the repository cannot open them.
+        let repositoryDirectories = ["scripts/", "docs/", "Samples/", "spark/", "bench/", "deploy/", "Tests/", "Sources/", "fuzz/", ".ci/", "shared/"]
+        for document in documents {
+            let text = try String(contentsOf: Self.root.appendingPathComponent(document), encoding: .utf8)
+            let base = (document as NSString).deletingLastPathComponent
+            // Markdown links to files, and `code` spans that name a path in one of the repository's directories.
+            var cited: [String] = []
+            for piece in text.components(separatedBy: "](").dropFirst() {
+                let target = String(piece.prefix { $0 != ")" && $0 != "#" })
+                if !target.isEmpty, !target.contains("://"), !target.hasPrefix("mailto:") { cited.append(base.isEmpty ? target : base + "/" + target) }
+            }
+            for (index, piece) in text.components(separatedBy: "`").enumerated() where index % 2 == 1 {
+                let word = String(piece.prefix { !$0.isWhitespace })
+                guard repositoryDirectories.contains(where: { word.hasPrefix($0) }),
+                      !word.contains("*"), !word.contains("<"), !word.contains("…") else { continue }
+                cited.append(word)
+            }
+            for path in cited {
+                let resolved = Self.root.appendingPathComponent(path).standardizedFileURL.path
+                #expect(FileManager.default.fileExists(atPath: resolved), "\(document) cites \(path), which is not in the repository")
+            }
+        }
+    }
+
+    @Test func runnableBlocksAreFoundOnlyAfterTheMarker() {
+        let markdown = "text\n<!-- runnable -->\n```sh\necho one\necho two\n```\n```sh\nnot marked\n```\n    indented\n"
+        let blocks = Self.runnableBlocks(in: markdown)
+        #expect(blocks.map(\.script) == ["echo one\necho two"])
+        #expect(blocks.first?.line == 4)
+    }
+
+    @Test(arguments: ["verify", "explain", "generate", "serve", "send", "aggregate", "schema", "report"])
+    func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
+        let out = MemorySink()
+        #expect(PostbackCommand.run([command, "--help"], io: CommandIO(standardOutput: out, standardError: MemorySink())) == .success)
+        let help = out.text
+        let start = try #require(help.range(of: "Exit status: "), "\(command) --help documents its exit status")
+        let paragraph = help[start.upperBound...].components(separatedBy: "\n\n")[0]
+        let documented = paragraph.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(Self.readme.contains("| `postback \(command)` | \(documented) |"), "README's exit status row for \(command): \(documented)")
+    }
+
+    @Test func serviceUnitHasTheHardeningAndPassesSystemdAnalyze() throws {
+        let unit = try String(contentsOf: Self.root.appendingPathComponent("deploy/postback.service"), encoding: .utf8)
+        for directive in ["User=postback", "StateDirectory=postback", "ReadWritePaths=/var/lib/postback", "NoNewPrivileges=yes",
+                          "ProtectSystem=strict", "PrivateTmp=yes", "MemoryDenyWriteExecute=yes", "SystemCallFilter=@system-service",
+                          "Restart=on-failure", "--log-format json"] {
+            #expect(unit.contains(directive), "\(directive)")
+        }
+        // systemd's stop timeout covers the deployed config's shutdown grace, with time left to close.
+        let config = try Data(contentsOf: Self.root.appendingPathComponent("deploy/config.json"))
+        let grace = try #require((try JSONSerialization.jsonObject(with: config) as? [String: Any])?["shutdown_grace_seconds"] as? Int)
+        #expect(unit.contains("TimeoutStopSec=\(grace + 5)\n"), "TimeoutStopSec = shutdown grace \(grace) s + 5 s")
+        #expect(!unit.contains("ExecReload"), "the receiver does not reload; no ExecReload that would kill it")
+
+        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let tool = try #require(analyze, "systemd-analyze not found: `scripts/setup --test` installs it (Debian package systemd)")
+        // verify checks that ExecStart exists: point it at the binary just built.
+        let directory = NSTemporaryDirectory() + "postback-unit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/postback.service"
+        try unit.replacingOccurrences(of: "/usr/local/bin/postback", with: PostbackBinaryTests.binary.path)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = ["verify", path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let message = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(message)")
+        // Unknown or misspelt directives are only warnings to systemd: any output is a failure here.
+        #expect(message.isEmpty, "\(message)")
+    }
+}
