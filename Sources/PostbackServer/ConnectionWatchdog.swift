@@ -145,15 +145,18 @@ final class ConnectionWatchdog: Sendable {
     private func run() {
         while stopSignal.wait(timeout: .now() + interval) == .timedOut {
             let now = DispatchTime.now().uptimeNanoseconds
-            var expired: [Phase] = []
-            tracks.withLock { tracks in
-                for track in tracks.values where track.isOverdue(now: now) {
+            let expired = tracks.withLock { tracks in
+                tracks.values.filter { $0.isOverdue(now: now) }.map { track in
                     track.disarm()
-                    expired.append(track.phase)
-                    shutdown(track.descriptor, Int32(SHUT_RDWR))
+                    return track
                 }
             }
-            for phase in expired { onTimeout(phase) }
+            guard !expired.isEmpty else { continue }
+            // Counted before the close, so whoever sees the close also sees the count.
+            for track in expired { onTimeout(track.phase) }
+            tracks.withLock { tracks in
+                for track in expired where tracks[track.descriptor] === track { shutdown(track.descriptor, Int32(SHUT_RDWR)) }
+            }
         }
         stopped.signal()
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Locking
 import Postbacks
 import PostbackClient
@@ -7,11 +8,12 @@ import Synchronization
 /// for load tests.
 enum SendCommand {
     static let usage = """
-        usage: postback send --url URL [--concurrency N] [--timeout SECONDS] PATH...
+        usage: postback send --url URL [--concurrency N] [--timeout SECONDS] [--cacert FILE] PATH...
 
         POSTs every postback in each PATH (a file holding one JSON postback, or JSON Lines; '-' reads
         standard input) to URL, over N kept-alive connections at once (default 1), and reports the
-        status codes and the latency.
+        status codes and the latency. --cacert FILE trusts the CA certificates in FILE (PEM) for an
+        https:// URL instead of the system's, e.g. a deployment's self-signed certificate.
 
         Exit status: 0 when every POST got 200, 1 when any did not, 2 on usage or I/O errors.
         """
@@ -21,8 +23,9 @@ enum SendCommand {
         let concurrency: Int
         let timeout: Int
         let paths: [String]
+        let caCertificatePath: String?
         do {
-            let arguments = try Arguments(words, flags: ["--help"], options: ["--url", "--concurrency", "--timeout"])
+            let arguments = try Arguments(words, flags: ["--help"], options: ["--url", "--concurrency", "--timeout", "--cacert"])
             if arguments.has("--help") {
                 io.print(usage)
                 return .success
@@ -32,6 +35,12 @@ enum SendCommand {
             url = given
             concurrency = try arguments.integer("--concurrency", default: 1, in: 1...1024)
             timeout = try arguments.integer("--timeout", default: 30, in: 1...3600)
+            caCertificatePath = arguments.value("--cacert")
+            if let caCertificatePath {
+                guard FileManager.default.isReadableFile(atPath: caCertificatePath) else {
+                    throw UsageError("--cacert \(caCertificatePath): no such readable file (a PEM file of CA certificates)")
+                }
+            }
             paths = arguments.positionals
             guard !paths.isEmpty else { throw UsageError("no PATH given (use '-' for standard input)") }
         } catch {
@@ -42,7 +51,8 @@ enum SendCommand {
         let source = BodySource(paths: paths)
         let report: PostbackSender.Report
         do {
-            report = try PostbackSender.send(url: url, concurrency: concurrency, timeoutSeconds: Double(timeout), next: { source.next() })
+            report = try PostbackSender.send(url: url, concurrency: concurrency, timeoutSeconds: Double(timeout),
+                                             caCertificatePath: caCertificatePath, next: { source.next() })
         } catch {
             io.printError("postback send: \(error)")
             return .usageOrIOError
