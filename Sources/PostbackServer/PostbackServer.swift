@@ -463,7 +463,8 @@ final class HTTPCore: Sendable {
     /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
     private func clientAddress(of connection: OpaquePointer) -> String {
         var buffer = [CChar](repeating: 0, count: 64)
-        let peer = postback_mhd_client_address(connection, &buffer, buffer.count) == 0 ? String(cString: buffer) : "unknown"
+        let peer = postback_mhd_client_address(connection, &buffer, buffer.count) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
         guard !configuration.trustedProxies.isEmpty else { return peer }
         func header(_ name: String) -> String? { MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) } }
         return ClientAddress.resolve(peer: peer, forwardedFor: header("X-Forwarded-For"), forwarded: header("Forwarded"),
