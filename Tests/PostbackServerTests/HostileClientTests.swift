@@ -5,6 +5,10 @@ import PostbackStore
 import Postbacks
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Issue 13: what a hostile client could reach (the metrics page, the disk, the queue). Each test
 /// fails on the receiver before the fix; scripts/hostile-clients runs the same attacks at scale.
 @Suite struct HostileClientTests {
@@ -156,6 +160,36 @@ import Testing
         connection.send("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 12_000))\r\n\r\n")
         #expect(String(decoding: connection.readUntilClosed().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 431"))
         #expect(try server.metric(#"postback_http_library_responses_total{code="431"}"#) == 1)
+    }
+
+    @Test func aReplyToAClientThatLeftIsCounted() throws {
+        let storage = FaultyStorage()
+        let server = try TestServer(storage: storage)
+        defer { server.stop() }
+        let body = TestPostbacks.body(0, seed: 1307)
+        storage.holdNextSyncs(true)
+        do {
+            let connection = try RawConnection(port: server.server.port)
+            connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n")
+            connection.send(body)
+            // The postback is inside its group commit's sync when the client goes away (with a reset).
+            #expect(storage.syncEntered.wait(timeout: .now() + 10) == .success)
+            var linger = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+        }
+        usleep(100_000)
+        storage.holdNextSyncs(false)
+        storage.syncRelease.signal()
+        let deadline = Date().addingTimeInterval(5)
+        var aborted = 0.0
+        while aborted == 0, Date() < deadline {
+            let page = try server.get("/metrics").text
+            aborted = page.split(separator: "\n").filter { $0.hasPrefix("postback_http_requests_aborted_total{") }
+                .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            usleep(20_000)
+        }
+        #expect(aborted == 1, "the stored postback's reply never reached the client, and /metrics says so")
+        #expect(try server.records(.postbacks).map(\.body) == [body], "stored all the same (a device would retry: duplicate)")
     }
 }
 
