@@ -91,7 +91,7 @@ final class PostbackIngest: Sendable {
             json.field("verdict", status.rawValue)
             if let dedupKey { json.field("dedup_key", dedupKey) }
         }
-        guard let line = rejectedLine(record) else { return .reply(problem) }
+        guard let line = rejectedLine(record, client: client) else { return .reply(problem) }
         return .store(writer: rejected, line: line, day: receivedAt.day, dedupKey: nil) { outcome in
             if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
             return problem
@@ -100,7 +100,7 @@ final class PostbackIngest: Sendable {
 
     /// The rejected record as the budget allows: whole, with a prefix of a large body, hash-only,
     /// or nil (not stored; answered 400 all the same).
-    private func rejectedLine(_ record: SpoolRecord) -> [UInt8]? {
+    private func rejectedLine(_ record: SpoolRecord, client: String) -> [UInt8]? {
         var record = record
         let body = record.body
         let digest = { SHA256.hash(body).description }
@@ -112,7 +112,7 @@ final class PostbackIngest: Sendable {
         let line = record.encoded()
         // Made only once the whole record no longer fits the day's budget.
         var hashOnlyLine: [UInt8] = []
-        let decision = rejectedBudget.admit(wholeBytes: line.count, day: record.receivedAt.day) {
+        let decision = rejectedBudget.admit(wholeBytes: line.count, day: record.receivedAt.day, client: client) {
             var hashOnly = record
             hashOnly.body = []
             hashOnly.bodyReduction = .init(kept: .none, sha256: record.bodyReduction?.sha256 ?? digest(), byteCount: body.count)

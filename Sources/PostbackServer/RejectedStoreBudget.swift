@@ -9,8 +9,10 @@ import Glibc
 /// Keeps the rejected spool from taking the disk the verified postbacks need. Anyone can send junk,
 /// and every rejection is stored for audits; so per UTC day, rejected records may take
 /// `rejectedBytesPerDay`: whole bodies (up to `rejectedBodyKeepBytes`, a prefix beyond that) until
-/// 7/8 of it, then only each body's hash and size, and at the budget nothing more. And none is
-/// written while the data directory's free space is below `reservedFreeBytes`. Every cut is counted.
+/// 7/8 of it, then only each body's hash and size, and at the budget nothing more. One client address
+/// (see `ClientAddress`) gets whole bodies for `rejectedBytesPerClientPerDay` only, so a single
+/// flooder cannot spend the budget that records everyone else's rejections. And none is written
+/// while the data directory's free space is below `reservedFreeBytes`. Every cut is counted.
 final class RejectedStoreBudget: Sendable {
     enum Decision: Equatable {
         case store
@@ -22,7 +24,17 @@ final class RejectedStoreBudget: Sendable {
     private let configuration: ServerConfiguration
     /// Bytes of rejected records accepted for the day (this receiver's, including what it found on
     /// disk for that day at start).
-    private let spent: Locked<(day: UTCDay, bytes: Int)>
+    private let spent: Locked<Spent>
+
+    private struct Spent {
+        var day: UTCDay
+        var bytes: Int
+        /// Whole-record bytes by client address, this day. At most `maximumClients` entries; later
+        /// clients share the entry "" (so the map is bounded whatever the addresses).
+        var byClient: [String: Int] = [:]
+    }
+
+    static let maximumClients = 65_536
 
     init(configuration: ServerConfiguration, layout: StoreLayout, today: UTCDay = UTCTimestamp.now().day) {
         self.configuration = configuration
@@ -33,17 +45,20 @@ final class RejectedStoreBudget: Sendable {
                 if stat(segment.path, &info) == 0 { bytes += Int(info.st_size) }
             }
         }
-        spent = Locked((today, bytes))
+        spent = Locked(Spent(day: today, bytes: bytes))
     }
 
     /// Whether a rejected record of `wholeBytes` (or `hashOnlyBytes()` in its hash-only form) may be
     /// written on `day`; what is admitted is counted against the day's budget.
-    func admit(wholeBytes: Int, day: UTCDay, hashOnlyBytes: () -> Int) -> Decision {
+    func admit(wholeBytes: Int, day: UTCDay, client: String, hashOnlyBytes: () -> Int) -> Decision {
         let budget = configuration.rejectedBytesPerDay
         let decision = spent.withLock { spent -> Decision in
-            if day != spent.day { spent = (day, 0) }
-            if spent.bytes + wholeBytes <= budget - budget / 8 {
+            if day != spent.day { spent = Spent(day: day, bytes: 0) }
+            let key = spent.byClient[client] != nil || spent.byClient.count < Self.maximumClients ? client : ""
+            let clientBytes = spent.byClient[key] ?? 0
+            if spent.bytes + wholeBytes <= budget - budget / 8, clientBytes + wholeBytes <= configuration.rejectedBytesPerClientPerDay {
                 spent.bytes += wholeBytes
+                spent.byClient[key] = clientBytes + wholeBytes
                 return .store
             }
             let hashOnlyBytes = hashOnlyBytes()

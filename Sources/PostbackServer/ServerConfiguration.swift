@@ -14,7 +14,8 @@ import Glibc
 ///      "connection_limit": 1024, "per_ip_connection_limit": 0, "segment_bytes": 134217728,
 ///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info",
 ///      "trusted_proxies": ["10.0.0.0/8"], "rejected_bytes_per_day": 268435456,
-///      "rejected_body_keep_bytes": 4096, "reserved_free_bytes": 268435456}
+///      "rejected_bytes_per_client_per_day": 4194304, "rejected_body_keep_bytes": 4096,
+///      "reserved_free_bytes": 268435456}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 public struct ServerConfiguration: Sendable {
@@ -61,6 +62,8 @@ public struct ServerConfiguration: Sendable {
     /// Bytes of rejected records a day. Past 7/8 of it a rejected body is kept only as its SHA-256
     /// and size; at the budget nothing more is stored that day (still answered 400, and counted).
     public var rejectedBytesPerDay = 256 << 20
+    /// Of that, whole rejected records from one client address (beyond: hash and size only).
+    public var rejectedBytesPerClientPerDay = 4 << 20
     /// A rejected body larger than this is kept as its first this-many bytes plus SHA-256 and size.
     public var rejectedBodyKeepBytes = 4096
     /// Free space kept for verified postbacks: rejected records are not written below it.
@@ -129,6 +132,7 @@ public struct ServerConfiguration: Sendable {
                     return cidr
                 }
             case "rejected_bytes_per_day": configuration.rejectedBytesPerDay = try reader.integer(in: 0...(1 << 50))
+            case "rejected_bytes_per_client_per_day": configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
             case "rejected_body_keep_bytes": configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...(16 << 20))
             case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
             case "log_level":

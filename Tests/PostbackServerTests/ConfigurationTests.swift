@@ -15,7 +15,7 @@ import Testing
              "header_timeout_seconds": 2.5, "body_timeout_seconds": 3, "idle_timeout_seconds": 4,
              "connection_limit": 50, "per_ip_connection_limit": 5, "segment_bytes": 1048576, "commit_gather_ms": 2, "threads": 3,
              "thread_per_connection": true, "shutdown_grace_seconds": 7, "log_level": "debug",
-             "trusted_proxies": ["10.0.0.0/8", "::1"], "rejected_bytes_per_day": 5000, "rejected_body_keep_bytes": 100,
+             "trusted_proxies": ["10.0.0.0/8", "::1"], "rejected_bytes_per_day": 5000, "rejected_bytes_per_client_per_day": 600, "rejected_body_keep_bytes": 100,
              "reserved_free_bytes": 7000}
             """)
         #expect(configuration.listen == "0.0.0.0:9000")
@@ -39,6 +39,7 @@ import Testing
         #expect(configuration.logLevel == .debug)
         #expect(configuration.trustedProxies == [CIDR("10.0.0.0/8")!, CIDR("::1")!])
         #expect(configuration.rejectedBytesPerDay == 5000)
+        #expect(configuration.rejectedBytesPerClientPerDay == 600)
         #expect(configuration.rejectedBodyKeepBytes == 100)
         #expect(configuration.reservedFreeBytes == 7000)
     }

@@ -79,6 +79,29 @@ import Glibc
         #expect(try server.metric(#"postback_rejected_not_stored_total{reason="free-space-floor"}"#) == 1)
     }
 
+    @Test func oneFloodingClientCannotSpendTheBudgetOfEveryoneElse() throws {
+        let server = try TestServer {
+            $0.trustedProxies = [CIDR("127.0.0.1")!]
+            $0.rejectedBytesPerClientPerDay = 8 << 10
+        }
+        defer { server.stop() }
+        func reject(from client: String, _ index: Int) -> String {
+            let body = "{\"version\":\"4.0\",\"n\":\(index),\"pad\":\"\(String(repeating: "z", count: 800))\"}"
+            guard let connection = try? RawConnection(port: server.server.port) else { return "" }
+            connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                            + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
+        }
+        for index in 0..<30 { #expect(reject(from: "203.0.113.1", index).hasPrefix("HTTP/1.1 400")) }
+        #expect(reject(from: "203.0.113.2", 99).hasPrefix("HTTP/1.1 400"))
+        let records = try server.records(.rejected)
+        let flooder = records.filter { $0.client == "203.0.113.1" }
+        #expect(flooder.count == 30)
+        let whole = flooder.filter { $0.bodyReduction == nil }.count
+        #expect(whole > 0 && whole < 10, "whole bodies up to the client's share (8 KiB), then hash and size: \(whole)")
+        #expect(records.filter { $0.client == "203.0.113.2" }.map { $0.bodyReduction == nil } == [true], "another client's rejection is kept whole")
+    }
+
     // MARK: 4. Storage health
 
     @Test func aDeletedPartitionIsNoticedBeforeTheNextReply() throws {
