@@ -21,11 +21,13 @@ import Glibc
 final class ConnectionWatchdog: Sendable {
     enum Phase: UInt8 {
         /// `new`: accepted, no request line yet (the first request's headers share its deadline).
-        case idle = 1, headers, body, processing, new
+        /// `replying`: a reply is queued and being sent (then `idle`, under the same deadline).
+        case idle = 1, headers, body, processing, new, replying
 
         var name: String {
             switch self {
             case .new: return "new"
+            case .replying: return "replying"
             case .idle: return "idle"
             case .headers: return "headers"
             case .body: return "body"

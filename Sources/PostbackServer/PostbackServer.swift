@@ -442,6 +442,7 @@ final class HTTPCore: Sendable {
     /// Counts what `send` did not: libmicrohttpd's own answers (400, 413, 414, 431, …), and requests
     /// whose reply never reached the client.
     fileprivate func requestCompleted(_ request: RequestState?, connection: OpaquePointer, termination: Int32) {
+        if let track = track(of: connection), track.phase == .replying { track.continueAs(.idle) }
         // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
         // logger counts those answers, also the ones made before any request callback).
         if request?.stage != .done {
@@ -613,7 +614,8 @@ final class HTTPCore: Sendable {
         for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
         if closing || draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
         metrics.request(route: route, code: reply.status, seconds: seconds)
-        track(of: connection)?.enter(.idle, seconds: configuration.idleTimeoutSeconds)
+        // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply.
+        track(of: connection)?.enter(.replying, seconds: configuration.idleTimeoutSeconds)
         return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
     }
 }
