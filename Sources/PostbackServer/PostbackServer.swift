@@ -472,14 +472,18 @@ final class HTTPCore: Sendable {
                                      trusted: configuration.trustedProxies)
     }
 
-    /// Every request header as received (names not normalized), for the framing checks.
-    private func headers(of connection: OpaquePointer) -> [(name: String, value: String)] {
+    /// The request headers the framing checks look at (names as received): `Content-Length`,
+    /// `Transfer-Encoding`, and any name with whitespace. Others are skipped without making Strings.
+    private func framingHeaders(of connection: OpaquePointer) -> [(name: String, value: String)] {
         final class Collected { var headers: [(name: String, value: String)] = [] }
         let collected = Collected()
         _ = MHD_get_connection_values(connection, .HEADER_KIND, { context, _, key, value in
-            guard let context else { return .YES }
+            guard let context, let key else { return .YES }
+            let relevant = strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
+                || key[0] == 0 || strpbrk(key, " \t") != nil
+            guard relevant else { return .YES }
             let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-            collected.headers.append((key.map { String(cString: $0) } ?? "", value.map { String(cString: $0) } ?? ""))
+            collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
             return .YES
         }, Unmanaged.passUnretained(collected).toOpaque())
         return withExtendedLifetime(collected) { collected.headers }
@@ -491,7 +495,7 @@ final class HTTPCore: Sendable {
     private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String) -> Int32 {
         let route = Route(path: path, adNetworkPath: adNetworkPath)
         request.route = route
-        if let violation = HTTPFraming.violation(in: headers(of: connection)) {
+        if let violation = HTTPFraming.violation(in: framingHeaders(of: connection)) {
             request.stage = .done
             let reply = HTTPReply.problem(violation.status, type: violation.status == 501 ? "transfer-coding-not-supported" : "bad-framing",
                                           title: violation.status == 501 ? "Transfer coding not supported" : "Ambiguous or malformed message framing",
