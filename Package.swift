@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "PostbackStore", dependencies: ["Postbacks", "Locking"]),
         .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
-        .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "CMicroHTTPD", "CMicroHTTPDShim"]),
+        .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
         .target(name: "PostbackClient", dependencies: ["Locking", "CCurl", "CCurlShim"]),
         .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
         .target(name: "Reporting", dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),

@@ -30,10 +30,14 @@ public final class HTTPClient {
 
     private static let globalSetup: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
 
-    public init(timeoutSeconds: Double = 30) throws(HTTPClientError) {
+    /// - Parameter caCertificatePath: a PEM file of CA certificates to trust for HTTPS instead of the
+    ///   system's (a deployment with its own or a self-signed certificate).
+    public init(timeoutSeconds: Double = 30, caCertificatePath: String? = nil) throws(HTTPClientError) {
         guard Self.globalSetup, let handle = curl_easy_init() else { throw HTTPClientError("libcurl could not be initialized") }
         self.handle = handle
         self.timeoutSeconds = timeoutSeconds
+        // libcurl copies option strings, so the pointer need not outlive the call.
+        if let caCertificatePath { caCertificatePath.withCString { set(CURLOPT_CAINFO, pointer: $0) } }
         // No "Expect: 100-continue" round trip for bodies over 1 KiB.
         headerList = curl_slist_append(nil, "Expect:")
         headerList = curl_slist_append(headerList, "Content-Type: application/json")

@@ -81,12 +81,12 @@ public enum PostbackSender {
 
     /// Sends every body `next` returns (it is called from several threads and must be thread-safe;
     /// nil means no more). `onResponse` sees each answer (for a progress display or a failure log).
-    public static func send(url: String, concurrency: Int, timeoutSeconds: Double = 30,
+    public static func send(url: String, concurrency: Int, timeoutSeconds: Double = 30, caCertificatePath: String? = nil,
                             next: @escaping @Sendable () -> [UInt8]?,
                             onResponse: @escaping @Sendable (Result<HTTPResponse, HTTPClientError>) -> Void = { _ in })
         throws(HTTPClientError) -> Report {
         // Fail early (bad URL syntax is only found per request).
-        _ = try HTTPClient(timeoutSeconds: timeoutSeconds)
+        _ = try HTTPClient(timeoutSeconds: timeoutSeconds, caCertificatePath: caCertificatePath)
         let merged = Locked(Report())
         let group = DispatchGroup()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -95,7 +95,7 @@ public enum PostbackSender {
             let thread = Thread {
                 defer { group.leave() }
                 var report = Report()
-                guard let client = try? HTTPClient(timeoutSeconds: timeoutSeconds) else {
+                guard let client = try? HTTPClient(timeoutSeconds: timeoutSeconds, caCertificatePath: caCertificatePath) else {
                     report.errors += 1
                     report.errorCounts["libcurl could not be initialized", default: 0] += 1
                     merged.withLock { $0.merge(report) }

@@ -20,10 +20,14 @@ import Glibc
 /// number can never be hit.
 final class ConnectionWatchdog: Sendable {
     enum Phase: UInt8 {
-        case idle = 1, headers, body, processing
+        /// `new`: accepted, no request line yet (the first request's headers share its deadline).
+        /// `replying`: a reply is queued and being sent (then `idle`, under the same deadline).
+        case idle = 1, headers, body, processing, new, replying
 
         var name: String {
             switch self {
+            case .new: return "new"
+            case .replying: return "replying"
             case .idle: return "idle"
             case .headers: return "headers"
             case .body: return "body"
@@ -35,10 +39,23 @@ final class ConnectionWatchdog: Sendable {
     /// One TCP connection's deadline.
     final class Track: Sendable {
         let descriptor: Int32
+        let openedAt = DispatchTime.now().uptimeNanoseconds
         private let deadline = Atomic<UInt64>(0)
         private let phaseValue = Atomic<UInt8>(Phase.idle.rawValue)
 
         init(descriptor: Int32) { self.descriptor = descriptor }
+
+        /// Moves to `phase` under the current deadline (the first request line of a new connection).
+        func continueAs(_ phase: Phase) { phaseValue.store(phase.rawValue, ordering: .relaxed) }
+
+        private let refusing = Atomic<Bool>(false)
+        /// Set after libmicrohttpd itself answered an error: its framing may differ from the client's,
+        /// so nothing more is read as a request from this connection.
+        var refusesRequests: Bool { refusing.load(ordering: .relaxed) }
+        func refuseFurtherRequests() {
+            refusing.store(true, ordering: .relaxed)
+            shutdown(descriptor, Int32(SHUT_RD))
+        }
 
         var phase: Phase { Phase(rawValue: phaseValue.load(ordering: .relaxed)) ?? .idle }
 
@@ -54,6 +71,13 @@ final class ConnectionWatchdog: Sendable {
         }
 
         fileprivate func disarm() { deadline.store(0, ordering: .relaxed) }
+
+        private let shed = Atomic<Bool>(false)
+        fileprivate var isShed: Bool { shed.load(ordering: .relaxed) }
+        fileprivate func markShed() {
+            shed.store(true, ordering: .relaxed)
+            disarm()
+        }
     }
 
     private let tracks = Locked<[Int32: Track]>([:])
@@ -77,6 +101,37 @@ final class ConnectionWatchdog: Sendable {
         tracks.withLock { $0[track.descriptor] = track }
     }
 
+    /// Why a connection was closed to keep the open connections within the limit.
+    enum Refusal: String {
+        /// The oldest connection that has sent no request (new, or idle between requests) made room.
+        case silentShed = "silent-shed"
+        /// Every other connection is busy with a request: the new one is closed at once.
+        case overLimit = "over-limit"
+    }
+
+    /// Registers `track`; past `limit` open connections, closes the oldest silent one (never sent a
+    /// request line, then idle keep-alive), or else the new one. So connections that send nothing
+    /// cannot hold every slot while real ones wait in the listen queue: a new connection is served
+    /// or refused at once. `shutdown(2)` only; libmicrohttpd closes and cleans up as usual.
+    func admit(_ track: Track, limit: Int) -> Refusal? {
+        tracks.withLock { tracks in
+            tracks[track.descriptor] = track
+            // Connections already shed are on their way out: they do not count.
+            guard tracks.count > limit, tracks.values.lazy.filter({ !$0.isShed }).count > limit else { return nil }
+            var victim: Track?
+            for phase in [Phase.new, .idle] {
+                for candidate in tracks.values where candidate !== track && candidate.phase == phase && !candidate.isShed {
+                    if victim == nil || candidate.openedAt < victim!.openedAt { victim = candidate }
+                }
+                if victim != nil { break }
+            }
+            let closing = victim ?? track
+            closing.markShed()
+            shutdown(closing.descriptor, Int32(SHUT_RDWR))
+            return victim == nil ? .overLimit : .silentShed
+        }
+    }
+
     /// Called from the connection-closed notification, before the descriptor is closed.
     func unregister(_ track: Track) {
         tracks.withLock { tracks in
@@ -92,15 +147,18 @@ final class ConnectionWatchdog: Sendable {
     private func run() {
         while stopSignal.wait(timeout: .now() + interval) == .timedOut {
             let now = DispatchTime.now().uptimeNanoseconds
-            var expired: [Phase] = []
-            tracks.withLock { tracks in
-                for track in tracks.values where track.isOverdue(now: now) {
+            let expired = tracks.withLock { tracks in
+                tracks.values.filter { $0.isOverdue(now: now) }.map { track in
                     track.disarm()
-                    expired.append(track.phase)
-                    shutdown(track.descriptor, Int32(SHUT_RDWR))
+                    return track
                 }
             }
-            for phase in expired { onTimeout(phase) }
+            guard !expired.isEmpty else { continue }
+            // Counted before the close, so whoever sees the close also sees the count.
+            for track in expired { onTimeout(track.phase) }
+            tracks.withLock { tracks in
+                for track in expired where tracks[track.descriptor] === track { shutdown(track.descriptor, Int32(SHUT_RDWR)) }
+            }
         }
         stopped.signal()
     }

@@ -1,3 +1,4 @@
+import PostbackCrypto
 import Postbacks
 import PostbackStore
 
@@ -18,6 +19,7 @@ final class PostbackIngest: Sendable {
     let rejected: SpoolWriter
     let metrics: ServerMetrics
     let log: ServerLog
+    let rejectedBudget: RejectedStoreBudget
 
     init(configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, metrics: ServerMetrics, log: ServerLog) {
         self.configuration = configuration
@@ -27,9 +29,11 @@ final class PostbackIngest: Sendable {
         self.rejected = rejected
         self.metrics = metrics
         self.log = log
+        self.rejectedBudget = RejectedStoreBudget(configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory))
     }
 
-    func receive(body: [UInt8], route: Route) -> Action {
+    /// - Parameter client: the client's address (see `ClientAddress`); kept with rejections only.
+    func receive(body: [UInt8], route: Route, client: () -> String) -> Action {
         let receivedAt = UTCTimestamp.now()
         // Unhealthy storage: 500 before spending a signature check on it.
         guard postbacks.isHealthy, rejected.isHealthy else {
@@ -70,22 +74,61 @@ final class PostbackIngest: Sendable {
         }
 
         if let policy = rejection.policy { metrics.policyRejection(policy) }
-        let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body,
+        var record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body,
                                  reason: rejection.reason)
+        let client = client()
+        record.client = client
         log.info("postback rejected", [
             "route": .string(route.rawValue), "verdict": .string(result.status.rawValue),
             "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(rejection.reason),
+            "client": .string(client),
         ])
         let status = result.status
         let dedupKey = result.dedupKey
         let title = Self.title(status: status, policy: rejection.policy)
         let type = rejection.policy.map { "not-accepted-\($0)" } ?? status.rawValue
-        return .store(writer: rejected, line: record.encoded(), day: receivedAt.day, dedupKey: nil) { outcome in
+        let problem = HTTPReply.problem(400, type: type, title: title, detail: rejection.reason) { json in
+            json.field("verdict", status.rawValue)
+            if let dedupKey { json.field("dedup_key", dedupKey) }
+        }
+        guard let line = rejectedLine(record, client: client) else { return .reply(problem) }
+        return .store(writer: rejected, line: line, day: receivedAt.day, dedupKey: nil) { outcome in
             if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
-            return .problem(400, type: type, title: title, detail: rejection.reason) { json in
-                json.field("verdict", status.rawValue)
-                if let dedupKey { json.field("dedup_key", dedupKey) }
-            }
+            return problem
+        }
+    }
+
+    /// The rejected record as the budget allows: whole, with a prefix of a large body, hash-only,
+    /// or nil (not stored; answered 400 all the same).
+    private func rejectedLine(_ record: SpoolRecord, client: String) -> [UInt8]? {
+        var record = record
+        let body = record.body
+        let digest = { SHA256.hash(body).description }
+        let keep = configuration.rejectedBodyKeepBytes
+        if body.count > keep {
+            record.body = Array(body.prefix(keep))
+            record.bodyReduction = .init(kept: .prefix, sha256: digest(), byteCount: body.count)
+        }
+        let line = record.encoded()
+        // Made only once the whole record no longer fits the day's budget.
+        var hashOnlyLine: [UInt8] = []
+        let decision = rejectedBudget.admit(wholeBytes: line.count, day: record.receivedAt.day, client: client) {
+            var hashOnly = record
+            hashOnly.body = []
+            hashOnly.bodyReduction = .init(kept: .none, sha256: record.bodyReduction?.sha256 ?? digest(), byteCount: body.count)
+            hashOnlyLine = hashOnly.encoded()
+            return hashOnlyLine.count
+        }
+        switch decision {
+        case .store:
+            if record.bodyReduction != nil { metrics.rejectedBodyReduced(kept: "prefix") }
+            return line
+        case .storeHashOnly:
+            metrics.rejectedBodyReduced(kept: "hash")
+            return hashOnlyLine
+        case .skip(let reason):
+            metrics.rejectedNotStored(reason)
+            return nil
         }
     }
 

@@ -94,6 +94,9 @@ public final class PostbackServer: Sendable {
                     log.info("storage recovered", ["spool": .string(spool.rawValue)])
                 case .openedSegment(let path):
                     log.info("segment opened", ["spool": .string(spool.rawValue), "path": .string(path)])
+                case .segmentVanished(let path):
+                    log.error("open segment deleted or replaced under the receiver: closed it, the next record goes to a new segment",
+                              ["spool": .string(spool.rawValue), "path": .string(path)])
                 case .committed:
                     break
                 }
@@ -211,6 +214,10 @@ final class HTTPCore: Sendable {
         if draining.load(ordering: .relaxed) { problems.append("shutting down") }
         if !ingest.postbacks.isHealthy { problems.append("postbacks spool is not writable") }
         if !ingest.rejected.isHealthy { problems.append("rejected spool is not writable") }
+        // Asking also makes the writer replace them at once, so the next scrape is ready again.
+        for path in ingest.postbacks.vanishedSegments() + ingest.rejected.vanishedSegments() {
+            problems.append("open segment \(path) was deleted or replaced; a new one is being started")
+        }
         var info = statvfs()
         if statvfs(configuration.dataDirectory, &info) != 0 {
             problems.append("data directory cannot be examined: \(String(cString: strerror(errno)))")
@@ -233,7 +240,9 @@ final class HTTPCore: Sendable {
         settings.listen_fd = listenDescriptor
         settings.thread_per_connection = configuration.threadPerConnection ? 1 : 0
         settings.thread_pool_size = UInt32(configuration.threads)
-        settings.connection_limit = UInt32(configuration.connectionLimit)
+        // The limit itself is kept by `watchdog.admit` (which sheds silent connections instead of
+        // letting new ones queue); libmicrohttpd's, split between its threads, only backs it up.
+        settings.connection_limit = UInt32(min(configuration.connectionLimit * 2 + 64 * configuration.threads, 4_000_000))
         settings.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
         // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
         settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
@@ -247,12 +256,13 @@ final class HTTPCore: Sendable {
             return core.handle(connection: connection, url: url, method: method, data: data, size: size, requestContext: requestContext)
         }
         settings.access_context = context
-        settings.request_completed = { context, _, requestContext, _ in
-            guard let context, let requestContext, let raw = requestContext.pointee else { return }
+        settings.request_completed = { context, connection, requestContext, termination in
+            guard let context, let requestContext else { return }
             let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
-            Unmanaged<RequestState>.fromOpaque(raw).release()
+            let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
             requestContext.pointee = nil
-            core.activeRequests.subtract(1, ordering: .relaxed)
+            if request != nil { core.activeRequests.subtract(1, ordering: .relaxed) }
+            if let connection { core.requestCompleted(request, connection: connection, termination: termination) }
         }
         settings.request_completed_context = context
         settings.connection_notify = { context, connection, socketContext, code in
@@ -272,6 +282,9 @@ final class HTTPCore: Sendable {
             let core = Unmanaged<HTTPCore>.fromOpaque(context).takeUnretainedValue()
             let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
             core.log.warning("libmicrohttpd", ["detail": .string(text)])
+            // The one place every answer libmicrohttpd makes itself (400, 413, 414, 431, …) shows up,
+            // also those made before any request callback.
+            if let code = ServerMetrics.libraryResponseCode(inLogMessage: text) { core.metrics.libraryResponse(code: code) }
         }
         settings.logger_context = context
 
@@ -346,9 +359,13 @@ final class HTTPCore: Sendable {
     fileprivate func connectionNotification(connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool) {
         if started {
             let track = ConnectionWatchdog.Track(descriptor: postback_mhd_connection_fd(connection))
-            track.enter(.idle, seconds: configuration.idleTimeoutSeconds)
-            watchdog.register(track)
+            // A new connection gets the short header deadline, not the keep-alive idle timeout: one
+            // that sends nothing is gone within seconds.
+            track.enter(.new, seconds: configuration.headerTimeoutSeconds)
             socketContext.pointee = Unmanaged.passRetained(track).toOpaque()
+            if let refusal = watchdog.admit(track, limit: configuration.connectionLimit) {
+                metrics.connectionRefused(refusal.rawValue)
+            }
         } else if let raw = socketContext.pointee {
             let track = Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw)
             watchdog.unregister(track.takeUnretainedValue())
@@ -364,7 +381,10 @@ final class HTTPCore: Sendable {
 
     /// The request line arrived: the headers must follow within the header timeout.
     fileprivate func requestLineReceived(connection: OpaquePointer) -> UnsafeMutableRawPointer? {
-        track(of: connection)?.enter(.headers, seconds: configuration.headerTimeoutSeconds)
+        if let track = track(of: connection) {
+            // A new connection's first request keeps the deadline counted from the accept.
+            if track.phase == .new { track.continueAs(.headers) } else { track.enter(.headers, seconds: configuration.headerTimeoutSeconds) }
+        }
         activeRequests.add(1, ordering: .relaxed)
         return Unmanaged.passRetained(RequestState()).toOpaque()
     }
@@ -380,6 +400,7 @@ final class HTTPCore: Sendable {
         let request = Unmanaged<RequestState>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
         switch request.stage {
         case .new:
+            if track(of: connection)?.refusesRequests == true { return 0 }
             return begin(request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
                          method: method.map { String(cString: $0) } ?? "")
         case .receiving:
@@ -398,7 +419,7 @@ final class HTTPCore: Sendable {
             track(of: connection)?.enter(.processing, seconds: nil)
             if request.tooLarge {
                 request.stage = .done
-                return send(tooLarge(), route: request.route, on: connection)
+                return send(tooLarge(), route: request.route, on: connection, closing: true)
             }
             guard request.route.receivesPostbacks else {
                 // Answered only now, after the (empty) body: answering GETs from the first call
@@ -417,28 +438,88 @@ final class HTTPCore: Sendable {
         }
     }
 
-    /// The headers are in: route, method and declared length decide what happens next.
+    /// The request that was just completed (nil if libmicrohttpd never told us of its request line).
+    /// Counts what `send` did not: libmicrohttpd's own answers (400, 413, 414, 431, …), and requests
+    /// whose reply never reached the client.
+    fileprivate func requestCompleted(_ request: RequestState?, connection: OpaquePointer, termination: Int32) {
+        if let track = track(of: connection), track.phase == .replying { track.continueAs(.idle) }
+        // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
+        // logger counts those answers, also the ones made before any request callback).
+        if request?.stage != .done {
+            let status = Int(postback_mhd_http_status(connection))
+            // libmicrohttpd rejected the request itself (a malformed Content-Length, …): where the
+            // next request starts is uncertain, so none is taken from this connection.
+            if status >= 400 { track(of: connection)?.refuseFurtherRequests() }
+        }
+        // MHD_REQUEST_TERMINATED_*: 0 completed; 1 error, 2 timeout, 3 shutdown, 4 read error, 5 client abort.
+        switch termination {
+        case 0: break
+        case 2: metrics.requestAborted("timeout")
+        case 3: metrics.requestAborted("shutdown")
+        case 4, 5: metrics.requestAborted("client-left")
+        default: metrics.requestAborted("error")
+        }
+    }
+
+    /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
+    private func clientAddress(of connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let peer = postback_mhd_client_address(connection, &buffer, buffer.count) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        guard !configuration.trustedProxies.isEmpty else { return peer }
+        func header(_ name: String) -> String? { MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) } }
+        return ClientAddress.resolve(peer: peer, forwardedFor: header("X-Forwarded-For"), forwarded: header("Forwarded"),
+                                     trusted: configuration.trustedProxies)
+    }
+
+    /// The request headers the framing checks look at (names as received): `Content-Length`,
+    /// `Transfer-Encoding`, and any name with whitespace. Others are skipped without making Strings.
+    private func framingHeaders(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        final class Collected { var headers: [(name: String, value: String)] = [] }
+        let collected = Collected()
+        _ = MHD_get_connection_values(connection, .HEADER_KIND, { context, _, key, value in
+            guard let context, let key else { return .YES }
+            let relevant = strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
+                || key[0] == 0 || strpbrk(key, " \t") != nil
+            guard relevant else { return .YES }
+            let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+            collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+            return .YES
+        }, Unmanaged.passUnretained(collected).toOpaque())
+        return withExtendedLifetime(collected) { collected.headers }
+    }
+
+    /// The headers are in: framing, route, method and declared length decide what happens next.
+    /// Every reply made here, before the body is read, closes the connection and says so
+    /// (`Connection: close`), so a client pipelining behind it knows to send its next request anew.
     private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String) -> Int32 {
         let route = Route(path: path, adNetworkPath: adNetworkPath)
         request.route = route
+        if let violation = HTTPFraming.violation(in: framingHeaders(of: connection)) {
+            request.stage = .done
+            let reply = HTTPReply.problem(violation.status, type: violation.status == 501 ? "transfer-coding-not-supported" : "bad-framing",
+                                          title: violation.status == 501 ? "Transfer coding not supported" : "Ambiguous or malformed message framing",
+                                          detail: violation.detail)
+            return send(reply, route: route, on: connection, closing: true)
+        }
         guard route != .unknown else {
             request.stage = .done
             return send(.problem(404, type: "not-found", title: "No such endpoint",
                                  detail: "postbacks go to POST \(Route.skadnetworkPath)/ or \(Route.appAttributionPath)/"),
-                        route: route, on: connection)
+                        route: route, on: connection, closing: true)
         }
         guard route.allows(method: method) else {
             request.stage = .done
             var reply = HTTPReply.problem(405, type: "method-not-allowed", title: "Method not allowed",
                                           detail: "\(JSONWriter.escapedForMessage(method)) is not allowed here; use \(route.allowedMethods)")
             reply.headers.append(("Allow", route.allowedMethods))
-            return send(reply, route: route, on: connection)
+            return send(reply, route: route, on: connection, closing: true)
         }
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
            let length = Int(String(cString: declared)), length > configuration.bodyLimitBytes {
             // Answered before the body is read; libmicrohttpd then closes the connection.
             request.stage = .done
-            return send(tooLarge(), route: route, on: connection)
+            return send(tooLarge(), route: route, on: connection, closing: true)
         }
         track(of: connection)?.enter(.body, seconds: configuration.bodyTimeoutSeconds)
         request.stage = .receiving
@@ -455,7 +536,7 @@ final class HTTPCore: Sendable {
         }
         let body = request.body
         request.body = []
-        switch ingest.receive(body: body, route: request.route) {
+        switch ingest.receive(body: body, route: request.route, client: { clientAddress(of: connection) }) {
         case .reply(let reply):
             request.stage = .done
             return send(reply, route: request.route, on: connection)
@@ -528,7 +609,8 @@ final class HTTPCore: Sendable {
         }
     }
 
-    private func send(_ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil) -> Int32 {
+    /// Queues `reply`. `closing`: the connection ends after it, and the reply says so.
+    private func send(_ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil, closing: Bool = false) -> Int32 {
         let response = reply.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
         }
@@ -536,9 +618,10 @@ final class HTTPCore: Sendable {
         defer { MHD_destroy_response(response) }
         MHD_add_response_header(response, "Content-Type", reply.contentType)
         for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
-        if draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
+        if closing || draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
         metrics.request(route: route, code: reply.status, seconds: seconds)
-        track(of: connection)?.enter(.idle, seconds: configuration.idleTimeoutSeconds)
+        // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply.
+        track(of: connection)?.enter(.replying, seconds: configuration.idleTimeoutSeconds)
         return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
     }
 }

@@ -10,9 +10,12 @@ import Glibc
 ///     {"listen": "0.0.0.0:8080", "data_dir": "/var/lib/postback", "writer_id": "rx-1",
 ///      "ad_network_path": "/postbacks", "ad_network_ids": ["example123.skadnetwork"],
 ///      "allow_development": false, "trust_keys": [], "body_limit_bytes": 65536,
-///      "header_timeout_seconds": 10, "body_timeout_seconds": 10, "idle_timeout_seconds": 30,
+///      "header_timeout_seconds": 5, "body_timeout_seconds": 10, "idle_timeout_seconds": 30,
 ///      "connection_limit": 1024, "per_ip_connection_limit": 0, "segment_bytes": 134217728,
-///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info"}
+///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info",
+///      "trusted_proxies": ["10.0.0.0/8"], "rejected_bytes_per_day": 268435456,
+///      "rejected_bytes_per_client_per_day": 4194304, "rejected_body_keep_bytes": 4096,
+///      "reserved_free_bytes": 268435456}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 public struct ServerConfiguration: Sendable {
@@ -33,8 +36,9 @@ public struct ServerConfiguration: Sendable {
     /// The loaded `trustKeyPaths` (the CLI loads them).
     public var testKeys: [TrustedTestKey] = []
     public var bodyLimitBytes = 64 << 10
-    /// From the request line to the end of the headers.
-    public var headerTimeoutSeconds = 10.0
+    /// From the request line to the end of the headers; on a new connection, from the accept (so a
+    /// connection that sends nothing is closed this soon, not after the idle timeout).
+    public var headerTimeoutSeconds = 5.0
     /// From the end of the headers to the end of the body.
     public var bodyTimeoutSeconds = 10.0
     /// A keep-alive connection with no request in progress (also libmicrohttpd's inactivity timeout).
@@ -53,6 +57,17 @@ public struct ServerConfiguration: Sendable {
     /// How long a shutdown waits for requests in progress.
     public var shutdownGraceSeconds = 10.0
     public var logLevel = ServerLog.Level.info
+    /// Peers (a reverse proxy, a load balancer) whose `X-Forwarded-For` / `Forwarded` names the client.
+    public var trustedProxies: [CIDR] = []
+    /// Bytes of rejected records a day. Past 7/8 of it a rejected body is kept only as its SHA-256
+    /// and size; at the budget nothing more is stored that day (still answered 400, and counted).
+    public var rejectedBytesPerDay = 256 << 20
+    /// Of that, whole rejected records from one client address (beyond: hash and size only).
+    public var rejectedBytesPerClientPerDay = 4 << 20
+    /// A rejected body larger than this is kept as its first this-many bytes plus SHA-256 and size.
+    public var rejectedBodyKeepBytes = 4096
+    /// Free space kept for verified postbacks: rejected records are not written below it.
+    public var reservedFreeBytes = 256 << 20
 
     public init() {}
 
@@ -110,6 +125,17 @@ public struct ServerConfiguration: Sendable {
             case "threads": configuration.threads = try reader.integer(in: 1...256)
             case "thread_per_connection": configuration.threadPerConnection = try reader.bool()
             case "shutdown_grace_seconds": configuration.shutdownGraceSeconds = try reader.seconds()
+            case "trusted_proxies":
+                configuration.trustedProxies = try (reader.optionalStrings() ?? []).map { text throws(ConfigurationError) in
+                    guard let cidr = CIDR(text) else {
+                        throw ConfigurationError("trusted_proxies: \"\(JSONWriter.escapedForMessage(text))\" is not an address or CIDR (like 10.0.0.0/8 or fd00::/8)")
+                    }
+                    return cidr
+                }
+            case "rejected_bytes_per_day": configuration.rejectedBytesPerDay = try reader.integer(in: 0...(1 << 50))
+            case "rejected_bytes_per_client_per_day": configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
+            case "rejected_body_keep_bytes": configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...(16 << 20))
+            case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -130,7 +156,8 @@ public struct ServerConfiguration: Sendable {
         "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
-        "shutdown_grace_seconds", "log_level",
+        "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
+        "rejected_body_keep_bytes", "reserved_free_bytes", "log_level",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.

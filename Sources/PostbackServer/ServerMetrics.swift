@@ -5,8 +5,8 @@ import Synchronization
 
 /// The counters behind `GET /metrics`, rendered in the Prometheus text format (version 0.0.4).
 ///
-/// Labels are bounded: routes are a fixed set, protocol/version/status come from the verifier's
-/// enums, never from request text.
+/// Labels are bounded and escaped: every value goes through `MetricLabels` (a closed set per label,
+/// `other` for anything else a request claims), so no request can add a series or a line.
 final class ServerMetrics: Sendable {
     private struct RequestKey: Hashable { let route: Route; let code: Int }
     private struct VerdictKey: Hashable { let protocolName: String; let version: String; let status: String; let environment: String }
@@ -21,6 +21,12 @@ final class ServerMetrics: Sendable {
         var storageErrors: [StoreLayout.Spool: Int] = [:]
         var segmentsOpened: [StoreLayout.Spool: Int] = [:]
         var timedOutConnections: [String: Int] = [:]
+        var abortedRequests: [String: Int] = [:]
+        var libraryResponses: [String: Int] = [:]
+        var refusedConnections: [String: Int] = [:]
+        var rejectedBodiesReduced: [String: Int] = [:]
+        var rejectedNotStored: [String: Int] = [:]
+        var segmentsVanished: [StoreLayout.Spool: Int] = [:]
         var fsync = Histogram(upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
         var batchSize = Histogram(upperBounds: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
         var requestDuration = Histogram(upperBounds: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
@@ -36,20 +42,21 @@ final class ServerMetrics: Sendable {
     }
 
     func verdict(_ result: VerificationResult) {
-        let key = VerdictKey(protocolName: result.postbackProtocol?.rawValue ?? "unknown",
-                             version: result.version ?? (result.postbackProtocol == .adattributionkit ? "aak" : "unknown"),
-                             status: result.status.rawValue,
-                             environment: result.environment?.rawValue ?? "none")
+        // `version` is whatever an unverified body claims: only known versions get a label of their own.
+        let key = VerdictKey(protocolName: MetricLabels.protocols.label(result.postbackProtocol?.rawValue ?? "unknown"),
+                             version: MetricLabels.versions.label(result.version ?? (result.postbackProtocol == .adattributionkit ? "aak" : "unknown")),
+                             status: MetricLabels.statuses.label(result.status.rawValue),
+                             environment: MetricLabels.environments.label(result.environment?.rawValue ?? "none"))
         state.withLock { $0.verdicts[key, default: 0] += 1 }
     }
 
     func duplicate(protocol postbackProtocol: PostbackProtocol?) {
-        state.withLock { $0.duplicates[postbackProtocol?.rawValue ?? "unknown", default: 0] += 1 }
+        state.withLock { $0.duplicates[MetricLabels.protocols.label(postbackProtocol?.rawValue ?? "unknown"), default: 0] += 1 }
     }
 
     /// A verified postback the receiver's policy turned away (`ad-network`, `development`).
     func policyRejection(_ reason: String) {
-        state.withLock { $0.policyRejections[reason, default: 0] += 1 }
+        state.withLock { $0.policyRejections[MetricLabels.policyReasons.label(reason), default: 0] += 1 }
     }
 
     func writer(_ spool: StoreLayout.Spool, event: SpoolWriter.Event) {
@@ -64,6 +71,8 @@ final class ServerMetrics: Sendable {
                 state.segmentsOpened[spool, default: 0] += 1
             case .failed:
                 state.storageErrors[spool, default: 0] += 1
+            case .segmentVanished:
+                state.segmentsVanished[spool, default: 0] += 1
             case .recovered:
                 break
             }
@@ -72,6 +81,39 @@ final class ServerMetrics: Sendable {
 
     func connectionTimedOut(phase: String) {
         state.withLock { $0.timedOutConnections[phase, default: 0] += 1 }
+    }
+
+    /// An answer libmicrohttpd made itself, without a request callback of ours.
+    func libraryResponse(code: Int) {
+        state.withLock { $0.libraryResponses[(100...599).contains(code) ? String(code) : MetricLabels.other, default: 0] += 1 }
+    }
+
+    /// The status in libmicrohttpd's "Error processing request (HTTP response code is 414 …" message.
+    static func libraryResponseCode(inLogMessage text: String) -> Int? {
+        guard let marker = text.range(of: "HTTP response code is ") else { return nil }
+        return Int(text[marker.upperBound...].prefix { $0.isASCII && $0.isNumber })
+    }
+
+    /// A request that ended without its reply reaching the client (`client-left`, `timeout`, `error`,
+    /// `shutdown`).
+    func requestAborted(_ reason: String) {
+        state.withLock { $0.abortedRequests[reason, default: 0] += 1 }
+    }
+
+    /// A connection closed at the connection limit (`silent-shed`: the oldest one that never sent a
+    /// request, to make room; `over-limit`: the new one, when none was silent).
+    func connectionRefused(_ reason: String) {
+        state.withLock { $0.refusedConnections[reason, default: 0] += 1 }
+    }
+
+    /// A rejected record stored without its whole body (`hash`: over the day's budget; `prefix`: too large).
+    func rejectedBodyReduced(kept: String) {
+        state.withLock { $0.rejectedBodiesReduced[kept, default: 0] += 1 }
+    }
+
+    /// A rejected postback answered 400 but not stored at all (`free-space-floor`).
+    func rejectedNotStored(_ reason: String) {
+        state.withLock { $0.rejectedNotStored[reason, default: 0] += 1 }
     }
 
     /// Gauges read at scrape time.
@@ -90,21 +132,26 @@ final class ServerMetrics: Sendable {
         }
         header("postback_http_requests_total", "counter", "HTTP requests answered, by route and status code.")
         for (key, count) in state.requests.sorted(by: { ($0.key.route.rawValue, $0.key.code) < ($1.key.route.rawValue, $1.key.code) }) {
-            text += "postback_http_requests_total{route=\"\(key.route.rawValue)\",code=\"\(key.code)\"} \(count)\n"
+            text += MetricLabels.series("postback_http_requests_total", ["route": key.route.rawValue, "code": String(key.code)]) + " \(count)\n"
+        }
+        header("postback_http_library_responses_total", "counter", "Answers libmicrohttpd made itself (malformed request, request line or headers too large, …), by status code; not in postback_http_requests_total.")
+        for (code, count) in state.libraryResponses.sorted(by: { $0.key < $1.key }) {
+            text += MetricLabels.series("postback_http_library_responses_total", ["code": code]) + " \(count)\n"
         }
         header("postback_request_duration_seconds", "histogram", "Time from a complete postback request to its response.")
         state.requestDuration.render(name: "postback_request_duration_seconds", into: &text)
         header("postback_verdicts_total", "counter", "Verifier verdicts, by protocol, version, status and environment (production or development, from the key; none when no key applies).")
         for (key, count) in state.verdicts.sorted(by: { ($0.key.protocolName, $0.key.version, $0.key.status, $0.key.environment) < ($1.key.protocolName, $1.key.version, $1.key.status, $1.key.environment) }) {
-            text += "postback_verdicts_total{protocol=\"\(key.protocolName)\",version=\"\(key.version)\",status=\"\(key.status)\",environment=\"\(key.environment)\"} \(count)\n"
+            text += MetricLabels.series("postback_verdicts_total",
+                                        ["protocol": key.protocolName, "version": key.version, "status": key.status, "environment": key.environment]) + " \(count)\n"
         }
         header("postback_duplicates_total", "counter", "Verified postbacks whose dedup key was already stored (answered 200, not stored again).")
         for (name, count) in state.duplicates.sorted(by: { $0.key < $1.key }) {
-            text += "postback_duplicates_total{protocol=\"\(name)\"} \(count)\n"
+            text += MetricLabels.series("postback_duplicates_total", ["protocol": name]) + " \(count)\n"
         }
         header("postback_policy_rejections_total", "counter", "Verified postbacks rejected by configuration (ad network not accepted, development not allowed).")
         for (reason, count) in state.policyRejections.sorted(by: { $0.key < $1.key }) {
-            text += "postback_policy_rejections_total{reason=\"\(reason)\"} \(count)\n"
+            text += MetricLabels.series("postback_policy_rejections_total", ["reason": reason]) + " \(count)\n"
         }
         header("postback_fsync_duration_seconds", "histogram", "Duration of each group commit's fdatasync.")
         state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)
@@ -116,12 +163,13 @@ final class ServerMetrics: Sendable {
             ("postback_spool_records_total", "counter", "Records appended (and synced) to the spool, by spool.", { state.spoolRecords[$0] ?? 0 }),
             ("postback_spool_segments_opened_total", "counter", "Segment files created, by spool.", { state.segmentsOpened[$0] ?? 0 }),
             ("postback_storage_errors_total", "counter", "Failed writes or syncs, by spool.", { state.storageErrors[$0] ?? 0 }),
+            ("postback_spool_segments_vanished_total", "counter", "Open segments found deleted or replaced under the receiver (closed and begun anew before the next reply), by spool.", { state.segmentsVanished[$0] ?? 0 }),
             ("postback_storage_healthy", "gauge", "1 while the spool takes writes, 0 after a failure until it recovers.", { gauges.storageHealthy[$0] == true ? 1 : 0 }),
         ]
         for family in perSpool {
             header(family.name, family.type, family.help)
             for spool in StoreLayout.Spool.allCases {
-                text += "\(family.name){spool=\"\(spool.rawValue)\"} \(family.value(spool))\n"
+                text += MetricLabels.series(family.name, ["spool": spool.rawValue]) + " \(family.value(spool))\n"
             }
         }
         header("postback_dedup_keys", "gauge", "Dedup keys in the index (stored postbacks of every writer).")
@@ -129,9 +177,20 @@ final class ServerMetrics: Sendable {
         header("postback_open_connections", "gauge", "Open HTTP connections.")
         text += "postback_open_connections \(gauges.openConnections)\n"
         header("postback_connections_timed_out_total", "counter", "Connections closed for being too slow, by phase (idle, headers, body).")
-        for (phase, count) in state.timedOutConnections.sorted(by: { $0.key < $1.key }) {
-            text += "postback_connections_timed_out_total{phase=\"\(phase)\"} \(count)\n"
+        func labelled(_ name: String, _ label: String, _ counts: [String: Int]) {
+            for (value, count) in counts.sorted(by: { $0.key < $1.key }) {
+                text += MetricLabels.series(name, [label: value]) + " \(count)\n"
+            }
         }
+        labelled("postback_connections_timed_out_total", "phase", state.timedOutConnections)
+        header("postback_connections_refused_total", "counter", "Connections closed at the connection limit, by reason (silent-shed: the oldest connection that had sent no request; over-limit: the new one).")
+        labelled("postback_connections_refused_total", "reason", state.refusedConnections)
+        header("postback_http_requests_aborted_total", "counter", "Requests whose reply did not reach the client, by reason (client-left, timeout, error, shutdown).")
+        labelled("postback_http_requests_aborted_total", "reason", state.abortedRequests)
+        header("postback_rejected_bodies_reduced_total", "counter", "Rejected records stored without their whole body, by what was kept (hash: over the daily budget; prefix: body over the size limit).")
+        labelled("postback_rejected_bodies_reduced_total", "kept", state.rejectedBodiesReduced)
+        header("postback_rejected_not_stored_total", "counter", "Rejected postbacks answered 400 but not stored, by reason (free-space-floor: the disk space is kept for verified postbacks).")
+        labelled("postback_rejected_not_stored_total", "reason", state.rejectedNotStored)
         header("postback_ready", "gauge", "1 when /readyz answers 200.")
         text += "postback_ready \(gauges.ready ? 1 : 0)\n"
         return text

@@ -25,8 +25,30 @@ public struct SpoolRecord: Sendable, Equatable {
     /// Why it was rejected; nil for verified postbacks.
     public var reason: String?
     public var attribution: Attribution?
-    /// The HTTP body exactly as received.
+    /// The HTTP body exactly as received (for a rejected record with `bodyReduction`, what was kept of it).
     public var body: [UInt8]
+    /// Rejected records only: the client's address (the socket's peer, or the one a trusted proxy named).
+    /// Never written for verified postbacks.
+    public var client: String? = nil
+    /// Rejected records only: set when the body was not kept whole (see `BodyReduction`).
+    public var bodyReduction: BodyReduction? = nil
+
+    /// How a rejected record's body was cut down so that junk cannot fill the disk: `prefix` keeps its
+    /// first bytes (the body was over the size limit), `none` keeps nothing (the day's budget for
+    /// rejected bodies is spent). Either way the whole body's SHA-256 and size are kept.
+    public struct BodyReduction: Sendable, Equatable {
+        public enum Kept: String, Sendable { case prefix, none }
+        public var kept: Kept
+        /// Lower-case hex SHA-256 of the whole body.
+        public var sha256: String
+        public var byteCount: Int
+
+        public init(kept: Kept, sha256: String, byteCount: Int) {
+            self.kept = kept
+            self.sha256 = sha256
+            self.byteCount = byteCount
+        }
+    }
 
     public init(receivedAt: UTCTimestamp, writer: String, route: String, status: VerificationStatus,
                 environment: PostbackEnvironment?, dedupKey: String?, postbackProtocol: PostbackProtocol?,
@@ -70,9 +92,15 @@ public struct SpoolRecord: Sendable, Equatable {
         json.field("version", version)
         json.field("key", keyName)
         if let reason { json.field("reason", reason) }
+        if let client { json.field("client", client) }
         if let attribution {
             json.key("attribution")
             attribution.write(to: &json)
+        }
+        if let bodyReduction {
+            json.field("body_kept", bodyReduction.kept.rawValue)
+            json.field("body_sha256", bodyReduction.sha256)
+            json.field("body_bytes", bodyReduction.byteCount)
         }
         if !json.field("body", utf8: body) {
             json.field("body_base64", Base64.encode(body, alphabet: .standard))
@@ -123,5 +151,10 @@ public struct SpoolRecord: Sendable, Equatable {
             environment: string("environment").flatMap(PostbackEnvironment.init(rawValue:)), dedupKey: string("dedup_key"),
             postbackProtocol: string("protocol").flatMap(PostbackProtocol.init(rawValue:)), version: string("version"),
             keyName: string("key"), reason: string("reason"), attribution: attribution, body: body)
+        client = string("client")
+        if let kept = string("body_kept").flatMap(BodyReduction.Kept.init(rawValue:)), let sha256 = string("body_sha256"),
+           case .number(let size)? = object["body_bytes"], let byteCount = size.int64Value {
+            bodyReduction = BodyReduction(kept: kept, sha256: sha256, byteCount: Int(byteCount))
+        }
     }
 }

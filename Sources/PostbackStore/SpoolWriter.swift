@@ -41,6 +41,9 @@ public final class SpoolWriter: Sendable {
         case openedSegment(path: String)
         case failed(StorageError)
         case recovered
+        /// An open segment was deleted or replaced under the writer (its directory removed, the file
+        /// renamed or unlinked): it was closed, and the next record goes to a new one.
+        case segmentVanished(path: String)
     }
 
     public struct Configuration: Sendable {
@@ -93,6 +96,10 @@ public final class SpoolWriter: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let healthy = Atomic<Bool>(true)
     private let storedKeys = Atomic<Int>(0)
+    /// The open segments' paths and identities, for `vanishedSegments()` from other threads.
+    private let openSegments = Locked<[String: FileIdentity]>([:])
+    /// Set by `vanishedSegments()` when it found one: the writer thread then replaces it at once.
+    private let checkRequested = Atomic<Bool>(false)
 
     /// Starts the writer thread.
     /// - Parameters:
@@ -112,6 +119,18 @@ public final class SpoolWriter: Sendable {
 
     /// How many dedup keys are stored (recovered plus written since).
     public var dedupKeyCount: Int { storedKeys.load(ordering: .relaxed) }
+
+    /// Open segments that are no longer at their path (deleted, or replaced by another file). When
+    /// there is one, the writer thread is woken to close it, so a later record is not acknowledged
+    /// from a file nobody can read; `/readyz` reports them meanwhile.
+    public func vanishedSegments() -> [String] {
+        let vanished = openSegments.withLock { $0 }.filter { FileIdentity(path: $0.key) != $0.value }.map(\.key).sorted()
+        if !vanished.isEmpty {
+            checkRequested.store(true, ordering: .relaxed)
+            wakeup.signal()
+        }
+        return vanished
+    }
 
     /// Queues one encoded record (a JSON line with its newline) for the partition of `day`.
     /// `completion` is called exactly once, on the writer thread (or at once, when unhealthy or closed).
@@ -165,6 +184,32 @@ public final class SpoolWriter: Sendable {
     fileprivate func setStoredKeys(_ count: Int) { storedKeys.store(count, ordering: .relaxed) }
 
     fileprivate func didFinish() { finished.signal() }
+
+    fileprivate func publishOpenSegments(_ segments: [String: FileIdentity]) { openSegments.withLock { $0 = segments } }
+
+    fileprivate func takeCheckRequest() -> Bool { checkRequested.exchange(false, ordering: .relaxed) }
+}
+
+/// A file's device and inode: a path whose identity changed (or that is gone) is no longer the file
+/// a descriptor writes to.
+struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+
+    init?(descriptor: Int32) {
+        var info = stat()
+        // A file unlinked from every directory is gone, even though its descriptor still writes.
+        guard fstat(descriptor, &info) == 0, info.st_nlink > 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
 }
 
 /// The state only the writer thread touches: open segments, the dedup index, the next sequence number.
@@ -175,6 +220,8 @@ private final class Worker: @unchecked Sendable {
         let path: String
         var size = 0
         var syncedSize = 0
+        /// What `path` named when the segment was created (nil if it could not be read).
+        var identity: FileIdentity? = nil
     }
 
     let owner: SpoolWriter
@@ -187,6 +234,8 @@ private final class Worker: @unchecked Sendable {
     var knownDirectories: Set<String> = []
     var nextProbe: UInt64 = 0
     var lastBatchSize = 0
+    /// The open segments differ from what `publishSegments` last told the owner.
+    var segmentsChanged = false
 
     init(owner: SpoolWriter, index: DedupIndex?, events: @escaping @Sendable (SpoolWriter.Event) -> Void) {
         self.owner = owner
@@ -201,6 +250,10 @@ private final class Worker: @unchecked Sendable {
         while true {
             if owner.isHealthy {
                 owner.waitForWork(timeout: nil)
+                if owner.takeCheckRequest() {
+                    replaceVanishedSegments(days: Array(segments.keys))
+                    if segmentsChanged { publishSegments() }
+                }
                 if lastBatchSize > 1, configuration.gatherSeconds > 0 { usleep(UInt32(configuration.gatherSeconds * 1e6)) }
                 let (batch, closing) = owner.take()
                 // An empty take is a leftover wake-up (one per submit), not a sign of low load.
@@ -264,6 +317,9 @@ private final class Worker: @unchecked Sendable {
         }
 
         if !written.isEmpty {
+            // One stat per open segment per batch: a partition deleted under us must not take the
+            // batch into a file no reader will ever see, and then answer 200.
+            replaceVanishedSegments(days: Array(linesByDay.keys))
             var rolled: [OpenSegment] = []
             do throws(StorageError) {
                 let days = linesByDay.keys.sorted()
@@ -301,6 +357,7 @@ private final class Worker: @unchecked Sendable {
         for (position, first) in laterCopies {
             outcomes[position] = outcomes[first] == .stored ? .duplicate : outcomes[first]
         }
+        if segmentsChanged { publishSegments() }
         for (position, entry) in batch.enumerated() {
             entry.completion(outcomes[position] ?? .failed("not written"))
         }
@@ -368,8 +425,36 @@ private final class Worker: @unchecked Sendable {
                 throw error
             }
             events(.openedSegment(path: path))
-            return OpenSegment(descriptor: descriptor, path: path)
+            segmentsChanged = true
+            return OpenSegment(descriptor: descriptor, path: path, identity: FileIdentity(descriptor: descriptor))
         }
+    }
+
+    /// Closes the segments of `days` whose path no longer names the file written (deleted directory,
+    /// unlinked or replaced file); the next append re-creates the directory and a new segment. What
+    /// was synced into the vanished file before is gone with it: that is the deleter's doing.
+    private func replaceVanishedSegments(days: [UTCDay]) {
+        var changed = false
+        for day in days {
+            guard let segment = segments[day] else { continue }
+            let current = FileIdentity(descriptor: segment.descriptor).flatMap { open in
+                FileIdentity(path: segment.path) == open ? open : nil
+            }
+            guard current == nil || current != segment.identity else { continue }
+            storage.close(segment.descriptor)
+            segments[day] = nil
+            knownDirectories.removeAll()
+            changed = true
+            events(.segmentVanished(path: segment.path))
+        }
+        if changed { segmentsChanged = true }
+    }
+
+    private func publishSegments() {
+        var identities: [String: FileIdentity] = [:]
+        for segment in segments.values { if let identity = segment.identity { identities[segment.path] = identity } }
+        owner.publishOpenSegments(identities)
+        segmentsChanged = false
     }
 
     /// After a midnight, the previous day's segment is closed once a batch no longer writes to it.
@@ -377,6 +462,7 @@ private final class Worker: @unchecked Sendable {
         for (day, segment) in segments where day < newest {
             storage.close(segment.descriptor)
             segments[day] = nil
+            segmentsChanged = true
         }
     }
 
@@ -389,5 +475,6 @@ private final class Worker: @unchecked Sendable {
         }
         segments.removeAll()
         knownDirectories.removeAll()
+        publishSegments()
     }
 }

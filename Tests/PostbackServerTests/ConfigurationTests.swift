@@ -14,7 +14,9 @@ import Testing
              "allow_development": true, "trust_keys": ["keys/test.pem", "/abs/other.pem"], "body_limit_bytes": 1000,
              "header_timeout_seconds": 2.5, "body_timeout_seconds": 3, "idle_timeout_seconds": 4,
              "connection_limit": 50, "per_ip_connection_limit": 5, "segment_bytes": 1048576, "commit_gather_ms": 2, "threads": 3,
-             "thread_per_connection": true, "shutdown_grace_seconds": 7, "log_level": "debug"}
+             "thread_per_connection": true, "shutdown_grace_seconds": 7, "log_level": "debug",
+             "trusted_proxies": ["10.0.0.0/8", "::1"], "rejected_bytes_per_day": 5000, "rejected_bytes_per_client_per_day": 600, "rejected_body_keep_bytes": 100,
+             "reserved_free_bytes": 7000}
             """)
         #expect(configuration.listen == "0.0.0.0:9000")
         #expect(configuration.dataDirectory == "/var/lib/postback")
@@ -35,6 +37,11 @@ import Testing
         #expect(configuration.threadPerConnection)
         #expect(configuration.shutdownGraceSeconds == 7)
         #expect(configuration.logLevel == .debug)
+        #expect(configuration.trustedProxies == [CIDR("10.0.0.0/8")!, CIDR("::1")!])
+        #expect(configuration.rejectedBytesPerDay == 5000)
+        #expect(configuration.rejectedBytesPerClientPerDay == 600)
+        #expect(configuration.rejectedBodyKeepBytes == 100)
+        #expect(configuration.reservedFreeBytes == 7000)
     }
 
     @Test func defaultsWithoutAFile() throws {
@@ -44,6 +51,9 @@ import Testing
         #expect(configuration.bodyLimitBytes == 65536)
         #expect(configuration.acceptedAdNetworkIDs == nil, "all ad networks when unset")
         #expect(!configuration.allowsDevelopment)
+        #expect(configuration.headerTimeoutSeconds == 5, "a silent new connection is closed within seconds")
+        #expect(configuration.trustedProxies.isEmpty, "X-Forwarded-For ignored unless configured")
+        #expect(configuration.rejectedBytesPerDay == 256 << 20 && configuration.reservedFreeBytes == 256 << 20)
     }
 
     @Test(arguments: [
@@ -61,6 +71,9 @@ import Testing
         (#"{"ad_network_path": "/livez"}"#, "collides"),
         (#"{"header_timeout_seconds": 0}"#, "seconds"),
         (#"{"log_level": "loud"}"#, "log_level"),
+        (#"{"trusted_proxies": ["10.0.0.0/40"]}"#, "not an address or CIDR"),
+        (#"{"trusted_proxies": ["proxy.example.com"]}"#, "not an address or CIDR"),
+        (#"{"rejected_bytes_per_day": -1}"#, "rejected_bytes_per_day"),
         (#"{"commit_gather_ms": 500}"#, "milliseconds"),
         (#"{"a": 1, "a": 2}"#, "duplicate"),
         ("[]", "JSON object"),

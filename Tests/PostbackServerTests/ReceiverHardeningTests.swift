@@ -47,23 +47,88 @@ import Testing
         #expect(String(decoding: result.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
     }
 
-    @Test func connectionsBeyondTheLimitWaitForAFreeSlot() throws {
+    @Test func atTheLimitTheOldestIdleConnectionMakesRoom() throws {
         let server = try TestServer { $0.connectionLimit = 4 }
         defer { server.stop() }
-        var held = try (0..<4).map { _ in try RawConnection(port: server.server.port) }
+        let held = try (0..<4).map { _ in try RawConnection(port: server.server.port) }
         // An answered request proves each of the four was accepted; they then stay open (keep-alive).
         for connection in held {
             connection.send("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(connection.readSome().hasPrefix("HTTP/1.1 200"))
         }
-        let extra = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 1)
+        let extra = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 2)
+        let start = Date()
         extra.send("GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        let waiting = extra.readUntilClosed()
-        #expect(!waiting.closed && waiting.bytes.isEmpty, "over the limit: not accepted (backpressure), not answered")
-        held.removeFirst()
-        extra.setReceiveTimeout(seconds: 10)
         let answered = extra.readUntilClosed()
-        #expect(String(decoding: answered.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "served once a slot is free")
-        _ = held
+        #expect(String(decoding: answered.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "served at once, not queued")
+        #expect(Date().timeIntervalSince(start) < 1)
+        held[0].setReceiveTimeout(seconds: 2)
+        #expect(held[0].readUntilClosed().closed, "the oldest idle connection was closed to make room")
+        // (At least: the /metrics request itself may be the one over the limit and shed another.)
+        #expect(try server.metric(#"postback_connections_refused_total{reason="silent-shed"}"#) ?? 0 >= 1)
+    }
+
+    @Test func atTheLimitWithEveryConnectionBusyANewOneIsRefusedAtOnce() throws {
+        let server = try TestServer { $0.connectionLimit = 4; $0.headerTimeoutSeconds = 30 }
+        defer { server.stop() }
+        // Four connections in the middle of their headers: busy, not silent.
+        var busy = try (0..<4).map { _ in try RawConnection(port: server.server.port) }
+        for connection in busy { connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\n") }
+        usleep(200_000)
+        let extra = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 5)
+        let start = Date()
+        extra.send("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        let result = extra.readUntilClosed()
+        #expect(result.closed && result.bytes.isEmpty, "refused, not answered")
+        #expect(Date().timeIntervalSince(start) < 1, "refused at once, not after a timeout")
+        busy.removeAll()  // so /metrics can be read
+        usleep(100_000)
+        #expect(try server.metric(#"postback_connections_refused_total{reason="over-limit"}"#) == 1)
+    }
+
+    @Test func aConnectionThatSendsNothingIsClosedAfterTheHeaderTimeoutNotTheIdleTimeout() throws {
+        let server = try TestServer { $0.headerTimeoutSeconds = 0.5; $0.idleTimeoutSeconds = 30 }
+        defer { server.stop() }
+        let silent = try RawConnection(port: server.server.port)
+        let start = Date()
+        #expect(silent.readUntilClosed().closed)
+        #expect(Date().timeIntervalSince(start) < 5)
+        #expect(try server.metric(#"postback_connections_timed_out_total{phase="new"}"#) == 1)
+    }
+
+    /// RFC 9112 §6.3 on raw sockets: each ambiguous framing is answered and the connection closed, so
+    /// nothing after it runs as a second request.
+    @Test(arguments: [
+        ("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        ("Content-Length: 2\r\nContent-Length: 30\r\n\r\n{}", 400),
+        ("Transfer-Encoding: gzip\r\n\r\nxyz", 501),
+        ("Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
+    ])
+    func ambiguousFramingIsAnsweredAndClosed(headers: String, status: Int) throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
+        let start = Date()
+        connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\n" + headers
+                        + "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        let result = connection.readUntilClosed()
+        let text = String(decoding: result.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 \(status)"))
+        #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one response only: \(text)")
+        #expect(text.lowercased().contains("connection: close"))
+        #expect(result.closed && Date().timeIntervalSince(start) < 2)
+    }
+
+    @Test func aTooLargeChunkedBodyIsAnsweredWithConnectionClose() throws {
+        let server = try TestServer { $0.bodyLimitBytes = 1024 }
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
+        connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n"
+                        + String(repeating: "a", count: 0x800) + "\r\n0\r\n\r\nGET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        let result = connection.readUntilClosed()
+        let text = String(decoding: result.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 413"))
+        #expect(text.lowercased().contains("connection: close"), "a pipelining client learns its next request was not read")
+        #expect(result.closed)
     }
 }

@@ -56,6 +56,20 @@ import Testing
         #expect(try SpoolRecord(line: Array(record.encoded().dropLast())).body == body)
     }
 
+    @Test func rejectedRecordWithClientAndReducedBodyRoundTrips() throws {
+        let body = Array(#"{"version":"4.0","pad":"xxxxxxxx"}"#.utf8)
+        var record = SpoolRecord(receivedAt: .now(), writer: "w", route: "skadnetwork-developer-copy",
+                                 result: PostbackVerifier().verify(body: body), body: Array(body.prefix(10)))
+        record.client = "2001:db8::1"
+        record.bodyReduction = .init(kept: .prefix, sha256: String(repeating: "ab", count: 32), byteCount: body.count)
+        let text = String(decoding: record.encoded(), as: UTF8.self)
+        #expect(text.contains(#""client":"2001:db8::1""#) && text.contains(#""body_kept":"prefix""#))
+        #expect(try SpoolRecord(line: Array(record.encoded().dropLast())) == record)
+        record.bodyReduction = .init(kept: .none, sha256: String(repeating: "cd", count: 32), byteCount: body.count)
+        record.body = []
+        #expect(try SpoolRecord(line: Array(record.encoded().dropLast())) == record)
+    }
+
     @Test func timestampsAndDaysRoundTrip() {
         for micros: Int64 in [0, 951_782_400_000_000, 1_764_681_255_123_456, -1, 4_102_444_799_999_999] {
             let stamp = UTCTimestamp(microsecondsSinceEpoch: micros)

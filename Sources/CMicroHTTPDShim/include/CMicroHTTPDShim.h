@@ -61,4 +61,10 @@ int postback_mhd_connection_fd(struct MHD_Connection *connection);
 /// The per-connection pointer set in the connection-started notification, or NULL.
 void *postback_mhd_socket_context(struct MHD_Connection *connection);
 
+/// The status of the response queued on the connection (also one libmicrohttpd made itself), or 0.
+unsigned int postback_mhd_http_status(struct MHD_Connection *connection);
+
+/// The peer's IP address as text (inet_ntop) into `buffer`; 0 on success, -1 otherwise.
+int postback_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size);
+
 #endif

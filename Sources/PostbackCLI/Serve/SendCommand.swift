@@ -1,3 +1,4 @@
+import Foundation
 import Locking
 import Postbacks
 import PostbackClient
@@ -7,7 +8,7 @@ import Synchronization
 /// for load tests.
 enum SendCommand {
     static let usage = """
-        usage: postback send --url URL [--concurrency N] [--timeout SECONDS] PATH...
+        usage: postback send --url URL [--concurrency N] [--timeout SECONDS] [--cacert FILE] PATH...
 
         POSTs every postback in each PATH (a file holding one JSON postback, or JSON Lines; '-' reads
         standard input) to URL, over N kept-alive connections at once, and reports the status codes,
@@ -17,18 +18,21 @@ enum SendCommand {
           --url URL           where to POST (http:// or https://)
           --concurrency N     connections at once (default 1)
           --timeout SECONDS   per request, from connecting to the end of the answer (default 30)
+          --cacert FILE       trust the CA certificates in FILE (PEM) for an https:// URL instead of
+                              the system's, e.g. a deployment's self-signed certificate
 
         Exit status: 0 every POST got 200; 1 some got another status, or no answer at all
         (connection refused, timed out); 2 usage or I/O error reading PATH.
         """
 
-    static let syntax = CommandSyntax("send", usage: usage, options: ["--url", "--concurrency", "--timeout"])
+    static let syntax = CommandSyntax("send", usage: usage, options: ["--url", "--concurrency", "--timeout", "--cacert"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let url: String
         let concurrency: Int
         let timeout: Int
         let paths: [String]
+        let caCertificatePath: String?
         do {
             let arguments = try syntax.parse(words)
             guard let given = arguments.value("--url") else { throw UsageError("--url is required") }
@@ -36,6 +40,12 @@ enum SendCommand {
             url = given
             concurrency = try arguments.integer("--concurrency", default: 1, in: 1...1024)
             timeout = try arguments.integer("--timeout", default: 30, in: 1...3600)
+            caCertificatePath = arguments.value("--cacert")
+            if let caCertificatePath {
+                guard FileManager.default.isReadableFile(atPath: caCertificatePath) else {
+                    throw UsageError("--cacert \(caCertificatePath): no such readable file (a PEM file of CA certificates)")
+                }
+            }
             paths = arguments.positionals
             guard !paths.isEmpty else { throw UsageError("no PATH given (use '-' for standard input)") }
         } catch {
@@ -45,7 +55,8 @@ enum SendCommand {
         let source = BodySource(paths: paths)
         let report: PostbackSender.Report
         do {
-            report = try PostbackSender.send(url: url, concurrency: concurrency, timeoutSeconds: Double(timeout), next: { source.next() })
+            report = try PostbackSender.send(url: url, concurrency: concurrency, timeoutSeconds: Double(timeout),
+                                             caCertificatePath: caCertificatePath, next: { source.next() })
         } catch {
             io.printError("postback send: \(error)")
             return .usageOrIOError

@@ -1,0 +1,57 @@
+/// The message-framing checks of RFC 9112 §6.3 that libmicrohttpd leaves to the application.
+///
+/// A request whose body length two parties could read differently (a proxy in front and this
+/// receiver) is refused, and its connection closed, so no bytes of it can run as a second request:
+/// `Content-Length` together with `Transfer-Encoding`, conflicting or malformed `Content-Length`
+/// values, whitespace between a field name and its colon (§5.1), and a transfer coding other than
+/// `chunked` (501: it cannot be decoded here).
+enum HTTPFraming {
+    struct Violation: Equatable {
+        let status: Int
+        let detail: String
+    }
+
+    /// The first violation among the request's header fields (names as received), or nil.
+    static func violation(in headers: [(name: String, value: String)]) -> Violation? {
+        var lengths: [String] = []
+        var codings: [String] = []
+        for header in headers {
+            if header.name.isEmpty || header.name.contains(where: { $0 == " " || $0 == "\t" }) {
+                return Violation(status: 400, detail: "header field name \"\(printable(header.name))\" contains whitespace (RFC 9112 §5.1)")
+            }
+            switch header.name.lowercased() {
+            case "content-length":
+                // "5, 5" is allowed to mean 5 (RFC 9110 §8.6); anything else must be one run of digits.
+                lengths += header.value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingWhitespace() }
+            case "transfer-encoding":
+                codings += header.value.split(separator: ",").map { $0.trimmingWhitespace().lowercased() }
+            default:
+                break
+            }
+        }
+        if !codings.isEmpty, !lengths.isEmpty {
+            return Violation(status: 400, detail: "both Content-Length and Transfer-Encoding are present (RFC 9112 §6.3)")
+        }
+        if let bad = lengths.first(where: { $0.isEmpty || $0.count > 18 || !$0.allSatisfy { ("0"..."9").contains($0) } }) {
+            return Violation(status: 400, detail: "Content-Length \"\(printable(bad))\" is not a number of bytes")
+        }
+        if Set(lengths.map { $0.drop { $0 == "0" } }).count > 1 {
+            return Violation(status: 400, detail: "conflicting Content-Length values: \(lengths.joined(separator: ", "))")
+        }
+        if !codings.isEmpty, codings != ["chunked"] {
+            return Violation(status: 501, detail: "Transfer-Encoding \"\(printable(codings.joined(separator: ", ")))\" is not supported; send Content-Length or chunked")
+        }
+        return nil
+    }
+
+    /// At most 64 characters of a header for a message, control characters as `?`.
+    private static func printable(_ text: String) -> String {
+        String(text.prefix(64).map { $0.isASCII && ($0 == " " || !$0.isWhitespace) && $0.asciiValue.map { $0 >= 0x20 && $0 < 0x7F } == true ? $0 : "?" })
+    }
+}
+
+private extension Substring {
+    func trimmingWhitespace() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}
