@@ -22,6 +22,7 @@ public enum ReportGenerator {
         }
         return ReportSummary(
             outputPath: request.outputPath, bytes: bytes.count, daysIncluded: model.days, daysMissing: model.missingDays,
+            daysWithoutSpool: model.emptyDays, daysPartial: model.partialDays,
             daysLeftOut: model.leftOutDays.map(\.day), postbacks: model.totals.postbacks, installs: model.totals.installs,
             developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks)
     }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Postbacks
 
 /// Why an aggregation run could not finish. Bad input *lines* are not errors (they are counted and
 /// reported); these are the conditions that stop the job before it publishes anything.
@@ -11,6 +12,10 @@ public enum AggregationError: Error, CustomStringConvertible, Sendable {
     /// Another `postback aggregate` holds the store's lock.
     case locked(path: String)
     case overflow(String)
+    /// Publishing would replace a day with one built from less input or fewer decoded postbacks.
+    case worseThanPublished(day: UTCDay, manifest: String, losses: String)
+    /// The UTC day is not over: its spool is still being written.
+    case openDay(UTCDay)
 
     public var description: String {
         switch self {
@@ -19,6 +24,12 @@ public enum AggregationError: Error, CustomStringConvertible, Sendable {
         case .usage(let message): return message
         case .locked(let path): return "\(path) is locked: another 'postback aggregate' is running on this store"
         case .overflow(let message): return message
+        case .worseThanPublished(let day, let manifest, let losses):
+            return "\(day): not replaced: compared with the day published in \(manifest), this run has \(losses). "
+                + "Check --data and --schemas; rerun with --force to publish it anyway"
+        case .openDay(let day):
+            return "\(day) is not over yet (UTC): its spool is still being written and its numbers would be partial. "
+                + "Aggregate it after midnight UTC, or add --allow-open-day to publish it marked partial"
         }
     }
 }

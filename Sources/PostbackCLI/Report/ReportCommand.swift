@@ -53,6 +53,8 @@ enum ReportCommand {
             return .usageOrIOError
         }
         for day in summary.daysMissing { io.printError("postback report: \(day): no aggregates (shown as a gap)") }
+        for day in summary.daysWithoutSpool { io.printError("postback report: \(day): published with no spool, nothing received (shown as a gap)") }
+        for day in summary.daysPartial { io.printError("postback report: \(day): aggregated before the day was over (partial)") }
         for day in summary.daysLeftOut { io.printError("postback report: \(day): aggregates left out (the page says why)") }
         let days = summary.daysIncluded.count
         io.print("wrote \(summary.outputPath) (\(summary.bytes) bytes): \(days) day\(days == 1 ? "" : "s"), "

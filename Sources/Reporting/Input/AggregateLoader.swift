@@ -25,10 +25,12 @@ struct AggregateLoader {
             switch try loadDay(day, into: &model) {
             case .included: model.days.append(day)
             case .missing: model.missingDays.append(day)
+            case .empty: model.emptyDays.append(day)
             case .leftOut(let reason): model.leftOutDays.append((day, reason))
             }
         }
-        guard !model.days.isEmpty else {
+        // Days published as empty (no spool) still make a page: one that says so and draws gaps.
+        guard !model.days.isEmpty || !model.emptyDays.isEmpty else {
             throw .noAggregates(directory: layout.root, from: from.description, to: to.description,
                                 leftOut: model.leftOutDays.map { "\($0.day): \($0.reason)" })
         }
@@ -38,6 +40,8 @@ struct AggregateLoader {
     private enum DayOutcome {
         case included
         case missing
+        /// Published with no spool at all: nothing was received, or the store was not there.
+        case empty
         case leftOut(String)
     }
 
@@ -59,6 +63,8 @@ struct AggregateLoader {
         } catch {
             throw .io(path: manifestPath, message: "\(error)")
         }
+        if manifest.spoolSegments == 0 { return .empty }
+        if manifest.partial { model.partialDays.append(day) }
 
         let fd = open(csvPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {

@@ -13,6 +13,12 @@ struct ReportModel {
     var days: [UTCDay] = []
     /// Days with no published partition.
     var missingDays: [UTCDay] = []
+    /// Published as explicitly empty (no spool): unknown, shown as gaps like missing days.
+    var emptyDays: [UTCDay] = []
+    /// Aggregated before the day was over: included, but named on the page.
+    var partialDays: [UTCDay] = []
+    /// Days drawn as gaps: no aggregates, no spool, or aggregates that could not be trusted.
+    var unavailableDays: Set<UTCDay> { Set(missingDays + emptyDays + leftOutDays.map(\.day)) }
     /// Days with a partition the report could not trust, and why.
     var leftOutDays: [(day: UTCDay, reason: String)] = []
 

@@ -162,6 +162,18 @@ struct ReportPage {
                     + "zero. Run 'postback aggregate' for them, or check that the range is right.")
             }
         }
+        if !model.emptyDays.isEmpty {
+            html.element("div", ["class": "notice", "role": "note"]) { html in
+                html.element("p", text: "No spool for \(Self.dayList(model.emptyDays)): nothing was received, or the receiver's "
+                    + "store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.")
+            }
+        }
+        if !model.partialDays.isEmpty {
+            html.element("div", ["class": "notice", "role": "note"]) { html in
+                html.element("p", text: "Partial: \(Self.dayList(model.partialDays)) were aggregated before the day was over "
+                    + "(--allow-open-day); their figures will grow when the day is aggregated again.")
+            }
+        }
         if !model.leftOutDays.isEmpty {
             html.element("div", ["class": "notice", "role": "note"]) { html in
                 html.element("p", text: "Left out because their aggregates could not be trusted:")
@@ -192,6 +204,8 @@ struct ReportPage {
                                      columns: [.text("Item"), .longText("Value")])
             table.add(["Days with aggregates", model.days.isEmpty ? "none" : Self.dayList(model.days)])
             table.add(["Days without aggregates", model.missingDays.isEmpty ? "none" : Self.dayList(model.missingDays)])
+            table.add(["Days with no spool", model.emptyDays.isEmpty ? "none" : Self.dayList(model.emptyDays)])
+            table.add(["Partial days", model.partialDays.isEmpty ? "none" : Self.dayList(model.partialDays)])
             table.add(["Days left out", model.leftOutDays.isEmpty ? "none" : Self.dayList(model.leftOutDays.map(\.day))])
             table.add(["Aggregated by", model.tools.sorted().joined(separator: ", ")])
             table.add(["Schemas", model.schemaIDs.isEmpty ? "none" : model.schemaIDs.sorted().joined(separator: ", ")])
