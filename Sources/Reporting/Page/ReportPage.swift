@@ -227,8 +227,10 @@ struct ReportPage {
     }
 
     /// A chart (or its empty state) beside its table.
+    /// A chart with its figures beside it; a table of more than three columns goes below the chart
+    /// at full width instead, so that it never needs a scrollbar to show a figure.
     func panel(_ html: inout HTMLWriter, chart: (inout HTMLWriter) -> Void, table: FiguresTable) {
-        html.element("div", ["class": "panel"]) { html in
+        html.element("div", ["class": table.columns.count > 3 ? "panel stacked" : "panel"]) { html in
             html.element("figure", ["class": "chart-box"]) { html in chart(&html) }
             table.render(into: &html)
         }
