@@ -12,7 +12,7 @@ public enum ReportGenerator {
     /// - Throws: `ReportError` when no day of the range can be read, or on a malformed aggregate or an
     ///   I/O error; nothing is written then.
     public static func generate(_ request: ReportRequest) throws(ReportError) -> ReportSummary {
-        let model = try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to)
+        let model = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(from: request.from, to: request.to)
         let page = try render(model, request: request)
         let bytes = Array(page.utf8)
         do {
@@ -29,7 +29,7 @@ public enum ReportGenerator {
 
     /// The page for `request` without writing it.
     public static func page(_ request: ReportRequest) throws(ReportError) -> String {
-        try render(try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to), request: request)
+        try render(try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(from: request.from, to: request.to), request: request)
     }
 
     static func render(_ model: ReportModel, request: ReportRequest) throws(ReportError) -> String {

@@ -26,7 +26,7 @@ import Testing
         #expect(html.contains("No production postbacks in this range"))
         #expect(html.contains("No spool for 2026-03-01 to 2026-03-02"))
         #expect(!html.contains("<svg"), "no chart is drawn for nothing")
-        #expect(html.components(separatedBy: "class=\"empty\"").count - 1 == 8, "every chart says it is empty")
+        #expect(html.components(separatedBy: "class=\"empty\"").count - 1 == 10, "every chart says it is empty")
         #expect(figures.table("table-postbacks-per-day")?.rows.map { $0.last! } == ["–", "–"], "no figure for a day without spool")
         try ReportEscapingTests.checkMarkup(html)
     }

@@ -6,7 +6,7 @@ import Reporting
 enum ReportCommand {
     static let usage = """
         usage: postback report --data DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD) --out FILE
-                               [--title TEXT] [--top N]
+                               [--title TEXT] [--top N] [--app ID]
 
         Writes one self-contained HTML page (inline SVG charts, no scripts, nothing loaded from
         elsewhere) from the aggregates 'postback aggregate' published under DIR/agg: postbacks and
@@ -20,6 +20,8 @@ enum ReportCommand {
           --title TEXT        the page's heading (default: Postback report)
           --top N             campaigns shown by name in per-campaign charts, the rest summed
                               (default \(ReportRequest.defaultTopCampaigns))
+          --app ID            only this app's campaigns, counts and charts (rejected reasons and
+                              duplicates stay the whole store's: the manifests do not split them)
 
         Exit status: 0 written, every day of the range included; 1 written, but some days have no
         aggregates or could not be trusted (the page lists them); 2 usage or I/O error, a malformed
@@ -27,9 +29,9 @@ enum ReportCommand {
         """
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
-        let request: ReportRequest
+        var request: ReportRequest
         do {
-            let arguments = try Arguments(words, flags: ["--help"], options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top"])
+            let arguments = try Arguments(words, flags: ["--help"], options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app"])
             if arguments.has("--help") {
                 io.print(usage)
                 return .success
@@ -41,6 +43,12 @@ enum ReportCommand {
             request = ReportRequest(dataDirectory: data, from: from, to: to, outputPath: out, title: arguments.value("--title"),
                                     topCampaigns: try arguments.integer("--top", default: ReportRequest.defaultTopCampaigns, in: 1...500),
                                     toolVersion: "postback \(PostbackCommand.version)")
+            if let app = arguments.value("--app") {
+                guard let number = Int64(app), number > 0, String(number) == app else {
+                    throw UsageError("--app must be a numeric app id (the app-id of the postbacks), got '\(app)'")
+                }
+                request.appID = app
+            }
         } catch {
             io.printError("postback report: \(error)\n\n\(usage)")
             return .usageOrIOError

@@ -16,8 +16,13 @@ import Postbacks
 /// descriptor, so the rows read are the bytes checked even if a rerun replaces the file meanwhile.
 struct AggregateLoader {
     let layout: StoreLayout
+    /// Rows of other apps are skipped (`report --app`).
+    let appID: String?
 
-    init(dataDirectory: String) { layout = StoreLayout(root: dataDirectory) }
+    init(dataDirectory: String, appID: String? = nil) {
+        layout = StoreLayout(root: dataDirectory)
+        self.appID = appID
+    }
 
     func load(from: UTCDay, to: UTCDay) throws(ReportError) -> ReportModel {
         var model = ReportModel(from: from, to: to)
@@ -85,8 +90,9 @@ struct AggregateLoader {
         var rows = 0
         while let fields = try reader.next() {
             let record = try layout.record(fields, path: csvPath, line: reader.recordLine)
-            try model.add(record, day: day)
             rows += 1
+            if let appID, record.appID != appID { continue }
+            try model.add(record, day: day)
         }
         guard rows == manifest.campaignDaily.rows else {
             throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(manifest.campaignDaily.rows)")

@@ -35,6 +35,9 @@ struct ReportPage {
         renderNotices(&html)
         renderContents(&html)
         renderVolume(&html)
+        renderCampaigns(&html)
+        renderTrend(&html)
+        renderCountries(&html)
         try renderFineValues(&html)
         try renderCoarseValues(&html)
         try renderRevenue(&html)
@@ -90,7 +93,8 @@ struct ReportPage {
             let count = model.rangeDays.count
             html.element("p", ["class": "meta"],
                          text: "\(rangeText) · \(count) day\(count == 1 ? "" : "s") by the UTC day postbacks were received · "
-                             + "\(model.days.count) with aggregates")
+                             + "\(model.days.count) with aggregates"
+                             + (request.appID.map { " · app \($0) only (rejected reasons and duplicates are the whole store's)" } ?? ""))
         }
         html.newline()
     }
@@ -187,7 +191,8 @@ struct ReportPage {
 
     private func renderContents(_ html: inout HTMLWriter) {
         html.element("nav", ["class": "contents", "aria-label": "Sections"]) { html in
-            for (anchor, name) in [("volume", "Postbacks and installs"), ("fine", "Fine values"), ("coarse", "Coarse values"),
+            for (anchor, name) in [("volume", "Postbacks and installs"), ("campaigns", "Campaigns"), ("trend", "Daily trend"),
+                                   ("countries", "Countries"), ("fine", "Fine values"), ("coarse", "Coarse values"),
                                    ("revenue", "Revenue"), ("null-share", "Null values"), ("non-winning", "Non-winning"),
                                    ("rejected", "Rejected and development"), ("sources", "About the data")] {
                 html.element("a", ["href": "#\(anchor)"], text: name)

@@ -42,9 +42,11 @@ enum ReportStyle {
         table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
         caption { text-align: left; font-size: 12.5px; padding: 6px 8px; caption-side: top; }
         th, td { padding: 3px 8px; border-bottom: 1px solid #ececec; vertical-align: top; }
-        .n { white-space: nowrap; }
+        td.n { white-space: nowrap; }
         .t { overflow-wrap: anywhere; }
         .wrap { min-width: 14em; }
+        .name { min-width: 9em; }
+        .mix { min-width: 7.5em; }
         thead th { background: #f0f0f2; font-weight: 600; }
         tfoot th, tfoot td { font-weight: 650; border-top: 1px solid #bbb; }
         .n { text-align: right; }
