@@ -749,7 +749,15 @@ def day_facts(classified, firsts, daily, events, segments, days):
         F.sum(F.when(F.col("seen_earlier"), F.col("copies")).otherwise(0)).alias("earlier_days")).collect()}
     sums = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "rejected_postbacks"]
     totals = {row["dt"]: row for row in daily.groupBy("dt").agg(
-        *[F.sum(c).alias(c) for c in sums], F.sum("revenue_est_sum").alias("revenue_est_sum"), F.count(F.lit(1)).alias("rows")).collect()}
+        *[F.sum(c).alias(c) for c in sums],
+        # A row has a revenue estimate exactly when a schema decoded its value (zero revenue included).
+        F.sum(F.when(F.col("revenue_est_sum").isNotNull(), F.col("postbacks")).otherwise(0)).alias("decoded_postbacks"),
+        F.count(F.lit(1)).alias("rows")).collect()}
+    # Never a sum across currencies: one total per day and currency.
+    revenue_by_currency = {}
+    for row in (daily.filter(F.col("revenue_est_sum").isNotNull() & F.col("currency").isNotNull())
+                .groupBy("dt", "currency").agg(F.sum("revenue_est_sum").alias("revenue")).collect()):
+        revenue_by_currency.setdefault(row["dt"], {})[row["currency"]] = int(row["revenue"])
     event_rows = {row["dt"]: row["rows"] for row in events.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
     statuses = {}
     for row in classified.filter((F.col("state") == "rejected")).groupBy("dt", "status").count().collect():
@@ -769,11 +777,14 @@ def day_facts(classified, firsts, daily, events, segments, days):
                            "unreadable_lines": counts["unreadable_lines"] if counts else 0})
         day_totals = totals.get(day)
         total = {c: int(day_totals[c] or 0) if day_totals else 0 for c in sums}
-        revenue = int(day_totals["revenue_est_sum"] or 0) if day_totals else 0
+        revenue = revenue_by_currency.get(day, {})
         facts[day] = {
             "inputs": inputs,
+            "spool_segments": sum(1 for i in inputs if i["spool"] == "postbacks"),
             "totals": {
-                **{c: total[c] for c in sums[:6]}, "revenue_est_sum": money_text(revenue),
+                **{c: total[c] for c in sums[:6]},
+                "decoded_postbacks": int(day_totals["decoded_postbacks"] or 0) if day_totals else 0,
+                "revenue_est_by_currency": {currency: ExactDecimal(money_text(revenue[currency])) for currency in sorted(revenue)},
                 "development_postbacks": total["development_postbacks"], "rejected_postbacks": total["rejected_postbacks"],
                 "duplicates_same_day": int(duplicates[day]["same_day"]) if day in duplicates else 0,
                 "duplicates_of_earlier_days": int(duplicates[day]["earlier_days"]) if day in duplicates else 0,
@@ -794,7 +805,8 @@ def write_manifest(fs, args, day, facts, segments, published, output_format, tab
     """`_manifests/dt=D.json`, written after both tables (its presence marks a complete day)."""
     window_start = (day - datetime.timedelta(days=args.lookback_days)).isoformat()
     manifest = {
-        "format": 1, "dt": day.isoformat(), "tool": f"{TOOL} (Apache Spark {spark_version})", "lookback_days": args.lookback_days,
+        "format": 2, "dt": day.isoformat(), "tool": f"{TOOL} (Apache Spark {spark_version})", "lookback_days": args.lookback_days,
+        "spool_segments": facts["spool_segments"], "partial": False,
         "output_format": output_format,
         "inputs": facts["inputs"],
         "lookback_inputs": [{"path": s["name"], "bytes": s["bytes"]} for s in segments
@@ -809,13 +821,29 @@ def write_manifest(fs, args, day, facts, segments, published, output_format, tab
     return manifest
 
 
+class ExactDecimal(str):
+    """An exact decimal amount kept as text, written into JSON as a number (as postback aggregate
+    writes money), never through a float."""
+
+
 def json_with_exact_revenue(value):
-    """JSON text in which `totals.revenue_est_sum` (or a top-level one), an exact decimal kept as text,
-    is written as a JSON number, as postback aggregate writes it."""
-    holder = value["totals"] if "totals" in value else value
-    revenue = holder["revenue_est_sum"]
-    marked = {**value, "totals": {**holder, "revenue_est_sum": "@revenue@"}} if "totals" in value else {**value, "revenue_est_sum": "@revenue@"}
-    return json.dumps(marked).replace('"@revenue@"', revenue, 1)
+    """JSON text in which every ExactDecimal is written as a JSON number literal."""
+    marks = []
+
+    def mark(item):
+        if isinstance(item, ExactDecimal):
+            marks.append(str(item))
+            return f"@money{len(marks) - 1}@"
+        if isinstance(item, dict):
+            return {key: mark(member) for key, member in item.items()}
+        if isinstance(item, list):
+            return [mark(member) for member in item]
+        return item
+
+    text = json.dumps(mark(value))
+    for index, amount in enumerate(marks):
+        text = text.replace(f'"@money{index}@"', amount, 1)
+    return text
 
 
 def store_relative(args, path):
@@ -828,11 +856,16 @@ def fs_size(fs, path):
     return int(filesystem.getFileStatus(hadoop_path).getLen())
 
 
+def revenue_text(by_currency):
+    """"EUR 13115, USD 11906.43", as postback aggregate prints it; amounts in different currencies are never added."""
+    return ", ".join(f"{currency} {amount}" for currency, amount in sorted(by_currency.items())) or "none"
+
+
 def text_summary(day, manifest):
     totals, outputs = manifest["totals"], manifest["outputs"]
     text = (f"{day}: {totals['postbacks']} postbacks ({totals['installs']} installs, {totals['redownloads']} redownloads, "
             f"{totals['reengagements']} re-engagements, {totals['losses']} losses, {totals['null_cv_postbacks']} null values), "
-            f"revenue estimate {totals['revenue_est_sum']}; {totals['development_postbacks']} development, {totals['rejected_postbacks']} rejected, "
+            f"revenue estimate {revenue_text(totals['revenue_est_by_currency'])}; {totals['development_postbacks']} development, {totals['rejected_postbacks']} rejected, "
             f"{totals['duplicates_same_day'] + totals['duplicates_of_earlier_days']} duplicates dropped; "
             f"{outputs[0]['rows']} + {outputs[1]['rows']} rows from {len(manifest['inputs'])} files")
     if totals["torn_tails"]:

@@ -23,10 +23,11 @@ public enum ReportGenerator {
 
     /// The page's bytes and what it holds, without writing it (`--out -` sends it to stdout).
     public static func build(_ request: ReportRequest) throws(ReportError) -> (page: [UInt8], summary: ReportSummary) {
-        let model = try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to)
+        let model = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(from: request.from, to: request.to)
         let bytes = Array(try render(model, request: request).utf8)
         let summary = ReportSummary(
             outputPath: request.outputPath, bytes: bytes.count, daysIncluded: model.days, daysMissing: model.missingDays,
+            daysWithoutSpool: model.emptyDays, daysPartial: model.partialDays,
             daysLeftOut: model.leftOutDays.map(\.day), postbacks: model.totals.postbacks, installs: model.totals.installs,
             developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks)
         return (bytes, summary)
@@ -34,7 +35,7 @@ public enum ReportGenerator {
 
     /// The page for `request` without writing it.
     public static func page(_ request: ReportRequest) throws(ReportError) -> String {
-        try render(try AggregateLoader(dataDirectory: request.dataDirectory).load(from: request.from, to: request.to), request: request)
+        try render(try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(from: request.from, to: request.to), request: request)
     }
 
     static func render(_ model: ReportModel, request: ReportRequest) throws(ReportError) -> String {

@@ -15,6 +15,9 @@ public struct ReportRequest: Sendable {
     public var topCampaigns: Int
     /// Named in the page's footer, e.g. `postback 0.1.0`.
     public var toolVersion: String
+    /// Only this app's rows (`--app ID`); the manifests' rejected reasons and side counts are the
+    /// store's and are labelled as such.
+    public var appID: String? = nil
 
     public static let defaultTopCampaigns = 12
 

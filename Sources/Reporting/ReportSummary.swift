@@ -8,6 +8,10 @@ public struct ReportSummary: Sendable, Equatable {
     public var daysIncluded: [UTCDay]
     /// Days of the range without published aggregates.
     public var daysMissing: [UTCDay]
+    /// Days published with no spool at all (nothing received): gaps on the page, not zeros.
+    public var daysWithoutSpool: [UTCDay]
+    /// Days aggregated before they were over (`--allow-open-day`).
+    public var daysPartial: [UTCDay]
     /// Days with a partition that could not be trusted (the page says why).
     public var daysLeftOut: [UTCDay]
     /// Production postbacks in the headline.

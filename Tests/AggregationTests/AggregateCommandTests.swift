@@ -162,9 +162,11 @@ import Testing
             sums = con.execute(f'''
                 SELECT CAST(dt AS VARCHAR), sum(CAST(postbacks AS BIGINT)), sum(CAST(installs AS BIGINT)), sum(CAST(redownloads AS BIGINT)),
                        sum(CAST(reengagements AS BIGINT)), sum(CAST(losses AS BIGINT)), sum(CAST(null_cv_postbacks AS BIGINT)),
-                       sum(CAST(development_postbacks AS BIGINT)), sum(CAST(rejected_postbacks AS BIGINT)),
-                       CAST(coalesce(sum(CAST(revenue_est_sum AS DECIMAL(18, 6))), 0) AS VARCHAR), count(*)
+                       sum(CAST(development_postbacks AS BIGINT)), sum(CAST(rejected_postbacks AS BIGINT)), count(*)
                 FROM {daily} GROUP BY dt ORDER BY dt''').fetchall()
+            revenue = con.execute(f'''
+                SELECT CAST(dt AS VARCHAR), currency, CAST(sum(CAST(revenue_est_sum AS DECIMAL(18, 6))) AS VARCHAR)
+                FROM {daily} WHERE revenue_est_sum IS NOT NULL AND currency IS NOT NULL GROUP BY dt, currency ORDER BY 1, 2''').fetchall()
             mismatches = con.execute(f'''
                 SELECT count(*) FROM {daily} d JOIN read_csv('{root}/values.csv', header = true, all_varchar = true) v
                   ON d.app_id = v.app_id AND d.protocol = v.protocol AND d.conversion_type = v.conversion_type
@@ -179,7 +181,8 @@ import Testing
                  AND d.postback_sequence_index = v.postback_sequence_index AND d.cv_kind = v.cv_kind
                  AND coalesce(d.fine_cv, d.coarse_cv) = v.cv_value
                  AND CAST(d.est_install_date AS DATE) BETWEEN CAST(v.effective_from AS DATE) AND CAST(coalesce(v.effective_to, '9999-12-31') AS DATE)''').fetchone()[0]
-            print(json.dumps({"sums": [[str(x) for x in row] for row in sums], "mismatches": mismatches, "joined": joined}))
+            print(json.dumps({"sums": [[str(x) for x in row] for row in sums], "revenue": [[str(x) for x in row] for row in revenue],
+                              "mismatches": mismatches, "joined": joined}))
             """
         try Data(script.utf8).write(to: URL(fileURLWithPath: store.path + "/check.py"))
         let process = Process()
@@ -197,10 +200,12 @@ import Testing
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         try #require(process.terminationStatus == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
-        guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], let sums = result["sums"] as? [[String]] else {
+        guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], let sums = result["sums"] as? [[String]],
+              let revenue = result["revenue"] as? [[String]] else {
             Issue.record("unexpected output: \(text)"); return
         }
         var expected: [[String]] = []
+        var expectedRevenue: [[String]] = []
         for date in ["2026-03-08", "2026-03-09", "2026-03-10"] {
             guard case .object(let manifest) = try StrictJSONParser.parse(Array(try store.bytes("agg/_manifests/dt=\(date).json").dropLast())),
                   case .object(let totals)? = manifest["totals"], case .array(let outputs)? = manifest["outputs"],
@@ -208,13 +213,19 @@ import Testing
             guard rows.text != "0" else { continue }
             let keys = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "rejected_postbacks"]
             var row = [date] + keys.map { key -> String in if case .number(let n)? = totals[key] { return n.text }; return "?" }
-            if case .number(let revenue)? = totals["revenue_est_sum"] { row.append(revenue.text) }
             row.append(rows.text)
             expected.append(row)
+            // One total per currency, never one sum across currencies.
+            guard case .object(let byCurrency)? = totals["revenue_est_by_currency"] else { Issue.record("revenue_est_by_currency"); return }
+            for member in byCurrency.members {
+                guard case .number(let amount) = member.value else { Issue.record("revenue amount"); return }
+                expectedRevenue.append([date, member.key, amount.text])
+            }
         }
+        #expect(sums == expected)
+        #expect(!expectedRevenue.isEmpty)
         // DuckDB prints decimals with six places.
-        let normalized = sums.map { row in row.enumerated().map { $0.offset == 9 ? Money(decimal: $0.element).map(\.description) ?? $0.element : $0.element } }
-        #expect(normalized == expected)
+        #expect(revenue.map { [$0[0], $0[1], Money(decimal: $0[2]).map(\.description) ?? $0[2]] } == expectedRevenue)
         #expect(result["mismatches"] as? Int == 0, "decoding through the exported table gives the same labels and revenue")
         #expect(result["joined"] as? Int == 6, "A, B, C, F, M and the 8th's I decode through the table")
     }

@@ -173,8 +173,12 @@ import Testing
         #expect(Self.dataLines(events) == Self.bytewiseSorted(Self.expectedEvents), "\n\(events)")
 
         let totals = try #require(summaries.last).totals
+        // A postback is decoded when its row carries a revenue estimate (a schema mapped its value).
+        let decoded = CSV.rows(daily).filter { $0["revenue_est_sum"] != "" }.reduce(0) { $0 + Int($1["postbacks"]!)! }
+        #expect(decoded == 4, "A, B, C and F decode; the others are null, unmapped or without a schema")
         #expect(totals == DayTotals(postbacks: 10, installs: 5, redownloads: 1, reengagements: 1, losses: 1, nullValuePostbacks: 1,
-                                    developmentPostbacks: 1, rejectedPostbacks: 2, duplicatesDropped: 2, revenueEstimate: Money(decimal: "171")!))
+                                    developmentPostbacks: 1, rejectedPostbacks: 2, duplicatesDropped: 2, decodedPostbacks: decoded,
+                                    revenueEstimateByCurrency: ["USD": Money(decimal: "171")!]))
         let last = try #require(summaries.last)
         #expect(last.sameDayDuplicates == 2 && last.earlierDayDuplicates == 1)
         #expect(last.corruptLines == 1 && last.tornTails == 1)
@@ -211,7 +215,12 @@ import Testing
         }
         func number(_ key: String) -> String? { if case .number(let n)? = totals[key] { return n.text }; return nil }
         #expect(number("postbacks") == "10" && number("duplicates_of_earlier_days") == "1" && number("corrupt_lines") == "1" && number("torn_tails") == "1")
-        #expect(number("revenue_est_sum") == "171" && number("rejected_postbacks") == "2" && number("development_postbacks") == "1")
+        #expect(number("rejected_postbacks") == "2" && number("development_postbacks") == "1" && number("decoded_postbacks") == "4")
+        guard case .object(let revenue)? = totals["revenue_est_by_currency"] else { Issue.record("revenue_est_by_currency"); return }
+        #expect(revenue.members.map { "\($0.key)=\(String(describing: $0.value))" } == ["USD=number(171)"], "one total per currency")
+        #expect(totals["revenue_est_sum"] == nil, "no sum across currencies")
+        guard case .number(let segments)? = object["spool_segments"] else { Issue.record("spool_segments"); return }
+        #expect(segments.text == "2" && object["partial"] == .bool(false))
         #expect(schemas.count == 1)
         #expect(!String(decoding: manifest, as: UTF8.self).contains(store.path), "paths are relative to the store")
     }

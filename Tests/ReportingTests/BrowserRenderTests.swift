@@ -31,12 +31,15 @@ import Testing
           title: document.title,
           overflow: document.documentElement.scrollWidth > window.innerWidth + 1,
           tables: document.querySelectorAll('table').length,
+          scrollers: [...document.querySelectorAll('.figures, table')].filter(e => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1).map(e => e.id || e.getAttribute('aria-label')),
+          hiddenCells: [...document.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > window.innerWidth + 1).map(c => c.textContent),
+          cells: document.querySelectorAll('td, th').length,
           text: document.body.innerText,
           height: Math.ceil(document.documentElement.scrollHeight)
         })
         """
 
-    static func visit(_ page: String, screenshot: String?) throws -> Visit {
+    static func visit(_ page: String, screenshot: String?, width: Int = 1280) throws -> Visit {
         guard let executable = HeadlessChromium.locate() else {
             throw HeadlessChromium.Failure(description: "chromium not found (looked for $CHROMIUM, chromium, chromium-browser, google-chrome on PATH): "
                 + "on Debian, apt-get install chromium. The report's browser test needs a real browser.")
@@ -45,7 +48,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: profile) }
         let browser = try HeadlessChromium(executable: executable, profileDirectory: profile, logPath: TestPaths.output + "/chromium.log",
-                                           windowWidth: 1280, windowHeight: 1000)
+                                           windowWidth: width, windowHeight: 1000)
         defer { browser.shutDown() }
 
         let target = try browser.call("Target.createTarget") { $0.field("url", "about:blank") }
@@ -55,7 +58,7 @@ import Testing
         }.string("sessionId")
         for domain in ["Page", "Runtime", "Log", "Network"] { try browser.call("\(domain).enable", session: session) }
         try browser.call("Emulation.setDeviceMetricsOverride", session: session) { json in
-            json.field("width", 1280)
+            json.field("width", width)
             json.field("height", 1000)
             json.field("deviceScaleFactor", 1)
             json.field("mobile", false)
@@ -82,7 +85,7 @@ import Testing
                 json.beginObject()
                 json.field("x", 0)
                 json.field("y", 0)
-                json.field("width", 1280)
+                json.field("width", width)
                 json.field("height", height)
                 json.field("scale", 1)
                 json.endObject()
@@ -140,10 +143,40 @@ import Testing
         let text = visit.facts["text"] as? String ?? ""
         #expect(text.contains("Postbacks and installs per day") && text.contains("Rejected by reason"))
 
+        #expect((visit.facts["scrollers"] as? [Any])?.isEmpty == true, "no table scrolls: \(visit.facts["scrollers"] ?? "?")")
+        #expect((visit.facts["hiddenCells"] as? [Any])?.isEmpty == true, "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")
+        #expect((visit.facts["cells"] as? Int ?? 0) > 100)
+
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
         #expect(png.count > 50_000)
         print("report screenshot: \(screenshot) (page: \(page))")
+    }
+
+    /// At a wide window too, no table scrolls and no figure is cut or off the page.
+    @Test func tablesNeverHideAFigureAt1920Pixels() throws {
+        let store = try TestStore.shared.get()
+        try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
+        let page = TestPaths.output + "/report-1920.html", screenshot = TestPaths.output + "/report-1920.png"
+        _ = try ReportGenerator.generate(store.request(from: TestStore.first, to: "2026-03-03", out: page, top: 12))
+        let visit = try Self.visit(page, screenshot: screenshot, width: 1920)
+        #expect(visit.facts["overflow"] as? Bool == false)
+        #expect((visit.facts["scrollers"] as? [Any])?.isEmpty == true, "no table scrolls: \(visit.facts["scrollers"] ?? "?")")
+        #expect((visit.facts["hiddenCells"] as? [Any])?.isEmpty == true, "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")
+    }
+
+    /// A page whose table is too wide for its box is seen scrolling, so the checks above mean something.
+    @Test func theBrowserCheckSeesAScrollingTable() throws {
+        let store = ScratchStore("browser-scroll")
+        let page = store.path("scroll.html")
+        try """
+            <!DOCTYPE html><html><head><title>scroll</title></head><body>
+            <div class="figures" id="box" style="width: 200px; max-height: 40px; overflow: auto"><table id="wide"><tr>
+            <td style="white-space: nowrap">a very long figure that cannot fit in two hundred pixels 123456789</td></tr>
+            <tr><td>1</td></tr><tr><td>2</td></tr><tr><td>3</td></tr></table></div></body></html>
+            """.write(toFile: page, atomically: true, encoding: .utf8)
+        let visit = try Self.visit(page, screenshot: nil)
+        #expect((visit.facts["scrollers"] as? [String]) == ["box"])
     }
 
     /// The negative twin: a page that logs an error, throws, and requests an image is seen doing so,

@@ -102,3 +102,26 @@ import Testing
 enum UTCDayFixture {
     static func day(_ text: String) -> Postbacks.UTCDay { Postbacks.UTCDay(text)! }
 }
+
+/// Rejection reasons are grouped by their template; the quoted value becomes a column.
+@Suite struct ReasonTemplateTests {
+    @Test(arguments: [
+        ("ad-network-id \"a.skadnetwork\" is not accepted here", "ad-network-id \"…\" is not accepted here", "a.skadnetwork"),
+        ("kid \"x\" and alg \"y\" are unknown", "kid \"…\" and alg \"…\" are unknown", "x, y"),
+        ("signature does not verify", "signature does not verify", ""),
+        ("ad network 'spam.skadnetwork' is not one of Apple's", "ad network '…' is not one of Apple's", "spam.skadnetwork"),
+        ("an unterminated \"quote", "an unterminated \"quote", ""),
+        ("escaped \"a\\\"b\" inside", "escaped \"…\" inside", "a\\\"b"),
+    ])
+    func splitsTheValueFromTheTemplate(reason: String, template: String, value: String) {
+        let split = ReasonTemplate(reason)
+        #expect(split.template == template)
+        #expect(split.value == value)
+    }
+
+    @Test func reasonsThatDifferOnlyInTheirValueShareATemplate() {
+        let first = ReasonTemplate("ad-network-id \"a.skadnetwork\" is not accepted here")
+        let second = ReasonTemplate("ad-network-id \"b.skadnetwork\" is not accepted here")
+        #expect(first.template == second.template && first != second)
+    }
+}

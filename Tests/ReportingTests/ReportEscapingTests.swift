@@ -79,7 +79,10 @@ import Testing
         let claimed = try #require(figures.table("table-rejected-networks"))
         #expect(claimed.rows.map { $0[0] } == [Self.hostileClaimedNetwork])
         let reasons = try #require(figures.table("table-rejected-reasons"))
-        #expect(reasons.rows.map { $0[0] } == [Self.hostileReason.replacingOccurrences(of: "\u{202E}", with: "[U+202E]")])
+        // The quoted part of the reason is its value, in a column of its own.
+        let shown = Self.hostileReason.replacingOccurrences(of: "\u{202E}", with: "[U+202E]")
+        #expect(reasons.rows.map { $0[0] } == [shown.replacingOccurrences(of: "\"quoted\"", with: "\"…\"")])
+        #expect(reasons.rows.map { $0[1] } == ["quoted"])
         let fine = try #require(figures.table("table-fine"))
         #expect(fine.records.map { $0["Campaign"] } == [Self.hostileCampaign, Self.hostileCampaign])
         #expect(fine.records.map { $0["Label"] } == [Self.hostileLabel, "undecoded"])
@@ -135,6 +138,10 @@ import Testing
 
     @Test func clippingNeverSplitsACharacterOrAnEntity() {
         #expect(HTMLText.clipped("short", to: 10) == "short")
+        #expect(HTMLText.clipped("example123.skadnetwork · app 525463029", to: 24, keepingAfterLast: " · ") == "example… · app 525463029",
+                "the app id is never cut")
+        #expect(HTMLText.clipped("network · app 525463029", to: 40, keepingAfterLast: " · ") == "network · app 525463029")
+        #expect(HTMLText.clipped("n · 123456789012345", to: 10, keepingAfterLast: " · ") == "n · 12345…", "too long to keep: clipped as usual")
         #expect(HTMLText.clipped("🇩🇪🇩🇪🇩🇪🇩🇪", to: 3) == "🇩🇪🇩🇪…")
         let clipped = HTMLText.escape(HTMLText.clipped("&&&&&&&&", to: 4))
         #expect(clipped == "&amp;&amp;&amp;…")

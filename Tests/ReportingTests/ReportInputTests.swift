@@ -16,15 +16,18 @@ import Testing
         try store.aggregate(try TestStore.catalog(), from: "2026-03-01", to: "2026-03-02")
         let summary = try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-02"))
         #expect(summary.isComplete)
-        #expect(summary.daysIncluded.map(\.description) == ["2026-03-01", "2026-03-02"])
+        // Published as explicitly empty days (no spool): gaps, not zeros.
+        #expect(summary.daysIncluded.isEmpty)
+        #expect(summary.daysWithoutSpool.map(\.description) == ["2026-03-01", "2026-03-02"])
         let html = try store.text("report.html")
         let figures = PageFigures(html: html)
         #expect(figures.count("postbacks") == 0)
         #expect(figures.count("rejected") == 0)
         #expect(html.contains("No production postbacks in this range"))
+        #expect(html.contains("No spool for 2026-03-01 to 2026-03-02"))
         #expect(!html.contains("<svg"), "no chart is drawn for nothing")
-        #expect(html.components(separatedBy: "class=\"empty\"").count - 1 == 8, "every chart says it is empty")
-        #expect(figures.table("table-postbacks-per-day")?.rows.map { $0.last! } == ["0", "0"])
+        #expect(html.components(separatedBy: "class=\"empty\"").count - 1 == 10, "every chart says it is empty")
+        #expect(figures.table("table-postbacks-per-day")?.rows.map { $0.last! } == ["–", "–"], "no figure for a day without spool")
         try ReportEscapingTests.checkMarkup(html)
     }
 
@@ -103,10 +106,10 @@ import Testing
 
     @Test func aManifestOfAnotherFormatIsAnError() throws {
         let store = ScratchStore("format")
-        try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 2)
+        try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 3)
         #expect {
             try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01"))
-        } throws: { error in "\(error)".contains("manifest format 2 is not one this postback reads") }
+        } throws: { error in "\(error)".contains("manifest format 3 is not one this postback reads (1 to 2)") }
     }
 
     @Test func anUnwritableOutputIsAnIOError() throws {

@@ -14,6 +14,10 @@ public enum AggregationError: Error, CustomStringConvertible, Sendable {
     /// Another `postback aggregate` holds the store's lock.
     case locked(path: String)
     case overflow(String)
+    /// Publishing would replace a day with one built from less input or fewer decoded postbacks.
+    case worseThanPublished(day: UTCDay, manifest: String, losses: String)
+    /// The UTC day is not over: its spool is still being written.
+    case openDay(UTCDay)
 
     public var description: String {
         switch self {
@@ -23,6 +27,12 @@ public enum AggregationError: Error, CustomStringConvertible, Sendable {
         case .usage(let message): return message
         case .locked(let path): return "\(path) is locked: another 'postback aggregate' is running on this store"
         case .overflow(let message): return message
+        case .worseThanPublished(let day, let manifest, let losses):
+            return "\(day): not replaced: compared with the day published in \(manifest), this run has \(losses). "
+                + "Check --data and --schemas; rerun with --force to publish it anyway"
+        case .openDay(let day):
+            return "\(day) is not over yet (UTC): its spool is still being written and its numbers would be partial. "
+                + "Aggregate it after midnight UTC, or add --allow-open-day to publish it marked partial"
         }
     }
 }

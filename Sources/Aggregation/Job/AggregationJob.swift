@@ -19,6 +19,14 @@ public struct AggregationRequest: Sendable {
     /// Written into manifests, e.g. `postback 0.1.0`.
     public var toolVersion: String
 
+    /// Publish even when a day would replace a published one built from more input or with more
+    /// decoded postbacks (`--force`).
+    public var force = false
+    /// Publish a UTC day that is not over yet, marked `partial` in its manifest (`--allow-open-day`).
+    public var allowOpenDay = false
+    /// The current UTC day; days from it on are open. Settable for tests.
+    public var today = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
+
     public static let defaultLookbackDays = 10
 
     public init(dataDirectory: String, from: UTCDay, to: UTCDay, lookbackDays: Int = defaultLookbackDays, workers: Int,
@@ -52,6 +60,11 @@ public struct DaySummary: Sendable {
     public var slowPathLines: Int
     public var bucketCount: Int
     public var largestBucket: Int
+    /// Segments of the postbacks spool the day was built from: 0 is a day with no spool at all,
+    /// published as explicitly empty (a gap in reports, not zeros).
+    public var spoolSegments: Int
+    /// The day was not over when it was read (`--allow-open-day`).
+    public var partial: Bool
 }
 
 /// The nightly job: for each day of the request, dedups the day's spool (across every writer's
@@ -81,6 +94,9 @@ public final class AggregationJob: Sendable {
     public func run(onDay: (DaySummary) -> Void = { _ in }) throws(AggregationError) -> [DaySummary] {
         guard request.from <= request.to else { throw .usage("--from \(request.from) is after --to \(request.to)") }
         guard (0...400).contains(request.lookbackDays) else { throw .usage("lookback must be 0 to 400 days") }
+        // Checked before anything is read: a day still being written would be published with only
+        // part of its postbacks, and tomorrow's run would then look like a loss.
+        if request.to >= request.today, !request.allowOpenDay { throw .openDay(max(request.from, request.today)) }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .usage("--data \(request.dataDirectory) is not a directory")
@@ -182,7 +198,8 @@ public final class AggregationJob: Sendable {
         trace.mark("render")
         return PendingDay(day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
                           schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
-                          toolVersion: request.toolVersion, lookbackDays: request.lookbackDays)
+                          toolVersion: request.toolVersion, lookbackDays: request.lookbackDays,
+                          partial: table.day >= request.today, force: request.force)
     }
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed

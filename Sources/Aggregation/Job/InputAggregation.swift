@@ -35,6 +35,11 @@ extension AggregationJob {
         var reports: [SegmentReport] = []
         let receivedAt = Self.inputReceivedAt(day)
         for file in files {
+            var status = stat()
+            if file != "-", stat(file, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+                throw .usage("--input \(file) is a directory: give files of postbacks (JSON Lines, one postback per line); "
+                    + "to aggregate a receiver's store, use --data DIR without --input")
+            }
             let reader: RecordReader
             do {
                 reader = try RecordReader(path: file)
@@ -42,6 +47,7 @@ extension AggregationJob {
                 throw .input(error)
             }
             var report = SegmentReport(name: file, spool: nil)
+            var objectRecords = 0
             var batch: [InputRecord] = []
             func flush() throws(AggregationError) {
                 let results = Self.verify(batch, verifier: verifier, workers: request.workers)
@@ -66,10 +72,16 @@ extension AggregationJob {
                 }
                 guard let record = next else { break }
                 report.lines += 1
+                if record.problem == nil, Self.looksLikeObject(record.bytes) { objectRecords += 1 }
                 batch.append(record)
                 if batch.count >= 4096 { try flush() }
             }
             try flush()
+            // A file with no JSON object in it is the wrong file, not a day of rejected postbacks.
+            guard objectRecords > 0 else {
+                throw .usage("--input \(file) holds no JSON postback (it is empty or not JSON): --input takes JSON Lines, "
+                    + "one postback object per line, or a file holding one postback")
+            }
             (report.bytes, report.sha256) = try Self.checksum(file)
             reports.append(report)
         }
@@ -83,6 +95,12 @@ extension AggregationJob {
                                           workDirectory: work, workers: request.workers)
         table.segments = reports
         return try render(table, lookback: []).write()
+    }
+
+    /// The first byte that is not white space (or a byte order mark) opens an object.
+    private static func looksLikeObject(_ bytes: [UInt8]) -> Bool {
+        for byte in bytes where ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains(byte) { return byte == UInt8(ascii: "{") }
+        return false
     }
 
     private static func verify(_ batch: [InputRecord], verifier: PostbackVerifier, workers: Int) -> [VerificationResult] {

@@ -38,9 +38,20 @@ struct PendingDay: Sendable {
     let layout: StoreLayout
     let toolVersion: String
     let lookbackDays: Int
+    /// The UTC day was not over when it was read (`--allow-open-day`).
+    let partial: Bool
+    let force: Bool
 
     func write() throws(AggregationError) -> DaySummary {
         var trace = PhaseTrace("\(day)")
+        let manifestPath = layout.manifest(day: day)
+        let counted = facts.segments.filter { $0.spool != .rejected }
+        if !force, let published = PublishedDay(manifestAt: manifestPath),
+            let losses = published.regression(
+                to: PublishedDay(segments: counted.count, bytes: counted.reduce(0) { $0 + $1.bytes },
+                                 decodedPostbacks: rendered.totals.decodedPostbacks)) {
+            throw .worseThanPublished(day: day, manifest: manifestPath, losses: losses)
+        }
         var outputs: [ManifestWriter.Output] = []
         for (name, bytes, rows) in [(AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
                                     (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows)] {
@@ -49,8 +60,8 @@ struct PendingDay: Sendable {
                                                  sha256: SHA256.hash(bytes).description))
         }
         let manifest = ManifestWriter.manifest(day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
-                                               lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals)
-        let manifestPath = layout.manifest(day: day)
+                                               lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals,
+                                               partial: partial)
         try AggregationJob.publish(manifest, to: manifestPath)
         trace.mark("publish")
         var problems: [String] = []
@@ -64,7 +75,7 @@ struct PendingDay: Sendable {
             tornTails: facts.segments.filter(\.tornTail).count, sameDayDuplicates: facts.sameDayDuplicates,
             earlierDayDuplicates: facts.earlierDayDuplicates, problems: problems, manifestPath: manifestPath,
             fastPathLines: facts.fastPathLines, slowPathLines: facts.slowPathLines, bucketCount: facts.bucketCount,
-            largestBucket: facts.largestBucket)
+            largestBucket: facts.largestBucket, spoolSegments: facts.segments.filter { $0.spool == .postbacks }.count, partial: partial)
     }
 }
 

@@ -143,10 +143,10 @@ enum DayRenderer {
             part.totals.nullValuePostbacks += Int(facts.nullValues)
             part.totals.developmentPostbacks += Int(development)
             part.totals.duplicatesDropped += Int(duplicates)
-            if let estimate = facts.revenueEstimate {
-                guard let sum = part.totals.revenueEstimate.plus(estimate) else { throw .overflow("revenue estimate total overflows") }
-                part.totals.revenueEstimate = sum
+            if let estimate = facts.revenueEstimate, let currency = facts.schema?.currency {
+                try part.totals.addRevenue(estimate, currency: currency)
             }
+            if facts.decoded != nil { part.totals.decodedPostbacks += Int(postbacks) }
 
             if postbacks > 0, let decoded = facts.decoded {
                 for event in decoded.events {

@@ -1,3 +1,5 @@
+public import Postbacks
+
 /// Headline and side counts of a day, for the manifest and the command's summary.
 public struct DayTotals: Sendable, Equatable {
     public var postbacks = 0
@@ -9,7 +11,37 @@ public struct DayTotals: Sendable, Equatable {
     public var developmentPostbacks = 0
     public var rejectedPostbacks = 0
     public var duplicatesDropped = 0
-    public var revenueEstimate = Money.zero
+    /// Postbacks that a schema decoded to a label (not `no_schema`, `undecoded` or a null value):
+    /// a rerun that would publish fewer of these than the day has now is refused (a lost schema).
+    public var decodedPostbacks = 0
+    /// The revenue estimate per ISO 4217 currency. Amounts in different currencies are never added.
+    public var revenueEstimateByCurrency: [String: Money] = [:]
+
+    /// Adds a row's estimate to its currency's total.
+    mutating func addRevenue(_ amount: Money, currency: String) throws(AggregationError) {
+        guard let sum = revenueEstimateByCurrency[currency, default: .zero].plus(amount) else {
+            throw .overflow("revenue estimate total in \(currency) overflows")
+        }
+        revenueEstimateByCurrency[currency] = sum
+    }
+
+    /// `"revenue_est_by_currency": {"EUR": 13115, "USD": 11906.43}`, exact decimals, currencies in
+    /// code order (the manifest and `--json` summaries).
+    public func writeRevenueByCurrency(into json: inout JSONWriter) {
+        json.key("revenue_est_by_currency")
+        json.beginObject()
+        for (currency, amount) in revenueEstimateByCurrency.sorted(by: { $0.key < $1.key }) {
+            json.key(currency)
+            json.value(numberText: amount.description)
+        }
+        json.endObject()
+    }
+
+    /// "EUR 13115, USD 11906.43" (currencies in code order), or "none".
+    public var revenueText: String {
+        let parts = revenueEstimateByCurrency.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
 
     mutating func add(_ other: DayTotals) throws(AggregationError) {
         postbacks += other.postbacks
@@ -21,7 +53,7 @@ public struct DayTotals: Sendable, Equatable {
         developmentPostbacks += other.developmentPostbacks
         rejectedPostbacks += other.rejectedPostbacks
         duplicatesDropped += other.duplicatesDropped
-        guard let sum = revenueEstimate.plus(other.revenueEstimate) else { throw .overflow("revenue estimate total overflows") }
-        revenueEstimate = sum
+        decodedPostbacks += other.decodedPostbacks
+        for (currency, amount) in other.revenueEstimateByCurrency { try addRevenue(amount, currency: currency) }
     }
 }

@@ -4,7 +4,9 @@ import Postbacks
 /// into which outputs (with row counts and SHA-256), under which schemas and tool version. No
 /// wall-clock time appears in it, so a rerun over the same inputs writes the same bytes.
 struct ManifestWriter {
-    static let formatVersion = 1
+    /// 2: per-currency revenue totals (`revenue_est_by_currency` instead of `revenue_est_sum`),
+    /// `spool_segments`, `partial` and `totals.decoded_postbacks`.
+    static let formatVersion = 2
     static let problemsListed = 50
     static let reasonsListed = 50
 
@@ -17,13 +19,15 @@ struct ManifestWriter {
     }
 
     static func manifest(day: UTCDay, toolVersion: String, lookbackDays: Int, facts table: DayFacts, lookback: [SegmentReport],
-                         schemas: [ConversionSchema], outputs: [Output], totals: DayTotals) -> [UInt8] {
+                         schemas: [ConversionSchema], outputs: [Output], totals: DayTotals, partial: Bool) -> [UInt8] {
         var json = JSONWriter(reservingCapacity: 4096)
         json.beginObject()
         json.field("format", formatVersion)
         json.field("dt", day.description)
         json.field("tool", toolVersion)
         json.field("lookback_days", lookbackDays)
+        json.field("spool_segments", table.segments.filter { $0.spool == .postbacks }.count)
+        json.field("partial", partial)
 
         json.key("inputs")
         json.beginArray()
@@ -85,8 +89,8 @@ struct ManifestWriter {
         json.field("reengagements", totals.reengagements)
         json.field("losses", totals.losses)
         json.field("null_cv_postbacks", totals.nullValuePostbacks)
-        json.key("revenue_est_sum")
-        json.value(numberText: totals.revenueEstimate.description)
+        json.field("decoded_postbacks", totals.decodedPostbacks)
+        totals.writeRevenueByCurrency(into: &json)
         json.field("development_postbacks", totals.developmentPostbacks)
         json.field("rejected_postbacks", totals.rejectedPostbacks)
         json.field("duplicates_same_day", table.sameDayDuplicates)

@@ -7,7 +7,8 @@ public import Postbacks
 ///
 /// Layout: `DIR/<app-id>/<anything>.json`, one file per app and effective period. Other files (a
 /// README, editor backups) and hidden entries are ignored; a directory whose name is not an app id,
-/// or a file whose `app_id` differs from its directory, is an error.
+/// a file whose `app_id` differs from its directory, a `.json` file directly in `DIR`, and a
+/// directory with no schema at all are errors (each would silently turn decoded days into `no_schema`).
 public struct SchemaCatalog: Sendable {
     /// Sorted by app id, then effective date, then schema id.
     public let schemas: [ConversionSchema]
@@ -62,7 +63,14 @@ public struct SchemaCatalog: Sendable {
         var problems: [String] = []
         for app in apps where !app.hasPrefix(".") {
             let appPath = directory + "/" + app
-            guard manager.fileExists(atPath: appPath, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
+            guard manager.fileExists(atPath: appPath, isDirectory: &isDirectory), isDirectory.boolValue else {
+                // A schema dropped next to the app directories would otherwise be ignored, and a rerun
+                // would republish its app's days as `no_schema` with no revenue.
+                if app.hasSuffix(".json") {
+                    problems.append("\(appPath): schema files go in a directory named after the app id: \(Self.layoutHint(directory)); move it there")
+                }
+                continue
+            }
             guard let appID = Int64(app), String(appID) == app else {
                 problems.append("\(appPath): directory names must be app ids (digits), one directory per app")
                 continue
@@ -81,8 +89,19 @@ public struct SchemaCatalog: Sendable {
                 }
             }
         }
+        if problems.isEmpty, schemas.isEmpty {
+            // An empty directory is a mistyped path or a failed checkout far more often than a team
+            // with no schemas; publishing with it would turn every decoded row into `no_schema`.
+            problems.append("holds no schemas: expected \(Self.layoutHint(directory)) (see docs/aggregate.md)")
+        }
         guard problems.isEmpty else { throw SchemaError(file: directory, problems: problems) }
         return try SchemaCatalog(schemas: schemas, origin: directory)
+    }
+
+    /// The expected layout, spelled with the user's own directory.
+    static func layoutHint(_ directory: String) -> String {
+        let root = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        return "\(root)/<app-id>/<effective-from>.json, e.g. \(root)/525463029/2026-01-01.json"
     }
 
     /// The schema for a postback, or nil when none applies (reported as `no_schema`).

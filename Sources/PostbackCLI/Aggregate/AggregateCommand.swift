@@ -9,7 +9,7 @@ import Postbacks
 enum AggregateCommand {
     static let usage = """
         usage: postback aggregate --data DIR --schemas DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD)
-                                  [--lookback-days N] [--jobs N] [--json]
+                                  [--lookback-days N] [--jobs N] [--json] [--force] [--allow-open-day]
                postback aggregate --input FILE [--input FILE]... --date YYYY-MM-DD --data DIR --schemas DIR
                                   [--allow-dev] [--trust-key PEM]...
 
@@ -19,7 +19,11 @@ enum AggregateCommand {
           DIR/agg/campaign_daily/dt=DAY/part-00000.csv
           DIR/agg/campaign_events_daily/dt=DAY/part-00000.csv
           DIR/agg/_manifests/dt=DAY.json        (written last)
-        atomically. Rerunning a day over the same input rewrites the same bytes.
+        atomically. Rerunning a day over the same input rewrites the same bytes. A rerun that would
+        replace a published day with one built from fewer input files or bytes, or with fewer
+        decoded postbacks, is refused (a lost spool or schema) unless --force; a UTC day that is not
+        over yet is refused unless --allow-open-day. A day with no spool is published as an
+        explicitly empty day (spool_segments 0 in its manifest), which reports show as a gap.
 
           --data DIR          the store: spool read from DIR/raw, aggregates written to DIR/agg
           --schemas DIR       conversion schemas, DIR/<app-id>/*.json (see docs/aggregate.md)
@@ -28,6 +32,8 @@ enum AggregateCommand {
                               before (default 10; Apple retries for up to 9 days)
           --jobs N            worker threads (default: one per core)
           --json              one JSON summary object per day on stdout
+          --force             replace published days even with less input or fewer decoded postbacks
+          --allow-open-day    publish a day that is not over yet (UTC), marked partial in its manifest
           --input FILE        aggregate raw postbacks (JSON Lines) instead of the spool, all as
                               received on --date; each is verified here first (repeatable)
           --allow-dev         with --input: accept development keys (counted as development)
@@ -37,7 +43,7 @@ enum AggregateCommand {
         manifest); 2 usage, schema or I/O error.
         """
 
-    static let syntax = CommandSyntax("aggregate", usage: usage, flags: ["--json", "--allow-dev"],
+    static let syntax = CommandSyntax("aggregate", usage: usage, flags: ["--json", "--allow-dev", "--force", "--allow-open-day"],
                                       options: ["--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
@@ -66,11 +72,14 @@ enum AggregateCommand {
                 if !keys.isEmpty, !arguments.has("--allow-dev") { throw UsageError("--trust-key keys are test keys; add --allow-dev") }
                 verifier = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: keys))
             }
-            request = AggregationRequest(
+            var built = AggregationRequest(
                 dataDirectory: data, from: from, to: to,
                 lookbackDays: try arguments.integer("--lookback-days", default: AggregationRequest.defaultLookbackDays, in: 0...400),
                 workers: try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64),
                 toolVersion: "postback \(PostbackCommand.version)")
+            built.force = arguments.has("--force")
+            built.allowOpenDay = arguments.has("--allow-open-day")
+            request = built
             do {
                 catalog = try SchemaCatalog.load(directory: schemas)
             } catch {
@@ -134,11 +143,13 @@ enum AggregateCommand {
         func count(_ number: Int, _ noun: String, plural: String? = nil) -> String { "\(number) \(number == 1 ? noun : plural ?? noun + "s")" }
         var text = "\(summary.day): \(count(totals.postbacks, "postback")) (\(count(totals.installs, "install")), "
             + "\(count(totals.redownloads, "redownload")), \(count(totals.reengagements, "re-engagement")), \(count(totals.losses, "loss", plural: "losses"))"
-            + ", \(count(totals.nullValuePostbacks, "null value"))), revenue estimate \(totals.revenueEstimate); "
+            + ", \(count(totals.nullValuePostbacks, "null value"))), revenue estimate \(totals.revenueText); "
             + "\(totals.developmentPostbacks) development, \(totals.rejectedPostbacks) rejected, "
             + "\(count(summary.sameDayDuplicates + summary.earlierDayDuplicates, "duplicate")) dropped; "
             + "\(summary.campaignDailyRows) + \(summary.campaignEventsDailyRows) rows from \(count(summary.inputSegments, "file"))"
         if summary.tornTails > 0 { text += "; \(summary.tornTails) torn tail\(summary.tornTails == 1 ? "" : "s") skipped" }
+        if summary.spoolSegments == 0 { text += "; no spool for this day: published as an empty day" }
+        if summary.partial { text += "; the day is not over: published as partial" }
         text += String(format: " (%.2f s)", seconds)
         return text
     }
@@ -153,8 +164,8 @@ enum AggregateCommand {
         json.field("reengagements", summary.totals.reengagements)
         json.field("losses", summary.totals.losses)
         json.field("null_cv_postbacks", summary.totals.nullValuePostbacks)
-        json.key("revenue_est_sum")
-        json.value(numberText: summary.totals.revenueEstimate.description)
+        json.field("decoded_postbacks", summary.totals.decodedPostbacks)
+        summary.totals.writeRevenueByCurrency(into: &json)
         json.field("development_postbacks", summary.totals.developmentPostbacks)
         json.field("rejected_postbacks", summary.totals.rejectedPostbacks)
         json.field("duplicates_same_day", summary.sameDayDuplicates)
@@ -165,6 +176,8 @@ enum AggregateCommand {
         json.field("campaign_events_daily_rows", summary.campaignEventsDailyRows)
         json.field("input_files", summary.inputSegments)
         json.field("input_bytes", summary.inputBytes)
+        json.field("spool_segments", summary.spoolSegments)
+        json.field("partial", summary.partial)
         json.field("fast_path_lines", summary.fastPathLines)
         json.field("slow_path_lines", summary.slowPathLines)
         json.field("buckets", summary.bucketCount)

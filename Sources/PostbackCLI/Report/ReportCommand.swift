@@ -6,7 +6,7 @@ import Reporting
 enum ReportCommand {
     static let usage = """
         usage: postback report --data DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD) --out FILE|-
-                               [--title TEXT] [--top N]
+                               [--title TEXT] [--top N] [--app ID]
 
         Writes one self-contained HTML page (inline SVG charts, no scripts, nothing loaded from
         elsewhere) from the aggregates 'postback aggregate' published under DIR/agg: postbacks and
@@ -20,16 +20,18 @@ enum ReportCommand {
           --title TEXT        the page's heading (default: Postback report)
           --top N             campaigns shown by name in per-campaign charts, the rest summed
                               (default \(ReportRequest.defaultTopCampaigns))
+          --app ID            only this app's campaigns, counts and charts (rejected reasons and
+                              duplicates stay the whole store's: the manifests do not split them)
 
         Exit status: 0 written, every day of the range included; 1 written, but some days have no
         aggregates or could not be trusted (the page lists them); 2 usage or I/O error, a malformed
         aggregate, or no day of the range has aggregates (nothing written).
         """
 
-    static let syntax = CommandSyntax("report", usage: usage, options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top"])
+    static let syntax = CommandSyntax("report", usage: usage, options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
-        let request: ReportRequest
+        var request: ReportRequest
         do {
             let arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
@@ -42,6 +44,12 @@ enum ReportCommand {
             request = ReportRequest(dataDirectory: data, from: from, to: to, outputPath: out, title: arguments.value("--title"),
                                     topCampaigns: topCampaigns,
                                     toolVersion: "postback \(PostbackCommand.version)")
+            if let app = arguments.value("--app") {
+                guard let number = Int64(app), number > 0, String(number) == app else {
+                    throw UsageError("--app must be a numeric app id (the app-id of the postbacks), got '\(app)'")
+                }
+                request.appID = app
+            }
         } catch {
             return syntax.finish(error, io: io)
         }
@@ -60,6 +68,8 @@ enum ReportCommand {
             return .usageOrIOError
         }
         for day in summary.daysMissing { io.printError("postback report: \(day): no aggregates (shown as a gap)") }
+        for day in summary.daysWithoutSpool { io.printError("postback report: \(day): published with no spool, nothing received (shown as a gap)") }
+        for day in summary.daysPartial { io.printError("postback report: \(day): aggregated before the day was over (partial)") }
         for day in summary.daysLeftOut { io.printError("postback report: \(day): aggregates left out (the page says why)") }
         let days = summary.daysIncluded.count
         (toStandardOutput ? io.printError : io.print)("wrote \(toStandardOutput ? "standard output" : summary.outputPath) (\(summary.bytes) bytes): \(days) day\(days == 1 ? "" : "s"), "

@@ -1,10 +1,13 @@
-import Postbacks
+import Aggregation
 import PostbackCrypto
+import Postbacks
 
 /// `postback generate`: mint postbacks signed with a test key, as JSON Lines on stdout.
 enum GenerateCommand {
     static let usage = """
-        usage: postback generate --key PEM [--create-key] [--count N] [--kinds LIST] [--seed N]
+        usage: postback generate --key PEM [--create-key] [--count N] [--kinds LIST] [--seed N] [--start N]
+                                 [--app ID]... [--schema FILE] [--ad-network ID]... [--source-identifier NNNN]...
+                                 [--null-share P] [--reengagement-share P] [--windows LIST]
 
         Writes N postbacks signed with the private key in PEM, one per line. They verify with
         'postback verify --allow-dev --trust-key PEM' and are reported as development: use them to
@@ -18,10 +21,26 @@ enum GenerateCommand {
           --seed N         seed for the identifiers and field values (default 1)
           --start N        index of the first postback (default 0), to extend an earlier run
 
+        Shaping the traffic like your own (each default is a mix of three apps, four networks and
+        twenty campaigns with every value):
+          --app ID                 advertised app id (repeatable)
+          --schema FILE            a conversion schema (docs/aggregate.md): its app, the fine values it
+                                   maps (common values first) and the ad networks of its source maps
+          --ad-network ID          ad network id, as in the postback (repeatable)
+          --source-identifier NNNN four-digit source identifier (repeatable; SKAdNetwork 4.0 keeps two
+                                   to four trailing digits, as Apple does at lower crowd-anonymity tiers)
+          --null-share P           share of winning postbacks without a conversion value, 0 to 1 (0.2)
+          --reengagement-share P   share of AdAttributionKit postbacks that are re-engagements (0.25)
+          --windows LIST           postback windows to draw from, e.g. 0 or 0,1,2 (0,1,2)
+        Earlier values of a list are drawn more often (Zipf-like), as campaigns and values are.
+
         Exit status: 0 written; 2 usage, key or I/O error.
         """
 
-    static let syntax = CommandSyntax("generate", usage: usage, flags: ["--create-key"], options: ["--key", "--count", "--kinds", "--seed", "--start"])
+    static let syntax = CommandSyntax(
+        "generate", usage: usage, flags: ["--create-key"],
+        options: ["--key", "--count", "--kinds", "--seed", "--start", "--app", "--schema", "--ad-network", "--source-identifier",
+                  "--null-share", "--reengagement-share", "--windows"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let signer: TestPostbackSigner
@@ -55,7 +74,7 @@ enum GenerateCommand {
                 throw UsageError("--kinds \(kinds.map(\.rawValue).joined(separator: ",")) needs a \(curve.rawValue) key; --key \(keyPath) is \(signer.key.curve.rawValue) "
                     + "(give a new file with --create-key to make a \(curve.rawValue) key)")
             }
-            generator = SyntheticPostbacks(kinds: kinds)
+            generator = try shapedTraffic(SyntheticPostbacks(kinds: kinds), arguments)
         } catch {
             return syntax.finish(error, io: io)
         }
@@ -88,6 +107,54 @@ enum GenerateCommand {
             return .usageOrIOError
         }
         return .success
+    }
+
+    /// Applies the traffic-shaping options to the default mix.
+    static func shapedTraffic(_ base: SyntheticPostbacks, _ arguments: Arguments) throws -> SyntheticPostbacks {
+        var traffic = base
+        var apps: [Int64] = []
+        for text in arguments.values("--app") {
+            guard let app = Int64(text), app > 0 else { throw UsageError("--app must be a numeric app id, got '\(text)'") }
+            apps.append(app)
+        }
+        var networks = arguments.values("--ad-network")
+        if let path = arguments.value("--schema") {
+            let schema: ConversionSchema
+            do {
+                schema = try ConversionSchema(contentsOf: path)
+            } catch {
+                throw UsageError("--schema \(path) is not a valid conversion schema (check it with 'postback schema check \(path)'):\n\(error)")
+            }
+            if apps.isEmpty { apps = [schema.appID] }
+            let mapped = (schema.windows.first?.fine ?? []).enumerated().compactMap { $0.element == nil ? nil : $0.offset }
+            if !mapped.isEmpty { traffic.fineValues = mapped }
+            if networks.isEmpty { networks = schema.sourceIdentifierMaps.map(\.adNetworkID) }
+        }
+        if !apps.isEmpty { traffic.apps = apps }
+        for network in networks where network.isEmpty || network.utf8.count > 255 {
+            throw UsageError("--ad-network must be 1 to 255 characters, got '\(network)'")
+        }
+        if !networks.isEmpty { traffic.adNetworkIDs = networks }
+        let sources = arguments.values("--source-identifier")
+        for source in sources where source.utf8.count != 4 || !source.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            throw UsageError("--source-identifier must be four digits (0000 to 9999), got '\(source)'")
+        }
+        if !sources.isEmpty { traffic.sourceIdentifiers = sources }
+        func share(_ option: String) throws -> Double? {
+            guard let text = arguments.value(option) else { return nil }
+            guard let value = Double(text), (0...1).contains(value) else { throw UsageError("\(option) must be a number from 0 to 1, got '\(text)'") }
+            return value
+        }
+        traffic.nullShare = try share("--null-share")
+        traffic.reengagementShare = try share("--reengagement-share")
+        if let list = arguments.value("--windows") {
+            let windows = list.split(separator: ",").compactMap { Int($0) }
+            guard !windows.isEmpty, windows.count == list.split(separator: ",").count, windows.allSatisfy((0...2).contains) else {
+                throw UsageError("--windows must list postback windows 0, 1 or 2, e.g. 0,1,2; got '\(list)'")
+            }
+            traffic.windows = windows
+        }
+        return traffic
     }
 
     private static func loadOrCreateKey(_ path: String, curve: Curve, create: Bool) throws -> ECDSAPrivateKey {

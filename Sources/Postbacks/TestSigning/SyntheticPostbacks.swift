@@ -13,8 +13,34 @@ public struct SyntheticPostbacks: Sendable {
     public var apps: [Int64] = [525463029, 1229670720, 6443575749]
     public var adNetworks = 4
     public var campaigns = 20
+    /// Traffic shaped like one advertiser's (`postback generate --app/--schema/...`): each left nil
+    /// keeps the default mix above, drawn from the same random numbers.
+    public var adNetworkIDs: [String]?
+    /// Four-digit source identifiers (SKAdNetwork 4.0 and AdAttributionKit), drawn Zipf-like.
+    public var sourceIdentifiers: [String]?
+    /// Fine values to draw from, the first most often (Zipf-like), e.g. the values a schema maps.
+    public var fineValues: [Int]?
+    /// Share of winning postbacks without a conversion value (default 1 in 5).
+    public var nullShare: Double?
+    /// Share of AdAttributionKit postbacks that are re-engagements (default 1 in 4).
+    public var reengagementShare: Double?
+    /// Postback windows (sequence indices) to draw from (default 0, 1, 2).
+    public var windows: [Int]?
 
     public init(kinds: [Kind]) { self.kinds = kinds }
+
+    /// An element of `values`, the first ones most often: index ⌊n·u²⌋ for a uniform u, so the first
+    /// tenth of the list gets about a third of the draws, as campaigns and values do in real traffic.
+    static func skewed<T>(_ values: [T], _ draw: UInt64) -> T {
+        let unit = Double(draw >> 11) / Double(1 << 53)
+        return values[min(values.count - 1, Int(Double(values.count) * unit * unit))]
+    }
+
+    /// True with probability `share` (or the default `1/denominator`), from one draw either way.
+    static func chance(_ share: Double?, orOneIn denominator: UInt64, _ draw: UInt64) -> Bool {
+        guard let share else { return draw % denominator == 0 }
+        return Double(draw >> 11) / Double(1 << 53) < share
+    }
 
     /// The description of postback number `index` (deterministic in `seed` and `index`).
     public func postback(_ index: Int, seed: UInt64) -> Description {
@@ -22,23 +48,34 @@ public struct SyntheticPostbacks: Sendable {
         let kind = kinds[index % kinds.count]
         let id = random.uuid()
         let app = apps[Int(random.next() % UInt64(apps.count))]
-        let network = Int(random.next() % UInt64(adNetworks))
-        let campaign = 1 + Int(random.next() % UInt64(campaigns))
+        let networkDraw = random.next()
+        let network = Int(networkDraw % UInt64(adNetworks))
+        let campaignDraw = random.next()
+        let campaign = 1 + Int(campaignDraw % UInt64(campaigns))
         let didWin = random.next() % 10 != 0
         let fidelity = Int(random.next() % 3 == 0 ? 0 : 1)
-        let window = didWin ? Int(random.next() % 3) : 0
-        let nullValue = random.next() % 5 == 0
-        let fine = Int(random.next() % 64)
+        let window = didWin ? windows.map { Self.skewed($0, random.next()) } ?? Int(random.next() % 3) : 0
+        let nullValue = Self.chance(nullShare, orOneIn: 5, random.next())
+        let fineDraw = random.next()
+        let fine = fineValues.map { Self.skewed($0, fineDraw) } ?? Int(fineDraw % 64)
+        let explicitNetwork = adNetworkIDs.map { Self.skewed($0, networkDraw) }
+        let explicitSource = sourceIdentifiers.map { Self.skewed($0, campaignDraw) }
         let coarse = ["low", "medium", "high"][Int(random.next() % 3)]
         let country = ["US", "GB", "DE", "JP", "BR"][Int(random.next() % 5)]
 
         switch kind {
         case .aak:
             var aak = AdAttributionKitTestPostback(postbackIdentifier: id.uppercased())
-            aak.adNetworkID = "network\(network).adattributionkit"
-            aak.sourceIdentifier = String(format4: 1000 + campaign * 10 + Int(random.next() % 10))
+            aak.adNetworkID = explicitNetwork ?? "network\(network).adattributionkit"
+            let sourceDraw = random.next()
+            aak.sourceIdentifier = explicitSource ?? String(format4: 1000 + campaign * 10 + Int(sourceDraw % 10))
             aak.advertisedItemID = app
-            aak.conversionType = ["download", "download", "redownload", "re-engagement"][Int(random.next() % 4)]
+            let typeDraw = random.next()
+            if reengagementShare != nil {
+                aak.conversionType = Self.chance(reengagementShare, orOneIn: 4, typeDraw) ? "re-engagement" : typeDraw % 8 == 0 ? "redownload" : "download"
+            } else {
+                aak.conversionType = ["download", "download", "redownload", "re-engagement"][Int(typeDraw % 4)]
+            }
             aak.didWin = aak.conversionType == "re-engagement" ? true : didWin
             aak.postbackSequenceIndex = aak.didWin ? window : 0
             aak.publisherItemID = aak.didWin ? 1_000_000 + Int64(random.next() % 50) : nil
@@ -50,14 +87,14 @@ public struct SyntheticPostbacks: Sendable {
             return .adAttributionKit(aak)
         default:
             var skan = SKAdNetworkTestPostback(version: kind == .skan1_0 ? nil : kind.rawValue, transactionID: id)
-            skan.adNetworkID = "network\(network).skadnetwork"
+            skan.adNetworkID = explicitNetwork ?? "network\(network).skadnetwork"
             skan.appID = app
             let version = kind.rawValue
             if version == "4.0" {
                 // Two digits at low tiers, three or four at higher ones.
                 let digits = [2, 3, 4][Int(random.next() % 3)]
                 let full = 1000 + campaign * 10 + Int(random.next() % 10)
-                skan.sourceIdentifier = String(String(format4: full).suffix(digits))
+                skan.sourceIdentifier = String((explicitSource ?? String(format4: full)).suffix(digits))
                 skan.postbackSequenceIndex = window
             } else {
                 skan.campaignID = Int64(campaign)

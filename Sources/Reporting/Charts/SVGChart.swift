@@ -74,7 +74,7 @@ enum SVGChart {
         html.close("text")
         if let sublabel {
             html.element("text", ["class": "row-sublabel", "x": NumberFormat.svg(x), "y": NumberFormat.svg(centerY + 11), "text-anchor": "end"],
-                         text: HTMLText.clipped(sublabel, to: sublimit))
+                         text: HTMLText.clipped(sublabel, to: sublimit, keepingAfterLast: " · "))
         }
     }
 

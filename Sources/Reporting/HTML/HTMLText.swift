@@ -42,4 +42,15 @@ enum HTMLText {
         guard text.count > limit else { return text }
         return String(text.prefix(max(1, limit - 1))) + "…"
     }
+
+    /// Like `clipped`, but the part after the last `separator` (an app id, say) is kept whole and the
+    /// part before it is cut: an identifier cut short names a different thing, a network name cut
+    /// short is still recognisable. Falls back to `clipped` when the kept part alone does not fit.
+    static func clipped(_ text: String, to limit: Int, keepingAfterLast separator: String) -> String {
+        guard text.count > limit, let range = text.range(of: separator, options: .backwards) else { return clipped(text, to: limit) }
+        let kept = String(text[range.lowerBound...])
+        let room = limit - kept.count
+        guard room >= 2 else { return clipped(text, to: limit) }
+        return clipped(String(text[..<range.lowerBound]), to: room) + kept
+    }
 }

@@ -16,8 +16,13 @@ import Postbacks
 /// descriptor, so the rows read are the bytes checked even if a rerun replaces the file meanwhile.
 struct AggregateLoader {
     let layout: StoreLayout
+    /// Rows of other apps are skipped (`report --app`).
+    let appID: String?
 
-    init(dataDirectory: String) { layout = StoreLayout(root: dataDirectory) }
+    init(dataDirectory: String, appID: String? = nil) {
+        layout = StoreLayout(root: dataDirectory)
+        self.appID = appID
+    }
 
     func load(from: UTCDay, to: UTCDay) throws(ReportError) -> ReportModel {
         var model = ReportModel(from: from, to: to)
@@ -25,10 +30,12 @@ struct AggregateLoader {
             switch try loadDay(day, into: &model) {
             case .included: model.days.append(day)
             case .missing: model.missingDays.append(day)
+            case .empty: model.emptyDays.append(day)
             case .leftOut(let reason): model.leftOutDays.append((day, reason))
             }
         }
-        guard !model.days.isEmpty else {
+        // Days published as empty (no spool) still make a page: one that says so and draws gaps.
+        guard !model.days.isEmpty || !model.emptyDays.isEmpty else {
             throw .noAggregates(directory: layout.root, from: from.description, to: to.description,
                                 leftOut: model.leftOutDays.map { "\($0.day): \($0.reason)" })
         }
@@ -38,6 +45,8 @@ struct AggregateLoader {
     private enum DayOutcome {
         case included
         case missing
+        /// Published with no spool at all: nothing was received, or the store was not there.
+        case empty
         case leftOut(String)
     }
 
@@ -59,6 +68,8 @@ struct AggregateLoader {
         } catch {
             throw .io(path: manifestPath, message: "\(error)")
         }
+        if manifest.spoolSegments == 0 { return .empty }
+        if manifest.partial { model.partialDays.append(day) }
 
         let fd = open(csvPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -79,8 +90,9 @@ struct AggregateLoader {
         var rows = 0
         while let fields = try reader.next() {
             let record = try layout.record(fields, path: csvPath, line: reader.recordLine)
-            try model.add(record, day: day)
             rows += 1
+            if let appID, record.appID != appID { continue }
+            try model.add(record, day: day)
         }
         guard rows == manifest.campaignDaily.rows else {
             throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(manifest.campaignDaily.rows)")

@@ -27,6 +27,8 @@ struct CampaignDailyRecord {
     /// Nil when the value did not decode (null, unmapped, no schema): unknown, never zero.
     var revenueEstimate: Money?
     var currency: String?
+    /// ISO 3166 code Apple added to 2025 postbacks; nil when absent (older postbacks, or withheld).
+    var countryCode: String?
     var development: Int
     var rejected: Int
     var duplicatesDropped: Int
@@ -114,6 +116,7 @@ struct CampaignDailyRecord {
                 reengagements: try count("reengagements"), losses: try count("losses"), nullValues: try count("null_cv_postbacks"),
                 revenueMin: try money("revenue_min_sum"), revenueMax: try money("revenue_max_sum"),
                 revenueEstimate: try money("revenue_est_sum"), currency: text("currency"),
+                countryCode: indices["country_code"].flatMap { fields[$0] },
                 development: try count("development_postbacks"), rejected: try count("rejected_postbacks"),
                 duplicatesDropped: try count("duplicates_dropped"))
         }

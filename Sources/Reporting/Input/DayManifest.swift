@@ -11,7 +11,8 @@ struct DayManifest {
         let sha256: String
     }
 
-    static let supportedFormat = 1
+    /// Format 2 added per-currency totals, `spool_segments` and `partial`; both are read.
+    static let supportedFormats = 1...2
 
     var tool: String
     var campaignDaily: Output
@@ -25,6 +26,11 @@ struct DayManifest {
     /// The manifest lists the 50 most frequent reasons of the day; the rest are `rejectedPostbacks`
     /// minus their sum.
     var rejectedReasons: [(reason: String, count: Int)]
+    /// Segments of the postbacks spool the day was built from; 0 is a day published with no spool
+    /// at all (a gap, not zeros). Nil in format 1, which did not say.
+    var spoolSegments: Int?
+    /// The day was aggregated before it was over (`--allow-open-day`).
+    var partial: Bool
 
     init(json bytes: [UInt8], path: String) throws(ReportError) {
         func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
@@ -56,9 +62,12 @@ struct DayManifest {
         }
 
         let format = try integer(root, "format", in: "")
-        guard format == Self.supportedFormat else {
-            throw bad("manifest format \(format) is not one this postback reads (\(Self.supportedFormat)); use a newer postback")
+        guard Self.supportedFormats.contains(format) else {
+            throw bad("manifest format \(format) is not one this postback reads (\(Self.supportedFormats.lowerBound) to "
+                + "\(Self.supportedFormats.upperBound)); use a newer postback")
         }
+        spoolSegments = format >= 2 ? try integer(root, "spool_segments", in: "") : nil
+        if case .bool(let flag)? = root["partial"] { partial = flag } else { partial = false }
         tool = try string(root, "tool", in: "")
         var output: Output? = nil
         for entry in try array("outputs") where try string(entry, "table", in: "outputs[].") == "campaign_daily" {

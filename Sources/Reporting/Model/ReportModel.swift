@@ -13,6 +13,12 @@ struct ReportModel {
     var days: [UTCDay] = []
     /// Days with no published partition.
     var missingDays: [UTCDay] = []
+    /// Published as explicitly empty (no spool): unknown, shown as gaps like missing days.
+    var emptyDays: [UTCDay] = []
+    /// Aggregated before the day was over: included, but named on the page.
+    var partialDays: [UTCDay] = []
+    /// Days drawn as gaps: no aggregates, no spool, or aggregates that could not be trusted.
+    var unavailableDays: Set<UTCDay> { Set(missingDays + emptyDays + leftOutDays.map(\.day)) }
     /// Days with a partition the report could not trust, and why.
     var leftOutDays: [(day: UTCDay, reason: String)] = []
 
@@ -21,6 +27,12 @@ struct ReportModel {
     var networkDays: [String: [UTCDay: NetworkDayCounts]] = [:]
     var networkTotals: [String: NetworkDayCounts] = [:]
     var campaigns: [CampaignKey: CampaignStats] = [:]
+    /// Production counts per day (all networks), and revenue per currency and day, for the trend.
+    var dayTotals: [UTCDay: NetworkDayCounts] = [:]
+    var dayRevenue: [String: [UTCDay: RevenueSum]] = [:]
+    /// Production counts by `country_code`; postbacks without one are counted apart.
+    var countries: [String: NetworkDayCounts] = [:]
+    var withoutCountry = NetworkDayCounts()
 
     var developmentPostbacks = 0
     var developmentByNetwork: [String: Int] = [:]
@@ -81,8 +93,15 @@ struct ReportModel {
         networkTotals[network, default: NetworkDayCounts()].add(record)
         if let app = record.appID { appIDs.insert(app) }
         try campaigns[CampaignKey(record), default: CampaignStats()].add(record)
+        dayTotals[day, default: NetworkDayCounts()].add(record)
+        if let country = record.countryCode {
+            countries[country, default: NetworkDayCounts()].add(record)
+        } else {
+            withoutCountry.add(record)
+        }
         if let kind = record.cvKind, kind != .nonWinning {
             try revenueByCurrency[record.currency ?? "", default: RevenueSum()].add(record)
+            try dayRevenue[record.currency ?? "", default: [:]][day, default: RevenueSum()].add(record)
         }
     }
 

@@ -10,6 +10,10 @@ struct FiguresTable {
         /// Text that may be long (reasons, labels): wraps instead of widening the table.
         static func longText(_ title: String) -> Column { Column(title: title, style: "t wrap") }
         static func number(_ title: String) -> Column { Column(title: title, style: "n") }
+        /// A name or identifier in a wide table: wraps, but keeps room for a word or two per line.
+        static func name(_ title: String) -> Column { Column(title: title, style: "t name") }
+        /// A short composite like `L 33% · M 50% · H 17%`: wraps between its parts.
+        static func mix(_ title: String) -> Column { Column(title: title, style: "t mix") }
     }
 
     let id: String

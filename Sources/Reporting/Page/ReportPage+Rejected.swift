@@ -10,15 +10,30 @@ extension ReportPage {
                     + "trusted, so they are not deduplicated), and their fields are whatever the sender claimed. Reasons come "
                     + "from the day manifests, which list each day's 50 most frequent. Development postbacks (Apple's development "
                     + "keys, test keys, SKAdNetwork test mode) are verified but never production. Neither is in the headline.") { html in
-            let reasons = model.rejectedReasons.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-            let total = model.rejectedPostbacks
-            var table = FiguresTable(id: "table-rejected-reasons", caption: "Rejected records by reason",
-                                     columns: [.longText("Reason"), .number("Records"), .number("Share")])
-            for (reason, count) in reasons { table.add([reason, NumberFormat.count(count), NumberFormat.percent(count, of: total)]) }
-            if model.rejectedUnlisted > 0 {
-                table.add([Self.unlistedReasons, NumberFormat.count(model.rejectedUnlisted), NumberFormat.percent(model.rejectedUnlisted, of: total)])
+            // Reasons that quote a claimed value are grouped by their template, the value in a column of its own.
+            var byTemplate: [String: Int] = [:]
+            var byTemplateAndValue: [ReasonTemplate: Int] = [:]
+            for (reason, count) in model.rejectedReasons {
+                let split = ReasonTemplate(reason)
+                byTemplate[split.template, default: 0] += count
+                byTemplateAndValue[split, default: 0] += count
             }
-            table.footer = ["Total", NumberFormat.count(total), total > 0 ? "100.0%" : "–"]
+            let reasons = Self.byCount(byTemplate)
+            let total = model.rejectedPostbacks
+            var table = FiguresTable(id: "table-rejected-reasons", caption: "Rejected records by reason and the value it names",
+                                     columns: [.longText("Reason"), .longText("Value"), .number("Records"), .number("Share")])
+            for (template, _) in reasons {
+                let values = byTemplateAndValue.filter { $0.key.template == template }
+                    .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key.value < $1.key.value }
+                for (split, count) in values {
+                    table.add([template, split.value, NumberFormat.count(count), NumberFormat.percent(count, of: total)])
+                }
+            }
+            if model.rejectedUnlisted > 0 {
+                table.add([Self.unlistedReasons, "", NumberFormat.count(model.rejectedUnlisted),
+                           NumberFormat.percent(model.rejectedUnlisted, of: total)])
+            }
+            table.footer = ["Total", "", NumberFormat.count(total), total > 0 ? "100.0%" : "–"]
 
             var rows = reasons.prefix(Self.reasonsCharted).map { reason, count in
                 RowBarChart.Row(label: reason, sublabel: nil, value: Double(count), valueText: NumberFormat.count(count),

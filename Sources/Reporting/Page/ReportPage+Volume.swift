@@ -17,7 +17,7 @@ extension ReportPage {
 
     private func dayPanel(_ html: inout HTMLWriter, id: String, noun: String, value: KeyPath<NetworkDayCounts, Int>) {
         let days = model.rangeDays
-        let unavailable = Set(model.missingDays + model.leftOutDays.map(\.day))
+        let unavailable = model.unavailableDays
         let named = namedNetworks
         let ranked = model.networksByVolume
         let others = Array(ranked.dropFirst(named.count))
@@ -36,7 +36,7 @@ extension ReportPage {
                                  columns: [.text("Day"), .text("Ad network"), .number(noun.capitalizedFirst)])
         for day in days {
             if unavailable.contains(day) {
-                table.add([day.description, "no aggregates", "–"])
+                table.add([day.description, model.emptyDays.contains(day) ? "no spool" : "no aggregates", "–"])
                 continue
             }
             for network in ranked where (model.networkDays[network]?[day]?.postbacks ?? 0) > 0 {

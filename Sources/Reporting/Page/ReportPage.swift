@@ -35,6 +35,9 @@ struct ReportPage {
         renderNotices(&html)
         renderContents(&html)
         renderVolume(&html)
+        renderCampaigns(&html)
+        renderTrend(&html)
+        renderCountries(&html)
         try renderFineValues(&html)
         try renderCoarseValues(&html)
         try renderRevenue(&html)
@@ -90,7 +93,8 @@ struct ReportPage {
             let count = model.rangeDays.count
             html.element("p", ["class": "meta"],
                          text: "\(rangeText) · \(count) day\(count == 1 ? "" : "s") by the UTC day postbacks were received · "
-                             + "\(model.days.count) with aggregates")
+                             + "\(model.days.count) with aggregates"
+                             + (request.appID.map { " · app \($0) only (rejected reasons and duplicates are the whole store's)" } ?? ""))
         }
         html.newline()
     }
@@ -162,6 +166,18 @@ struct ReportPage {
                     + "zero. Run 'postback aggregate' for them, or check that the range is right.")
             }
         }
+        if !model.emptyDays.isEmpty {
+            html.element("div", ["class": "notice", "role": "note"]) { html in
+                html.element("p", text: "No spool for \(Self.dayList(model.emptyDays)): nothing was received, or the receiver's "
+                    + "store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.")
+            }
+        }
+        if !model.partialDays.isEmpty {
+            html.element("div", ["class": "notice", "role": "note"]) { html in
+                html.element("p", text: "Partial: \(Self.dayList(model.partialDays)) were aggregated before the day was over "
+                    + "(--allow-open-day); their figures will grow when the day is aggregated again.")
+            }
+        }
         if !model.leftOutDays.isEmpty {
             html.element("div", ["class": "notice", "role": "note"]) { html in
                 html.element("p", text: "Left out because their aggregates could not be trusted:")
@@ -175,7 +191,8 @@ struct ReportPage {
 
     private func renderContents(_ html: inout HTMLWriter) {
         html.element("nav", ["class": "contents", "aria-label": "Sections"]) { html in
-            for (anchor, name) in [("volume", "Postbacks and installs"), ("fine", "Fine values"), ("coarse", "Coarse values"),
+            for (anchor, name) in [("volume", "Postbacks and installs"), ("campaigns", "Campaigns"), ("trend", "Daily trend"),
+                                   ("countries", "Countries"), ("fine", "Fine values"), ("coarse", "Coarse values"),
                                    ("revenue", "Revenue"), ("null-share", "Null values"), ("non-winning", "Non-winning"),
                                    ("rejected", "Rejected and development"), ("sources", "About the data")] {
                 html.element("a", ["href": "#\(anchor)"], text: name)
@@ -192,6 +209,8 @@ struct ReportPage {
                                      columns: [.text("Item"), .longText("Value")])
             table.add(["Days with aggregates", model.days.isEmpty ? "none" : Self.dayList(model.days)])
             table.add(["Days without aggregates", model.missingDays.isEmpty ? "none" : Self.dayList(model.missingDays)])
+            table.add(["Days with no spool", model.emptyDays.isEmpty ? "none" : Self.dayList(model.emptyDays)])
+            table.add(["Partial days", model.partialDays.isEmpty ? "none" : Self.dayList(model.partialDays)])
             table.add(["Days left out", model.leftOutDays.isEmpty ? "none" : Self.dayList(model.leftOutDays.map(\.day))])
             table.add(["Aggregated by", model.tools.sorted().joined(separator: ", ")])
             table.add(["Schemas", model.schemaIDs.isEmpty ? "none" : model.schemaIDs.sorted().joined(separator: ", ")])
@@ -213,8 +232,10 @@ struct ReportPage {
     }
 
     /// A chart (or its empty state) beside its table.
+    /// A chart with its figures beside it; a table of more than three columns goes below the chart
+    /// at full width instead, so that it never needs a scrollbar to show a figure.
     func panel(_ html: inout HTMLWriter, chart: (inout HTMLWriter) -> Void, table: FiguresTable) {
-        html.element("div", ["class": "panel"]) { html in
+        html.element("div", ["class": table.columns.count > 3 ? "panel stacked" : "panel"]) { html in
             html.element("figure", ["class": "chart-box"]) { html in chart(&html) }
             table.render(into: &html)
         }

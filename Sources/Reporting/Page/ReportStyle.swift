@@ -34,15 +34,20 @@ enum ReportStyle {
         .notice ul { margin: 4px 0; padding-left: 20px; }
         .empty { border: 1px dashed #bbb; border-radius: 6px; padding: 22px; color: var(--muted); text-align: center; }
         .panel { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 24px; align-items: start; margin-top: 8px; }
+        .panel.stacked { grid-template-columns: minmax(0, 1fr); }
         @media (max-width: 1000px) { .panel { grid-template-columns: minmax(0, 1fr); } }
         figure { margin: 0; }
         svg.chart { width: 100%; height: auto; display: block; font-size: 12px; }
-        .figures { max-height: 440px; overflow: auto; border: 1px solid #e3e3e6; border-radius: 6px; }
+        .figures { border: 1px solid #e3e3e6; border-radius: 6px; }
         table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
         caption { text-align: left; font-size: 12.5px; padding: 6px 8px; caption-side: top; }
-        th, td { padding: 3px 8px; border-bottom: 1px solid #ececec; vertical-align: top; white-space: nowrap; }
-        .wrap { white-space: normal; min-width: 14em; overflow-wrap: anywhere; }
-        thead th { position: sticky; top: 0; background: #f0f0f2; font-weight: 600; }
+        th, td { padding: 3px 8px; border-bottom: 1px solid #ececec; vertical-align: top; }
+        td.n { white-space: nowrap; }
+        .t { overflow-wrap: anywhere; }
+        .wrap { min-width: 14em; }
+        .name { min-width: 9em; }
+        .mix { min-width: 7.5em; }
+        thead th { background: #f0f0f2; font-weight: 600; }
         tfoot th, tfoot td { font-weight: 650; border-top: 1px solid #bbb; }
         .n { text-align: right; }
         .t { text-align: left; }
