@@ -63,15 +63,11 @@ struct FieldReader {
         return "a known value"
     }
 
-    /// SKAdNetwork 4 / AdAttributionKit `source-identifier`: a string of 2, 3 or 4 ASCII digits, kept
-    /// verbatim (leading zeros included, because that is what was signed).
-    func sourceIdentifier(_ name: String) throws(PostbackRejection) -> String {
-        let value = try requiredString(name)
+    /// SKAdNetwork 4 / AdAttributionKit `source-identifier` as Apple documents it: 2, 3 or 4 ASCII
+    /// digits. Any other signed text is kept verbatim (leading zeros included) and flagged.
+    static func isKnownSourceIdentifier(_ value: String) -> Bool {
         let digits = value.utf8
-        guard (2...4).contains(digits.count), digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            throw .malformed("\(place)\(name) must be a string of 2 to 4 digits, got \"\(JSONWriter.escapedForMessage(value))\"")
-        }
-        return value
+        return (2...4).contains(digits.count) && digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
     }
 
     // MARK: Numbers
@@ -138,24 +134,157 @@ struct FieldReader {
         return flag
     }
 
-    // MARK: Unsigned observation fields shared by both protocols
+    // MARK: Signed fields in any JSON form of the same signed text
 
-    /// `conversion-value` 0–63 and `coarse-conversion-value`, never both.
-    func conversionValues() throws(PostbackRejection) -> (fine: Int?, coarse: CoarseConversionValue?) {
-        let fine = try integer("conversion-value", in: 0...63)
-        let coarse = try choice("coarse-conversion-value", as: CoarseConversionValue.self)
-        if fine != nil, coarse != nil {
-            throw .malformed("\(place)conversion-value and coarse-conversion-value are both present; Apple sends at most one")
+    /// A signed integer (`fidelity-type`, `postback-sequence-index`, identifiers): a JSON integer, or
+    /// a canonical digit string, which is signed as the same digits. The string form is flagged
+    /// `normalized`; anything else (negative, exponent, leading zero) cannot be rendered as Apple
+    /// signed it and stays malformed.
+    func signedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64? {
+        guard let value = value(name) else { return nil }
+        let number = try identifier(name)
+        if case .string = value {
+            flags.append(PostbackFlag(field: field, action: .normalized, raw: Self.rawText(value), note: "digit string read as the integer it signs"))
+        }
+        return number
+    }
+
+    func requiredSignedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64 {
+        guard let number = try signedInteger(name, field: field, flags: &flags) else { throw missing(name) }
+        return number
+    }
+
+    /// A signed boolean: JSON `true`/`false`, or the strings `"true"`/`"false"` (the same signed text,
+    /// flagged `normalized`). `1`, `0`, `"True"` are not the signed text and stay malformed.
+    func requiredSignedBool(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Bool {
+        guard let value = value(name) else { throw missing(name) }
+        switch value {
+        case .bool(let flag): return flag
+        case .string("true"), .string("false"):
+            flags.append(PostbackFlag(field: field, action: .normalized, raw: Self.rawText(value), note: "string read as the boolean it signs"))
+            return value == .string("true")
+        default:
+            throw wrongType(name, expected: "a JSON boolean (true or false, or the strings \"true\"/\"false\")", got: value)
+        }
+    }
+
+    // MARK: Unsigned observation fields shared by both protocols: never fatal
+
+    /// An unsigned value is read leniently: what cannot be used is dropped and flagged, never thrown.
+    private func unsignedString(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) -> String? {
+        guard let value = value(name) else { return nil }
+        guard case .string(let string) = value, !string.isEmpty else {
+            flags.append(PostbackFlag(field: field, action: .dropped, raw: Self.rawText(value), note: "expected a non-empty string, got \(value.kindDescription)"))
+            return nil
+        }
+        if let bad = UnicodeSafety.firstControlOrInvisible(in: string) {
+            flags.append(PostbackFlag(field: field, action: .dropped, raw: Self.rawText(value), note: "contains \(UnicodeSafety.describe(bad))"))
+            return nil
+        }
+        return string
+    }
+
+    /// `conversion-value` (0–63) and `coarse-conversion-value` (`low`/`medium`/`high`, any case).
+    /// A fine value is only sent in the first window of a winning postback; Apple sends at most one
+    /// of the two, and when both come the fine one is kept (it says more).
+    func conversionValues(fineAllowed: Bool, coarseAllowed: Bool, whyNoFine: String, flags: inout [PostbackFlag]) -> (fine: Int?, coarse: CoarseConversionValue?) {
+        var fine: Int? = nil
+        if let value = value("conversion-value") {
+            let raw = Self.rawText(value)
+            var parsed: Int? = nil
+            switch value {
+            case .number(let number) where number.isInteger:
+                parsed = Int(number.text)
+            case .string(let text) where !text.isEmpty && text.utf8.count <= 3 && text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }):
+                parsed = Int(text)
+                if let number = parsed, (0...63).contains(number), fineAllowed {
+                    flags.append(PostbackFlag(field: .conversionValue, action: .normalized, raw: raw, note: "digit string read as \(number)"))
+                }
+            default:
+                flags.append(PostbackFlag(field: .conversionValue, action: .dropped, raw: raw, note: "expected an integer 0–63, got \(value.kindDescription)"))
+            }
+            if let number = parsed {
+                if !(0...63).contains(number) {
+                    flags.append(PostbackFlag(field: .conversionValue, action: .dropped, raw: raw, note: "out of range 0–63"))
+                } else if !fineAllowed {
+                    flags.append(PostbackFlag(field: .conversionValue, action: .dropped, raw: raw, note: whyNoFine))
+                } else {
+                    fine = number
+                }
+            }
+        }
+        var coarse: CoarseConversionValue? = nil
+        if let text = unsignedString("coarse-conversion-value", field: .coarseConversionValue, flags: &flags) {
+            let raw = Self.rawText(.string(text))
+            if let known = CoarseConversionValue(rawValue: text) {
+                coarse = known
+            } else if let folded = CoarseConversionValue(rawValue: text.asciiLowercased) {
+                coarse = folded
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
+            } else {
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "not low, medium or high"))
+            }
+            if coarse != nil, !coarseAllowed {
+                coarse = nil
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "this version has no coarse value"))
+            } else if coarse != nil, fine != nil {
+                coarse = nil
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "sent together with conversion-value; Apple sends at most one, the fine value is kept"))
+            }
         }
         return (fine, coarse)
     }
 
-    /// `country-code`: two ASCII letters (ISO 3166-1 alpha-2), kept as sent.
-    func countryCode() throws(PostbackRejection) -> String? {
-        guard let code = try string("country-code") else { return nil }
+    /// `country-code`: two ASCII letters, upper-cased (`us` → `US`); anything else dropped. Apple
+    /// calls it "ISO 3166-2" but sends two letters (spec §8).
+    func countryCode(flags: inout [PostbackFlag]) -> String? {
+        guard let code = unsignedString("country-code", field: .countryCode, flags: &flags) else { return nil }
+        let raw = Self.rawText(.string(code))
         guard code.utf8.count == 2, code.utf8.allSatisfy({ ($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z") }) else {
-            throw .malformed("\(place)country-code must be two letters, got \"\(JSONWriter.escapedForMessage(code))\"")
+            flags.append(PostbackFlag(field: .countryCode, action: .dropped, raw: raw, note: "not a two-letter country code"))
+            return nil
         }
-        return code
+        let upper = code.asciiUppercased
+        if upper != code { flags.append(PostbackFlag(field: .countryCode, action: .normalized, raw: raw, note: "upper-cased to \(upper)")) }
+        return upper
+    }
+
+    /// AdAttributionKit `ad-interaction-type`: `click`/`view`, any case; anything else dropped.
+    func adInteraction(flags: inout [PostbackFlag]) -> AdInteraction? {
+        guard let text = unsignedString("ad-interaction-type", field: .adInteractionType, flags: &flags) else { return nil }
+        let raw = Self.rawText(.string(text))
+        if let known = AdInteraction(rawValue: text) { return known }
+        if let folded = AdInteraction(rawValue: text.asciiLowercased) {
+            flags.append(PostbackFlag(field: .adInteractionType, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
+            return folded
+        }
+        flags.append(PostbackFlag(field: .adInteractionType, action: .dropped, raw: raw, note: "not click or view"))
+        return nil
+    }
+
+    /// A value as JSON text, for a flag's `raw` (strings quoted, containers abbreviated).
+    static func rawText(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let string):
+            var bytes: [UInt8] = []
+            JSONWriter.appendQuoted(string, to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        case .number(let number): return number.text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .null: return "null"
+        case .object: return "{…}"
+        case .array: return "[…]"
+        }
+    }
+}
+
+extension String {
+    /// ASCII-only case mapping: Unicode case rules must not turn a sender's text into a known value.
+    public var asciiLowercased: String {
+        String(decoding: utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    public var asciiUppercased: String {
+        String(decoding: utf8.map { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") ? $0 & ~0x20 : $0 }, as: UTF8.self)
     }
 }
