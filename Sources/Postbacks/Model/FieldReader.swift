@@ -1,5 +1,6 @@
-/// Typed access to the members of a postback object, with the strict rules of the issue and the spec:
-/// exact JSON types, ranges, and no control or invisible format characters in any string value.
+/// Typed access to the members of a postback object. Signed fields are strict where the signed text
+/// is at stake (no control or invisible characters, canonical digits) and tolerant of another JSON form
+/// of the same text; unsigned fields are never fatal: normalized or dropped, with a `PostbackFlag`.
 ///
 /// Absent and `null` both mean "not present" for optional fields: Apple documents only absence, and a
 /// relay that writes `null` for a missing field should not turn a good postback into a rejected one.
@@ -49,20 +50,6 @@ struct FieldReader {
         return string
     }
 
-    /// One of a fixed set of strings, e.g. `low`/`medium`/`high`.
-    func choice<T: RawRepresentable<String>>(_ name: String, as type: T.Type, aliases: [String: T] = [:]) throws(PostbackRejection) -> T? {
-        guard let string = try string(name) else { return nil }
-        if let choice = T(rawValue: string) ?? aliases[string] { return choice }
-        throw .malformed("\(place)\(name) must be \(Self.allowedList(T.self)), got \"\(JSONWriter.escapedForMessage(string))\"")
-    }
-
-    private static func allowedList<T: RawRepresentable<String>>(_ type: T.Type) -> String {
-        if let all = (T.self as? any CaseIterable.Type)?.allCases as? [T] {
-            return "one of " + all.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-        }
-        return "a known value"
-    }
-
     /// SKAdNetwork 4 / AdAttributionKit `source-identifier` as Apple documents it: 2, 3 or 4 ASCII
     /// digits. Any other signed text is kept verbatim (leading zeros included) and flagged.
     static func isKnownSourceIdentifier(_ value: String) -> Bool {
@@ -101,37 +88,6 @@ struct FieldReader {
     func requiredIdentifier(_ name: String) throws(PostbackRejection) -> Int64 {
         guard let id = try identifier(name) else { throw missing(name) }
         return id
-    }
-
-    /// A small integer that must be a JSON number (not a string), within `range`.
-    func integer(_ name: String, in range: ClosedRange<Int>) throws(PostbackRejection) -> Int? {
-        guard let value = value(name) else { return nil }
-        guard case .number(let number) = value, number.isInteger else {
-            throw wrongType(name, expected: "an integer \(range.lowerBound)–\(range.upperBound)", got: value)
-        }
-        guard let parsed = Int(number.text), range.contains(parsed) else {
-            throw .malformed("\(place)\(name) must be \(range.lowerBound)–\(range.upperBound), got \(number.text)")
-        }
-        return parsed
-    }
-
-    func requiredInteger(_ name: String, in range: ClosedRange<Int>) throws(PostbackRejection) -> Int {
-        guard let number = try integer(name, in: range) else { throw missing(name) }
-        return number
-    }
-
-    // MARK: Booleans
-
-    /// A JSON `true`/`false`; `"true"`, `1` and `0` are rejected.
-    func bool(_ name: String) throws(PostbackRejection) -> Bool? {
-        guard let value = value(name) else { return nil }
-        guard case .bool(let flag) = value else { throw wrongType(name, expected: "a JSON boolean (true or false)", got: value) }
-        return flag
-    }
-
-    func requiredBool(_ name: String) throws(PostbackRejection) -> Bool {
-        guard let flag = try bool(name) else { throw missing(name) }
-        return flag
     }
 
     // MARK: Signed fields in any JSON form of the same signed text
