@@ -16,15 +16,19 @@ final class PostbackIngest: Sendable {
     let configuration: ServerConfiguration
     let postbacks: SpoolWriter
     let rejected: SpoolWriter
+    /// Quarantine: postbacks we cannot judge or count yet, answered 200 and never counted.
+    let unverifiable: SpoolWriter
     let metrics: ServerMetrics
     let log: ServerLog
 
-    init(configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, metrics: ServerMetrics, log: ServerLog) {
+    init(configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter,
+         metrics: ServerMetrics, log: ServerLog) {
         self.configuration = configuration
         self.verifier = PostbackVerifier(policy: VerificationPolicy(
             allowsDevelopment: configuration.allowsDevelopment, testKeys: configuration.testKeys))
         self.postbacks = postbacks
         self.rejected = rejected
+        self.unverifiable = unverifiable
         self.metrics = metrics
         self.log = log
     }
@@ -32,11 +36,12 @@ final class PostbackIngest: Sendable {
     func receive(body: [UInt8], route: Route) -> Action {
         let receivedAt = UTCTimestamp.now()
         // Unhealthy storage: 500 before spending a signature check on it.
-        guard postbacks.isHealthy, rejected.isHealthy else {
+        guard postbacks.isHealthy, rejected.isHealthy, unverifiable.isHealthy else {
             return .reply(.storageUnavailable("storage is unavailable since a write or sync failed; it is retried continuously"))
         }
         let result = verifier.verify(body: body)
         metrics.verdict(result)
+        metrics.flags(result.flags)
 
         var rejection: (reason: String, policy: String?)?
         if !result.isVerified {
@@ -49,6 +54,9 @@ final class PostbackIngest: Sendable {
         }
 
         let writer = configuration.writerID
+        if rejection == nil || !result.isVerified, let quarantine = result.quarantineReason {
+            return self.quarantine(result: result, reason: quarantine, body: body, route: route, receivedAt: receivedAt)
+        }
         guard let rejection else {
             let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body)
             let postbackProtocol = result.postbackProtocol
@@ -84,6 +92,30 @@ final class PostbackIngest: Sendable {
             if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
             return .problem(400, type: type, title: title, detail: rejection.reason) { json in
                 json.field("verdict", status.rawValue)
+                if let dedupKey { json.field("dedup_key", dedupKey) }
+            }
+        }
+    }
+
+    /// Kept in `raw/unverifiable/` and answered 200, so the device does not retry for nine days: an
+    /// unknown version or kid usually means Apple shipped something new, and `postback reverify`
+    /// takes such postbacks back once a release knows it.
+    private func quarantine(result: VerificationResult, reason: QuarantineReason, body: [UInt8], route: Route,
+                            receivedAt: UTCTimestamp) -> Action {
+        metrics.quarantined(reason)
+        let detail = result.reason ?? "signed value(s) not known yet: " + result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")
+        log.warning("postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new", [
+            "route": .string(route.rawValue), "quarantine": .string(reason.rawValue), "verdict": .string(result.status.rawValue),
+            "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(detail),
+        ])
+        let record = SpoolRecord(receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, result: result,
+                                 body: body, reason: detail)
+        let dedupKey = result.dedupKey
+        return .store(writer: unverifiable, line: record.encoded(), day: receivedAt.day, dedupKey: nil) { outcome in
+            if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
+            return .json(200) { json in
+                json.field("status", "quarantined")
+                json.field("quarantine", reason.rawValue)
                 if let dedupKey { json.field("dedup_key", dedupKey) }
             }
         }

@@ -101,7 +101,9 @@ public final class PostbackServer: Sendable {
         }
         let postbacks = writer(.postbacks, index: recovery.dedupIndex)
         let rejected = writer(.rejected, index: nil)
-        let ingest = PostbackIngest(configuration: configuration, postbacks: postbacks, rejected: rejected, metrics: metrics, log: log)
+        let unverifiable = writer(.unverifiable, index: nil)
+        let ingest = PostbackIngest(configuration: configuration, postbacks: postbacks, rejected: rejected, unverifiable: unverifiable,
+                                    metrics: metrics, log: log)
 
         let socket: (descriptor: Int32, port: Int)
         do {
@@ -109,6 +111,7 @@ public final class PostbackServer: Sendable {
         } catch {
             postbacks.close()
             rejected.close()
+            unverifiable.close()
             throw error
         }
         let core = HTTPCore(configuration: configuration, ingest: ingest, metrics: metrics, log: log, lock: lock)
@@ -211,6 +214,7 @@ final class HTTPCore: Sendable {
         if draining.load(ordering: .relaxed) { problems.append("shutting down") }
         if !ingest.postbacks.isHealthy { problems.append("postbacks spool is not writable") }
         if !ingest.rejected.isHealthy { problems.append("rejected spool is not writable") }
+        if !ingest.unverifiable.isHealthy { problems.append("unverifiable spool is not writable") }
         var info = statvfs()
         if statvfs(configuration.dataDirectory, &info) != 0 {
             problems.append("data directory cannot be examined: \(String(cString: strerror(errno)))")
@@ -288,6 +292,7 @@ final class HTTPCore: Sendable {
         watchdog.stop()
         ingest.postbacks.close()
         ingest.rejected.close()
+        ingest.unverifiable.close()
     }
 
     func shutdown() {
@@ -518,7 +523,8 @@ final class HTTPCore: Sendable {
         case .metrics:
             let gauges = ServerMetrics.Gauges(
                 ready: isReady,
-                storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy],
+                storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy,
+                                 .unverifiable: ingest.unverifiable.isHealthy],
                 dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
             return .text(200, metrics.render(gauges), contentType: "text/plain; version=0.0.4; charset=utf-8")
         default:

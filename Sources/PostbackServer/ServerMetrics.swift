@@ -10,12 +10,15 @@ import Synchronization
 final class ServerMetrics: Sendable {
     private struct RequestKey: Hashable { let route: Route; let code: Int }
     private struct VerdictKey: Hashable { let protocolName: String; let version: String; let status: String }
+    private struct FlagKey: Hashable { let field: PostbackFlag.Field; let action: PostbackFlag.Action }
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
         var verdicts: [VerdictKey: Int] = [:]
         var duplicates: [String: Int] = [:]
         var policyRejections: [String: Int] = [:]
+        var flags: [FlagKey: Int] = [:]
+        var quarantined: [QuarantineReason: Int] = [:]
         var spoolBytes: [StoreLayout.Spool: Int] = [:]
         var spoolRecords: [StoreLayout.Spool: Int] = [:]
         var storageErrors: [StoreLayout.Spool: Int] = [:]
@@ -44,6 +47,18 @@ final class ServerMetrics: Sendable {
 
     func duplicate(protocol postbackProtocol: PostbackProtocol?) {
         state.withLock { $0.duplicates[postbackProtocol?.rawValue ?? "unknown", default: 0] += 1 }
+    }
+
+    /// Field and action come from closed enums, never from the flag's raw value.
+    func flags(_ flags: [PostbackFlag]) {
+        guard !flags.isEmpty else { return }
+        state.withLock { state in
+            for flag in flags { state.flags[FlagKey(field: flag.field, action: flag.action), default: 0] += 1 }
+        }
+    }
+
+    func quarantined(_ reason: QuarantineReason) {
+        state.withLock { $0.quarantined[reason, default: 0] += 1 }
     }
 
     /// A verified postback the receiver's policy turned away (`ad-network`, `development`).
@@ -104,6 +119,14 @@ final class ServerMetrics: Sendable {
         header("postback_policy_rejections_total", "counter", "Verified postbacks rejected by configuration (ad network not accepted, development not allowed).")
         for (reason, count) in state.policyRejections.sorted(by: { $0.key < $1.key }) {
             text += "postback_policy_rejections_total{reason=\"\(reason)\"} \(count)\n"
+        }
+        header("postback_flags_total", "counter", "Values not taken as sent (they never change the verdict), by field and action (normalized, dropped, unrecognized).")
+        for (key, count) in state.flags.sorted(by: { ($0.key.field.rawValue, $0.key.action.rawValue) < ($1.key.field.rawValue, $1.key.action.rawValue) }) {
+            text += "postback_flags_total{field=\"\(key.field.rawValue)\",action=\"\(key.action.rawValue)\"} \(count)\n"
+        }
+        header("postback_quarantined_total", "counter", "Postbacks answered 200 and kept in raw/unverifiable/ (never counted), by reason; usually Apple shipped something new.")
+        for reason in QuarantineReason.allCases {
+            text += "postback_quarantined_total{reason=\"\(reason.rawValue)\"} \(state.quarantined[reason] ?? 0)\n"
         }
         header("postback_fsync_duration_seconds", "histogram", "Duration of each group commit's fdatasync.")
         state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)

@@ -41,7 +41,7 @@ package struct SpoolLineSummary {
 ///
 /// It gives up (returns nil) on anything unusual: an escape or a non-ASCII byte in a field it reads,
 /// a key it does not know, a repeated key, whitespace, a `\u` escape or non-ASCII text in the body,
-/// a rejected record. The caller then parses the line with `SpoolRecord(line:)`, which is the
+/// a rejected record, a record with flags. The caller then parses the line with `SpoolRecord(line:)`, which is the
 /// definition of a valid line; the fast path only accepts lines that one accepts too, with the same
 /// values (tests check this on generated and mutated lines).
 package struct FastSpoolLineParser {
@@ -77,7 +77,8 @@ package struct FastSpoolLineParser {
     // MARK: The record
 
     private enum RecordKey: Int {
-        case receivedAt, writer, route, status, environment, dedupKey, protocolName, version, key, reason, attribution, body
+        case format, receivedAt, writer, route, status, environment, dedupKey, protocolName, version, key, reason, quarantine, attribution
+        case flags, body
     }
 
     private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
@@ -86,6 +87,12 @@ package struct FastSpoolLineParser {
         while true {
             guard let position = nextKey(&keys), let key = RecordKey(rawValue: position) else { return false }
             switch key {
+            case .format:
+                // Format 1 (no key) and 2 read alike here; anything newer is the full parser's to refuse.
+                guard let value = integer(), value == 2 else { return false }
+            case .flags, .quarantine:
+                // Flagged postbacks are few: the full parser reads them (and counts their flags).
+                return false
             case .receivedAt:
                 guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return false }
                 summary.receivedAtMicros = micros
