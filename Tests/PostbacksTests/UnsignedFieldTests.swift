@@ -122,4 +122,22 @@ import Testing
         #expect(attribution.coarseValue == .medium)
         #expect(attribution.countryCode == "DE")
     }
+
+    /// Apple Ads postbacks (SKAdNetwork 1.0–3.0, `com.apple.ads`, campaign ids 10–40) verify like any
+    /// other, and are named.
+    @Test(arguments: [("1.0", Int64(10)), ("2.0", 20), ("2.2", 30), ("3.0", 40)])
+    func appleAdsPostbacksVerifyLikeAnyOther(version: String, campaignID: Int64) throws {
+        var postback = SKAdNetworkTestPostback(version: version == "1.0" ? nil : version, transactionID: "a1b2c3d4-0000-4000-8000-0000000000\(campaignID)")
+        postback.adNetworkID = "com.apple.ads"
+        postback.campaignID = campaignID
+        postback.appID = 1125517808
+        if version != "1.0" { postback.redownload = false }
+        if version >= "2.2" { postback.fidelityType = 1 }
+        if version >= "3.0" { postback.didWin = true }
+        let signer = version <= "2.0" ? TestKeys.signer192 : TestKeys.signer256
+        let result = TestKeys.devVerifier.verify(body: try signer.sign(postback))
+        #expect(result.status == .verified, "\(result.reason ?? "")")
+        #expect(result.flags.isEmpty)
+        #expect(KnownAdNetwork.describe(adNetworkID: "com.apple.ads", campaignID: campaignID)?.hasPrefix("Apple Ads, ") == true)
+    }
 }
