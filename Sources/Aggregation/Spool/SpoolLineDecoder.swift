@@ -107,6 +107,7 @@ final class SpoolLineDecoder {
         fields.coarseValue = attribution.coarseValue
         fields.isTestMode = attribution.isTestMode
         return SpoolLineSummary(receivedAtMicros: record.receivedAt.microsecondsSinceEpoch,
-                                isProduction: record.environment == .production, dedupKey: slice(dedupKey), hasFields: true, fields: fields)
+                                isProduction: record.environment == .production, isFlagged: !record.flags.isEmpty,
+                                dedupKey: slice(dedupKey), hasFields: true, fields: fields)
     }
 }

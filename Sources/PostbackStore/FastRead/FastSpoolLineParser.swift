@@ -8,15 +8,19 @@ internal import Postbacks
 package struct SpoolLineSummary {
     package var receivedAtMicros: Int64 = 0
     package var isProduction = false
+    /// The record has flags (values not taken as sent); only the full parser reads those.
+    package var isFlagged = false
     package var dedupKey: ByteSlice? = nil
     package var hasFields = false
     package var fields = PostbackFields()
 
     package init() {}
 
-    package init(receivedAtMicros: Int64, isProduction: Bool, dedupKey: ByteSlice?, hasFields: Bool, fields: PostbackFields) {
+    package init(receivedAtMicros: Int64, isProduction: Bool, isFlagged: Bool = false, dedupKey: ByteSlice?, hasFields: Bool,
+                 fields: PostbackFields) {
         self.receivedAtMicros = receivedAtMicros
         self.isProduction = isProduction
+        self.isFlagged = isFlagged
         self.dedupKey = dedupKey
         self.hasFields = hasFields
         self.fields = fields
@@ -25,6 +29,7 @@ package struct SpoolLineSummary {
     package mutating func reset() {
         receivedAtMicros = 0
         isProduction = false
+        isFlagged = false
         dedupKey = nil
         hasFields = false
         fields = PostbackFields()
