@@ -10,7 +10,8 @@ public enum PostbackCommand {
 
         commands:
           verify     check the signature of every postback in files or stdin
-          explain    show the parsed fields, the signed message and the verdict for a postback
+          explain    show the parsed fields, the signed message, the verdict and flags for a postback
+          reverify   move stored postbacks that now verify (quarantined, rejected) into the spool
           serve      receive postbacks over HTTP and store them durably
           send       POST postback files to an endpoint (test a deployment, load test)
           aggregate  decode stored postbacks into campaign-level daily aggregates
@@ -40,6 +41,7 @@ public enum PostbackCommand {
         switch command {
         case "verify": return VerifyCommand.run(rest, io: io)
         case "explain": return ExplainCommand.run(rest, io: io)
+        case "reverify": return ReverifyCommand.run(rest, io: io)
         case "serve": return ServeCommand.run(rest, io: io)
         case "send": return SendCommand.run(rest, io: io)
         case "aggregate": return AggregateCommand.run(rest, io: io)
