@@ -235,7 +235,8 @@ struct FieldReader {
 }
 
 extension String {
-    /// ASCII-only case mapping: Unicode case rules must not turn a sender's text into a known value.
+    /// ASCII-only case mapping: Unicode case rules must not turn a sender's text into a known value,
+    /// and grouping (ad network ids in aggregation) must not depend on the platform's tables.
     public var asciiLowercased: String {
         String(decoding: utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
