@@ -100,8 +100,13 @@ public struct AdAttributionKitPostback: Sendable, Equatable {
         }
         marketplaceID = try claims.string("marketplace-identifier")
         publisherItemID = try claims.signedInteger("publisher-item-identifier", field: .publisherItemIdentifier, flags: &flags)
-        for member in jws.payload.members where !Self.knownClaims.contains(member.key) {
-            flags.append(PostbackFlag(field: .jwsClaim, action: .unrecognized, raw: member.key, note: "unknown claim; kept as signed"))
+        // Keys are unique and the eight required claims are there, so a payload with no more members
+        // than the claims read has none we do not know (and needs no lookup per member).
+        let claimsRead = 8 + (marketplaceID == nil ? 0 : 1) + (publisherItemID == nil ? 0 : 1)
+        if jws.payload.members.count > claimsRead {
+            for member in jws.payload.members where !Self.knownClaims.contains(member.key) {
+                flags.append(PostbackFlag(field: .jwsClaim, action: .unrecognized, raw: member.key, note: "unknown claim; kept as signed"))
+            }
         }
 
         // Unsigned outer fields; they cannot throw.

@@ -64,6 +64,10 @@ struct FieldReader {
     /// message renders it as the same base-10 digits.
     func identifier(_ name: String) throws(PostbackRejection) -> Int64? {
         guard let value = value(name) else { return nil }
+        return try identifier(name, value: value)
+    }
+
+    private func identifier(_ name: String, value: JSONValue) throws(PostbackRejection) -> Int64 {
         let text: String
         switch value {
         case .number(let number):
@@ -98,7 +102,7 @@ struct FieldReader {
     /// signed it and stays malformed.
     func signedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64? {
         guard let value = value(name) else { return nil }
-        let number = try identifier(name)
+        let number = try identifier(name, value: value)
         if case .string = value {
             flags.append(PostbackFlag(field: field, action: .normalized, raw: Self.rawText(value), note: "digit string read as the integer it signs"))
         }
