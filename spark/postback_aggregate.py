@@ -452,7 +452,8 @@ def classify_lines(lines):
     quarantine_ok = r["quarantine"].isNull() | r["quarantine"].isin(*QUARANTINE_REASONS)
     record_ok = (r.isNotNull() & r["_corrupt"].isNull() & received_ok & r["status"].isin(*VERIFICATION_STATUSES)
                  & (r["body"].isNotNull() | r["body_base64"].isNotNull()) & attribution_ok & format_ok & flags_ok & quarantine_ok)
-    verified = (F.col("spool") == "postbacks") & (r["status"] == "verified")
+    # A quarantined record (raw/unverifiable, or --input) is never counted as a postback.
+    verified = (F.col("spool") == "postbacks") & (r["status"] == "verified") & r["quarantine"].isNull()
     sequence_index = F.coalesce(a["postback_sequence_index"], F.lit(0))
     in_range = sequence_index.between(0, 2) & (a["fine_value"].isNull() | a["fine_value"].between(0, 63))
     state = (F.when(F.col("without_newline"), "torn")
