@@ -116,6 +116,34 @@ import Testing
         #expect(result.quarantineReason == .unrecognizedSignedValue)
     }
 
+    /// Self-signed SKAdNetwork 4.0 bodies carrying signed values Apple may add: verified, kept as
+    /// signed, flagged unrecognized, and quarantined by a receiver.
+    @Test func skadnetworkSignedValuesWeDoNotKnowAreKept() throws {
+        let cases: [((inout SKAdNetworkTestPostback) -> Void, String)] = [
+            ({ $0.sourceIdentifier = "12345" }, #"source-identifier "12345" unrecognized (not 2 to 4 digits; kept as signed)"#),
+            ({ $0.postbackSequenceIndex = 3 }, "postback-sequence-index 3 unrecognized (not 0, 1 or 2; kept as signed)"),
+            ({ $0.fidelityType = 2 }, "fidelity-type 2 unrecognized (not 0 or 1; kept as signed)"),
+            ({ $0.sourceAppID = 1234; $0.sourceDomain = "example.com" }, "source-app-id 1234 unrecognized (sent together with source-domain; kept as signed)"),
+        ]
+        for (edit, flag) in cases {
+            var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: "c1d2e3f4-0000-4000-8000-000000000400")
+            postback.sourceIdentifier = "5239"
+            postback.redownload = false
+            postback.fidelityType = 1
+            postback.didWin = true
+            postback.postbackSequenceIndex = 0
+            edit(&postback)
+            let body = try TestKeys.signer256.sign(postback)
+            let result = TestKeys.devVerifier.verify(body: body)
+            #expect(result.status == .verified, "\(flag): \(result.reason ?? "")")
+            #expect(result.flags.map(\.summary) == [flag])
+            #expect(result.quarantineReason == .unrecognizedSignedValue)
+            // The value is what was signed: the message carries it verbatim.
+            guard case .skadnetwork(let skan)? = result.postback else { continue }
+            #expect(skan.signedMessage() == SKAdNetworkPostback.join(skan.signedFields().map(\.value)))
+        }
+    }
+
     // MARK: AdAttributionKit
 
     static func aakBody(header: String? = nil, edit: (inout AdAttributionKitTestPostback) -> Void = { _ in }) throws -> [UInt8] {
