@@ -58,6 +58,7 @@ CAMPAIGN_DAILY_COLUMNS = DIMENSION_COLUMNS + [
     "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
     "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
     "development_postbacks", "rejected_postbacks", "duplicates_dropped",
+    "flagged_postbacks",
 ]
 CAMPAIGN_EVENTS_DAILY_COLUMNS = DIMENSION_COLUMNS + [
     "schema_id", "event_name", "postbacks", "event_count_min_sum", "event_count_max_sum",
@@ -66,6 +67,15 @@ CAMPAIGN_EVENTS_DAILY_COLUMNS = DIMENSION_COLUMNS + [
 MONEY_COLUMNS = {"revenue_min_sum", "revenue_max_sum", "revenue_est_sum"}
 DECODE_TABLES = ("values", "events", "sources")
 VERIFICATION_STATUSES = ["verified", "invalid-signature", "malformed", "unsupported-version", "untrusted-key"]
+# SpoolRecord: the newest record format this job reads (format 1 records have no `format` key).
+CURRENT_RECORD_FORMAT = 2
+# PostbackFlag.Field and .Action, and QuarantineReason: a record naming anything else is not valid.
+FLAG_FIELDS = ["version", "app-id", "campaign-id", "source-identifier", "source-app-id", "redownload", "fidelity-type", "did-win",
+               "postback-sequence-index", "conversion-value", "coarse-conversion-value", "country-code", "ad-interaction-type",
+               "impression-type", "conversion-type", "advertised-item-identifier", "publisher-item-identifier", "jws-claim",
+               "jws-header", "body"]
+FLAG_ACTIONS = ["normalized", "dropped", "unrecognized"]
+QUARANTINE_REASONS = ["unknown-version", "unknown-kid", "unrecognized-signed-value"]
 # SegmentReader.maximumLineBytes: longer lines are never records.
 MAXIMUM_LINE_BYTES = 4 << 20
 MICROS_PER_DAY = 86_400_000_000
@@ -356,10 +366,11 @@ def record_schema():
         ("source_identifier", string), ("source_app_id", long), ("source_domain", string), ("marketplace_id", string),
         ("country_code", string), ("interaction", string), ("conversion_type", string), ("postback_sequence_index", long),
         ("did_win", boolean), ("fine_value", long), ("coarse_value", string), ("test_mode", boolean)]])
+    flag = T.StructType([T.StructField(name, string) for name in ("field", "action", "raw", "note")])
     return T.StructType([T.StructField(name, kind) for name, kind in [
-        ("received_at", string), ("writer", string), ("route", string), ("status", string), ("environment", string),
-        ("dedup_key", string), ("protocol", string), ("version", string), ("key", string), ("reason", string),
-        ("attribution", attribution), ("body", string), ("body_base64", string), ("_corrupt", string)]])
+        ("format", long), ("received_at", string), ("writer", string), ("route", string), ("status", string), ("environment", string),
+        ("dedup_key", string), ("protocol", string), ("version", string), ("key", string), ("reason", string), ("quarantine", string),
+        ("attribution", attribution), ("flags", T.ArrayType(flag)), ("body", string), ("body_base64", string), ("_corrupt", string)]])
 
 
 def read_spool_lines(spark, segments):
@@ -434,9 +445,15 @@ def classify_lines(lines):
         & a["conversion_type"].isin("download", "redownload", "re-engagement")
         & (a["interaction"].isNull() | a["interaction"].isin("view", "click"))
         & (a["coarse_value"].isNull() | a["coarse_value"].isin("low", "medium", "high")))
+    # SpoolRecord(line:): a known format, quarantine reason and flags (field, action and raw required).
+    format_ok = r["format"].isNull() | r["format"].between(1, CURRENT_RECORD_FORMAT)
+    flags_ok = r["flags"].isNull() | F.forall(r["flags"], lambda f: f.isNotNull() & f["field"].isin(*FLAG_FIELDS)
+                                                & f["action"].isin(*FLAG_ACTIONS) & f["raw"].isNotNull())
+    quarantine_ok = r["quarantine"].isNull() | r["quarantine"].isin(*QUARANTINE_REASONS)
     record_ok = (r.isNotNull() & r["_corrupt"].isNull() & received_ok & r["status"].isin(*VERIFICATION_STATUSES)
-                 & (r["body"].isNotNull() | r["body_base64"].isNotNull()) & attribution_ok)
-    verified = (F.col("spool") == "postbacks") & (r["status"] == "verified")
+                 & (r["body"].isNotNull() | r["body_base64"].isNotNull()) & attribution_ok & format_ok & flags_ok & quarantine_ok)
+    # A quarantined record (raw/unverifiable, or --input) is never counted as a postback.
+    verified = (F.col("spool") == "postbacks") & (r["status"] == "verified") & r["quarantine"].isNull()
     sequence_index = F.coalesce(a["postback_sequence_index"], F.lit(0))
     in_range = sequence_index.between(0, 2) & (a["fine_value"].isNull() | a["fine_value"].between(0, 63))
     state = (F.when(F.col("without_newline"), "torn")
@@ -453,6 +470,8 @@ def classify_lines(lines):
         r["reason"].alias("reason"),
         # Development: a development or test key (environment other than production), or SKAdNetwork test mode.
         ((F.coalesce(r["environment"], F.lit("")) == "production") & ~F.coalesce(a["test_mode"], F.lit(False))).alias("production"),
+        # Stored with flags (a value normalized or dropped): counted in flagged_postbacks.
+        F.when(r["flags"].isNull(), F.lit(False)).otherwise(F.size(r["flags"]) > 0).alias("flagged"),
         # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
         F.coalesce(a["protocol"], claimed_protocol).alias("protocol"), F.coalesce(a["version"], r["version"]).alias("claimed_version"),
         a["version"].alias("version"), a["app_id"].alias("app_id"), ascii_lower(a["ad_network_id"]).alias("ad_network_id"),
@@ -488,7 +507,7 @@ def first_copies(classified, first_day, lookback_days):
     from pyspark.sql.window import Window
 
     copies = classified.filter(F.col("state") == "postback")
-    first = F.min(F.struct("received_micros", "writer", "sequence", "block", "position", "production", *GRAIN_FIELDS))
+    first = F.min(F.struct("received_micros", "writer", "sequence", "block", "position", "production", "flagged", *GRAIN_FIELDS))
     # Partitioned by key once: both the per-day grouping and the window over days reuse it.
     per_day = copies.repartition("dedup_key").groupBy("dedup_key", "dt").agg(first.alias("first"), F.count(F.lit(1)).alias("copies"))
     previous_day = F.lag("dt").over(Window.partitionBy("dedup_key").orderBy("dt"))
@@ -518,7 +537,8 @@ def postback_rows(firsts):
     return counted.groupBy("dt", "est_install_date", *GRAIN_FIELDS).agg(
         F.sum(F.when(F.col("production"), 1).otherwise(0)).cast("long").alias("postbacks"),
         F.sum(F.when(F.col("production"), 0).otherwise(1)).cast("long").alias("development_postbacks"),
-        F.sum(F.col("copies") - 1).cast("long").alias("duplicates_dropped"))
+        F.sum(F.col("copies") - 1).cast("long").alias("duplicates_dropped"),
+        F.sum(F.when(F.col("production") & F.col("flagged"), 1).otherwise(0)).cast("long").alias("flagged_postbacks"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -584,7 +604,7 @@ def decode_rows(rows, tables):
         F.when(decoded, postbacks * F.col("v_revenue_max")).alias("revenue_max_sum"),
         F.when(decoded, postbacks * F.col("v_revenue_est")).alias("revenue_est_sum"),
         F.col("s_currency").alias("currency"), "development_postbacks", F.lit(0).cast("long").alias("rejected_postbacks"),
-        "duplicates_dropped",
+        "duplicates_dropped", "flagged_postbacks",
         # Kept for the events table, dropped before writing.
         F.col("v_schema_id").alias("_value_schema"), "cv_value", decoded.alias("_decoded"),
         F.col("v_revenue_min").alias("_revenue_min"), F.col("v_revenue_max").alias("_revenue_max"), F.col("v_revenue_est").alias("_revenue_est"))
@@ -604,7 +624,8 @@ def rejected_rows(classified, first_day):
             columns.append(F.col(name))
         elif name == "version":
             columns.append(F.col("claimed_version").alias("version"))
-        elif name in ("postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "duplicates_dropped"):
+        elif name in ("postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "duplicates_dropped",
+                      "flagged_postbacks"):
             columns.append(zero.alias(name))
         else:
             columns.append(F.lit(None).alias(name))

@@ -12,7 +12,8 @@ public enum PostbackCommand {
 
         commands:
           verify     check the signature of every postback in files or stdin
-          explain    show the parsed fields, the signed message and the verdict for a postback
+          explain    show the parsed fields, the signed message, the verdict and flags for a postback
+          reverify   move stored postbacks that now verify (quarantined, rejected) into the spool
           serve      receive postbacks over HTTP and store them durably
           send       POST postback files to an endpoint (test a deployment, load test)
           aggregate  decode stored postbacks into campaign-level daily aggregates
@@ -52,6 +53,7 @@ public enum PostbackCommand {
         return syntax.dispatch(words, io: io, to: [
             ("verify", VerifyCommand.run),
             ("explain", ExplainCommand.run),
+            ("reverify", ReverifyCommand.run),
             ("serve", ServeCommand.run),
             ("send", SendCommand.run),
             ("aggregate", AggregateCommand.run),

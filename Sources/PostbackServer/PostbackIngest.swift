@@ -17,30 +17,38 @@ final class PostbackIngest: Sendable {
     let configuration: ServerConfiguration
     let postbacks: SpoolWriter
     let rejected: SpoolWriter
+    /// Quarantine: postbacks we cannot judge or count yet, answered 200 and never counted.
+    let unverifiable: SpoolWriter
     let metrics: ServerMetrics
     let log: ServerLog
     let rejectedBudget: RejectedStoreBudget
+    let quarantineBudget: RejectedStoreBudget
 
-    init(configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, metrics: ServerMetrics, log: ServerLog) {
+    init(configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter,
+         metrics: ServerMetrics, log: ServerLog) {
         self.configuration = configuration
         self.verifier = PostbackVerifier(policy: VerificationPolicy(
             allowsDevelopment: configuration.allowsDevelopment, testKeys: configuration.testKeys))
         self.postbacks = postbacks
         self.rejected = rejected
+        self.unverifiable = unverifiable
         self.metrics = metrics
         self.log = log
         self.rejectedBudget = RejectedStoreBudget(configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory))
+        self.quarantineBudget = RejectedStoreBudget(configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory),
+                                                    spool: .unverifiable)
     }
 
     /// - Parameter client: the client's address (see `ClientAddress`); kept with rejections only.
     func receive(body: [UInt8], route: Route, client: () -> String) -> Action {
         let receivedAt = UTCTimestamp.now()
         // Unhealthy storage: 500 before spending a signature check on it.
-        guard postbacks.isHealthy, rejected.isHealthy else {
+        guard postbacks.isHealthy, rejected.isHealthy, unverifiable.isHealthy else {
             return .reply(.storageUnavailable("storage is unavailable since a write or sync failed; it is retried continuously"))
         }
         let result = verifier.verify(body: body)
         metrics.verdict(result)
+        metrics.flags(result.flags)
 
         var rejection: (reason: String, policy: String?)?
         if !result.isVerified {
@@ -53,6 +61,9 @@ final class PostbackIngest: Sendable {
         }
 
         let writer = configuration.writerID
+        if rejection == nil || !result.isVerified, let quarantine = result.quarantineReason {
+            return self.quarantine(result: result, reason: quarantine, body: body, route: route, receivedAt: receivedAt, client: client)
+        }
         guard let rejection else {
             let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body)
             let postbackProtocol = result.postbackProtocol
@@ -129,6 +140,43 @@ final class PostbackIngest: Sendable {
         case .skip(let reason):
             metrics.rejectedNotStored(reason)
             return nil
+        }
+    }
+
+    /// Kept in `raw/unverifiable/` and answered 200, so the device does not retry for nine days: an
+    /// unknown version or kid usually means Apple shipped something new, and `postback reverify`
+    /// takes such postbacks back once a release knows it.
+    ///
+    /// Anyone can send a body claiming an unknown version, so the quarantine has a daily byte budget of
+    /// its own (the rejected store's settings, counted apart). Past it, or below the free-space floor,
+    /// the postback is not stored and gets 503 with Retry-After: a device retries for nine days, and
+    /// nothing is acknowledged that is not on disk.
+    private func quarantine(result: VerificationResult, reason: QuarantineReason, body: [UInt8], route: Route,
+                            receivedAt: UTCTimestamp, client: () -> String) -> Action {
+        let detail = result.reason ?? "signed value(s) not known yet: " + result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")
+        log.warning("postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new", [
+            "route": .string(route.rawValue), "quarantine": .string(reason.rawValue), "verdict": .string(result.status.rawValue),
+            "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(detail),
+        ])
+        let record = SpoolRecord(receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, result: result,
+                                 body: body, reason: detail)
+        let line = record.encoded()
+        if case .skip(let why) = quarantineBudget.admit(wholeBytes: line.count, day: receivedAt.day, client: client(), hashOnlyBytes: nil) {
+            metrics.quarantineNotStored(why)
+            var reply = HTTPReply.problem(503, type: "quarantine-full", title: "Not stored; retry later",
+                                          detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later")
+            reply.headers.append(("Retry-After", "3600"))
+            return .reply(reply)
+        }
+        metrics.quarantined(reason)
+        let dedupKey = result.dedupKey
+        return .store(writer: unverifiable, line: line, day: receivedAt.day, dedupKey: nil) { outcome in
+            if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
+            return .json(200) { json in
+                json.field("status", "quarantined")
+                json.field("quarantine", reason.rawValue)
+                if let dedupKey { json.field("dedup_key", dedupKey) }
+            }
         }
     }
 

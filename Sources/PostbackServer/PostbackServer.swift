@@ -104,7 +104,9 @@ public final class PostbackServer: Sendable {
         }
         let postbacks = writer(.postbacks, index: recovery.dedupIndex)
         let rejected = writer(.rejected, index: nil)
-        let ingest = PostbackIngest(configuration: configuration, postbacks: postbacks, rejected: rejected, metrics: metrics, log: log)
+        let unverifiable = writer(.unverifiable, index: nil)
+        let ingest = PostbackIngest(configuration: configuration, postbacks: postbacks, rejected: rejected, unverifiable: unverifiable,
+                                    metrics: metrics, log: log)
 
         let socket: (descriptor: Int32, port: Int)
         do {
@@ -112,6 +114,7 @@ public final class PostbackServer: Sendable {
         } catch {
             postbacks.close()
             rejected.close()
+            unverifiable.close()
             throw error
         }
         let core = HTTPCore(configuration: configuration, ingest: ingest, metrics: metrics, log: log, lock: lock)
@@ -214,8 +217,9 @@ final class HTTPCore: Sendable {
         if draining.load(ordering: .relaxed) { problems.append("shutting down") }
         if !ingest.postbacks.isHealthy { problems.append("postbacks spool is not writable") }
         if !ingest.rejected.isHealthy { problems.append("rejected spool is not writable") }
+        if !ingest.unverifiable.isHealthy { problems.append("unverifiable spool is not writable") }
         // Asking also makes the writer replace them at once, so the next scrape is ready again.
-        for path in ingest.postbacks.vanishedSegments() + ingest.rejected.vanishedSegments() {
+        for path in ingest.postbacks.vanishedSegments() + ingest.rejected.vanishedSegments() + ingest.unverifiable.vanishedSegments() {
             problems.append("open segment \(path) was deleted or replaced; a new one is being started")
         }
         var info = statvfs()
@@ -301,6 +305,7 @@ final class HTTPCore: Sendable {
         watchdog.stop()
         ingest.postbacks.close()
         ingest.rejected.close()
+        ingest.unverifiable.close()
     }
 
     func shutdown() {
@@ -599,7 +604,8 @@ final class HTTPCore: Sendable {
         case .metrics:
             let gauges = ServerMetrics.Gauges(
                 ready: isReady,
-                storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy],
+                storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy,
+                                 .unverifiable: ingest.unverifiable.isHealthy],
                 dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
             var text = metrics.render(gauges)
             ProcessMetrics.render(into: &text)

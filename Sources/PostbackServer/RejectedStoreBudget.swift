@@ -36,10 +36,12 @@ final class RejectedStoreBudget: Sendable {
 
     static let maximumClients = 65_536
 
-    init(configuration: ServerConfiguration, layout: StoreLayout, today: UTCDay = UTCTimestamp.now().day) {
+    /// - Parameter spool: the spool whose records it admits (`rejected`, or `unverifiable`, which gets a
+    ///   budget of its own: anyone can send a body claiming an unknown version).
+    init(configuration: ServerConfiguration, layout: StoreLayout, spool: StoreLayout.Spool = .rejected, today: UTCDay = UTCTimestamp.now().day) {
         self.configuration = configuration
         var bytes = 0
-        if let segments = try? layout.segments(.rejected, day: today) {
+        if let segments = try? layout.segments(spool, day: today) {
             for segment in segments {
                 var info = stat()
                 if stat(segment.path, &info) == 0 { bytes += Int(info.st_size) }
@@ -48,9 +50,9 @@ final class RejectedStoreBudget: Sendable {
         spent = Locked(Spent(day: today, bytes: bytes))
     }
 
-    /// Whether a rejected record of `wholeBytes` (or `hashOnlyBytes()` in its hash-only form) may be
-    /// written on `day`; what is admitted is counted against the day's budget.
-    func admit(wholeBytes: Int, day: UTCDay, client: String, hashOnlyBytes: () -> Int) -> Decision {
+    /// Whether a rejected record of `wholeBytes` (or `hashOnlyBytes()` in its hash-only form; nil when
+    /// the record has none) may be written on `day`; what is admitted is counted against the day's budget.
+    func admit(wholeBytes: Int, day: UTCDay, client: String, hashOnlyBytes: (() -> Int)?) -> Decision {
         let budget = configuration.rejectedBytesPerDay
         let decision = spent.withLock { spent -> Decision in
             if day != spent.day { spent = Spent(day: day, bytes: 0) }
@@ -61,7 +63,7 @@ final class RejectedStoreBudget: Sendable {
                 spent.byClient[key] = clientBytes + wholeBytes
                 return .store
             }
-            let hashOnlyBytes = hashOnlyBytes()
+            guard let hashOnlyBytes = hashOnlyBytes?() else { return .skip(reason: "daily-budget") }
             if spent.bytes + hashOnlyBytes <= budget {
                 spent.bytes += hashOnlyBytes
                 return .storeHashOnly

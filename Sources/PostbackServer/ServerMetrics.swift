@@ -10,12 +10,15 @@ import Synchronization
 final class ServerMetrics: Sendable {
     private struct RequestKey: Hashable { let route: Route; let code: Int }
     private struct VerdictKey: Hashable { let protocolName: String; let version: String; let status: String; let environment: String }
+    private struct FlagKey: Hashable { let field: PostbackFlag.Field; let action: PostbackFlag.Action }
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
         var verdicts: [VerdictKey: Int] = [:]
         var duplicates: [String: Int] = [:]
         var policyRejections: [String: Int] = [:]
+        var flags: [FlagKey: Int] = [:]
+        var quarantined: [QuarantineReason: Int] = [:]
         var spoolBytes: [StoreLayout.Spool: Int] = [:]
         var spoolRecords: [StoreLayout.Spool: Int] = [:]
         var storageErrors: [StoreLayout.Spool: Int] = [:]
@@ -26,6 +29,7 @@ final class ServerMetrics: Sendable {
         var refusedConnections: [String: Int] = [:]
         var rejectedBodiesReduced: [String: Int] = [:]
         var rejectedNotStored: [String: Int] = [:]
+        var quarantineNotStored: [String: Int] = [:]
         var segmentsVanished: [StoreLayout.Spool: Int] = [:]
         var fsync = Histogram(upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
         var batchSize = Histogram(upperBounds: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
@@ -52,6 +56,18 @@ final class ServerMetrics: Sendable {
 
     func duplicate(protocol postbackProtocol: PostbackProtocol?) {
         state.withLock { $0.duplicates[MetricLabels.protocols.label(postbackProtocol?.rawValue ?? "unknown"), default: 0] += 1 }
+    }
+
+    /// Field and action come from closed enums, never from the flag's raw value.
+    func flags(_ flags: [PostbackFlag]) {
+        guard !flags.isEmpty else { return }
+        state.withLock { state in
+            for flag in flags { state.flags[FlagKey(field: flag.field, action: flag.action), default: 0] += 1 }
+        }
+    }
+
+    func quarantined(_ reason: QuarantineReason) {
+        state.withLock { $0.quarantined[reason, default: 0] += 1 }
     }
 
     /// A verified postback the receiver's policy turned away (`ad-network`, `development`).
@@ -116,6 +132,11 @@ final class ServerMetrics: Sendable {
         state.withLock { $0.rejectedNotStored[reason, default: 0] += 1 }
     }
 
+    /// A postback to quarantine answered 503 (not stored): the quarantine's daily budget or the free-space floor.
+    func quarantineNotStored(_ reason: String) {
+        state.withLock { $0.quarantineNotStored[reason, default: 0] += 1 }
+    }
+
     /// Gauges read at scrape time.
     struct Gauges {
         var ready: Bool
@@ -152,6 +173,14 @@ final class ServerMetrics: Sendable {
         header("postback_policy_rejections_total", "counter", "Verified postbacks rejected by configuration (ad network not accepted, development not allowed).")
         for (reason, count) in state.policyRejections.sorted(by: { $0.key < $1.key }) {
             text += MetricLabels.series("postback_policy_rejections_total", ["reason": reason]) + " \(count)\n"
+        }
+        header("postback_flags_total", "counter", "Values not taken as sent (they never change the verdict), by field and action (normalized, dropped, unrecognized).")
+        for (key, count) in state.flags.sorted(by: { ($0.key.field.rawValue, $0.key.action.rawValue) < ($1.key.field.rawValue, $1.key.action.rawValue) }) {
+            text += MetricLabels.series("postback_flags_total", ["field": key.field.rawValue, "action": key.action.rawValue]) + " \(count)\n"
+        }
+        header("postback_quarantined_total", "counter", "Postbacks answered 200 and kept in raw/unverifiable/ (never counted), by reason; usually Apple shipped something new.")
+        for reason in QuarantineReason.allCases {
+            text += MetricLabels.series("postback_quarantined_total", ["reason": reason.rawValue]) + " \(state.quarantined[reason] ?? 0)\n"
         }
         header("postback_fsync_duration_seconds", "histogram", "Duration of each group commit's fdatasync.")
         state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)
@@ -191,6 +220,8 @@ final class ServerMetrics: Sendable {
         labelled("postback_rejected_bodies_reduced_total", "kept", state.rejectedBodiesReduced)
         header("postback_rejected_not_stored_total", "counter", "Rejected postbacks answered 400 but not stored, by reason (free-space-floor: the disk space is kept for verified postbacks).")
         labelled("postback_rejected_not_stored_total", "reason", state.rejectedNotStored)
+        header("postback_quarantine_not_stored_total", "counter", "Postbacks this release cannot check yet, answered 503 (retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor.")
+        labelled("postback_quarantine_not_stored_total", "reason", state.quarantineNotStored)
         header("postback_ready", "gauge", "1 when /readyz answers 200.")
         text += "postback_ready \(gauges.ready ? 1 : 0)\n"
         return text

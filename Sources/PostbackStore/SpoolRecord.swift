@@ -6,11 +6,20 @@ public import Postbacks
 ///      "status":"verified","environment":"production","dedup_key":"6aafb7a5-…:0","protocol":"skadnetwork",
 ///      "version":"4.0","key":"apple-skadnetwork-p256","attribution":{…},"body":"{\"version\":\"4.0\",…}"}
 ///
-/// Verified postbacks go to `raw/postbacks/`, everything else (with `reason`) to `raw/rejected/`.
-/// `attribution` (the normalized fields, see `Attribution`) is present for parsed postbacks, so the
-/// nightly job need not re-parse Apple's JSON; `body` keeps the original for audits and re-verification.
-/// A body that is not UTF-8 is kept as `body_base64` instead.
+/// Verified postbacks go to `raw/postbacks/`; what cannot be judged or counted yet (an unknown
+/// version or `kid`, a signed value we do not know) to `raw/unverifiable/` with `quarantine` and
+/// `reason`; everything else (with `reason`) to `raw/rejected/`.
+/// `attribution` (the normalized fields, see `Attribution`) is present for parsed postbacks that may
+/// be counted, so the nightly job need not re-parse Apple's JSON; `body` keeps the original for audits
+/// and re-verification. A body that is not UTF-8 is kept as `body_base64` instead.
+///
+/// Format 2 (this release) writes `"format":2` first and `flags` (values not taken as sent, see
+/// `PostbackFlag`) when there are any; format 1 records (no `format` key) are read as before.
 public struct SpoolRecord: Sendable, Equatable {
+    /// The record layout this release writes; it reads this one and every earlier one.
+    public static let currentFormat = 2
+
+    public var format: Int = SpoolRecord.currentFormat
     public var receivedAt: UTCTimestamp
     /// The receiver process that wrote the record (several may share a store).
     public var writer: String
@@ -25,6 +34,10 @@ public struct SpoolRecord: Sendable, Equatable {
     /// Why it was rejected; nil for verified postbacks.
     public var reason: String?
     public var attribution: Attribution?
+    /// Values not taken exactly as sent (format 2; none in older records).
+    public var flags: [PostbackFlag] = []
+    /// Why it is in `raw/unverifiable/` (format 2).
+    public var quarantine: QuarantineReason?
     /// The HTTP body exactly as received (for a rejected record with `bodyReduction`, what was kept of it).
     public var body: [UInt8]
     /// Rejected records only: the client's address (the socket's peer, or the one a trusted proxy named).
@@ -69,19 +82,25 @@ public struct SpoolRecord: Sendable, Equatable {
 
     /// A record for a verifier's verdict on `body`. A `reason` given here overrides the verifier's
     /// (for rejections the receiver makes itself: a foreign ad network, development not allowed).
+    /// A quarantined postback gets no `attribution`: it is never counted as it stands, and an
+    /// unknown signed value has no place among the normalized fields.
     public init(receivedAt: UTCTimestamp, writer: String, route: String, result: VerificationResult, body: [UInt8],
                 status: VerificationStatus? = nil, reason: String? = nil) {
+        let quarantine = result.quarantineReason
         self.init(
             receivedAt: receivedAt, writer: writer, route: route, status: status ?? result.status,
             environment: result.environment, dedupKey: result.dedupKey, postbackProtocol: result.postbackProtocol,
             version: result.version, keyName: result.keyName, reason: reason ?? result.reason,
-            attribution: result.postback?.attribution, body: body)
+            attribution: quarantine == nil ? result.postback?.attribution : nil, body: body)
+        self.flags = result.flags
+        self.quarantine = quarantine
     }
 
     /// The record as one JSON line, newline included.
     public func encoded() -> [UInt8] {
         var json = JSONWriter(reservingCapacity: body.count + 512)
         json.beginObject()
+        json.field("format", format)
         json.field("received_at", receivedAt.description)
         json.field("writer", writer)
         json.field("route", route)
@@ -93,6 +112,7 @@ public struct SpoolRecord: Sendable, Equatable {
         json.field("key", keyName)
         if let reason { json.field("reason", reason) }
         if let client { json.field("client", client) }
+        if let quarantine { json.field("quarantine", quarantine.rawValue) }
         if let attribution {
             json.key("attribution")
             attribution.write(to: &json)
@@ -101,6 +121,12 @@ public struct SpoolRecord: Sendable, Equatable {
             json.field("body_kept", bodyReduction.kept.rawValue)
             json.field("body_sha256", bodyReduction.sha256)
             json.field("body_bytes", bodyReduction.byteCount)
+        }
+        if !flags.isEmpty {
+            json.key("flags")
+            json.beginArray()
+            for flag in flags { flag.write(to: &json) }
+            json.endArray()
         }
         if !json.field("body", utf8: body) {
             json.field("body_base64", Base64.encode(body, alphabet: .standard))
@@ -127,6 +153,16 @@ public struct SpoolRecord: Sendable, Equatable {
         func string(_ key: String) -> String? {
             if case .string(let text)? = object[key] { return text }
             return nil
+        }
+        var format = 1
+        if let value = object["format"] {
+            guard case .number(let number) = value, let parsed = number.int64Value, parsed >= 1 else {
+                throw DecodingError(description: "format must be a positive integer")
+            }
+            guard parsed <= SpoolRecord.currentFormat else {
+                throw DecodingError(description: "record format \(parsed) is newer than this release reads (up to \(SpoolRecord.currentFormat)); upgrade postback")
+            }
+            format = Int(parsed)
         }
         guard let receivedText = string("received_at"), let receivedAt = UTCTimestamp(iso8601: receivedText) else {
             throw DecodingError(description: "received_at missing or not an ISO 8601 UTC timestamp")
@@ -155,6 +191,20 @@ public struct SpoolRecord: Sendable, Equatable {
         if let kept = string("body_kept").flatMap(BodyReduction.Kept.init(rawValue:)), let sha256 = string("body_sha256"),
            case .number(let size)? = object["body_bytes"], let byteCount = size.int64Value {
             bodyReduction = BodyReduction(kept: kept, sha256: sha256, byteCount: Int(byteCount))
+        }
+        self.format = format
+        if let text = string("quarantine") {
+            guard let reason = QuarantineReason(rawValue: text) else { throw DecodingError(description: "quarantine has unknown value \"\(text)\"") }
+            quarantine = reason
+        }
+        switch object["flags"] {
+        case nil: break
+        case .array(let items)?:
+            for item in items {
+                guard case .object(let fields) = item else { throw DecodingError(description: "flags must hold objects") }
+                do { flags.append(try PostbackFlag(json: fields)) } catch { throw DecodingError(description: error.description) }
+            }
+        default: throw DecodingError(description: "flags must be an array")
         }
     }
 }

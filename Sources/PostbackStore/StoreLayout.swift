@@ -8,7 +8,8 @@ import Glibc
 /// Where everything lives under a data directory. One partition key, `dt` (the UTC day), fixed order:
 ///
 ///     DATA/raw/postbacks/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl     verified postbacks
-///     DATA/raw/rejected/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl      everything else, with reasons
+///     DATA/raw/rejected/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl      refused, with reasons
+///     DATA/raw/unverifiable/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl  quarantined: answered 200, never counted
 ///     DATA/agg/campaign_daily/dt=YYYY-MM-DD/part-00000.csv
 ///     DATA/agg/campaign_events_daily/dt=YYYY-MM-DD/part-00000.csv
 ///     DATA/agg/_manifests/dt=YYYY-MM-DD.json
@@ -19,6 +20,9 @@ public struct StoreLayout: Sendable {
     public enum Spool: String, Sendable, CaseIterable {
         case postbacks
         case rejected
+        /// Postbacks we cannot judge or count yet (an unknown SKAdNetwork version or AdAttributionKit
+        /// `kid`, a signed value we do not know): kept with their reason until `postback reverify`.
+        case unverifiable
     }
 
     public let root: String

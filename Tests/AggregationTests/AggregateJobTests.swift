@@ -38,7 +38,10 @@ import Testing
         var spool = SpoolBuilder(root: root)
         let d = "2026-03-10T"
         // A: two writers, the copy received first (rx2, 09:00) wins with its unsigned value.
-        spool.add(record(skan4(network: "NET.skadnetwork", source: "1237", fine: 2, sourceApp: 777), key: "A:0", at: d + "10:00:00.000000Z", writer: "rx1"))
+        // The later copy was stored with a flag: only the counted (first) copy's flags count.
+        var laterCopy = record(skan4(network: "NET.skadnetwork", source: "1237", fine: 2, sourceApp: 777), key: "A:0", at: d + "10:00:00.000000Z", writer: "rx1")
+        laterCopy.flags = [PostbackFlag(field: .countryCode, action: .dropped, raw: "\"USA\"", note: "not a two-letter country code")]
+        spool.add(laterCopy)
         spool.add(record(skan4(network: "NET.skadnetwork", source: "1237", fine: 3, sourceApp: 777), key: "A:0", at: d + "09:00:00.000000Z", writer: "rx2"))
         // B: received in the same microsecond by both: the tie goes to the first segment in order (rx1).
         spool.add(record(skan4(source: "12", fine: 63, interaction: .view, type: .redownload), key: "B:0", at: d + "11:00:00.000000Z", writer: "rx1"))
@@ -65,8 +68,9 @@ import Testing
         spool.add(record(skan4(app: 222, source: "12", fine: 5), key: "L:0", at: d + "17:00:00.000000Z", writer: "rx1"))
         spool.add(record(skan4(network: "other.skadnetwork", source: "55", fine: 10), key: "M:0", at: d + "18:00:00.000000Z", writer: "rx1"))
         spool.add(record(skan4(source: "37", sequence: 2, coarse: .high), key: "N:2", at: d + "19:00:00.000000Z", writer: "rx1"))
-        // P: Apple's own example postback, verified with Apple's production key and stored as the receiver does.
-        let body = try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json")
+        // P: Apple's own example postback, verified with Apple's production key and stored as the receiver does,
+        // with its unsigned country code in lower case (normalized and flagged: counted in flagged_postbacks).
+        let body = Array(#"{"country-code":"us","#.utf8) + (try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json")).dropFirst()
         spool.add(SpoolRecord(receivedAt: timestamp(d + "20:00:00.000000Z"), writer: "rx1", route: "skadnetwork-developer-copy",
                               result: PostbackVerifier().verify(body: body), body: body))
         // J: a torn tail at the end of rx2's segment.
@@ -85,7 +89,7 @@ import Testing
     /// One expected row, by column name; absent columns are empty.
     static func line(_ values: [String: String], columns: [String] = AggregateTables.campaignDailyColumns) -> String {
         let zeros = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks",
-                     "rejected_postbacks", "duplicates_dropped"]
+                     "rejected_postbacks", "duplicates_dropped", "flagged_postbacks"]
         return columns.map { column in
             values[column] ?? (columns == AggregateTables.campaignDailyColumns && zeros.contains(column) ? "0" : "")
         }.joined(separator: ",")
@@ -132,8 +136,8 @@ import Testing
                  "cv_kind": "coarse", "coarse_cv": "high", "decoded_label": "no_schema", "schema_id": "", "currency": ""]),
         // P
         skanRow(["est_install_date": "2026-03-07", "app_id": "525463029", "ad_network_id": "com.example", "source_identifier": "5239",
-                 "source_identifier_digits": "4", "source_domain": "example.com", "cv_kind": "fine", "fine_cv": "63", "decoded_label": "no_schema",
-                 "schema_id": "", "currency": "", "installs": "1"]),
+                 "source_identifier_digits": "4", "source_domain": "example.com", "country_code": "US", "cv_kind": "fine", "fine_cv": "63",
+                 "decoded_label": "no_schema", "schema_id": "", "currency": "", "installs": "1", "flagged_postbacks": "1"]),
         // H
         ["app_id": "111", "protocol": "skadnetwork", "version": "4.0", "ad_network_id": "net.skadnetwork", "rejected_postbacks": "1"],
         ["rejected_postbacks": "1"],

@@ -145,6 +145,7 @@ import Testing
             ("deep nesting", Array((String(repeating: "[", count: 200_000)).utf8), "deeper than"),
             // A file's byte order mark is skipped (editors add it); what follows is judged as usual.
             ("BOM", [0xEF, 0xBB, 0xBF] + Array(#"{"a":1}"#.utf8), "ad-network-id is required"),
+            ("BOM inside", Array(#"{"a":"#.utf8) + [0xEF, 0xBB, 0xBF] + Array("1}".utf8), "invalid JSON"),
         ]
         for (name, content, reason) in cases {
             let result = run(["verify", "--json", try temporaryFile(content)])
@@ -236,6 +237,60 @@ import Testing
         #expect(broken.status == .failure)
         #expect(broken.stdout.text.contains("malformed: invalid JSON"))
         #expect(broken.stdout.text.contains("^"))
+    }
+
+    /// Apple's example with one signed field changed and odd unsigned fields: explain reads it as
+    /// forged (the verdict is the signature's) and still lists every flag.
+    @Test func explainReadsForgedAndOddAsForged() throws {
+        let original = try Data(contentsOf: Self.samples.appendingPathComponent("skan-4.0_apple-doc_web-ad-tier-high.json"))
+        var body = try JSONSerialization.jsonObject(with: original) as! [String: Any]
+        body["source-identifier"] = "5238"
+        body["country-code"] = "USA"
+        body["conversion-value"] = 99
+        let file = try temporaryFile(Array(try JSONSerialization.data(withJSONObject: body)), suffix: ".json")
+        let result = run(["explain", file])
+        #expect(result.status == .failure)
+        let text = result.stdout.text
+        #expect(text.contains("verdict:    invalid-signature (production): attribution-signature does not verify"), "\(text)")
+        #expect(text.contains("flags:      2 (they never change the verdict)"))
+        #expect(text.contains(#"dropped      country-code              "USA": not a two-letter country code"#))
+        #expect(text.contains("dropped      conversion-value          99: out of range 0–63"))
+
+        body["source-identifier"] = "5239"
+        let genuine = run(["explain", try temporaryFile(Array(try JSONSerialization.data(withJSONObject: body)), suffix: ".json")])
+        #expect(genuine.status == .success)
+        #expect(genuine.stdout.text.contains("verdict:    verified (production)"))
+        #expect(genuine.stdout.text.contains("flags:      2"))
+    }
+
+    @Test func verifyJSONCarriesFlagsAndQuarantine() throws {
+        let original = try Data(contentsOf: Self.samples.appendingPathComponent("skan-3.0_apple-doc_winning.json"))
+        var body = try JSONSerialization.jsonObject(with: original) as! [String: Any]
+        body["did-win"] = "true"
+        body["country-code"] = "fr"
+        var unknownVersion = body
+        unknownVersion["version"] = "5.0"
+        let lines = try [body, unknownVersion].map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
+        let result = run(["verify", "--json", try temporaryFile(Array(lines.joined(separator: "\n").utf8))])
+        let objects = try jsonLines(result.stdout)
+        #expect(objects.count == 2)
+        #expect(objects[0]["status"] as? String == "verified")
+        let flags = try #require(objects[0]["flags"] as? [[String: Any]])
+        #expect(flags.map { "\($0["field"]!) \($0["action"]!) \($0["raw"]!)" } == [#"did-win normalized "true""#, #"country-code normalized "fr""#])
+        #expect(objects[0]["quarantine"] == nil)
+        #expect(objects[1]["status"] as? String == "unsupported-version")
+        #expect(objects[1]["quarantine"] as? String == "unknown-version")
+        #expect((objects[1]["flags"] as? [Any])?.isEmpty == true)
+    }
+
+    /// Apple Ads' SKAdNetwork postbacks (ad-network-id com.apple.ads, one campaign id per placement).
+    @Test func explainNamesAppleAds() throws {
+        let original = try Data(contentsOf: Self.samples.appendingPathComponent("skan-3.0_apple-doc_winning.json"))
+        var body = try JSONSerialization.jsonObject(with: original) as! [String: Any]
+        body["ad-network-id"] = "com.apple.ads"
+        body["campaign-id"] = 10
+        let result = run(["explain", try temporaryFile(Array(try JSONSerialization.data(withJSONObject: body)), suffix: ".json")])
+        #expect(result.stdout.text.contains("network:    Apple Ads, search results"), "\(result.stdout.text)")
     }
 
     @Test func explainShowsJWSParts() throws {

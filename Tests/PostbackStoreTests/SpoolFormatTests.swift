@@ -43,7 +43,39 @@ import Testing
         #expect(decoded.attribution?.sourceIdentifier == "5239")
         #expect(decoded.attribution?.fineValue == 63)
         #expect(decoded.attribution?.interaction == .click)
-        #expect(String(decoding: line, as: UTF8.self).hasPrefix(#"{"received_at":"2025-12-02T13:14:15.123456Z","#))
+        #expect(String(decoding: line, as: UTF8.self).hasPrefix(#"{"format":2,"received_at":"2025-12-02T13:14:15.123456Z","#))
+        #expect(!String(decoding: line, as: UTF8.self).contains("\"flags\""), "flags are written only when there are some")
+    }
+
+    /// A format 1 record (this layout before flags) still reads, as format 1 with no flags.
+    @Test func formatOneRecordsStillRead() throws {
+        let result = PostbackVerifier().verify(body: Self.skanBody)
+        var record = SpoolRecord(receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_764_681_255_123_456), writer: "rx-1",
+                                 route: "skadnetwork-developer-copy", result: result, body: Self.skanBody)
+        let current = String(decoding: record.encoded().dropLast(), as: UTF8.self)
+        let formatOne = current.replacingOccurrences(of: #"{"format":2,"#, with: "{")
+        #expect(formatOne.hasPrefix(#"{"received_at":"#))
+        let decoded = try SpoolRecord(line: Array(formatOne.utf8))
+        record.format = 1
+        #expect(decoded == record)
+        #expect(decoded.flags.isEmpty)
+    }
+
+    @Test func flagsAndQuarantineRoundTripAndNewerFormatsAreRefused() throws {
+        var body = try JSONSerialization.jsonObject(with: Data(Self.skanBody)) as! [String: Any]
+        body["country-code"] = "usa"
+        body["coarse-conversion-value"] = "LOW"
+        body["conversion-value"] = nil
+        let edited = Array(try JSONSerialization.data(withJSONObject: body))
+        let result = PostbackVerifier().verify(body: edited)
+        #expect(result.isVerified)
+        let record = SpoolRecord(receivedAt: .now(), writer: "rx-1", route: "ad-network", result: result, body: edited)
+        #expect(record.flags.count == 2)
+        let line = Array(record.encoded().dropLast())
+        #expect(try SpoolRecord(line: line) == record)
+        let newer = String(decoding: line, as: UTF8.self).replacingOccurrences(of: #"{"format":2,"#, with: #"{"format":3,"#)
+        #expect(throws: SpoolRecord.DecodingError.self) { try SpoolRecord(line: Array(newer.utf8)) }
+        do { _ = try SpoolRecord(line: Array(newer.utf8)) } catch { #expect(error.description.contains("newer than this release")) }
     }
 
     @Test func binaryBodyIsKeptAsBase64() throws {

@@ -99,9 +99,11 @@ import Testing
         }
     }
 
+    /// Type changes that cannot be rendered as the signed text stay malformed. (The same signed text
+    /// in another JSON form, `"1"` for 1 or the number 4.0, verifies: see `sameSignedTextInAnotherFormVerifies`.)
     @Test(arguments: [
-        ("version", "4.0"), ("redownload", "\"false\""), ("did-win", "1"), ("fidelity-type", "\"1\""),
-        ("source-identifier", "5239"), ("postback-sequence-index", "\"0\""), ("app-id", "525463029.0"),
+        ("redownload", "\"False\""), ("did-win", "1"), ("fidelity-type", "\"01\""), ("fidelity-type", "1.0"),
+        ("source-identifier", "5239"), ("postback-sequence-index", "\" 0\""), ("app-id", "525463029.0"),
         ("app-id", "5.25463029e8"), ("redownload", "0"), ("did-win", "null"), ("source-domain", "[\"example.com\"]"),
     ])
     func typeChangesAreMalformed(key: String, json: String) throws {
@@ -111,6 +113,20 @@ import Testing
         #expect(result.status == .malformed || result.status == .invalidSignature)
         #expect(result.status != .verified)
         if key != "source-domain" || json != "null" { #expect(result.status == .malformed, "\(key) = \(json): \(result.reason ?? "")") }
+    }
+
+    /// The same signed text in another JSON form verifies, with a `normalized` flag naming the field.
+    @Test(arguments: [
+        ("version", "4.0"), ("redownload", "\"false\""), ("did-win", "\"true\""), ("fidelity-type", "\"1\""),
+        ("postback-sequence-index", "\"0\""), ("app-id", "\"525463029\""),
+    ])
+    func sameSignedTextInAnotherFormVerifies(key: String, json: String) throws {
+        var mutated = try EditableBody(try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json"))
+        mutated[key] = json
+        let result = PostbackVerifier().verify(body: mutated.bytes)
+        #expect(result.status == .verified, "\(key) = \(json): \(result.reason ?? "")")
+        #expect(result.flags.map(\.field.rawValue) == [key])
+        #expect(result.flags.map(\.action) == [.normalized])
     }
 
     @Test func everySignatureBitFlipFails() throws {

@@ -88,7 +88,7 @@ import Testing
         #expect(result.status == .verified, "\(result.reason ?? "")")
         #expect(result.environment == .development)
         guard case .adAttributionKit(let aak)? = result.postback else { return }
-        #expect(aak.conversionType.rawValue == (conversionType == "reengagement" ? "re-engagement" : conversionType))
+        #expect(aak.conversionType?.rawValue == (conversionType == "reengagement" ? "re-engagement" : conversionType))
         #expect(aak.coarseConversionValue == .medium)
         #expect(result.dedupKey == "85546EB7-FD39-44BC-8990-C98A4AC36A49:\(postback.postbackSequenceIndex)")
     }

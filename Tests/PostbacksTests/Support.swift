@@ -63,13 +63,7 @@ struct EditableBody {
 
     static func encode(_ value: JSONValue) -> String {
         switch value {
-        case .string(let string):
-            var bytes: [UInt8] = []
-            JSONWriter.appendQuoted(string, to: &bytes)
-            return String(decoding: bytes, as: UTF8.self)
-        case .number(let number): return number.text
-        case .bool(let flag): return flag ? "true" : "false"
-        case .null: return "null"
+        case .string, .number, .bool, .null: return FieldReader.rawText(value)
         case .object(let object): return "{" + object.members.map { "\"\($0.key)\":\(encode($0.value))" }.joined(separator: ",") + "}"
         case .array(let array): return "[" + array.map(encode).joined(separator: ",") + "]"
         }

@@ -97,6 +97,14 @@ import Testing
         while let fields = try reader.next() { records.append((fields, reader.recordLine)) }
         return records
     }
+
+    /// Apple Ads (SKAdNetwork postbacks with ad-network-id com.apple.ads) is named in the report.
+    @Test func appleAdsIsNamed() {
+        #expect(ReportPage.networkName("com.apple.ads") == "Apple Ads (com.apple.ads)")
+        #expect(ReportPage.networkName("COM.APPLE.ADS") == "Apple Ads (COM.APPLE.ADS)")
+        #expect(ReportPage.networkName("example123.skadnetwork") == "example123.skadnetwork")
+        #expect(ReportPage.networkName("") == "(no ad network)")
+    }
 }
 
 enum UTCDayFixture {

@@ -7,6 +7,8 @@ final class BucketResolver {
     private(set) var postbacks: [UInt32]
     private(set) var development: [UInt32]
     private(set) var duplicates: [UInt32]
+    /// Counted production postbacks whose first copy was stored with flags.
+    private(set) var flagged: [UInt32]
     private(set) var sameDayDuplicates = 0
     private(set) var earlierDayDuplicates = 0
     private(set) var counted = 0
@@ -16,6 +18,7 @@ final class BucketResolver {
         postbacks = [UInt32](repeating: 0, count: rowCount)
         development = [UInt32](repeating: 0, count: rowCount)
         duplicates = [UInt32](repeating: 0, count: rowCount)
+        flagged = [UInt32](repeating: 0, count: rowCount)
     }
 
     /// The range of hash high words that bucket `bucket` of `bucketCount` owns.
@@ -73,14 +76,16 @@ final class BucketResolver {
         }
 
         // Take the counters out of the object for the loop (unique, so no copy-on-write; no exclusivity checks).
-        var postbacks: [UInt32] = [], development: [UInt32] = [], duplicates: [UInt32] = []
+        var postbacks: [UInt32] = [], development: [UInt32] = [], duplicates: [UInt32] = [], flagged: [UInt32] = []
         swap(&postbacks, &self.postbacks)
         swap(&development, &self.development)
         swap(&duplicates, &self.duplicates)
+        swap(&flagged, &self.flagged)
         defer {
             swap(&postbacks, &self.postbacks)
             swap(&development, &self.development)
             swap(&duplicates, &self.duplicates)
+            swap(&flagged, &self.flagged)
         }
         for group in hashes.indices {
             let first = groupStarts[group], copies = groupStarts[group + 1] - first
@@ -93,7 +98,12 @@ final class BucketResolver {
             guard winner.row != UInt32.max else { continue }
             let row = Int(winner.row)
             counted += 1
-            if winner.isDevelopment { development[row] += 1 } else { postbacks[row] += 1 }
+            if winner.isDevelopment {
+                development[row] += 1
+            } else {
+                postbacks[row] += 1
+                if winner.isFlagged { flagged[row] += 1 }
+            }
             duplicates[row] += UInt32(copies - 1)
         }
         return hashes

@@ -14,6 +14,8 @@ final class DayTable {
     var development: [UInt32]
     var duplicates: [UInt32]
     var rejected: [UInt32]
+    /// Of `postbacks`, those stored with flags.
+    var flagged: [UInt32]
     var segments: [SegmentReport] = []
     var sameDayDuplicates = 0
     var earlierDayDuplicates = 0
@@ -31,6 +33,7 @@ final class DayTable {
         development = postbacks
         duplicates = postbacks
         rejected = postbacks
+        flagged = postbacks
     }
 }
 
@@ -105,13 +108,14 @@ enum DayAggregator {
         }
         table.rejected = rejected
         // Summed in locals: each access to the table's array properties would be checked for exclusivity.
-        var postbacks = [UInt32](repeating: 0, count: rows.count), development = postbacks, duplicates = postbacks
+        var postbacks = [UInt32](repeating: 0, count: rows.count), development = postbacks, duplicates = postbacks, flagged = postbacks
         for resolver in resolvers {
-            let (p, d, u) = (resolver.postbacks, resolver.development, resolver.duplicates)
+            let (p, d, u, f) = (resolver.postbacks, resolver.development, resolver.duplicates, resolver.flagged)
             for row in 0..<rows.count {
                 postbacks[row] += p[row]
                 development[row] += d[row]
                 duplicates[row] += u[row]
+                flagged[row] += f[row]
             }
             table.sameDayDuplicates += resolver.sameDayDuplicates
             table.earlierDayDuplicates += resolver.earlierDayDuplicates
@@ -120,6 +124,7 @@ enum DayAggregator {
         table.postbacks = postbacks
         table.development = development
         table.duplicates = duplicates
+        table.flagged = flagged
         try concatenate((0..<buckets).map { "\(directory)/keys-\($0).bin" }, into: keyFile)
         trace.mark("resolve")
         return table

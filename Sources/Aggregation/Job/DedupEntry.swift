@@ -13,8 +13,11 @@ struct DedupEntry {
     var flags: UInt32
 
     static let developmentFlag: UInt32 = 1
+    /// The stored record has flags (a value normalized or dropped): counted in `flagged_postbacks`.
+    static let flaggedFlag: UInt32 = 2
 
     var isDevelopment: Bool { flags & Self.developmentFlag != 0 }
+    var isFlagged: Bool { flags & Self.flaggedFlag != 0 }
 
     static func order(segment: Int, offset: Int) -> UInt64 { UInt64(segment) << 40 | UInt64(offset) & 0xFF_FFFF_FFFF }
 

@@ -52,8 +52,11 @@ extension AggregationJob {
             func flush() throws(AggregationError) {
                 let results = Self.verify(batch, verifier: verifier, workers: request.workers)
                 for (record, result) in zip(batch, results) {
-                    let spoolRecord = SpoolRecord(receivedAt: receivedAt, writer: "input", route: "file-import", result: result, body: record.bytes)
-                    if result.isVerified {
+                    // What a receiver would quarantine is not counted: it goes with the rejected, with its reason.
+                    let quarantine = result.quarantineReason.map { "quarantined (\($0.rawValue)): " + (result.reason ?? result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")) }
+                    let spoolRecord = SpoolRecord(receivedAt: receivedAt, writer: "input", route: "file-import", result: result, body: record.bytes,
+                                                  reason: quarantine)
+                    if result.isVerified, quarantine == nil {
                         report.postbacks += 1
                         try verifiedOut.append(spoolRecord.encoded())
                     } else {

@@ -61,7 +61,7 @@ final class RowKeyEncoder {
         Self.appendOptional(appID, to: &out)
         out.append(postbackProtocol.map { $0 == .skadnetwork ? 0 : 1 } ?? 0xFF)
         Self.appendText(version, to: &out)
-        Self.appendText(adNetworkID.map(asciiLowercased), to: &out)
+        Self.appendText(adNetworkID.map(\.asciiLowercased), to: &out)
         Self.appendOptional(nil, to: &out)
         Self.appendText(nil, to: &out)
         Self.appendOptional(nil, to: &out)
@@ -121,8 +121,3 @@ final class RowKeyEncoder {
     }
 }
 
-/// ASCII-only lower-casing, the same in the fast and slow paths and in every engine: ad network ids
-/// are ASCII, and Unicode case mapping would make grouping depend on the platform's tables.
-func asciiLowercased(_ text: String) -> String {
-    String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
-}

@@ -211,6 +211,6 @@ final class SegmentScanner {
         let production = summary.isProduction && !summary.fields.isTestMode
         try spill.append(DedupEntry(hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,
                                     order: DedupEntry.order(segment: task.ordinal, offset: offset), row: row,
-                                    flags: production ? 0 : DedupEntry.developmentFlag))
+                                    flags: (production ? 0 : DedupEntry.developmentFlag) | (summary.isFlagged ? DedupEntry.flaggedFlag : 0)))
     }
 }

@@ -17,6 +17,8 @@ public enum AggregateTables {
         "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
         "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
         "development_postbacks", "rejected_postbacks", "duplicates_dropped",
+        // Of `postbacks`, those stored with flags (a value normalized or dropped; docs/postback-spec.md §11).
+        "flagged_postbacks",
     ]
 
     public static let campaignEventsDailyColumns = dimensionColumns + [

@@ -26,7 +26,8 @@ struct RenderedDay: Sendable {
 ///   `no_schema`, or `null_cv`; revenue is empty unless the value decoded;
 /// - installs, redownloads and re-engagements count winning postbacks of the first window by
 ///   conversion type; losses count `did_win` false; development postbacks are counted only in
-///   `development_postbacks`, rejected records only in `rejected_postbacks`.
+///   `development_postbacks`, rejected records only in `rejected_postbacks`; `flagged_postbacks`
+///   counts those of `postbacks` stored with flags.
 enum DayRenderer {
     static func render(_ table: DayTable, catalog: SchemaCatalog, workers: Int) throws(AggregationError) -> RenderedDay {
         let rowCount = table.rows.count
@@ -95,6 +96,7 @@ enum DayRenderer {
         var dimensions = DimensionCache()
         // Local references: reading a class's array properties in the loop would check exclusivity each time.
         let counted = table.postbacks, developmentCounts = table.development, rejectedCounts = table.rejected, duplicateCounts = table.duplicates
+        let flaggedCounts = table.flagged
         let keys = table.rows
         for row in rows {
             let postbacks = Int64(counted[row])
@@ -131,6 +133,7 @@ enum DayRenderer {
             line.field(development)
             line.field(rejected)
             line.field(duplicates)
+            line.field(Int64(flaggedCounts[row]))
             line.endLine()
             part.lines.append(line.bytes)
             if let schema = facts.schema { part.schemaIDs.insert(schema.schemaID) }
@@ -194,7 +197,7 @@ enum DayRenderer {
             case "version": line.field(slice: fields.version, of: key)
             case "ad_network_id": line.field(slice: fields.adNetworkID, of: key)
             case "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
-                 "development_postbacks", "duplicates_dropped": line.field(Int64(0))
+                 "development_postbacks", "duplicates_dropped", "flagged_postbacks": line.field(Int64(0))
             case "rejected_postbacks": line.field(rejected)
             default: line.field(String?.none)
             }

@@ -73,7 +73,7 @@ public struct ConversionSchema: Sendable {
 
     /// The source-identifier map of `adNetworkID` (compared case-insensitively) valid on `day`.
     public func sourceIdentifierMap(adNetworkID: String, day: UTCDay) -> SourceIdentifierMap? {
-        let network = asciiLowercased(adNetworkID)
+        let network = adNetworkID.asciiLowercased
         return sourceIdentifierMaps.first { $0.adNetworkID == network && $0.covers(day) }
     }
 

@@ -176,7 +176,7 @@ extension SourceIdentifierMap {
             }
         }
         guard let network, let truncation else { return nil }
-        self.init(adNetworkID: asciiLowercased(network), validFrom: validFrom, validTo: validTo, truncation: truncation,
+        self.init(adNetworkID: network.asciiLowercased, validFrom: validFrom, validTo: validTo, truncation: truncation,
                   groups: groups, campaignIDs: campaignIDs)
     }
 

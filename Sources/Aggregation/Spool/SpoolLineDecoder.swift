@@ -15,7 +15,7 @@ struct RejectedRecordFacts {
 /// `SpoolRecord(line:)` (the definition of a valid line) otherwise.
 ///
 /// Rules on top of the record format: a record in `raw/rejected/` is always counted as rejected; one
-/// in `raw/postbacks/` counts as a postback only if its status is `verified` and it has a dedup key
+/// in `raw/postbacks/` counts as a postback only if its status is `verified`, it is not quarantined, and it has a dedup key
 /// and attribution (both are recovered from the stored body when missing); a postback sequence index
 /// outside 0–2 or a fine value outside 0–63 makes the line corrupt, since no verified postback has one.
 final class SpoolLineDecoder {
@@ -47,7 +47,8 @@ final class SpoolLineDecoder {
         } catch {
             return .corrupt(reason: error.description)
         }
-        if spool == .rejected || record.status != .verified {
+        // A quarantined record is never counted, wherever it is found.
+        if spool == .rejected || record.status != .verified || record.quarantine != nil {
             let attribution = record.attribution
             return .rejected(RejectedRecordFacts(
                 status: record.status, reason: record.reason,
@@ -107,6 +108,7 @@ final class SpoolLineDecoder {
         fields.coarseValue = attribution.coarseValue
         fields.isTestMode = attribution.isTestMode
         return SpoolLineSummary(receivedAtMicros: record.receivedAt.microsecondsSinceEpoch,
-                                isProduction: record.environment == .production, dedupKey: slice(dedupKey), hasFields: true, fields: fields)
+                                isProduction: record.environment == .production, isFlagged: !record.flags.isEmpty,
+                                dedupKey: slice(dedupKey), hasFields: true, fields: fields)
     }
 }

@@ -135,13 +135,20 @@ public struct SyntheticSpool: Sendable {
         let rejected = !development && Double(random.next() % 1_000_000) / 1_000_000 < rejectedRate
         let body = Self.body(attribution, id: id, random: &random)
         let dedupKey = "\(attribution.postbackProtocol == .adattributionkit ? id.uppercased() : id):\(attribution.postbackSequenceIndex)"
-        return SpoolRecord(
+        var record = SpoolRecord(
             receivedAt: receivedAt, writer: "rx1", route: attribution.postbackProtocol == .adattributionkit ? "appattribution-developer-copy" : "skadnetwork-developer-copy",
             status: rejected ? .invalidSignature : .verified, environment: development ? .development : .production,
             dedupKey: dedupKey, postbackProtocol: attribution.postbackProtocol, version: attribution.version,
             keyName: development ? "apple-development-identifier/0" : attribution.postbackProtocol == .adattributionkit ? "apple-cas-identifier/0" : "apple-skadnetwork-p256",
             reason: rejected ? "the signature does not verify with apple-skadnetwork-p256" : nil,
             attribution: rejected && chance(50) ? nil : attribution, body: body)
+        // A few postbacks came with an unsigned value in upper case (flagged, counted in flagged_postbacks).
+        // Chosen by index, not by a draw, so the rest of the spool is what it was before flags existed.
+        if !rejected, index % 37 == 5, let coarse = attribution.coarseValue {
+            record.flags = [PostbackFlag(field: .coarseConversionValue, action: .normalized, raw: "\"\(coarse.rawValue.asciiUppercased)\"",
+                                         note: "case-folded to \(coarse.rawValue)")]
+        }
+        return record
     }
 
     /// A body shaped like Apple's, with a placeholder signature of the real length.

@@ -29,4 +29,20 @@ enum TrustKeys {
         }
         return keys
     }
+
+    /// `--trust-kid KID=PEM`: a test key standing in for an AdAttributionKit kid this release does
+    /// not know (for `postback reverify` of quarantined postbacks, once Apple's new key is known).
+    static func loadStandIns(_ values: [String]) throws(UsageError) -> [String: TrustedTestKey] {
+        var standIns: [String: TrustedTestKey] = [:]
+        for value in values {
+            guard let equals = value.firstIndex(of: "="), equals != value.startIndex else {
+                throw UsageError("--trust-kid must be KID=PEM, e.g. apple-cas-identifier/1=new-key.pem; got '\(value)'")
+            }
+            let keyID = String(value[..<equals])
+            guard AppleKey(keyID: keyID) == nil else { throw UsageError("--trust-kid \(keyID) is one of Apple's keys, which are built in") }
+            let key = try load([String(value[value.index(after: equals)...])])[0]
+            standIns[keyID] = TrustedTestKey(name: key.name + " for kid " + keyID, key: key.key)
+        }
+        return standIns
+    }
 }

@@ -6,7 +6,8 @@ enum ExplainCommand {
         usage: postback explain [--allow-dev] [--trust-key PEM]... PATH
 
         Prints, for each postback in PATH ('-' for stdin): the parsed fields, the exact signed
-        message with its U+2063 separators made visible, the keys tried and the verdict.
+        message with its U+2063 separators made visible, the keys tried, the verdict (which the
+        signature alone decides) and every flag: a value normalized, dropped or not recognized.
 
         Exit status: 0 every postback verified, 1 any did not, 2 usage or I/O error.
         """
@@ -60,6 +61,7 @@ enum ExplainCommand {
                 out.add("protocol", protocolName + (error.version.map { " \($0)" } ?? ""))
             }
             out.add("verdict", "\(error.status.rawValue): \(error.reason)")
+            if let note = quarantineNote(VerificationResult(rejection: error).quarantineReason) { out.add("receiver", note) }
             if let offset = jsonErrorOffset(in: error.reason) { out.block(context(of: record.bytes, at: offset)) }
             return (out.text, false)
         }
@@ -79,12 +81,30 @@ enum ExplainCommand {
         if let key = result.keyName, result.isVerified { verdict += " with key \(key)" }
         if let reason = result.reason { verdict += ": \(reason)" }
         out.add("verdict", verdict)
+        let flags = result.flags
+        out.add("flags", flags.isEmpty ? "none" : "\(flags.count) (they never change the verdict)")
+        out.block(flags.map { "\($0.action.rawValue.padding(to: 13))\($0.field.rawValue.padding(to: 26))\($0.raw): \($0.note)" })
+        if let note = quarantineNote(result.quarantineReason) { out.add("receiver", note) }
         return (out.text, result.isVerified)
+    }
+
+    /// What `postback serve` does with a postback it cannot judge or count yet.
+    private static func quarantineNote(_ reason: QuarantineReason?) -> String? {
+        guard let reason else { return nil }
+        return "answers 200 and keeps it in raw/unverifiable/ (\(reason.rawValue)), never counted; postback reverify takes it back once a release knows it"
+    }
+
+    /// `"com.apple.ads" (Apple Ads)` for networks known by name.
+    private static func showNetwork(_ adNetworkID: String, campaignID: Int64? = nil) -> String {
+        show(adNetworkID) + (KnownAdNetwork.describe(adNetworkID: adNetworkID, campaignID: campaignID).map { " (\($0))" } ?? "")
     }
 
     private static func describe(_ skan: SKAdNetworkPostback, into out: inout Lines) {
         out.add("protocol", "skadnetwork \(skan.version.rawValue)\(skan.versionField == nil ? " (no version field)" : "")")
         out.add("key", "\(AppleKey(for: skan.version).name) (\(skan.version.curve.rawValue); \(skan.isTestMode ? "test mode: development" : "production"))")
+        if let network = KnownAdNetwork.describe(adNetworkID: skan.adNetworkID, campaignID: skan.campaignID) {
+            out.add("network", network)
+        }
         out.section("signed fields, in signing order")
         let fields = skan.signedFields()
         for (index, field) in fields.enumerated() {
@@ -114,10 +134,10 @@ enum ExplainCommand {
         out.section("signed claims (JWS payload)")
         var claims: [(String, String)] = [
             ("impression-type", show(aak.impressionType)),
-            ("ad-network-identifier", show(aak.adNetworkID)),
+            ("ad-network-identifier", showNetwork(aak.adNetworkID)),
             ("source-identifier", show(aak.sourceIdentifier)),
             ("advertised-item-identifier", String(aak.advertisedItemID)),
-            ("conversion-type", aak.conversionType.rawValue),
+            ("conversion-type", show(aak.conversionTypeText)),
             ("postback-identifier", show(aak.postbackIdentifier)),
             ("did-win", aak.didWin ? "true" : "false"),
             ("postback-sequence-index", String(aak.postbackSequenceIndex)),

@@ -4,7 +4,9 @@ import Postbacks
 enum VerdictFormatter {
     /// One JSON object per postback (the `--json` contract):
     /// `source`, `status`, `protocol`, `version`, `key`, `environment`, `reason` (when not verified),
-    /// `dedup_key`, and `test_mode` when it is a SKAdNetwork test-mode postback.
+    /// `dedup_key`, `test_mode` when it is a SKAdNetwork test-mode postback, `flags` (each value not
+    /// taken as sent: field, action, raw, note; always present, possibly empty) and `quarantine`
+    /// when a receiver would keep it in `raw/unverifiable/`.
     static func appendJSON(source: String, result: VerificationResult, to json: inout JSONWriter) {
         json.beginObject()
         json.field("source", source)
@@ -16,6 +18,11 @@ enum VerdictFormatter {
         if let reason = result.reason { json.field("reason", reason) }
         json.field("dedup_key", result.dedupKey)
         if result.isTestMode { json.field("test_mode", true) }
+        json.key("flags")
+        json.beginArray()
+        for flag in result.flags { flag.write(to: &json) }
+        json.endArray()
+        if let quarantine = result.quarantineReason { json.field("quarantine", quarantine.rawValue) }
         json.endObject()
         json.endLine()
     }
@@ -35,6 +42,8 @@ enum VerdictFormatter {
         }
         if !details.isEmpty { line += "  " + details.joined(separator: "  ") }
         if let reason = result.reason { line += ": " + reason }
+        let flags = result.flags
+        if !flags.isEmpty { line += "  flags: " + flags.map { printable($0.summary) }.joined(separator: "; ") }
         output.append(contentsOf: line.utf8)
         output.append(0x0A)
     }

@@ -8,15 +8,19 @@ internal import Postbacks
 package struct SpoolLineSummary {
     package var receivedAtMicros: Int64 = 0
     package var isProduction = false
+    /// The record has flags (values not taken as sent); only the full parser reads those.
+    package var isFlagged = false
     package var dedupKey: ByteSlice? = nil
     package var hasFields = false
     package var fields = PostbackFields()
 
     package init() {}
 
-    package init(receivedAtMicros: Int64, isProduction: Bool, dedupKey: ByteSlice?, hasFields: Bool, fields: PostbackFields) {
+    package init(receivedAtMicros: Int64, isProduction: Bool, isFlagged: Bool = false, dedupKey: ByteSlice?, hasFields: Bool,
+                 fields: PostbackFields) {
         self.receivedAtMicros = receivedAtMicros
         self.isProduction = isProduction
+        self.isFlagged = isFlagged
         self.dedupKey = dedupKey
         self.hasFields = hasFields
         self.fields = fields
@@ -25,6 +29,7 @@ package struct SpoolLineSummary {
     package mutating func reset() {
         receivedAtMicros = 0
         isProduction = false
+        isFlagged = false
         dedupKey = nil
         hasFields = false
         fields = PostbackFields()
@@ -41,7 +46,7 @@ package struct SpoolLineSummary {
 ///
 /// It gives up (returns nil) on anything unusual: an escape or a non-ASCII byte in a field it reads,
 /// a key it does not know, a repeated key, whitespace, a `\u` escape or non-ASCII text in the body,
-/// a rejected record. The caller then parses the line with `SpoolRecord(line:)`, which is the
+/// a rejected record, a record with flags. The caller then parses the line with `SpoolRecord(line:)`, which is the
 /// definition of a valid line; the fast path only accepts lines that one accepts too, with the same
 /// values (tests check this on generated and mutated lines).
 package struct FastSpoolLineParser {
@@ -77,7 +82,8 @@ package struct FastSpoolLineParser {
     // MARK: The record
 
     private enum RecordKey: Int {
-        case receivedAt, writer, route, status, environment, dedupKey, protocolName, version, key, reason, attribution, body
+        case format, receivedAt, writer, route, status, environment, dedupKey, protocolName, version, key, reason, quarantine, attribution
+        case flags, body
     }
 
     private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
@@ -86,6 +92,12 @@ package struct FastSpoolLineParser {
         while true {
             guard let position = nextKey(&keys), let key = RecordKey(rawValue: position) else { return false }
             switch key {
+            case .format:
+                // Format 1 (no key) and 2 read alike here; anything newer is the full parser's to refuse.
+                guard let value = integer(), value == 2 else { return false }
+            case .flags, .quarantine:
+                // Flagged postbacks are few: the full parser reads them (and counts their flags).
+                return false
             case .receivedAt:
                 guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return false }
                 summary.receivedAtMicros = micros

@@ -10,8 +10,8 @@ package final class SpoolLiterals: Sendable {
 
     package static let shared = SpoolLiterals()
 
-    package static let recordKeyNames = ["received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "version", "key",
-                                 "reason", "attribution", "body"]
+    package static let recordKeyNames = ["format", "received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "version",
+                                 "key", "reason", "quarantine", "attribution", "flags", "body"]
     package static let attributionKeyNames = ["protocol", "version", "app_id", "ad_network_id", "campaign_id", "source_identifier", "source_app_id",
                                       "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type",
                                       "postback_sequence_index", "did_win", "fine_value", "coarse_value", "test_mode"]

@@ -8,46 +8,66 @@ public struct AdAttributionKitPostback: Sendable, Equatable {
     /// The JWS header `kid`, JSON-decoded (so `\/` is `/`), compared exactly against the pinned table.
     public let keyID: String
 
-    // Signed claims.
+    // Signed claims. Values we do not know yet are kept verbatim and flagged `unrecognized`.
     public let impressionType: String
     public let adNetworkID: String
     public let sourceIdentifier: String
     public let advertisedItemID: Int64
-    public let conversionType: ConversionType
+    /// Nil when Apple signed a conversion type we do not know; `conversionTypeText` has it verbatim.
+    public let conversionType: ConversionType?
+    public let conversionTypeText: String
     public let postbackIdentifier: String
     public let didWin: Bool
-    public let postbackSequenceIndex: Int
+    public let postbackSequenceIndex: Int64
     public let marketplaceID: String?
     public let publisherItemID: Int64?
 
-    // Unsigned observations.
+    // Unsigned observations, never fatal.
     public let conversionValue: Int?
     public let coarseConversionValue: CoarseConversionValue?
     public let adInteraction: AdInteraction?
     public let countryCode: String?
+    /// Every value not taken exactly as sent (see `PostbackFlag`).
+    public let flags: [PostbackFlag]
 
     /// `postback-identifier` plus the conversion window.
     public var dedupKey: String { "\(postbackIdentifier):\(postbackSequenceIndex)" }
 
-    public init(parsing object: JSONObject) throws(PostbackRejection) {
+    /// The claims of Apple's documented payload (spec §4.4); any other claim is flagged.
+    static let knownClaims: Set<String> = [
+        "impression-type", "ad-network-identifier", "source-identifier", "advertised-item-identifier", "conversion-type",
+        "postback-identifier", "did-win", "postback-sequence-index", "marketplace-identifier", "publisher-item-identifier",
+    ]
+
+    /// RFC 7515 lets a header carry these; honouring any of them is how JWS libraries have been fooled
+    /// into using the attacker's key (or skipping a check they do not understand).
+    static let refusedHeaderMembers: Set<String> = ["crit", "jku", "jwk", "x5u", "x5c"]
+
+    public init(parsing object: JSONObject, leadingFlags: [PostbackFlag] = []) throws(PostbackRejection) {
         do {
-            try self.init(checking: object)
+            try self.init(checking: object, flags: leadingFlags)
         } catch var rejection {
             rejection.postbackProtocol = .adattributionkit
             throw rejection
         }
     }
 
-    private init(checking object: JSONObject) throws(PostbackRejection) {
+    private init(checking object: JSONObject, flags: [PostbackFlag]) throws(PostbackRejection) {
+        var flags = flags
         let outer = FieldReader(object)
         let jws = try CompactJWS(parsing: try outer.requiredString("jws-string"))
         self.jws = jws
 
-        // RFC 7515 lets a header carry jwk, jku, x5u, x5c and crit; honouring any of them is how JWS
-        // libraries have been fooled into using the attacker's key. Apple sends exactly alg and kid.
+        // Apple sends exactly alg and kid. typ and cty only describe the content and are ignored;
+        // other members we do not know are ignored too, but flagged.
         let header = FieldReader(jws.header, place: "JWS header ")
         for member in jws.header.members where member.key != "alg" && member.key != "kid" {
-            throw .malformed("JWS header member \"\(JSONWriter.escapedForMessage(member.key))\" is not allowed (Apple's header has only alg and kid)")
+            if Self.refusedHeaderMembers.contains(member.key) {
+                throw .malformed("JWS header member \"\(JSONWriter.escapedForMessage(member.key))\" is not allowed (it could name another key or demand checks we do not make)")
+            }
+            if member.key != "typ" && member.key != "cty" {
+                flags.append(PostbackFlag(field: .jwsHeader, action: .unrecognized, raw: member.key, note: "unknown JWS header member, ignored"))
+            }
         }
         let algorithm = try header.requiredString("alg")
         guard algorithm == "ES256" else {
@@ -57,26 +77,46 @@ public struct AdAttributionKitPostback: Sendable, Equatable {
 
         let claims = FieldReader(jws.payload, place: "JWS payload ")
         impressionType = try claims.requiredString("impression-type")
-        adNetworkID = try claims.requiredString("ad-network-identifier")
-        sourceIdentifier = try claims.sourceIdentifier("source-identifier")
-        advertisedItemID = try claims.requiredIdentifier("advertised-item-identifier")
-        guard let conversion = try claims.choice("conversion-type", as: ConversionType.self, aliases: ["reengagement": .reengagement]) else {
-            throw .malformed("JWS payload conversion-type is required but missing")
+        if impressionType != "app-impression" {
+            flags.append(PostbackFlag(field: .impressionType, action: .unrecognized, raw: FieldReader.rawText(.string(impressionType)), note: "not app-impression; kept as signed"))
         }
-        conversionType = conversion
+        adNetworkID = try claims.requiredString("ad-network-identifier")
+        sourceIdentifier = try claims.requiredString("source-identifier")
+        if !FieldReader.isKnownSourceIdentifier(sourceIdentifier) {
+            flags.append(PostbackFlag(field: .sourceIdentifier, action: .unrecognized, raw: FieldReader.rawText(.string(sourceIdentifier)), note: "not 2 to 4 digits; kept as signed"))
+        }
+        advertisedItemID = try claims.requiredSignedInteger("advertised-item-identifier", field: .advertisedItemIdentifier, flags: &flags)
+        conversionTypeText = try claims.requiredString("conversion-type")
+        // Apple's prose once spells it reengagement; its payloads say re-engagement (spec §8).
+        conversionType = ConversionType(rawValue: conversionTypeText) ?? (conversionTypeText == "reengagement" ? .reengagement : nil)
+        if conversionType == nil {
+            flags.append(PostbackFlag(field: .conversionType, action: .unrecognized, raw: FieldReader.rawText(.string(conversionTypeText)), note: "unknown conversion type; kept as signed"))
+        }
         postbackIdentifier = try claims.requiredString("postback-identifier")
-        didWin = try claims.requiredBool("did-win")
-        postbackSequenceIndex = try claims.requiredInteger("postback-sequence-index", in: 0...2)
+        didWin = try claims.requiredSignedBool("did-win", field: .didWin, flags: &flags)
+        postbackSequenceIndex = try claims.requiredSignedInteger("postback-sequence-index", field: .postbackSequenceIndex, flags: &flags)
+        if postbackSequenceIndex > 2 {
+            flags.append(PostbackFlag(field: .postbackSequenceIndex, action: .unrecognized, raw: String(postbackSequenceIndex), note: "not 0, 1 or 2; kept as signed"))
+        }
         marketplaceID = try claims.string("marketplace-identifier")
-        publisherItemID = try claims.identifier("publisher-item-identifier")
+        publisherItemID = try claims.signedInteger("publisher-item-identifier", field: .publisherItemIdentifier, flags: &flags)
+        // Keys are unique and the eight required claims are there, so a payload with no more members
+        // than the claims read has none we do not know (and needs no lookup per member).
+        let claimsRead = 8 + (marketplaceID == nil ? 0 : 1) + (publisherItemID == nil ? 0 : 1)
+        if jws.payload.members.count > claimsRead {
+            for member in jws.payload.members where !Self.knownClaims.contains(member.key) {
+                flags.append(PostbackFlag(field: .jwsClaim, action: .unrecognized, raw: member.key, note: "unknown claim; kept as signed"))
+            }
+        }
 
-        let values = try outer.conversionValues()
+        // Unsigned outer fields; they cannot throw.
+        let values = outer.conversionValues(
+            fineAllowed: postbackSequenceIndex == 0, coarseAllowed: true,
+            whyNoFine: "only the first postback carries a fine value; postback-sequence-index is \(postbackSequenceIndex)", flags: &flags)
         conversionValue = values.fine
         coarseConversionValue = values.coarse
-        adInteraction = try outer.choice("ad-interaction-type", as: AdInteraction.self)
-        countryCode = try outer.countryCode()
-        if postbackSequenceIndex > 0, conversionValue != nil {
-            throw .malformed("conversion-value (fine) is only sent in the first postback; postback-sequence-index is \(postbackSequenceIndex)")
-        }
+        adInteraction = outer.adInteraction(flags: &flags)
+        countryCode = outer.countryCode(flags: &flags)
+        self.flags = flags
     }
 }

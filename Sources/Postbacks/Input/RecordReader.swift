@@ -187,11 +187,16 @@ public final class RecordReader {
 
 extension LineReader.Line {
     /// Pretty printers indent nested values, so `{` in the first column starts a new top-level value.
-    var opensObjectAtColumnZero: Bool { bytes.first == UInt8(ascii: "{") }
+    /// A UTF-8 byte-order mark in front (a file saved by some editors) is skipped, as `Postback` does.
+    var opensObjectAtColumnZero: Bool { contentAfterByteOrderMark.first == UInt8(ascii: "{") }
+
+    private var contentAfterByteOrderMark: ArraySlice<UInt8> {
+        bytes.starts(with: Postback.byteOrderMark) ? bytes.dropFirst(3) : bytes[...]
+    }
 
     /// The line starts a JSON object or array that does not close on the same line.
     var startsUnclosedValue: Bool {
-        guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 }),
+        guard let first = contentAfterByteOrderMark.first(where: { $0 != 0x20 && $0 != 0x09 }),
               first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return false }
         var scanner = ValueScanner()
         scanner.scan(bytes)

@@ -145,16 +145,18 @@ extension Postback {
                 postbackProtocol: .skadnetwork, version: skan.version.rawValue, appID: skan.appID, adNetworkID: skan.adNetworkID,
                 campaignID: skan.campaignID, sourceIdentifier: skan.sourceIdentifier, sourceAppID: skan.sourceAppID,
                 sourceDomain: skan.sourceDomain, countryCode: skan.countryCode,
-                interaction: skan.fidelityType.map { $0 == 1 ? .click : .view },
+                interaction: skan.fidelityType.flatMap { $0 == 1 ? .click : $0 == 0 ? .view : nil },
                 conversionType: skan.redownload == true ? .redownload : .download,
-                postbackSequenceIndex: skan.postbackSequenceIndex ?? 0, didWin: skan.didWin,
+                postbackSequenceIndex: Int(clamping: skan.postbackSequenceIndex ?? 0), didWin: skan.didWin,
                 fineValue: skan.conversionValue, coarseValue: skan.coarseConversionValue, isTestMode: skan.isTestMode)
         case .adAttributionKit(let aak):
             return Attribution(
                 postbackProtocol: .adattributionkit, version: nil, appID: aak.advertisedItemID, adNetworkID: aak.adNetworkID,
                 sourceIdentifier: aak.sourceIdentifier, sourceAppID: aak.publisherItemID, marketplaceID: aak.marketplaceID,
-                countryCode: aak.countryCode, interaction: aak.adInteraction, conversionType: aak.conversionType,
-                postbackSequenceIndex: aak.postbackSequenceIndex, didWin: aak.didWin,
+                // An unknown conversion type is flagged `unrecognized`, and such postbacks are never
+                // aggregated (they are quarantined); `download` here only fills the slot.
+                countryCode: aak.countryCode, interaction: aak.adInteraction, conversionType: aak.conversionType ?? .download,
+                postbackSequenceIndex: Int(clamping: aak.postbackSequenceIndex), didWin: aak.didWin,
                 fineValue: aak.conversionValue, coarseValue: aak.coarseConversionValue)
         }
     }

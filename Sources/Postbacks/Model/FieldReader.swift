@@ -1,5 +1,6 @@
-/// Typed access to the members of a postback object, with the strict rules of the issue and the spec:
-/// exact JSON types, ranges, and no control or invisible format characters in any string value.
+/// Typed access to the members of a postback object. Signed fields are strict where the signed text
+/// is at stake (no control or invisible characters, canonical digits) and tolerant of another JSON form
+/// of the same text; unsigned fields are never fatal: normalized or dropped, with a `PostbackFlag`.
 ///
 /// Absent and `null` both mean "not present" for optional fields: Apple documents only absence, and a
 /// relay that writes `null` for a missing field should not turn a good postback into a rejected one.
@@ -49,29 +50,11 @@ struct FieldReader {
         return string
     }
 
-    /// One of a fixed set of strings, e.g. `low`/`medium`/`high`.
-    func choice<T: RawRepresentable<String>>(_ name: String, as type: T.Type, aliases: [String: T] = [:]) throws(PostbackRejection) -> T? {
-        guard let string = try string(name) else { return nil }
-        if let choice = T(rawValue: string) ?? aliases[string] { return choice }
-        throw .malformed("\(place)\(name) must be \(Self.allowedList(T.self)), got \"\(JSONWriter.escapedForMessage(string))\"")
-    }
-
-    private static func allowedList<T: RawRepresentable<String>>(_ type: T.Type) -> String {
-        if let all = (T.self as? any CaseIterable.Type)?.allCases as? [T] {
-            return "one of " + all.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-        }
-        return "a known value"
-    }
-
-    /// SKAdNetwork 4 / AdAttributionKit `source-identifier`: a string of 2, 3 or 4 ASCII digits, kept
-    /// verbatim (leading zeros included, because that is what was signed).
-    func sourceIdentifier(_ name: String) throws(PostbackRejection) -> String {
-        let value = try requiredString(name)
+    /// SKAdNetwork 4 / AdAttributionKit `source-identifier` as Apple documents it: 2, 3 or 4 ASCII
+    /// digits. Any other signed text is kept verbatim (leading zeros included) and flagged.
+    static func isKnownSourceIdentifier(_ value: String) -> Bool {
         let digits = value.utf8
-        guard (2...4).contains(digits.count), digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            throw .malformed("\(place)\(name) must be a string of 2 to 4 digits, got \"\(JSONWriter.escapedForMessage(value))\"")
-        }
-        return value
+        return (2...4).contains(digits.count) && digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
     }
 
     // MARK: Numbers
@@ -81,6 +64,10 @@ struct FieldReader {
     /// message renders it as the same base-10 digits.
     func identifier(_ name: String) throws(PostbackRejection) -> Int64? {
         guard let value = value(name) else { return nil }
+        return try identifier(name, value: value)
+    }
+
+    private func identifier(_ name: String, value: JSONValue) throws(PostbackRejection) -> Int64 {
         let text: String
         switch value {
         case .number(let number):
@@ -107,55 +94,158 @@ struct FieldReader {
         return id
     }
 
-    /// A small integer that must be a JSON number (not a string), within `range`.
-    func integer(_ name: String, in range: ClosedRange<Int>) throws(PostbackRejection) -> Int? {
-        guard let value = value(name) else { return nil }
-        guard case .number(let number) = value, number.isInteger else {
-            throw wrongType(name, expected: "an integer \(range.lowerBound)–\(range.upperBound)", got: value)
-        }
-        guard let parsed = Int(number.text), range.contains(parsed) else {
-            throw .malformed("\(place)\(name) must be \(range.lowerBound)–\(range.upperBound), got \(number.text)")
-        }
-        return parsed
-    }
+    // MARK: Signed fields in any JSON form of the same signed text
 
-    func requiredInteger(_ name: String, in range: ClosedRange<Int>) throws(PostbackRejection) -> Int {
-        guard let number = try integer(name, in: range) else { throw missing(name) }
+    /// A signed integer (`fidelity-type`, `postback-sequence-index`, identifiers): a JSON integer, or
+    /// a canonical digit string, which is signed as the same digits. The string form is flagged
+    /// `normalized`; anything else (negative, exponent, leading zero) cannot be rendered as Apple
+    /// signed it and stays malformed.
+    func signedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64? {
+        guard let value = value(name) else { return nil }
+        let number = try identifier(name, value: value)
+        if case .string = value {
+            flags.append(PostbackFlag(field: field, action: .normalized, raw: Self.rawText(value), note: "digit string read as the integer it signs"))
+        }
         return number
     }
 
-    // MARK: Booleans
+    func requiredSignedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64 {
+        guard let number = try signedInteger(name, field: field, flags: &flags) else { throw missing(name) }
+        return number
+    }
 
-    /// A JSON `true`/`false`; `"true"`, `1` and `0` are rejected.
-    func bool(_ name: String) throws(PostbackRejection) -> Bool? {
+    /// A signed boolean: JSON `true`/`false`, or the strings `"true"`/`"false"` (the same signed text,
+    /// flagged `normalized`). `1`, `0`, `"True"` are not the signed text and stay malformed.
+    func requiredSignedBool(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Bool {
+        guard let value = value(name) else { throw missing(name) }
+        switch value {
+        case .bool(let flag): return flag
+        case .string("true"), .string("false"):
+            flags.append(PostbackFlag(field: field, action: .normalized, raw: Self.rawText(value), note: "string read as the boolean it signs"))
+            return value == .string("true")
+        default:
+            throw wrongType(name, expected: "a JSON boolean (true or false, or the strings \"true\"/\"false\")", got: value)
+        }
+    }
+
+    // MARK: Unsigned observation fields shared by both protocols: never fatal
+
+    /// An unsigned value is read leniently: what cannot be used is dropped and flagged, never thrown.
+    private func unsignedString(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) -> String? {
         guard let value = value(name) else { return nil }
-        guard case .bool(let flag) = value else { throw wrongType(name, expected: "a JSON boolean (true or false)", got: value) }
-        return flag
+        guard case .string(let string) = value, !string.isEmpty else {
+            flags.append(PostbackFlag(field: field, action: .dropped, raw: Self.rawText(value), note: "expected a non-empty string, got \(value.kindDescription)"))
+            return nil
+        }
+        if let bad = UnicodeSafety.firstControlOrInvisible(in: string) {
+            flags.append(PostbackFlag(field: field, action: .dropped, raw: Self.rawText(value), note: "contains \(UnicodeSafety.describe(bad))"))
+            return nil
+        }
+        return string
     }
 
-    func requiredBool(_ name: String) throws(PostbackRejection) -> Bool {
-        guard let flag = try bool(name) else { throw missing(name) }
-        return flag
-    }
-
-    // MARK: Unsigned observation fields shared by both protocols
-
-    /// `conversion-value` 0–63 and `coarse-conversion-value`, never both.
-    func conversionValues() throws(PostbackRejection) -> (fine: Int?, coarse: CoarseConversionValue?) {
-        let fine = try integer("conversion-value", in: 0...63)
-        let coarse = try choice("coarse-conversion-value", as: CoarseConversionValue.self)
-        if fine != nil, coarse != nil {
-            throw .malformed("\(place)conversion-value and coarse-conversion-value are both present; Apple sends at most one")
+    /// `conversion-value` (0–63) and `coarse-conversion-value` (`low`/`medium`/`high`, any case).
+    /// A fine value is only sent in the first window of a winning postback; Apple sends at most one
+    /// of the two, and when both come the fine one is kept (it says more).
+    func conversionValues(fineAllowed: Bool, coarseAllowed: Bool, whyNoFine: String, flags: inout [PostbackFlag]) -> (fine: Int?, coarse: CoarseConversionValue?) {
+        var fine: Int? = nil
+        if let value = value("conversion-value") {
+            let raw = Self.rawText(value)
+            var parsed: Int? = nil
+            switch value {
+            case .number(let number) where number.isInteger:
+                parsed = Int(number.text)
+            case .string(let text) where !text.isEmpty && text.utf8.count <= 3 && text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }):
+                parsed = Int(text)
+                if let number = parsed, (0...63).contains(number), fineAllowed {
+                    flags.append(PostbackFlag(field: .conversionValue, action: .normalized, raw: raw, note: "digit string read as \(number)"))
+                }
+            default:
+                flags.append(PostbackFlag(field: .conversionValue, action: .dropped, raw: raw, note: "expected an integer 0–63, got \(value.kindDescription)"))
+            }
+            if let number = parsed {
+                if !(0...63).contains(number) {
+                    flags.append(PostbackFlag(field: .conversionValue, action: .dropped, raw: raw, note: "out of range 0–63"))
+                } else if !fineAllowed {
+                    flags.append(PostbackFlag(field: .conversionValue, action: .dropped, raw: raw, note: whyNoFine))
+                } else {
+                    fine = number
+                }
+            }
+        }
+        var coarse: CoarseConversionValue? = nil
+        if let text = unsignedString("coarse-conversion-value", field: .coarseConversionValue, flags: &flags) {
+            let raw = Self.rawText(.string(text))
+            if let known = CoarseConversionValue(rawValue: text) {
+                coarse = known
+            } else if let folded = CoarseConversionValue(rawValue: text.asciiLowercased) {
+                coarse = folded
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
+            } else {
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "not low, medium or high"))
+            }
+            if coarse != nil, !coarseAllowed {
+                coarse = nil
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "this version has no coarse value"))
+            } else if coarse != nil, fine != nil {
+                coarse = nil
+                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "sent together with conversion-value; Apple sends at most one, the fine value is kept"))
+            }
         }
         return (fine, coarse)
     }
 
-    /// `country-code`: two ASCII letters (ISO 3166-1 alpha-2), kept as sent.
-    func countryCode() throws(PostbackRejection) -> String? {
-        guard let code = try string("country-code") else { return nil }
+    /// `country-code`: two ASCII letters, upper-cased (`us` → `US`); anything else dropped. Apple
+    /// calls it "ISO 3166-2" but sends two letters (spec §8).
+    func countryCode(flags: inout [PostbackFlag]) -> String? {
+        guard let code = unsignedString("country-code", field: .countryCode, flags: &flags) else { return nil }
+        let raw = Self.rawText(.string(code))
         guard code.utf8.count == 2, code.utf8.allSatisfy({ ($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z") }) else {
-            throw .malformed("\(place)country-code must be two letters, got \"\(JSONWriter.escapedForMessage(code))\"")
+            flags.append(PostbackFlag(field: .countryCode, action: .dropped, raw: raw, note: "not a two-letter country code"))
+            return nil
         }
-        return code
+        let upper = code.asciiUppercased
+        if upper != code { flags.append(PostbackFlag(field: .countryCode, action: .normalized, raw: raw, note: "upper-cased to \(upper)")) }
+        return upper
+    }
+
+    /// AdAttributionKit `ad-interaction-type`: `click`/`view`, any case; anything else dropped.
+    func adInteraction(flags: inout [PostbackFlag]) -> AdInteraction? {
+        guard let text = unsignedString("ad-interaction-type", field: .adInteractionType, flags: &flags) else { return nil }
+        let raw = Self.rawText(.string(text))
+        if let known = AdInteraction(rawValue: text) { return known }
+        if let folded = AdInteraction(rawValue: text.asciiLowercased) {
+            flags.append(PostbackFlag(field: .adInteractionType, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
+            return folded
+        }
+        flags.append(PostbackFlag(field: .adInteractionType, action: .dropped, raw: raw, note: "not click or view"))
+        return nil
+    }
+
+    /// A value as JSON text, for a flag's `raw` (strings quoted, containers abbreviated).
+    static func rawText(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let string):
+            var bytes: [UInt8] = []
+            JSONWriter.appendQuoted(string, to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        case .number(let number): return number.text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .null: return "null"
+        case .object: return "{…}"
+        case .array: return "[…]"
+        }
+    }
+}
+
+extension String {
+    /// ASCII-only case mapping: Unicode case rules must not turn a sender's text into a known value,
+    /// and grouping (ad network ids in aggregation) must not depend on the platform's tables.
+    public var asciiLowercased: String {
+        String(decoding: utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    public var asciiUppercased: String {
+        String(decoding: utf8.map { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") ? $0 & ~0x20 : $0 }, as: UTF8.self)
     }
 }

@@ -26,12 +26,27 @@ public enum Postback: Sendable, Equatable {
         }
     }
 
+    /// Every value not taken exactly as sent, in the order they were read.
+    public var flags: [PostbackFlag] {
+        switch self {
+        case .skadnetwork(let postback): return postback.flags
+        case .adAttributionKit(let postback): return postback.flags
+        }
+    }
+
+    /// The UTF-8 byte-order mark some relays put in front of the body.
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
     /// Parses a postback body: a JSON object with `attribution-signature` (SKAdNetwork) or
     /// `jws-string` (AdAttributionKit).
+    /// A UTF-8 byte-order mark in front is skipped (and flagged): it is outside the JSON, so outside
+    /// anything Apple signed.
     public init(body: UnsafeRawBufferPointer) throws(PostbackRejection) {
+        let hasByteOrderMark = body.count >= 3 && body[0] == 0xEF && body[1] == 0xBB && body[2] == 0xBF
+        let json = hasByteOrderMark ? UnsafeRawBufferPointer(rebasing: body[3...]) : body
         let value: JSONValue
         do {
-            value = try StrictJSONParser.parse(body)
+            value = try StrictJSONParser.parse(json)
         } catch {
             throw .malformed("invalid JSON: \(error)")
         }
@@ -41,7 +56,8 @@ public enum Postback: Sendable, Equatable {
             let hint = isArray ? " (several postbacks go one JSON object per line: JSON Lines in a file, one per request over HTTP)" : ""
             throw .malformed("a postback must be a JSON object, got \(value.kindDescription)\(hint)")
         }
-        try self.init(object: object)
+        try self.init(object: object, leadingFlags: hasByteOrderMark
+            ? [PostbackFlag(field: .body, action: .normalized, raw: "EF BB BF", note: "UTF-8 byte-order mark skipped")] : [])
     }
 
     public init(body: [UInt8]) throws(PostbackRejection) {
@@ -51,12 +67,16 @@ public enum Postback: Sendable, Equatable {
     }
 
     public init(object: JSONObject) throws(PostbackRejection) {
+        try self.init(object: object, leadingFlags: [])
+    }
+
+    init(object: JSONObject, leadingFlags: [PostbackFlag]) throws(PostbackRejection) {
         let isAdAttributionKit = object["jws-string"] != nil
         if isAdAttributionKit, object["attribution-signature"] != nil {
             throw .malformed("both jws-string (AdAttributionKit) and attribution-signature (SKAdNetwork) are present")
         }
         self = isAdAttributionKit
-            ? .adAttributionKit(try AdAttributionKitPostback(parsing: object))
-            : .skadnetwork(try SKAdNetworkPostback(parsing: object))
+            ? .adAttributionKit(try AdAttributionKitPostback(parsing: object, leadingFlags: leadingFlags))
+            : .skadnetwork(try SKAdNetworkPostback(parsing: object, leadingFlags: leadingFlags))
     }
 }

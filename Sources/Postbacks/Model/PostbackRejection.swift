@@ -31,3 +31,13 @@ public enum VerificationStatus: String, Sendable, CaseIterable, Codable {
     /// The key named (an AdAttributionKit `kid`) is unknown, or is a development key that was not allowed.
     case untrustedKey = "untrusted-key"
 }
+
+/// Why a postback went to the quarantine spool (`raw/unverifiable/`): a closed set, used as a metric label.
+public enum QuarantineReason: String, Sendable, CaseIterable {
+    /// A SKAdNetwork `version` with no documented signature layout.
+    case unknownVersion = "unknown-version"
+    /// An AdAttributionKit `kid` that is not one of Apple's keys.
+    case unknownKeyID = "unknown-kid"
+    /// Verified, but a signed value is one we do not know yet (a flag `unrecognized`).
+    case unrecognizedSignedValue = "unrecognized-signed-value"
+}

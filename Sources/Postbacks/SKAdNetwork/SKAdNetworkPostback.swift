@@ -20,18 +20,22 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
     public let sourceAppID: Int64?
     /// 4.0 web ads, in place of `sourceAppID`.
     public let sourceDomain: String?
-    /// 2.2 and later: 1 StoreKit-rendered or web click, 0 view-through.
-    public let fidelityType: Int?
+    /// 2.2 and later: 1 StoreKit-rendered or web click, 0 view-through; any other signed value is
+    /// kept verbatim (and flagged `unrecognized`).
+    public let fidelityType: Int64?
     /// 3.0 and later.
     public let didWin: Bool?
-    /// 4.0: conversion window 0, 1 or 2.
-    public let postbackSequenceIndex: Int?
-    // Unsigned observations: anyone holding a genuine postback can change these.
+    /// 4.0: conversion window 0, 1 or 2 (a later window Apple may add is kept and flagged).
+    public let postbackSequenceIndex: Int64?
+    // Unsigned observations: anyone holding a genuine postback can change these. Read after the
+    // signed fields and never fatal: what cannot be used is dropped and flagged.
     public let conversionValue: Int?
     public let coarseConversionValue: CoarseConversionValue?
     public let countryCode: String?
     /// The DER ECDSA signature, Base64-decoded.
     public let attributionSignature: [UInt8]
+    /// Every value not taken exactly as sent (see `PostbackFlag`).
+    public let flags: [PostbackFlag]
 
     /// Apple's test scenario: "the postback always contains the source-app-id and conversion-value
     /// parameters with values of 0" (spec §2, §10).
@@ -41,12 +45,18 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
     /// may share a transaction id, so the window is part of the key.
     public var dedupKey: String { "\(transactionID):\(postbackSequenceIndex ?? 0)" }
 
-    public init(parsing object: JSONObject) throws(PostbackRejection) {
+    public init(parsing object: JSONObject, leadingFlags: [PostbackFlag] = []) throws(PostbackRejection) {
         let fields = FieldReader(object)
+        var flags = leadingFlags
         let versionField: String?
         switch object["version"] {
-        case nil: versionField = nil
+        // Absent or null: a 1.0 postback (one MMP's forwarding API writes "version": null).
+        case nil, .null?: versionField = nil
         case .string(let text)?: versionField = text
+        // The number 4.0 has the text Apple signs; 4 or 4.00 would not, and are unsupported below.
+        case .number(let number)?:
+            versionField = number.text
+            flags.append(PostbackFlag(field: .version, action: .normalized, raw: number.text, note: "number read as the version text it signs"))
         case let other?:
             throw .malformed("version must be a string such as \"4.0\", got \(other.kindDescription)")
         }
@@ -63,7 +73,7 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
             version = .v1_0
         }
         do {
-            try self.init(version: version, versionField: versionField, fields: fields)
+            try self.init(version: version, versionField: versionField, fields: fields, flags: flags)
         } catch var rejection {
             rejection.postbackProtocol = .skadnetwork
             rejection.version = version.rawValue
@@ -71,52 +81,52 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         }
     }
 
-    private init(version: SKAdNetworkVersion, versionField: String?, fields: FieldReader) throws(PostbackRejection) {
+    /// Signed fields first: only they can make the postback malformed, and only when the signed
+    /// message cannot be built from them. Signed values we do not know are kept and flagged.
+    private init(version: SKAdNetworkVersion, versionField: String?, fields: FieldReader, flags: [PostbackFlag]) throws(PostbackRejection) {
+        var flags = flags
         self.version = version
         self.versionField = versionField
         adNetworkID = try fields.requiredString("ad-network-id")
         if version == .v4_0 {
-            sourceIdentifier = try fields.sourceIdentifier("source-identifier")
+            let identifier = try fields.requiredString("source-identifier")
+            if !FieldReader.isKnownSourceIdentifier(identifier) {
+                flags.append(PostbackFlag(field: .sourceIdentifier, action: .unrecognized, raw: FieldReader.rawText(.string(identifier)), note: "not 2 to 4 digits; kept as signed"))
+            }
+            sourceIdentifier = identifier
             campaignID = nil
         } else {
             // Apple's campaign identifiers are "an integer between 1 and 100".
-            let campaign = try fields.requiredIdentifier("campaign-id")
-            guard (1...100).contains(campaign) else {
-                throw .malformed("campaign-id must be 1–100 (SKAdNetwork \(version.rawValue)), got \(campaign)")
+            let campaign = try fields.requiredSignedInteger("campaign-id", field: .campaignID, flags: &flags)
+            if !(1...100).contains(campaign) {
+                flags.append(PostbackFlag(field: .campaignID, action: .unrecognized, raw: String(campaign), note: "outside Apple's 1–100; kept as signed"))
             }
             campaignID = campaign
             sourceIdentifier = nil
         }
-        appID = try fields.requiredIdentifier("app-id")
+        appID = try fields.requiredSignedInteger("app-id", field: .appID, flags: &flags)
         transactionID = try fields.requiredString("transaction-id")
 
         let isVersion2OrLater = version >= .v2_0
-        redownload = isVersion2OrLater ? try fields.requiredBool("redownload") : nil
-        sourceAppID = isVersion2OrLater ? try fields.identifier("source-app-id") : nil
+        redownload = isVersion2OrLater ? try fields.requiredSignedBool("redownload", field: .redownload, flags: &flags) : nil
+        sourceAppID = isVersion2OrLater ? try fields.signedInteger("source-app-id", field: .sourceAppID, flags: &flags) : nil
         sourceDomain = version == .v4_0 ? try fields.string("source-domain") : nil
-        if sourceAppID != nil, sourceDomain != nil {
-            throw .malformed("source-app-id and source-domain are both present; a postback is for an app ad or a web ad, not both")
+        if let sourceAppID, sourceDomain != nil {
+            flags.append(PostbackFlag(field: .sourceAppID, action: .unrecognized, raw: String(sourceAppID), note: "sent together with source-domain; kept as signed"))
         }
-        fidelityType = version >= .v2_2 ? try fields.requiredInteger("fidelity-type", in: 0...1) : nil
-        didWin = version >= .v3_0 ? try fields.requiredBool("did-win") : nil
-        postbackSequenceIndex = version == .v4_0 ? try fields.requiredInteger("postback-sequence-index", in: 0...2) : nil
-
-        if isVersion2OrLater {
-            let values = try fields.conversionValues()
-            conversionValue = values.fine
-            coarseConversionValue = version == .v4_0 ? values.coarse : nil
-        } else {
-            conversionValue = nil
-            coarseConversionValue = nil
+        let fidelity = version >= .v2_2 ? try fields.requiredSignedInteger("fidelity-type", field: .fidelityType, flags: &flags) : nil
+        if let fidelity, fidelity > 1 {
+            flags.append(PostbackFlag(field: .fidelityType, action: .unrecognized, raw: String(fidelity), note: "not 0 or 1; kept as signed"))
         }
-        countryCode = try fields.countryCode()
-
-        if didWin == false {
-            if sourceAppID != nil { throw .malformed("a non-winning postback (did-win false) never carries source-app-id") }
-            if conversionValue != nil { throw .malformed("a non-winning postback (did-win false) never carries conversion-value") }
+        fidelityType = fidelity
+        didWin = version >= .v3_0 ? try fields.requiredSignedBool("did-win", field: .didWin, flags: &flags) : nil
+        let sequenceIndex = version == .v4_0 ? try fields.requiredSignedInteger("postback-sequence-index", field: .postbackSequenceIndex, flags: &flags) : nil
+        if let sequenceIndex, sequenceIndex > 2 {
+            flags.append(PostbackFlag(field: .postbackSequenceIndex, action: .unrecognized, raw: String(sequenceIndex), note: "not 0, 1 or 2; kept as signed"))
         }
-        if let index = postbackSequenceIndex, index > 0, conversionValue != nil {
-            throw .malformed("conversion-value (fine) is only sent in the first postback; postback-sequence-index is \(index)")
+        postbackSequenceIndex = sequenceIndex
+        if didWin == false, let sourceAppID {
+            flags.append(PostbackFlag(field: .sourceAppID, action: .unrecognized, raw: String(sourceAppID), note: "a non-winning postback never carries source-app-id; kept as signed"))
         }
 
         let signatureText = try fields.requiredString("attribution-signature")
@@ -126,6 +136,22 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
             throw .malformed("attribution-signature is not valid Base64: \(error.reason)")
         }
         guard !attributionSignature.isEmpty else { throw .malformed("attribution-signature is empty") }
+
+        // Unsigned fields last; they cannot throw.
+        if isVersion2OrLater {
+            let whyNoFine = didWin == false ? "a non-winning postback never carries conversion-value"
+                : "only the first postback carries a fine value; postback-sequence-index is \(sequenceIndex ?? 0)"
+            let values = fields.conversionValues(
+                fineAllowed: didWin != false && (sequenceIndex ?? 0) == 0, coarseAllowed: version == .v4_0,
+                whyNoFine: whyNoFine, flags: &flags)
+            conversionValue = values.fine
+            coarseConversionValue = values.coarse
+        } else {
+            conversionValue = nil
+            coarseConversionValue = nil
+        }
+        countryCode = fields.countryCode(flags: &flags)
+        self.flags = flags
     }
 
     /// The signed fields in signing order (spec §3.2), each rendered as it is signed: strings verbatim,

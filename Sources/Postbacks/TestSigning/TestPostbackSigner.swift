@@ -42,6 +42,8 @@ public struct AdAttributionKitTestPostback: Sendable {
     public var coarseConversionValue: String?
     public var adInteractionType: String? = "click"
     public var countryCode: String?
+    /// Claims Apple may add later, as (name, raw JSON), appended to the payload.
+    public var extraClaims: [(name: String, json: String)] = []
 
     public init(postbackIdentifier: String) {
         self.postbackIdentifier = postbackIdentifier
@@ -158,6 +160,10 @@ public struct TestPostbackSigner: Sendable {
         claims.field("postback-sequence-index", postback.postbackSequenceIndex)
         if let marketplace = postback.marketplaceID { claims.field("marketplace-identifier", marketplace) }
         if let publisher = postback.publisherItemID { claims.field("publisher-item-identifier", publisher) }
+        for claim in postback.extraClaims {
+            claims.key(claim.name)
+            claims.value(rawJSON: Array(claim.json.utf8))
+        }
         claims.endObject()
 
         let signingInput = Base64.encode(headerJSON, alphabet: .url) + "." + Base64.encode(claims.bytes, alphabet: .url)

@@ -88,3 +88,27 @@ public final class AppleKeyring: Sendable {
 
     public subscript(key: AppleKey) -> ECDSAPublicKey { keys[key]! }
 }
+
+/// Ad networks known by name. Apple Ads sends SKAdNetwork 1.0–3.0 postbacks since April 2025 with
+/// `ad-network-id` `com.apple.ads` and one `campaign-id` per placement (docs/postback-spec.md §12).
+public enum KnownAdNetwork {
+    public static let appleAdsID = "com.apple.ads"
+
+    /// Apple Ads' campaign ids, one per placement, as measurement partners document them.
+    public static let appleAdsPlacements: [Int64: String] = [
+        10: "search results", 20: "search tab", 30: "Today tab", 40: "product pages",
+    ]
+
+    /// "Apple Ads" for Apple's own network; nil for any other id. Compared ASCII case-insensitively,
+    /// as ad network ids are (the signature still covers the case that was sent).
+    public static func name(of adNetworkID: String) -> String? {
+        adNetworkID.asciiLowercased == appleAdsID ? "Apple Ads" : nil
+    }
+
+    /// "Apple Ads, search results" for an Apple Ads campaign id; nil otherwise.
+    public static func describe(adNetworkID: String, campaignID: Int64?) -> String? {
+        guard let name = name(of: adNetworkID) else { return nil }
+        guard let campaignID, let placement = appleAdsPlacements[campaignID] else { return name }
+        return "\(name), \(placement)"
+    }
+}

@@ -93,6 +93,9 @@ public struct PostbackVerifier: Sendable {
 
     private func verify(_ aak: AdAttributionKitPostback, postback: Postback, record: (Attempt) -> Void) -> VerificationResult {
         guard let appleKey = AppleKey(keyID: aak.keyID) else {
+            if policy.allowsDevelopment, let standIn = policy.standInKeyIDs[aak.keyID] {
+                return verify(aak, postback: postback, standIn: standIn, record: record)
+            }
             return VerificationResult(
                 status: .untrustedKey, postback: postback, keyName: aak.keyID, environment: nil,
                 reason: "JWS kid \"\(JSONWriter.escapedForMessage(aak.keyID))\" is not one of Apple's keys (apple-cas-identifier/0, apple-development-identifier/0, apple-development-identifier/1)")
@@ -122,6 +125,21 @@ public struct PostbackVerifier: Sendable {
             status: .invalidSignature, postback: postback, keyName: candidates.map(\.name).joined(separator: ","),
             environment: appleKey.environment,
             reason: "JWS signature does not verify with \(describe(candidates))")
+    }
+
+    /// A kid this release does not know, checked with the key the user says stands in for it.
+    private func verify(_ aak: AdAttributionKitPostback, postback: Postback, standIn: TrustedTestKey,
+                        record: (Attempt) -> Void) -> VerificationResult {
+        guard standIn.key.curve == .p256, let der = ECDSASignature.derFromRaw(aak.jws.signature, curve: .p256) else {
+            return VerificationResult(
+                status: .invalidSignature, postback: postback, keyName: standIn.name, environment: .development,
+                reason: "JWS signature is not a 64-byte ES256 signature, or \(standIn.name) is not a P-256 key")
+        }
+        let valid = der.withUnsafeBytes { standIn.key.isValidSignature(derSignature: $0, digest: SHA256.hash(aak.jws.signingInput)) }
+        record(Attempt(keyName: standIn.name, variant: "JWS signing input", message: aak.jws.signingInput, isValid: valid))
+        return VerificationResult(
+            status: valid ? .verified : .invalidSignature, postback: postback, keyName: standIn.name, environment: .development,
+            reason: valid ? nil : "JWS signature does not verify with \(standIn.name), standing in for kid \"\(JSONWriter.escapedForMessage(aak.keyID))\"")
     }
 
     // MARK: Keys

@@ -19,10 +19,15 @@ public struct VerificationPolicy: Sendable {
     /// Extra keys, tried only when `allowsDevelopment` is set, and tried *before* Apple's key: whoever
     /// passes a test key is sending mostly test traffic, so this saves a failed check per postback.
     public var testKeys: [TrustedTestKey]
+    /// Keys standing in for an AdAttributionKit `kid` that is not one of Apple's keys in this release
+    /// (`--trust-kid KID=PEM`), e.g. to take quarantined postbacks back with `postback reverify`.
+    /// Tried only when `allowsDevelopment` is set; what they verify is development.
+    public var standInKeyIDs: [String: TrustedTestKey]
 
-    public init(allowsDevelopment: Bool = false, testKeys: [TrustedTestKey] = []) {
+    public init(allowsDevelopment: Bool = false, testKeys: [TrustedTestKey] = [], standInKeyIDs: [String: TrustedTestKey] = [:]) {
         self.allowsDevelopment = allowsDevelopment
         self.testKeys = testKeys
+        self.standInKeyIDs = standInKeyIDs
     }
 
     /// Apple's production keys only.

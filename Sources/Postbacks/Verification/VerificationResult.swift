@@ -17,6 +17,21 @@ public struct VerificationResult: Sendable {
 
     public var isVerified: Bool { status == .verified }
     public var dedupKey: String? { postback?.dedupKey }
+    /// Values not taken exactly as sent. They never change `status`: the signature alone does.
+    public var flags: [PostbackFlag] { postback?.flags ?? [] }
+
+    /// Why this postback cannot be judged or counted *yet*, or nil. A receiver answers 200 and keeps
+    /// such a postback in `raw/unverifiable/` (never counted) instead of refusing it: it usually means
+    /// Apple shipped something new, and `postback reverify` can take it back once we know it.
+    public var quarantineReason: QuarantineReason? {
+        switch status {
+        case .unsupportedVersion: return .unknownVersion
+        // An unknown kid; a development key that was not allowed is a refusal, not news from Apple.
+        case .untrustedKey where environment == nil && postbackProtocol == .adattributionkit: return .unknownKeyID
+        case .verified where flags.hasUnrecognized: return .unrecognizedSignedValue
+        default: return nil
+        }
+    }
 
     init(status: VerificationStatus, postback: Postback?, keyName: String?, environment: PostbackEnvironment?,
          reason: String?, isTestMode: Bool = false) {
@@ -35,7 +50,7 @@ public struct VerificationResult: Sendable {
         VerificationResult(rejection: PostbackRejection(.malformed, reason))
     }
 
-    init(rejection: PostbackRejection) {
+    public init(rejection: PostbackRejection) {
         self.status = rejection.status
         self.postback = nil
         self.postbackProtocol = rejection.postbackProtocol

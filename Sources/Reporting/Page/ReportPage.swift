@@ -250,7 +250,11 @@ struct ReportPage {
         model.networksByVolume.prefix(ReportStyle.seriesColours).enumerated().map { (Self.networkName($0.element), ReportStyle.series($0.offset)) }
     }
 
-    static func networkName(_ id: String) -> String { id.isEmpty ? "(no ad network)" : id }
+    /// Networks known by name are named ("Apple Ads (com.apple.ads)"); others show their id.
+    static func networkName(_ id: String) -> String {
+        if id.isEmpty { return "(no ad network)" }
+        return KnownAdNetwork.name(of: id).map { "\($0) (\(id))" } ?? id
+    }
 
     /// The `topCampaigns` largest campaigns passing `include` (by postbacks, or by `rank`), then one
     /// row summing the others that pass it.

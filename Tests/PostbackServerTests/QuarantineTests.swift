@@ -1,0 +1,121 @@
+import Foundation
+import PostbackServer
+import PostbackStore
+import Postbacks
+import Testing
+
+/// What cannot be checked or counted yet is answered 200 and kept apart; flagged postbacks are stored
+/// with their flags; neither changes what the signature decides.
+@Suite struct QuarantineTests {
+    static func skan4(version: String = "4.0", transactionID: String) -> SKAdNetworkTestPostback {
+        var postback = SKAdNetworkTestPostback(version: version, transactionID: transactionID)
+        postback.sourceIdentifier = "1234"
+        postback.redownload = false
+        postback.fidelityType = 1
+        postback.didWin = true
+        postback.postbackSequenceIndex = 0
+        return postback
+    }
+
+    @Test func unknownVersionIsQuarantinedNotRefused() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let body = try TestPostbacks.signer.sign(Self.skan4(version: "5.0", transactionID: "q-unknown-version-1"))
+        let reply = try server.post(body)
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(reply.text.contains(#""status":"quarantined""#))
+        #expect(reply.text.contains(#""quarantine":"unknown-version""#))
+        let records = try server.records(.unverifiable)
+        #expect(records.count == 1)
+        #expect(records.first?.body == body)
+        #expect(records.first?.status == .unsupportedVersion)
+        #expect(records.first?.quarantine == .unknownVersion)
+        #expect(records.first?.reason?.contains("5.0") == true)
+        #expect(records.first?.attribution == nil)
+        #expect(try server.records(.postbacks).isEmpty)
+        #expect(try server.records(.rejected).isEmpty)
+        #expect(server.logs.contains("postback quarantined"))
+        let metrics = try server.get("/metrics").text
+        #expect(metrics.contains(#"postback_quarantined_total{reason="unknown-version"} 1"#))
+        #expect(metrics.contains(#"postback_spool_records_total{spool="unverifiable"} 1"#))
+    }
+
+    @Test func unknownKeyIDIsQuarantinedButADevelopmentKeyNotAllowedIsRefused() throws {
+        let server = try TestServer { $0.allowsDevelopment = false; $0.testKeys = [] }
+        defer { server.stop() }
+        var postback = AdAttributionKitTestPostback(postbackIdentifier: "q-unknown-kid-1")
+        postback.keyID = "apple-cas-identifier/1"
+        let unknown = try TestPostbacks.signer.sign(postback)
+        let reply = try server.post(unknown, to: server.appAttributionURL)
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(reply.text.contains(#""quarantine":"unknown-kid""#))
+        postback.keyID = "apple-development-identifier/0"
+        #expect(try server.post(try TestPostbacks.signer.sign(postback), to: server.appAttributionURL).status == 400)
+        #expect(try server.records(.unverifiable).map(\.quarantine) == [.unknownKeyID])
+        #expect(try server.records(.rejected).count == 1)
+    }
+
+    @Test func signedValueWeDoNotKnowIsQuarantinedWithItsFlag() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var postback = AdAttributionKitTestPostback(postbackIdentifier: "q-new-conversion-type-1")
+        postback.conversionType = "install"
+        let reply = try server.post(try TestPostbacks.signer.sign(postback), to: server.appAttributionURL)
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(reply.text.contains(#""quarantine":"unrecognized-signed-value""#))
+        let record = try #require(try server.records(.unverifiable).first)
+        #expect(record.status == .verified)
+        #expect(record.flags.map(\.summary) == [#"conversion-type "install" unrecognized (unknown conversion type; kept as signed)"#])
+        #expect(record.attribution == nil, "an unknown value is never folded into a known one")
+        #expect(try server.records(.postbacks).isEmpty)
+    }
+
+    @Test func flaggedPostbackIsStoredWithItsFlagsAndCounted() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var postback = Self.skan4(transactionID: "q-flagged-1")
+        postback.coarseConversionValue = "HIGH"
+        postback.countryCode = "USA"
+        let reply = try server.post(try TestPostbacks.signer.sign(postback))
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(reply.text.contains(#""status":"stored""#))
+        let record = try #require(try server.records(.postbacks).first)
+        #expect(record.format == SpoolRecord.currentFormat)
+        #expect(record.flags.map { "\($0.field.rawValue) \($0.action.rawValue)" } == ["coarse-conversion-value normalized", "country-code dropped"])
+        #expect(record.attribution?.coarseValue == .high)
+        #expect(record.attribution?.countryCode == nil)
+        let metrics = try server.get("/metrics").text
+        #expect(metrics.contains(#"postback_flags_total{field="coarse-conversion-value",action="normalized"} 1"#))
+        #expect(metrics.contains(#"postback_flags_total{field="country-code",action="dropped"} 1"#))
+        #expect(!metrics.contains("USA"), "raw values never reach metric labels")
+    }
+}
+
+/// Anyone can claim an unknown version (there is no key to check it with), so the quarantine must
+/// not be a way to fill the disk: it has a daily budget of its own, and past it the postback gets
+/// 503 with Retry-After (not stored, so not acknowledged: a genuine device retries later).
+@Suite struct QuarantineBudgetTests {
+    @Test func aFloodOfUnknownVersionsStaysWithinTheQuarantineBudget() throws {
+        let server = try TestServer { $0.rejectedBytesPerDay = 16 << 10 }
+        defer { server.stop() }
+        var statuses: [Int: Int] = [:]
+        var retryAfter = false
+        for index in 0..<120 {
+            let body = try TestPostbacks.signer.sign(QuarantineTests.skan4(version: "5.0", transactionID: "flood-\(index)"))
+            let reply = try server.post(body)
+            statuses[reply.status, default: 0] += 1
+            if reply.status == 503 { retryAfter = retryAfter || reply.text.contains("retry later") }
+        }
+        #expect(statuses[200, default: 0] > 0, "the first ones are quarantined: \(statuses)")
+        #expect(statuses[503, default: 0] > 0, "the rest are turned away, not stored: \(statuses)")
+        #expect(statuses[200, default: 0] + statuses[503, default: 0] == 120)
+        #expect(retryAfter)
+        let bytes = try server.segments(.unverifiable).reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0) }
+        #expect(bytes <= 16 << 10, "\(bytes) bytes quarantined")
+        #expect(try server.records(.unverifiable).count == statuses[200, default: 0], "every 200 is on disk")
+        #expect(try server.metric(#"postback_quarantine_not_stored_total{reason="daily-budget"}"#) == Double(statuses[503, default: 0]))
+        // Verified postbacks are not affected.
+        #expect(try server.post(TestPostbacks.body(0, seed: 1401)).status == 200)
+        #expect(try server.records(.postbacks).count == 1)
+    }
+}
