@@ -30,7 +30,7 @@ import Testing
     }
 
     static let commands: [[String]] = [
-        [], ["verify"], ["explain"], ["serve"], ["send"], ["aggregate"], ["aggregate", "synthesize"],
+        [], ["verify"], ["explain"], ["reverify"], ["serve"], ["send"], ["aggregate"], ["aggregate", "synthesize"],
         ["schema"], ["schema", "check"], ["schema", "export"], ["report"], ["generate"],
     ]
 

@@ -98,7 +98,7 @@ import Testing
         #expect(blocks.first?.line == 4)
     }
 
-    @Test(arguments: ["verify", "explain", "generate", "serve", "send", "aggregate", "schema", "report"])
+    @Test(arguments: ["verify", "explain", "reverify", "generate", "serve", "send", "aggregate", "schema", "report"])
     func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
         let out = MemorySink()
         #expect(PostbackCommand.run([command, "--help"], io: CommandIO(standardOutput: out, standardError: MemorySink())) == .success)
