@@ -16,7 +16,7 @@ public enum SHA256 {
         public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
         /// Lower-case hex.
-        public var description: String { bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0xF)] }.joined() }
+        public var description: String { SHA256.hex(bytes) }
 
         public static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes == rhs.bytes }
     }
@@ -96,3 +96,8 @@ private final class FetchedDigest: Sendable {
 }
 
 private let hexDigits = (0..<16).map { String($0, radix: 16) }
+
+extension SHA256 {
+    /// Lower-case hex of any bytes (digests, and keys and signatures in test reports).
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0xF)] }.joined() }
+}

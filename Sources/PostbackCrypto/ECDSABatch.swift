@@ -1,0 +1,93 @@
+internal import COpenSSL
+
+/// Many signature checks at once, with one modular inversion for the whole batch.
+///
+/// After the precomputed tables, s⁻¹ mod n is the largest single cost of a P-256 verify (BN_mod_inverse,
+/// about a third). w = s⁻¹ does not depend on the key, so a batch inverts the product of all its s
+/// values once and recovers each w with three multiplications (Montgomery's trick). Each verdict is
+/// exactly the one `ECDSAPublicKey.isValidSignature` gives: a check whose key has no table (P-192,
+/// EVP forced) or whose signature does not parse is judged alone, as it would be outside a batch.
+public enum ECDSABatch {
+    public struct Check: Sendable {
+        public let key: ECDSAPublicKey
+        public let derSignature: [UInt8]
+        public let digest: SHA256.Digest
+
+        public init(key: ECDSAPublicKey, derSignature: [UInt8], digest: SHA256.Digest) {
+            self.key = key
+            self.derSignature = derSignature
+            self.digest = digest
+        }
+    }
+
+    /// The verdict of each check, in order.
+    public static func areValidSignatures(_ checks: [Check]) -> [Bool] {
+        var verdicts = [Bool](repeating: false, count: checks.count)
+        // The checks that join the batch: parsed, in range, on a key with a table.
+        var members: [(index: Int, table: P256KeyTable, signature: OpaquePointer)] = []
+        members.reserveCapacity(checks.count)
+        defer { members.forEach { ECDSA_SIG_free($0.signature) } }
+        for (index, check) in checks.enumerated() {
+            guard let table = check.key.precomputedTable else {
+                verdicts[index] = check.derSignature.withUnsafeBytes { check.key.isValidSignature(derSignature: $0, digest: check.digest) }
+                continue
+            }
+            // A signature that does not parse or is out of range is invalid on every path.
+            guard let signature = check.derSignature.withUnsafeBytes({ table.parsedSignature($0) }) else { continue }
+            members.append((index, table, signature))
+        }
+        guard let first = members.first else { return verdicts }
+        if members.count == 1 {
+            verdicts[first.index] = checks[first.index].derSignature.withUnsafeBytes {
+                first.table.isValidSignature(derSignature: $0, digest: checks[first.index].digest)
+            }
+            return verdicts
+        }
+
+        let order = first.table.groupOrder
+        guard let context = BN_CTX_new() else { return alone(checks) }
+        defer { BN_CTX_free(context) }
+        // prefix[i] = s0·s1·…·si mod n; every s is in [1, n) and n is prime, so no product is zero.
+        var prefix: [OpaquePointer] = []
+        var inverses: [OpaquePointer] = []
+        defer { (prefix + inverses).forEach { BN_free($0) } }
+        for member in members {
+            guard let product = BN_new() else { return alone(checks) }
+            prefix.append(product)
+            let s = ECDSA_SIG_get0_s(member.signature)
+            let ok = prefix.count == 1 ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
+            guard ok else { return alone(checks) }
+        }
+        guard let running = BN_new() else { return alone(checks) }
+        inverses.append(running)
+        guard BN_mod_inverse(running, prefix[prefix.count - 1], order, context) != nil else { return alone(checks) }
+        // Walking back: running = (s0·…·si)⁻¹, so si⁻¹ = running·prefix[i−1], then running·si = (s0·…·si−1)⁻¹.
+        var inverseOfS = [OpaquePointer?](repeating: nil, count: members.count)
+        for position in stride(from: members.count - 1, through: 0, by: -1) {
+            guard let w = BN_new() else { return alone(checks) }
+            inverses.append(w)
+            let s = ECDSA_SIG_get0_s(members[position].signature)
+            let ok = position == 0
+                ? BN_copy(w, running) != nil
+                : BN_mod_mul(w, running, prefix[position - 1], order, context) == 1
+                    && BN_mod_mul(running, running, s, order, context) == 1
+            guard ok else { return alone(checks) }
+            inverseOfS[position] = w
+        }
+        for (position, member) in members.enumerated() {
+            guard let w = inverseOfS[position] else { continue }
+            verdicts[member.index] = member.table.withScratch { scratch in
+                member.table.verify(r: ECDSA_SIG_get0_r(member.signature), inverseOfS: w, digest: checks[member.index].digest, context: scratch)
+            }
+        }
+        return verdicts
+    }
+
+    /// Every check on its own: the answer when the batch's bookkeeping cannot be allocated.
+    private static func alone(_ checks: [Check]) -> [Bool] {
+        ERR_clear_error()
+        return checks.map { check in
+            check.derSignature.withUnsafeBytes { check.key.isValidSignature(derSignature: $0, digest: check.digest) }
+        }
+    }
+}
