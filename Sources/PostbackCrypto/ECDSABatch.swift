@@ -33,7 +33,7 @@ public enum ECDSABatch {
                 continue
             }
             // A signature that does not parse or is out of range is invalid on every path.
-            guard let signature = check.derSignature.withUnsafeBytes({ table.parsedSignature($0) }) else { continue }
+            guard let signature = check.derSignature.withUnsafeBytes({ P256KeyTable.parsedSignature($0) }) else { continue }
             members.append((index, table, signature))
         }
         guard let first = members.first else { return verdicts }
@@ -83,11 +83,75 @@ public enum ECDSABatch {
         return verdicts
     }
 
+    /// Runs `body` with s⁻¹ mod n already computed, by one inversion, for every P-256 signature in
+    /// `derSignatures`: a verification inside `body` (on this thread) of one of these exact signatures
+    /// skips its own BN_mod_inverse. For callers that verify one message at a time through a layer
+    /// of their own (the postback verifier), yet have the whole batch's signatures in hand. A
+    /// signature not in the list, or not parseable, is verified as usual; verdicts are unchanged.
+    public static func withSharedInversion<R>(of derSignatures: [[UInt8]], _ body: () throws -> R) rethrows -> R {
+        guard derSignatures.count > 1, ECDSAVerificationPath.configured == .precomputedTable,
+              let inverses = SharedInversion(derSignatures)
+        else { return try body() }
+        return try SharedInversion.$current.withValue(inverses, operation: body)
+    }
+
     /// Every check on its own: the answer when the batch's bookkeeping cannot be allocated.
     private static func alone(_ checks: [Check]) -> [Bool] {
         ERR_clear_error()
         return checks.map { check in
             check.derSignature.withUnsafeBytes { check.key.isValidSignature(derSignature: $0, digest: check.digest) }
         }
+    }
+}
+
+/// s⁻¹ mod n for a batch's signatures, by DER encoding (see `ECDSABatch.withSharedInversion`).
+final class SharedInversion: @unchecked Sendable {
+    // @unchecked Sendable: filled in init, then only read, by the thread whose task-local scope holds it.
+    @TaskLocal static var current: SharedInversion?
+
+    private var inverses: [[UInt8]: OpaquePointer] = [:]
+
+    /// Nil when there is nothing to share (fewer than two parseable signatures) or on allocation failure.
+    init?(_ derSignatures: [[UInt8]]) {
+        var parsed: [(der: [UInt8], signature: OpaquePointer)] = []
+        defer { parsed.forEach { ECDSA_SIG_free($0.signature) } }
+        for der in Set(derSignatures) {
+            if let signature = der.withUnsafeBytes({ P256KeyTable.parsedSignature($0) }) { parsed.append((der, signature)) }
+        }
+        guard parsed.count > 1, let context = BN_CTX_new() else { return nil }
+        defer { BN_CTX_free(context) }
+        let order = P256KeyTable.order
+        var prefix: [OpaquePointer] = []
+        defer { prefix.forEach { BN_free($0) } }
+        for entry in parsed {
+            guard let product = BN_new() else { return nil }
+            prefix.append(product)
+            let s = ECDSA_SIG_get0_s(entry.signature)
+            let ok = prefix.count == 1 ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
+            guard ok else { return nil }
+        }
+        guard let running = BN_new() else { return nil }
+        defer { BN_free(running) }
+        guard BN_mod_inverse(running, prefix[prefix.count - 1], order, context) != nil else {
+            ERR_clear_error()
+            return nil
+        }
+        for position in stride(from: parsed.count - 1, through: 0, by: -1) {
+            guard let w = BN_new() else { return nil }
+            inverses[parsed[position].der] = w
+            let s = ECDSA_SIG_get0_s(parsed[position].signature)
+            let ok = position == 0
+                ? BN_copy(w, running) != nil
+                : BN_mod_mul(w, running, prefix[position - 1], order, context) == 1
+                    && BN_mod_mul(running, running, s, order, context) == 1
+            guard ok else { return nil }
+        }
+    }
+
+    deinit { inverses.values.forEach { BN_free($0) } }
+
+    /// s⁻¹ for exactly this DER signature, if it was in the batch.
+    func inverse(of der: UnsafeRawBufferPointer) -> OpaquePointer? {
+        inverses.isEmpty ? nil : inverses[Array(der)]
     }
 }

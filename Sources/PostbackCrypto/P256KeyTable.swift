@@ -27,6 +27,12 @@ final class P256KeyTable: @unchecked Sendable {
     private let prime: OpaquePointer
     /// p − n: an x coordinate equal to r + n exists only for r below it.
     private let primeMinusOrder: OpaquePointer
+    /// P-256's order n, shared by every key (never freed). nonisolated(unsafe): only ever read.
+    nonisolated(unsafe) static let order: OpaquePointer = {
+        let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1)
+        defer { EC_GROUP_free(group) }
+        return BN_dup(EC_GROUP_get0_order(group))!
+    }()
     private let scratch = ContextPool(make: { BN_CTX_new() }, destroy: { BN_CTX_free($0) })
 
     /// Builds the table for a checked P-256 key (an EVP_PKEY). Nil if OpenSSL cannot build it or the
@@ -104,6 +110,9 @@ final class P256KeyTable: @unchecked Sendable {
     func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
         withParsedSignature(derSignature) { r, s in
             withScratch { context in
+                if let shared = SharedInversion.current?.inverse(of: derSignature) {
+                    return verify(r: r, inverseOfS: shared, digest: digest, context: context)
+                }
                 guard let inverse = BN_CTX_get(context), BN_mod_inverse(inverse, s, order, context) != nil else { return false }
                 return verify(r: r, inverseOfS: inverse, digest: digest, context: context)
             }
@@ -114,13 +123,13 @@ final class P256KeyTable: @unchecked Sendable {
     /// equal the input: no BER, no padding, no trailing bytes) and checks 0 < r, s < n. Runs `body`
     /// with r and s, or returns false.
     func withParsedSignature(_ der: UnsafeRawBufferPointer, _ body: (_ r: OpaquePointer, _ s: OpaquePointer) -> Bool) -> Bool {
-        guard let signature = parsedSignature(der) else { return false }
+        guard let signature = Self.parsedSignature(der) else { return false }
         defer { ECDSA_SIG_free(signature) }
         return body(ECDSA_SIG_get0_r(signature), ECDSA_SIG_get0_s(signature))
     }
 
     /// The ECDSA_SIG (the caller frees it) of a strictly DER-encoded signature with 0 < r, s < n, or nil.
-    func parsedSignature(_ der: UnsafeRawBufferPointer) -> OpaquePointer? {
+    static func parsedSignature(_ der: UnsafeRawBufferPointer) -> OpaquePointer? {
         guard der.count > 0, let start = der.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         var cursor: UnsafePointer<UInt8>? = start
         guard let signature = d2i_ECDSA_SIG(nil, &cursor, der.count) else {
@@ -146,8 +155,8 @@ final class P256KeyTable: @unchecked Sendable {
     }
 
     /// 0 < value < n, the range ECDSA allows for r and s.
-    private func isInRange(_ value: OpaquePointer) -> Bool {
-        BN_is_zero(value) == 0 && BN_is_negative(value) == 0 && BN_ucmp(value, order) < 0
+    private static func isInRange(_ value: OpaquePointer) -> Bool {
+        BN_is_zero(value) == 0 && BN_is_negative(value) == 0 && BN_ucmp(value, Self.order) < 0
     }
 
     /// The verification proper, given r and w = s⁻¹ mod n: R = u1·G + u2·Q with u1 = e·w, u2 = r·w,

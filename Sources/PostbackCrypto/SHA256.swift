@@ -15,6 +15,14 @@ public enum SHA256 {
 
         public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
+        /// A digest given as its 32 bytes (for tests and fuzzers that choose the digest directly).
+        package init(bytes: [UInt8]) {
+            precondition(bytes.count == Self.byteCount, "a SHA-256 digest is 32 bytes")
+            Swift.withUnsafeMutableBytes(of: &storage) { $0.copyBytes(from: bytes) }
+        }
+
+        init() {}
+
         /// Lower-case hex.
         public var description: String { SHA256.hex(bytes) }
 

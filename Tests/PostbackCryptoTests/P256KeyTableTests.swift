@@ -10,7 +10,7 @@ import Testing
             for key in keys.all { #expect(key.usesPrecomputedTable) }
         }
         let report = ECDSADifferential(keys: keys).run(count: 6_000)
-        #expect(report.disagreements.isEmpty, "\(report.disagreements.prefix(5).map(\.description))")
+        #expect(report.disagreements.isEmpty, "\(report.disagreements.prefix(3).map(\.description))")
         #expect(report.checked >= 6_000)
         // Both verdicts occur, and every aimed case was reached with its valid form accepted.
         #expect(report.valid > report.checked / 10 && report.valid < report.checked / 2)
@@ -25,7 +25,7 @@ import Testing
     @Test func aimedCasesAreValidThroughEVP() throws {
         let keys = try ECDSADifferential.Keys(randomKeys: 1, wrappingKeys: 2, smallCoordinateKeys: 1)
         let report = ECDSADifferential(keys: keys).run(count: 1_500)
-        #expect(report.disagreements.isEmpty)
+        #expect(report.disagreements.isEmpty, "\(report.disagreements.prefix(3).map(\.description))")
         #expect(report.validKinds.isSuperset(of: ["signed", "signed high-S", "s=n-1", "s=1", "u1G=u2Q", "R=Q", "R=-Q",
                                                   "e=0", "e=n", "small-x key", "x(R)>=n", "x(R)>=n high-S"]),
                 "valid kinds: \(report.validKinds.sorted())")
