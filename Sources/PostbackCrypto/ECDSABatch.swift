@@ -104,23 +104,33 @@ public enum ECDSABatch {
     }
 }
 
-/// s⁻¹ mod n for a batch's signatures, by DER encoding (see `ECDSABatch.withSharedInversion`).
+/// A batch's signatures, parsed strictly once, with s⁻¹ mod n for each (see
+/// `ECDSABatch.withSharedInversion`), by exact DER encoding.
 final class SharedInversion: @unchecked Sendable {
     // @unchecked Sendable: filled in init, then only read, by the thread whose task-local scope holds it.
     @TaskLocal static var current: SharedInversion?
 
-    private var inverses: [[UInt8]: OpaquePointer] = [:]
+    /// A parsed signature (0 < r, s < n, strict DER) and w = s⁻¹ mod n.
+    struct Entry {
+        let signature: OpaquePointer
+        let inverse: OpaquePointer
+        var r: OpaquePointer { ECDSA_SIG_get0_r(signature) }
+    }
+
+    private var entries: [[UInt8]: Entry] = [:]
 
     /// Nil when there is nothing to share (fewer than two parseable signatures) or on allocation failure.
     init?(_ derSignatures: [[UInt8]]) {
         var parsed: [(der: [UInt8], signature: OpaquePointer)] = []
-        defer { parsed.forEach { ECDSA_SIG_free($0.signature) } }
+        var kept = 0
+        defer { parsed.dropFirst(kept).forEach { ECDSA_SIG_free($0.signature) } }
         for der in Set(derSignatures) {
             if let signature = der.withUnsafeBytes({ P256KeyTable.parsedSignature($0) }) { parsed.append((der, signature)) }
         }
         guard parsed.count > 1, let context = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(context) }
         let order = P256KeyTable.order
+        // prefix[i] = s0·s1·…·si mod n; every s is in [1, n) and n is prime, so no product is zero.
         var prefix: [OpaquePointer] = []
         defer { prefix.forEach { BN_free($0) } }
         for entry in parsed {
@@ -136,22 +146,39 @@ final class SharedInversion: @unchecked Sendable {
             ERR_clear_error()
             return nil
         }
+        // Walking back: running = (s0·…·si)⁻¹, so si⁻¹ = running·prefix[i−1], then running·si = (s0·…·si−1)⁻¹.
+        var inverses: [OpaquePointer] = []
         for position in stride(from: parsed.count - 1, through: 0, by: -1) {
-            guard let w = BN_new() else { return nil }
-            inverses[parsed[position].der] = w
+            guard let w = BN_new() else {
+                inverses.forEach { BN_free($0) }
+                return nil
+            }
+            inverses.append(w)
             let s = ECDSA_SIG_get0_s(parsed[position].signature)
             let ok = position == 0
                 ? BN_copy(w, running) != nil
                 : BN_mod_mul(w, running, prefix[position - 1], order, context) == 1
                     && BN_mod_mul(running, running, s, order, context) == 1
-            guard ok else { return nil }
+            guard ok else {
+                inverses.forEach { BN_free($0) }
+                return nil
+            }
+        }
+        for (position, w) in zip(stride(from: parsed.count - 1, through: 0, by: -1), inverses) {
+            entries[parsed[position].der] = Entry(signature: parsed[position].signature, inverse: w)
+        }
+        kept = parsed.count
+    }
+
+    deinit {
+        for entry in entries.values {
+            ECDSA_SIG_free(entry.signature)
+            BN_free(entry.inverse)
         }
     }
 
-    deinit { inverses.values.forEach { BN_free($0) } }
-
-    /// s⁻¹ for exactly this DER signature, if it was in the batch.
-    func inverse(of der: UnsafeRawBufferPointer) -> OpaquePointer? {
-        inverses.isEmpty ? nil : inverses[Array(der)]
+    /// This exact DER signature, parsed, with its inverse; nil if it was not in the batch or did not parse.
+    func entry(for der: UnsafeRawBufferPointer) -> Entry? {
+        entries.isEmpty ? nil : entries[Array(der)]
     }
 }

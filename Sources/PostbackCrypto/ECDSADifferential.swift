@@ -7,7 +7,8 @@ internal import COpenSSL
 /// with the private key d, any nonce k and any s, the digest e = s·k − r·d makes (r, s) valid; for a
 /// key known only as a point Q, any u1, u2 give R = u1·G + u2·Q, r = x(R) mod n, s = r/u2, e = u1·s.
 /// Each valid signature is then mutated (bit flips in r, s, the digest and the DER bytes; r or s
-/// set to 0, n, n ± 1, n − 1; swapped) and every case is judged by both paths, and by the batch path.
+/// set to 0, n, n ± 1, n − 1; swapped) and every case is judged by both paths, and by the table path
+/// inside a batch's shared inversion. (`ECDSABatch.areValidSignatures` is compared in the unit tests.)
 package final class ECDSADifferential {
     /// One signature check as both paths saw it.
     package struct Disagreement: CustomStringConvertible {
@@ -250,9 +251,12 @@ package final class ECDSADifferential {
         pending.append((kind, key, signature, digest, verdict, evp))
     }
 
-    /// Runs the pending cases through the batch path, and records all three verdicts.
+    /// Runs the pending cases through the batch path `postback verify` uses (one shared inversion,
+    /// every signature checked on its own inside it), and records all three verdicts.
     private func checkBatch() {
-        let batch = ECDSABatch.areValidSignatures(pending.map { .init(key: $0.key, derSignature: $0.signature, digest: $0.digest) })
+        let batch = ECDSABatch.withSharedInversion(of: pending.map(\.signature)) {
+            pending.map { check in check.signature.withUnsafeBytes { check.key.isValidSignature(derSignature: $0, digest: check.digest) } }
+        }
         for (index, check) in pending.enumerated() {
             report.checked += 1
             report.kinds[check.kind, default: 0] += 1

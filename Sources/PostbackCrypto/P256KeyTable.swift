@@ -108,11 +108,12 @@ final class P256KeyTable: @unchecked Sendable {
 
     /// Checks a DER signature over a SHA-256 digest, exactly as OpenSSL's ECDSA_verify judges it.
     func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
-        withParsedSignature(derSignature) { r, s in
+        // Inside ECDSABatch.withSharedInversion: already parsed (as strictly), s already inverted.
+        if let shared = SharedInversion.current?.entry(for: derSignature) {
+            return withScratch { context in verify(r: shared.r, inverseOfS: shared.inverse, digest: digest, context: context) }
+        }
+        return withParsedSignature(derSignature) { r, s in
             withScratch { context in
-                if let shared = SharedInversion.current?.inverse(of: derSignature) {
-                    return verify(r: r, inverseOfS: shared, digest: digest, context: context)
-                }
                 guard let inverse = BN_CTX_get(context), BN_mod_inverse(inverse, s, order, context) != nil else { return false }
                 return verify(r: r, inverseOfS: inverse, digest: digest, context: context)
             }

@@ -54,8 +54,8 @@ import Testing
     }
 }
 
-/// Every case once more through EVP, through the table and through one batch per group: all three
-/// verdicts must be equal (also for the "acceptable" cases, where Wycheproof allows either).
+/// Every case once more through EVP, through the table, through one batch per group and through the
+/// table inside one shared inversion per group: all verdicts must be equal (also for the "acceptable" cases, where Wycheproof allows either).
 private func compareWithEVP(_ vectors: WycheproofFile, curve: Curve) throws {
     for group in vectors.testGroups {
         let key = try ECDSAPublicKey(derRepresentation: try hex(group.publicKeyDer))
@@ -73,8 +73,11 @@ private func compareWithEVP(_ vectors: WycheproofFile, curve: Curve) throws {
             evpVerdicts.append(evp)
         }
         let batch = ECDSABatch.areValidSignatures(checks)
-        for (index, test) in group.tests.enumerated() where batch[index] != evpVerdicts[index] {
-            Issue.record("tcId \(test.tcId) (\(test.comment)): batch \(batch[index]), EVP \(evpVerdicts[index])")
+        let shared = ECDSABatch.withSharedInversion(of: checks.map(\.derSignature)) {
+            checks.map { check in check.derSignature.withUnsafeBytes { key.isValidSignature(derSignature: $0, digest: check.digest) } }
+        }
+        for (index, test) in group.tests.enumerated() where batch[index] != evpVerdicts[index] || shared[index] != evpVerdicts[index] {
+            Issue.record("tcId \(test.tcId) (\(test.comment)): batch \(batch[index]), shared inversion \(shared[index]), EVP \(evpVerdicts[index])")
         }
         #expect(batch.count == group.tests.count)
     }
