@@ -1,7 +1,4 @@
 internal import COpenSSL
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// ECDSA P-256 verification against one fixed public key Q, with a precomputed table of Q's
 /// multiples, on OpenSSL's own arithmetic (no field arithmetic of ours).
@@ -120,9 +117,8 @@ final class P256KeyTable: @unchecked Sendable {
         }
     }
 
-    /// Parses a DER `ECDSA-Sig-Value` as OpenSSL's ECDSA_verify does (d2i, then the re-encoding must
-    /// equal the input: no BER, no padding, no trailing bytes) and checks 0 < r, s < n. Runs `body`
-    /// with r and s, or returns false.
+    /// Parses a DER `ECDSA-Sig-Value` as strictly as OpenSSL's ECDSA_verify (no BER, no padding, no
+    /// trailing bytes) and checks 0 < r, s < n. Runs `body` with r and s, or returns false.
     func withParsedSignature(_ der: UnsafeRawBufferPointer, _ body: (_ r: OpaquePointer, _ s: OpaquePointer) -> Bool) -> Bool {
         guard let signature = Self.parsedSignature(der) else { return false }
         defer { ECDSA_SIG_free(signature) }
@@ -130,29 +126,49 @@ final class P256KeyTable: @unchecked Sendable {
     }
 
     /// The ECDSA_SIG (the caller frees it) of a strictly DER-encoded signature with 0 < r, s < n, or nil.
+    ///
+    /// Accepts exactly what OpenSSL's ECDSA_verify accepts (d2i, then the re-encoding must equal the
+    /// input) once the range check has run: for 0 < r, s < n that is the one canonical DER encoding,
+    /// SEQUENCE { INTEGER r, INTEGER s } with short-form lengths and minimal, positive integers of at
+    /// most 33 bytes, and nothing after it. Read directly rather than through d2i and two i2d calls,
+    /// which cost as much as everything else in a verify but the point multiplications; the
+    /// Wycheproof encoding cases, the differential's DER bit flips and FuzzSignature hold it to EVP.
     static func parsedSignature(_ der: UnsafeRawBufferPointer) -> OpaquePointer? {
-        guard der.count > 0, let start = der.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
-        var cursor: UnsafePointer<UInt8>? = start
-        guard let signature = d2i_ECDSA_SIG(nil, &cursor, der.count) else {
-            ERR_clear_error()
-            return nil
-        }
-        guard i2d_ECDSA_SIG(signature, nil) == Int32(der.count) else {
+        let bytes = der.bindMemory(to: UInt8.self)
+        // 30 len 02 len r 02 len s: at most 2 + 2 × (2 + 33) bytes for values below n.
+        guard bytes.count >= 8, bytes.count <= 72, bytes[0] == 0x30, Int(bytes[1]) == bytes.count - 2,
+              let r = canonicalPositiveInteger(bytes, at: 2),
+              let s = canonicalPositiveInteger(bytes, at: r.upperBound), s.upperBound == bytes.count,
+              let base = bytes.baseAddress,
+              let signature = ECDSA_SIG_new()
+        else { return nil }
+        guard let rValue = BN_bin2bn(base + r.lowerBound, Int32(r.count), nil) else {
             ECDSA_SIG_free(signature)
             return nil
         }
-        let canonical = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: der.count) { buffer -> Bool in
-            guard let base = buffer.baseAddress else { return false }
-            var out: UnsafeMutablePointer<UInt8>? = base
-            return i2d_ECDSA_SIG(signature, &out) == Int32(der.count) && memcmp(base, start, der.count) == 0
+        guard let sValue = BN_bin2bn(base + s.lowerBound, Int32(s.count), nil) else {
+            BN_free(rValue)
+            ECDSA_SIG_free(signature)
+            return nil
         }
-        guard canonical, let r = ECDSA_SIG_get0_r(signature), let s = ECDSA_SIG_get0_s(signature),
-              isInRange(r), isInRange(s)
-        else {
+        // set0 takes ownership of both numbers.
+        guard ECDSA_SIG_set0(signature, rValue, sValue) == 1, isInRange(rValue), isInRange(sValue) else {
             ECDSA_SIG_free(signature)
             return nil
         }
         return signature
+    }
+
+    /// The content bytes of the DER INTEGER at `offset` (tag 02, a short-form length of 1 to 33), if it
+    /// is minimally encoded and non-negative: no leading 00 unless the next byte has its top bit set,
+    /// and no top bit set in the first byte (a negative number, outside ECDSA's range anyway).
+    private static func canonicalPositiveInteger(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int) -> Range<Int>? {
+        guard offset + 2 < bytes.count, bytes[offset] == 0x02 else { return nil }
+        let length = Int(bytes[offset + 1])
+        let start = offset + 2
+        guard length >= 1, length <= 33, start + length <= bytes.count, bytes[start] & 0x80 == 0 else { return nil }
+        if length > 1, bytes[start] == 0, bytes[start + 1] & 0x80 == 0 { return nil }
+        return start..<(start + length)
     }
 
     /// 0 < value < n, the range ECDSA allows for r and s.
