@@ -34,4 +34,20 @@ import Testing
         let verified = batch.filter { $0.status == .verified }.count
         #expect(verified > 30 && verified < bodies.count - 10, "\(verified) of \(bodies.count) verified")
     }
+
+    /// Records that could not be read whole are malformed, in place; the rest keep their order.
+    @Test func recordsWithProblemsStayInPlace() throws {
+        let synthetic = SyntheticPostbacks(kinds: [.skan4_0, .aak])
+        let bodies = try (0..<4).map { try TestKeys.signer256.sign(synthetic.postback($0, seed: 3)) }
+        let records = [
+            InputRecord(source: "a:1", bytes: bodies[0], problem: nil),
+            InputRecord(source: "a:2", bytes: [], problem: "record longer than 1 MiB"),
+            InputRecord(source: "a:3", bytes: bodies[1], problem: nil),
+            InputRecord(source: "a:4", bytes: bodies[2], problem: nil),
+        ]
+        let results = TestKeys.devVerifier.verify(records: records)
+        #expect(results.map(\.status) == [.verified, .malformed, .verified, .verified])
+        #expect(results[1].reason?.contains("longer than 1 MiB") == true)
+        #expect(results[2].postback?.dedupKey == TestKeys.devVerifier.verify(body: bodies[1]).postback?.dedupKey)
+    }
 }

@@ -24,4 +24,11 @@ extension PostbackVerifier {
             }
         }
     }
+
+    /// Verifies records as read by `RecordReader`: a record that could not be read whole is
+    /// malformed, the others are verified together as one batch.
+    public func verify(records: some Collection<InputRecord>) -> [VerificationResult] {
+        var verified = verify(batch: records.filter { $0.problem == nil }.map(\.bytes)).makeIterator()
+        return records.map { record in record.problem.map { VerificationResult.malformed(reason: $0) } ?? verified.next()! }
+    }
 }
