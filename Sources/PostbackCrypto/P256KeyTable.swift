@@ -111,7 +111,10 @@ final class P256KeyTable: @unchecked Sendable {
         }
         return withParsedSignature(derSignature) { r, s in
             withScratch { context in
-                guard let inverse = BN_CTX_get(context), BN_mod_inverse(inverse, s, order, context) != nil else { return false }
+                guard let inverse = BN_CTX_get(context), BN_mod_inverse(inverse, s, order, context) != nil else {
+                    ERR_clear_error()
+                    return false
+                }
                 return verify(r: r, inverseOfS: inverse, digest: digest, context: context)
             }
         }
