@@ -51,6 +51,8 @@ let package = Package(
             dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation", "Reporting"]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
+        // scripts/ecdsa-differential: the P-256 table path against EVP over millions of signatures.
+        .executableTarget(name: "ecdsa-differential", dependencies: ["PostbackCrypto", "Locking"]),
 
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
         .testTarget(name: "PostbacksTests", dependencies: ["Postbacks", "PostbackCrypto"]),

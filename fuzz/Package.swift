@@ -17,6 +17,7 @@ let package = Package(
         .executableTarget(name: "FuzzPostbackBody", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzJWS", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzSchema", dependencies: ["Aggregation", "Postbacks"]),
+        .executableTarget(name: "FuzzSignature", dependencies: ["PostbackCrypto"]),
     ]
 )
 

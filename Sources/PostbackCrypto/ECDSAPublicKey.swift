@@ -1,15 +1,29 @@
 internal import COpenSSL
+import Locking
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An ECDSA public key on P-192 or P-256, loaded once and shared between threads.
 ///
 /// Verification hashes the message with SHA-256 and checks an ECDSA signature over the digest. High-S
 /// signatures are accepted: Apple's own postbacks often have s > n/2, and ECDSA itself accepts both.
+///
+/// A P-256 key verifies through a table of its precomputed multiples (`P256KeyTable`, about twice as
+/// fast), built on its first verification; EVP is the reference, the fallback when no table can be
+/// built, and the only path when `POSTBACK_ECDSA_PATH=evp` (see `ECDSAVerificationPath`).
 public final class ECDSAPublicKey: @unchecked Sendable {
     // @unchecked Sendable: `key` is never mutated after init, and OpenSSL allows an EVP_PKEY to be used
     // from several threads at once for read-only operations. The only per-call mutable OpenSSL state,
     // the EVP_PKEY_CTX, is taken from `verifyContexts` so that no two threads share one.
     private let key: OpaquePointer
     private let verifyContexts: ContextPool
+    /// The P-256 table, once built (or known not to be available).
+    private let table = Locked<TableState>(.notBuilt)
+
+    private enum TableState {
+        case notBuilt, built(P256KeyTable), unavailable
+    }
 
     /// The curve the key lies on.
     public let curve: Curve
@@ -115,6 +129,31 @@ public final class ECDSAPublicKey: @unchecked Sendable {
 
     /// Checks a DER signature over a SHA-256 digest that the caller already computed.
     public func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
+        if let table = precomputedTable {
+            return table.isValidSignature(derSignature: derSignature, digest: digest)
+        }
+        return isValidSignatureByEVP(derSignature: derSignature, digest: digest)
+    }
+
+    /// Whether this key verifies through a precomputed table (building it on first use). False for
+    /// P-192, when the table could not be built, and when the EVP path is forced.
+    public var usesPrecomputedTable: Bool { precomputedTable != nil }
+
+    /// The table for a P-256 key, built on first use: it costs about 30 ms and 150 KB, which a key that
+    /// never verifies (or verifies once) should not pay at start-up.
+    var precomputedTable: P256KeyTable? {
+        guard curve == .p256, ECDSAVerificationPath.configured == .precomputedTable else { return nil }
+        return table.withLock { state in
+            if case .notBuilt = state {
+                state = P256KeyTable(publicKey: key).map(TableState.built) ?? .unavailable
+            }
+            if case .built(let table) = state { return table }
+            return nil
+        }
+    }
+
+    /// The reference path: OpenSSL's EVP_PKEY_verify, whatever the configured path.
+    package func isValidSignatureByEVP(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
         guard derSignature.count > 0 else { return false }
         let result = verifyContexts.withContext { context in
             digest.withUnsafeBytes { digestBytes in
@@ -152,6 +191,18 @@ public final class ECDSAPublicKey: @unchecked Sendable {
         guard checked == 1 else { throw CryptoError("key fails OpenSSL's EC key check (point not on curve?)") }
         return curve
     }
+}
+
+/// How P-256 signatures are checked, chosen once per process by `POSTBACK_ECDSA_PATH`.
+public enum ECDSAVerificationPath: String, Sendable {
+    /// Trusted P-256 keys use their precomputed tables (the default).
+    case precomputedTable = "table"
+    /// Every key uses OpenSSL's EVP_PKEY_verify: the reference, for comparison (`POSTBACK_ECDSA_PATH=evp`).
+    case evp
+
+    /// The path for this process: `evp` if POSTBACK_ECDSA_PATH is "evp", else the tables.
+    public static let configured: ECDSAVerificationPath =
+        getenv("POSTBACK_ECDSA_PATH").map { String(cString: $0) == "evp" } == true ? .evp : .precomputedTable
 }
 
 /// Runs `body` over the bytes of `collection`, without copying when they are already contiguous.

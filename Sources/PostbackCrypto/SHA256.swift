@@ -15,8 +15,16 @@ public enum SHA256 {
 
         public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
+        /// A digest given as its 32 bytes (for tests and fuzzers that choose the digest directly).
+        package init(bytes: [UInt8]) {
+            precondition(bytes.count == Self.byteCount, "a SHA-256 digest is 32 bytes")
+            Swift.withUnsafeMutableBytes(of: &storage) { $0.copyBytes(from: bytes) }
+        }
+
+        init() {}
+
         /// Lower-case hex.
-        public var description: String { bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0xF)] }.joined() }
+        public var description: String { SHA256.hex(bytes) }
 
         public static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes == rhs.bytes }
     }
@@ -96,3 +104,8 @@ private final class FetchedDigest: Sendable {
 }
 
 private let hexDigits = (0..<16).map { String($0, radix: 16) }
+
+extension SHA256 {
+    /// Lower-case hex of any bytes (digests, and keys and signatures in test reports).
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0xF)] }.joined() }
+}

@@ -33,6 +33,8 @@ import Testing
         for group in vectors.testGroups {
             let key = try ECDSAPublicKey(derRepresentation: try hex(group.publicKeyDer))
             #expect(key.curve == curve)
+            // Every P-256 group's key gets its precomputed table, so these cases run through it.
+            #expect(key.usesPrecomputedTable == (curve == .p256 && ECDSAVerificationPath.configured == .precomputedTable))
             for test in group.tests {
                 executed += 1
                 let accepted = verify(key, try hex(test.sig), try hex(test.msg))
@@ -47,13 +49,46 @@ import Testing
             }
         }
         #expect(executed == vectors.numberOfTests, "\(file): ran \(executed) of \(vectors.numberOfTests) cases")
+        try compareWithEVP(vectors, curve: curve)
         #expect(executed > 0)
+    }
+}
+
+/// Every case once more through EVP, through the table, through one batch per group and through the
+/// table inside one shared inversion per group: all verdicts must be equal (also for the "acceptable" cases, where Wycheproof allows either).
+private func compareWithEVP(_ vectors: WycheproofFile, curve: Curve) throws {
+    for group in vectors.testGroups {
+        let key = try ECDSAPublicKey(derRepresentation: try hex(group.publicKeyDer))
+        var checks: [ECDSABatch.Check] = []
+        var evpVerdicts: [Bool] = []
+        for test in group.tests {
+            let encoded = try hex(test.sig)
+            // P1363 files hold raw r ‖ s: the DER the verifier makes of it, or nothing for a wrong length.
+            let der = vectors.isRawSignatures ? ECDSASignature.derFromRaw(encoded, curve: curve) ?? [] : encoded
+            let digest = SHA256.hash(try hex(test.msg))
+            let evp = der.withUnsafeBytes { key.isValidSignatureByEVP(derSignature: $0, digest: digest) }
+            let table = der.withUnsafeBytes { key.isValidSignature(derSignature: $0, digest: digest) }
+            #expect(table == evp, "tcId \(test.tcId) (\(test.comment)): table \(table), EVP \(evp)")
+            checks.append(ECDSABatch.Check(key: key, derSignature: der, digest: digest))
+            evpVerdicts.append(evp)
+        }
+        let batch = ECDSABatch.areValidSignatures(checks)
+        let shared = ECDSABatch.withSharedInversion(of: checks.map(\.derSignature)) {
+            checks.map { check in check.derSignature.withUnsafeBytes { key.isValidSignature(derSignature: $0, digest: check.digest) } }
+        }
+        for (index, test) in group.tests.enumerated() where batch[index] != evpVerdicts[index] || shared[index] != evpVerdicts[index] {
+            Issue.record("tcId \(test.tcId) (\(test.comment)): batch \(batch[index]), shared inversion \(shared[index]), EVP \(evpVerdicts[index])")
+        }
+        #expect(batch.count == group.tests.count)
     }
 }
 
 private struct WycheproofFile: Decodable {
     let numberOfTests: Int
+    let schema: String?
     let testGroups: [Group]
+
+    var isRawSignatures: Bool { schema?.contains("p1363") == true }
 
     struct Group: Decodable {
         let publicKeyDer: String

@@ -112,9 +112,7 @@ extension AggregationJob {
         let chunk = (batch.count + slices - 1) / slices
         try? Parallel.run(workers: slices, tasks: slices) { (_, task) in
             let range = (task * chunk)..<min(batch.count, (task + 1) * chunk)
-            parts[task].value = batch[range].map { record in
-                record.problem.map { VerificationResult.malformed(reason: $0) } ?? verifier.verify(body: record.bytes)
-            }
+            parts[task].value = verifier.verify(records: batch[range])
         }
         return parts.flatMap { $0.value ?? [] }
     }

@@ -146,8 +146,7 @@ final class VerifyRun: Sendable {
         var jsonOutput = JSONWriter(reservingCapacity: json ? batch.count * 250 : 0)
         var textOutput: [UInt8] = []
         var counts = VerdictTally()
-        for record in batch {
-            let result = record.problem.map { VerificationResult.malformed(reason: $0) } ?? verifier.verify(body: record.bytes)
+        for (record, result) in zip(batch, verifier.verify(records: batch)) {
             counts.byStatus[result.status, default: 0] += 1
             if json {
                 VerdictFormatter.appendJSON(source: record.source, result: result, to: &jsonOutput)
