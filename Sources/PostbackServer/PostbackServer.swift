@@ -166,6 +166,8 @@ final class RequestState: @unchecked Sendable {
     var tooLarge = false
     var startedProcessing: UInt64 = 0
     let reply = Locked<HTTPReply?>(nil)
+    /// The client address counted in `HTTPCore.clientRequests` while this request is in progress.
+    var countedClient: String?
 }
 
 /// Everything the C callbacks reach through their context pointer.
@@ -177,6 +179,11 @@ final class HTTPCore: Sendable {
     let adNetworkPath: String?
     let watchdog: ConnectionWatchdog
     private let lock: WriterLock
+
+    /// Requests in progress per client address, when `per_ip_connection_limit` is applied by client
+    /// rather than by socket peer (behind `trusted_proxies`). Entries leave at 0, so the map holds at
+    /// most one entry per request in progress.
+    private let clientRequests = Locked<[String: Int]>([:])
 
     private struct Admission {
         /// False once shutdown stops taking new postbacks in.
@@ -247,7 +254,9 @@ final class HTTPCore: Sendable {
         // The limit itself is kept by `watchdog.admit` (which sheds silent connections instead of
         // letting new ones queue); libmicrohttpd's, split between its threads, only backs it up.
         settings.connection_limit = UInt32(min(configuration.connectionLimit * 2 + 64 * configuration.threads, 4_000_000))
-        settings.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
+        // Behind trusted proxies every connection's peer is a proxy: the limit is kept per client
+        // address instead (`admitClient`), and libmicrohttpd's per-peer one would throttle the proxy.
+        settings.per_ip_connection_limit = configuration.trustedProxies.isEmpty ? UInt32(configuration.perIPConnectionLimit) : 0
         // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
         settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
         // Request line and headers must fit here (libmicrohttpd answers 431 otherwise); the body is
@@ -447,6 +456,13 @@ final class HTTPCore: Sendable {
     /// Counts what `send` did not: libmicrohttpd's own answers (400, 413, 414, 431, …), and requests
     /// whose reply never reached the client.
     fileprivate func requestCompleted(_ request: RequestState?, connection: OpaquePointer, termination: Int32) {
+        if let client = request?.countedClient {
+            request?.countedClient = nil
+            clientRequests.withLock { counts in
+                let left = counts[client, default: 1] - 1
+                counts[client] = left > 0 ? left : nil
+            }
+        }
         if let track = track(of: connection), track.phase == .replying { track.continueAs(.idle) }
         // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
         // logger counts those answers, also the ones made before any request callback).
@@ -526,9 +542,36 @@ final class HTTPCore: Sendable {
             request.stage = .done
             return send(tooLarge(), route: route, on: connection, closing: true)
         }
+        if let refusal = admitClient(request, connection: connection) {
+            request.stage = .done
+            return send(refusal, route: route, on: connection, closing: true)
+        }
         track(of: connection)?.enter(.body, seconds: configuration.bodyTimeoutSeconds)
         request.stage = .receiving
         return 1
+    }
+
+    /// `per_ip_connection_limit` behind `trusted_proxies`: at most that many requests in progress per
+    /// client address (the one a trusted proxy names); more get 429 and the connection is closed.
+    /// Nil when the request may go on (and is then counted until `requestCompleted`).
+    private func admitClient(_ request: RequestState, connection: OpaquePointer) -> HTTPReply? {
+        let limit = configuration.perIPConnectionLimit
+        guard limit > 0, !configuration.trustedProxies.isEmpty else { return nil }
+        let client = clientAddress(of: connection)
+        let admitted = clientRequests.withLock { counts -> Bool in
+            guard counts[client, default: 0] < limit else { return false }
+            counts[client, default: 0] += 1
+            return true
+        }
+        guard admitted else {
+            metrics.clientLimited()
+            var reply = HTTPReply.problem(429, type: "too-many-requests", title: "Too many requests in progress from this client",
+                                          detail: "at most \(limit) requests at once per client address (per_ip_connection_limit); retry later")
+            reply.headers.append(("Retry-After", "1"))
+            return reply
+        }
+        request.countedClient = client
+        return nil
     }
 
     /// The whole body is in: verify, then either answer or suspend until the spool writer has the

@@ -30,6 +30,7 @@ final class ServerMetrics: Sendable {
         var rejectedBodiesReduced: [String: Int] = [:]
         var rejectedNotStored: [String: Int] = [:]
         var quarantineNotStored: [String: Int] = [:]
+        var clientLimited = 0
         var segmentsVanished: [StoreLayout.Spool: Int] = [:]
         var fsync = Histogram(upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
         var batchSize = Histogram(upperBounds: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
@@ -132,6 +133,11 @@ final class ServerMetrics: Sendable {
         state.withLock { $0.rejectedNotStored[reason, default: 0] += 1 }
     }
 
+    /// A request refused with 429: its client already had `per_ip_connection_limit` requests in progress.
+    func clientLimited() {
+        state.withLock { $0.clientLimited += 1 }
+    }
+
     /// A postback to quarantine answered 503 (not stored): the quarantine's daily budget or the free-space floor.
     func quarantineNotStored(_ reason: String) {
         state.withLock { $0.quarantineNotStored[reason, default: 0] += 1 }
@@ -222,6 +228,8 @@ final class ServerMetrics: Sendable {
         labelled("postback_rejected_not_stored_total", "reason", state.rejectedNotStored)
         header("postback_quarantine_not_stored_total", "counter", "Postbacks this release cannot check yet, answered 503 (retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor.")
         labelled("postback_quarantine_not_stored_total", "reason", state.quarantineNotStored)
+        header("postback_client_limited_total", "counter", "Requests answered 429: the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress.")
+        text += "postback_client_limited_total \(state.clientLimited)\n"
         header("postback_ready", "gauge", "1 when /readyz answers 200.")
         text += "postback_ready \(gauges.ready ? 1 : 0)\n"
         return text

@@ -103,6 +103,41 @@ import Glibc
         #expect(records.filter { $0.client == "203.0.113.2" }.map { $0.bodyReduction == nil } == [true], "another client's rejection is kept whole")
     }
 
+    /// Behind a trusted proxy, `per_ip_connection_limit` counts requests in progress per forwarded
+    /// client address (every connection's peer is the proxy): one client over it gets 429, others
+    /// are not affected, and the count goes down when its request ends.
+    @Test func perIPLimitBehindATrustedProxyCountsTheForwardedClient() throws {
+        let server = try TestServer {
+            $0.trustedProxies = [CIDR("127.0.0.1")!]
+            $0.perIPConnectionLimit = 1
+        }
+        defer { server.stop() }
+        func post(from client: String, _ body: [UInt8]) throws -> String {
+            let connection = try RawConnection(port: server.server.port)
+            connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                            + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.count)\r\n\r\n")
+            connection.send(body)
+            return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
+        }
+        // Client A's first request is in progress: headers sent, body not yet.
+        let slow = try RawConnection(port: server.server.port)
+        slow.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.7\r\n"
+                  + "Content-Length: 400\r\n\r\n{\"version\"")
+        usleep(200_000)
+        let refused = try post(from: "203.0.113.7", TestPostbacks.body(0, seed: 1501))
+        #expect(refused.hasPrefix("HTTP/1.1 429"), "\(refused.prefix(200))")
+        #expect(refused.lowercased().contains("retry-after: 1"))
+        let other = try post(from: "203.0.113.8", TestPostbacks.body(1, seed: 1501))
+        #expect(other.hasPrefix("HTTP/1.1 200"), "another client is not limited: \(other.prefix(200))")
+        #expect(try server.metric("postback_client_limited_total") == 1)
+        // A's request ends (the client leaves): A may post again.
+        shutdown(slow.fd, Int32(SHUT_RDWR))
+        usleep(300_000)
+        let again = try post(from: "203.0.113.7", TestPostbacks.body(2, seed: 1501))
+        #expect(again.hasPrefix("HTTP/1.1 200"), "\(again.prefix(200))")
+        #expect(try server.records(.postbacks).count == 2)
+    }
+
     // MARK: 4. Storage health
 
     @Test func aDeletedPartitionIsNoticedBeforeTheNextReply() throws {
