@@ -65,6 +65,8 @@ public struct DaySummary: Sendable {
     public var spoolSegments: Int
     /// The day was not over when it was read (`--allow-open-day`).
     public var partial: Bool
+    /// Postbacks in the day's quarantine (`raw/unverifiable/`): not counted; the manifest lists them.
+    public var quarantinedPostbacks: Int
 }
 
 /// The nightly job: for each day of the request, dedups the day's spool (across every writer's
@@ -152,7 +154,9 @@ public final class AggregationJob: Sendable {
                         onDay(summary)
                     }
                     let handOver = UncheckedBox(table)  // the writer owns the table from here on
-                    writer.start { () throws(AggregationError) -> DaySummary in try self.render(handOver.value, lookback: lookback).write() }
+                    writer.start { () throws(AggregationError) -> DaySummary in
+                        try self.render(handOver.value, lookback: lookback, quarantine: QuarantineSummary.read(layout: self.layout, day: handOver.value.day)).write()
+                    }
                 }
             }
             // Keys older than the next day's window are no longer needed.
@@ -192,14 +196,15 @@ public final class AggregationJob: Sendable {
     }
 
     /// Renders a day (on all workers) into a `PendingDay` that can be written on another thread.
-    func render(_ table: DayTable, lookback: [SegmentReport]) throws(AggregationError) -> PendingDay {
+    /// - Parameter quarantine: what the day's quarantine holds (nil with `--input`, which has none).
+    func render(_ table: DayTable, lookback: [SegmentReport], quarantine: QuarantineSummary? = nil) throws(AggregationError) -> PendingDay {
         var trace = PhaseTrace("\(table.day)")
         let rendered = try DayRenderer.render(table, catalog: catalog, workers: request.workers)
         trace.mark("render")
         return PendingDay(day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
                           schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
                           toolVersion: request.toolVersion, lookbackDays: request.lookbackDays,
-                          partial: table.day >= request.today, force: request.force)
+                          partial: table.day >= request.today, force: request.force, quarantine: quarantine)
     }
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed

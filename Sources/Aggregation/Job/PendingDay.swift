@@ -41,6 +41,7 @@ struct PendingDay: Sendable {
     /// The UTC day was not over when it was read (`--allow-open-day`).
     let partial: Bool
     let force: Bool
+    let quarantine: QuarantineSummary?
 
     func write() throws(AggregationError) -> DaySummary {
         var trace = PhaseTrace("\(day)")
@@ -61,7 +62,7 @@ struct PendingDay: Sendable {
         }
         let manifest = ManifestWriter.manifest(day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
                                                lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals,
-                                               partial: partial)
+                                               partial: partial, quarantine: quarantine)
         try AggregationJob.publish(manifest, to: manifestPath)
         trace.mark("publish")
         var problems: [String] = []
@@ -75,7 +76,8 @@ struct PendingDay: Sendable {
             tornTails: facts.segments.filter(\.tornTail).count, sameDayDuplicates: facts.sameDayDuplicates,
             earlierDayDuplicates: facts.earlierDayDuplicates, problems: problems, manifestPath: manifestPath,
             fastPathLines: facts.fastPathLines, slowPathLines: facts.slowPathLines, bucketCount: facts.bucketCount,
-            largestBucket: facts.largestBucket, spoolSegments: facts.segments.filter { $0.spool == .postbacks }.count, partial: partial)
+            largestBucket: facts.largestBucket, spoolSegments: facts.segments.filter { $0.spool == .postbacks }.count, partial: partial,
+            quarantinedPostbacks: quarantine?.postbacks.values.reduce(0, +) ?? 0)
     }
 }
 

@@ -19,7 +19,8 @@ struct ManifestWriter {
     }
 
     static func manifest(day: UTCDay, toolVersion: String, lookbackDays: Int, facts table: DayFacts, lookback: [SegmentReport],
-                         schemas: [ConversionSchema], outputs: [Output], totals: DayTotals, partial: Bool) -> [UInt8] {
+                         schemas: [ConversionSchema], outputs: [Output], totals: DayTotals, partial: Bool,
+                         quarantine: QuarantineSummary? = nil) -> [UInt8] {
         var json = JSONWriter(reservingCapacity: 4096)
         json.beginObject()
         json.field("format", formatVersion)
@@ -116,6 +117,9 @@ struct ManifestWriter {
             json.endObject()
         }
         json.endArray()
+
+        // Not counted, kept apart with the value that keeps them out (postback reverify takes them back).
+        (quarantine ?? QuarantineSummary()).write(into: &json)
 
         json.key("problems")
         json.beginArray()

@@ -148,6 +148,9 @@ enum AggregateCommand {
             + "\(count(summary.sameDayDuplicates + summary.earlierDayDuplicates, "duplicate")) dropped; "
             + "\(summary.campaignDailyRows) + \(summary.campaignEventsDailyRows) rows from \(count(summary.inputSegments, "file"))"
         if summary.tornTails > 0 { text += "; \(summary.tornTails) torn tail\(summary.tornTails == 1 ? "" : "s") skipped" }
+        if summary.quarantinedPostbacks > 0 {
+            text += "; \(summary.quarantinedPostbacks) quarantined, not counted (listed in the manifest; postback reverify takes them back)"
+        }
         if summary.spoolSegments == 0 { text += "; no spool for this day: published as an empty day" }
         if summary.partial { text += "; the day is not over: published as partial" }
         text += String(format: " (%.2f s)", seconds)
@@ -177,6 +180,7 @@ enum AggregateCommand {
         json.field("input_files", summary.inputSegments)
         json.field("input_bytes", summary.inputBytes)
         json.field("spool_segments", summary.spoolSegments)
+        json.field("quarantined_postbacks", summary.quarantinedPostbacks)
         json.field("partial", summary.partial)
         json.field("fast_path_lines", summary.fastPathLines)
         json.field("slow_path_lines", summary.slowPathLines)

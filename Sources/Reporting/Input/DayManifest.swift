@@ -31,6 +31,8 @@ struct DayManifest {
     var spoolSegments: Int?
     /// The day was aggregated before it was over (`--allow-open-day`).
     var partial: Bool
+    /// Quarantined postbacks (not counted) by reason, field and the value that keeps them out.
+    var quarantined: [(reason: String, field: String, raw: String, postbacks: Int)] = []
 
     init(json bytes: [UInt8], path: String) throws(ReportError) {
         func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
@@ -68,6 +70,12 @@ struct DayManifest {
         }
         spoolSegments = format >= 2 ? try integer(root, "spool_segments", in: "") : nil
         if case .bool(let flag)? = root["partial"] { partial = flag } else { partial = false }
+        if case .array(let rows)? = root["quarantined"] {
+            for case .object(let row) in rows {
+                quarantined.append((try string(row, "quarantine", in: "quarantined[]."), try string(row, "field", in: "quarantined[]."),
+                                    try string(row, "raw", in: "quarantined[]."), try integer(row, "postbacks", in: "quarantined[].")))
+            }
+        }
         tool = try string(root, "tool", in: "")
         var output: Output? = nil
         for entry in try array("outputs") where try string(entry, "table", in: "outputs[].") == "campaign_daily" {

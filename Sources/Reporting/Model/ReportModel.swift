@@ -43,6 +43,8 @@ struct ReportModel {
     var rejectedReasons: [String: Int] = [:]
     /// Rejected records whose reason a manifest did not list (it lists a day's 50 most frequent).
     var rejectedUnlisted = 0
+    /// Quarantined postbacks (manifests): reason, field and value → postbacks. Never in the headline.
+    var quarantined: [String: Int] = [:]
 
     /// Later copies not counted again: the same day's and earlier days' (from the manifests; the
     /// table's `duplicates_dropped` has only the former).
@@ -118,5 +120,6 @@ struct ReportModel {
             listed += count
         }
         rejectedUnlisted += max(0, manifest.rejectedPostbacks - listed)
+        for row in manifest.quarantined { quarantined["\(row.reason)\u{1F}\(row.field)\u{1F}\(row.raw)", default: 0] += row.postbacks }
     }
 }

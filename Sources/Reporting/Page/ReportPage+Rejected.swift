@@ -70,6 +70,16 @@ extension ReportPage {
                 }
                 claimed.render(into: &html)
             }
+            if !model.quarantined.isEmpty {
+                html.element("h3", text: "Quarantined: not counted until a release can check or read them")
+                var quarantine = FiguresTable(id: "table-quarantined", caption: "Quarantined postbacks by reason and the value that keeps them out",
+                                              columns: [.text("Reason"), .text("Field"), .longText("Value as sent"), .number("Postbacks")])
+                for (key, count) in Self.byCount(model.quarantined) {
+                    let parts = key.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
+                    quarantine.add([parts[0], parts[1], parts[2], NumberFormat.count(count)])
+                }
+                quarantine.render(into: &html)
+            }
             html.element("div", ["class": "panel"]) { html in
                 var development = FiguresTable(id: "table-development", caption: "Development postbacks by ad network",
                                                columns: [.text("Ad network"), .number("Postbacks")])
