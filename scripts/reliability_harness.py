@@ -309,7 +309,8 @@ def aggregate(binary, data_dir, days, schemas=None):
     """Runs `postback aggregate` over `days`; returns (exit status, {relative CSV path: bytes}, output)."""
     schemas = schemas or os.path.join(ROOT, "Samples", "schemas")
     first, last = min(days), max(days)
-    run = subprocess.run([binary, "aggregate", "--data", data_dir, "--schemas", schemas, "--from", first, "--to", last],
+    # The stores these checks build were written today, a UTC day that is not over: allow it.
+    run = subprocess.run([binary, "aggregate", "--data", data_dir, "--schemas", schemas, "--from", first, "--to", last, "--allow-open-day"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     tables = {}
     agg = os.path.join(data_dir, "agg")
