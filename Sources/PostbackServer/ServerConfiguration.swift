@@ -12,7 +12,9 @@ import Glibc
 ///      "allow_development": false, "trust_keys": [], "body_limit_bytes": 65536,
 ///      "header_timeout_seconds": 10, "body_timeout_seconds": 10, "idle_timeout_seconds": 30,
 ///      "connection_limit": 1024, "per_ip_connection_limit": 0, "segment_bytes": 134217728,
-///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info"}
+///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info",
+///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
+///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 public struct ServerConfiguration: Sendable {
@@ -53,8 +55,22 @@ public struct ServerConfiguration: Sendable {
     /// How long a shutdown waits for requests in progress.
     public var shutdownGraceSeconds = 10.0
     public var logLevel = ServerLog.Level.info
+    /// `s3://bucket/prefix` to ship sealed segments to (docs/deployment.md); nil: local disk only.
+    /// Endpoint, region and credentials come from the AWS environment variables unless set here.
+    public var shipTo: String?
+    public var objectStoreEndpoint: String?
+    public var objectStoreRegion: String?
+    /// `path` or `virtual`; nil: path style with a custom endpoint, virtual-host style on AWS.
+    public var objectStoreAddressing: String?
+    /// Seal an open segment after this long (so it can be shipped); nil: 300 s when shipping, else never.
+    public var segmentMaxAgeSeconds: Double?
+    /// Remove a shipped segment locally once it is this old; nil keeps every segment.
+    public var localRetentionHours: Double?
 
     public init() {}
+
+    /// The maximum segment age the spool writers use.
+    public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (shipTo == nil ? nil : 300) }
 
     public struct ConfigurationError: Error, CustomStringConvertible {
         public let description: String
@@ -109,6 +125,12 @@ public struct ServerConfiguration: Sendable {
             case "threads": configuration.threads = try reader.integer(in: 1...256)
             case "thread_per_connection": configuration.threadPerConnection = try reader.bool()
             case "shutdown_grace_seconds": configuration.shutdownGraceSeconds = try reader.seconds()
+            case "ship_to": configuration.shipTo = try reader.optionalString()
+            case "object_store_endpoint": configuration.objectStoreEndpoint = try reader.optionalString()
+            case "object_store_region": configuration.objectStoreRegion = try reader.optionalString()
+            case "object_store_addressing": configuration.objectStoreAddressing = try reader.optionalString()
+            case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
+            case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -141,6 +163,15 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError("trust_keys are test keys; set allow_development to accept postbacks they sign")
         }
         _ = try ListenAddress(listen)
+        if let shipTo, !shipTo.hasPrefix("s3://") {
+            throw ConfigurationError("ship_to must be an s3://bucket/prefix URL, got \"\(JSONWriter.escapedForMessage(shipTo))\"")
+        }
+        if let addressing = objectStoreAddressing, addressing != "path", addressing != "virtual" {
+            throw ConfigurationError("object_store_addressing must be path or virtual")
+        }
+        if localRetentionHours != nil, shipTo == nil {
+            throw ConfigurationError("local_retention_hours removes shipped segments; it needs ship_to")
+        }
     }
 
     /// The host name, made into a valid writer id; `rx1` if there is none.
@@ -212,5 +243,12 @@ private struct ValueReader {
             throw ServerConfiguration.ConfigurationError("\(key) must be a number of seconds above 0 and at most 86400")
         }
         return seconds
+    }
+
+    func hours() throws(ServerConfiguration.ConfigurationError) -> Double {
+        guard case .number(let number) = value, let hours = Double(number.text), hours >= 0, hours <= 24 * 366 else {
+            throw ServerConfiguration.ConfigurationError("\(key) must be a number of hours from 0 to 8784")
+        }
+        return hours
     }
 }

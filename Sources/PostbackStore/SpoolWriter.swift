@@ -58,10 +58,13 @@ public final class SpoolWriter: Sendable {
         /// before syncing it: fewer, larger syncs for a fraction of a millisecond of latency. A lone
         /// record is never held back.
         public var gatherSeconds: Double
+        /// A segment open this long is sealed (closed; the next record opens a new one), so that
+        /// shipping (`SpoolDelivery`) never waits long for a quiet segment; nil: only size and day seal.
+        public var segmentMaxAgeSeconds: Double?
 
         public init(layout: StoreLayout, spool: StoreLayout.Spool, writerID: String, segmentBytes: Int = 128 << 20,
                     firstSequence: Int = 1, storage: any SpoolStorage = POSIXSpoolStorage(), probeInterval: Double = 0.2,
-                    gatherSeconds: Double = 0) {
+                    gatherSeconds: Double = 0, segmentMaxAgeSeconds: Double? = nil) {
             self.layout = layout
             self.spool = spool
             self.writerID = writerID
@@ -70,6 +73,7 @@ public final class SpoolWriter: Sendable {
             self.storage = storage
             self.probeInterval = probeInterval
             self.gatherSeconds = gatherSeconds
+            self.segmentMaxAgeSeconds = segmentMaxAgeSeconds
         }
     }
 
@@ -93,6 +97,7 @@ public final class SpoolWriter: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let healthy = Atomic<Bool>(true)
     private let storedKeys = Atomic<Int>(0)
+    private let openPaths = Locked(Set<String>())
 
     /// Starts the writer thread.
     /// - Parameters:
@@ -112,6 +117,11 @@ public final class SpoolWriter: Sendable {
 
     /// How many dedup keys are stored (recovered plus written since).
     public var dedupKeyCount: Int { storedKeys.load(ordering: .relaxed) }
+
+    /// Whether `path` is a segment this writer may still append to. A path is marked open before its
+    /// file is created and unmarked after it is closed, so a caller that lists the spool first and
+    /// asks here second never takes a segment in progress for a sealed one.
+    public func isOpen(_ path: String) -> Bool { openPaths.withLock { $0.contains(path) } }
 
     /// Queues one encoded record (a JSON line with its newline) for the partition of `day`.
     /// `completion` is called exactly once, on the writer thread (or at once, when unhealthy or closed).
@@ -165,6 +175,12 @@ public final class SpoolWriter: Sendable {
     fileprivate func setStoredKeys(_ count: Int) { storedKeys.store(count, ordering: .relaxed) }
 
     fileprivate func didFinish() { finished.signal() }
+
+    fileprivate func markOpen(_ path: String, _ open: Bool) {
+        openPaths.withLock { paths in
+            if open { paths.insert(path) } else { paths.remove(path) }
+        }
+    }
 }
 
 /// The state only the writer thread touches: open segments, the dedup index, the next sequence number.
@@ -175,6 +191,7 @@ private final class Worker: @unchecked Sendable {
         let path: String
         var size = 0
         var syncedSize = 0
+        let openedAt = DispatchTime.now().uptimeNanoseconds
     }
 
     let owner: SpoolWriter
@@ -200,7 +217,8 @@ private final class Worker: @unchecked Sendable {
     func run() {
         while true {
             if owner.isHealthy {
-                owner.waitForWork(timeout: nil)
+                owner.waitForWork(timeout: secondsUntilNextSeal())
+                sealAgedSegments()
                 if lastBatchSize > 1, configuration.gatherSeconds > 0 { usleep(UInt32(configuration.gatherSeconds * 1e6)) }
                 let (batch, closing) = owner.take()
                 // An empty take is a leftover wake-up (one per submit), not a sign of low load.
@@ -222,7 +240,7 @@ private final class Worker: @unchecked Sendable {
                 probeIfDue()
             }
         }
-        for segment in segments.values { storage.close(segment.descriptor) }
+        for segment in segments.values { closeSegment(segment) }
         segments.removeAll()
         owner.didFinish()
     }
@@ -281,7 +299,7 @@ private final class Worker: @unchecked Sendable {
                 }
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 // Rolled segments are full and synced: done with them.
-                for segment in rolled { storage.close(segment.descriptor) }
+                for segment in rolled { closeSegment(segment) }
                 rolled.removeAll()
                 for position in written {
                     outcomes[position] = .stored
@@ -353,9 +371,11 @@ private final class Worker: @unchecked Sendable {
             // A number is never reused, not even after a failed create.
             nextSequence += 1
             let descriptor: Int32
+            owner.markOpen(path, true)
             do {
                 descriptor = try storage.createSegment(path)
             } catch {
+                owner.markOpen(path, false)
                 attempts += 1
                 // A file of that name appeared after start-up (it should not): take the next number.
                 if error.errorNumber == EEXIST, attempts < 16 { continue }
@@ -365,6 +385,7 @@ private final class Worker: @unchecked Sendable {
                 try storage.syncDirectory(directory)
             } catch {
                 storage.close(descriptor)
+                owner.markOpen(path, false)
                 throw error
             }
             events(.openedSegment(path: path))
@@ -375,7 +396,30 @@ private final class Worker: @unchecked Sendable {
     /// After a midnight, the previous day's segment is closed once a batch no longer writes to it.
     private func closeStaleSegments(newest: UTCDay) {
         for (day, segment) in segments where day < newest {
-            storage.close(segment.descriptor)
+            closeSegment(segment)
+            segments[day] = nil
+        }
+    }
+
+    /// Closes a segment for good: from now on its bytes never change (it is sealed).
+    private func closeSegment(_ segment: OpenSegment) {
+        storage.close(segment.descriptor)
+        owner.markOpen(segment.path, false)
+    }
+
+    /// How long the thread may sleep before the oldest open segment reaches its maximum age.
+    private func secondsUntilNextSeal() -> Double? {
+        guard let maxAge = configuration.segmentMaxAgeSeconds, let oldest = segments.values.map(\.openedAt).min() else { return nil }
+        let age = Double(DispatchTime.now().uptimeNanoseconds - oldest) / 1e9
+        return max(0.001, maxAge - age)
+    }
+
+    /// Seals every segment past its maximum age. Between batches all of a segment's bytes are synced.
+    private func sealAgedSegments() {
+        guard let maxAge = configuration.segmentMaxAgeSeconds else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        for (day, segment) in segments where Double(now - segment.openedAt) / 1e9 >= maxAge {
+            closeSegment(segment)
             segments[day] = nil
         }
     }
@@ -385,7 +429,7 @@ private final class Worker: @unchecked Sendable {
         for segment in Array(segments.values) + rolled {
             // Also when nothing seems unsynced: a partial write leaves bytes `size` may not count.
             storage.truncate(segment.descriptor, to: segment.syncedSize)
-            storage.close(segment.descriptor)
+            closeSegment(segment)
         }
         segments.removeAll()
         knownDirectories.removeAll()

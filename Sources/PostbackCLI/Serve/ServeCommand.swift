@@ -1,6 +1,7 @@
 import Postbacks
 import PostbackServer
 import PostbackStore
+import SpoolDelivery
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ import Glibc
 enum ServeCommand {
     static let usage = """
         usage: postback serve [--config FILE] [--listen HOST:PORT] [--data DIR] [--writer-id ID]
-                              [--allow-dev] [--trust-key PEM]... [--log-level LEVEL]
+                              [--allow-dev] [--trust-key PEM]... [--log-level LEVEL] [--ship-to s3://BUCKET/PREFIX]
 
         Receives SKAdNetwork and AdAttributionKit postbacks over HTTP, verifies them and stores
         them durably: 200 only once a postback is synced to disk, 500 whenever it is not.
@@ -22,6 +23,8 @@ enum ServeCommand {
           --allow-dev        store development postbacks (marked development)
           --trust-key PEM    also trust this test key (needs --allow-dev); repeatable
           --log-level LEVEL  debug, info (default), warning or error
+          --ship-to URL      also upload sealed segments to s3://BUCKET/PREFIX (credentials and
+                             endpoint from AWS_* variables; see docs/deployment.md)
 
         Endpoints: POST /.well-known/skadnetwork/report-attribution/,
         POST /.well-known/appattribution/report-attribution/, the config's ad_network_path,
@@ -66,9 +69,18 @@ enum ServeCommand {
             log.error("cannot start", ["detail": .string(error.description)])
             return .usageOrIOError
         }
+        let shipping: SpoolDeliveryWorker?
+        do {
+            shipping = try ServeShipping.start(server: server, log: log)
+        } catch {
+            log.error("cannot start shipping", ["detail": .string("\(error)")])
+            server.shutdown()
+            return .usageOrIOError
+        }
         let reason = waitForStop(server)
         log.info("stop requested", ["signal": .string(reason)])
         server.shutdown()
+        shipping?.stop()
         return .success
     }
 
@@ -77,7 +89,7 @@ enum ServeCommand {
     static func parse(_ words: [String]) throws -> ServerConfiguration {
         let arguments = try Arguments(
             words, flags: ["--allow-dev", "--help"],
-            options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level"])
+            options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level", "--ship-to"])
         if arguments.has("--help") { throw HelpRequested() }
         guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
         var configuration = ServerConfiguration()
@@ -86,6 +98,7 @@ enum ServeCommand {
         if let data = arguments.value("--data") { configuration.dataDirectory = data }
         if let writer = arguments.value("--writer-id") { configuration.writerID = writer }
         if arguments.has("--allow-dev") { configuration.allowsDevelopment = true }
+        if let url = arguments.value("--ship-to") { configuration.shipTo = url }
         configuration.trustKeyPaths += arguments.values("--trust-key")
         if let name = arguments.value("--log-level") {
             guard let level = ServerLog.Level(name: name) else { throw UsageError("--log-level must be debug, info, warning or error") }
