@@ -9,12 +9,15 @@ import SpoolDelivery
 enum ServeShipping {
     /// Starts shipping for a running server; nil when `ship_to` is not set. Throws on configuration
     /// errors (a bad URL, missing credentials), not on an unreachable store.
-    static func start(server: PostbackServer, log: ServerLog) throws -> SpoolDeliveryWorker? {
+    /// `environment` replaces the process environment (tests); `scanIntervalSeconds` and `backoff`
+    /// are the worker's (tests shorten them).
+    static func start(server: PostbackServer, log: ServerLog, environment: [String: String]? = nil,
+                      scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff()) throws -> SpoolDeliveryWorker? {
         let configuration = server.configuration
         guard let shipTo = configuration.shipTo else { return nil }
         let location = try S3Location(url: shipTo)
         let settings = try S3Settings.fromEnvironment(
-            endpoint: configuration.objectStoreEndpoint, region: configuration.objectStoreRegion,
+            environment, endpoint: configuration.objectStoreEndpoint, region: configuration.objectStoreRegion,
             addressing: configuration.objectStoreAddressing.flatMap(S3Settings.Addressing.init(rawValue:)))
         let client = try S3Client(location: location, settings: settings)
         do {
@@ -25,7 +28,7 @@ enum ServeShipping {
         }
         let workerConfiguration = SpoolDeliveryWorker.Configuration(
             layout: StoreLayout(root: configuration.dataDirectory), writerID: configuration.writerID,
-            isOpen: { [server] path in server.isSegmentOpen(path) },
+            isOpen: { [server] path in server.isSegmentOpen(path) }, scanIntervalSeconds: scanIntervalSeconds, backoff: backoff,
             localRetentionSeconds: configuration.localRetentionHours.map { $0 * 3600 })
         let worker = try SpoolDeliveryWorker(configuration: workerConfiguration, destination: ObjectStoreDestination(client: client)) { event in
             switch event {
