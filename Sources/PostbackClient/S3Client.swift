@@ -98,8 +98,8 @@ public final class S3Client {
     }
 
     /// Every object whose relative key starts with `relativePrefix`, in key order (ListObjectsV2,
-    /// all pages; `pageSize` sets max-keys, for tests of paging).
-    public func list(relativePrefix: String, pageSize: Int? = nil) throws(S3Error) -> [ObjectSummary] {
+    /// all pages; `pageSize` sets max-keys; `firstPageOnly` answers "is there any?" cheaply).
+    public func list(relativePrefix: String, pageSize: Int? = nil, firstPageOnly: Bool = false) throws(S3Error) -> [ObjectSummary] {
         var objects: [ObjectSummary] = []
         var token: String?
         let prefix = location.key(relativePrefix)
@@ -116,8 +116,8 @@ public final class S3Client {
             for item in page.objects where item.key.hasPrefix(location.prefix) {
                 objects.append(ObjectSummary(relativeKey: String(item.key.dropFirst(location.prefix.count)), size: item.size))
             }
-            token = page.isTruncated ? page.nextToken : nil
-            if page.isTruncated, token == nil { throw S3Error.status(200, code: "", message: "truncated listing without a continuation token", target: location.description) }
+            token = page.isTruncated && !firstPageOnly ? page.nextToken : nil
+            if page.isTruncated, token == nil, !firstPageOnly { throw S3Error.status(200, code: "", message: "truncated listing without a continuation token", target: location.description) }
         } while token != nil
         return objects
     }

@@ -1,4 +1,5 @@
 import Postbacks
+import PostbackClient
 import Reporting
 
 /// `postback report` (issue 6): argument handling and the summary line; the page is built in the
@@ -14,7 +15,8 @@ enum ReportCommand {
         null-value and non-winning shares, rejected and development postbacks. The page is written
         atomically, and the same aggregates always give the same bytes.
 
-          --data DIR          the store (reads DIR/agg/campaign_daily and DIR/agg/_manifests)
+          --data DIR          the store (reads DIR/agg/campaign_daily and DIR/agg/_manifests);
+                              or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
           --date DAY          one day; or --from DAY --to DAY, inclusive (the UTC day received)
           --out FILE          the page to write
           --title TEXT        the page's heading (default: Postback report)
@@ -47,7 +49,17 @@ enum ReportCommand {
         }
         let summary: ReportSummary
         do {
-            summary = try ReportGenerator.generate(request)
+            if S3Location.isObjectStoreURL(request.dataDirectory) {
+                var staged: ReportSummary?
+                try ObjectStoreJobs.report(url: request.dataDirectory, from: request.from, to: request.to) { root in
+                    var local = request
+                    local.dataDirectory = root
+                    staged = try ReportGenerator.generate(local)
+                }
+                summary = staged!
+            } else {
+                summary = try ReportGenerator.generate(request)
+            }
         } catch {
             io.printError("postback report: \(error)")
             return .usageOrIOError

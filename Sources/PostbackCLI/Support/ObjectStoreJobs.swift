@@ -1,0 +1,194 @@
+import Aggregation
+import Foundation
+import PostbackClient
+import PostbackCrypto
+import Postbacks
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `aggregate --data s3://…` and `report --data s3://…`: the local job, run over exactly the objects
+/// it needs, staged one object at a time (streamed, bounded memory) into a private work directory
+/// that is removed afterwards, then the outputs published back: data files first, each day's
+/// manifest last (the commit record readers trust), unchanged objects left alone.
+///
+/// The staged set is the run's window only: `raw/postbacks` of the lookback days and the range,
+/// `raw/rejected` and the existing `agg/` partitions of the range. The local job's result over those
+/// files is the result over the bucket, so a run from the bucket is byte-identical to a run over the
+/// same segments on disk (tested).
+///
+/// Object stores have no `flock`: `aggregate` takes a lease object, `agg/_lease.json`, by conditional
+/// create (`If-None-Match: *`). A second job finds it and stops with an error naming the holder; a
+/// lease older than `leaseSeconds` (a job that died) is taken over.
+enum ObjectStoreJobs {
+    static let leaseKey = "agg/_lease.json"
+    static let leaseSeconds = 6 * 3600.0
+
+    struct Staged {
+        let client: S3Client
+        let root: String
+        /// Relative path → SHA-256 (base64) of what was downloaded.
+        var downloaded: [String: String] = [:]
+    }
+
+    static func client(_ url: String, environment: [String: String]? = nil) throws -> S3Client {
+        let client = try S3Client(location: S3Location(url: url), settings: S3Settings.fromEnvironment(environment))
+        try client.checkAccess()
+        return client
+    }
+
+    /// Runs the nightly job against the bucket; `body` runs it on the staged directory.
+    static func aggregate(url: String, from: UTCDay, to: UTCDay, lookbackDays: Int, environment: [String: String]? = nil,
+                          body: (String) throws -> Void) throws {
+        let client = try client(url, environment: environment)
+        // As for a local store: a mistyped URL must not publish empty days over good ones.
+        guard try !client.list(relativePrefix: "raw/postbacks/", pageSize: 1, firstPageOnly: true).isEmpty else {
+            throw UsageError("--data \(client.location) holds no spool (no raw/postbacks/ objects): is it where the receivers ship to?")
+        }
+        let lease = try Lease.acquire(client: client)
+        defer { lease.release() }
+        var staged = try Staged(client: client, root: makeWorkDirectory())
+        defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        var day = from.adding(days: -lookbackDays)
+        while day <= to {
+            try stage(&staged, prefix: "raw/postbacks/dt=\(day)/")
+            if day >= from {
+                try stage(&staged, prefix: "raw/rejected/dt=\(day)/")
+                try stageAggregates(&staged, day: day)
+            }
+            day = day.adding(days: 1)
+        }
+        try body(staged.root)
+        day = from
+        while day <= to {
+            let manifest = "agg/_manifests/dt=\(day).json"
+            let outputs = try localFiles(under: staged.root, relative: "agg").filter { $0.contains("/dt=\(day)/") && !$0.hasPrefix("agg/_") }
+            for path in outputs.sorted() + [manifest] { try publish(path, from: staged) }
+            day = day.adding(days: 1)
+        }
+    }
+
+    /// Runs the report against the bucket; `body` runs it on the staged directory.
+    static func report(url: String, from: UTCDay, to: UTCDay, environment: [String: String]? = nil, body: (String) throws -> Void) throws {
+        var staged = try Staged(client: client(url, environment: environment), root: makeWorkDirectory())
+        defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        var day = from
+        while day <= to {
+            try stageAggregates(&staged, day: day)
+            day = day.adding(days: 1)
+        }
+        try body(staged.root)
+    }
+
+    private static func stageAggregates(_ staged: inout Staged, day: UTCDay) throws {
+        try stage(&staged, prefix: "agg/_manifests/dt=\(day).json")
+        for table in [AggregateTables.campaignDaily, AggregateTables.campaignEventsDaily] { try stage(&staged, prefix: "agg/\(table)/dt=\(day)/") }
+    }
+
+    /// Downloads every object under `prefix`, streamed to its file under the staging root.
+    private static func stage(_ staged: inout Staged, prefix: String) throws {
+        for object in try staged.client.list(relativePrefix: prefix) {
+            let key = object.relativeKey
+            // Keys are store paths; nothing may climb out of the staging directory.
+            guard !key.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }), !key.hasSuffix("/") else { continue }
+            let path = staged.root + "/" + key
+            try FileManager.default.createDirectory(atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw UsageError("\(path): cannot create: \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            let hasher = SHA256Hasher()
+            var writeFailed = false
+            _ = try staged.client.get(relativeKey: key) { chunk in
+                hasher.update(chunk)
+                var offset = 0
+                while offset < chunk.count {
+                    let written = write(fd, chunk.baseAddress! + offset, chunk.count - offset)
+                    if written < 0 { if errno == EINTR { continue }; writeFailed = true; return false }
+                    offset += written
+                }
+                return true
+            }
+            if writeFailed { throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(errno)))") }
+            staged.downloaded[key] = Data(hasher.finalize().bytes).base64EncodedString()
+        }
+    }
+
+    /// Uploads one local output unless the bucket already holds the same bytes.
+    private static func publish(_ relativePath: String, from staged: Staged) throws {
+        let path = staged.root + "/" + relativePath
+        guard let bytes = try? FileBytes.read(path: path, limit: 1 << 34) else { return }
+        let checksum = Data(SHA256.hash(bytes).bytes).base64EncodedString()
+        if staged.downloaded[relativePath] == checksum { return }
+        try staged.client.putBytes(relativeKey: relativePath, bytes: bytes, checksumSHA256: checksum,
+                                   contentType: relativePath.hasSuffix(".json") ? "application/json" : "text/csv")
+    }
+
+    private static func localFiles(under root: String, relative: String) throws -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: root + "/" + relative) else { return [] }
+        var files: [String] = []
+        while let next = enumerator.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            let full = root + "/" + relative + "/" + next
+            if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
+               !next.split(separator: "/").last!.hasPrefix(".") {
+                files.append(relative + "/" + next)
+            }
+        }
+        return files
+    }
+
+    private static func makeWorkDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "postback-s3-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a work directory: \(String(cString: strerror(errno)))") }
+        return String(cString: made)
+    }
+
+    /// The publishing lease: `agg/_lease.json`, created only if absent.
+    final class Lease {
+        let client: S3Client
+        let bytes: [UInt8]
+        private var held = true
+
+        private init(client: S3Client, bytes: [UInt8]) {
+            self.client = client
+            self.bytes = bytes
+        }
+
+        static func acquire(client: S3Client, now: Double = Date().timeIntervalSince1970) throws -> Lease {
+            var host = [CChar](repeating: 0, count: 256)
+            gethostname(&host, host.count)
+            let holder = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":\(getpid())"
+            let bytes = Array("{\"holder\":\"\(holder)\",\"acquired\":\(Int(now)),\"expires\":\(Int(now + ObjectStoreJobs.leaseSeconds))}\n".utf8)
+            let checksum = Data(SHA256.hash(bytes).bytes).base64EncodedString()
+            for attempt in 0..<2 {
+                do {
+                    try client.putBytes(relativeKey: ObjectStoreJobs.leaseKey, bytes: bytes, checksumSHA256: checksum, createOnly: true,
+                                        contentType: "application/json")
+                    return Lease(client: client, bytes: bytes)
+                } catch {
+                    guard case .alreadyExists = error else { throw error }
+                    let existing = try client.getBytes(relativeKey: ObjectStoreJobs.leaseKey) ?? []
+                    let text = String(decoding: existing, as: UTF8.self)
+                    let expires = text.range(of: "\"expires\":").flatMap { Double(text[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
+                    guard attempt == 0, expires < now else {
+                        throw UsageError("another aggregate job holds \(client.location.key(ObjectStoreJobs.leaseKey)) (\(text.trimmingCharacters(in: .whitespacesAndNewlines))); "
+                            + "wait for it, or delete that object if no job is running")
+                    }
+                    // Expired: its job died. Take it over (the conditional create still decides between two takers).
+                    try client.delete(relativeKey: ObjectStoreJobs.leaseKey)
+                }
+            }
+            throw UsageError("could not take \(client.location.key(ObjectStoreJobs.leaseKey))")
+        }
+
+        /// Deletes the lease if it is still this job's.
+        func release() {
+            guard held else { return }
+            held = false
+            if (try? client.getBytes(relativeKey: ObjectStoreJobs.leaseKey)) == bytes { try? client.delete(relativeKey: ObjectStoreJobs.leaseKey) }
+        }
+
+        deinit { release() }
+    }
+}
