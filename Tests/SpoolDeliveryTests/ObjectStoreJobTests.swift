@@ -75,7 +75,8 @@ struct ObjectStoreJobTests {
         let expected = files(local, under: "agg")
         #expect(!expected.isEmpty)
         #expect(published.keys.sorted() == expected.keys.sorted())
-        #expect(published == expected)
+        let identical = published == expected
+        #expect(identical)
         #expect(try client.head(relativeKey: ObjectStoreJobs.leaseKey) == nil)
 
         // The report from the bucket is the report from the local store.
@@ -85,14 +86,16 @@ struct ObjectStoreJobTests {
         let bucketReport = run(["report", "--data", url, "--from", "2026-03-02", "--to", "2026-03-04", "--out", bucketPage])
         #expect(localReport.status == .success, "\(localReport.stderr)")
         #expect(bucketReport.status == .success, "\(bucketReport.stderr)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: localPage)) == Data(contentsOf: URL(fileURLWithPath: bucketPage)))
+        let samePage = try Data(contentsOf: URL(fileURLWithPath: localPage)) == Data(contentsOf: URL(fileURLWithPath: bucketPage))
+        #expect(samePage)
 
         // A rerun changes nothing (and uploads nothing: unchanged objects are left alone).
         let again = run(["aggregate", "--data", url] + range)
         #expect(again.status == .success, "\(again.stderr)")
         var republished: [String: [UInt8]] = [:]
         for object in try client.list(relativePrefix: "agg/") { republished[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey) }
-        #expect(republished == expected)
+        let unchanged = republished == expected
+        #expect(unchanged)
     }
 
     @Test func aSecondJobIsStoppedByTheLeaseAndMistakesAreClear() throws {

@@ -106,7 +106,8 @@ struct ServeShippingTests {
         #expect(try receiver.post(Array("{\"not\": \"a postback\"}".utf8)) == 400)
         let client = try store.client(prefix: "fleet/")
         // Sealed by age, then shipped: the bucket ends up holding exactly the local segments.
-        #expect(try eventually { try bucketObjects(client) == receiver.localSegments() && transactionCount(receiver.localSegments()) == 60 })
+        let shipped = try eventually { try bucketObjects(client) == receiver.localSegments() && transactionCount(receiver.localSegments()) == 60 }
+        #expect(shipped)
         #expect(try bucketObjects(client).keys.contains { $0.hasPrefix("raw/rejected/dt=") })
         #expect(try eventually { try receiver.metric("postback_delivery_pending_segments{destination=\"s3\",spool=\"postbacks\"}") == 0 })
         #expect(try receiver.metric("postback_delivery_destination_up{destination=\"s3\"}") == 1)
