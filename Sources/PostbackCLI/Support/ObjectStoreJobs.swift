@@ -1,5 +1,7 @@
 import Aggregation
+import Dispatch
 import Foundation
+import Locking
 import PostbackClient
 import PostbackCrypto
 import Postbacks
@@ -50,15 +52,17 @@ enum ObjectStoreJobs {
         defer { lease.release() }
         var staged = try Staged(client: client, root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        var keys: [String] = []
         var day = from.adding(days: -lookbackDays)
         while day <= to {
-            try stage(&staged, prefix: "raw/postbacks/dt=\(day)/")
+            keys += try staged.client.list(relativePrefix: "raw/postbacks/dt=\(day)/").map(\.relativeKey)
             if day >= from {
-                try stage(&staged, prefix: "raw/rejected/dt=\(day)/")
-                try stageAggregates(&staged, day: day)
+                keys += try staged.client.list(relativePrefix: "raw/rejected/dt=\(day)/").map(\.relativeKey)
+                keys += try aggregateKeys(staged.client, day: day)
             }
             day = day.adding(days: 1)
         }
+        try download(keys, into: &staged)
         try body(staged.root)
         day = from
         while day <= to {
@@ -73,45 +77,88 @@ enum ObjectStoreJobs {
     static func report(url: String, from: UTCDay, to: UTCDay, environment: [String: String]? = nil, body: (String) throws -> Void) throws {
         var staged = try Staged(client: client(url, environment: environment), root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        var keys: [String] = []
         var day = from
         while day <= to {
-            try stageAggregates(&staged, day: day)
+            keys += try aggregateKeys(staged.client, day: day)
             day = day.adding(days: 1)
         }
+        try download(keys, into: &staged)
         try body(staged.root)
     }
 
-    private static func stageAggregates(_ staged: inout Staged, day: UTCDay) throws {
-        try stage(&staged, prefix: "agg/_manifests/dt=\(day).json")
-        for table in [AggregateTables.campaignDaily, AggregateTables.campaignEventsDaily] { try stage(&staged, prefix: "agg/\(table)/dt=\(day)/") }
+    /// The keys of a day's published aggregates: its manifest and every table's partition.
+    private static func aggregateKeys(_ client: S3Client, day: UTCDay) throws -> [String] {
+        var keys = try client.list(relativePrefix: "agg/_manifests/dt=\(day).json").map(\.relativeKey)
+        for table in [AggregateTables.campaignDaily, AggregateTables.campaignEventsDaily] {
+            keys += try client.list(relativePrefix: "agg/\(table)/dt=\(day)/").map(\.relativeKey)
+        }
+        return keys
     }
 
-    /// Downloads every object under `prefix`, streamed to its file under the staging root.
-    private static func stage(_ staged: inout Staged, prefix: String) throws {
-        for object in try staged.client.list(relativePrefix: prefix) {
-            let key = object.relativeKey
-            // Keys are store paths; nothing may climb out of the staging directory.
-            guard !key.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }), !key.hasSuffix("/") else { continue }
-            let path = staged.root + "/" + key
-            try FileManager.default.createDirectory(atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw UsageError("\(path): cannot create: \(String(cString: strerror(errno)))") }
-            defer { close(fd) }
-            let hasher = SHA256Hasher()
-            var writeFailed = false
-            _ = try staged.client.get(relativeKey: key) { chunk in
-                hasher.update(chunk)
-                var offset = 0
-                while offset < chunk.count {
-                    let written = write(fd, chunk.baseAddress! + offset, chunk.count - offset)
-                    if written < 0 { if errno == EINTR { continue }; writeFailed = true; return false }
-                    offset += written
-                }
-                return true
+    /// Downloads `keys`, each streamed to its file under the staging root, on `parallelDownloads`
+    /// connections (one store request at a time leaves a loopback or LAN link mostly idle).
+    static let parallelDownloads = 4
+
+    private static func download(_ keys: [String], into staged: inout Staged) throws {
+        let root = staged.root
+        let location = staged.client.location, settings = staged.client.settings
+        let results = Locked<(checksums: [String: String], failure: (any Error)?)>(([:], nil))
+        let next = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: min(parallelDownloads, max(1, keys.count))) { _ in
+            let client: S3Client
+            do { client = try S3Client(location: location, settings: settings) } catch {
+                results.withLock { $0.failure = $0.failure ?? error }
+                return
             }
-            if writeFailed { throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(errno)))") }
-            staged.downloaded[key] = Data(hasher.finalize().bytes).base64EncodedString()
+            while true {
+                let position = next.withLock { value -> Int in
+                    defer { value += 1 }
+                    return value
+                }
+                guard position < keys.count, results.withLock({ $0.failure == nil }) else { return }
+                do {
+                    let checksum = try downloadOne(keys[position], root: root, client: client)
+                    results.withLock { $0.checksums[keys[position]] = checksum }
+                } catch {
+                    results.withLock { $0.failure = $0.failure ?? error }
+                }
+            }
         }
+        let (checksums, failure) = results.withLock { ($0.checksums, $0.failure) }
+        if let failure { throw failure }
+        staged.downloaded.merge(checksums) { $1 }
+    }
+
+    /// One object to its file; returns its SHA-256 (base64).
+    private static func downloadOne(_ key: String, root: String, client: S3Client) throws -> String? {
+        // Keys are store paths; nothing may climb out of the staging directory.
+        guard !key.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }), !key.hasSuffix("/") else { return nil }
+        let path = root + "/" + key
+        try FileManager.default.createDirectory(atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw UsageError("\(path): cannot create: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let hasher = SHA256Hasher()
+        var writeError: Int32 = 0
+        var received: Result<Bool, S3Error> = .success(true)
+        received = Result { () throws(S3Error) -> Bool in try client.get(relativeKey: key) { chunk in
+            hasher.update(chunk)
+            var offset = 0
+            while offset < chunk.count {
+                let written = write(fd, chunk.baseAddress! + offset, chunk.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    writeError = errno
+                    return false
+                }
+                offset += written
+            }
+            return true
+        } }
+        if writeError == 0 { _ = try received.get() }
+        if writeError != 0 { throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(writeError)))") }
+        return Data(hasher.finalize().bytes).base64EncodedString()
     }
 
     /// Uploads one local output unless the bucket already holds the same bytes.
