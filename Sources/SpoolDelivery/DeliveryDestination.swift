@@ -11,6 +11,14 @@ public struct SealedSegment: Sendable, Equatable {
     public let size: Int
     /// Seconds since the epoch of its last change (when it was sealed, near enough).
     public let modifiedAt: Double
+
+    public init(path: String, relativePath: String, spool: StoreLayout.Spool, size: Int, modifiedAt: Double) {
+        self.path = path
+        self.relativePath = relativePath
+        self.spool = spool
+        self.size = size
+        self.modifiedAt = modifiedAt
+    }
 }
 
 /// Why a delivery did not happen.

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import PostbackClient
 import PostbackCrypto
@@ -23,15 +24,31 @@ final class ObjectStoreServer: @unchecked Sendable {
     let directory: String
     let bucket: String
     private(set) var port = 0
+    /// Kept when a start failed, for its weed.log.
+    private var keepDirectory = false
     private var pid: pid_t = 0
+
+    /// One server at a time in this process: several starting at once on two shared cores miss the
+    /// start-up deadline, and the suites would otherwise run in parallel.
+    private static let oneAtATime = DispatchSemaphore(value: 1)
 
     init(bucket: String = "postback-test") throws {
         directory = NSTemporaryDirectory() + "postback-s3-\(UUID().uuidString)"
         self.bucket = bucket
-        try start()
+        Self.oneAtATime.wait()
+        do {
+            try start()
+        } catch {
+            Self.oneAtATime.signal()
+            throw error
+        }
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
+        Self.oneAtATime.signal()
+    }
 
     /// Starts it (again, on the same directory and port after `stop`).
     func start() throws {
@@ -42,6 +59,7 @@ final class ObjectStoreServer: @unchecked Sendable {
         let status = system(command.map { "'\($0)'" }.joined(separator: " ") + " > '\(output)'")
         let words = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" })
         guard status == 0, words.count == 2, let pid = Int32(words[0]), let port = Int(words[1]) else {
+            keepDirectory = true
             throw TestFailure("scripts/seaweedfs failed (status \(status)); see \(directory)/weed.log")
         }
         self.pid = pid
