@@ -74,6 +74,8 @@ public final class SpoolDeliveryWorker: Sendable {
         /// False from a failed attempt until the next success.
         public var destinationUp = true
         public var lastError: String?
+        /// False until the first pass listed the spool: the pending figures mean nothing before.
+        public var scanned = false
     }
 
     public let destination: any DeliveryDestination
@@ -124,10 +126,13 @@ public final class SpoolDeliveryWorker: Sendable {
                 text += "\(metric){destination=\"\(name)\"} \(value)\n"
             }
         }
-        family("postback_delivery_pending_segments", "gauge", "Sealed segments not yet delivered.", perSpool: status.pendingSegments)
-        family("postback_delivery_pending_bytes", "gauge", "Bytes of sealed segments not yet delivered.", perSpool: status.pendingBytes)
-        family("postback_delivery_oldest_pending_seconds", "gauge", "Age of the oldest sealed segment not yet delivered (0: none).",
-               value: status.oldestPendingSeconds.rounded())
+        // Before the first listing the backlog is unknown: no sample rather than a false 0.
+        if status.scanned {
+            family("postback_delivery_pending_segments", "gauge", "Sealed segments not yet delivered.", perSpool: status.pendingSegments)
+            family("postback_delivery_pending_bytes", "gauge", "Bytes of sealed segments not yet delivered.", perSpool: status.pendingBytes)
+            family("postback_delivery_oldest_pending_seconds", "gauge", "Age of the oldest sealed segment not yet delivered (0: none).",
+                   value: status.oldestPendingSeconds.rounded())
+        }
         family("postback_delivery_segments_total", "counter", "Segments delivered and recorded in the ledger since start.", perSpool: status.deliveredSegments)
         family("postback_delivery_bytes_total", "counter", "Bytes delivered since start.", perSpool: status.deliveredBytes)
         family("postback_delivery_errors_total", "counter", "Failed delivery attempts (retried with backoff).", value: Double(status.failures))
@@ -249,6 +254,7 @@ private final class DeliveryPass: @unchecked Sendable {
     private func publishPending(_ pending: [SealedSegment]) {
         let now = Date().timeIntervalSince1970
         owner.update { status in
+            status.scanned = true
             status.pendingSegments = [:]
             status.pendingBytes = [:]
             for segment in pending {

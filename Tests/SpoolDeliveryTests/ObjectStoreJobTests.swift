@@ -59,6 +59,7 @@ struct ObjectStoreJobTests {
 
     @Test func aggregateFromTheBucketIsByteIdenticalToALocalRun() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         useStore(store)
         let local = try spool(store, prefix: "acme/store")
         let url = "s3://\(store.bucket)/acme/store"
@@ -100,6 +101,7 @@ struct ObjectStoreJobTests {
 
     @Test func aSecondJobIsStoppedByTheLeaseAndMistakesAreClear() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         useStore(store)
         _ = try spool(store, prefix: "leased")
         let url = "s3://\(store.bucket)/leased"

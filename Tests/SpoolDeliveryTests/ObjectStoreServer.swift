@@ -58,6 +58,7 @@ final class ObjectStoreServer: @unchecked Sendable {
             + (port == 0 ? [] : [String(port)])
         let status = system(command.map { "'\($0)'" }.joined(separator: " ") + " > '\(output)'")
         let words = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" })
+        unlink(output)
         guard status == 0, words.count == 2, let pid = Int32(words[0]), let port = Int(words[1]) else {
             keepDirectory = true
             throw TestFailure("scripts/seaweedfs failed (status \(status)); see \(directory)/weed.log")

@@ -6,6 +6,7 @@ import Testing
 struct S3ClientTests {
     @Test func putGetListHeadDeleteWithHiveKeys() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let client = try store.client(prefix: "store/one")
         // '=', spaces, '+' and non-ASCII must all be encoded the way SigV4 canonicalizes them.
         let keys = ["raw/postbacks/dt=2026-01-01/part-rx1-000001.jsonl", "agg/campaign_daily/dt=2026-01-01/part-00000.csv",
@@ -27,6 +28,7 @@ struct S3ClientTests {
 
     @Test func listingFollowsContinuationTokens() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let client = try store.client(prefix: "paged")
         let keys = (0..<23).map { "raw/postbacks/dt=2026-02-0\($0 % 3 + 1)/part-w-\(String(format: "%06d", $0)).jsonl" }
         for key in keys { try client.putBytes(relativeKey: key, bytes: Array(key.utf8), checksumSHA256: checksum(Array(key.utf8))) }
@@ -37,6 +39,7 @@ struct S3ClientTests {
 
     @Test func storeVerifiesChecksumAndConditionalCreate() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let client = try store.client()
         let bytes = Array("the real bytes\n".utf8)
         #expect(throws: S3Error.self) {
@@ -53,6 +56,7 @@ struct S3ClientTests {
 
     @Test func streamsLargeObjectsBothWays() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let client = try store.client()
         var bytes = [UInt8](repeating: 0, count: 9 << 20)
         for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 2_654_435_761 >> 13) }
@@ -73,6 +77,7 @@ struct S3ClientTests {
 
     @Test func wrongCredentialsAndMissingBucketSayWhatToFix() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         do throws(S3Error) {
             try store.client(secret: "wrong").checkAccess()
             Issue.record("wrong credentials were accepted")

@@ -101,6 +101,7 @@ func transactionCount(_ segments: [String: [UInt8]], spool: String = "raw/postba
 struct ServeShippingTests {
     @Test func shipsEverySealedSegmentByteForByte() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let receiver = try ShippingReceiver(store: store, prefix: "fleet", writerID: "rx-a")
         for index in 0..<60 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 1)) == 200) }
         #expect(try receiver.post(Array("{\"not\": \"a postback\"}".utf8)) == 400)
@@ -117,6 +118,7 @@ struct ServeShippingTests {
 
     @Test func storeDownThenBackLosesNothingAndStaysReady() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let receiver = try ShippingReceiver(store: store, prefix: "outage", writerID: "rx-b")
         for index in 0..<20 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 2)) == 200) }
         let client = try store.client(prefix: "outage/")
@@ -140,6 +142,7 @@ struct ServeShippingTests {
 
     @Test func crashAfterUploadBeforeLedgerIsIdempotentAndConflictsAreNeverOverwritten() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let directory = NSTemporaryDirectory() + "postback-ship-\(UUID().uuidString)"
         var receiver = try ShippingReceiver(store: store, prefix: "crash", writerID: "rx-c", dataDirectory: directory)
         for index in 0..<30 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 3)) == 200) }
@@ -170,6 +173,7 @@ struct ServeShippingTests {
 
     @Test func twoReceiversShareOneBucketAndRetentionKeepsTheNewest() throws {
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let first = try ShippingReceiver(store: store, prefix: "shared", writerID: "rx-1", retentionSeconds: 0)
         let second = try ShippingReceiver(store: store, prefix: "shared", writerID: "rx-2")
         for index in 0..<40 {

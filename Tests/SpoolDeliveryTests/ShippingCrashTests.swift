@@ -49,6 +49,7 @@ struct ShippingCrashTests {
             return
         }
         let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let directory = NSTemporaryDirectory() + "postback-kill-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(ShippingReceiver.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
@@ -82,25 +83,26 @@ struct ShippingCrashTests {
 
         (process, address) = try startReceiver(directory: directory, store: store, logName: "second.log")
         defer { if process.isRunning { process.terminate() } }
-        #expect(eventually(60) { pendingSegments(address) == 0 })
+        // No new postbacks after the restart, so every local segment is sealed and must reach the bucket.
+        var local: [String: [UInt8]] = [:]
+        var objects: [String: [UInt8]] = [:]
+        let root = "\(directory)/data"
+        let converged = try eventually(60) {
+            local = [:]
+            for spool in ["raw/postbacks", "raw/rejected"] {
+                let enumerator = FileManager.default.enumerator(atPath: "\(root)/\(spool)")
+                while let next = enumerator?.nextObject() as? String {
+                    guard next.hasSuffix(".jsonl") else { continue }
+                    local["\(spool)/\(next)"] = Array(try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(spool)/\(next)")))
+                }
+            }
+            objects = try bucketObjects(client)
+            return !local.isEmpty && objects == local
+        }
+        #expect(converged, "bucket: \(objects.keys.sorted()), local: \(local.keys.sorted())")
+        #expect(pendingSegments(address) == 0)
         process.terminate()
         process.waitUntilExit()
-
-        // The bucket holds exactly the local segments, byte for byte, and every acknowledged postback.
-        var local: [String: [UInt8]] = [:]
-        let root = "\(directory)/data"
-        for spool in ["raw/postbacks", "raw/rejected"] {
-            let enumerator = FileManager.default.enumerator(atPath: "\(root)/\(spool)")
-            while let next = enumerator?.nextObject() as? String {
-                guard next.hasSuffix(".jsonl") else { continue }
-                local["\(spool)/\(next)"] = Array(try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(spool)/\(next)")))
-            }
-        }
-        let objects = try bucketObjects(client)
-        #expect(!local.isEmpty)
-        #expect(objects.keys.sorted() == local.keys.sorted())
-        let identical = objects == local
-        #expect(identical)
         #expect(transactionCount(objects) >= acknowledged)
         let logs = (try? String(contentsOfFile: "\(directory)/second.log", encoding: .utf8)) ?? ""
         #expect(!logs.contains("different bytes"))
