@@ -67,16 +67,25 @@ final class ObjectStoreServer: @unchecked Sendable {
         self.port = port
     }
 
-    /// Stops it (SIGTERM to its process group, then waits until the S3 port is closed).
+    /// Stops it: SIGTERM to its process group, and waits until the process is gone (it holds the
+    /// data directory's locks until then, so a restart on the same directory must wait), SIGKILL
+    /// after 20 s.
     func stop() {
         guard pid > 0 else { return }
         kill(-pid, SIGTERM)
         kill(pid, SIGTERM)
-        for _ in 0..<100 {
-            if kill(pid, 0) != 0 { break }
-            usleep(50_000)
+        func gone(within seconds: Double) -> Bool {
+            for _ in 0..<Int(seconds * 20) {
+                if kill(pid, 0) != 0 { return true }
+                usleep(50_000)
+            }
+            return kill(pid, 0) != 0
         }
-        if kill(pid, 0) == 0 { kill(-pid, SIGKILL); kill(pid, SIGKILL) }
+        if !gone(within: 20) {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
+            _ = gone(within: 10)
+        }
         pid = 0
     }
 
