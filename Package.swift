@@ -9,7 +9,8 @@
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
 //   Postbacks       strict JSON, postback models, signed messages, the verifier, Apple's keys
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
-//   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl, for `send`
+//   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl: `send`, the S3 client
+//   SpoolDelivery   ships sealed spool segments to a destination (an S3 bucket; partner forwarding next)
 //   Aggregation     conversion schemas and the nightly job      Reporting  the static HTML report
 //   PostbackCLI     the subcommands, callable from tests
 //   postback        the executable: a thin entry point
@@ -44,11 +45,12 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
         .target(name: "PostbackClient", dependencies: ["Locking", "CCurl", "CCurlShim"]),
+        .target(name: "SpoolDelivery", dependencies: ["Locking", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
         .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
         .target(name: "Reporting", dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
         .target(
             name: "PostbackCLI",
-            dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "Aggregation", "Reporting"]
+            dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting"]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
         // scripts/ecdsa-differential: the P-256 table path against EVP over millions of signatures.
@@ -61,6 +63,7 @@ let package = Package(
         .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
         .testTarget(name: "AggregationTests", dependencies: ["Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
         .testTarget(name: "PostbackCLITests", dependencies: ["PostbackCLI", "Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "SpoolDeliveryTests", dependencies: ["SpoolDelivery", "PostbackClient", "PostbackStore", "PostbackServer", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
     ]
 )
 

@@ -115,20 +115,29 @@ public final class HTTPClient {
     }
 }
 
-/// Collects one response's headers and body from libcurl's callbacks.
-private final class ResponseSink {
+/// Collects one response's headers and body from libcurl's callbacks (shared with `S3Client`).
+final class ResponseSink {
     var body: [UInt8] = []
     var headers: [String: String] = [:]
+    /// The status of the latest status line seen.
+    var status = 0
+    /// When set, a 2xx response's body goes here chunk by chunk instead of into `body` (bounded
+    /// memory for large objects); returning false aborts the transfer. Error bodies are still kept.
+    var bodyStream: ((UnsafeRawBufferPointer) -> Bool)?
 
     func reset() {
         body.removeAll(keepingCapacity: true)
         headers.removeAll(keepingCapacity: true)
+        status = 0
     }
 
     static let bodyCallback: postback_curl_write_callback = { data, size, count, context in
         guard let data, let context else { return 0 }
         let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
         let length = size * count
+        if let stream = sink.bodyStream, (200..<300).contains(sink.status) {
+            return stream(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+        }
         data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
         return length
     }
@@ -141,6 +150,7 @@ private final class ResponseSink {
         if line.hasPrefix("HTTP/") {
             // A new response (after a 100 Continue, or a redirect): forget the previous headers.
             sink.headers.removeAll()
+            sink.status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: [" ", "\t", "\r", "\n", "\r\n"])
@@ -150,7 +160,7 @@ private final class ResponseSink {
     }
 }
 
-private extension Substring {
+extension Substring {
     /// ("\r\n" is one Character in Swift, so it must be in the set itself.)
     func trimmingCharacters(in set: Set<Character>) -> String {
         String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())

@@ -84,7 +84,7 @@ public final class PostbackServer: Sendable {
             let writerConfiguration = SpoolWriter.Configuration(
                 layout: layout, spool: spool, writerID: configuration.writerID, segmentBytes: configuration.segmentBytes,
                 firstSequence: recovery.nextSequence[spool] ?? 1, storage: storage,
-                gatherSeconds: configuration.commitGatherSeconds)
+                gatherSeconds: configuration.commitGatherSeconds, segmentMaxAgeSeconds: configuration.effectiveSegmentMaxAgeSeconds)
             return SpoolWriter(configuration: writerConfiguration, dedupIndex: index) { event in
                 metrics.writer(spool, event: event)
                 switch event {
@@ -141,6 +141,12 @@ public final class PostbackServer: Sendable {
     /// Whether `/readyz` answers 200: storage healthy, not full or read-only, and not shutting down.
     public var isReady: Bool { core.isReady }
 
+    /// Whether a spool writer may still append to this segment (shipping takes only sealed ones).
+    public func isSegmentOpen(_ path: String) -> Bool { core.ingest.postbacks.isOpen(path) || core.ingest.rejected.isOpen(path) }
+
+    /// Appends another component's Prometheus text (shipping's `postback_delivery_*`) to `/metrics`.
+    public func addMetricsSource(_ render: @escaping @Sendable () -> String) { core.metricsSources.withLock { $0.append(render) } }
+
     /// Graceful stop: stop accepting connections, let requests in progress finish (up to
     /// `shutdownGraceSeconds`), close the segments (every acknowledged record is already synced),
     /// release the writer lock. Safe to call more than once; returns when done.
@@ -178,6 +184,7 @@ final class HTTPCore: Sendable {
     let log: ServerLog
     let adNetworkPath: String?
     let watchdog: ConnectionWatchdog
+    let metricsSources = Locked<[@Sendable () -> String]>([])
     private let lock: WriterLock
 
     /// Requests in progress per client address, when `per_ip_connection_limit` is applied by client
@@ -652,6 +659,7 @@ final class HTTPCore: Sendable {
                 dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
             var text = metrics.render(gauges)
             ProcessMetrics.render(into: &text)
+            text += metricsSources.withLock { $0 }.map { $0() }.joined()
             return .text(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         default:
             return .text(500, "no handler")

@@ -15,7 +15,9 @@ import Glibc
 ///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info",
 ///      "trusted_proxies": ["10.0.0.0/8"], "rejected_bytes_per_day": 268435456,
 ///      "rejected_bytes_per_client_per_day": 4194304, "rejected_body_keep_bytes": 4096,
-///      "reserved_free_bytes": 268435456}
+///      "reserved_free_bytes": 268435456,
+///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
+///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 public struct ServerConfiguration: Sendable {
@@ -68,8 +70,22 @@ public struct ServerConfiguration: Sendable {
     public var rejectedBodyKeepBytes = 4096
     /// Free space kept for verified postbacks: rejected records are not written below it.
     public var reservedFreeBytes = 256 << 20
+    /// `s3://bucket/prefix` to ship sealed segments to (docs/deployment.md); nil: local disk only.
+    /// Endpoint, region and credentials come from the AWS environment variables unless set here.
+    public var shipTo: String?
+    public var objectStoreEndpoint: String?
+    public var objectStoreRegion: String?
+    /// `path` or `virtual`; nil: path style with a custom endpoint, virtual-host style on AWS.
+    public var objectStoreAddressing: String?
+    /// Seal an open segment after this long (so it can be shipped); nil: 300 s when shipping, else never.
+    public var segmentMaxAgeSeconds: Double?
+    /// Remove a shipped segment locally once it is this old; nil keeps every segment.
+    public var localRetentionHours: Double?
 
     public init() {}
+
+    /// The maximum segment age the spool writers use.
+    public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (shipTo == nil ? nil : 300) }
 
     public struct ConfigurationError: Error, CustomStringConvertible {
         public let description: String
@@ -136,6 +152,12 @@ public struct ServerConfiguration: Sendable {
             case "rejected_bytes_per_client_per_day": configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
             case "rejected_body_keep_bytes": configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...(16 << 20))
             case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
+            case "ship_to": configuration.shipTo = try reader.optionalString()
+            case "object_store_endpoint": configuration.objectStoreEndpoint = try reader.optionalString()
+            case "object_store_region": configuration.objectStoreRegion = try reader.optionalString()
+            case "object_store_addressing": configuration.objectStoreAddressing = try reader.optionalString()
+            case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
+            case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -157,7 +179,8 @@ public struct ServerConfiguration: Sendable {
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
-        "rejected_body_keep_bytes", "reserved_free_bytes", "log_level",
+        "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint", "object_store_region",
+        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "log_level",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -183,6 +206,15 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError("trust_keys are test keys; set allow_development to accept postbacks they sign")
         }
         _ = try ListenAddress(listen)
+        if let shipTo, !shipTo.hasPrefix("s3://") {
+            throw ConfigurationError("ship_to must be an s3://bucket/prefix URL, got \"\(JSONWriter.escapedForMessage(shipTo))\"")
+        }
+        if let addressing = objectStoreAddressing, addressing != "path", addressing != "virtual" {
+            throw ConfigurationError("object_store_addressing must be path or virtual")
+        }
+        if localRetentionHours != nil, shipTo == nil {
+            throw ConfigurationError("local_retention_hours removes shipped segments; it needs ship_to")
+        }
     }
 
     /// The host name, made into a valid writer id; `rx1` if there is none.
@@ -254,5 +286,12 @@ private struct ValueReader {
             throw ServerConfiguration.ConfigurationError("\(key) must be a number of seconds above 0 and at most 86400")
         }
         return seconds
+    }
+
+    func hours() throws(ServerConfiguration.ConfigurationError) -> Double {
+        guard case .number(let number) = value, let hours = Double(number.text), hours >= 0, hours <= 24 * 366 else {
+            throw ServerConfiguration.ConfigurationError("\(key) must be a number of hours from 0 to 8784")
+        }
+        return hours
     }
 }

@@ -61,10 +61,13 @@ public final class SpoolWriter: Sendable {
         /// before syncing it: fewer, larger syncs for a fraction of a millisecond of latency. A lone
         /// record is never held back.
         public var gatherSeconds: Double
+        /// A segment open this long is sealed (closed; the next record opens a new one), so that
+        /// shipping (`SpoolDelivery`) never waits long for a quiet segment; nil: only size and day seal.
+        public var segmentMaxAgeSeconds: Double?
 
         public init(layout: StoreLayout, spool: StoreLayout.Spool, writerID: String, segmentBytes: Int = 128 << 20,
                     firstSequence: Int = 1, storage: any SpoolStorage = POSIXSpoolStorage(), probeInterval: Double = 0.2,
-                    gatherSeconds: Double = 0) {
+                    gatherSeconds: Double = 0, segmentMaxAgeSeconds: Double? = nil) {
             self.layout = layout
             self.spool = spool
             self.writerID = writerID
@@ -73,6 +76,7 @@ public final class SpoolWriter: Sendable {
             self.storage = storage
             self.probeInterval = probeInterval
             self.gatherSeconds = gatherSeconds
+            self.segmentMaxAgeSeconds = segmentMaxAgeSeconds
         }
     }
 
@@ -100,6 +104,7 @@ public final class SpoolWriter: Sendable {
     private let openSegments = Locked<[String: FileIdentity]>([:])
     /// Set by `vanishedSegments()` when it found one: the writer thread then replaces it at once.
     private let checkRequested = Atomic<Bool>(false)
+    private let openPaths = Locked(Set<String>())
 
     /// Starts the writer thread.
     /// - Parameters:
@@ -131,6 +136,11 @@ public final class SpoolWriter: Sendable {
         }
         return vanished
     }
+
+    /// Whether `path` is a segment this writer may still append to. A path is marked open before its
+    /// file is created and unmarked after it is closed, so a caller that lists the spool first and
+    /// asks here second never takes a segment in progress for a sealed one.
+    public func isOpen(_ path: String) -> Bool { openPaths.withLock { $0.contains(path) } }
 
     /// Queues one encoded record (a JSON line with its newline) for the partition of `day`.
     /// `completion` is called exactly once, on the writer thread (or at once, when unhealthy or closed).
@@ -185,6 +195,12 @@ public final class SpoolWriter: Sendable {
 
     fileprivate func didFinish() { finished.signal() }
 
+    fileprivate func markOpen(_ path: String, _ open: Bool) {
+        openPaths.withLock { paths in
+            if open { paths.insert(path) } else { paths.remove(path) }
+        }
+    }
+
     fileprivate func publishOpenSegments(_ segments: [String: FileIdentity]) { openSegments.withLock { $0 = segments } }
 
     fileprivate func takeCheckRequest() -> Bool { checkRequested.exchange(false, ordering: .relaxed) }
@@ -222,6 +238,7 @@ private final class Worker: @unchecked Sendable {
         var syncedSize = 0
         /// What `path` named when the segment was created (nil if it could not be read).
         var identity: FileIdentity? = nil
+        let openedAt = DispatchTime.now().uptimeNanoseconds
     }
 
     let owner: SpoolWriter
@@ -249,11 +266,12 @@ private final class Worker: @unchecked Sendable {
     func run() {
         while true {
             if owner.isHealthy {
-                owner.waitForWork(timeout: nil)
+                owner.waitForWork(timeout: secondsUntilNextSeal())
+                sealAgedSegments()
                 if owner.takeCheckRequest() {
                     replaceVanishedSegments(days: Array(segments.keys))
-                    if segmentsChanged { publishSegments() }
                 }
+                if segmentsChanged { publishSegments() }
                 if lastBatchSize > 1, configuration.gatherSeconds > 0 { usleep(UInt32(configuration.gatherSeconds * 1e6)) }
                 let (batch, closing) = owner.take()
                 // An empty take is a leftover wake-up (one per submit), not a sign of low load.
@@ -275,7 +293,7 @@ private final class Worker: @unchecked Sendable {
                 probeIfDue()
             }
         }
-        for segment in segments.values { storage.close(segment.descriptor) }
+        for segment in segments.values { closeSegment(segment) }
         segments.removeAll()
         owner.didFinish()
     }
@@ -337,7 +355,7 @@ private final class Worker: @unchecked Sendable {
                 }
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 // Rolled segments are full and synced: done with them.
-                for segment in rolled { storage.close(segment.descriptor) }
+                for segment in rolled { closeSegment(segment) }
                 rolled.removeAll()
                 for position in written {
                     outcomes[position] = .stored
@@ -410,9 +428,11 @@ private final class Worker: @unchecked Sendable {
             // A number is never reused, not even after a failed create.
             nextSequence += 1
             let descriptor: Int32
+            owner.markOpen(path, true)
             do {
                 descriptor = try storage.createSegment(path)
             } catch {
+                owner.markOpen(path, false)
                 attempts += 1
                 // A file of that name appeared after start-up (it should not): take the next number.
                 if error.errorNumber == EEXIST, attempts < 16 { continue }
@@ -422,6 +442,7 @@ private final class Worker: @unchecked Sendable {
                 try storage.syncDirectory(directory)
             } catch {
                 storage.close(descriptor)
+                owner.markOpen(path, false)
                 throw error
             }
             events(.openedSegment(path: path))
@@ -441,7 +462,7 @@ private final class Worker: @unchecked Sendable {
                 FileIdentity(path: segment.path) == open ? open : nil
             }
             guard current == nil || current != segment.identity else { continue }
-            storage.close(segment.descriptor)
+            closeSegment(segment)
             segments[day] = nil
             knownDirectories.removeAll()
             changed = true
@@ -460,7 +481,31 @@ private final class Worker: @unchecked Sendable {
     /// After a midnight, the previous day's segment is closed once a batch no longer writes to it.
     private func closeStaleSegments(newest: UTCDay) {
         for (day, segment) in segments where day < newest {
-            storage.close(segment.descriptor)
+            closeSegment(segment)
+            segments[day] = nil
+            segmentsChanged = true
+        }
+    }
+
+    /// Closes a segment for good: from now on its bytes never change (it is sealed).
+    private func closeSegment(_ segment: OpenSegment) {
+        storage.close(segment.descriptor)
+        owner.markOpen(segment.path, false)
+    }
+
+    /// How long the thread may sleep before the oldest open segment reaches its maximum age.
+    private func secondsUntilNextSeal() -> Double? {
+        guard let maxAge = configuration.segmentMaxAgeSeconds, let oldest = segments.values.map(\.openedAt).min() else { return nil }
+        let age = Double(DispatchTime.now().uptimeNanoseconds - oldest) / 1e9
+        return max(0.001, maxAge - age)
+    }
+
+    /// Seals every segment past its maximum age. Between batches all of a segment's bytes are synced.
+    private func sealAgedSegments() {
+        guard let maxAge = configuration.segmentMaxAgeSeconds else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        for (day, segment) in segments where Double(now - segment.openedAt) / 1e9 >= maxAge {
+            closeSegment(segment)
             segments[day] = nil
             segmentsChanged = true
         }
@@ -471,7 +516,7 @@ private final class Worker: @unchecked Sendable {
         for segment in Array(segments.values) + rolled {
             // Also when nothing seems unsynced: a partial write leaves bytes `size` may not count.
             storage.truncate(segment.descriptor, to: segment.syncedSize)
-            storage.close(segment.descriptor)
+            closeSegment(segment)
         }
         segments.removeAll()
         knownDirectories.removeAll()

@@ -1,4 +1,5 @@
 import Aggregation
+import PostbackClient
 import Dispatch
 import Foundation
 import PostbackStore
@@ -25,7 +26,8 @@ enum AggregateCommand {
         over yet is refused unless --allow-open-day. A day with no spool is published as an
         explicitly empty day (spool_segments 0 in its manifest), which reports show as a gap.
 
-          --data DIR          the store: spool read from DIR/raw, aggregates written to DIR/agg
+          --data DIR          the store: spool read from DIR/raw, aggregates written to DIR/agg;
+                              or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
           --schemas DIR       conversion schemas, DIR/<app-id>/*.json (see docs/aggregate.md)
           --date DAY          one day; or --from DAY --to DAY, inclusive
           --lookback-days N   do not count again a postback whose key was received in the N days
@@ -62,12 +64,15 @@ enum AggregateCommand {
             let inputs = arguments.values("--input")
             for input in inputs { try UserPaths.requireInputFile(input, option: "--input") }
             if inputs.isEmpty {
-                try UserPaths.requireDirectory(data, option: "--data", holding: "raw/ from 'postback serve'")
+                if !S3Location.isObjectStoreURL(data) {
+                    try UserPaths.requireDirectory(data, option: "--data", holding: "raw/ from 'postback serve'")
+                }
                 if arguments.has("--allow-dev") || !arguments.values("--trust-key").isEmpty {
                     throw UsageError("--allow-dev and --trust-key apply to --input; the spool already holds verdicts")
                 }
             } else {
                 guard from == to else { throw UsageError("--input aggregates one day: use --date, not --from/--to") }
+                guard !S3Location.isObjectStoreURL(data) else { throw UsageError("--input writes to a local --data DIR, not an s3:// store") }
                 let keys = try TrustKeys.load(arguments.values("--trust-key"))
                 if !keys.isEmpty, !arguments.has("--allow-dev") { throw UsageError("--trust-key keys are test keys; add --allow-dev") }
                 verifier = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: keys))
@@ -109,6 +114,12 @@ enum AggregateCommand {
         do {
             if let verifier {
                 report(try job.runInput(files: arguments.values("--input"), verifier: verifier))
+            } else if S3Location.isObjectStoreURL(request.dataDirectory) {
+                try ObjectStoreJobs.aggregate(url: request.dataDirectory, from: request.from, to: request.to, lookbackDays: request.lookbackDays) { staged in
+                    var local = request
+                    local.dataDirectory = staged
+                    try AggregationJob(request: local, catalog: catalog).run(onDay: report)
+                }
             } else {
                 try job.run(onDay: report)
             }

@@ -1,4 +1,5 @@
 import Postbacks
+import PostbackClient
 import Reporting
 
 /// `postback report` (issue 6): argument handling and the summary line; the page is built in the
@@ -14,7 +15,8 @@ enum ReportCommand {
         null-value and non-winning shares, rejected and development postbacks. The page is written
         atomically, and the same aggregates always give the same bytes.
 
-          --data DIR          the store (reads DIR/agg/campaign_daily and DIR/agg/_manifests)
+          --data DIR          the store (reads DIR/agg/campaign_daily and DIR/agg/_manifests);
+                              or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
           --date DAY          one day; or --from DAY --to DAY, inclusive (the UTC day received)
           --out FILE          the page to write ('-': standard output, the summary then on stderr)
           --title TEXT        the page's heading (default: Postback report)
@@ -39,7 +41,9 @@ enum ReportCommand {
             guard let out = arguments.value("--out") else { throw UsageError("--out FILE is required ('-' for standard output)") }
             let (from, to) = try AggregateCommand.dayRange(arguments)
             let topCampaigns = try arguments.integer("--top", default: ReportRequest.defaultTopCampaigns, in: 1...500)
-            try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
+            if !S3Location.isObjectStoreURL(data) {
+                try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
+            }
             try UserPaths.requireOutputFile(out, option: "--out")
             request = ReportRequest(dataDirectory: data, from: from, to: to, outputPath: out, title: arguments.value("--title"),
                                     topCampaigns: topCampaigns,
@@ -56,12 +60,24 @@ enum ReportCommand {
         let summary: ReportSummary
         let toStandardOutput = request.outputPath == "-"
         do {
-            if toStandardOutput {
+            // The page to a file, or to standard output with --out -.
+            func make(_ request: ReportRequest) throws -> ReportSummary {
+                guard toStandardOutput else { return try ReportGenerator.generate(request) }
                 let (page, built) = try ReportGenerator.build(request)
                 io.standardOutput.write(page)
-                summary = built
+                return built
+            }
+            if S3Location.isObjectStoreURL(request.dataDirectory) {
+                // From a bucket: the range's aggregates are staged locally, then read as usual.
+                var staged: ReportSummary?
+                try ObjectStoreJobs.report(url: request.dataDirectory, from: request.from, to: request.to) { root in
+                    var local = request
+                    local.dataDirectory = root
+                    staged = try make(local)
+                }
+                summary = staged!
             } else {
-                summary = try ReportGenerator.generate(request)
+                summary = try make(request)
             }
         } catch {
             io.printError("postback report: \(error)")

@@ -1,6 +1,7 @@
 import Postbacks
 import PostbackServer
 import PostbackStore
+import SpoolDelivery
 
 #if canImport(Glibc)
 import Glibc
@@ -11,6 +12,7 @@ enum ServeCommand {
     static let usage = """
         usage: postback serve [--config FILE] [--listen HOST:PORT] [--data DIR] [--writer-id ID]
                               [--allow-dev] [--trust-key PEM]... [--log-level LEVEL] [--log-format FORMAT]
+                              [--ship-to s3://BUCKET/PREFIX]
 
         Receives SKAdNetwork and AdAttributionKit postbacks over HTTP, verifies them and stores
         them durably: 200 only once a postback is synced to disk, 500 whenever it is not.
@@ -28,6 +30,8 @@ enum ServeCommand {
           --log-format FORMAT  auto (default): start-up errors as plain text when stderr is a
                                terminal, JSON lines otherwise; json: always JSON lines. Once
                                serving, logs are JSON lines (one object per line) on stderr
+          --ship-to URL        also upload sealed segments to s3://BUCKET/PREFIX (credentials and
+                               endpoint from AWS_* variables; see docs/deployment.md)
 
         Endpoints: POST /.well-known/skadnetwork/report-attribution/,
         POST /.well-known/appattribution/report-attribution/, the config's ad_network_path,
@@ -39,7 +43,7 @@ enum ServeCommand {
         """
 
     static let syntax = CommandSyntax("serve", usage: usage, flags: ["--allow-dev"],
-                                      options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level", "--log-format"])
+                                      options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level", "--log-format", "--ship-to"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         // Block the stop signals before any thread starts, so every thread inherits the mask and
@@ -94,9 +98,17 @@ enum ServeCommand {
         } catch {
             return startupError(error.description)
         }
+        let shipping: SpoolDeliveryWorker?
+        do {
+            shipping = try ServeShipping.start(server: server, log: log)
+        } catch {
+            server.shutdown()
+            return startupError("shipping to the object store: \(error)")
+        }
         let reason = waitForStop(server)
         log.info("stop requested", ["signal": .string(reason)])
         server.shutdown()
+        shipping?.stop()
         return .success
     }
 
@@ -111,6 +123,7 @@ enum ServeCommand {
         if !arguments.values("--trust-key").isEmpty, !configuration.allowsDevelopment {
             throw UsageError("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
         }
+        if let url = arguments.value("--ship-to") { configuration.shipTo = url }
         configuration.trustKeyPaths += arguments.values("--trust-key")
         if let name = arguments.value("--log-level") {
             guard let level = ServerLog.Level(name: name) else { throw UsageError("--log-level must be debug, info, warning or error, got '\(name)'") }

@@ -1,0 +1,241 @@
+import Aggregation
+import Dispatch
+import Foundation
+import Locking
+import PostbackClient
+import PostbackCrypto
+import Postbacks
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `aggregate --data s3://…` and `report --data s3://…`: the local job, run over exactly the objects
+/// it needs, staged one object at a time (streamed, bounded memory) into a private work directory
+/// that is removed afterwards, then the outputs published back: data files first, each day's
+/// manifest last (the commit record readers trust), unchanged objects left alone.
+///
+/// The staged set is the run's window only: `raw/postbacks` of the lookback days and the range,
+/// `raw/rejected` and the existing `agg/` partitions of the range. The local job's result over those
+/// files is the result over the bucket, so a run from the bucket is byte-identical to a run over the
+/// same segments on disk (tested).
+///
+/// Object stores have no `flock`: `aggregate` takes a lease object, `agg/_lease.json`, by conditional
+/// create (`If-None-Match: *`). A second job finds it and stops with an error naming the holder; a
+/// lease older than `leaseSeconds` (a job that died) is taken over.
+enum ObjectStoreJobs {
+    static let leaseKey = "agg/_lease.json"
+    static let leaseSeconds = 6 * 3600.0
+
+    struct Staged {
+        let client: S3Client
+        let root: String
+        /// Relative path → SHA-256 (base64) of what was downloaded.
+        var downloaded: [String: String] = [:]
+    }
+
+    static func client(_ url: String, environment: [String: String]? = nil) throws -> S3Client {
+        let client = try S3Client(location: S3Location(url: url), settings: S3Settings.fromEnvironment(environment))
+        try client.checkAccess()
+        return client
+    }
+
+    /// Runs the nightly job against the bucket; `body` runs it on the staged directory.
+    static func aggregate(url: String, from: UTCDay, to: UTCDay, lookbackDays: Int, environment: [String: String]? = nil,
+                          body: (String) throws -> Void) throws {
+        let client = try client(url, environment: environment)
+        // As for a local store: a mistyped URL must not publish empty days over good ones.
+        guard try !client.list(relativePrefix: "raw/postbacks/", pageSize: 1, firstPageOnly: true).isEmpty else {
+            throw UsageError("--data \(client.location) holds no spool (no raw/postbacks/ objects): is it where the receivers ship to?")
+        }
+        let lease = try Lease.acquire(client: client)
+        defer { lease.release() }
+        var staged = try Staged(client: client, root: makeWorkDirectory())
+        defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        var keys: [String] = []
+        var day = from.adding(days: -lookbackDays)
+        while day <= to {
+            keys += try staged.client.list(relativePrefix: "raw/postbacks/dt=\(day)/").map(\.relativeKey)
+            if day >= from {
+                keys += try staged.client.list(relativePrefix: "raw/rejected/dt=\(day)/").map(\.relativeKey)
+                keys += try aggregateKeys(staged.client, day: day)
+            }
+            day = day.adding(days: 1)
+        }
+        try download(keys, into: &staged)
+        try body(staged.root)
+        day = from
+        while day <= to {
+            let manifest = "agg/_manifests/dt=\(day).json"
+            let outputs = try localFiles(under: staged.root, relative: "agg").filter { $0.contains("/dt=\(day)/") && !$0.hasPrefix("agg/_") }
+            for path in outputs.sorted() + [manifest] { try publish(path, from: staged) }
+            day = day.adding(days: 1)
+        }
+    }
+
+    /// Runs the report against the bucket; `body` runs it on the staged directory.
+    static func report(url: String, from: UTCDay, to: UTCDay, environment: [String: String]? = nil, body: (String) throws -> Void) throws {
+        var staged = try Staged(client: client(url, environment: environment), root: makeWorkDirectory())
+        defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        var keys: [String] = []
+        var day = from
+        while day <= to {
+            keys += try aggregateKeys(staged.client, day: day)
+            day = day.adding(days: 1)
+        }
+        try download(keys, into: &staged)
+        try body(staged.root)
+    }
+
+    /// The keys of a day's published aggregates: its manifest and every table's partition.
+    private static func aggregateKeys(_ client: S3Client, day: UTCDay) throws -> [String] {
+        var keys = try client.list(relativePrefix: "agg/_manifests/dt=\(day).json").map(\.relativeKey)
+        for table in [AggregateTables.campaignDaily, AggregateTables.campaignEventsDaily] {
+            keys += try client.list(relativePrefix: "agg/\(table)/dt=\(day)/").map(\.relativeKey)
+        }
+        return keys
+    }
+
+    /// Downloads `keys`, each streamed to its file under the staging root, on `parallelDownloads`
+    /// connections (one store request at a time leaves a loopback or LAN link mostly idle).
+    static let parallelDownloads = 4
+
+    private static func download(_ keys: [String], into staged: inout Staged) throws {
+        let root = staged.root
+        let location = staged.client.location, settings = staged.client.settings
+        let results = Locked<(checksums: [String: String], failure: (any Error)?)>(([:], nil))
+        let next = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: min(parallelDownloads, max(1, keys.count))) { _ in
+            let client: S3Client
+            do { client = try S3Client(location: location, settings: settings) } catch {
+                results.withLock { $0.failure = $0.failure ?? error }
+                return
+            }
+            while true {
+                let position = next.withLock { value -> Int in
+                    defer { value += 1 }
+                    return value
+                }
+                guard position < keys.count, results.withLock({ $0.failure == nil }) else { return }
+                do {
+                    let checksum = try downloadOne(keys[position], root: root, client: client)
+                    results.withLock { $0.checksums[keys[position]] = checksum }
+                } catch {
+                    results.withLock { $0.failure = $0.failure ?? error }
+                }
+            }
+        }
+        let (checksums, failure) = results.withLock { ($0.checksums, $0.failure) }
+        if let failure { throw failure }
+        staged.downloaded.merge(checksums) { $1 }
+    }
+
+    /// One object to its file; returns its SHA-256 (base64).
+    private static func downloadOne(_ key: String, root: String, client: S3Client) throws -> String? {
+        // Keys are store paths; nothing may climb out of the staging directory.
+        guard !key.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }), !key.hasSuffix("/") else { return nil }
+        let path = root + "/" + key
+        try FileManager.default.createDirectory(atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw UsageError("\(path): cannot create: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let hasher = SHA256Hasher()
+        var writeError: Int32 = 0
+        var received: Result<Bool, S3Error> = .success(true)
+        received = Result { () throws(S3Error) -> Bool in try client.get(relativeKey: key) { chunk in
+            hasher.update(chunk)
+            var offset = 0
+            while offset < chunk.count {
+                let written = write(fd, chunk.baseAddress! + offset, chunk.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    writeError = errno
+                    return false
+                }
+                offset += written
+            }
+            return true
+        } }
+        if writeError == 0 { _ = try received.get() }
+        if writeError != 0 { throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(writeError)))") }
+        return Data(hasher.finalize().bytes).base64EncodedString()
+    }
+
+    /// Uploads one local output unless the bucket already holds the same bytes.
+    private static func publish(_ relativePath: String, from staged: Staged) throws {
+        let path = staged.root + "/" + relativePath
+        guard let bytes = try? FileBytes.read(path: path, limit: 1 << 34) else { return }
+        let checksum = Data(SHA256.hash(bytes).bytes).base64EncodedString()
+        if staged.downloaded[relativePath] == checksum { return }
+        try staged.client.putBytes(relativeKey: relativePath, bytes: bytes, checksumSHA256: checksum,
+                                   contentType: relativePath.hasSuffix(".json") ? "application/json" : "text/csv")
+    }
+
+    private static func localFiles(under root: String, relative: String) throws -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: root + "/" + relative) else { return [] }
+        var files: [String] = []
+        while let next = enumerator.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            let full = root + "/" + relative + "/" + next
+            if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
+               !next.split(separator: "/").last!.hasPrefix(".") {
+                files.append(relative + "/" + next)
+            }
+        }
+        return files
+    }
+
+    private static func makeWorkDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "postback-s3-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a work directory: \(String(cString: strerror(errno)))") }
+        return String(cString: made)
+    }
+
+    /// The publishing lease: `agg/_lease.json`, created only if absent.
+    final class Lease {
+        let client: S3Client
+        let bytes: [UInt8]
+        private var held = true
+
+        private init(client: S3Client, bytes: [UInt8]) {
+            self.client = client
+            self.bytes = bytes
+        }
+
+        static func acquire(client: S3Client, now: Double = Date().timeIntervalSince1970) throws -> Lease {
+            var host = [CChar](repeating: 0, count: 256)
+            gethostname(&host, host.count)
+            let holder = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":\(getpid())"
+            let bytes = Array("{\"holder\":\"\(holder)\",\"acquired\":\(Int(now)),\"expires\":\(Int(now + ObjectStoreJobs.leaseSeconds))}\n".utf8)
+            let checksum = Data(SHA256.hash(bytes).bytes).base64EncodedString()
+            for attempt in 0..<2 {
+                do {
+                    try client.putBytes(relativeKey: ObjectStoreJobs.leaseKey, bytes: bytes, checksumSHA256: checksum, createOnly: true,
+                                        contentType: "application/json")
+                    return Lease(client: client, bytes: bytes)
+                } catch {
+                    guard case .alreadyExists = error else { throw error }
+                    let existing = try client.getBytes(relativeKey: ObjectStoreJobs.leaseKey) ?? []
+                    let text = String(decoding: existing, as: UTF8.self)
+                    let expires = text.range(of: "\"expires\":").flatMap { Double(text[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
+                    guard attempt == 0, expires < now else {
+                        throw UsageError("another aggregate job holds \(client.location.key(ObjectStoreJobs.leaseKey)) (\(text.trimmingCharacters(in: .whitespacesAndNewlines))); "
+                            + "wait for it, or delete that object if no job is running")
+                    }
+                    // Expired: its job died. Take it over (the conditional create still decides between two takers).
+                    try client.delete(relativeKey: ObjectStoreJobs.leaseKey)
+                }
+            }
+            throw UsageError("could not take \(client.location.key(ObjectStoreJobs.leaseKey))")
+        }
+
+        /// Deletes the lease if it is still this job's.
+        func release() {
+            guard held else { return }
+            held = false
+            if (try? client.getBytes(relativeKey: ObjectStoreJobs.leaseKey)) == bytes { try? client.delete(relativeKey: ObjectStoreJobs.leaseKey) }
+        }
+
+        deinit { release() }
+    }
+}

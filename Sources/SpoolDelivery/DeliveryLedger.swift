@@ -1,0 +1,76 @@
+import Foundation
+public import PostbackStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The durable record of what one destination holds: one line per delivered segment,
+/// `<relative path>\t<size>\t<sha256 hex>\n`, appended and fdatasync'ed after the destination
+/// confirmed it, before anything (local retention) relies on it. A torn last line (a crash during
+/// the append) is ignored: that segment is delivered again, which destinations accept (idempotent).
+///
+/// Lives at `DATA/raw/_delivery/<destination>/<writer>.ledger` (next to `raw/_writers/`, outside every
+/// spool, so readers of `raw/postbacks/` never see it); one file per writer, so receivers sharing a
+/// data directory never append to the same file.
+public final class DeliveryLedger {
+    public let path: String
+    private var delivered: Set<String> = []
+    private var descriptor: Int32 = -1
+    private let storage = POSIXSpoolStorage()
+
+    public static func path(root: String, destination: String, writerID: String) -> String {
+        "\(root)/raw/_delivery/\(destination)/\(writerID).ledger"
+    }
+
+    /// Loads the ledger (none yet is an empty one). A ledger that exists but cannot be read is an
+    /// error: taking it for empty would only re-deliver, but it hides a broken disk.
+    public init(path: String) throws(StorageError) {
+        self.path = path
+        let directory = String(path[..<path.lastIndex(of: "/")!])
+        try storage.makeDirectories(directory)
+        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw StorageError(operation: "open", path: path, errorNumber: errno) }
+        descriptor = fd
+        try storage.syncDirectory(directory)
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(bytes.count)) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw StorageError(operation: "read", path: path, errorNumber: errno)
+            }
+            if got == 0 { break }
+            bytes += buffer[..<got]
+        }
+        var lineStart = 0
+        var tornTail = false
+        for (position, byte) in bytes.enumerated() where byte == 0x0A {
+            let line = bytes[lineStart..<position]
+            if let tab = line.firstIndex(of: 0x09) { delivered.insert(String(decoding: line[..<tab], as: UTF8.self)) }
+            lineStart = position + 1
+        }
+        if lineStart < bytes.count { tornTail = true }
+        if tornTail {
+            // Cut the torn line off so the next append starts a clean line.
+            guard ftruncate(fd, off_t(lineStart)) == 0, fdatasync(fd) == 0 else {
+                throw StorageError(operation: "truncate", path: path, errorNumber: errno)
+            }
+        }
+    }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    public var count: Int { delivered.count }
+
+    public func contains(_ relativePath: String) -> Bool { delivered.contains(relativePath) }
+
+    /// Records a confirmed delivery durably (write and fdatasync) before returning.
+    public func record(_ segment: SealedSegment, sha256Hex: String) throws(StorageError) {
+        let line = Array("\(segment.relativePath)\t\(segment.size)\t\(sha256Hex)\n".utf8)
+        try storage.append(line, to: descriptor, path: path)
+        try storage.sync(descriptor, path: path)
+        delivered.insert(segment.relativePath)
+    }
+}

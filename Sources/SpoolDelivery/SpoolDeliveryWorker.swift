@@ -1,0 +1,323 @@
+import Dispatch
+import Foundation
+import Locking
+import Synchronization
+public import PostbackStore
+import PostbackCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Delivers one writer's sealed spool segments to one destination, in the background: never on the
+/// ingestion path, never holding a lock the HTTP threads or spool writers take.
+///
+/// Each pass lists the writer's segments in the local spools (oldest day first, then sequence),
+/// skips those still open (`isOpen`, asked after listing, so a segment created meanwhile is never
+/// mistaken for a sealed one) and those the ledger says are delivered, and delivers the rest one at a
+/// time: hash, `deliver`, record in the ledger (fdatasync). The first failure ends the pass; the next
+/// one waits per `Backoff`. Passes otherwise run every `scanIntervalSeconds` (and at `wake()`).
+///
+/// The backlog is the local spool itself, so it is bounded by the disk (when the disk fills, the
+/// receiver's `/readyz` goes not-ready, as without delivery); `/metrics` shows it. With
+/// `localRetentionSeconds`, a delivered segment is removed locally once it is that old; an
+/// undelivered one never is.
+public final class SpoolDeliveryWorker: Sendable {
+    public struct Configuration: Sendable {
+        public var layout: StoreLayout
+        public var writerID: String
+        public var spools: [StoreLayout.Spool]
+        /// Whether the writer may still append to a segment (`SpoolWriter.isOpen`).
+        public var isOpen: @Sendable (String) -> Bool
+        public var scanIntervalSeconds: Double
+        public var backoff: Backoff
+        /// Delivered segments older than this are removed locally; nil keeps them.
+        public var localRetentionSeconds: Double?
+
+        public init(layout: StoreLayout, writerID: String, spools: [StoreLayout.Spool] = StoreLayout.Spool.allCases,
+                    isOpen: @escaping @Sendable (String) -> Bool, scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff(),
+                    localRetentionSeconds: Double? = nil) {
+            self.layout = layout
+            self.writerID = writerID
+            self.spools = spools
+            self.isOpen = isOpen
+            self.scanIntervalSeconds = scanIntervalSeconds
+            self.backoff = backoff
+            self.localRetentionSeconds = localRetentionSeconds
+        }
+    }
+
+    /// What happened, for logs. Called on the worker thread.
+    public enum Event: Sendable {
+        case delivered(SealedSegment)
+        /// The first failure after a success (or at start): the destination is unreachable or refusing.
+        case destinationDown(String)
+        /// The first success after `destinationDown`.
+        case destinationUp
+        case conflict(SealedSegment, String)
+        case removedLocally(String)
+        /// A local problem (listing, hashing, the ledger): retried like a destination failure.
+        case localProblem(String)
+    }
+
+    /// A snapshot for `/metrics`.
+    public struct Status: Sendable, Equatable {
+        public var pendingSegments: [StoreLayout.Spool: Int] = [:]
+        public var pendingBytes: [StoreLayout.Spool: Int] = [:]
+        /// Age of the oldest sealed segment not yet delivered; 0 when none.
+        public var oldestPendingSeconds = 0.0
+        public var deliveredSegments: [StoreLayout.Spool: Int] = [:]
+        public var deliveredBytes: [StoreLayout.Spool: Int] = [:]
+        public var failures = 0
+        public var conflicts = 0
+        public var removedLocally = 0
+        /// False from a failed attempt until the next success.
+        public var destinationUp = true
+        public var lastError: String?
+        /// False until the first pass listed the spool: the pending figures mean nothing before.
+        public var scanned = false
+    }
+
+    public let destination: any DeliveryDestination
+    private let configuration: Configuration
+    private let state = Locked(Status())
+    private let stopping = Atomic<Bool>(false)
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Opens the ledger (an error here means the data directory is unusable) and starts the thread.
+    public init(configuration: Configuration, destination: any DeliveryDestination,
+                events: @escaping @Sendable (Event) -> Void = { _ in }) throws(StorageError) {
+        self.configuration = configuration
+        self.destination = destination
+        let ledger = try DeliveryLedger(path: DeliveryLedger.path(root: configuration.layout.root, destination: destination.name,
+                                                                   writerID: configuration.writerID))
+        let pass = DeliveryPass(owner: self, ledger: ledger, events: events)
+        let thread = Thread { pass.run() }
+        thread.name = "deliver-\(destination.name)"
+        thread.start()
+    }
+
+    public var status: Status { state.withLock { $0 } }
+
+    /// Starts a pass now (tests; after a segment is sealed).
+    public func wake() { wakeup.signal() }
+
+    /// Stops after the delivery in progress (if any); returns when the thread is done. What is not
+    /// delivered stays pending in the local spool for the next start.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        wakeup.signal()
+        finished.wait()
+    }
+
+    /// The Prometheus text for `/metrics` (families `postback_delivery_*`, label `destination`).
+    public func renderMetrics() -> String {
+        let status = self.status
+        let name = destination.name
+        var text = ""
+        func family(_ metric: String, _ type: String, _ help: String, perSpool: [StoreLayout.Spool: Int]? = nil, value: Double = 0) {
+            text += "# HELP \(metric) \(help)\n# TYPE \(metric) \(type)\n"
+            if let perSpool {
+                for spool in configuration.spools {
+                    text += "\(metric){destination=\"\(name)\",spool=\"\(spool.rawValue)\"} \(perSpool[spool] ?? 0)\n"
+                }
+            } else {
+                text += "\(metric){destination=\"\(name)\"} \(value)\n"
+            }
+        }
+        // Before the first listing the backlog is unknown: no sample rather than a false 0.
+        if status.scanned {
+            family("postback_delivery_pending_segments", "gauge", "Sealed segments not yet delivered.", perSpool: status.pendingSegments)
+            family("postback_delivery_pending_bytes", "gauge", "Bytes of sealed segments not yet delivered.", perSpool: status.pendingBytes)
+            family("postback_delivery_oldest_pending_seconds", "gauge", "Age of the oldest sealed segment not yet delivered (0: none).",
+                   value: status.oldestPendingSeconds.rounded())
+        }
+        family("postback_delivery_segments_total", "counter", "Segments delivered and recorded in the ledger since start.", perSpool: status.deliveredSegments)
+        family("postback_delivery_bytes_total", "counter", "Bytes delivered since start.", perSpool: status.deliveredBytes)
+        family("postback_delivery_errors_total", "counter", "Failed delivery attempts (retried with backoff).", value: Double(status.failures))
+        family("postback_delivery_conflicts", "gauge", "Segments the destination holds with different bytes (never overwritten).",
+               value: Double(status.conflicts))
+        family("postback_delivery_local_removed_total", "counter", "Delivered segments removed locally after the retention time.",
+               value: Double(status.removedLocally))
+        family("postback_delivery_destination_up", "gauge", "1 unless the last delivery attempt failed.", value: status.destinationUp ? 1 : 0)
+        return text
+    }
+
+    fileprivate var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    fileprivate func sleep(_ seconds: Double) { _ = wakeup.wait(timeout: .now() + seconds) }
+    fileprivate func update(_ body: (inout Status) -> Void) { state.withLock { body(&$0) } }
+    fileprivate func didFinish() { finished.signal() }
+    fileprivate var settings: Configuration { configuration }
+}
+
+/// The worker thread's own state (ledger, conflicts, failure count): touched by that thread only.
+private final class DeliveryPass: @unchecked Sendable {
+    let owner: SpoolDeliveryWorker
+    let ledger: DeliveryLedger
+    let events: @Sendable (SpoolDeliveryWorker.Event) -> Void
+    var conflicts: Set<String> = []
+    var consecutiveFailures = 0
+    var reportedDown = false
+
+    init(owner: SpoolDeliveryWorker, ledger: DeliveryLedger, events: @escaping @Sendable (SpoolDeliveryWorker.Event) -> Void) {
+        self.owner = owner
+        self.ledger = ledger
+        self.events = events
+    }
+
+    func run() {
+        let configuration = owner.settings
+        while !owner.isStopping {
+            let succeeded = pass(configuration)
+            if owner.isStopping { break }
+            owner.sleep(succeeded ? configuration.scanIntervalSeconds : configuration.backoff.delay(afterFailures: consecutiveFailures))
+        }
+        owner.didFinish()
+    }
+
+    /// One pass; false if it stopped at a failure.
+    private func pass(_ configuration: SpoolDeliveryWorker.Configuration) -> Bool {
+        let pending: [SealedSegment]
+        var delivered: [SealedSegment] = []
+        var newest: Set<String> = []
+        do {
+            (pending, delivered, newest) = try scan(configuration)
+        } catch {
+            fail("listing the spool: \(error)", local: true)
+            return false
+        }
+        publishPending(pending)
+        var remaining = pending
+        while !remaining.isEmpty, !owner.isStopping {
+            let segment = remaining.removeFirst()
+            guard let digest = hash(segment.path) else {
+                fail("\(segment.path): cannot read the segment to deliver it", local: true)
+                return false
+            }
+            do {
+                try owner.destination.deliver(segment, sha256: digest.bytes)
+            } catch {
+                if error.kind == .conflict {
+                    conflicts.insert(segment.relativePath)
+                    owner.update { $0.conflicts = conflicts.count }
+                    events(.conflict(segment, error.description))
+                    publishPending(remaining)
+                    continue
+                }
+                fail(error.description, local: false)
+                return false
+            }
+            do {
+                try ledger.record(segment, sha256Hex: digest.description)
+            } catch {
+                fail("recording the delivery: \(error)", local: true)
+                return false
+            }
+            consecutiveFailures = 0
+            if reportedDown {
+                reportedDown = false
+                events(.destinationUp)
+            }
+            owner.update { status in
+                status.destinationUp = true
+                status.deliveredSegments[segment.spool, default: 0] += 1
+                status.deliveredBytes[segment.spool, default: 0] += segment.size
+            }
+            events(.delivered(segment))
+            delivered.append(segment)
+            publishPending(remaining)
+        }
+        if let retention = configuration.localRetentionSeconds {
+            // The newest segment of each spool stays: start-up takes the next sequence number from
+            // the local files, and a reused name would collide with a delivered object.
+            removeOld(delivered.filter { !newest.contains($0.path) }, olderThan: retention)
+        }
+        return true
+    }
+
+    private func fail(_ message: String, local: Bool) {
+        consecutiveFailures += 1
+        owner.update { status in
+            status.failures += 1
+            status.lastError = message
+            if !local { status.destinationUp = false }
+        }
+        if local {
+            events(.localProblem(message))
+        } else if !reportedDown {
+            reportedDown = true
+            events(.destinationDown(message))
+        }
+    }
+
+    private func publishPending(_ pending: [SealedSegment]) {
+        let now = Date().timeIntervalSince1970
+        owner.update { status in
+            status.scanned = true
+            status.pendingSegments = [:]
+            status.pendingBytes = [:]
+            for segment in pending {
+                status.pendingSegments[segment.spool, default: 0] += 1
+                status.pendingBytes[segment.spool, default: 0] += segment.size
+            }
+            status.oldestPendingSeconds = pending.map { max(0, now - $0.modifiedAt) }.max() ?? 0
+        }
+    }
+
+    /// Sealed segments of this writer: (not yet delivered, oldest first; delivered and still local;
+    /// the paths of each spool's highest-numbered segment).
+    private func scan(_ configuration: SpoolDeliveryWorker.Configuration) throws(StoreLayout.ListingError)
+        -> ([SealedSegment], [SealedSegment], Set<String>)
+    {
+        var pending: [(day: String, segment: SealedSegment, sequence: Int)] = []
+        var delivered: [SealedSegment] = []
+        var highest: [StoreLayout.Spool: (sequence: Int, path: String)] = [:]
+        let root = configuration.layout.root
+        for spool in configuration.spools {
+            for day in try configuration.layout.days(spool) {
+                for found in try configuration.layout.segments(spool, day: day) where found.writer == configuration.writerID {
+                    if found.sequence > highest[spool]?.sequence ?? 0 { highest[spool] = (found.sequence, found.path) }
+                    let relative = String(found.path.dropFirst(root.count + 1))
+                    if conflicts.contains(relative) { continue }
+                    var info = stat()
+                    guard stat(found.path, &info) == 0 else { continue }
+                    let segment = SealedSegment(path: found.path, relativePath: relative, spool: spool, size: Int(info.st_size),
+                                                modifiedAt: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+                    if ledger.contains(relative) {
+                        delivered.append(segment)
+                    } else if !configuration.isOpen(found.path) {
+                        pending.append(("\(day)", segment, found.sequence))
+                    }
+                }
+            }
+        }
+        pending.sort { ($0.day, $0.segment.spool.rawValue, $0.sequence) < ($1.day, $1.segment.spool.rawValue, $1.sequence) }
+        return (pending.map(\.segment), delivered, Set(highest.values.map(\.path)))
+    }
+
+    private func hash(_ path: String) -> SHA256.Digest? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let hasher = SHA256Hasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if got < 0, errno == EINTR { continue }
+            if got < 0 { return nil }
+            if got == 0 { return hasher.finalize() }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<got])) }
+        }
+    }
+
+    private func removeOld(_ delivered: [SealedSegment], olderThan retention: Double) {
+        let now = Date().timeIntervalSince1970
+        for segment in delivered where now - segment.modifiedAt >= retention {
+            if unlink(segment.path) == 0 {
+                owner.update { $0.removedLocally += 1 }
+                events(.removedLocally(segment.path))
+            }
+        }
+    }
+}

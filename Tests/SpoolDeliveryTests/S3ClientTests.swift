@@ -1,0 +1,127 @@
+import Foundation
+import PostbackClient
+import Testing
+
+@Suite("S3 client against a real SeaweedFS", .serialized, .enabled(if: ObjectStoreServer.available))
+struct S3ClientTests {
+    @Test func putGetListHeadDeleteWithHiveKeys() throws {
+        let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
+        let client = try store.client(prefix: "store/one")
+        // '=', spaces, '+' and non-ASCII must all be encoded the way SigV4 canonicalizes them.
+        let keys = ["raw/postbacks/dt=2026-01-01/part-rx1-000001.jsonl", "agg/campaign_daily/dt=2026-01-01/part-00000.csv",
+                    "odd/a b+c~d/é.txt"]
+        for (position, key) in keys.enumerated() {
+            let bytes = Array("object \(position)\n".utf8)
+            try client.putBytes(relativeKey: key, bytes: bytes, checksumSHA256: checksum(bytes))
+            #expect(try client.getBytes(relativeKey: key) == bytes)
+            #expect(try client.head(relativeKey: key) == S3Client.ObjectHead(size: bytes.count, checksumSHA256: checksum(bytes)))
+        }
+        #expect(try client.list(relativePrefix: "").map(\.relativeKey) == keys.sorted())
+        #expect(try client.list(relativePrefix: "raw/postbacks/dt=2026-01-01/").map(\.relativeKey) == [keys[0]])
+        // Another prefix of the same bucket sees none of them.
+        #expect(try store.client(prefix: "store/two").list(relativePrefix: "").isEmpty)
+        try client.delete(relativeKey: keys[2])
+        #expect(try client.head(relativeKey: keys[2]) == nil)
+        #expect(try client.getBytes(relativeKey: keys[2]) == nil)
+    }
+
+    @Test func listingFollowsContinuationTokens() throws {
+        let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
+        let client = try store.client(prefix: "paged")
+        let keys = (0..<23).map { "raw/postbacks/dt=2026-02-0\($0 % 3 + 1)/part-w-\(String(format: "%06d", $0)).jsonl" }
+        for key in keys { try client.putBytes(relativeKey: key, bytes: Array(key.utf8), checksumSHA256: checksum(Array(key.utf8))) }
+        let listed = try client.list(relativePrefix: "raw/", pageSize: 5)
+        #expect(listed.map(\.relativeKey) == keys.sorted())
+        #expect(listed.allSatisfy { $0.size == $0.relativeKey.utf8.count })
+    }
+
+    @Test func storeVerifiesChecksumAndConditionalCreate() throws {
+        let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
+        let client = try store.client()
+        let bytes = Array("the real bytes\n".utf8)
+        #expect(throws: S3Error.self) {
+            try client.putBytes(relativeKey: "k", bytes: bytes, checksumSHA256: checksum(Array("other bytes".utf8)))
+        }
+        #expect(try client.head(relativeKey: "k") == nil)
+        try client.putBytes(relativeKey: "k", bytes: bytes, checksumSHA256: checksum(bytes), createOnly: true)
+        let other = Array("different\n".utf8)
+        #expect(throws: S3Error.alreadyExists("k")) {
+            try client.putBytes(relativeKey: "k", bytes: other, checksumSHA256: checksum(other), createOnly: true)
+        }
+        #expect(try client.getBytes(relativeKey: "k") == bytes)
+    }
+
+    @Test func streamsLargeObjectsBothWays() throws {
+        let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
+        let client = try store.client()
+        var bytes = [UInt8](repeating: 0, count: 9 << 20)
+        for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 2_654_435_761 >> 13) }
+        let path = NSTemporaryDirectory() + "s3-large-\(UUID().uuidString)"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        defer { unlink(path) }
+        try client.putFile(relativeKey: "big.bin", path: path, size: bytes.count, checksumSHA256: checksum(bytes), createOnly: true)
+        var chunks = 0
+        var received: [UInt8] = []
+        #expect(try client.get(relativeKey: "big.bin") { chunk in
+            chunks += 1
+            received.append(contentsOf: chunk)
+            return true
+        })
+        #expect(received == bytes)
+        #expect(chunks > 1)
+    }
+
+    @Test func wrongCredentialsAndMissingBucketSayWhatToFix() throws {
+        let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
+        do throws(S3Error) {
+            try store.client(secret: "wrong").checkAccess()
+            Issue.record("wrong credentials were accepted")
+        } catch {
+            #expect(error.description.contains("403"))
+            #expect(error.description.contains("AWS_SECRET_ACCESS_KEY"))
+            #expect(!error.isTransient)
+        }
+        do throws(S3Error) {
+            try store.client(bucket: "no-such-bucket").checkAccess()
+            Issue.record("a missing bucket was accepted")
+        } catch {
+            #expect(error.description.contains("NoSuchBucket"))
+            #expect(error.description.contains("create the bucket"))
+        }
+        store.stop()
+        do throws(S3Error) {
+            try store.client().checkAccess()
+            Issue.record("a stopped store answered")
+        } catch {
+            #expect(error.isTransient)
+        }
+    }
+
+    @Test func locationsAndSettingsParseLikeAWSTools() throws {
+        #expect(try S3Location(url: "s3://acme-postback/store") == S3Location(bucket: "acme-postback", prefix: "store/"))
+        #expect(try S3Location(url: "s3://acme-postback") == S3Location(bucket: "acme-postback", prefix: ""))
+        #expect(throws: S3Error.self) { try S3Location(url: "s3://Bad_Bucket/x") }
+        #expect(throws: S3Error.self) { try S3Location(url: "/local/path") }
+        let aws = try S3Settings.fromEnvironment(["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_DEFAULT_REGION": "eu-west-1"])
+        #expect(aws.endpoint == "https://s3.eu-west-1.amazonaws.com")
+        #expect(aws.addressing == .virtual)
+        let custom = try S3Settings.fromEnvironment(["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/",
+                                                     "AWS_SESSION_TOKEN": "t"])
+        #expect(custom.endpoint == "http://127.0.0.1:9000")
+        #expect(custom.addressing == .path)
+        #expect(custom.sessionToken == "t")
+        do {
+            _ = try S3Settings.fromEnvironment([:])
+            Issue.record("missing credentials accepted")
+        } catch {
+            #expect(error.description.contains("AWS_ACCESS_KEY_ID"))
+        }
+        #expect(S3KeyEncoding.encode("raw/dt=2026-01-01/a b", keepSlash: true) == "raw/dt%3D2026-01-01/a%20b")
+        #expect(S3KeyEncoding.encode("a/b", keepSlash: false) == "a%2Fb")
+    }
+}
