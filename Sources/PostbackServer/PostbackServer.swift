@@ -142,7 +142,9 @@ public final class PostbackServer: Sendable {
     public var isReady: Bool { core.isReady }
 
     /// Whether a spool writer may still append to this segment (shipping takes only sealed ones).
-    public func isSegmentOpen(_ path: String) -> Bool { core.ingest.postbacks.isOpen(path) || core.ingest.rejected.isOpen(path) }
+    public func isSegmentOpen(_ path: String) -> Bool {
+        core.ingest.postbacks.isOpen(path) || core.ingest.rejected.isOpen(path) || core.ingest.unverifiable.isOpen(path)
+    }
 
     /// Appends another component's Prometheus text (shipping's `postback_delivery_*`) to `/metrics`.
     public func addMetricsSource(_ render: @escaping @Sendable () -> String) { core.metricsSources.withLock { $0.append(render) } }

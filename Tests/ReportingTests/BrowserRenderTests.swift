@@ -77,7 +77,8 @@ import Testing
             visit.facts = (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
         }
         if let screenshot {
-            let height = min(30_000, (visit.facts["height"] as? Int) ?? 1000)
+            // The top of the page is enough for a person to look at; a 30,000-px capture takes minutes under ASan.
+            let height = min(8_000, (visit.facts["height"] as? Int) ?? 1000)
             let image = try browser.call("Page.captureScreenshot", session: session, timeout: 60) { json in
                 json.field("format", "png")
                 json.field("captureBeyondViewport", true)
@@ -157,9 +158,9 @@ import Testing
     @Test func tablesNeverHideAFigureAt1920Pixels() throws {
         let store = try TestStore.shared.get()
         try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
-        let page = TestPaths.output + "/report-1920.html", screenshot = TestPaths.output + "/report-1920.png"
+        let page = TestPaths.output + "/report-1920.html"
         _ = try ReportGenerator.generate(store.request(from: TestStore.first, to: "2026-03-03", out: page, top: 12))
-        let visit = try Self.visit(page, screenshot: screenshot, width: 1920)
+        let visit = try Self.visit(page, screenshot: nil, width: 1920)
         #expect(visit.facts["overflow"] as? Bool == false)
         #expect((visit.facts["scrollers"] as? [Any])?.isEmpty == true, "no table scrolls: \(visit.facts["scrollers"] ?? "?")")
         #expect((visit.facts["hiddenCells"] as? [Any])?.isEmpty == true, "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")

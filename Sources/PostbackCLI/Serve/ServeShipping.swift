@@ -28,7 +28,9 @@ enum ServeShipping {
         }
         let workerConfiguration = SpoolDeliveryWorker.Configuration(
             layout: StoreLayout(root: configuration.dataDirectory), writerID: configuration.writerID,
-            isOpen: { [server] path in server.isSegmentOpen(path) }, scanIntervalSeconds: scanIntervalSeconds, backoff: backoff,
+            // Weak both ways (the server's metrics hold the worker): no cycle keeps either alive. A
+            // server gone is treated as "open", so nothing is shipped on its word.
+            isOpen: { [weak server] path in server?.isSegmentOpen(path) ?? true }, scanIntervalSeconds: scanIntervalSeconds, backoff: backoff,
             localRetentionSeconds: configuration.localRetentionHours.map { $0 * 3600 })
         let worker = try SpoolDeliveryWorker(configuration: workerConfiguration, destination: ObjectStoreDestination(client: client)) { event in
             switch event {
@@ -47,7 +49,7 @@ enum ServeShipping {
                 log.error("shipping stopped by a local problem; retrying", ["detail": .string(detail)])
             }
         }
-        server.addMetricsSource { worker.renderMetrics() }
+        server.addMetricsSource { [weak worker] in worker?.renderMetrics() ?? "" }
         log.info("shipping sealed segments", ["ship_to": .string(location.description), "endpoint": .string(settings.endpoint),
                                              "segment_max_age_seconds": .double(configuration.effectiveSegmentMaxAgeSeconds ?? 0)])
         return worker
