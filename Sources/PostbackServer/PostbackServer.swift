@@ -32,8 +32,10 @@ public final class PostbackServer: Sendable {
 
     /// Recovers the store, binds the socket and starts serving.
     /// - Parameter storage: the spool's file operations; tests pass one that injects faults.
+    /// - Parameter sharedDedupKeys: keys stored elsewhere (other receivers' shipped segments), added to
+    ///   the recovered dedup index before the first request; `serve` passes `SharedDedupKeys` when shipping.
     public static func start(configuration: ServerConfiguration, storage: any SpoolStorage = POSIXSpoolStorage(),
-                             log: ServerLog) throws(ServerError) -> PostbackServer {
+                             log: ServerLog, sharedDedupKeys: ((StoreLayout) -> [String])? = nil) throws(ServerError) -> PostbackServer {
         do {
             try configuration.validate()
         } catch {
@@ -57,7 +59,7 @@ public final class PostbackServer: Sendable {
         }
 
         let started = DispatchTime.now().uptimeNanoseconds
-        let recovery: SpoolRecovery
+        var recovery: SpoolRecovery
         do {
             recovery = try SpoolRecovery.scan(layout: layout, writerID: configuration.writerID)
         } catch {
@@ -78,6 +80,10 @@ public final class PostbackServer: Sendable {
             "dedup_keys": .int(recovery.dedupIndex.count),
             "seconds": .double(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9),
         ])
+
+        if let sharedDedupKeys {
+            for key in sharedDedupKeys(layout) { recovery.dedupIndex.insert(key) }
+        }
 
         let metrics = ServerMetrics()
         func writer(_ spool: StoreLayout.Spool, index: DedupIndex?) -> SpoolWriter {

@@ -81,11 +81,17 @@ public struct ServerConfiguration: Sendable {
     public var segmentMaxAgeSeconds: Double?
     /// Remove a shipped segment locally once it is this old; nil keeps every segment.
     public var localRetentionHours: Double?
+    /// UTC days (today and the days before) of every receiver's shipped segments whose keys join the
+    /// live dedup index at start-up; nil: 2 when shipping; 0: none.
+    public var sharedDedupDays: Int?
 
     public init() {}
 
     /// The maximum segment age the spool writers use.
     public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (shipTo == nil ? nil : 300) }
+
+    /// The days of shipped segments read into the dedup index at start-up.
+    public var effectiveSharedDedupDays: Int { shipTo == nil ? 0 : sharedDedupDays ?? 2 }
 
     public struct ConfigurationError: Error, CustomStringConvertible {
         public let description: String
@@ -158,6 +164,7 @@ public struct ServerConfiguration: Sendable {
             case "object_store_addressing": configuration.objectStoreAddressing = try reader.optionalString()
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
             case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
+            case "shared_dedup_days": configuration.sharedDedupDays = try reader.integer(in: 0...400)
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -180,7 +187,7 @@ public struct ServerConfiguration: Sendable {
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
         "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint", "object_store_region",
-        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "log_level",
+        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -214,6 +221,9 @@ public struct ServerConfiguration: Sendable {
         }
         if localRetentionHours != nil, shipTo == nil {
             throw ConfigurationError("local_retention_hours removes shipped segments; it needs ship_to")
+        }
+        if let sharedDedupDays, sharedDedupDays > 0, shipTo == nil {
+            throw ConfigurationError("shared_dedup_days reads the keys other receivers shipped; it needs ship_to")
         }
     }
 

@@ -25,7 +25,8 @@ final class ShippingReceiver: @unchecked Sendable {
     let logs = LogLines()
 
     init(store: ObjectStoreServer, prefix: String, writerID: String, dataDirectory: String? = nil,
-         retentionSeconds: Double? = nil, backoff: Backoff = Backoff(initialSeconds: 0.05, maximumSeconds: 0.3)) throws {
+         retentionSeconds: Double? = nil, sharedDedupDays: Int? = nil,
+         backoff: Backoff = Backoff(initialSeconds: 0.05, maximumSeconds: 0.3)) throws {
         let directory = dataDirectory ?? NSTemporaryDirectory() + "postback-ship-\(UUID().uuidString)"
         self.dataDirectory = directory
         var configuration = ServerConfiguration()
@@ -38,9 +39,11 @@ final class ShippingReceiver: @unchecked Sendable {
         configuration.shipTo = "s3://\(store.bucket)/\(prefix)"
         configuration.segmentMaxAgeSeconds = 0.2
         configuration.localRetentionHours = retentionSeconds.map { $0 / 3600 }
+        configuration.sharedDedupDays = sharedDedupDays
         let logs = self.logs
         let log = ServerLog(minimumLevel: .debug) { bytes in logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
-        let server = try PostbackServer.start(configuration: configuration, log: log)
+        let sharedKeys = try ServeShipping.sharedDedupKeys(configuration, log: log, environment: store.environment)
+        let server = try PostbackServer.start(configuration: configuration, log: log, sharedDedupKeys: sharedKeys)
         self.server = server
         // The wiring `serve` uses (log lines, metrics), with a shorter scan interval and backoff.
         worker = try ServeShipping.start(server: server, log: log, environment: store.environment, scanIntervalSeconds: 0.1, backoff: backoff)!

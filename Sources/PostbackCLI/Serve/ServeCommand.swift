@@ -94,9 +94,12 @@ enum ServeCommand {
         let log = ServerLog(minimumLevel: configuration.logLevel) { sink.write($0) }
         let server: PostbackServer
         do {
-            server = try PostbackServer.start(configuration: configuration, log: log)
-        } catch {
+            let sharedKeys = try ServeShipping.sharedDedupKeys(configuration, log: log)
+            server = try PostbackServer.start(configuration: configuration, log: log, sharedDedupKeys: sharedKeys)
+        } catch let error as ServerError {
             return startupError(error.description)
+        } catch {
+            return startupError("shipping to the object store: \(error)")
         }
         let shipping: SpoolDeliveryWorker?
         do {

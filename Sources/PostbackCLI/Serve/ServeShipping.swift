@@ -1,3 +1,4 @@
+import Dispatch
 import PostbackClient
 import PostbackServer
 import PostbackStore
@@ -14,12 +15,8 @@ enum ServeShipping {
     static func start(server: PostbackServer, log: ServerLog, environment: [String: String]? = nil,
                       scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff()) throws -> SpoolDeliveryWorker? {
         let configuration = server.configuration
-        guard let shipTo = configuration.shipTo else { return nil }
-        let location = try S3Location(url: shipTo)
-        let settings = try S3Settings.fromEnvironment(
-            environment, endpoint: configuration.objectStoreEndpoint, region: configuration.objectStoreRegion,
-            addressing: configuration.objectStoreAddressing.flatMap(S3Settings.Addressing.init(rawValue:)))
-        let client = try S3Client(location: location, settings: settings)
+        guard let client = try client(configuration, environment: environment) else { return nil }
+        let location = client.location, settings = client.settings
         do {
             try client.checkAccess()
         } catch {
@@ -53,5 +50,42 @@ enum ServeShipping {
         log.info("shipping sealed segments", ["ship_to": .string(location.description), "endpoint": .string(settings.endpoint),
                                              "segment_max_age_seconds": .double(configuration.effectiveSegmentMaxAgeSeconds ?? 0)])
         return worker
+    }
+
+    /// The S3 client for `ship_to`; nil when it is not set.
+    private static func client(_ configuration: ServerConfiguration, environment: [String: String]?) throws -> S3Client? {
+        guard let shipTo = configuration.shipTo else { return nil }
+        let settings = try S3Settings.fromEnvironment(
+            environment, endpoint: configuration.objectStoreEndpoint, region: configuration.objectStoreRegion,
+            addressing: configuration.objectStoreAddressing.flatMap(S3Settings.Addressing.init(rawValue:)))
+        return try S3Client(location: S3Location(url: shipTo), settings: settings)
+    }
+
+    /// What `PostbackServer.start` adds to its dedup index (`shared_dedup_days`): the keys every
+    /// receiver shipped to the bucket in those days. nil when not shipping or set to 0. An object store
+    /// that cannot be read is logged and skipped, never a reason not to start: ingestion does not wait
+    /// for the store, and the nightly job still dedups exactly across receivers.
+    static func sharedDedupKeys(_ configuration: ServerConfiguration, log: ServerLog,
+                                environment: [String: String]? = nil) throws -> ((StoreLayout) -> [String])? {
+        let days = configuration.effectiveSharedDedupDays
+        guard days > 0, let client = try client(configuration, environment: environment) else { return nil }
+        return { layout in
+            let window = SharedDedupKeys.window(days: days)
+            let started = DispatchTime.now().uptimeNanoseconds
+            do {
+                let loaded = try SharedDedupKeys.load(client: client, layout: layout, days: window)
+                log.info("dedup keys read from the object store", [
+                    "ship_to": .string(client.location.description), "days": .int(days), "objects": .int(loaded.objectsRead),
+                    "objects_on_local_disk": .int(loaded.objectsLocal), "bytes": .int(loaded.bytesRead), "keys": .int(loaded.keys.count),
+                    "seconds": .double(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9),
+                ])
+                return loaded.keys
+            } catch {
+                log.warning("cannot read other receivers' dedup keys from the object store: serving with this receiver's own; "
+                    + "a retry stored by another receiver may be stored here too (the nightly job counts it once)",
+                    ["ship_to": .string(client.location.description), "error": .string("\(error)")])
+                return []
+            }
+        }
     }
 }

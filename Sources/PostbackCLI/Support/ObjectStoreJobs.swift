@@ -102,32 +102,12 @@ enum ObjectStoreJobs {
 
     private static func download(_ keys: [String], into staged: inout Staged) throws {
         let root = staged.root
-        let location = staged.client.location, settings = staged.client.settings
-        let results = Locked<(checksums: [String: String], failure: (any Error)?)>(([:], nil))
-        let next = Locked(0)
-        DispatchQueue.concurrentPerform(iterations: min(parallelDownloads, max(1, keys.count))) { _ in
-            let client: S3Client
-            do { client = try S3Client(location: location, settings: settings) } catch {
-                results.withLock { $0.failure = $0.failure ?? error }
-                return
-            }
-            while true {
-                let position = next.withLock { value -> Int in
-                    defer { value += 1 }
-                    return value
-                }
-                guard position < keys.count, results.withLock({ $0.failure == nil }) else { return }
-                do {
-                    let checksum = try downloadOne(keys[position], root: root, client: client)
-                    results.withLock { $0.checksums[keys[position]] = checksum }
-                } catch {
-                    results.withLock { $0.failure = $0.failure ?? error }
-                }
-            }
+        let checksums = Locked<[String: String]>([:])
+        try staged.client.forEachKey(keys, connections: parallelDownloads) { client, key in
+            let checksum = try downloadOne(key, root: root, client: client)
+            checksums.withLock { $0[key] = checksum }
         }
-        let (checksums, failure) = results.withLock { ($0.checksums, $0.failure) }
-        if let failure { throw failure }
-        staged.downloaded.merge(checksums) { $1 }
+        staged.downloaded.merge(checksums.withLock { $0 }) { $1 }
     }
 
     /// One object to its file; returns its SHA-256 (base64).

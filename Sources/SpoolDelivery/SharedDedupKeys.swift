@@ -1,0 +1,103 @@
+import Foundation
+import Locking
+public import PostbackClient
+public import PostbackStore
+public import Postbacks
+
+/// The dedup keys other receivers shipped to a bucket this receiver shares (`shared_dedup_days`).
+///
+/// A receiver's live dedup index is built at start-up from its local spool. Receivers behind one load
+/// balancer that share a bucket but not a directory would otherwise not know each other's keys: a
+/// device's retry that lands on another receiver would be stored twice (the nightly job still counts
+/// it once). So at start-up a shipping receiver also reads every `raw/postbacks/` segment in the
+/// bucket for the last `days` UTC days, except those also on its local disk (recovery has read them),
+/// and adds their keys. That covers its own segments removed locally after `local_retention_hours`
+/// too. Keys that other receivers store *after* this start-up are not seen live (docs/serve.md).
+public enum SharedDedupKeys {
+    public struct Loaded: Sendable {
+        /// The keys of verified postbacks, in no particular order (the index ignores repeats).
+        public var keys: [String] = []
+        public var objectsRead = 0
+        public var bytesRead = 0
+        /// Objects skipped because the same segment is on local disk.
+        public var objectsLocal = 0
+    }
+
+    /// Objects downloaded at once: one request at a time leaves a loopback or LAN link mostly idle.
+    public static let parallelDownloads = 4
+
+    /// The UTC days `days` covers, ending with the day `now` falls in.
+    public static func window(days: Int, now: UTCTimestamp = .now()) -> [UTCDay] {
+        let today = now.day
+        return (0..<max(0, days)).reversed().map { today.adding(days: -$0) }
+    }
+
+    /// Lists and reads the bucket's `raw/postbacks/dt=<day>/` segments for `days`. Each object is
+    /// streamed and split into lines (bounded memory: a chunk and one line at a time); a last line
+    /// without its newline is not a record (sealed segments end with one) and is skipped.
+    public static func load(client: S3Client, layout: StoreLayout, days: [UTCDay]) throws -> Loaded {
+        var loaded = Loaded()
+        var remote: [String] = []
+        for day in days {
+            for object in try client.list(relativePrefix: "raw/postbacks/dt=\(day)/") where object.relativeKey.hasSuffix(".jsonl") {
+                if FileManager.default.fileExists(atPath: layout.root + "/" + object.relativeKey) {
+                    loaded.objectsLocal += 1
+                } else {
+                    remote.append(object.relativeKey)
+                }
+            }
+        }
+        let results = Locked(loaded)
+        try client.forEachKey(remote, connections: parallelDownloads) { reader, key in
+            var lines = LineSplitter()
+            var objectKeys: [String] = []
+            _ = try reader.get(relativeKey: key) { chunk in
+                lines.feed(chunk) { line in
+                    if let key = SpoolRecovery.dedupKey(ofLine: line) { objectKeys.append(key) }
+                }
+                return true
+            }
+            results.withLock {
+                $0.keys += objectKeys
+                $0.objectsRead += 1
+                $0.bytesRead += lines.bytesFed
+            }
+        }
+        return results.withLock { $0 }
+    }
+
+    /// Splits a byte stream into complete lines, whatever the chunk bounds, as `LineReader` gives them
+    /// to recovery: without the newline (and a CR before it); a line longer than the spool allows is
+    /// passed over (recovery reports it as damage; it holds no key).
+    struct LineSplitter {
+        private var partial: [UInt8] = []
+        private var tooLong = false
+        private(set) var bytesFed = 0
+
+        mutating func feed(_ chunk: UnsafeRawBufferPointer, line: ([UInt8]) -> Void) {
+            bytesFed += chunk.count
+            var start = 0
+            while let end = chunk[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                append(chunk[start..<end])
+                if !tooLong {
+                    if partial.last == UInt8(ascii: "\r") { partial.removeLast() }
+                    line(partial)
+                }
+                partial.removeAll(keepingCapacity: true)
+                tooLong = false
+                start = end + 1
+            }
+            append(chunk[start...])
+        }
+
+        private mutating func append(_ bytes: Slice<UnsafeRawBufferPointer>) {
+            guard !tooLong else { return }
+            if partial.count + bytes.count > SegmentReader.maximumLineBytes {
+                tooLong = true
+                partial.removeAll(keepingCapacity: true)
+            } else {
+                partial.append(contentsOf: bytes)
+            }
+        }
+    }
+}
