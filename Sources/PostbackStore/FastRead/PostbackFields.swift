@@ -38,11 +38,10 @@ package struct PostbackFields {
 
     package init() {}
 
-    /// SKAdNetwork 4.0 and AdAttributionKit have three conversion windows; earlier versions one.
+    /// AdAttributionKit and SKAdNetwork from 4.0 have three conversion windows; earlier versions one.
     package func hasConversionWindows(in base: UnsafeRawBufferPointer) -> Bool {
         guard postbackProtocol == .skadnetwork else { return true }
         guard let version else { return false }
-        return version.count == 3 && base[version.start] == UInt8(ascii: "4") && base[version.start + 1] == UInt8(ascii: ".")
-            && base[version.start + 2] == UInt8(ascii: "0")
+        return SKAdNetworkVersion.hasConversionWindows(versionText: UnsafeRawBufferPointer(rebasing: base[version.start..<(version.start + version.count)]))
     }
 }
