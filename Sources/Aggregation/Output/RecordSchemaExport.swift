@@ -26,38 +26,37 @@ public enum RecordSchemaExport {
         }
         member("generated_from") { $0.value("PostbackStore/RecordFields.swift, Aggregation/Output/AggregateTables.swift; do not edit (swift test regenerates it with POSTBACK_UPDATE_RECORD_SCHEMA=1)") }
         member("record_format") { $0.value(SpoolRecord.currentFormat) }
-        member("record_keys") { json in
-            json.beginArray()
-            for key in RecordKey.allCases {
-                json.beginObject()
-                json.field("key", key.spoolKey)
-                json.field("type", key.valueType.rawValue)
-                json.field("since_format", key.sinceFormat)
-                json.endObject()
-            }
-            json.endArray()
-        }
-        member("attribution_fields") { json in
-            json.beginArray()
-            for field in AttributionField.allCases {
-                json.beginObject()
-                json.field("key", field.spoolKey)
-                json.field("type", field.valueType.rawValue)
-                json.field("required", field.isRequired)
-                json.key("choices")
-                if let choices = field.choices {
-                    json.beginArray()
-                    for choice in choices { json.value(choice) }
-                    json.endArray()
-                } else {
-                    json.value(String?.none)
+        func objects<Item>(_ name: String, _ items: [Item], _ write: @escaping (Item, inout JSONWriter) -> Void) {
+            member(name) { json in
+                json.beginArray()
+                for item in items {
+                    json.beginObject()
+                    write(item, &json)
+                    json.endObject()
                 }
-                json.field("column", field.column)
-                json.field("signed", field.isSigned)
-                json.field("carried_by", field.carriedBy)
-                json.endObject()
+                json.endArray()
             }
-            json.endArray()
+        }
+        objects("record_keys", RecordKey.allCases) { key, json in
+            json.field("key", key.spoolKey)
+            json.field("type", key.valueType.rawValue)
+            json.field("since_format", key.sinceFormat)
+        }
+        objects("attribution_fields", AttributionField.allCases) { field, json in
+            json.field("key", field.spoolKey)
+            json.field("type", field.valueType.rawValue)
+            json.field("required", field.isRequired)
+            json.key("choices")
+            if let choices = field.choices {
+                json.beginArray()
+                for choice in choices { json.value(choice) }
+                json.endArray()
+            } else {
+                json.value(String?.none)
+            }
+            json.field("column", field.column)
+            json.field("signed", field.isSigned)
+            json.field("carried_by", field.carriedBy)
         }
         strings("row_grain", RowKeyEncoder.grain.map(\.spoolKey))
         strings("rejected_row_fields", RowKeyEncoder.grain.filter(RowKeyEncoder.rejectedFields.contains).map(\.spoolKey))
