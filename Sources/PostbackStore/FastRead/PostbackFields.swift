@@ -43,6 +43,7 @@ package struct PostbackFields {
     package var fineValue: Int? = nil
     package var coarseValue: CoarseConversionValue? = nil
     package var isTestMode = false
+    package var flags: Int64? = nil
 
     package init() {}
 
@@ -66,6 +67,7 @@ package struct PostbackFields {
         fineValue = attribution.fineValue
         coarseValue = attribution.coarseValue
         isTestMode = attribution.isTestMode
+        flags = attribution.flags
     }
 
     /// AdAttributionKit and SKAdNetwork from 4.0 have three conversion windows; earlier versions one.
