@@ -67,7 +67,7 @@ public enum RecordValueType: String, Sendable {
 /// absent; every member is written on every record.
 public enum AttributionField: Int, CaseIterable, Sendable {
     case postbackProtocol, version, appID, adNetworkID, campaignID, sourceIdentifier, sourceAppID, sourceDomain, marketplaceID
-    case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode, flags
+    case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode
 
     /// The member name in the spool record's `attribution` object.
     public var spoolKey: String {
@@ -89,7 +89,6 @@ public enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: return "fine_value"
         case .coarseValue: return "coarse_value"
         case .testMode: return "test_mode"
-        case .flags: return "flags"
         }
     }
 
@@ -106,7 +105,7 @@ public enum AttributionField: Int, CaseIterable, Sendable {
 
     public var valueType: RecordValueType {
         switch self {
-        case .appID, .campaignID, .sourceAppID, .sequenceIndex, .fineValue, .flags: return .integer
+        case .appID, .campaignID, .sourceAppID, .sequenceIndex, .fineValue: return .integer
         case .didWin, .testMode: return .boolean
         default: return .string
         }
@@ -130,7 +129,7 @@ public enum AttributionField: Int, CaseIterable, Sendable {
     /// but an unsigned value may have been normalized or dropped and flagged).
     public var isSigned: Bool {
         switch self {
-        case .countryCode, .fineValue, .coarseValue, .flags: return false
+        case .countryCode, .fineValue, .coarseValue: return false
         // `interaction` is the signed `fidelity-type` (SKAdNetwork 2.2+) or the JWS `ad-interaction-type`.
         default: return true
         }
@@ -152,7 +151,6 @@ public enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: return "SKAdNetwork 2.0+, AdAttributionKit"
         case .coarseValue: return "SKAdNetwork 4.0, AdAttributionKit"
         case .testMode: return "SKAdNetwork"
-        case .flags: return "none yet (placeholder)"
         }
     }
 
@@ -177,7 +175,6 @@ public enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: json.field(name, attribution.fineValue)
         case .coarseValue: json.field(name, attribution.coarseValue?.rawValue)
         case .testMode: json.field(name, attribution.isTestMode)
-        case .flags: json.field(name, attribution.flags)
         }
     }
 
@@ -200,7 +197,6 @@ public enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: attribution.fineValue = (try member.integer()).map { Int($0) }
         case .coarseValue: attribution.coarseValue = try member.choice(CoarseConversionValue.self)
         case .testMode: attribution.isTestMode = try member.bool() ?? false
-        case .flags: attribution.flags = try member.integer()
         }
     }
 }

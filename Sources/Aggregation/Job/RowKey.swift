@@ -13,7 +13,7 @@ final class RowKeyEncoder {
     /// The stored fields that place a postback in a row, in key order (`RowView` reads them back in it).
     static let grain: [AttributionField] = [
         .appID, .postbackProtocol, .version, .adNetworkID, .campaignID, .sourceIdentifier, .sourceAppID, .sourceDomain,
-        .marketplaceID, .countryCode, .interaction, .conversionType, .sequenceIndex, .didWin, .fineValue, .coarseValue, .flags,
+        .marketplaceID, .countryCode, .interaction, .conversionType, .sequenceIndex, .didWin, .fineValue, .coarseValue,
     ]
 
     /// What a rejected record's row keeps of `grain`: what the record claims to be. The rest is absent.
@@ -58,7 +58,6 @@ final class RowKeyEncoder {
         out.append(fields.didWin.map { $0 ? 2 : 1 } ?? 0)
         out.append(fields.fineValue.map { UInt8(truncatingIfNeeded: $0) } ?? 0xFF)
         out.append(fields.coarseValue.map { UInt8($0.tableIndex + 1) } ?? 0)
-        Self.appendOptional(fields.flags, to: &out)
         buffer = out
     }
 
@@ -83,7 +82,7 @@ final class RowKeyEncoder {
     /// The encoding of an absent value of `field` (what `RowView` reads as nil).
     private static func appendAbsent(_ field: AttributionField, to out: inout GrowableBuffer<UInt8>) {
         switch field {
-        case .appID, .campaignID, .sourceAppID, .flags: appendOptional(nil, to: &out)
+        case .appID, .campaignID, .sourceAppID: appendOptional(nil, to: &out)
         case .version, .adNetworkID, .sourceIdentifier, .sourceDomain, .marketplaceID, .countryCode: appendText(nil, to: &out)
         case .interaction, .didWin, .coarseValue: out.append(0)
         case .conversionType: out.append(0xFE)

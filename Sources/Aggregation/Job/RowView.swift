@@ -23,7 +23,6 @@ struct RowView {
     var didWin: Bool?
     var fineValue: Int?
     var coarseValue: CoarseConversionValue?
-    var flags: Int64?
 
     init(key: UnsafeRawBufferPointer) {
         var reader = KeyReader(bytes: key)
@@ -63,7 +62,6 @@ struct RowView {
                 let coarse = reader.byte()
                 coarseValue = coarse == 0 ? nil : CoarseConversionValue.allCases[Int(coarse) - 1]
             case .testMode: break
-            case .flags: flags = reader.optional()
             }
         }
     }
@@ -88,7 +86,6 @@ struct RowView {
         case .fineValue: line.field(fineValue)
         case .coarseValue: line.field(coarseValue?.rawValue)
         case .testMode: preconditionFailure("test mode has no column")
-        case .flags: line.field(flags)
         }
     }
 

@@ -26,7 +26,6 @@ public enum AggregateTables {
         .developmentPostbacks, .rejectedPostbacks, .duplicatesDropped,
         // Of `postbacks`, those stored with flags (a value normalized or dropped; docs/postback-spec.md §11).
         .flaggedPostbacks,
-        .field(.flags),
     ]
 
     /// `campaign_events_daily`'s columns after the dimensions.

@@ -170,7 +170,6 @@ package struct FastSpoolLineParser {
                     guard let text = simpleString() else { return false }
                     if equals(text, .low) { fields.coarseValue = .low } else if equals(text, .medium) { fields.coarseValue = .medium } else if equals(text, .high) { fields.coarseValue = .high } else { return false }
                 case .testMode: guard let flag = boolean() else { return false }; fields.isTestMode = flag
-                case .flags: guard let value = integer() else { return false }; fields.flags = value
                 }
             }
             guard index < end else { return false }

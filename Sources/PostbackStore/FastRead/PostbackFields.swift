@@ -43,7 +43,6 @@ package struct PostbackFields {
     package var fineValue: Int? = nil
     package var coarseValue: CoarseConversionValue? = nil
     package var isTestMode = false
-    package var flags: Int64? = nil
 
     package init() {}
 
@@ -67,7 +66,6 @@ package struct PostbackFields {
         fineValue = attribution.fineValue
         coarseValue = attribution.coarseValue
         isTestMode = attribution.isTestMode
-        flags = attribution.flags
     }
 
     /// AdAttributionKit and SKAdNetwork from 4.0 have three conversion windows; earlier versions one.

@@ -32,8 +32,6 @@ public struct Attribution: Sendable, Equatable {
     public var coarseValue: CoarseConversionValue?
     /// SKAdNetwork test scenario (`source-app-id` 0).
     public var isTestMode: Bool
-    /// Placeholder (issue 11's four-file demonstration): record flags as a bitmask; nil today.
-    public var flags: Int64? = nil
 
     public init(postbackProtocol: PostbackProtocol, version: String?, appID: Int64, adNetworkID: String,
                 campaignID: Int64? = nil, sourceIdentifier: String? = nil, sourceAppID: Int64? = nil,
