@@ -51,7 +51,8 @@ public enum RecordKey: Int, CaseIterable, Sendable {
     /// The record format that introduced the key (format 1 records have no `format` key).
     public var sinceFormat: Int {
         switch self {
-        case .format, .quarantine, .flags: return 2
+        // `client` and the `body_*` keys of rejected records came after format 2 and only with it.
+        case .format, .quarantine, .flags, .client, .bodyKept, .bodySHA256, .bodyBytes: return 2
         default: return 1
         }
     }

@@ -17,7 +17,10 @@ import Testing
             try Data(expected).write(to: URL(fileURLWithPath: path))
             return
         }
-        #expect(stored == expected, "\(RecordSchemaExport.path) is stale: run POSTBACK_UPDATE_RECORD_SCHEMA=1 swift test --filter RecordSchemaTests and commit it")
+        // Compared as text, so that a failure shows the lines that differ.
+        let storedText = stored.map { String(decoding: $0, as: UTF8.self) } ?? "(no file)"
+        #expect(storedText == String(decoding: expected, as: UTF8.self),
+                "\(RecordSchemaExport.path) is stale: run POSTBACK_UPDATE_RECORD_SCHEMA=1 swift test --filter RecordSchemaTests and commit it")
         // The export is JSON that the Spark job can load.
         #expect(throws: Never.self) { try JSONSerialization.jsonObject(with: Data(expected)) }
     }
