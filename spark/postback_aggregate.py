@@ -46,25 +46,42 @@ import uuid
 
 TOOL = "postback-spark 1"
 
-# Output columns, in file order: Sources/Aggregation/Output/AggregateTables.swift (the output
-# contract; the equivalence test compares the headers too).
-DIMENSION_COLUMNS = [
-    "est_install_date", "app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier",
-    "source_identifier_digits", "campaign", "geo", "placement", "source_app_id", "source_domain", "marketplace_id",
-    "country_code", "interaction", "conversion_type", "postback_sequence_index", "did_win",
-]
-CAMPAIGN_DAILY_COLUMNS = DIMENSION_COLUMNS + [
-    "cv_kind", "fine_cv", "coarse_cv", "decoded_label", "schema_id",
-    "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
-    "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
-    "development_postbacks", "rejected_postbacks", "duplicates_dropped",
-    "flagged_postbacks",
-]
-CAMPAIGN_EVENTS_DAILY_COLUMNS = DIMENSION_COLUMNS + [
-    "schema_id", "event_name", "postbacks", "event_count_min_sum", "event_count_max_sum",
-    "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
-]
-MONEY_COLUMNS = {"revenue_min_sum", "revenue_max_sum", "revenue_est_sum"}
+
+
+def load_record_schema():
+    """spark/record-schema.json, next to this script (with spark-submit in cluster mode, ship it with
+    --files): the spool record's fields and the tables' columns as `postback` declares them
+    (Sources/PostbackStore/RecordFields.swift, Sources/Aggregation/Output/AggregateTables.swift),
+    exported by a Swift test that fails when the file is stale. Nothing here keeps its own copy."""
+    for directory in (os.path.dirname(os.path.abspath(__file__)), os.getcwd()):
+        path = os.path.join(directory, "record-schema.json")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as file:
+                return json.load(file)
+    sys.exit("postback_aggregate: record-schema.json not found next to this script or in the working directory; "
+             "keep spark/record-schema.json with the script (spark-submit --files spark/record-schema.json)")
+
+
+RECORD_SCHEMA = load_record_schema()
+# Output columns, in file order (the output contract; the equivalence test compares the headers too).
+DIMENSION_COLUMNS = RECORD_SCHEMA["dimension_columns"]
+CAMPAIGN_DAILY_COLUMNS = RECORD_SCHEMA["campaign_daily_columns"]
+CAMPAIGN_EVENTS_DAILY_COLUMNS = RECORD_SCHEMA["campaign_events_daily_columns"]
+MONEY_COLUMNS = set(RECORD_SCHEMA["money_columns"])
+# Counts of campaign_daily: 0 (never empty) on a rejected record's row.
+POSTBACK_COUNT_COLUMNS = set(RECORD_SCHEMA["postback_count_columns"])
+# What a rejected record's row keeps: what it claims to be (RowKeyEncoder.rejectedFields).
+REJECTED_ROW_FIELDS = RECORD_SCHEMA["rejected_row_fields"]
+# The attribution fields that place a postback in a row (RowKeyEncoder.grain).
+GRAIN_FIELDS = RECORD_SCHEMA["row_grain"]
+ATTRIBUTION_FIELDS = RECORD_SCHEMA["attribution_fields"]
+# SpoolRecord: the newest record format this job reads (format 1 records have no `format` key).
+CURRENT_RECORD_FORMAT = RECORD_SCHEMA["record_format"]
+# Record keys that SpoolRecord(line:) never rejects a record for (a rejected record's client address and
+# body reduction): not read here, so a value of another type does not make the line corrupt.
+UNREAD_RECORD_KEYS = {"client", "body_kept", "body_sha256", "body_bytes"}
+# SKAdNetwork versions with three conversion windows (SKAdNetworkVersion.hasConversionWindows).
+VERSIONS_WITH_CONVERSION_WINDOWS = RECORD_SCHEMA["versions_with_conversion_windows"]
 DECODE_TABLES = ("values", "events", "sources")
 VERIFICATION_STATUSES = ["verified", "invalid-signature", "malformed", "unsupported-version", "untrusted-key"]
 # SpoolRecord: the newest record format this job reads (format 1 records have no `format` key).
@@ -360,17 +377,13 @@ def record_schema():
     the wrong JSON type or the line is not JSON."""
     from pyspark.sql import types as T
 
-    string, long, boolean = T.StringType(), T.LongType(), T.BooleanType()
-    attribution = T.StructType([T.StructField(name, kind) for name, kind in [
-        ("protocol", string), ("version", string), ("app_id", long), ("ad_network_id", string), ("campaign_id", long),
-        ("source_identifier", string), ("source_app_id", long), ("source_domain", string), ("marketplace_id", string),
-        ("country_code", string), ("interaction", string), ("conversion_type", string), ("postback_sequence_index", long),
-        ("did_win", boolean), ("fine_value", long), ("coarse_value", string), ("test_mode", boolean)]])
-    flag = T.StructType([T.StructField(name, string) for name in ("field", "action", "raw", "note")])
-    return T.StructType([T.StructField(name, kind) for name, kind in [
-        ("format", long), ("received_at", string), ("writer", string), ("route", string), ("status", string), ("environment", string),
-        ("dedup_key", string), ("protocol", string), ("version", string), ("key", string), ("reason", string), ("quarantine", string),
-        ("attribution", attribution), ("flags", T.ArrayType(flag)), ("body", string), ("body_base64", string), ("_corrupt", string)]])
+    scalar = {"string": T.StringType(), "integer": T.LongType(), "boolean": T.BooleanType()}
+    attribution = T.StructType([T.StructField(field["key"], scalar[field["type"]]) for field in ATTRIBUTION_FIELDS])
+    flag = T.StructType([T.StructField(name, T.StringType()) for name in ("field", "action", "raw", "note")])
+    nested = {"object": attribution, "array": T.ArrayType(flag)}
+    fields = [T.StructField(key["key"], nested.get(key["type"]) or scalar[key["type"]])
+              for key in RECORD_SCHEMA["record_keys"] if key["key"] not in UNREAD_RECORD_KEYS]
+    return T.StructType(fields + [T.StructField("_corrupt", T.StringType())])
 
 
 def read_spool_lines(spark, segments):
@@ -440,11 +453,14 @@ def classify_lines(lines):
                        + F.substring(received, 18, 2).cast("long") * 1_000_000
                        + F.substring(received, 21, 6).cast("long"))
     # Attribution(json:): protocol, app_id, ad_network_id and conversion_type are required; choices are checked.
-    attribution_ok = a.isNull() | (
-        a["protocol"].isin("skadnetwork", "adattributionkit") & a["app_id"].isNotNull() & a["ad_network_id"].isNotNull()
-        & a["conversion_type"].isin("download", "redownload", "re-engagement")
-        & (a["interaction"].isNull() | a["interaction"].isin("view", "click"))
-        & (a["coarse_value"].isNull() | a["coarse_value"].isin("low", "medium", "high")))
+    members_ok = F.lit(True)
+    for field in ATTRIBUTION_FIELDS:
+        member = a[field["key"]]
+        if field["required"]:
+            members_ok = members_ok & (member.isin(*field["choices"]) if field["choices"] else member.isNotNull())
+        elif field["choices"]:
+            members_ok = members_ok & (member.isNull() | member.isin(*field["choices"]))
+    attribution_ok = a.isNull() | members_ok
     # SpoolRecord(line:): a known format, quarantine reason and flags (field, action and raw required).
     format_ok = r["format"].isNull() | r["format"].between(1, CURRENT_RECORD_FORMAT)
     flags_ok = r["flags"].isNull() | F.forall(r["flags"], lambda f: f.isNotNull() & f["field"].isin(*FLAG_FIELDS)
@@ -464,6 +480,14 @@ def classify_lines(lines):
              .otherwise("postback"))
     state = F.when(state == "bad", F.when(F.col("is_last"), "torn").otherwise("corrupt")).otherwise(state)
     claimed_protocol = F.when(r["protocol"].isin("skadnetwork", "adattributionkit"), r["protocol"])
+    # The grain fields as the row key holds them (RowKeyEncoder.encodePostback); the others as stored.
+    grain = {
+        # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
+        "protocol": F.coalesce(a["protocol"], claimed_protocol),
+        "ad_network_id": ascii_lower(a["ad_network_id"]),
+        "postback_sequence_index": sequence_index.cast("int"),
+        "fine_value": a["fine_value"].cast("int"),
+    }
     return parsed.select(
         "dt", "spool", "name", "writer", "sequence", "block", "position", state.alias("state"),
         received_micros.alias("received_micros"), r["dedup_key"].alias("dedup_key"), r["status"].alias("status"),
@@ -473,13 +497,8 @@ def classify_lines(lines):
         # Stored with flags (a value normalized or dropped): counted in flagged_postbacks.
         F.when(r["flags"].isNull(), F.lit(False)).otherwise(F.size(r["flags"]) > 0).alias("flagged"),
         # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
-        F.coalesce(a["protocol"], claimed_protocol).alias("protocol"), F.coalesce(a["version"], r["version"]).alias("claimed_version"),
-        a["version"].alias("version"), a["app_id"].alias("app_id"), ascii_lower(a["ad_network_id"]).alias("ad_network_id"),
-        a["campaign_id"].alias("campaign_id"), a["source_identifier"].alias("source_identifier"),
-        a["source_app_id"].alias("source_app_id"), a["source_domain"].alias("source_domain"), a["marketplace_id"].alias("marketplace_id"),
-        a["country_code"].alias("country_code"), a["interaction"].alias("interaction"), a["conversion_type"].alias("conversion_type"),
-        sequence_index.cast("int").alias("postback_sequence_index"), a["did_win"].alias("did_win"),
-        a["fine_value"].cast("int").alias("fine_value"), a["coarse_value"].alias("coarse_value"))
+        F.coalesce(a["version"], r["version"]).alias("claimed_version"),
+        *[grain[key].alias(key) if key in grain else a[key].alias(key) for key in GRAIN_FIELDS])
 
 
 def ascii_lower(column):
@@ -492,11 +511,6 @@ def ascii_lower(column):
 
 # ---------------------------------------------------------------------------------------------
 # Dedup: first received copy per day, and not again within the lookback (BucketResolver)
-
-GRAIN_FIELDS = ["app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier", "source_app_id", "source_domain",
-                "marketplace_id", "country_code", "interaction", "conversion_type", "postback_sequence_index", "did_win",
-                "fine_value", "coarse_value"]
-
 
 def first_copies(classified, first_day, lookback_days):
     """One row per (dt, dedup key) from `first_day` on: the first received copy's fields (earliest
@@ -521,7 +535,7 @@ def estimated_install_date(received_micros, protocol, version, sequence_index):
     (InstallDateEstimate: 48 h before SKAdNetwork 4, then 84, 252 or 924 h by window), as a UTC day."""
     from pyspark.sql import functions as F
 
-    has_windows = (protocol == "adattributionkit") | (F.coalesce(version, F.lit("")) == "4.0")
+    has_windows = (protocol == "adattributionkit") | F.coalesce(version, F.lit("")).isin(*VERSIONS_WITH_CONVERSION_WINDOWS)
     hours = (F.when(~has_windows, 48).when(sequence_index == 1, 252).when(sequence_index == 2, 924).otherwise(84)).cast("long")
     micros = received_micros - hours * MICROS_PER_HOUR
     days = ((micros - F.pmod(micros, F.lit(MICROS_PER_DAY))) / F.lit(MICROS_PER_DAY)).cast("int")
@@ -589,22 +603,28 @@ def decode_rows(rows, tables):
     def installs_of(conversion_type):
         return F.when(first_window & (F.col("conversion_type") == conversion_type), postbacks).otherwise(F.lit(0)).cast("long")
 
-    return mapped.select(
-        "dt", "est_install_date", "app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier",
-        F.octet_length("source_identifier").alias("source_identifier_digits"),
-        F.col("m_campaign").alias("campaign"), F.col("m_geo").alias("geo"), F.col("m_placement").alias("placement"),
-        "source_app_id", "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type", "postback_sequence_index",
-        "did_win", "cv_kind", F.col("fine_value").alias("fine_cv"), F.col("coarse_value").alias("coarse_cv"), label.alias("decoded_label"),
-        F.col("s_schema_id").alias("schema_id"), "postbacks", installs_of("download").alias("installs"),
-        installs_of("redownload").alias("redownloads"), installs_of("re-engagement").alias("reengagements"),
-        F.when(~winning, postbacks).otherwise(F.lit(0)).cast("long").alias("losses"),
-        F.when(F.col("cv_kind") == "null", postbacks).otherwise(F.lit(0)).cast("long").alias("null_cv_postbacks"),
+    computed = {
+        "source_identifier_digits": F.octet_length("source_identifier"),
+        "campaign": F.col("m_campaign"), "geo": F.col("m_geo"), "placement": F.col("m_placement"),
+        "decoded_label": label, "schema_id": F.col("s_schema_id"),
+        "installs": installs_of("download"), "redownloads": installs_of("redownload"), "reengagements": installs_of("re-engagement"),
+        "losses": F.when(~winning, postbacks).otherwise(F.lit(0)).cast("long"),
+        "null_cv_postbacks": F.when(F.col("cv_kind") == "null", postbacks).otherwise(F.lit(0)).cast("long"),
         # Revenue only for a value that decoded; never zero for an unknown one.
-        F.when(decoded, postbacks * F.col("v_revenue_min")).alias("revenue_min_sum"),
-        F.when(decoded, postbacks * F.col("v_revenue_max")).alias("revenue_max_sum"),
-        F.when(decoded, postbacks * F.col("v_revenue_est")).alias("revenue_est_sum"),
-        F.col("s_currency").alias("currency"), "development_postbacks", F.lit(0).cast("long").alias("rejected_postbacks"),
-        "duplicates_dropped", "flagged_postbacks",
+        "revenue_min_sum": F.when(decoded, postbacks * F.col("v_revenue_min")),
+        "revenue_max_sum": F.when(decoded, postbacks * F.col("v_revenue_max")),
+        "revenue_est_sum": F.when(decoded, postbacks * F.col("v_revenue_est")),
+        "currency": F.col("s_currency"), "rejected_postbacks": F.lit(0).cast("long"),
+    }
+    # A stored field's column shows the field as grouped (fine_cv is fine_value: the declaration names it);
+    # the rest (est_install_date, cv_kind and the counts) are columns already.
+    stored = {field["column"]: field["key"] for field in ATTRIBUTION_FIELDS if field["column"]}
+
+    def column(name):
+        return (computed[name] if name in computed else F.col(stored.get(name, name))).alias(name)
+
+    return mapped.select(
+        "dt", *[column(name) for name in CAMPAIGN_DAILY_COLUMNS],
         # Kept for the events table, dropped before writing.
         F.col("v_schema_id").alias("_value_schema"), "cv_value", decoded.alias("_decoded"),
         F.col("v_revenue_min").alias("_revenue_min"), F.col("v_revenue_max").alias("_revenue_max"), F.col("v_revenue_est").alias("_revenue_est"))
@@ -616,16 +636,15 @@ def rejected_rows(classified, first_day):
     from pyspark.sql import functions as F
 
     counts = (classified.filter((F.col("state") == "rejected") & (F.col("dt") >= first_day.isoformat()))
-              .groupBy("dt", "app_id", "protocol", "claimed_version", "ad_network_id").agg(F.count(F.lit(1)).cast("long").alias("rejected_postbacks")))
+              .groupBy("dt", *["claimed_version" if key == "version" else key for key in REJECTED_ROW_FIELDS]).agg(F.count(F.lit(1)).cast("long").alias("rejected_postbacks")))
     zero = F.lit(0).cast("long")
     columns = []
     for name in CAMPAIGN_DAILY_COLUMNS:
-        if name in ("app_id", "protocol", "ad_network_id", "rejected_postbacks"):
-            columns.append(F.col(name))
-        elif name == "version":
+        if name == "version":
             columns.append(F.col("claimed_version").alias("version"))
-        elif name in ("postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "duplicates_dropped",
-                      "flagged_postbacks"):
+        elif name in REJECTED_ROW_FIELDS or name == "rejected_postbacks":
+            columns.append(F.col(name))
+        elif name in POSTBACK_COUNT_COLUMNS:
             columns.append(zero.alias(name))
         else:
             columns.append(F.lit(None).alias(name))

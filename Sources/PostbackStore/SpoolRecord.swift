@@ -100,36 +100,43 @@ public struct SpoolRecord: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         var json = JSONWriter(reservingCapacity: body.count + 512)
         json.beginObject()
-        json.field("format", format)
-        json.field("received_at", receivedAt.description)
-        json.field("writer", writer)
-        json.field("route", route)
-        json.field("status", status.rawValue)
-        json.field("environment", environment?.rawValue)
-        json.field("dedup_key", dedupKey)
-        json.field("protocol", postbackProtocol?.rawValue)
-        json.field("version", version)
-        json.field("key", keyName)
-        if let reason { json.field("reason", reason) }
-        if let client { json.field("client", client) }
-        if let quarantine { json.field("quarantine", quarantine.rawValue) }
-        if let attribution {
-            json.key("attribution")
-            attribution.write(to: &json)
-        }
-        if let bodyReduction {
-            json.field("body_kept", bodyReduction.kept.rawValue)
-            json.field("body_sha256", bodyReduction.sha256)
-            json.field("body_bytes", bodyReduction.byteCount)
-        }
-        if !flags.isEmpty {
-            json.key("flags")
-            json.beginArray()
-            for flag in flags { flag.write(to: &json) }
-            json.endArray()
-        }
-        if !json.field("body", utf8: body) {
-            json.field("body_base64", Base64.encode(body, alphabet: .standard))
+        // Every key in its declared order (`RecordKey`); the optional ones only when they apply.
+        keys: for key in RecordKey.allCases {
+            let name = key.spoolKey
+            switch key {
+            case .format: json.field(name, format)
+            case .receivedAt: json.field(name, receivedAt.description)
+            case .writer: json.field(name, writer)
+            case .route: json.field(name, route)
+            case .status: json.field(name, status.rawValue)
+            case .environment: json.field(name, environment?.rawValue)
+            case .dedupKey: json.field(name, dedupKey)
+            case .postbackProtocol: json.field(name, postbackProtocol?.rawValue)
+            case .version: json.field(name, version)
+            case .key: json.field(name, keyName)
+            case .reason: if let reason { json.field(name, reason) }
+            case .client: if let client { json.field(name, client) }
+            case .quarantine: if let quarantine { json.field(name, quarantine.rawValue) }
+            case .attribution:
+                if let attribution {
+                    json.key(name)
+                    attribution.writeSpoolJSON(to: &json)
+                }
+            case .bodyKept: if let bodyReduction { json.field(name, bodyReduction.kept.rawValue) }
+            case .bodySHA256: if let bodyReduction { json.field(name, bodyReduction.sha256) }
+            case .bodyBytes: if let bodyReduction { json.field(name, bodyReduction.byteCount) }
+            case .flags:
+                if !flags.isEmpty {
+                    json.key(name)
+                    json.beginArray()
+                    for flag in flags { flag.write(to: &json) }
+                    json.endArray()
+                }
+            case .body:
+                // Not UTF-8: the next key, `body_base64`, keeps it instead.
+                if json.field(name, utf8: body) { break keys }
+            case .bodyBase64: json.field(name, Base64.encode(body, alphabet: .standard))
+            }
         }
         json.endObject()
         var line = json.bytes
@@ -150,12 +157,12 @@ public struct SpoolRecord: Sendable, Equatable {
             throw DecodingError(description: "not a JSON record: \(error)")
         }
         guard case .object(let object) = value else { throw DecodingError(description: "record is not a JSON object") }
-        func string(_ key: String) -> String? {
-            if case .string(let text)? = object[key] { return text }
+        func string(_ key: RecordKey) -> String? {
+            if case .string(let text)? = object[key.spoolKey] { return text }
             return nil
         }
         var format = 1
-        if let value = object["format"] {
+        if let value = object[RecordKey.format.spoolKey] {
             guard case .number(let number) = value, let parsed = number.int64Value, parsed >= 1 else {
                 throw DecodingError(description: "format must be a positive integer")
             }
@@ -164,40 +171,40 @@ public struct SpoolRecord: Sendable, Equatable {
             }
             format = Int(parsed)
         }
-        guard let receivedText = string("received_at"), let receivedAt = UTCTimestamp(iso8601: receivedText) else {
+        guard let receivedText = string(.receivedAt), let receivedAt = UTCTimestamp(iso8601: receivedText) else {
             throw DecodingError(description: "received_at missing or not an ISO 8601 UTC timestamp")
         }
-        guard let statusText = string("status"), let status = VerificationStatus(rawValue: statusText) else {
+        guard let statusText = string(.status), let status = VerificationStatus(rawValue: statusText) else {
             throw DecodingError(description: "status missing or unknown")
         }
         let body: [UInt8]
-        if let text = string("body") {
+        if let text = string(.body) {
             body = Array(text.utf8)
-        } else if let encoded = string("body_base64") {
+        } else if let encoded = string(.bodyBase64) {
             do { body = try Base64.decode(encoded, alphabet: .standard) } catch { throw DecodingError(description: "body_base64: \(error)") }
         } else {
             throw DecodingError(description: "record has neither body nor body_base64")
         }
         var attribution: Attribution? = nil
-        if case .object(let fields)? = object["attribution"] {
-            do { attribution = try Attribution(json: fields) } catch { throw DecodingError(description: error.description) }
+        if case .object(let fields)? = object[RecordKey.attribution.spoolKey] {
+            do { attribution = try Attribution(spoolJSON: fields) } catch { throw DecodingError(description: error.description) }
         }
         self.init(
-            receivedAt: receivedAt, writer: string("writer") ?? "", route: string("route") ?? "", status: status,
-            environment: string("environment").flatMap(PostbackEnvironment.init(rawValue:)), dedupKey: string("dedup_key"),
-            postbackProtocol: string("protocol").flatMap(PostbackProtocol.init(rawValue:)), version: string("version"),
-            keyName: string("key"), reason: string("reason"), attribution: attribution, body: body)
-        client = string("client")
-        if let kept = string("body_kept").flatMap(BodyReduction.Kept.init(rawValue:)), let sha256 = string("body_sha256"),
-           case .number(let size)? = object["body_bytes"], let byteCount = size.int64Value {
+            receivedAt: receivedAt, writer: string(.writer) ?? "", route: string(.route) ?? "", status: status,
+            environment: string(.environment).flatMap(PostbackEnvironment.init(rawValue:)), dedupKey: string(.dedupKey),
+            postbackProtocol: string(.postbackProtocol).flatMap(PostbackProtocol.init(rawValue:)), version: string(.version),
+            keyName: string(.key), reason: string(.reason), attribution: attribution, body: body)
+        client = string(.client)
+        if let kept = string(.bodyKept).flatMap(BodyReduction.Kept.init(rawValue:)), let sha256 = string(.bodySHA256),
+           case .number(let size)? = object[RecordKey.bodyBytes.spoolKey], let byteCount = size.int64Value {
             bodyReduction = BodyReduction(kept: kept, sha256: sha256, byteCount: Int(byteCount))
         }
         self.format = format
-        if let text = string("quarantine") {
+        if let text = string(.quarantine) {
             guard let reason = QuarantineReason(rawValue: text) else { throw DecodingError(description: "quarantine has unknown value \"\(text)\"") }
             quarantine = reason
         }
-        switch object["flags"] {
+        switch object[RecordKey.flags.spoolKey] {
         case nil: break
         case .array(let items)?:
             for item in items {

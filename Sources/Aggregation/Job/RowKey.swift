@@ -6,11 +6,19 @@ import Postbacks
 ///
 /// Everything that decides a row's columns is in it; what the schema derives (label, revenue,
 /// campaign/geo/placement) is not, because it follows from these fields and is computed once per row
-/// at the end. Layout: kind, est-install day, app id, protocol, version, ad network id (lower-cased),
-/// campaign id, source identifier, source app id, source domain, marketplace, country, interaction,
-/// conversion type, sequence index, did-win, fine value, coarse value. Strings are a 16-bit length
-/// (0xFFFF = absent) and their bytes; optional integers a presence byte and eight bytes.
+/// at the end. Layout: kind, est-install day, then the stored fields of `grain` in that order (the
+/// ad network id lower-cased). Strings are a 16-bit length (0xFFFF = absent) and their bytes;
+/// optional integers a presence byte and eight bytes; choices one code byte.
 final class RowKeyEncoder {
+    /// The stored fields that place a postback in a row, in key order (`RowView` reads them back in it).
+    static let grain: [AttributionField] = [
+        .appID, .postbackProtocol, .version, .adNetworkID, .campaignID, .sourceIdentifier, .sourceAppID, .sourceDomain,
+        .marketplaceID, .countryCode, .interaction, .conversionType, .sequenceIndex, .didWin, .fineValue, .coarseValue,
+    ]
+
+    /// What a rejected record's row keeps of `grain`: what the record claims to be. The rest is absent.
+    static let rejectedFields: Set<AttributionField> = [.appID, .postbackProtocol, .version, .adNetworkID]
+
     enum Kind: UInt8 {
         /// A verified postback's row.
         case postback = 0
@@ -27,7 +35,8 @@ final class RowKeyEncoder {
     /// The last encoded key, valid until the next encode.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: buffer.base, count: buffer.count) }
 
-    /// Encodes a verified postback's fields; strings are read from `base`.
+    /// Encodes a verified postback's fields; strings are read from `base`. Written out field by field
+    /// in `grain` order rather than looped over it: this runs once per postback.
     func encodePostback(_ fields: PostbackFields, installDay: UTCDay, base: UnsafeRawBufferPointer) {
         var out = buffer
         out.removeAll()
@@ -58,18 +67,28 @@ final class RowKeyEncoder {
         out.removeAll()
         out.append(Kind.rejected.rawValue)
         Self.appendInt32(Int32.min, to: &out)
-        Self.appendOptional(appID, to: &out)
-        out.append(postbackProtocol.map { $0 == .skadnetwork ? 0 : 1 } ?? 0xFF)
-        Self.appendText(version, to: &out)
-        Self.appendText(adNetworkID.map(\.asciiLowercased), to: &out)
-        Self.appendOptional(nil, to: &out)
-        Self.appendText(nil, to: &out)
-        Self.appendOptional(nil, to: &out)
-        Self.appendText(nil, to: &out)
-        Self.appendText(nil, to: &out)
-        Self.appendText(nil, to: &out)
-        for byte: UInt8 in [0, 0xFE, 0xFF, 0, 0xFF, 0] { out.append(byte) }
+        for field in Self.grain {
+            switch field {
+            case .appID: Self.appendOptional(appID, to: &out)
+            case .postbackProtocol: out.append(postbackProtocol.map { $0 == .skadnetwork ? 0 : 1 } ?? 0xFF)
+            case .version: Self.appendText(version, to: &out)
+            case .adNetworkID: Self.appendText(adNetworkID.map(\.asciiLowercased), to: &out)
+            default: Self.appendAbsent(field, to: &out)
+            }
+        }
         buffer = out
+    }
+
+    /// The encoding of an absent value of `field` (what `RowView` reads as nil).
+    private static func appendAbsent(_ field: AttributionField, to out: inout GrowableBuffer<UInt8>) {
+        switch field {
+        case .appID, .campaignID, .sourceAppID: appendOptional(nil, to: &out)
+        case .version, .adNetworkID, .sourceIdentifier, .sourceDomain, .marketplaceID, .countryCode: appendText(nil, to: &out)
+        case .interaction, .didWin, .coarseValue: out.append(0)
+        case .conversionType: out.append(0xFE)
+        case .postbackProtocol, .sequenceIndex, .fineValue: out.append(0xFF)
+        case .testMode: preconditionFailure("test mode is not in a row key")
+        }
     }
 
     static func code(_ type: ConversionType) -> UInt8 {

@@ -29,29 +29,64 @@ struct RowView {
         kind = RowKeyEncoder.Kind(rawValue: reader.byte()) ?? .postback
         let day = reader.int32()
         installDay = day == Int32.min ? nil : UTCDay(daysSinceEpoch: Int(day))
-        appID = reader.optional()
-        let protocolCode = reader.byte()
-        postbackProtocol = protocolCode == 0 ? .skadnetwork : protocolCode == 1 ? .adattributionkit : nil
-        version = reader.string()
-        adNetworkID = reader.string()
-        campaignID = reader.optional()
-        sourceIdentifier = reader.string()
-        sourceAppID = reader.optional()
-        sourceDomain = reader.string()
-        marketplaceID = reader.string()
-        countryCode = reader.string()
-        let interactionCode = reader.byte()
-        interaction = interactionCode == 1 ? .view : interactionCode == 2 ? .click : nil
-        let typeCode = reader.byte()
-        conversionType = typeCode == 0 ? .download : typeCode == 1 ? .redownload : typeCode == 2 ? .reengagement : nil
-        let sequence = reader.byte()
-        sequenceIndex = sequence == 0xFF ? nil : Int(sequence)
-        let win = reader.byte()
-        didWin = win == 0 ? nil : win == 2
-        let fine = reader.byte()
-        fineValue = fine == 0xFF ? nil : Int(fine)
-        let coarse = reader.byte()
-        coarseValue = coarse == 0 ? nil : CoarseConversionValue.allCases[Int(coarse) - 1]
+        for field in RowKeyEncoder.grain {
+            switch field {
+            case .appID: appID = reader.optional()
+            case .postbackProtocol:
+                let code = reader.byte()
+                postbackProtocol = code == 0 ? .skadnetwork : code == 1 ? .adattributionkit : nil
+            case .version: version = reader.string()
+            case .adNetworkID: adNetworkID = reader.string()
+            case .campaignID: campaignID = reader.optional()
+            case .sourceIdentifier: sourceIdentifier = reader.string()
+            case .sourceAppID: sourceAppID = reader.optional()
+            case .sourceDomain: sourceDomain = reader.string()
+            case .marketplaceID: marketplaceID = reader.string()
+            case .countryCode: countryCode = reader.string()
+            case .interaction:
+                let code = reader.byte()
+                interaction = code == 1 ? .view : code == 2 ? .click : nil
+            case .conversionType:
+                let code = reader.byte()
+                conversionType = code == 0 ? .download : code == 1 ? .redownload : code == 2 ? .reengagement : nil
+            case .sequenceIndex:
+                let sequence = reader.byte()
+                sequenceIndex = sequence == 0xFF ? nil : Int(sequence)
+            case .didWin:
+                let win = reader.byte()
+                didWin = win == 0 ? nil : win == 2
+            case .fineValue:
+                let fine = reader.byte()
+                fineValue = fine == 0xFF ? nil : Int(fine)
+            case .coarseValue:
+                let coarse = reader.byte()
+                coarseValue = coarse == 0 ? nil : CoarseConversionValue.allCases[Int(coarse) - 1]
+            case .testMode: break
+            }
+        }
+    }
+
+    /// Writes `field` as its CSV column shows it (strings as stored in the key).
+    func write(_ field: AttributionField, of key: UnsafeRawBufferPointer, into line: inout CSVLine) {
+        switch field {
+        case .appID: line.field(appID)
+        case .postbackProtocol: line.field(postbackProtocol?.rawValue)
+        case .version: line.field(slice: version, of: key)
+        case .adNetworkID: line.field(slice: adNetworkID, of: key)
+        case .campaignID: line.field(campaignID)
+        case .sourceIdentifier: line.field(slice: sourceIdentifier, of: key)
+        case .sourceAppID: line.field(sourceAppID)
+        case .sourceDomain: line.field(slice: sourceDomain, of: key)
+        case .marketplaceID: line.field(slice: marketplaceID, of: key)
+        case .countryCode: line.field(slice: countryCode, of: key)
+        case .interaction: line.field(interaction?.rawValue)
+        case .conversionType: line.field(conversionType?.rawValue)
+        case .sequenceIndex: line.field(sequenceIndex)
+        case .didWin: line.field(didWin)
+        case .fineValue: line.field(fineValue)
+        case .coarseValue: line.field(coarseValue?.rawValue)
+        case .testMode: preconditionFailure("test mode has no column")
+        }
     }
 
     private struct KeyReader {

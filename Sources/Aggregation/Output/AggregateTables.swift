@@ -1,28 +1,99 @@
+public import PostbackStore
+
 /// The two output tables and their columns, in file order. Columns are only ever appended, never
 /// renamed or reordered, so readers that select by name keep working. The partition column `dt`
 /// is in the directory name (`dt=YYYY-MM-DD`), not in the files, as Hive, Spark and BigQuery expect.
+/// A column that shows a stored postback's field is `.field(…)`, named by the record's declaration
+/// (`AttributionField.column`); the renderer, the Spark job (spark/record-schema.json) and the report
+/// read these lists.
 public enum AggregateTables {
     public static let campaignDaily = "campaign_daily"
     public static let campaignEventsDaily = "campaign_events_daily"
 
     /// The grain shared by both tables (everything that identifies a campaign-level row).
-    public static let dimensionColumns = [
-        "est_install_date", "app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier",
-        "source_identifier_digits", "campaign", "geo", "placement", "source_app_id", "source_domain", "marketplace_id",
-        "country_code", "interaction", "conversion_type", "postback_sequence_index", "did_win",
+    public static let dimensions: [AggregateColumn] = [
+        .estInstallDate, .field(.appID), .field(.postbackProtocol), .field(.version), .field(.adNetworkID), .field(.campaignID),
+        .field(.sourceIdentifier), .sourceIdentifierDigits, .campaign, .geo, .placement, .field(.sourceAppID), .field(.sourceDomain),
+        .field(.marketplaceID), .field(.countryCode), .field(.interaction), .field(.conversionType), .field(.sequenceIndex),
+        .field(.didWin),
     ]
 
-    public static let campaignDailyColumns = dimensionColumns + [
-        "cv_kind", "fine_cv", "coarse_cv", "decoded_label", "schema_id",
-        "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
-        "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
-        "development_postbacks", "rejected_postbacks", "duplicates_dropped",
+    /// `campaign_daily`'s columns after the dimensions.
+    public static let campaignDailyMeasures: [AggregateColumn] = [
+        .cvKind, .field(.fineValue), .field(.coarseValue), .decodedLabel, .schemaID,
+        .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks,
+        .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
+        .developmentPostbacks, .rejectedPostbacks, .duplicatesDropped,
         // Of `postbacks`, those stored with flags (a value normalized or dropped; docs/postback-spec.md §11).
-        "flagged_postbacks",
+        .flaggedPostbacks,
     ]
 
-    public static let campaignEventsDailyColumns = dimensionColumns + [
-        "schema_id", "event_name", "postbacks", "event_count_min_sum", "event_count_max_sum",
-        "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
+    /// `campaign_events_daily`'s columns after the dimensions.
+    public static let campaignEventsDailyMeasures: [AggregateColumn] = [
+        .schemaID, .eventName, .postbacks, .eventCountMinSum, .eventCountMaxSum,
+        .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
     ]
+
+    /// Every column of `campaign_daily`, in file order.
+    public static let campaignDailyInOrder = dimensions + campaignDailyMeasures
+
+    public static let dimensionColumns = dimensions.map(\.name)
+    public static let campaignDailyColumns = campaignDailyInOrder.map(\.name)
+    public static let campaignEventsDailyColumns = (dimensions + campaignEventsDailyMeasures).map(\.name)
+}
+
+/// One column of the aggregate tables.
+public enum AggregateColumn: Hashable, Sendable {
+    /// A stored postback's field, shown as stored (the ad network id lower-cased).
+    case field(AttributionField)
+    case estInstallDate, sourceIdentifierDigits, campaign, geo, placement
+    case cvKind, decodedLabel, schemaID, postbacks, installs, redownloads, reengagements, losses, nullValuePostbacks
+    case revenueMinSum, revenueMaxSum, revenueEstSum, currency, developmentPostbacks, rejectedPostbacks, duplicatesDropped
+    case flaggedPostbacks, eventName, eventCountMinSum, eventCountMaxSum
+
+    public var name: String {
+        switch self {
+        // Every field shown in a table has a column name (`testMode` has none and is in no list).
+        case .field(let field): return field.column ?? field.spoolKey
+        case .estInstallDate: return "est_install_date"
+        case .sourceIdentifierDigits: return "source_identifier_digits"
+        case .campaign: return "campaign"
+        case .geo: return "geo"
+        case .placement: return "placement"
+        case .cvKind: return "cv_kind"
+        case .decodedLabel: return "decoded_label"
+        case .schemaID: return "schema_id"
+        case .postbacks: return "postbacks"
+        case .installs: return "installs"
+        case .redownloads: return "redownloads"
+        case .reengagements: return "reengagements"
+        case .losses: return "losses"
+        case .nullValuePostbacks: return "null_cv_postbacks"
+        case .revenueMinSum: return "revenue_min_sum"
+        case .revenueMaxSum: return "revenue_max_sum"
+        case .revenueEstSum: return "revenue_est_sum"
+        case .currency: return "currency"
+        case .developmentPostbacks: return "development_postbacks"
+        case .rejectedPostbacks: return "rejected_postbacks"
+        case .duplicatesDropped: return "duplicates_dropped"
+        case .flaggedPostbacks: return "flagged_postbacks"
+        case .eventName: return "event_name"
+        case .eventCountMinSum: return "event_count_min_sum"
+        case .eventCountMaxSum: return "event_count_max_sum"
+        }
+    }
+
+    /// A count of postbacks of `campaign_daily`: 0, never empty, on a rejected record's row.
+    public var isPostbackCount: Bool {
+        switch self {
+        case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
+             .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// An amount (written as the shortest exact decimal).
+    public var isMoney: Bool { self == .revenueMinSum || self == .revenueMaxSum || self == .revenueEstSum }
 }

@@ -115,25 +115,30 @@ enum DayRenderer {
             let facts = try RowFacts(fields, key: key, catalog: catalog, postbacks: postbacks, dimensions: &dimensions)
             writeDimensions(fields, key: key, facts: facts, dates: &dates, into: &prefix)
             line.appendRaw(prefix.bytes)
-            line.field(facts.kind)
-            line.field(fields.fineValue)
-            line.field(fields.coarseValue?.rawValue)
-            line.field(facts.label)
-            line.field(facts.schema?.schemaID)
-            line.field(postbacks)
-            line.field(facts.installs)
-            line.field(facts.redownloads)
-            line.field(facts.reengagements)
-            line.field(facts.losses)
-            line.field(facts.nullValues)
-            line.field(facts.revenueMin)
-            line.field(facts.revenueMax)
-            line.field(facts.revenueEstimate)
-            line.field(facts.schema?.currency)
-            line.field(development)
-            line.field(rejected)
-            line.field(duplicates)
-            line.field(Int64(flaggedCounts[row]))
+            for column in AggregateTables.campaignDailyMeasures {
+                switch column {
+                case .field(let field): fields.write(field, of: key, into: &line)
+                case .cvKind: line.field(facts.kind)
+                case .decodedLabel: line.field(facts.label)
+                case .schemaID: line.field(facts.schema?.schemaID)
+                case .postbacks: line.field(postbacks)
+                case .installs: line.field(facts.installs)
+                case .redownloads: line.field(facts.redownloads)
+                case .reengagements: line.field(facts.reengagements)
+                case .losses: line.field(facts.losses)
+                case .nullValuePostbacks: line.field(facts.nullValues)
+                case .revenueMinSum: line.field(facts.revenueMin)
+                case .revenueMaxSum: line.field(facts.revenueMax)
+                case .revenueEstSum: line.field(facts.revenueEstimate)
+                case .currency: line.field(facts.schema?.currency)
+                case .developmentPostbacks: line.field(development)
+                case .rejectedPostbacks: line.field(rejected)
+                case .duplicatesDropped: line.field(duplicates)
+                case .flaggedPostbacks: line.field(Int64(flaggedCounts[row]))
+                case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum, .eventCountMaxSum:
+                    preconditionFailure("\(column.name) is not a campaign_daily measure")
+                }
+            }
             line.endLine()
             part.lines.append(line.bytes)
             if let schema = facts.schema { part.schemaIDs.insert(schema.schemaID) }
@@ -168,37 +173,26 @@ enum DayRenderer {
 
     private static func writeDimensions(_ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, dates: inout DateCache,
                                         into line: inout CSVLine) {
-        line.field(bytes: fields.installDay.map { dates.text($0) })
-        line.field(fields.appID)
-        line.field(fields.postbackProtocol?.rawValue)
-        line.field(slice: fields.version, of: key)
-        line.field(slice: fields.adNetworkID, of: key)
-        line.field(fields.campaignID)
-        line.field(slice: fields.sourceIdentifier, of: key)
-        line.field(fields.sourceIdentifier.map { $0.count })
-        line.field(facts.dimensions.campaign)
-        line.field(facts.dimensions.geo)
-        line.field(facts.dimensions.placement)
-        line.field(fields.sourceAppID)
-        line.field(slice: fields.sourceDomain, of: key)
-        line.field(slice: fields.marketplaceID, of: key)
-        line.field(slice: fields.countryCode, of: key)
-        line.field(fields.interaction?.rawValue)
-        line.field(fields.conversionType?.rawValue)
-        line.field(fields.sequenceIndex)
-        line.field(fields.didWin)
+        for column in AggregateTables.dimensions {
+            switch column {
+            case .field(let field): fields.write(field, of: key, into: &line)
+            case .estInstallDate: line.field(bytes: fields.installDay.map { dates.text($0) })
+            case .sourceIdentifierDigits: line.field(fields.sourceIdentifier.map { $0.count })
+            case .campaign: line.field(facts.dimensions.campaign)
+            case .geo: line.field(facts.dimensions.geo)
+            case .placement: line.field(facts.dimensions.placement)
+            default: preconditionFailure("\(column.name) is not a dimension")
+            }
+        }
     }
 
     private static func writeRejected(_ fields: RowView, key: UnsafeRawBufferPointer, rejected: Int64, into line: inout CSVLine) {
-        for column in AggregateTables.campaignDailyColumns {
+        // Only what the record claims to be (the fields of `RowKeyEncoder.rejectedFields`) and the count.
+        for column in AggregateTables.campaignDailyInOrder {
             switch column {
-            case "app_id": line.field(fields.appID)
-            case "protocol": line.field(fields.postbackProtocol?.rawValue)
-            case "version": line.field(slice: fields.version, of: key)
-            case "ad_network_id": line.field(slice: fields.adNetworkID, of: key)
-            case "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
-                 "development_postbacks", "duplicates_dropped", "flagged_postbacks": line.field(Int64(0))
-            case "rejected_postbacks": line.field(rejected)
+            case .field(let field) where RowKeyEncoder.rejectedFields.contains(field): fields.write(field, of: key, into: &line)
+            case .rejectedPostbacks: line.field(rejected)
+            case _ where column.isPostbackCount: line.field(Int64(0))
             default: line.field(String?.none)
             }
         }

@@ -83,32 +83,9 @@ final class SpoolLineDecoder {
 
     private func summarize(_ record: SpoolRecord, attribution: Attribution, dedupKey: String) -> SpoolLineSummary {
         scratch.removeAll(keepingCapacity: true)
-        func slice(_ text: String?) -> ByteSlice? {
-            guard let text else { return nil }
-            let start = scratch.count
-            scratch.append(contentsOf: text.utf8)
-            return ByteSlice(start: start, count: scratch.count - start)
-        }
-        var fields = PostbackFields()
-        fields.postbackProtocol = attribution.postbackProtocol
-        fields.version = slice(attribution.version)
-        fields.appID = attribution.appID
-        fields.adNetworkID = slice(attribution.adNetworkID)
-        fields.campaignID = attribution.campaignID
-        fields.sourceIdentifier = slice(attribution.sourceIdentifier)
-        fields.sourceAppID = attribution.sourceAppID
-        fields.sourceDomain = slice(attribution.sourceDomain)
-        fields.marketplaceID = slice(attribution.marketplaceID)
-        fields.countryCode = slice(attribution.countryCode)
-        fields.interaction = attribution.interaction
-        fields.conversionType = attribution.conversionType
-        fields.sequenceIndex = attribution.postbackSequenceIndex
-        fields.didWin = attribution.didWin
-        fields.fineValue = attribution.fineValue
-        fields.coarseValue = attribution.coarseValue
-        fields.isTestMode = attribution.isTestMode
+        let fields = PostbackFields(attribution, storingTextIn: &scratch)
         return SpoolLineSummary(receivedAtMicros: record.receivedAt.microsecondsSinceEpoch,
                                 isProduction: record.environment == .production, isFlagged: !record.flags.isEmpty,
-                                dedupKey: slice(dedupKey), hasFields: true, fields: fields)
+                                dedupKey: ByteSlice.appending(dedupKey, to: &scratch), hasFields: true, fields: fields)
     }
 }

@@ -81,11 +81,6 @@ package struct FastSpoolLineParser {
 
     // MARK: The record
 
-    private enum RecordKey: Int {
-        case format, receivedAt, writer, route, status, environment, dedupKey, protocolName, version, key, reason, quarantine, attribution
-        case flags, body
-    }
-
     private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
         var keys = KeyCursor(recordKeys, count: SpoolLiterals.recordKeyNames.count)
@@ -97,6 +92,9 @@ package struct FastSpoolLineParser {
                 guard let value = integer(), value == 2 else { return false }
             case .flags, .quarantine:
                 // Flagged postbacks are few: the full parser reads them (and counts their flags).
+                return false
+            case .client, .bodyKept, .bodySHA256, .bodyBytes, .bodyBase64:
+                // Only rejected records or bodies that are not UTF-8 have these: the full parser's.
                 return false
             case .receivedAt:
                 guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return false }
@@ -117,7 +115,7 @@ package struct FastSpoolLineParser {
                 summary.hasFields = true
             case .body:
                 guard skipBody() else { return false }
-            case .writer, .route, .protocolName, .version, .key, .reason:
+            case .writer, .route, .postbackProtocol, .version, .key, .reason:
                 if !takeNull() { guard simpleString() != nil else { return false } }
             }
             guard index < end else { return false }
@@ -131,24 +129,19 @@ package struct FastSpoolLineParser {
         }
     }
 
-    // MARK: The attribution object (`Attribution.write(to:)`)
-
-    private enum AttributionKey: Int {
-        case protocolName, version, appID, adNetworkID, campaignID, sourceIdentifier, sourceAppID, sourceDomain, marketplaceID
-        case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode
-    }
+    // MARK: The attribution object (`Attribution.writeSpoolJSON(to:)`)
 
     private mutating func parseAttribution(into fields: inout PostbackFields) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
         var keys = KeyCursor(attributionKeys, count: SpoolLiterals.attributionKeyNames.count)
         while true {
-            guard let position = nextKey(&keys), let key = AttributionKey(rawValue: position) else { return false }
+            guard let position = nextKey(&keys), let key = AttributionField(rawValue: position) else { return false }
             if takeNull() {
                 // Required members: let the full parser produce the error.
-                if key == .protocolName || key == .appID || key == .adNetworkID || key == .conversionType { return false }
+                if key.isRequired { return false }
             } else {
                 switch key {
-                case .protocolName:
+                case .postbackProtocol:
                     guard let text = simpleString() else { return false }
                     if equals(text, .skadnetwork) { fields.postbackProtocol = .skadnetwork } else if equals(text, .adattributionkit) { fields.postbackProtocol = .adattributionkit } else { return false }
                 case .version: guard let text = simpleString() else { return false }; fields.version = text
@@ -186,11 +179,11 @@ package struct FastSpoolLineParser {
             }
             guard base[index] == UInt8(ascii: "}") else { return false }
             index += 1
-            let required = 1 << AttributionKey.protocolName.rawValue | 1 << AttributionKey.appID.rawValue
-                | 1 << AttributionKey.adNetworkID.rawValue | 1 << AttributionKey.conversionType.rawValue
-            return keys.seen & required == required
+            return keys.seen & Self.requiredAttributionKeys == Self.requiredAttributionKeys
         }
     }
+
+    private static let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) { $0 | 1 << $1.rawValue }
 
     /// Where key matching stands in one object: the key expected next (the encoder's order) and
     /// the keys seen so far (a repeated key gives up: the strict parser rejects duplicates).

@@ -13,6 +13,14 @@ package struct ByteSlice: Equatable {
 
     package var start: Int { Int(storedStart) }
     package var count: Int { Int(storedCount) }
+
+    /// Appends `text`'s UTF-8 to `scratch` and returns where it is; nil for nil.
+    package static func appending(_ text: String?, to scratch: inout [UInt8]) -> ByteSlice? {
+        guard let text else { return nil }
+        let start = scratch.count
+        scratch.append(contentsOf: text.utf8)
+        return ByteSlice(start: start, count: scratch.count - start)
+    }
 }
 
 /// The fields of one stored postback that place it in an aggregate row, in the cheapest form the
@@ -38,11 +46,32 @@ package struct PostbackFields {
 
     package init() {}
 
-    /// SKAdNetwork 4.0 and AdAttributionKit have three conversion windows; earlier versions one.
+    /// The fields of a parsed record (the full parser's `Attribution`), their text appended to `scratch`.
+    package init(_ attribution: Attribution, storingTextIn scratch: inout [UInt8]) {
+        func slice(_ text: String?) -> ByteSlice? { ByteSlice.appending(text, to: &scratch) }
+        postbackProtocol = attribution.postbackProtocol
+        version = slice(attribution.version)
+        appID = attribution.appID
+        adNetworkID = slice(attribution.adNetworkID)
+        campaignID = attribution.campaignID
+        sourceIdentifier = slice(attribution.sourceIdentifier)
+        sourceAppID = attribution.sourceAppID
+        sourceDomain = slice(attribution.sourceDomain)
+        marketplaceID = slice(attribution.marketplaceID)
+        countryCode = slice(attribution.countryCode)
+        interaction = attribution.interaction
+        conversionType = attribution.conversionType
+        sequenceIndex = attribution.postbackSequenceIndex
+        didWin = attribution.didWin
+        fineValue = attribution.fineValue
+        coarseValue = attribution.coarseValue
+        isTestMode = attribution.isTestMode
+    }
+
+    /// AdAttributionKit and SKAdNetwork from 4.0 have three conversion windows; earlier versions one.
     package func hasConversionWindows(in base: UnsafeRawBufferPointer) -> Bool {
         guard postbackProtocol == .skadnetwork else { return true }
         guard let version else { return false }
-        return version.count == 3 && base[version.start] == UInt8(ascii: "4") && base[version.start + 1] == UInt8(ascii: ".")
-            && base[version.start + 2] == UInt8(ascii: "0")
+        return SKAdNetworkVersion.hasConversionWindows(versionText: UnsafeRawBufferPointer(rebasing: base[version.start..<(version.start + version.count)]))
     }
 }

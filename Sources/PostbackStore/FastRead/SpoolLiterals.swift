@@ -1,5 +1,5 @@
 /// The byte strings the fast spool parser compares against: JSON keys (with their quotes and
-/// colon) in the order `SpoolRecord.encoded()` and `Attribution.write(to:)` write them, and the
+/// colon) in the order `SpoolRecord.encoded()` writes them (`RecordKey`, `AttributionField`), and the
 /// enumeration values. Built once; the parser holds a reference and reads them through pointers.
 package final class SpoolLiterals: Sendable {
     package struct Literal: @unchecked Sendable {
@@ -10,11 +10,9 @@ package final class SpoolLiterals: Sendable {
 
     package static let shared = SpoolLiterals()
 
-    package static let recordKeyNames = ["format", "received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "version",
-                                 "key", "reason", "quarantine", "attribution", "flags", "body"]
-    package static let attributionKeyNames = ["protocol", "version", "app_id", "ad_network_id", "campaign_id", "source_identifier", "source_app_id",
-                                      "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type",
-                                      "postback_sequence_index", "did_win", "fine_value", "coarse_value", "test_mode"]
+    /// Declared in `RecordKey` and `AttributionField`; the parser's key positions are their raw values.
+    package static let recordKeyNames = RecordKey.allCases.map(\.spoolKey)
+    package static let attributionKeyNames = AttributionField.allCases.map(\.spoolKey)
     package static let valueNames = ["verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
                              "re-engagement", "low", "medium", "high", "null", "true", "false"]
 

@@ -61,78 +61,12 @@ public struct Attribution: Sendable, Equatable {
     /// The postback counts for the advertiser: a winner (or a pre-3.0 postback, which always is).
     public var isWinning: Bool { didWin != false }
 
-    // MARK: JSON (the `attribution` object of a spool record)
-
-    /// Writes the fields as a JSON object with snake_case keys; absent values are `null`.
-    public func write(to json: inout JSONWriter) {
-        json.beginObject()
-        json.field("protocol", postbackProtocol.rawValue)
-        json.field("version", version)
-        json.field("app_id", appID)
-        json.field("ad_network_id", adNetworkID)
-        json.field("campaign_id", campaignID)
-        json.field("source_identifier", sourceIdentifier)
-        json.field("source_app_id", sourceAppID)
-        json.field("source_domain", sourceDomain)
-        json.field("marketplace_id", marketplaceID)
-        json.field("country_code", countryCode)
-        json.field("interaction", interaction?.rawValue)
-        json.field("conversion_type", conversionType.rawValue)
-        json.field("postback_sequence_index", postbackSequenceIndex)
-        json.field("did_win", didWin)
-        json.field("fine_value", fineValue)
-        json.field("coarse_value", coarseValue?.rawValue)
-        json.field("test_mode", isTestMode)
-        json.endObject()
-    }
-
+    /// Why a stored `attribution` object could not be read (PostbackStore reads and writes it,
+    /// from its declared list of fields, `AttributionField`).
     public struct DecodingError: Error, CustomStringConvertible {
         public let description: String
-    }
 
-    /// Reads the object `write(to:)` produced.
-    public init(json object: JSONObject) throws(DecodingError) {
-        func string(_ key: String) throws(DecodingError) -> String? {
-            switch object[key] {
-            case nil, .null?: return nil
-            case .string(let value)?: return value
-            default: throw DecodingError(description: "attribution.\(key) must be a string")
-            }
-        }
-        func integer(_ key: String) throws(DecodingError) -> Int64? {
-            switch object[key] {
-            case nil, .null?: return nil
-            case .number(let number)?:
-                guard let value = number.int64Value else { throw DecodingError(description: "attribution.\(key) must be an integer") }
-                return value
-            default: throw DecodingError(description: "attribution.\(key) must be an integer")
-            }
-        }
-        func bool(_ key: String) throws(DecodingError) -> Bool? {
-            switch object[key] {
-            case nil, .null?: return nil
-            case .bool(let value)?: return value
-            default: throw DecodingError(description: "attribution.\(key) must be a boolean")
-            }
-        }
-        func choice<T: RawRepresentable<String>>(_ key: String, _ type: T.Type) throws(DecodingError) -> T? {
-            guard let text = try string(key) else { return nil }
-            guard let value = T(rawValue: text) else { throw DecodingError(description: "attribution.\(key) has unknown value \"\(text)\"") }
-            return value
-        }
-        guard let postbackProtocol = try choice("protocol", PostbackProtocol.self),
-              let appID = try integer("app_id"), let adNetworkID = try string("ad_network_id"),
-              let conversionType = try choice("conversion_type", ConversionType.self)
-        else { throw DecodingError(description: "attribution lacks protocol, app_id, ad_network_id or conversion_type") }
-        self.init(
-            postbackProtocol: postbackProtocol, version: try string("version"), appID: appID, adNetworkID: adNetworkID,
-            campaignID: try integer("campaign_id"), sourceIdentifier: try string("source_identifier"),
-            sourceAppID: try integer("source_app_id"), sourceDomain: try string("source_domain"),
-            marketplaceID: try string("marketplace_id"), countryCode: try string("country_code"),
-            interaction: try choice("interaction", AdInteraction.self), conversionType: conversionType,
-            postbackSequenceIndex: Int(try integer("postback_sequence_index") ?? 0), didWin: try bool("did_win"),
-            fineValue: (try integer("fine_value")).map { Int($0) }, coarseValue: try choice("coarse_value", CoarseConversionValue.self),
-            isTestMode: try bool("test_mode") ?? false)
+        public init(description: String) { self.description = description }
     }
 }
 

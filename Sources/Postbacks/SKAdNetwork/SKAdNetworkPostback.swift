@@ -88,7 +88,7 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         self.version = version
         self.versionField = versionField
         adNetworkID = try fields.requiredString("ad-network-id")
-        if version == .v4_0 {
+        if version.hasSourceIdentifier {
             let identifier = try fields.requiredString("source-identifier")
             if !FieldReader.isKnownSourceIdentifier(identifier) {
                 flags.append(PostbackFlag(field: .sourceIdentifier, action: .unrecognized, raw: FieldReader.rawText(.string(identifier)), note: "not 2 to 4 digits; kept as signed"))
@@ -107,20 +107,19 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         appID = try fields.requiredSignedInteger("app-id", field: .appID, flags: &flags)
         transactionID = try fields.requiredString("transaction-id")
 
-        let isVersion2OrLater = version >= .v2_0
-        redownload = isVersion2OrLater ? try fields.requiredSignedBool("redownload", field: .redownload, flags: &flags) : nil
-        sourceAppID = isVersion2OrLater ? try fields.signedInteger("source-app-id", field: .sourceAppID, flags: &flags) : nil
-        sourceDomain = version == .v4_0 ? try fields.string("source-domain") : nil
+        redownload = version.hasRedownload ? try fields.requiredSignedBool("redownload", field: .redownload, flags: &flags) : nil
+        sourceAppID = version.hasSourceAppID ? try fields.signedInteger("source-app-id", field: .sourceAppID, flags: &flags) : nil
+        sourceDomain = version.hasSourceDomain ? try fields.string("source-domain") : nil
         if let sourceAppID, sourceDomain != nil {
             flags.append(PostbackFlag(field: .sourceAppID, action: .unrecognized, raw: String(sourceAppID), note: "sent together with source-domain; kept as signed"))
         }
-        let fidelity = version >= .v2_2 ? try fields.requiredSignedInteger("fidelity-type", field: .fidelityType, flags: &flags) : nil
+        let fidelity = version.hasFidelityType ? try fields.requiredSignedInteger("fidelity-type", field: .fidelityType, flags: &flags) : nil
         if let fidelity, fidelity > 1 {
             flags.append(PostbackFlag(field: .fidelityType, action: .unrecognized, raw: String(fidelity), note: "not 0 or 1; kept as signed"))
         }
         fidelityType = fidelity
-        didWin = version >= .v3_0 ? try fields.requiredSignedBool("did-win", field: .didWin, flags: &flags) : nil
-        let sequenceIndex = version == .v4_0 ? try fields.requiredSignedInteger("postback-sequence-index", field: .postbackSequenceIndex, flags: &flags) : nil
+        didWin = version.hasDidWin ? try fields.requiredSignedBool("did-win", field: .didWin, flags: &flags) : nil
+        let sequenceIndex = version.hasConversionWindows ? try fields.requiredSignedInteger("postback-sequence-index", field: .postbackSequenceIndex, flags: &flags) : nil
         if let sequenceIndex, sequenceIndex > 2 {
             flags.append(PostbackFlag(field: .postbackSequenceIndex, action: .unrecognized, raw: String(sequenceIndex), note: "not 0, 1 or 2; kept as signed"))
         }
@@ -138,11 +137,11 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         guard !attributionSignature.isEmpty else { throw .malformed("attribution-signature is empty") }
 
         // Unsigned fields last; they cannot throw.
-        if isVersion2OrLater {
+        if version.hasConversionValue {
             let whyNoFine = didWin == false ? "a non-winning postback never carries conversion-value"
                 : "only the first postback carries a fine value; postback-sequence-index is \(sequenceIndex ?? 0)"
             let values = fields.conversionValues(
-                fineAllowed: didWin != false && (sequenceIndex ?? 0) == 0, coarseAllowed: version == .v4_0,
+                fineAllowed: didWin != false && (sequenceIndex ?? 0) == 0, coarseAllowed: version.hasCoarseValues,
                 whyNoFine: whyNoFine, flags: &flags)
             conversionValue = values.fine
             coarseConversionValue = values.coarse
@@ -176,7 +175,7 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
     /// The one place that knows the signing order: `signedFields` and `signedMessage` are both built
     /// from it (the message without an array of field strings in between, as it is built per postback).
     private func forEachSignedField(omittingZeroSourceAppID: Bool, _ body: (_ name: String, _ value: String) -> Void) {
-        if version >= .v2_0 { body("version", versionField ?? version.rawValue) }
+        if version.hasSignedVersion { body("version", versionField ?? version.rawValue) }
         body("ad-network-id", adNetworkID)
         if let sourceIdentifier { body("source-identifier", sourceIdentifier) }
         if let campaignID { body("campaign-id", String(campaignID)) }

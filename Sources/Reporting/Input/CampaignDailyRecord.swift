@@ -49,11 +49,11 @@ struct CampaignDailyRecord {
         private let indices: [String: Int]
         let columnCount: Int
 
-        static let required = [
-            "app_id", "ad_network_id", "campaign_id", "source_identifier", "campaign", "postback_sequence_index", "cv_kind",
-            "fine_cv", "coarse_cv", "decoded_label", "postbacks", "installs", "redownloads", "reengagements", "losses",
-            "null_cv_postbacks", "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
-            "development_postbacks", "rejected_postbacks", "duplicates_dropped",
+        static let required: [AggregateColumn] = [
+            .field(.appID), .field(.adNetworkID), .field(.campaignID), .field(.sourceIdentifier), .campaign, .field(.sequenceIndex), .cvKind,
+            .field(.fineValue), .field(.coarseValue), .decodedLabel, .postbacks, .installs, .redownloads, .reengagements, .losses,
+            .nullValuePostbacks, .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
+            .developmentPostbacks, .rejectedPostbacks, .duplicatesDropped,
         ]
 
         init(header: [String?], path: String) throws(ReportError) {
@@ -62,7 +62,7 @@ struct CampaignDailyRecord {
                 guard let name else { throw .malformed(path: path, line: 1, reason: "empty column name in the header") }
                 indices[name] = index
             }
-            let missing = Self.required.filter { indices[$0] == nil }
+            let missing = Self.required.map(\.name).filter { indices[$0] == nil }
             guard missing.isEmpty else {
                 throw .malformed(path: path, line: 1, reason: "not a campaign_daily table: no column \(missing.joined(separator: ", "))")
             }
@@ -74,51 +74,51 @@ struct CampaignDailyRecord {
             guard fields.count == columnCount else {
                 throw .malformed(path: path, line: line, reason: "\(fields.count) fields, the header has \(columnCount)")
             }
-            func text(_ column: String) -> String? { fields[indices[column]!] }
-            func bad(_ column: String, _ expected: String) -> ReportError {
-                .malformed(path: path, line: line, reason: "\(column) is '\(text(column) ?? "")', expected \(expected)")
+            func text(_ column: AggregateColumn) -> String? { fields[indices[column.name]!] }
+            func bad(_ column: AggregateColumn, _ expected: String) -> ReportError {
+                .malformed(path: path, line: line, reason: "\(column.name) is '\(text(column) ?? "")', expected \(expected)")
             }
-            func count(_ column: String) throws(ReportError) -> Int {
+            func count(_ column: AggregateColumn) throws(ReportError) -> Int {
                 guard let value = text(column) else { return 0 }
                 guard let number = Int(value), number >= 0 else { throw bad(column, "a count") }
                 return number
             }
-            func money(_ column: String) throws(ReportError) -> Money? {
+            func money(_ column: AggregateColumn) throws(ReportError) -> Money? {
                 guard let value = text(column) else { return nil }
                 guard let amount = Money(decimal: value) else { throw bad(column, "an amount") }
                 return amount
             }
             var sequenceIndex = 0
-            if let value = text("postback_sequence_index") {
-                guard let number = Int(value), (0...2).contains(number) else { throw bad("postback_sequence_index", "0, 1 or 2") }
+            if let value = text(.field(.sequenceIndex)) {
+                guard let number = Int(value), (0...2).contains(number) else { throw bad(.field(.sequenceIndex), "0, 1 or 2") }
                 sequenceIndex = number
             }
             var kind: ValueKind? = nil
-            if let value = text("cv_kind") {
-                guard let parsed = ValueKind(rawValue: value) else { throw bad("cv_kind", "fine, coarse, null or none") }
+            if let value = text(.cvKind) {
+                guard let parsed = ValueKind(rawValue: value) else { throw bad(.cvKind, "fine, coarse, null or none") }
                 kind = parsed
             }
             var fine: Int? = nil
-            if let value = text("fine_cv") {
-                guard let number = Int(value), (0...63).contains(number) else { throw bad("fine_cv", "a value from 0 to 63") }
+            if let value = text(.field(.fineValue)) {
+                guard let number = Int(value), (0...63).contains(number) else { throw bad(.field(.fineValue), "a value from 0 to 63") }
                 fine = number
             }
             var coarse: Int? = nil
-            if let value = text("coarse_cv") {
-                guard let level = Self.levelIndex(value) else { throw bad("coarse_cv", "low, medium or high") }
+            if let value = text(.field(.coarseValue)) {
+                guard let level = Self.levelIndex(value) else { throw bad(.field(.coarseValue), "low, medium or high") }
                 coarse = level
             }
             return CampaignDailyRecord(
-                appID: text("app_id"), adNetworkID: text("ad_network_id"), campaignID: text("campaign_id"),
-                sourceIdentifier: text("source_identifier"), campaign: text("campaign"), sequenceIndex: sequenceIndex,
-                cvKind: kind, fineValue: fine, coarseLevel: coarse, decodedLabel: text("decoded_label"),
-                postbacks: try count("postbacks"), installs: try count("installs"), redownloads: try count("redownloads"),
-                reengagements: try count("reengagements"), losses: try count("losses"), nullValues: try count("null_cv_postbacks"),
-                revenueMin: try money("revenue_min_sum"), revenueMax: try money("revenue_max_sum"),
-                revenueEstimate: try money("revenue_est_sum"), currency: text("currency"),
-                countryCode: indices["country_code"].flatMap { fields[$0] },
-                development: try count("development_postbacks"), rejected: try count("rejected_postbacks"),
-                duplicatesDropped: try count("duplicates_dropped"))
+                appID: text(.field(.appID)), adNetworkID: text(.field(.adNetworkID)), campaignID: text(.field(.campaignID)),
+                sourceIdentifier: text(.field(.sourceIdentifier)), campaign: text(.campaign), sequenceIndex: sequenceIndex,
+                cvKind: kind, fineValue: fine, coarseLevel: coarse, decodedLabel: text(.decodedLabel),
+                postbacks: try count(.postbacks), installs: try count(.installs), redownloads: try count(.redownloads),
+                reengagements: try count(.reengagements), losses: try count(.losses), nullValues: try count(.nullValuePostbacks),
+                revenueMin: try money(.revenueMinSum), revenueMax: try money(.revenueMaxSum),
+                revenueEstimate: try money(.revenueEstSum), currency: text(.currency),
+                countryCode: indices[AggregateColumn.field(.countryCode).name].flatMap { fields[$0] },
+                development: try count(.developmentPostbacks), rejected: try count(.rejectedPostbacks),
+                duplicatesDropped: try count(.duplicatesDropped))
         }
 
         private static func levelIndex(_ value: String) -> Int? { CampaignDailyRecord.coarseLevels.firstIndex(of: value) }

@@ -1,0 +1,71 @@
+import Postbacks
+import PostbackStore
+
+/// The record and table declarations as JSON, for the engines that are not Swift: the Spark job
+/// reads `spark/record-schema.json`, which is this text (a test fails when the file is stale, and
+/// rewrites it with `POSTBACK_UPDATE_RECORD_SCHEMA=1`). One member per line, so a change reads
+/// well in a diff.
+public enum RecordSchemaExport {
+    public static let path = "spark/record-schema.json"
+
+    public static func json() -> [UInt8] {
+        var lines: [String] = []
+        func member(_ name: String, _ write: (inout JSONWriter) -> Void) {
+            var json = JSONWriter()
+            write(&json)
+            var text = [UInt8]()
+            JSONWriter.appendQuoted(name, to: &text)
+            lines.append("  " + String(decoding: text, as: UTF8.self) + ": " + String(decoding: json.bytes, as: UTF8.self))
+        }
+        func strings(_ name: String, _ values: [String]) {
+            member(name) { json in
+                json.beginArray()
+                for value in values { json.value(value) }
+                json.endArray()
+            }
+        }
+        member("generated_from") { $0.value("PostbackStore/RecordFields.swift, Aggregation/Output/AggregateTables.swift; do not edit (swift test regenerates it with POSTBACK_UPDATE_RECORD_SCHEMA=1)") }
+        member("record_format") { $0.value(SpoolRecord.currentFormat) }
+        func objects<Item>(_ name: String, _ items: [Item], _ write: @escaping (Item, inout JSONWriter) -> Void) {
+            member(name) { json in
+                json.beginArray()
+                for item in items {
+                    json.beginObject()
+                    write(item, &json)
+                    json.endObject()
+                }
+                json.endArray()
+            }
+        }
+        objects("record_keys", RecordKey.allCases) { key, json in
+            json.field("key", key.spoolKey)
+            json.field("type", key.valueType.rawValue)
+            json.field("since_format", key.sinceFormat)
+        }
+        objects("attribution_fields", AttributionField.allCases) { field, json in
+            json.field("key", field.spoolKey)
+            json.field("type", field.valueType.rawValue)
+            json.field("required", field.isRequired)
+            json.key("choices")
+            if let choices = field.choices {
+                json.beginArray()
+                for choice in choices { json.value(choice) }
+                json.endArray()
+            } else {
+                json.value(String?.none)
+            }
+            json.field("column", field.column)
+            json.field("signed", field.isSigned)
+            json.field("carried_by", field.carriedBy)
+        }
+        strings("row_grain", RowKeyEncoder.grain.map(\.spoolKey))
+        strings("rejected_row_fields", RowKeyEncoder.grain.filter(RowKeyEncoder.rejectedFields.contains).map(\.spoolKey))
+        strings("dimension_columns", AggregateTables.dimensionColumns)
+        strings("campaign_daily_columns", AggregateTables.campaignDailyColumns)
+        strings("campaign_events_daily_columns", AggregateTables.campaignEventsDailyColumns)
+        strings("postback_count_columns", AggregateTables.campaignDailyInOrder.filter(\.isPostbackCount).map(\.name))
+        strings("money_columns", AggregateTables.campaignDailyInOrder.filter(\.isMoney).map(\.name))
+        strings("versions_with_conversion_windows", SKAdNetworkVersion.allCases.filter(\.hasConversionWindows).map(\.rawValue))
+        return Array(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+}

@@ -1,0 +1,266 @@
+public import Postbacks
+
+// The fields of a stored postback, declared once. The spool writer and reader (`SpoolRecord`), the
+// fast line parser (`FastRead/`), the aggregate tables' column names and the Spark job's record
+// schema (spark/record-schema.json, exported from these tables and checked by a test) all iterate
+// these lists. Declaration order is the order the writer emits keys in: append, never reorder
+// (the fast parser expects this order, and readers of old records rely on the names).
+
+/// The top-level keys of a spool record (`SpoolRecord.encoded()`), in the order they are written.
+/// Which ones a record has depends on its kind (see `SpoolRecord`); `sinceFormat` is the record
+/// format that introduced the key.
+public enum RecordKey: Int, CaseIterable, Sendable {
+    case format, receivedAt, writer, route, status, environment, dedupKey, postbackProtocol, version, key, reason, client
+    case quarantine, attribution, bodyKept, bodySHA256, bodyBytes, flags, body, bodyBase64
+
+    public var spoolKey: String {
+        switch self {
+        case .format: return "format"
+        case .receivedAt: return "received_at"
+        case .writer: return "writer"
+        case .route: return "route"
+        case .status: return "status"
+        case .environment: return "environment"
+        case .dedupKey: return "dedup_key"
+        case .postbackProtocol: return "protocol"
+        case .version: return "version"
+        case .key: return "key"
+        case .reason: return "reason"
+        case .client: return "client"
+        case .quarantine: return "quarantine"
+        case .attribution: return "attribution"
+        case .bodyKept: return "body_kept"
+        case .bodySHA256: return "body_sha256"
+        case .bodyBytes: return "body_bytes"
+        case .flags: return "flags"
+        case .body: return "body"
+        case .bodyBase64: return "body_base64"
+        }
+    }
+
+    /// The JSON type of the value (`object`/`array` for the nested ones).
+    public var valueType: RecordValueType {
+        switch self {
+        case .format, .bodyBytes: return .integer
+        case .attribution: return .object
+        case .flags: return .array
+        default: return .string
+        }
+    }
+
+    /// The record format that introduced the key (format 1 records have no `format` key).
+    public var sinceFormat: Int {
+        switch self {
+        // `client` and the `body_*` keys of rejected records came after format 2 and only with it.
+        case .format, .quarantine, .flags, .client, .bodyKept, .bodySHA256, .bodyBytes: return 2
+        default: return 1
+        }
+    }
+}
+
+/// JSON value types of the record's fields.
+public enum RecordValueType: String, Sendable {
+    case string, integer, boolean, object, array
+}
+
+/// The members of a record's `attribution` object: the normalized fields of a verified postback
+/// that aggregation groups by (`Attribution`), in the order they are written. `null` stands for
+/// absent; every member is written on every record.
+public enum AttributionField: Int, CaseIterable, Sendable {
+    case postbackProtocol, version, appID, adNetworkID, campaignID, sourceIdentifier, sourceAppID, sourceDomain, marketplaceID
+    case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode
+
+    /// The member name in the spool record's `attribution` object.
+    public var spoolKey: String {
+        switch self {
+        case .postbackProtocol: return "protocol"
+        case .version: return "version"
+        case .appID: return "app_id"
+        case .adNetworkID: return "ad_network_id"
+        case .campaignID: return "campaign_id"
+        case .sourceIdentifier: return "source_identifier"
+        case .sourceAppID: return "source_app_id"
+        case .sourceDomain: return "source_domain"
+        case .marketplaceID: return "marketplace_id"
+        case .countryCode: return "country_code"
+        case .interaction: return "interaction"
+        case .conversionType: return "conversion_type"
+        case .sequenceIndex: return "postback_sequence_index"
+        case .didWin: return "did_win"
+        case .fineValue: return "fine_value"
+        case .coarseValue: return "coarse_value"
+        case .testMode: return "test_mode"
+        }
+    }
+
+    /// The column of `campaign_daily` (and, for dimensions, `campaign_events_daily`) that shows the
+    /// field; nil when no column does (test mode only decides which count a postback goes to).
+    public var column: String? {
+        switch self {
+        case .fineValue: return "fine_cv"
+        case .coarseValue: return "coarse_cv"
+        case .testMode: return nil
+        default: return spoolKey
+        }
+    }
+
+    public var valueType: RecordValueType {
+        switch self {
+        case .appID, .campaignID, .sourceAppID, .sequenceIndex, .fineValue: return .integer
+        case .didWin, .testMode: return .boolean
+        default: return .string
+        }
+    }
+
+    /// The values a string field may take (a record with another is not valid); nil for any string.
+    public var choices: [String]? {
+        switch self {
+        case .postbackProtocol: return PostbackProtocol.allCases.map(\.rawValue)
+        case .interaction: return AdInteraction.allCases.map(\.rawValue)
+        case .conversionType: return ConversionType.allCases.map(\.rawValue)
+        case .coarseValue: return CoarseConversionValue.allCases.map(\.rawValue)
+        default: return nil
+        }
+    }
+
+    /// A record's attribution without it is not valid.
+    public var isRequired: Bool { self == .postbackProtocol || self == .appID || self == .adNetworkID || self == .conversionType }
+
+    /// Apple signed the value it comes from (it decides nothing about authenticity once stored,
+    /// but an unsigned value may have been normalized or dropped and flagged).
+    public var isSigned: Bool {
+        switch self {
+        case .countryCode, .fineValue, .coarseValue: return false
+        // `interaction` is the signed `fidelity-type` (SKAdNetwork 2.2+) or the JWS `ad-interaction-type`.
+        default: return true
+        }
+    }
+
+    /// Which postbacks carry the field (for docs and the export; the models decide).
+    public var carriedBy: String {
+        switch self {
+        case .postbackProtocol, .appID, .adNetworkID, .conversionType, .countryCode: return "all"
+        case .version: return "SKAdNetwork"
+        case .campaignID: return "SKAdNetwork 1.0-3.0"
+        case .sourceIdentifier: return "SKAdNetwork 4.0, AdAttributionKit"
+        case .sourceAppID: return "SKAdNetwork 2.0+, AdAttributionKit"
+        case .sourceDomain: return "SKAdNetwork 4.0"
+        case .marketplaceID: return "AdAttributionKit"
+        case .interaction: return "SKAdNetwork 2.2+, AdAttributionKit"
+        case .sequenceIndex: return "SKAdNetwork 4.0, AdAttributionKit"
+        case .didWin: return "SKAdNetwork 3.0+, AdAttributionKit"
+        case .fineValue: return "SKAdNetwork 2.0+, AdAttributionKit"
+        case .coarseValue: return "SKAdNetwork 4.0, AdAttributionKit"
+        case .testMode: return "SKAdNetwork"
+        }
+    }
+
+    /// Writes this member of `attribution`'s object.
+    func write(_ attribution: Attribution, to json: inout JSONWriter) {
+        let name = spoolKey
+        switch self {
+        case .postbackProtocol: json.field(name, attribution.postbackProtocol.rawValue)
+        case .version: json.field(name, attribution.version)
+        case .appID: json.field(name, attribution.appID)
+        case .adNetworkID: json.field(name, attribution.adNetworkID)
+        case .campaignID: json.field(name, attribution.campaignID)
+        case .sourceIdentifier: json.field(name, attribution.sourceIdentifier)
+        case .sourceAppID: json.field(name, attribution.sourceAppID)
+        case .sourceDomain: json.field(name, attribution.sourceDomain)
+        case .marketplaceID: json.field(name, attribution.marketplaceID)
+        case .countryCode: json.field(name, attribution.countryCode)
+        case .interaction: json.field(name, attribution.interaction?.rawValue)
+        case .conversionType: json.field(name, attribution.conversionType.rawValue)
+        case .sequenceIndex: json.field(name, attribution.postbackSequenceIndex)
+        case .didWin: json.field(name, attribution.didWin)
+        case .fineValue: json.field(name, attribution.fineValue)
+        case .coarseValue: json.field(name, attribution.coarseValue?.rawValue)
+        case .testMode: json.field(name, attribution.isTestMode)
+        }
+    }
+
+    /// Reads this member from `object` into `attribution` (absent or `null` leaves the default).
+    func read(from object: JSONObject, into attribution: inout Attribution) throws(Attribution.DecodingError) {
+        let member = AttributionMember(object: object, key: spoolKey)
+        switch self {
+        case .postbackProtocol, .appID, .adNetworkID, .conversionType:
+            break  // required: read by `Attribution(spoolJSON:)` before the others
+        case .version: attribution.version = try member.string()
+        case .campaignID: attribution.campaignID = try member.integer()
+        case .sourceIdentifier: attribution.sourceIdentifier = try member.string()
+        case .sourceAppID: attribution.sourceAppID = try member.integer()
+        case .sourceDomain: attribution.sourceDomain = try member.string()
+        case .marketplaceID: attribution.marketplaceID = try member.string()
+        case .countryCode: attribution.countryCode = try member.string()
+        case .interaction: attribution.interaction = try member.choice(AdInteraction.self)
+        case .sequenceIndex: attribution.postbackSequenceIndex = Int(try member.integer() ?? 0)
+        case .didWin: attribution.didWin = try member.bool()
+        case .fineValue: attribution.fineValue = (try member.integer()).map { Int($0) }
+        case .coarseValue: attribution.coarseValue = try member.choice(CoarseConversionValue.self)
+        case .testMode: attribution.isTestMode = try member.bool() ?? false
+        }
+    }
+}
+
+extension Attribution {
+    /// Writes the `attribution` object of a spool record: every `AttributionField`, in order; absent values are `null`.
+    public func writeSpoolJSON(to json: inout JSONWriter) {
+        json.beginObject()
+        for field in AttributionField.allCases { field.write(self, to: &json) }
+        json.endObject()
+    }
+
+    /// Reads the object `writeSpoolJSON(to:)` produced.
+    public init(spoolJSON object: JSONObject) throws(DecodingError) {
+        func member(_ field: AttributionField) -> AttributionMember { AttributionMember(object: object, key: field.spoolKey) }
+        guard let postbackProtocol = try member(.postbackProtocol).choice(PostbackProtocol.self),
+              let appID = try member(.appID).integer(), let adNetworkID = try member(.adNetworkID).string(),
+              let conversionType = try member(.conversionType).choice(ConversionType.self)
+        else {
+            let required = AttributionField.allCases.filter(\.isRequired).map(\.spoolKey)
+            throw DecodingError(description: "attribution lacks " + required.dropLast().joined(separator: ", ") + " or " + required.last!)
+        }
+        self.init(postbackProtocol: postbackProtocol, version: nil, appID: appID, adNetworkID: adNetworkID, conversionType: conversionType)
+        for field in AttributionField.allCases { try field.read(from: object, into: &self) }
+    }
+}
+
+/// One member of a record's `attribution` object, read as the type its field declares.
+private struct AttributionMember {
+    let object: JSONObject
+    let key: String
+
+    func string() throws(Attribution.DecodingError) -> String? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default: throw Attribution.DecodingError(description: "attribution.\(key) must be a string")
+        }
+    }
+
+    func integer() throws(Attribution.DecodingError) -> Int64? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .number(let number)?:
+            guard let value = number.int64Value else { throw Attribution.DecodingError(description: "attribution.\(key) must be an integer") }
+            return value
+        default: throw Attribution.DecodingError(description: "attribution.\(key) must be an integer")
+        }
+    }
+
+    func bool() throws(Attribution.DecodingError) -> Bool? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        default: throw Attribution.DecodingError(description: "attribution.\(key) must be a boolean")
+        }
+    }
+
+    func choice<T: RawRepresentable<String>>(_ type: T.Type) throws(Attribution.DecodingError) -> T? {
+        guard let text = try string() else { return nil }
+        guard let value = T(rawValue: text) else {
+            throw Attribution.DecodingError(description: "attribution.\(key) has unknown value \"\(text)\"")
+        }
+        return value
+    }
+}
