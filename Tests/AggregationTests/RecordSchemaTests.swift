@@ -109,4 +109,12 @@ import Testing
             #expect(field.column != nil, "\(field) is shown but has no column name")
         }
     }
+
+    /// docs/aggregate.md shows the tables' `CREATE TABLE` statements: they must be the declared ones.
+    @Test func documentedColumnTypesAreTheDeclaredOnes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let documentation = try String(contentsOf: root.appendingPathComponent("docs/aggregate.md"), encoding: .utf8)
+        let statements = AggregateTables.createTableStatements()
+        #expect(documentation.contains("```sql\n" + statements + "```"), "docs/aggregate.md's Column types block should read:\n\(statements)")
+    }
 }

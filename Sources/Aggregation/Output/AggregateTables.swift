@@ -37,6 +37,15 @@ public enum AggregateTables {
     /// Every column of `campaign_daily`, in file order.
     public static let campaignDailyInOrder = dimensions + campaignDailyMeasures
 
+    /// `CREATE TABLE` statements for both tables, with every column's `sqlType` and the partition
+    /// column `dt` last (as Hive-partitioned readers add it). docs/aggregate.md shows this text; a test
+    /// keeps the two equal.
+    public static func createTableStatements() -> String {
+        [(campaignDaily, campaignDailyInOrder), (campaignEventsDaily, dimensions + campaignEventsDailyMeasures)].map { table, columns in
+            "CREATE TABLE \(table) (\n" + (columns.map { "    \($0.name) \($0.sqlType)" } + ["    dt DATE"]).joined(separator: ",\n") + "\n);\n"
+        }.joined(separator: "\n")
+    }
+
     public static let dimensionColumns = dimensions.map(\.name)
     public static let campaignDailyColumns = campaignDailyInOrder.map(\.name)
     public static let campaignEventsDailyColumns = (dimensions + campaignEventsDailyMeasures).map(\.name)
@@ -91,6 +100,29 @@ public enum AggregateColumn: Hashable, Sendable {
             return true
         default:
             return false
+        }
+    }
+
+    /// The SQL type a reader should give the column (docs/aggregate.md, "Column types"; the `column_types`
+    /// of spark/record-schema.json). Identifiers Apple sends as strings stay text, whatever they look
+    /// like: a source identifier "0042" read as a number would lose its zeros. Amounts are exact
+    /// decimals with six places (the job sums micro-units), never floating point.
+    public var sqlType: String {
+        switch self {
+        case .field(let field):
+            switch field.valueType {
+            case .integer: return field == .sequenceIndex || field == .fineValue ? "INTEGER" : "BIGINT"
+            case .boolean: return "BOOLEAN"
+            default: return "VARCHAR"
+            }
+        case .estInstallDate: return "DATE"
+        case .sourceIdentifierDigits: return "INTEGER"
+        case .revenueMinSum, .revenueMaxSum, .revenueEstSum: return "DECIMAL(38, 6)"
+        case .eventCountMinSum, .eventCountMaxSum: return "BIGINT"
+        case .campaign, .geo, .placement, .cvKind, .decodedLabel, .schemaID, .currency, .eventName: return "VARCHAR"
+        case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
+             .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
+            return "BIGINT"
         }
     }
 

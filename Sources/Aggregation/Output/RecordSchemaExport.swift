@@ -63,6 +63,14 @@ public enum RecordSchemaExport {
         strings("dimension_columns", AggregateTables.dimensionColumns)
         strings("campaign_daily_columns", AggregateTables.campaignDailyColumns)
         strings("campaign_events_daily_columns", AggregateTables.campaignEventsDailyColumns)
+        member("column_types") { json in
+            json.beginObject()
+            var seen = Set<String>()
+            for column in AggregateTables.campaignDailyInOrder + AggregateTables.campaignEventsDailyMeasures where seen.insert(column.name).inserted {
+                json.field(column.name, column.sqlType)
+            }
+            json.endObject()
+        }
         strings("postback_count_columns", AggregateTables.campaignDailyInOrder.filter(\.isPostbackCount).map(\.name))
         strings("money_columns", AggregateTables.campaignDailyInOrder.filter(\.isMoney).map(\.name))
         strings("versions_with_conversion_windows", SKAdNetworkVersion.allCases.filter(\.hasConversionWindows).map(\.rawValue))
