@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
         .target(name: "PostbackClient", dependencies: ["Locking", "CCurl", "CCurlShim"]),
-        .target(name: "SpoolDelivery", dependencies: ["Locking", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
+        .target(name: "SpoolDelivery", dependencies: ["Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
         .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
         .target(name: "Reporting", dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
         .target(

@@ -81,11 +81,17 @@ public struct ServerConfiguration: Sendable {
     public var segmentMaxAgeSeconds: Double?
     /// Remove a shipped segment locally once it is this old; nil keeps every segment.
     public var localRetentionHours: Double?
+    /// Partner destinations (`forward`, docs/forwarding.md): kept as written here, parsed by
+    /// `ForwardSettings.parseList` in `SpoolDelivery` when the receiver starts.
+    public var forward: JSONValue?
+    /// The config file's directory (header secrets read from files are relative to it).
+    public var configurationDirectory = "."
 
     public init() {}
 
     /// The maximum segment age the spool writers use.
-    public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (shipTo == nil ? nil : 300) }
+    /// Forwarding seals every 60 s: a postback waits for its segment to be sealed before it is forwarded.
+    public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (forward != nil ? 60 : shipTo == nil ? nil : 300) }
 
     public struct ConfigurationError: Error, CustomStringConvertible {
         public let description: String
@@ -158,6 +164,9 @@ public struct ServerConfiguration: Sendable {
             case "object_store_addressing": configuration.objectStoreAddressing = try reader.optionalString()
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
             case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
+            case "forward":
+                configuration.forward = member.value
+                configuration.configurationDirectory = directory
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -180,7 +189,7 @@ public struct ServerConfiguration: Sendable {
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
         "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint", "object_store_region",
-        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "log_level",
+        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "log_level", "forward",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -214,6 +223,10 @@ public struct ServerConfiguration: Sendable {
         }
         if localRetentionHours != nil, shipTo == nil {
             throw ConfigurationError("local_retention_hours removes shipped segments; it needs ship_to")
+        }
+        if localRetentionHours != nil, forward != nil {
+            // Retention consults the shipping ledger only; it would remove segments a partner has not received.
+            throw ConfigurationError("local_retention_hours cannot be combined with forward yet (it would remove segments not yet forwarded); remove one of them")
         }
     }
 
