@@ -47,8 +47,26 @@ public final class DeliveryLedger {
             if got == 0 { break }
             bytes += buffer[..<got]
         }
+        let parsed = Self.parse(bytes)
+        delivered = parsed.delivered
+        offsets = parsed.offsets
+        let lineStart = parsed.completeLength
+        if lineStart < bytes.count {
+            // Cut the torn line off so the next append starts a clean line.
+            guard ftruncate(fd, off_t(lineStart)) == 0, fdatasync(fd) == 0 else {
+                throw StorageError(operation: "truncate", path: path, errorNumber: errno)
+            }
+        }
+    }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    /// A ledger's contents: delivered segments, resume offsets of partly delivered ones, and the
+    /// length of its complete lines (a torn last line is ignored).
+    public static func parse(_ bytes: [UInt8]) -> (delivered: Set<String>, offsets: [String: Int], completeLength: Int) {
+        var delivered: Set<String> = []
+        var offsets: [String: Int] = [:]
         var lineStart = 0
-        var tornTail = false
         for (position, byte) in bytes.enumerated() where byte == 0x0A {
             let line = bytes[lineStart..<position]
             let fields = line.split(separator: 0x09, omittingEmptySubsequences: false)
@@ -59,16 +77,9 @@ public final class DeliveryLedger {
             }
             lineStart = position + 1
         }
-        if lineStart < bytes.count { tornTail = true }
-        if tornTail {
-            // Cut the torn line off so the next append starts a clean line.
-            guard ftruncate(fd, off_t(lineStart)) == 0, fdatasync(fd) == 0 else {
-                throw StorageError(operation: "truncate", path: path, errorNumber: errno)
-            }
-        }
+        for path in delivered { offsets[path] = nil }
+        return (delivered, offsets, lineStart)
     }
-
-    deinit { if descriptor >= 0 { close(descriptor) } }
 
     public var count: Int { delivered.count }
 

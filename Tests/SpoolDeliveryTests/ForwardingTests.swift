@@ -188,6 +188,68 @@ struct ForwardingTests {
         #expect(dead.first?.status == nil)
     }
 
+    /// `forward status`, `forward retry-dead-letters` and `forward replay` against a running receiver's data.
+    @Test func forwardCommandsShowRetryAndReplay() throws {
+        let partner = try PartnerServer()
+        try partner.script(["400", "400"])
+        let destination = #"[{"name": "mmp", "url": "\#(partner.url)", "concurrency": 1, "headers": {"X-Api-Key": "literal-not-secret"}}]"#
+        let receiver = try ForwardingReceiver(forward: destination, writerID: "rx-cli")
+        defer { receiver.stop() }
+        for index in 0..<3 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 11)) == 200) }
+        #expect(eventually(20) { partner.acceptedKeys.count == 1 && receiver.metric("postback_forward_dead_lettered_total", destination: "forward-mmp") == 2 })
+        let config = receiver.dataDirectory + "/forward-config.json"
+        try Data(#"{"data_dir": "\#(receiver.dataDirectory)", "writer_id": "rx-cli", "forward": \#(destination)}"#.utf8)
+            .write(to: URL(fileURLWithPath: config))
+        func run(_ words: [String]) -> (status: PostbackCLI.ExitStatus, stdout: String, stderr: String) {
+            let out = MemorySink(), err = MemorySink()
+            let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
+            return (status, out.text, err.text)
+        }
+        let before = run(["forward", "status", "--config", config])
+        #expect(before.status == .success)
+        #expect(before.stdout.contains("dead letters not resolved: 2"), "\(before.stdout)")
+        let retried = run(["forward", "retry-dead-letters", "--config", config, "--destination", "mmp"])
+        #expect(retried.status == .success, "\(retried.stderr)")
+        #expect(retried.stdout.contains("2 dead letters delivered"))
+        #expect(partner.acceptedKeys.count == 3)
+        #expect(run(["forward", "status", "--config", config]).stdout.contains("dead letters not resolved: 0"))
+        // A second retry has nothing left to send.
+        let requestsBeforeReplay = partner.requests.count
+        #expect(run(["forward", "retry-dead-letters", "--config", config]).stdout.contains("0 dead letters delivered"))
+        #expect(partner.requests.count == requestsBeforeReplay)
+        let today = UTCTimestamp.now().day.description
+        let replayed = run(["forward", "replay", "--config", config, "--destination", "mmp", "--from", today, "--to", today])
+        #expect(replayed.status == .success, "\(replayed.stderr)")
+        #expect(replayed.stdout.contains("3 accepted"))
+        #expect(partner.acceptedKeys.values.allSatisfy { $0 == 2 }, "each postback once more, under the same key")
+        let unknown = run(["forward", "replay", "--config", config, "--destination", "nope", "--from", today, "--to", today])
+        #expect(unknown.status == .usageOrIOError)
+        #expect(unknown.stderr.contains("known: mmp"))
+    }
+
+    /// The per-segment cursor (`at` lines) survives a reopen, a torn last line is cut, and a
+    /// delivered segment's cursor is no longer consulted.
+    @Test func ledgerCursorSurvivesReopen() throws {
+        let path = NSTemporaryDirectory() + "ledger-\(UUID().uuidString)/rx.ledger"
+        let segment = SealedSegment(path: "/x", relativePath: "raw/postbacks/dt=2026-12-03/part-rx-00001.jsonl", spool: .postbacks, size: 10, modifiedAt: 0)
+        do {
+            let ledger = try DeliveryLedger(path: path)
+            try ledger.recordProgress(segment.relativePath, offset: 100)
+            try ledger.recordProgress(segment.relativePath, offset: 250)
+        }
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data("at\t\(segment.relativePath)\t9".utf8))  // torn: no newline
+        try handle.close()
+        var ledger = try DeliveryLedger(path: path)
+        #expect(ledger.resumeOffset(segment.relativePath) == 250)
+        #expect(!ledger.contains(segment.relativePath))
+        try ledger.record(segment, sha256Hex: "00")
+        ledger = try DeliveryLedger(path: path)
+        #expect(ledger.contains(segment.relativePath))
+        #expect(ledger.resumeOffset(segment.relativePath) == 0)
+    }
+
     @Test func configurationMistakesNameTheKeyAndTheRemedy() throws {
         func error(_ text: String, environment: [String: String] = [:]) -> String {
             do {
