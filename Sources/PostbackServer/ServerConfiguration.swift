@@ -165,6 +165,7 @@ public struct ServerConfiguration: Sendable {
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
             case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
             case "forward":
+                guard case .array = member.value else { throw reader.fail("an array of destinations (docs/forwarding.md)") }
                 configuration.forward = member.value
                 configuration.configurationDirectory = directory
             case "log_level":

@@ -250,6 +250,21 @@ struct ForwardingTests {
         #expect(ledger.resumeOffset(segment.relativePath) == 0)
     }
 
+    /// `serve` with a destination whose secret is missing does not start, and says what to set.
+    @Test func serveRefusesToStartWithoutTheSecret() throws {
+        let directory = NSTemporaryDirectory() + "postback-forward-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = "\(directory)/serve.json"
+        try Data(#"{"listen": "127.0.0.1:0", "data_dir": "data", "writer_id": "rx-cfg", "forward": [{"name": "p", "url": "http://127.0.0.1:9/", "headers": {"K": {"env": "POSTBACK_TEST_UNSET_SECRET"}}}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: config))
+        let out = MemorySink(), err = MemorySink()
+        let status = PostbackCommand.run(["serve", "--config", config, "--log-format", "json"], io: CommandIO(standardOutput: out, standardError: err))
+        #expect(status == .usageOrIOError)
+        #expect(err.text.contains("forward[0].headers.K: environment variable POSTBACK_TEST_UNSET_SECRET is not set"), "\(err.text)")
+        try Data(#"{"forward": {"name": "p"}}"#.utf8).write(to: URL(fileURLWithPath: config))
+        #expect(throws: ServerConfiguration.ConfigurationError.self) { try ServerConfiguration.load(path: config) }
+    }
+
     @Test func configurationMistakesNameTheKeyAndTheRemedy() throws {
         func error(_ text: String, environment: [String: String] = [:]) -> String {
             do {
