@@ -250,6 +250,34 @@ struct ForwardingTests {
         #expect(ledger.resumeOffset(segment.relativePath) == 0)
     }
 
+    /// A restart resumes at the cursor inside a segment: what is before it is not sent again.
+    @Test func resumesAtTheCursorInsideASegment() throws {
+        let partner = try PartnerServer()
+        let receiver = try ForwardingReceiver(forward: "[]", writerID: "rx-resume")
+        for index in 0..<6 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 21)) == 200) }
+        receiver.stop()
+        let root = receiver.dataDirectory
+        let layout = StoreLayout(root: root)
+        let day = try #require(try layout.days(.postbacks).first)
+        let first = try #require(try layout.segments(.postbacks, day: day).first)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: first.path)))
+        let lineEnds = bytes.indices.filter { bytes[$0] == 0x0A }
+        #expect(lineEnds.count >= 2)
+        // As if a previous run had delivered the first two lines and then crashed.
+        let relative = String(first.path.dropFirst(root.count + 1))
+        try DeliveryLedger(path: DeliveryLedger.path(root: root, destination: "forward-resume", writerID: "rx-resume"))
+            .recordProgress(relative, offset: lineEnds[1] + 1)
+        let skipped = try Set(bytes[...lineEnds[1]].split(separator: 0x0A).map { try SpoolRecord(line: Array($0)).dedupKey! })
+        let all = Set(try verifiedRecords(root).compactMap(\.dedupKey))
+        let forwarding = try PartnerForwarding(settings: [ForwardSettings(name: "resume", url: partner.url)], layout: layout,
+                                               writerID: "rx-resume", isOpen: { _ in false }, scanIntervalSeconds: 0.1)
+        defer { forwarding.stop() }
+        #expect(eventually(20) { Set(partner.acceptedKeys.keys) == all.subtracting(skipped) })
+        #expect(eventually(5) { forwarding.forwarders[0].worker.status.scanned && (forwarding.forwarders[0].worker.status.pendingSegments[.postbacks] ?? 0) == 0 })
+        #expect(partner.requests.allSatisfy { !skipped.contains($0.idempotencyKey ?? "") })
+        #expect(partner.requests.count == all.count - 2)
+    }
+
     /// `serve` with a destination whose secret is missing does not start, and says what to set.
     @Test func serveRefusesToStartWithoutTheSecret() throws {
         let directory = NSTemporaryDirectory() + "postback-forward-config-\(UUID().uuidString)"
