@@ -46,6 +46,12 @@ public struct ForwardSettings: Sendable {
         enrichment = Enrichment()
     }
 
+    /// The URL for logs and `forward status`: without its query, which some partners use for their API key.
+    public var urlForDisplay: String {
+        guard let query = url.firstIndex(of: "?") else { return url }
+        return String(url[..<query]) + "?…"
+    }
+
     /// The delivery machinery's name for this destination (ledger directory, metrics label).
     public var destinationName: String { "forward-\(name)" }
 

@@ -87,7 +87,7 @@ enum ForwardCommand {
             let relative = segments.map { String($0.path.dropFirst(root.count + 1)) }
             let pending = relative.filter { !delivered.contains($0) }
             let dead = DeadLetterSpool.unresolved(root: root, destination: destination.destinationName)
-            io.print("\(destination.name)  \(destination.url)")
+            io.print("\(destination.name)  \(destination.urlForDisplay)")
             io.print("  segments forwarded: \(relative.count - pending.count); not yet: \(pending.count) (the newest of each receiver may still be open)")
             for (path, offset) in offsets.sorted(by: { $0.key < $1.key }) where !delivered.contains(path) {
                 io.print("  in progress: \(path) from byte \(offset)")

@@ -14,13 +14,13 @@ enum ServeForwarding {
         guard let forward = configuration.forward else { return nil }
         let settings = try ForwardSettings.parseList(forward, relativeTo: configuration.configurationDirectory, environment: environment)
         guard !settings.isEmpty else { return nil }
-        let urls = Dictionary(uniqueKeysWithValues: settings.map { ($0.name, $0.url) })
+        let urls = Dictionary(uniqueKeysWithValues: settings.map { ($0.name, $0.urlForDisplay) })
         let forwarding = try PartnerForwarding(
             settings: settings, layout: StoreLayout(root: configuration.dataDirectory), writerID: configuration.writerID,
             // Weak: the server's metrics hold the forwarding. A server gone counts as "open": nothing is sent on its word.
             isOpen: { [weak server] path in server?.isSegmentOpen(path) ?? true }, scanIntervalSeconds: scanIntervalSeconds, backoff: backoff
         ) { name, event in
-            // URLs and names only: header values (API keys) are never logged.
+            // Names and URLs without their query only: header values and query strings (API keys) are never logged.
             let url = ServerLog.Value.string(urls[name] ?? "")
             switch event {
             case .delivered(let segment):
@@ -40,7 +40,7 @@ enum ServeForwarding {
         }
         server.addMetricsSource { [weak forwarding] in forwarding?.renderMetrics() ?? "" }
         for destination in settings {
-            log.info("forwarding verified postbacks", ["destination": .string(destination.name), "url": .string(destination.url),
+            log.info("forwarding verified postbacks", ["destination": .string(destination.name), "url": .string(destination.urlForDisplay),
                                                        "concurrency": .int(destination.concurrency),
                                                        "segment_max_age_seconds": .double(configuration.effectiveSegmentMaxAgeSeconds ?? 0)])
         }
