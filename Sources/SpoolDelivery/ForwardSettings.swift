@@ -78,10 +78,10 @@ public struct ForwardSettings: Sendable {
         return result
     }
 
-    private static func parse(_ value: JSONValue, at where_: String, relativeTo directory: String,
+    private static func parse(_ value: JSONValue, at location: String, relativeTo directory: String,
                               environment: [String: String]) throws(ConfigurationError) -> ForwardSettings {
-        guard case .object(let object) = value else { throw ConfigurationError("\(where_) must be an object with name and url") }
-        func fail(_ key: String, _ expected: String) -> ConfigurationError { ConfigurationError("\(where_).\(key) must be \(expected)") }
+        guard case .object(let object) = value else { throw ConfigurationError("\(location) must be an object with name and url") }
+        func fail(_ key: String, _ expected: String) -> ConfigurationError { ConfigurationError("\(location).\(key) must be \(expected)") }
         func string(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> String {
             guard case .string(let text) = value else { throw fail(key, "a string") }
             return text
@@ -116,11 +116,11 @@ public struct ForwardSettings: Sendable {
 
         guard case .string(let name)? = object["name"] else { throw fail("name", "a string") }
         guard (1...40).contains(name.utf8.count), name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2D }) else {
-            throw ConfigurationError("\(where_).name \"\(JSONWriter.escapedForMessage(name))\" must be 1–40 of a-z, 0-9, '_' or '-' (it names the cursor's directory)")
+            throw ConfigurationError("\(location).name \"\(JSONWriter.escapedForMessage(name))\" must be 1–40 of a-z, 0-9, '_' or '-' (it names the cursor's directory)")
         }
         guard case .string(let url)? = object["url"] else { throw fail("url", "a string") }
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-            throw ConfigurationError("\(where_).url must be an http:// or https:// URL, got \"\(JSONWriter.escapedForMessage(url))\"")
+            throw ConfigurationError("\(location).url must be an http:// or https:// URL, got \"\(JSONWriter.escapedForMessage(url))\"")
         }
         var settings = ForwardSettings(name: name, url: url)
         for member in object.members {
@@ -162,13 +162,13 @@ public struct ForwardSettings: Sendable {
                     case .object(let source):
                         if case .string(let variable)? = source["env"] {
                             guard let text = environment[variable], !text.isEmpty else {
-                                throw ConfigurationError("\(where_).\(at): environment variable \(variable) is not set; export it before starting the receiver")
+                                throw ConfigurationError("\(location).\(at): environment variable \(variable) is not set; export it before starting the receiver")
                             }
                             headerValue = text
                         } else if case .string(let file)? = source["file"] {
                             let path = file.hasPrefix("/") ? file : "\(directory)/\(file)"
                             guard let data = FileManager.default.contents(atPath: path) else {
-                                throw ConfigurationError("\(where_).\(at): cannot read \(path); create it (the secret on one line) or fix the path")
+                                throw ConfigurationError("\(location).\(at): cannot read \(path); create it (the secret on one line) or fix the path")
                             }
                             headerValue = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                         } else {
@@ -177,7 +177,7 @@ public struct ForwardSettings: Sendable {
                     default: throw fail(at, "a string, {\"env\": \"VARIABLE\"} or {\"file\": \"path\"}")
                     }
                     guard !headerValue.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) else {
-                        throw ConfigurationError("\(where_).\(at): the value contains a line break; it must be one line")
+                        throw ConfigurationError("\(location).\(at): the value contains a line break; it must be one line")
                     }
                     settings.headers.append((header.key, headerValue))
                 }
@@ -196,11 +196,11 @@ public struct ForwardSettings: Sendable {
                             settings.enrichment.campaigns[campaign.key] = try pairs("enrich.campaigns.\(campaign.key)", campaign.value)
                         }
                     default:
-                        throw ConfigurationError("\(where_).enrich: unknown key \"\(JSONWriter.escapedForMessage(part.key))\"; known keys: received_at_field, fields, campaigns")
+                        throw ConfigurationError("\(location).enrich: unknown key \"\(JSONWriter.escapedForMessage(part.key))\"; known keys: received_at_field, fields, campaigns")
                     }
                 }
             default:
-                throw ConfigurationError("\(where_): unknown key \"\(JSONWriter.escapedForMessage(key))\"; known keys: name, url, app_ids, ad_network_ids, protocols, environments, headers, timeout_seconds, concurrency, max_age_hours, enrich")
+                throw ConfigurationError("\(location): unknown key \"\(JSONWriter.escapedForMessage(key))\"; known keys: name, url, app_ids, ad_network_ids, protocols, environments, headers, timeout_seconds, concurrency, max_age_hours, enrich")
             }
         }
         return settings

@@ -51,7 +51,7 @@ public final class PartnerForwardDestination: ResumableDeliveryDestination, @unc
 
     public var counters: Counters { counterState.withLock { $0 } }
 
-    /// Without a cursor (not used by the worker, which resumes): the whole segment.
+    /// Not used: the worker calls `deliver(_:from:)` for a resumable destination.
     public func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
         throw DeliveryFailure(.retry, "\(name): forwarding needs a segment cursor")
     }
