@@ -16,6 +16,7 @@ public enum PostbackCommand {
           reverify   move stored postbacks that now verify (quarantined, rejected) into the spool
           serve      receive postbacks over HTTP and store them durably
           send       POST postback files to an endpoint (test a deployment, load test)
+          forward    the receiver's forwarding to partners: status, replay, retry-dead-letters
           aggregate  decode stored postbacks into campaign-level daily aggregates
           schema     check or export conversion schemas
           report     a self-contained HTML report of the aggregates
@@ -56,6 +57,7 @@ public enum PostbackCommand {
             ("reverify", ReverifyCommand.run),
             ("serve", ServeCommand.run),
             ("send", SendCommand.run),
+            ("forward", ForwardCommand.run),
             ("aggregate", AggregateCommand.run),
             ("schema", SchemaCommand.run),
             ("report", ReportCommand.run),

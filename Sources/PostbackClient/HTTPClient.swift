@@ -56,8 +56,17 @@ public final class HTTPClient {
         try perform(method: "GET", url: url, body: nil)
     }
 
-    /// Any method; a body is sent when given.
-    public func perform(method: String, url: String, body: [UInt8]?) throws(HTTPClientError) -> HTTPResponse {
+    /// Any method; a body is sent when given. `headers` (`Name: value` lines) are added to this request only.
+    public func perform(method: String, url: String, body: [UInt8]?, headers: [String] = []) throws(HTTPClientError) -> HTTPResponse {
+        var requestHeaders = headerList
+        var ownHeaders: UnsafeMutablePointer<curl_slist>?
+        if !headers.isEmpty {
+            ownHeaders = curl_slist_append(nil, "Expect:")
+            ownHeaders = curl_slist_append(ownHeaders, "Content-Type: application/json")
+            for header in headers { ownHeaders = curl_slist_append(ownHeaders, header) }
+            requestHeaders = ownHeaders
+        }
+        defer { curl_slist_free_all(ownHeaders) }
         sink.reset()
         let context = Unmanaged.passUnretained(sink).toOpaque()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -71,7 +80,7 @@ public final class HTTPClient {
                         set(CURLOPT_NOSIGNAL, 1)
                         set(CURLOPT_TIMEOUT_MS, Int(timeoutSeconds * 1000))
                         set(CURLOPT_ERRORBUFFER, pointer: errorPointer.baseAddress)
-                        set(CURLOPT_HTTPHEADER, pointer: headerList)
+                        set(CURLOPT_HTTPHEADER, pointer: requestHeaders)
                         set(CURLOPT_WRITEDATA, pointer: context)
                         set(CURLOPT_HEADERDATA, pointer: context)
                         postback_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION.rawValue, ResponseSink.bodyCallback)

@@ -84,11 +84,17 @@ public struct ServerConfiguration: Sendable {
     /// UTC days (today and the days before) of every receiver's shipped segments whose keys join the
     /// live dedup index at start-up; nil: 2 when shipping; 0: none.
     public var sharedDedupDays: Int?
+    /// Partner destinations (`forward`, docs/forwarding.md): kept as written here, parsed by
+    /// `ForwardSettings.parseList` in `SpoolDelivery` when the receiver starts.
+    public var forward: JSONValue?
+    /// The config file's directory (header secrets read from files are relative to it).
+    public var configurationDirectory = "."
 
     public init() {}
 
     /// The maximum segment age the spool writers use.
-    public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (shipTo == nil ? nil : 300) }
+    /// Forwarding seals every 60 s: a postback waits for its segment to be sealed before it is forwarded.
+    public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (forward != nil ? 60 : shipTo == nil ? nil : 300) }
 
     /// The days of shipped segments read into the dedup index at start-up.
     public var effectiveSharedDedupDays: Int { shipTo == nil ? 0 : sharedDedupDays ?? 2 }
@@ -165,6 +171,10 @@ public struct ServerConfiguration: Sendable {
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
             case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
             case "shared_dedup_days": configuration.sharedDedupDays = try reader.integer(in: 0...400)
+            case "forward":
+                guard case .array = member.value else { throw reader.fail("an array of destinations (docs/forwarding.md)") }
+                configuration.forward = member.value
+                configuration.configurationDirectory = directory
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -187,7 +197,7 @@ public struct ServerConfiguration: Sendable {
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
         "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint", "object_store_region",
-        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level",
+        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level", "forward",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -224,6 +234,10 @@ public struct ServerConfiguration: Sendable {
         }
         if let sharedDedupDays, sharedDedupDays > 0, shipTo == nil {
             throw ConfigurationError("shared_dedup_days reads the keys other receivers shipped; it needs ship_to")
+        }
+        if localRetentionHours != nil, forward != nil {
+            // Retention consults the shipping ledger only; it would remove segments a partner has not received.
+            throw ConfigurationError("local_retention_hours cannot be combined with forward yet (it would remove segments not yet forwarded); remove one of them")
         }
     }
 

@@ -34,10 +34,13 @@ public struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
 
     public let kind: Kind
     public let description: String
+    /// The destination asked for at least this wait (HTTP `Retry-After`); the backoff waits longer if it is longer.
+    public let retryAfterSeconds: Double?
 
-    public init(_ kind: Kind, _ description: String) {
+    public init(_ kind: Kind, _ description: String, retryAfterSeconds: Double? = nil) {
         self.kind = kind
         self.description = description
+        self.retryAfterSeconds = retryAfterSeconds
     }
 }
 
@@ -55,4 +58,38 @@ public protocol DeliveryDestination: AnyObject, Sendable {
     var name: String { get }
     /// `sha256` is the segment's SHA-256 (computed once by the worker, streamed from the file).
     func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure)
+}
+
+/// A destination that moves a segment record by record and can resume inside it (the partner
+/// forwarder): the worker hands it the segment's durable cursor instead of calling `deliver`.
+public protocol ResumableDeliveryDestination: DeliveryDestination {
+    /// Delivers the segment from `cursor.offset` on, advancing the cursor (durably) as it goes.
+    func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure)
+}
+
+/// The durable position inside one segment (an `at` line of the ledger). Used from the worker thread only.
+public final class SegmentCursor {
+    private let ledger: DeliveryLedger
+    public let relativePath: String
+    public private(set) var offset: Int
+    /// True once the worker is asked to stop: a long segment is left at its cursor, not finished.
+    public let isStopping: () -> Bool
+
+    init(ledger: DeliveryLedger, relativePath: String, isStopping: @escaping () -> Bool) {
+        self.ledger = ledger
+        self.relativePath = relativePath
+        self.offset = ledger.resumeOffset(relativePath)
+        self.isStopping = isStopping
+    }
+
+    /// Records (write and fdatasync) that every byte before `offset` is delivered.
+    public func advance(to offset: Int) throws(DeliveryFailure) {
+        guard offset > self.offset else { return }
+        do {
+            try ledger.recordProgress(relativePath, offset: offset)
+        } catch {
+            throw DeliveryFailure(.retry, "recording the delivery cursor: \(error)")
+        }
+        self.offset = offset
+    }
 }

@@ -7,7 +7,8 @@ import Glibc
 
 /// The durable record of what one destination holds: one line per delivered segment,
 /// `<relative path>\t<size>\t<sha256 hex>\n`, appended and fdatasync'ed after the destination
-/// confirmed it, before anything (local retention) relies on it. A torn last line (a crash during
+/// confirmed it; a destination that moves a segment record by record (the partner forwarder) also
+/// appends `at\t<relative path>\t<offset>\n` lines (the bytes before `offset` are delivered), before anything (local retention) relies on it. A torn last line (a crash during
 /// the append) is ignored: that segment is delivered again, which destinations accept (idempotent).
 ///
 /// Lives at `DATA/raw/_delivery/<destination>/<writer>.ledger` (next to `raw/_writers/`, outside every
@@ -16,6 +17,8 @@ import Glibc
 public final class DeliveryLedger {
     public let path: String
     private var delivered: Set<String> = []
+    /// Partly delivered segments: the offset from which to resume (`at` lines; the last one wins).
+    private var offsets: [String: Int] = [:]
     private var descriptor: Int32 = -1
     private let storage = POSIXSpoolStorage()
 
@@ -44,15 +47,11 @@ public final class DeliveryLedger {
             if got == 0 { break }
             bytes += buffer[..<got]
         }
-        var lineStart = 0
-        var tornTail = false
-        for (position, byte) in bytes.enumerated() where byte == 0x0A {
-            let line = bytes[lineStart..<position]
-            if let tab = line.firstIndex(of: 0x09) { delivered.insert(String(decoding: line[..<tab], as: UTF8.self)) }
-            lineStart = position + 1
-        }
-        if lineStart < bytes.count { tornTail = true }
-        if tornTail {
+        let parsed = Self.parse(bytes)
+        delivered = parsed.delivered
+        offsets = parsed.offsets
+        let lineStart = parsed.completeLength
+        if lineStart < bytes.count {
             // Cut the torn line off so the next append starts a clean line.
             guard ftruncate(fd, off_t(lineStart)) == 0, fdatasync(fd) == 0 else {
                 throw StorageError(operation: "truncate", path: path, errorNumber: errno)
@@ -61,6 +60,26 @@ public final class DeliveryLedger {
     }
 
     deinit { if descriptor >= 0 { close(descriptor) } }
+
+    /// A ledger's contents: delivered segments, resume offsets of partly delivered ones, and the
+    /// length of its complete lines (a torn last line is ignored).
+    public static func parse(_ bytes: [UInt8]) -> (delivered: Set<String>, offsets: [String: Int], completeLength: Int) {
+        var delivered: Set<String> = []
+        var offsets: [String: Int] = [:]
+        var lineStart = 0
+        for (position, byte) in bytes.enumerated() where byte == 0x0A {
+            let line = bytes[lineStart..<position]
+            let fields = line.split(separator: 0x09, omittingEmptySubsequences: false)
+            if fields.count == 3, fields[0].elementsEqual("at".utf8), let offset = Int(String(decoding: fields[2], as: UTF8.self)) {
+                offsets[String(decoding: fields[1], as: UTF8.self)] = offset
+            } else if let tab = line.firstIndex(of: 0x09) {
+                delivered.insert(String(decoding: line[..<tab], as: UTF8.self))
+            }
+            lineStart = position + 1
+        }
+        for path in delivered { offsets[path] = nil }
+        return (delivered, offsets, lineStart)
+    }
 
     public var count: Int { delivered.count }
 
@@ -72,5 +91,16 @@ public final class DeliveryLedger {
         try storage.append(line, to: descriptor, path: path)
         try storage.sync(descriptor, path: path)
         delivered.insert(segment.relativePath)
+        offsets[segment.relativePath] = nil
+    }
+
+    /// Where delivery of a partly delivered segment resumes (0: from the start).
+    public func resumeOffset(_ relativePath: String) -> Int { offsets[relativePath] ?? 0 }
+
+    /// Records durably that the bytes of `relativePath` before `offset` are delivered.
+    public func recordProgress(_ relativePath: String, offset: Int) throws(StorageError) {
+        try storage.append(Array("at\t\(relativePath)\t\(offset)\n".utf8), to: descriptor, path: path)
+        try storage.sync(descriptor, path: path)
+        offsets[relativePath] = offset
     }
 }

@@ -159,6 +159,8 @@ private final class DeliveryPass: @unchecked Sendable {
     var conflicts: Set<String> = []
     var consecutiveFailures = 0
     var reportedDown = false
+    /// The destination's last `Retry-After`, honoured by the next wait.
+    var retryAfter: Double?
 
     init(owner: SpoolDeliveryWorker, ledger: DeliveryLedger, events: @escaping @Sendable (SpoolDeliveryWorker.Event) -> Void) {
         self.owner = owner
@@ -171,7 +173,9 @@ private final class DeliveryPass: @unchecked Sendable {
         while !owner.isStopping {
             let succeeded = pass(configuration)
             if owner.isStopping { break }
-            owner.sleep(succeeded ? configuration.scanIntervalSeconds : configuration.backoff.delay(afterFailures: consecutiveFailures))
+            owner.sleep(succeeded ? configuration.scanIntervalSeconds
+                : max(configuration.backoff.delay(afterFailures: consecutiveFailures), retryAfter ?? 0))
+            retryAfter = nil
         }
         owner.didFinish()
     }
@@ -196,7 +200,12 @@ private final class DeliveryPass: @unchecked Sendable {
                 return false
             }
             do {
-                try owner.destination.deliver(segment, sha256: digest.bytes)
+                if let resumable = owner.destination as? any ResumableDeliveryDestination {
+                    try resumable.deliver(segment, from: SegmentCursor(ledger: ledger, relativePath: segment.relativePath,
+                                                                                 isStopping: { [owner] in owner.isStopping }))
+                } else {
+                    try owner.destination.deliver(segment, sha256: digest.bytes)
+                }
             } catch {
                 if error.kind == .conflict {
                     conflicts.insert(segment.relativePath)
@@ -206,6 +215,7 @@ private final class DeliveryPass: @unchecked Sendable {
                     continue
                 }
                 fail(error.description, local: false)
+                retryAfter = error.retryAfterSeconds
                 return false
             }
             do {

@@ -17,10 +17,15 @@ struct ShippingCrashTests {
 
     /// Starts the binary; returns it and its address.
     func startReceiver(directory: String, store: ObjectStoreServer, logName: String) throws -> (Process, String) {
+        try startReceiver(directory: directory, environment: store.environment, logName: logName)
+    }
+
+    /// Starts the binary with `environment` added to this process's.
+    func startReceiver(directory: String, environment: [String: String], logName: String) throws -> (Process, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve", "--config", "\(directory)/config.json", "--log-level", "debug"]
-        process.environment = ProcessInfo.processInfo.environment.merging(store.environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let logPath = "\(directory)/\(logName)"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

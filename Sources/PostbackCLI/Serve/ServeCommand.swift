@@ -108,10 +108,19 @@ enum ServeCommand {
             server.shutdown()
             return startupError("shipping to the object store: \(error)")
         }
+        let forwarding: PartnerForwarding?
+        do {
+            forwarding = try ServeForwarding.start(server: server, log: log)
+        } catch {
+            server.shutdown()
+            shipping?.stop()
+            return startupError("forwarding to partners: \(error)")
+        }
         let reason = waitForStop(server)
         log.info("stop requested", ["signal": .string(reason)])
         server.shutdown()
         shipping?.stop()
+        forwarding?.stop()
         return .success
     }
 

@@ -1,0 +1,137 @@
+import Foundation
+@testable import PostbackCLI
+import PostbackClient
+import PostbackServer
+import PostbackStore
+import Postbacks
+import SpoolDelivery
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// scripts/partner-server: a partner's postback API on loopback whose answers the test scripts
+/// (500, 429 + Retry-After, 400, hang, close) and which records every request it gets.
+final class PartnerServer: @unchecked Sendable {
+    struct Request {
+        let time: Double
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+        var idempotencyKey: String? { headers["idempotency-key"] }
+    }
+
+    let process = Process()
+    let recordFile: String
+    let port: Int
+    var url: String { "http://127.0.0.1:\(port)/skan/postbacks" }
+
+    init() throws {
+        recordFile = NSTemporaryDirectory() + "partner-\(UUID().uuidString).jsonl"
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [ObjectStoreServer.repository + "/scripts/partner-server", recordFile]
+        process.standardOutput = output
+        try process.run()
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.terminate()
+            throw TestFailure("scripts/partner-server did not print its port: \(line)")
+        }
+        self.port = port
+    }
+
+    deinit {
+        // SIGKILL: the test process blocks most signals, and a child inherits that mask (SIGTERM would wait forever).
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        unlink(recordFile)
+    }
+
+    /// The next answers, one per request (then 200 again, or the default).
+    func script(_ actions: [String]) throws {
+        let body = Array(try JSONSerialization.data(withJSONObject: actions))
+        _ = try HTTPClient().post("http://127.0.0.1:\(port)/_script", body: body)
+    }
+
+    /// The answer when the script is empty: "500" for an outage, "ok" to end it.
+    func setDefault(_ action: String) throws {
+        _ = try HTTPClient().post("http://127.0.0.1:\(port)/_default", body: Array("\"\(action)\"".utf8))
+    }
+
+    var requests: [Request] {
+        let text = (try? String(contentsOfFile: recordFile, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            let body = (object["body"] as? String ?? "").unicodeScalars.map { UInt8($0.value) }
+            return Request(time: object["time"] as? Double ?? 0, status: object["status"] as? Int ?? 0,
+                           headers: object["headers"] as? [String: String] ?? [:], body: body)
+        }
+    }
+
+    /// Idempotency keys the partner answered 2xx for, with how often.
+    var acceptedKeys: [String: Int] {
+        var keys: [String: Int] = [:]
+        for request in requests where (200..<300).contains(request.status) { keys[request.idempotencyKey ?? "", default: 0] += 1 }
+        return keys
+    }
+}
+
+/// Every verified record in a receiver's data directory.
+func verifiedRecords(_ root: String) throws -> [SpoolRecord] {
+    let layout = StoreLayout(root: root)
+    var records: [SpoolRecord] = []
+    for day in try layout.days(.postbacks) {
+        for segment in try layout.segments(.postbacks, day: day) {
+            let reader = try SegmentReader(path: segment.path)
+            while let entry = try reader.next() { if case .record(let record, _) = entry { records.append(record) } }
+        }
+    }
+    return records
+}
+
+/// A receiver on loopback forwarding to partners, started the way `serve` starts it.
+final class ForwardingReceiver: @unchecked Sendable {
+    let server: PostbackServer
+    /// nil for a receiver with no destinations (the downstream).
+    let forwarding: PartnerForwarding?
+    let dataDirectory: String
+    let logs = LogLines()
+
+    init(forward: String, environment: [String: String] = [:], dataDirectory: String? = nil, writerID: String = "rx-forward",
+         listen: String = "127.0.0.1:0") throws {
+        let directory = dataDirectory ?? NSTemporaryDirectory() + "postback-forward-\(UUID().uuidString)"
+        self.dataDirectory = directory
+        var configuration = ServerConfiguration()
+        configuration.listen = listen
+        configuration.dataDirectory = directory
+        configuration.writerID = writerID
+        configuration.allowsDevelopment = true
+        configuration.testKeys = [TrustedTestKey(name: "test:shipping.pem", key: ShippingReceiver.key.publicKey)]
+        configuration.threads = 2
+        configuration.forward = try StrictJSONParser.parse(Array(forward.utf8))
+        configuration.segmentMaxAgeSeconds = 0.2
+        let logs = self.logs
+        let log = ServerLog(minimumLevel: .debug) { bytes in logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        server = try PostbackServer.start(configuration: configuration, log: log)
+        forwarding = try ServeForwarding.start(server: server, log: log, environment: environment, scanIntervalSeconds: 0.1,
+                                               backoff: Backoff(initialSeconds: 0.05, maximumSeconds: 0.3))
+    }
+
+    func stop() {
+        server.shutdown()
+        forwarding?.stop()
+    }
+
+    func post(_ body: [UInt8]) throws -> Int {
+        try HTTPClient().post("http://127.0.0.1:\(server.port)/.well-known/skadnetwork/report-attribution/", body: body).status
+    }
+
+    var metricsText: String { (try? HTTPClient().get("http://127.0.0.1:\(server.port)/metrics").text) ?? "" }
+
+    func metric(_ name: String, destination: String) -> Double? {
+        let series = "\(name){destination=\"\(destination)\"} "
+        return metricsText.split(separator: "\n").first { $0.hasPrefix(series) }.flatMap { Double($0.dropFirst(series.count)) }
+    }
+}
