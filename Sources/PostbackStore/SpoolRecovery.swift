@@ -1,3 +1,4 @@
+import Basics
 import Locking
 import Dispatch
 import Postbacks

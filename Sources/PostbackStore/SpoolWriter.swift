@@ -1,3 +1,4 @@
+public import Basics
 import Locking
 import Dispatch
 import Foundation

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Basics
 import Postbacks
 
 /// `postback report`: reads the published aggregates of a range of days and writes one

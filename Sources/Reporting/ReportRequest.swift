@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 
 /// What to report on and where to write it.

@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 
 /// What a written report holds, for the command's summary line.

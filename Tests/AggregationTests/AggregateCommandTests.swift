@@ -1,7 +1,10 @@
+@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 @testable import PostbackCLI
@@ -9,18 +12,6 @@ import Testing
 /// `postback aggregate` and `postback schema` run in-process: usage errors, exit codes, `--input`,
 /// the exported decode table, and the CSV output read back by DuckDB.
 @Suite struct AggregateCommandTests {
-    struct Run {
-        let status: PostbackCLI.ExitStatus
-        let stdout: String
-        let stderr: String
-    }
-
-    func run(_ words: [String]) -> Run {
-        let out = MemorySink(), err = MemorySink()
-        let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
-        return Run(status: status, stdout: out.text, stderr: err.text)
-    }
-
     func scenario() throws -> (store: TemporaryDirectory, schemas: TemporaryDirectory) {
         let store = TemporaryDirectory(), schemas = TemporaryDirectory("schemas")
         try AggregateJobTests.buildSpool(root: store.path)

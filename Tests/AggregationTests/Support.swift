@@ -1,43 +1,9 @@
+@testable import Basics
 import Foundation
 import PostbackStore
+import TestSupport
 @testable import Aggregation
 @testable import Postbacks
-
-enum Fixtures {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let appleVectors = root.appendingPathComponent("Tests/Vectors/apple")
-    static let sampleSchemas = root.appendingPathComponent("Samples/schemas").path
-
-    static func appleVector(_ name: String) throws -> [UInt8] {
-        Array(try Data(contentsOf: appleVectors.appendingPathComponent(name)))
-    }
-}
-
-/// A fresh directory under the system temp dir, removed when the test's value goes away.
-final class TemporaryDirectory {
-    let path: String
-
-    init(_ label: String = "agg") {
-        path = NSTemporaryDirectory() + "\(label)-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func write(_ text: String, to relative: String) throws {
-        let url = URL(fileURLWithPath: path + "/" + relative)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: url)
-    }
-
-    func read(_ relative: String) throws -> String {
-        String(decoding: try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative)), as: UTF8.self)
-    }
-
-    func bytes(_ relative: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative))) }
-
-    func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: path + "/" + relative) }
-}
 
 /// Builds spool segments by hand: records appended to `raw/<spool>/dt=<day>/part-<writer>-000001.jsonl`.
 struct SpoolBuilder {

@@ -1,7 +1,9 @@
 import Aggregation
+@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
+import PostbackTesting
 import Postbacks
 import Testing
 @testable import Reporting

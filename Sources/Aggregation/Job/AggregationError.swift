@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Basics
 public import Postbacks
 
 /// Why an aggregation run could not finish. Bad input *lines* are not errors (they are counted and

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
@@ -221,7 +222,7 @@ public final class AggregationJob: Sendable {
     }
 }
 
-func makeDirectories(_ path: String) throws(AggregationError) {
+package func makeDirectories(_ path: String) throws(AggregationError) {
     do {
         try DurableFile.makeDirectories(path)
     } catch {

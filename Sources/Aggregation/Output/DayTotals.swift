@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 
 /// Headline and side counts of a day, for the manifest and the command's summary.

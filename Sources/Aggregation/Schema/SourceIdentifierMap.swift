@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 
 /// What the digits of one ad network's source identifiers mean (SKAdNetwork 4 and AdAttributionKit),

@@ -1,4 +1,5 @@
 import Aggregation
+import Basics
 import Dispatch
 import Foundation
 import Locking

@@ -53,19 +53,6 @@ public struct FileDescriptorSink: OutputSink {
     }
 }
 
-/// Collects output in memory (tests).
-public final class MemorySink: OutputSink {
-    private let storage = Locked<[UInt8]>([])
-    public let isTerminal: Bool
-
-    public init(isTerminal: Bool = false) { self.isTerminal = isTerminal }
-
-    public func write(_ bytes: [UInt8]) { storage.withLock { $0.append(contentsOf: bytes) } }
-
-    public var text: String { String(decoding: storage.withLock { $0 }, as: UTF8.self) }
-    public var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
-}
-
 /// The standard streams of one command run.
 public struct CommandIO: Sendable {
     public let standardOutput: any OutputSink

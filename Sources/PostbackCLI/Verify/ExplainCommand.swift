@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// `postback explain`: everything a user needs to debug a rejected postback.

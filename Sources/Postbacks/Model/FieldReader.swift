@@ -1,3 +1,4 @@
+import Basics
 /// Typed access to the members of a postback object. Signed fields are strict where the signed text
 /// is at stake (no control or invisible characters, canonical digits) and tolerant of another JSON form
 /// of the same text; unsigned fields are never fatal: normalized or dropped, with a `PostbackFlag`.

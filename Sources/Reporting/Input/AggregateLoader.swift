@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Aggregation
+import Basics
 import PostbackCrypto
 import PostbackStore
 import Postbacks

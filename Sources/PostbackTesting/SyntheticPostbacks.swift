@@ -1,3 +1,6 @@
+import Basics
+public import Postbacks
+
 /// Plausible, varied test postbacks for benchmarks and load tests, reproducible from a seed.
 ///
 /// Each postback gets its own transaction / postback identifier (a UUID drawn from the seed), and the
