@@ -11,7 +11,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
         .target(name: "Locking"),
         .target(name: "Basics"),
-        .target(name: "PostbackCrypto", dependencies: ["COpenSSL", "Locking"]),
+        .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
         .target(name: "Aggregation", dependencies: ["Basics", "Postbacks", "PostbackStore", "PostbackCrypto"]),

@@ -1,3 +1,4 @@
+import Basics
 import CCurl
 import CCurlShim
 import Foundation
@@ -258,11 +259,10 @@ private final class UploadSource {
             source.offset += length
             return length
         }
-        while true {
-            let got = read(source.descriptor, buffer, capacity)
-            if got >= 0 { return got }
-            if errno == EINTR { continue }
-            source.failure = "reading the file to upload failed: \(String(cString: strerror(errno)))"
+        do throws(SystemCallError) {
+            return try FileDescriptorIO.read(source.descriptor, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: "")
+        } catch {
+            source.failure = "reading the file to upload failed: \(String(cString: strerror(error.errorNumber)))"
             return Int(CURL_READFUNC_ABORT)
         }
     }

@@ -1,4 +1,4 @@
-import Basics
+public import Basics
 import Locking
 import Dispatch
 import Postbacks

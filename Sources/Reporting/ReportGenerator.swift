@@ -17,7 +17,7 @@ public enum ReportGenerator {
         do {
             try DurableFile.write(bytes, to: request.outputPath)
         } catch {
-            throw .io(path: error.path, message: "\(error.operation) failed: \(String(cString: strerror(error.errorNumber)))")
+            throw .io(path: error.path, message: error.reason)
         }
         return summary
     }

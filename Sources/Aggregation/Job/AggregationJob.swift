@@ -184,7 +184,7 @@ public final class AggregationJob: Sendable {
             do {
                 segments = try layout.segments(spool, day: day)
             } catch {
-                throw .io(path: error.path, operation: "listing the spool partition", errorNumber: error.errorNumber)
+                throw .system(SystemCallError(operation: "listing the spool partition", path: error.path, errorNumber: error.errorNumber))
             }
             for segment in segments {
                 var status = stat()
@@ -217,7 +217,7 @@ public final class AggregationJob: Sendable {
         do {
             try DurableFile.write(bytes, to: path)
         } catch {
-            throw .io(path: error.path, operation: error.operation, errorNumber: error.errorNumber)
+            throw .system(error)
         }
     }
 }
@@ -226,6 +226,6 @@ package func makeDirectories(_ path: String) throws(AggregationError) {
     do {
         try DurableFile.makeDirectories(path)
     } catch {
-        throw .io(path: error.path, operation: error.operation, errorNumber: error.errorNumber)
+        throw .system(error)
     }
 }
