@@ -17,8 +17,6 @@ struct FieldReader {
         self.place = place
     }
 
-    func has(_ name: String) -> Bool { value(name) != nil }
-
     private func value(_ name: String) -> JSONValue? {
         guard let value = object[name], value != .null else { return nil }
         return value
