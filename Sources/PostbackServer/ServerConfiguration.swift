@@ -1,4 +1,4 @@
-public import Basics
+import Basics
 public import Postbacks
 import PostbackStore
 

@@ -1,5 +1,5 @@
 public import Basics
-public import Postbacks
+import Postbacks
 
 #if canImport(Glibc)
 import Glibc

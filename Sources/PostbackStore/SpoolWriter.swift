@@ -2,7 +2,7 @@ public import Basics
 import Locking
 import Dispatch
 import Foundation
-public import Postbacks
+import Postbacks
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,6 +1,6 @@
 public import Basics
 import Foundation
-public import Postbacks
+import Postbacks
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import Basics
-public import Postbacks
+import Postbacks
 
 /// Plausible, varied test postbacks for benchmarks and load tests, reproducible from a seed.
 ///

@@ -6,7 +6,7 @@ public import Basics
 import Foundation
 import Synchronization
 public import PostbackStore
-public import Postbacks
+import Postbacks
 
 /// A reproducible spool of made-up postbacks for benchmarks and tests: records written straight
 /// from synthetic `Attribution` values, with realistic bodies whose signatures are placeholders

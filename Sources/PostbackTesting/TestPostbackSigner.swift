@@ -1,5 +1,5 @@
 import Basics
-public import Postbacks
+import Postbacks
 public import PostbackCrypto
 
 /// The fields of a SKAdNetwork postback to mint with a test key. Nil fields are left out of the body.

@@ -1,5 +1,5 @@
 public import Basics
-public import Postbacks
+import Postbacks
 
 /// What to report on and where to write it.
 public struct ReportRequest: Sendable {

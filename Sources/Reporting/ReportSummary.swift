@@ -1,5 +1,5 @@
 public import Basics
-public import Postbacks
+import Postbacks
 
 /// What a written report holds, for the command's summary line.
 public struct ReportSummary: Sendable, Equatable {

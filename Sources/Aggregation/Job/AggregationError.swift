@@ -2,7 +2,7 @@
 import Glibc
 #endif
 public import Basics
-public import Postbacks
+import Postbacks
 
 /// Why an aggregation run could not finish. Bad input *lines* are not errors (they are counted and
 /// reported); these are the conditions that stop the job before it publishes anything.

@@ -5,7 +5,7 @@ public import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
-public import Postbacks
+import Postbacks
 
 /// What to aggregate and how.
 public struct AggregationRequest: Sendable {

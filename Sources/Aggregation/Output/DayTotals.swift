@@ -1,5 +1,5 @@
 public import Basics
-public import Postbacks
+import Postbacks
 
 /// Headline and side counts of a day, for the manifest and the command's summary.
 public struct DayTotals: Sendable, Equatable {

@@ -1,5 +1,5 @@
 public import Basics
-public import Postbacks
+import Postbacks
 
 /// What the digits of one ad network's source identifiers mean (SKAdNetwork 4 and AdAttributionKit),
 /// and what its SKAdNetwork 1–3 campaign ids mean.
