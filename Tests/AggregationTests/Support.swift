@@ -43,44 +43,6 @@ func record(_ attribution: Attribution, key: String, at time: String, writer: St
 }
 
 /// Minimal RFC 4180 reader for checking outputs.
-enum CSV {
-    static func rows(_ text: String) -> [[String: String]] {
-        let table = parse(text)
-        guard let header = table.first else { return [] }
-        return table.dropFirst().map { fields in Dictionary(uniqueKeysWithValues: zip(header, fields)) }
-    }
-
-    static func parse(_ text: String) -> [[String]] {
-        var rows: [[String]] = []
-        var row: [String] = []
-        var field = ""
-        var quoted = false
-        var characters = Array(text)[...]
-        while let character = characters.popFirst() {
-            if quoted {
-                if character == "\"" {
-                    if characters.first == "\"" { field.append("\""); characters.removeFirst() } else { quoted = false }
-                } else {
-                    field.append(character)
-                }
-            } else if character == "\"" {
-                quoted = true
-            } else if character == "," {
-                row.append(field)
-                field = ""
-            } else if character == "\n" {
-                row.append(field)
-                rows.append(row)
-                row = []
-                field = ""
-            } else {
-                field.append(character)
-            }
-        }
-        return rows
-    }
-}
-
 func catalog(_ schemas: String...) throws -> SchemaCatalog {
     try SchemaCatalog(schemas: schemas.enumerated().map { try ConversionSchema(json: Array($0.element.utf8), file: "test\($0.offset).json") })
 }
