@@ -6,8 +6,8 @@
 // Layering, bottom up:
 //   COpenSSL, CMicroHTTPD, CCurl   Debian's C libraries (system library targets)
 //   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
-//   Basics          foundations with no postback in them: bytes, strict JSON, Base64, UTC time,
-//                   durable files, line and record readers, system-call errors
+//   Basics          foundations with no postback in them: strict JSON, Base64, hex, UTC time, durable
+//                   files, line and record readers, SystemCallError, EINTR-safe fd I/O, flock
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
 //   Postbacks       the postback domain: models, signed messages, the verifier, Apple's keys
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
@@ -18,6 +18,7 @@
 //                   `generate`/`synthesize`; no core module imports it
 //   PostbackCLI     the subcommands, callable from tests
 //   postback        the executable: a thin entry point
+//   TestSupport     (Tests/TestSupport) the helpers every test target shares; only tests import it
 import PackageDescription
 
 let package = Package(
