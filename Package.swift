@@ -6,14 +6,19 @@
 // Layering, bottom up:
 //   COpenSSL, CMicroHTTPD, CCurl   Debian's C libraries (system library targets)
 //   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
+//   Basics          foundations with no postback in them: strict JSON, Base64, hex, UTC time, durable
+//                   files, line and record readers, SystemCallError, EINTR-safe fd I/O, flock
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
-//   Postbacks       strict JSON, postback models, signed messages, the verifier, Apple's keys
+//   Postbacks       the postback domain: models, signed messages, the verifier, Apple's keys
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
 //   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl: `send`, the S3 client
 //   SpoolDelivery   ships sealed spool segments to a destination (an S3 bucket; partner forwarding next)
 //   Aggregation     conversion schemas and the nightly job      Reporting  the static HTML report
+//   PostbackTesting test signing, synthetic postbacks and spools: for tests, benches and the CLI's
+//                   `generate`/`synthesize`; no core module imports it
 //   PostbackCLI     the subcommands, callable from tests
 //   postback        the executable: a thin entry point
+//   TestSupport     (Tests/TestSupport) the helpers every test target shares; only tests import it
 import PackageDescription
 
 let package = Package(
@@ -38,32 +43,38 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .target(name: "Locking"),
-        .target(name: "PostbackCrypto", dependencies: ["COpenSSL", "Locking"]),
-        .target(name: "Postbacks", dependencies: ["PostbackCrypto", "Locking"]),
-        .target(name: "PostbackStore", dependencies: ["Postbacks", "Locking"]),
+        .target(name: "Basics"),
+        .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
+        .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
+        .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
         .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
-        .target(name: "PostbackServer", dependencies: ["Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
-        .target(name: "PostbackClient", dependencies: ["Locking", "CCurl", "CCurlShim"]),
-        .target(name: "SpoolDelivery", dependencies: ["Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
-        .target(name: "Aggregation", dependencies: ["Postbacks", "PostbackStore", "PostbackCrypto"]),
-        .target(name: "Reporting", dependencies: ["Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
+        .target(name: "PostbackServer", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
+        .target(name: "PostbackClient", dependencies: ["Basics", "Locking", "CCurl", "CCurlShim"]),
+        .target(name: "SpoolDelivery", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
+        .target(name: "Aggregation", dependencies: ["Basics", "Postbacks", "PostbackStore", "PostbackCrypto"]),
+        .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
+        // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
+        .target(name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore", "Aggregation"]),
         .target(
             name: "PostbackCLI",
-            dependencies: ["Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting"]
+            dependencies: ["PostbackTesting", "Basics", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting"]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
         // scripts/ecdsa-differential: the P-256 table path against EVP over millions of signatures.
         .executableTarget(name: "ecdsa-differential", dependencies: ["PostbackCrypto", "Locking"]),
 
+        // Helpers the test targets share: running `postback` in-process, fixtures, temporary
+        // directories, a test key's postbacks, storage that fails on demand.
+        .target(name: "TestSupport", dependencies: ["Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackCLI"], path: "Tests/TestSupport"),
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
-        .testTarget(name: "PostbacksTests", dependencies: ["Postbacks", "PostbackCrypto"]),
-        .testTarget(name: "PostbackStoreTests", dependencies: ["PostbackStore", "Postbacks", "PostbackCrypto"]),
-        .testTarget(name: "PostbackServerTests", dependencies: ["PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackClient", "PostbackCLI"]),
-        .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
-        .testTarget(name: "AggregationTests", dependencies: ["Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
-        .testTarget(name: "PostbackCLITests", dependencies: ["PostbackCLI", "Postbacks", "PostbackCrypto"]),
-        .testTarget(name: "SpoolDeliveryTests", dependencies: ["SpoolDelivery", "PostbackClient", "PostbackStore", "PostbackServer", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "PostbacksTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "PostbackStoreTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "PostbackStore", "Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "PostbackServerTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackClient", "PostbackCLI"]),
+        .testTarget(name: "ReportingTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Reporting", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
+        .testTarget(name: "AggregationTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
+        .testTarget(name: "PostbackCLITests", dependencies: ["TestSupport", "Basics", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
+        .testTarget(name: "SpoolDeliveryTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "SpoolDelivery", "PostbackClient", "PostbackStore", "PostbackServer", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
     ]
 )
 

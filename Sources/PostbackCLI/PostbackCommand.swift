@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// The `postback` executable's subcommands. The entry point only forwards here, so tests can run any

@@ -23,28 +23,24 @@ public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
 
 /// A libcurl easy handle: one connection, kept alive between requests. Use one per thread.
 public final class HTTPClient {
-    private let handle: UnsafeMutableRawPointer
+    private let easy: CurlEasy
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private let sink = ResponseSink()
     public var timeoutSeconds: Double
-
-    private static let globalSetup: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
 
     /// - Parameter caCertificatePath: a PEM file of CA certificates to trust for HTTPS instead of the
     ///   system's (a deployment with its own or a self-signed certificate).
     public init(timeoutSeconds: Double = 30, caCertificatePath: String? = nil) throws(HTTPClientError) {
-        guard Self.globalSetup, let handle = curl_easy_init() else { throw HTTPClientError("libcurl could not be initialized") }
-        self.handle = handle
+        guard let easy = CurlEasy() else { throw HTTPClientError("libcurl could not be initialized") }
+        self.easy = easy
         self.timeoutSeconds = timeoutSeconds
         // libcurl copies option strings, so the pointer need not outlive the call.
-        if let caCertificatePath { caCertificatePath.withCString { set(CURLOPT_CAINFO, pointer: $0) } }
+        if let caCertificatePath { caCertificatePath.withCString { easy.set(CURLOPT_CAINFO, pointer: $0) } }
         // No "Expect: 100-continue" round trip for bodies over 1 KiB.
         headerList = curl_slist_append(nil, "Expect:")
         headerList = curl_slist_append(headerList, "Content-Type: application/json")
     }
 
     deinit {
-        curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
     }
 
@@ -58,6 +54,7 @@ public final class HTTPClient {
 
     /// Any method; a body is sent when given. `headers` (`Name: value` lines) are added to this request only.
     public func perform(method: String, url: String, body: [UInt8]?, headers: [String] = []) throws(HTTPClientError) -> HTTPResponse {
+        let easy = easy
         var requestHeaders = headerList
         var ownHeaders: UnsafeMutablePointer<curl_slist>?
         if !headers.isEmpty {
@@ -67,60 +64,30 @@ public final class HTTPClient {
             requestHeaders = ownHeaders
         }
         defer { curl_slist_free_all(ownHeaders) }
-        sink.reset()
-        let context = Unmanaged.passUnretained(sink).toOpaque()
-        let start = DispatchTime.now().uptimeNanoseconds
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let code: CURLcode = url.withCString { urlPointer in
-            method.withCString { methodPointer in
-                errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
-                    let payload = body ?? []
-                    return payload.withUnsafeBytes { bytes in
-                        set(CURLOPT_URL, pointer: urlPointer)
-                        set(CURLOPT_NOSIGNAL, 1)
-                        set(CURLOPT_TIMEOUT_MS, Int(timeoutSeconds * 1000))
-                        set(CURLOPT_ERRORBUFFER, pointer: errorPointer.baseAddress)
-                        set(CURLOPT_HTTPHEADER, pointer: requestHeaders)
-                        set(CURLOPT_WRITEDATA, pointer: context)
-                        set(CURLOPT_HEADERDATA, pointer: context)
-                        postback_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION.rawValue, ResponseSink.bodyCallback)
-                        postback_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION.rawValue, ResponseSink.headerCallback)
+        let outcome: Result<HTTPResponse, CurlEasy.Failure> = method.withCString { methodPointer in
+            let payload = body ?? []
+            return payload.withUnsafeBytes { bytes in
+                Result { () throws(CurlEasy.Failure) in
+                    try easy.perform(url: url, timeoutSeconds: timeoutSeconds, headers: requestHeaders) {
                         if method == "GET", body == nil {
-                            set(CURLOPT_HTTPGET, 1)
-                            set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+                            easy.set(CURLOPT_HTTPGET, 1)
+                            easy.set(CURLOPT_CUSTOMREQUEST, pointer: nil)
                         } else if method == "POST" {
-                            set(CURLOPT_POST, 1)
-                            set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+                            easy.set(CURLOPT_POST, 1)
+                            easy.set(CURLOPT_CUSTOMREQUEST, pointer: nil)
                         } else {
-                            set(CURLOPT_CUSTOMREQUEST, pointer: methodPointer)
+                            easy.set(CURLOPT_CUSTOMREQUEST, pointer: methodPointer)
                         }
                         if body != nil || method == "POST" {
                             // An empty array may have no base address; libcurl wants a pointer anyway.
-                            set(CURLOPT_POSTFIELDS, pointer: bytes.baseAddress ?? UnsafeRawPointer(methodPointer))
-                            postback_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE.rawValue, Int64(bytes.count))
+                            easy.set(CURLOPT_POSTFIELDS, pointer: bytes.baseAddress ?? UnsafeRawPointer(methodPointer))
+                            postback_curl_set_offset(easy.handle, CURLOPT_POSTFIELDSIZE_LARGE.rawValue, Int64(bytes.count))
                         }
-                        defer { set(CURLOPT_ERRORBUFFER, pointer: nil) }
-                        return curl_easy_perform(handle)
                     }
                 }
             }
         }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        guard code == CURLE_OK else {
-            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw HTTPClientError(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
-        }
-        var status = 0
-        postback_curl_info_long(handle, CURLINFO_RESPONSE_CODE.rawValue, &status)
-        return HTTPResponse(status: status, body: sink.body, headers: sink.headers, seconds: seconds)
-    }
-
-    private func set(_ option: CURLoption, _ value: Int) {
-        postback_curl_set_long(handle, option.rawValue, value)
-    }
-
-    private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) {
-        postback_curl_set_pointer(handle, option.rawValue, pointer)
+        do { return try outcome.get() } catch { throw HTTPClientError(error.message) }
     }
 }
 

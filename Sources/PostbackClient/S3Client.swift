@@ -1,3 +1,4 @@
+import Basics
 import CCurl
 import CCurlShim
 import Foundation
@@ -13,8 +14,7 @@ import Glibc
 public final class S3Client {
     public let location: S3Location
     public let settings: S3Settings
-    private let handle: UnsafeMutableRawPointer
-    private let sink = ResponseSink()
+    private let easy: CurlEasy
 
     public struct ObjectSummary: Sendable, Equatable {
         /// The key relative to the location's prefix.
@@ -33,16 +33,12 @@ public final class S3Client {
         }
     }
 
-    private static let globalSetup: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
-
     public init(location: S3Location, settings: S3Settings) throws(S3Error) {
-        guard Self.globalSetup, let handle = curl_easy_init() else { throw S3Error.configuration("libcurl could not be initialized") }
+        guard let easy = CurlEasy() else { throw S3Error.configuration("libcurl could not be initialized") }
         self.location = location
         self.settings = settings
-        self.handle = handle
+        self.easy = easy
     }
-
-    deinit { curl_easy_cleanup(handle) }
 
     // MARK: Operations
 
@@ -73,8 +69,8 @@ public final class S3Client {
 
     /// Streams an object's bytes to `consume` (chunks as they arrive); false if there is no such object.
     public func get(relativeKey: String, consume: @escaping (UnsafeRawBufferPointer) -> Bool) throws(S3Error) -> Bool {
-        sink.bodyStream = consume
-        defer { sink.bodyStream = nil }
+        easy.sink.bodyStream = consume
+        defer { easy.sink.bodyStream = nil }
         let response = try request(method: "GET", url: objectURL(relativeKey), headers: [], target: relativeKey)
         if response.status == 404 { return false }
         try Self.check(response, target: location.key(relativeKey))
@@ -166,70 +162,41 @@ public final class S3Client {
 
     private func request(method: String, url: String, headers extraHeaders: [String], target: String,
                          upload: (source: UploadSource, size: Int)? = nil) throws(S3Error) -> HTTPResponse {
-        curl_easy_reset(handle)
-        sink.reset()
+        curl_easy_reset(easy.handle)
         // No "Expect:" removal header here: libcurl 7.88 signs a header it is told to remove, and the
         // store then finds SignatureDoesNotMatch. Go-based and AWS stores answer 100-continue at once.
         var headerList: UnsafeMutablePointer<curl_slist>?
         if let token = settings.sessionToken { headerList = curl_slist_append(headerList, "x-amz-security-token: \(token)") }
         for header in extraHeaders { headerList = curl_slist_append(headerList, header) }
         defer { curl_slist_free_all(headerList) }
-        let context = Unmanaged.passUnretained(sink).toOpaque()
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let easy = easy
         let signing = "aws:amz:\(settings.region):s3"
         let credentials = "\(settings.accessKeyID):\(settings.secretAccessKey)"
-        let start = DispatchTime.now().uptimeNanoseconds
-        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
-            url.withCString { urlPointer in
-                method.withCString { methodPointer in
-                    signing.withCString { signingPointer in
-                        credentials.withCString { credentialsPointer in
-                            set(CURLOPT_URL, pointer: urlPointer)
-                            set(CURLOPT_NOSIGNAL, 1)
-                            set(CURLOPT_CONNECTTIMEOUT_MS, 10_000)
-                            set(CURLOPT_TIMEOUT_MS, Int(settings.timeoutSeconds * 1000))
-                            set(CURLOPT_ERRORBUFFER, pointer: errorPointer.baseAddress)
-                            set(CURLOPT_HTTPHEADER, pointer: headerList)
-                            set(CURLOPT_AWS_SIGV4, pointer: signingPointer)
-                            set(CURLOPT_USERPWD, pointer: credentialsPointer)
-                            set(CURLOPT_WRITEDATA, pointer: context)
-                            set(CURLOPT_HEADERDATA, pointer: context)
-                            postback_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION.rawValue, ResponseSink.bodyCallback)
-                            postback_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION.rawValue, ResponseSink.headerCallback)
+        let outcome: Result<HTTPResponse, CurlEasy.Failure> = method.withCString { methodPointer in
+            signing.withCString { signingPointer in
+                credentials.withCString { credentialsPointer in
+                    Result { () throws(CurlEasy.Failure) in
+                        try easy.perform(url: url, timeoutSeconds: settings.timeoutSeconds, headers: headerList) {
+                            easy.set(CURLOPT_CONNECTTIMEOUT_MS, 10_000)
+                            easy.set(CURLOPT_AWS_SIGV4, pointer: signingPointer)
+                            easy.set(CURLOPT_USERPWD, pointer: credentialsPointer)
                             if let upload {
-                                set(CURLOPT_UPLOAD, 1)
-                                set(CURLOPT_READDATA, pointer: Unmanaged.passUnretained(upload.source).toOpaque())
-                                postback_curl_set_data_callback(handle, CURLOPT_READFUNCTION.rawValue, UploadSource.readCallback)
-                                postback_curl_set_offset(handle, CURLOPT_INFILESIZE_LARGE.rawValue, Int64(upload.size))
+                                easy.set(CURLOPT_UPLOAD, 1)
+                                easy.set(CURLOPT_READDATA, pointer: Unmanaged.passUnretained(upload.source).toOpaque())
+                                postback_curl_set_data_callback(easy.handle, CURLOPT_READFUNCTION.rawValue, UploadSource.readCallback)
+                                postback_curl_set_offset(easy.handle, CURLOPT_INFILESIZE_LARGE.rawValue, Int64(upload.size))
                             } else if method == "HEAD" {
-                                set(CURLOPT_NOBODY, 1)
+                                easy.set(CURLOPT_NOBODY, 1)
                             } else if method != "GET" {
-                                set(CURLOPT_CUSTOMREQUEST, pointer: methodPointer)
+                                easy.set(CURLOPT_CUSTOMREQUEST, pointer: methodPointer)
                             }
-                            defer { set(CURLOPT_ERRORBUFFER, pointer: nil) }
-                            return curl_easy_perform(handle)
                         }
                     }
                 }
             }
         }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         if let upload, let failure = upload.source.failure { throw S3Error.configuration(failure) }
-        guard code == CURLE_OK else {
-            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw S3Error.unreachable("\(method) \(location.key(target)): " + (detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail))
-        }
-        var status = 0
-        postback_curl_info_long(handle, CURLINFO_RESPONSE_CODE.rawValue, &status)
-        return HTTPResponse(status: status, body: sink.body, headers: sink.headers, seconds: seconds)
-    }
-
-    private func set(_ option: CURLoption, _ value: Int) {
-        postback_curl_set_long(handle, option.rawValue, value)
-    }
-
-    private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) {
-        postback_curl_set_pointer(handle, option.rawValue, pointer)
+        do { return try outcome.get() } catch { throw S3Error.unreachable("\(method) \(location.key(target)): " + error.message) }
     }
 }
 
@@ -258,11 +225,10 @@ private final class UploadSource {
             source.offset += length
             return length
         }
-        while true {
-            let got = read(source.descriptor, buffer, capacity)
-            if got >= 0 { return got }
-            if errno == EINTR { continue }
-            source.failure = "reading the file to upload failed: \(String(cString: strerror(errno)))"
+        do throws(SystemCallError) {
+            return try FileDescriptorIO.read(source.descriptor, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: "")
+        } catch {
+            source.failure = "reading the file to upload failed: \(String(cString: strerror(error.errorNumber)))"
             return Int(CURL_READFUNC_ABORT)
         }
     }

@@ -1,3 +1,4 @@
+import Basics
 internal import COpenSSL
 
 /// The differential test of the P-256 table path (`P256KeyTable`) against EVP, shared by
@@ -410,7 +411,7 @@ private let p256SubjectPublicKeyInfoPrefix: [UInt8] = [
     0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ]
 
-private func hexString(_ bytes: [UInt8]) -> String { SHA256.hex(bytes) }
+private func hexString(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
 private extension Int32 {
     var isTrue: Bool { self != 0 }

@@ -1,3 +1,4 @@
+import Basics
 internal import COpenSSL
 
 /// SHA-256 through OpenSSL's EVP interface.
@@ -24,7 +25,7 @@ public enum SHA256 {
         init() {}
 
         /// Lower-case hex.
-        public var description: String { SHA256.hex(bytes) }
+        public var description: String { Hex.encode(bytes) }
 
         public static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes == rhs.bytes }
     }
@@ -103,9 +104,3 @@ private final class FetchedDigest: Sendable {
     }
 }
 
-private let hexDigits = (0..<16).map { String($0, radix: 16) }
-
-extension SHA256 {
-    /// Lower-case hex of any bytes (digests, and keys and signatures in test reports).
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0xF)] }.joined() }
-}

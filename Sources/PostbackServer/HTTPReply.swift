@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// A response to send: status, content type, body and extra headers.

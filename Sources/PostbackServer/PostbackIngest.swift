@@ -1,3 +1,4 @@
+import Basics
 import PostbackCrypto
 import Postbacks
 import PostbackStore

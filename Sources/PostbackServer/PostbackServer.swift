@@ -1,3 +1,4 @@
+import Basics
 import Locking
 import CMicroHTTPD
 import CMicroHTTPDShim

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import Basics
 import Locking
 import Postbacks
 import PostbackStore

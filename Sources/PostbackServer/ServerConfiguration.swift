@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 import PostbackStore
 

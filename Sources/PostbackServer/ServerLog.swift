@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// Structured logs: one JSON object per line (`time`, `level`, `msg`, then fields), on stderr by

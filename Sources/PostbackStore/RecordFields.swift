@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 
 // The fields of a stored postback, declared once. The spool writer and reader (`SpoolRecord`), the

@@ -1,4 +1,5 @@
-public import Postbacks
+public import Basics
+import Postbacks
 
 #if canImport(Glibc)
 import Glibc
@@ -40,22 +41,43 @@ public final class SegmentReader {
     /// Bytes consumed so far.
     public var bytesRead: Int { lines.bytesRead }
 
-    public func next() throws(RecordReader.IOError) -> Entry? {
+    /// One line of a segment with the rules that need no parse applied: a last line without its
+    /// newline is a torn tail, an over-long line is corrupt. Recovery reads segments this way and
+    /// parses only what its fast path cannot; `next()` parses every complete line.
+    public enum RawLine {
+        /// A newline-terminated line within the limit; `isLast` when no line follows it.
+        case complete(bytes: [UInt8], line: Int, length: Int, isLast: Bool)
+        case tornTail(line: Int, bytes: Int)
+        case tooLong(line: Int, bytes: Int)
+    }
+
+    public func nextLine() throws(RecordReader.IOError) -> RawLine? {
         if !primed {
             pending = try lines.next()
             primed = true
         }
         guard let line = pending else { return nil }
         pending = try lines.next()
-        let isLast = pending == nil
         if !line.endsWithNewline { return .tornTail(line: line.number, bytes: line.length) }
-        if line.isTooLong { return .corrupt(line: line.number, reason: "line of \(line.length) bytes exceeds \(Self.maximumLineBytes)") }
-        do {
-            return .record(try SpoolRecord(line: line.bytes), line: line.number)
-        } catch {
-            // A torn write can also end exactly where a later append began, leaving a complete-looking
-            // final line; at the tail that is still a crash artefact.
-            return isLast ? .tornTail(line: line.number, bytes: line.length) : .corrupt(line: line.number, reason: error.description)
+        if line.isTooLong { return .tooLong(line: line.number, bytes: line.length) }
+        return .complete(bytes: line.bytes, line: line.number, length: line.length, isLast: pending == nil)
+    }
+
+    public func next() throws(RecordReader.IOError) -> Entry? {
+        switch try nextLine() {
+        case nil: return nil
+        case .tornTail(let line, let bytes): return .tornTail(line: line, bytes: bytes)
+        case .tooLong(let line, let length): return .corrupt(line: line, reason: Self.tooLong(length))
+        case .complete(let bytes, let line, let length, let isLast):
+            do {
+                return .record(try SpoolRecord(line: bytes), line: line)
+            } catch {
+                // A torn write can also end exactly where a later append began, leaving a complete-looking
+                // final line; at the tail that is still a crash artefact.
+                return isLast ? .tornTail(line: line, bytes: length) : .corrupt(line: line, reason: error.description)
+            }
         }
     }
+
+    static func tooLong(_ length: Int) -> String { "line of \(length) bytes exceeds \(maximumLineBytes)" }
 }

@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 
 /// One line of the store: a received postback, its verdict, and the body exactly as received.

@@ -1,3 +1,4 @@
+public import Basics
 import Locking
 import Dispatch
 import Postbacks
@@ -70,9 +71,9 @@ public struct SpoolRecovery: Sendable {
 
 /// What one segment holds, read on its own (so segments can be read in parallel).
 ///
-/// The rules are `SegmentReader`'s, line for line (a last line without its newline, or a last line
-/// that does not parse, is a torn tail; any other bad line is corrupt), but each complete line goes
-/// through `FastSpoolLineParser` first (the aggregator's fast path, which answers only for verified
+/// Lines come from `SegmentReader.nextLine()`, so the rules are `SegmentReader`'s (a last line
+/// without its newline, or a last line that does not parse, is a torn tail; any other bad line is
+/// corrupt), but each complete line goes through `FastSpoolLineParser` first (the aggregator's fast path, which answers only for verified
 /// records it can prove `SpoolRecord(line:)` accepts) and reaches the full parser otherwise. A full
 /// parse costs 13–17 µs a record, 7–13 s before a store of a million records can serve.
 /// Tests compare this scan with one through `SegmentReader` on damaged segments.
@@ -85,37 +86,31 @@ struct SegmentScan: Sendable {
     var fullyParsed = 0
 
     init(path: String) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            unreadable = "\(path): \(RecordReader.IOError(path: path, message: String(cString: strerror(errno))))"
+        let reader: SegmentReader
+        do { reader = try SegmentReader(path: path) } catch {
+            unreadable = "\(path): \(error)"
             return
         }
-        defer { close(fd) }
-        let lines = LineReader(fd: fd, path: path, maximumLineBytes: SegmentReader.maximumLineBytes)
         do {
-            var pending = try lines.next()
-            while let line = pending {
-                pending = try lines.next()
-                if !line.endsWithNewline {
-                    damage.append(.init(path: path, line: line.number, problem: Self.tornTail(line.length)))
-                    continue
-                }
-                if line.isTooLong {
-                    damage.append(.init(path: path, line: line.number, problem: "line of \(line.length) bytes exceeds \(SegmentReader.maximumLineBytes)"))
-                    continue
-                }
-                if let verdict = Self.fastVerdict(line.bytes) {
-                    add(status: verdict.status, dedupKey: verdict.dedupKey)
-                    continue
-                }
-                fullyParsed += 1
-                do {
-                    let record = try SpoolRecord(line: line.bytes)
-                    add(status: record.status, dedupKey: record.dedupKey)
-                } catch {
-                    // As in SegmentReader: an unparsable *last* line is what a torn write leaves.
-                    let problem = pending == nil ? Self.tornTail(line.length) : error.description
-                    damage.append(.init(path: path, line: line.number, problem: problem))
+            while let raw = try reader.nextLine() {
+                switch raw {
+                case .tornTail(let line, let bytes):
+                    damage.append(.init(path: path, line: line, problem: Self.tornTail(bytes)))
+                case .tooLong(let line, let length):
+                    damage.append(.init(path: path, line: line, problem: SegmentReader.tooLong(length)))
+                case .complete(let bytes, let line, let length, let isLast):
+                    if let verdict = Self.fastVerdict(bytes) {
+                        add(status: verdict.status, dedupKey: verdict.dedupKey)
+                        continue
+                    }
+                    fullyParsed += 1
+                    do {
+                        let record = try SpoolRecord(line: bytes)
+                        add(status: record.status, dedupKey: record.dedupKey)
+                    } catch {
+                        // As in SegmentReader: an unparsable *last* line is what a torn write leaves.
+                        damage.append(.init(path: path, line: line, problem: isLast ? Self.tornTail(length) : error.description))
+                    }
                 }
             }
         } catch {

@@ -1,3 +1,4 @@
+public import Basics
 import Postbacks
 
 #if canImport(Glibc)
@@ -5,19 +6,7 @@ import Glibc
 #endif
 
 /// A failed storage call: which operation, on which path, and the errno.
-public struct StorageError: Error, Sendable, CustomStringConvertible {
-    public let operation: String
-    public let path: String
-    public let errorNumber: Int32
-
-    public init(operation: String, path: String, errorNumber: Int32) {
-        self.operation = operation
-        self.path = path
-        self.errorNumber = errorNumber
-    }
-
-    public var description: String { "\(operation) \(path): \(String(cString: strerror(errorNumber)))" }
-}
+public typealias StorageError = SystemCallError
 
 /// The file operations the spool writer makes, behind a protocol so tests can inject faults
 /// (a failing write or fdatasync, a full disk) deterministically, also when they run as root.
@@ -44,11 +33,7 @@ public struct POSIXSpoolStorage: SpoolStorage {
     public init() {}
 
     public func makeDirectories(_ directory: String) throws(StorageError) {
-        do {
-            try DurableFile.makeDirectories(directory)
-        } catch {
-            throw StorageError(operation: error.operation, path: error.path, errorNumber: error.errorNumber)
-        }
+        try DurableFile.makeDirectories(directory)
     }
 
     public func createSegment(_ path: String) throws(StorageError) -> Int32 {
@@ -58,11 +43,7 @@ public struct POSIXSpoolStorage: SpoolStorage {
     }
 
     public func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StorageError) {
-        do {
-            try DurableFile.writeAll(bytes, to: descriptor, path: path)
-        } catch {
-            throw StorageError(operation: error.operation, path: error.path, errorNumber: error.errorNumber)
-        }
+        try FileDescriptorIO.writeAll(bytes, to: descriptor, path: path)
     }
 
     public func sync(_ descriptor: Int32, path: String) throws(StorageError) {
@@ -70,11 +51,7 @@ public struct POSIXSpoolStorage: SpoolStorage {
     }
 
     public func syncDirectory(_ directory: String) throws(StorageError) {
-        do {
-            try DurableFile.syncDirectory(directory)
-        } catch {
-            throw StorageError(operation: error.operation, path: error.path, errorNumber: error.errorNumber)
-        }
+        try DurableFile.syncDirectory(directory)
     }
 
     public func truncate(_ descriptor: Int32, to length: Int) {

@@ -1,7 +1,8 @@
+public import Basics
 import Locking
 import Dispatch
 import Foundation
-public import Postbacks
+import Postbacks
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
+public import Basics
 import Foundation
-public import Postbacks
+import Postbacks
 
 #if canImport(Glibc)
 import Glibc
@@ -59,11 +60,7 @@ public struct StoreLayout: Sendable {
 
     /// A directory of the store exists but cannot be listed (permissions, I/O error). Never read as
     /// "empty": the receiver would lose dedup keys, and the nightly job would publish empty days.
-    public struct ListingError: Error, CustomStringConvertible, Sendable {
-        public let path: String
-        public let errorNumber: Int32
-        public var description: String { "\(path): cannot list directory: \(String(cString: strerror(errorNumber)))" }
-    }
+    public typealias ListingError = SystemCallError
 
     /// The days that have a partition in `spool`, ascending (none when the spool does not exist yet).
     public func days(_ spool: Spool) throws(ListingError) -> [UTCDay] {
@@ -96,7 +93,7 @@ public struct StoreLayout: Sendable {
         guard let stream = opendir(directory) else {
             let code = errno
             if code == ENOENT { return [] }
-            throw ListingError(path: directory, errorNumber: code)
+            throw ListingError(operation: "opendir", path: directory, errorNumber: code)
         }
         defer { closedir(stream) }
         var names: [String] = []
@@ -104,7 +101,7 @@ public struct StoreLayout: Sendable {
             errno = 0
             guard let entry = readdir(stream) else {
                 let code = errno
-                if code != 0 { throw ListingError(path: directory, errorNumber: code) }
+                if code != 0 { throw ListingError(operation: "readdir", path: directory, errorNumber: code) }
                 return names
             }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in

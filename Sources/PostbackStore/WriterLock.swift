@@ -1,61 +1,59 @@
+public import Basics
 import Postbacks
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// An exclusive `flock` on `DATA/raw/_writers/<writer-id>.lock`, held while a receiver writes, so two
-/// processes with the same writer id can never append to the same segments.
-///
-/// The lock belongs to the open file description: it is released by `release()`, by `deinit`, or
-/// when the process dies (also on `kill -9`), so a crashed writer never leaves a stale lock behind.
+/// An exclusive `flock` (`FileLock`) on `DATA/raw/_writers/<writer-id>.lock`, held while a receiver
+/// writes, so two processes with the same writer id can never append to the same segments.
 public final class WriterLock: Sendable {
-    public struct LockError: Error, CustomStringConvertible {
-        public let description: String
+    /// Why the lock was not taken; the server's start-up prints the description.
+    public enum LockError: Error, CustomStringConvertible {
+        case invalidWriterID(String)
+        case heldByAnotherReceiver(writerID: String, root: String, path: String)
+        case system(SystemCallError)
+
+        public var description: String {
+            switch self {
+            case .invalidWriterID(let writerID): return "writer id '\(writerID)' must be 1–64 letters, digits, '.', '_' or '-'"
+            case .heldByAnotherReceiver(let writerID, let root, let path):
+                return "another receiver with writer id '\(writerID)' is using \(root) (\(path) is locked); "
+                    + "give each receiver sharing a store its own --writer-id (writer_id in the config)"
+            case .system(let error): return error.description
+            }
+        }
     }
 
-    public let path: String
-    private let fd: Int32
-    private let released = Atomic<Bool>(false)
+    public var path: String { lock.path }
+    private let lock: FileLock
 
     public static func path(layout: StoreLayout, writerID: String) -> String {
         "\(layout.root)/raw/_writers/\(writerID).lock"
     }
 
     public init(layout: StoreLayout, writerID: String) throws(LockError) {
-        guard StoreLayout.isValidWriterID(writerID) else {
-            throw LockError(description: "writer id '\(writerID)' must be 1–64 letters, digits, '.', '_' or '-'")
-        }
-        path = Self.path(layout: layout, writerID: writerID)
-        let directory = String(path[..<path.lastIndex(of: "/")!])
-        do {
-            try DurableFile.makeDirectories(directory)
+        guard StoreLayout.isValidWriterID(writerID) else { throw .invalidWriterID(writerID) }
+        let path = Self.path(layout: layout, writerID: writerID)
+        do throws(SystemCallError) {
+            try DurableFile.makeDirectories(String(path[..<path.lastIndex(of: "/")!]))
         } catch {
-            throw LockError(description: "cannot create \(directory): \(error)")
+            throw .system(error)
         }
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw LockError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let number = errno
-            Glibc.close(fd)
-            if number == EWOULDBLOCK {
-                throw LockError(description: "another receiver with writer id '\(writerID)' is using \(layout.root) (\(path) is locked); "
-                    + "give each receiver sharing a store its own --writer-id (writer_id in the config)")
+        do throws(FileLock.Failure) {
+            lock = try FileLock(path: path)
+        } catch {
+            switch error {
+            case .heldElsewhere: throw .heldByAnotherReceiver(writerID: writerID, root: layout.root, path: path)
+            case .system(let failure): throw .system(failure)
             }
-            throw LockError(description: "cannot lock \(path): \(String(cString: strerror(number)))")
         }
         // For whoever looks at the file: the holder's pid.
         let note = Array("\(getpid())\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = note.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        _ = ftruncate(lock.descriptor, 0)
+        _ = note.withUnsafeBytes { pwrite(lock.descriptor, $0.baseAddress, $0.count, 0) }
     }
 
     /// Unlocks (closes the file); later calls do nothing.
-    public func release() {
-        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        Glibc.close(fd)
-    }
-
-    deinit { release() }
+    public func release() { lock.release() }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Basics
 import Postbacks
 
 /// `postback report`: reads the published aggregates of a range of days and writes one
@@ -16,7 +17,7 @@ public enum ReportGenerator {
         do {
             try DurableFile.write(bytes, to: request.outputPath)
         } catch {
-            throw .io(path: error.path, message: "\(error.operation) failed: \(String(cString: strerror(error.errorNumber)))")
+            throw .io(path: error.path, message: error.reason)
         }
         return summary
     }

@@ -1,4 +1,5 @@
-public import Postbacks
+public import Basics
+import Postbacks
 
 /// What to report on and where to write it.
 public struct ReportRequest: Sendable {

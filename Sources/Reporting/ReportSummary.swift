@@ -1,4 +1,5 @@
-public import Postbacks
+public import Basics
+import Postbacks
 
 /// What a written report holds, for the command's summary line.
 public struct ReportSummary: Sendable, Equatable {

@@ -1,3 +1,4 @@
+public import Basics
 import Foundation
 public import PostbackStore
 
@@ -39,11 +40,7 @@ public final class DeliveryLedger {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(bytes.count)) }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw StorageError(operation: "read", path: path, errorNumber: errno)
-            }
+            let got = try FileDescriptorIO.read(fd, into: &buffer, at: bytes.count, path: path)
             if got == 0 { break }
             bytes += buffer[..<got]
         }

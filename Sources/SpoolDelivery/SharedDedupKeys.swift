@@ -1,3 +1,4 @@
+public import Basics
 import Foundation
 import Locking
 public import PostbackClient

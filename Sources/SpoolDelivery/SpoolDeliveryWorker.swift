@@ -1,3 +1,4 @@
+public import Basics
 import Dispatch
 import Foundation
 import Locking
@@ -311,14 +312,8 @@ private final class DeliveryPass: @unchecked Sendable {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         let hasher = SHA256Hasher()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if got < 0, errno == EINTR { continue }
-            if got < 0 { return nil }
-            if got == 0 { return hasher.finalize() }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<got])) }
-        }
+        do { try FileDescriptorIO.forEachChunk(of: fd, path: path) { hasher.update($0) } } catch { return nil }
+        return hasher.finalize()
     }
 
     private func removeOld(_ delivered: [SealedSegment], olderThan retention: Double) {

@@ -1,7 +1,10 @@
+@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 @testable import PostbackCLI
@@ -9,18 +12,6 @@ import Testing
 /// `postback aggregate` and `postback schema` run in-process: usage errors, exit codes, `--input`,
 /// the exported decode table, and the CSV output read back by DuckDB.
 @Suite struct AggregateCommandTests {
-    struct Run {
-        let status: PostbackCLI.ExitStatus
-        let stdout: String
-        let stderr: String
-    }
-
-    func run(_ words: [String]) -> Run {
-        let out = MemorySink(), err = MemorySink()
-        let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
-        return Run(status: status, stdout: out.text, stderr: err.text)
-    }
-
     func scenario() throws -> (store: TemporaryDirectory, schemas: TemporaryDirectory) {
         let store = TemporaryDirectory(), schemas = TemporaryDirectory("schemas")
         try AggregateJobTests.buildSpool(root: store.path)
@@ -109,7 +100,7 @@ import Testing
         #expect(result.status == .success, "\(result.stderr)")
         #expect(result.stdout.contains(#""postbacks":1,"#) && result.stdout.contains(#""development_postbacks":5,"#)
                 && result.stdout.contains(#""rejected_postbacks":2,"#) && result.stdout.contains(#""duplicates_same_day":1,"#), "\(result.stdout)")
-        let rows = CSV.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
+        let rows = CSVText.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
         let test = try #require(rows.first { $0["app_id"] == "111" && $0["development_postbacks"] == "5" })
         #expect(test["postbacks"] == "0" && test["decoded_label"] == "rev_1" && test["est_install_date"] == "2026-03-07", "received at noon: 84 h before")
         #expect(rows.contains { $0["app_id"] == "525463029" && $0["postbacks"] == "1" && $0["coarse_cv"] == "high" })
@@ -135,7 +126,7 @@ import Testing
 
         let export = run(["schema", "export", "--schemas", Fixtures.sampleSchemas])
         #expect(export.status == .success)
-        let rows = CSV.rows(export.stdout)
+        let rows = CSVText.rows(export.stdout)
         // 2 schemas × 201 values per protocol and conversion type (game: 2 × 2; shop: 2 × 3).
         #expect(rows.count == 201 * 4 + 201 * 6)
         let bucket = try #require(rows.first { $0["schema_id"] == "example-game/2025-06-01" && $0["protocol"] == "skadnetwork" && $0["conversion_type"] == "download"
@@ -143,9 +134,9 @@ import Testing
         #expect(bucket["decoded_label"] == "revenue_bucket_1" && bucket["revenue_min"] == "1.99" && bucket["revenue_max"] == "2.99"
                 && bucket["revenue_est"] == "2.49" && bucket["mapped"] == "true" && bucket["effective_to"] == "")
         #expect(rows.contains { $0["cv_value"] == "40" && $0["mapped"] == "false" && $0["decoded_label"] == "undecoded" && $0["revenue_est"] == "" })
-        let events = CSV.rows(run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--table", "events"]).stdout)
+        let events = CSVText.rows(run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--table", "events"]).stdout)
         #expect(events.contains { $0["cv_value"] == "63" && $0["event_name"] == "purchase" && $0["min_count"] == "3" && $0["max_count"] == "" })
-        let sources = CSV.rows(run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--table", "sources"]).stdout)
+        let sources = CSVText.rows(run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--table", "sources"]).stdout)
         #expect(sources.contains { $0["id_value"] == "1291" && $0["campaign"] == "summer_sale" && $0["geo"] == "ROW" && $0["placement"] == "rewarded" })
         #expect(sources.contains { $0["id_kind"] == "campaign_id" && $0["id_value"] == "42" && $0["campaign"] == "legacy_campaign_42" })
         let out = TemporaryDirectory()

@@ -1,7 +1,10 @@
+@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 
@@ -178,7 +181,7 @@ import Testing
 
         let totals = try #require(summaries.last).totals
         // A postback is decoded when its row carries a revenue estimate (a schema mapped its value).
-        let decoded = CSV.rows(daily).filter { $0["revenue_est_sum"] != "" }.reduce(0) { $0 + Int($1["postbacks"]!)! }
+        let decoded = CSVText.rows(daily).filter { $0["revenue_est_sum"] != "" }.reduce(0) { $0 + Int($1["postbacks"]!)! }
         #expect(decoded == 4, "A, B, C and F decode; the others are null, unmapped or without a schema")
         #expect(totals == DayTotals(postbacks: 10, installs: 5, redownloads: 1, reengagements: 1, losses: 1, nullValuePostbacks: 1,
                                     developmentPostbacks: 1, rejectedPostbacks: 2, duplicatesDropped: 2, decodedPostbacks: decoded,

@@ -1,6 +1,8 @@
+@testable import Basics
 import Foundation
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 @testable import PostbackCLI
@@ -40,7 +42,7 @@ import Testing
         try spool.write()
 
         let before = try store.bytes("raw/postbacks/dt=2026-03-10/part-rx1-000001.jsonl")
-        let run = AggregateCommandTests().run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--json"])
+        let run = TestSupport.run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--json"])
         #expect(run.status != .usageOrIOError, "\(run.stderr)")
         #expect(run.stdout.contains("\"quarantined_postbacks\":4"), "\(run.stdout)")
 
@@ -68,7 +70,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: withoutQuarantine.path + "/raw", withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: store.path + "/raw/postbacks", toPath: withoutQuarantine.path + "/raw/postbacks")
         try FileManager.default.copyItem(atPath: store.path + "/raw/rejected", toPath: withoutQuarantine.path + "/raw/rejected")
-        _ = AggregateCommandTests().run(["aggregate", "--data", withoutQuarantine.path, "--schemas", schemas.path, "--date", "2026-03-10"])
+        _ = TestSupport.run(["aggregate", "--data", withoutQuarantine.path, "--schemas", schemas.path, "--date", "2026-03-10"])
         #expect(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv")
             == (try withoutQuarantine.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv")))
         guard case .object(let plainTotals)? = (try StrictJSONParser.parse(Array(try withoutQuarantine.bytes("agg/_manifests/dt=2026-03-10.json").dropLast())))
@@ -77,7 +79,7 @@ import Testing
         #expect(try store.bytes("raw/postbacks/dt=2026-03-10/part-rx1-000001.jsonl") == before, "the spool is only read")
 
         // The report lists them apart from the headline.
-        let page = AggregateCommandTests().run(["report", "--data", store.path, "--date", "2026-03-10", "--out", "-"])
+        let page = TestSupport.run(["report", "--data", store.path, "--date", "2026-03-10", "--out", "-"])
         #expect(page.status != .usageOrIOError, "\(page.stderr)")
         let table = try #require(page.stdout.range(of: "<table id=\"table-quarantined\">").map { String(page.stdout[$0.lowerBound...].prefix(2000)) })
         #expect(table.contains("conversion-type") && table.contains("&quot;re-install&quot;") && table.contains("store-region"), "\(table)")

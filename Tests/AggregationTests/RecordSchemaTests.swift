@@ -1,3 +1,5 @@
+import Basics
+import TestSupport
 import Foundation
 import PostbackStore
 import Postbacks

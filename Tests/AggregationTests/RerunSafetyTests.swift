@@ -1,6 +1,8 @@
+@testable import Basics
 import Foundation
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 @testable import PostbackCLI
@@ -19,9 +21,9 @@ import Testing
         .replacingOccurrences(of: "{\"value\": 0, \"label\": \"install_only\"}", with: "{\"value\": 5, \"label\": \"five\", \"revenue\": {\"min\": 2, \"max\": 2}}")
 
     func aggregate(_ store: TemporaryDirectory, _ schemas: TemporaryDirectory, _ extra: [String] = [], date: String = "2026-03-10")
-        -> AggregateCommandTests.Run
+        -> CommandRun
     {
-        command.run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", date] + extra)
+        TestSupport.run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", date] + extra)
     }
 
     @Test func aSchemaFileOutsideAnAppDirectoryIsAnErrorNamingTheLayout() throws {
@@ -33,7 +35,7 @@ import Testing
         #expect(result.stderr.contains("\(schemas.path)/<app-id>/<effective-from>.json"))
         #expect(!store.exists("agg/_manifests/dt=2026-03-10.json"), "nothing published")
 
-        let check = command.run(["schema", "check", schemas.path])
+        let check = TestSupport.run(["schema", "check", schemas.path])
         #expect(check.status == .failure && check.stderr.contains("t2.json: schema files go in a directory"), "\(check.stderr)")
     }
 
@@ -45,7 +47,7 @@ import Testing
         let result = aggregate(store, empty)
         #expect(result.status == .usageOrIOError)
         #expect(result.stderr.contains("holds no schemas: expected \(empty.path)/<app-id>/<effective-from>.json"), "\(result.stderr)")
-        let check = command.run(["schema", "check", empty.path])
+        let check = TestSupport.run(["schema", "check", empty.path])
         #expect(check.status == .failure && check.stderr.contains("holds no schemas"), "\(check.stderr)")
     }
 
@@ -148,7 +150,7 @@ import Testing
         try schemas.write(Self.euroSchema, to: "222/t2.json")
         let text = aggregate(store, schemas)
         // App 111's rows are in dollars, app 222's in euros: the totals must be the CSV's, per currency.
-        let daily = CSV.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
+        let daily = CSVText.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
         var sums: [String: Money] = [:]
         for row in daily where row["revenue_est_sum"] != "" && row["currency"] != "" {
             sums[row["currency"]!] = sums[row["currency"]!, default: .zero].plus(Money(decimal: row["revenue_est_sum"]!)!)

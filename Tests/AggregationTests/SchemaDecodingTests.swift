@@ -1,4 +1,5 @@
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 

@@ -1,5 +1,6 @@
 import Foundation
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 

@@ -1,6 +1,9 @@
+@testable import Basics
 import Foundation
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Testing
 @testable import Aggregation
 

@@ -1,43 +1,9 @@
+@testable import Basics
 import Foundation
 import PostbackStore
+import TestSupport
 @testable import Aggregation
 @testable import Postbacks
-
-enum Fixtures {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let appleVectors = root.appendingPathComponent("Tests/Vectors/apple")
-    static let sampleSchemas = root.appendingPathComponent("Samples/schemas").path
-
-    static func appleVector(_ name: String) throws -> [UInt8] {
-        Array(try Data(contentsOf: appleVectors.appendingPathComponent(name)))
-    }
-}
-
-/// A fresh directory under the system temp dir, removed when the test's value goes away.
-final class TemporaryDirectory {
-    let path: String
-
-    init(_ label: String = "agg") {
-        path = NSTemporaryDirectory() + "\(label)-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func write(_ text: String, to relative: String) throws {
-        let url = URL(fileURLWithPath: path + "/" + relative)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: url)
-    }
-
-    func read(_ relative: String) throws -> String {
-        String(decoding: try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative)), as: UTF8.self)
-    }
-
-    func bytes(_ relative: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative))) }
-
-    func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: path + "/" + relative) }
-}
 
 /// Builds spool segments by hand: records appended to `raw/<spool>/dt=<day>/part-<writer>-000001.jsonl`.
 struct SpoolBuilder {
@@ -77,44 +43,6 @@ func record(_ attribution: Attribution, key: String, at time: String, writer: St
 }
 
 /// Minimal RFC 4180 reader for checking outputs.
-enum CSV {
-    static func rows(_ text: String) -> [[String: String]] {
-        let table = parse(text)
-        guard let header = table.first else { return [] }
-        return table.dropFirst().map { fields in Dictionary(uniqueKeysWithValues: zip(header, fields)) }
-    }
-
-    static func parse(_ text: String) -> [[String]] {
-        var rows: [[String]] = []
-        var row: [String] = []
-        var field = ""
-        var quoted = false
-        var characters = Array(text)[...]
-        while let character = characters.popFirst() {
-            if quoted {
-                if character == "\"" {
-                    if characters.first == "\"" { field.append("\""); characters.removeFirst() } else { quoted = false }
-                } else {
-                    field.append(character)
-                }
-            } else if character == "\"" {
-                quoted = true
-            } else if character == "," {
-                row.append(field)
-                field = ""
-            } else if character == "\n" {
-                row.append(field)
-                rows.append(row)
-                row = []
-                field = ""
-            } else {
-                field.append(character)
-            }
-        }
-        return rows
-    }
-}
-
 func catalog(_ schemas: String...) throws -> SchemaCatalog {
     try SchemaCatalog(schemas: schemas.enumerated().map { try ConversionSchema(json: Array($0.element.utf8), file: "test\($0.offset).json") })
 }

@@ -1,24 +1,14 @@
+@testable import Basics
 import Foundation
 import PostbackCrypto
 import Postbacks
+import TestSupport
 import Testing
 @testable import PostbackCLI
 
 /// The conventions every command shares (clig.dev): help, "did you mean", '-' for stdout, exit codes
 /// as documented, and errors that name the user's path and the remedy. One test per message class.
 @Suite struct CommandLineConventionTests {
-    struct Run {
-        let status: PostbackCLI.ExitStatus
-        let stdout: String
-        let stderr: String
-    }
-
-    func run(_ words: [String]) -> Run {
-        let out = MemorySink(), err = MemorySink()
-        let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
-        return Run(status: status, stdout: out.text, stderr: err.text)
-    }
-
     func temporaryDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "postback-cli-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

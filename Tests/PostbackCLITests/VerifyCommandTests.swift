@@ -1,6 +1,7 @@
 import Foundation
 import PostbackCrypto
 import Postbacks
+import TestSupport
 import Testing
 @testable import PostbackCLI
 

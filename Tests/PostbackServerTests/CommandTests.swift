@@ -3,6 +3,7 @@ import PostbackClient
 @testable import PostbackCLI
 import PostbackServer
 import PostbackStore
+import TestSupport
 import Testing
 
 /// `postback serve` and `postback send` as commands: flags, config file, logs, exit codes.

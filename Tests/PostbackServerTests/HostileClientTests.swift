@@ -1,8 +1,10 @@
+@testable import Basics
 import Foundation
 import PostbackClient
 @testable import PostbackServer
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

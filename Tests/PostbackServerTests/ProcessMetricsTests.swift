@@ -1,5 +1,7 @@
+@testable import Basics
 import Foundation
 import Postbacks
+import TestSupport
 import Testing
 
 @testable import PostbackServer

@@ -1,7 +1,9 @@
 import Foundation
 import PostbackServer
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Testing
 
 /// What cannot be checked or counted yet is answered 200 and kept apart; flagged postbacks are stored

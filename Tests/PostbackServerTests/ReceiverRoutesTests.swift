@@ -1,8 +1,10 @@
+import Basics
 import Foundation
 import PostbackClient
 import PostbackServer
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
 
 /// Every route and status, against the real server over HTTP.

@@ -5,6 +5,7 @@ import PostbackServer
 import PostbackStore
 import Postbacks
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -1,9 +1,11 @@
+import Basics
 import Foundation
 import PostbackCLI
 import PostbackClient
 import PostbackServer
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
 
 /// Replays of Apple's own signed postbacks with other unsigned values (conversion values, country),

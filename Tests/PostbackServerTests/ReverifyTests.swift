@@ -1,9 +1,12 @@
+import Basics
 import Foundation
 import PostbackCLI
 import PostbackCrypto
 import PostbackServer
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Testing
 
 /// `postback reverify`: quarantined and rejected postbacks that now verify are moved into the spool

@@ -1,6 +1,7 @@
 import Foundation
 @testable import PostbackCLI
 import PostbackServer
+import TestSupport
 import Testing
 
 /// `postback serve` before it serves: start-up errors in the form the reader can use (plain text on

@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import PostbackClient
 import PostbackServer
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -4,39 +4,14 @@ import PostbackClient
 import PostbackCrypto
 import PostbackServer
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A test key made once per test process with OpenSSL, and postbacks signed with it.
-enum TestPostbacks {
-    static let key = try! ECDSAPrivateKey(generatingOn: .p256)
-    static let trusted = TrustedTestKey(name: "test:server-tests.pem", key: key.publicKey)
-    static let signer = TestPostbackSigner(key: key)
-    static let synthetic = SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0])
-
-    /// A unique signed postback (`index` picks it; `seed` separates tests).
-    static func body(_ index: Int, seed: UInt64) -> [UInt8] {
-        try! signer.sign(synthetic.postback(index, seed: seed))
-    }
-
-    /// A SKAdNetwork 4.0 postback with a fine conversion value (unsigned) of `value`.
-    static func skan4(transactionID: String, conversionValue: Int, adNetworkID: String = "example123.skadnetwork") -> [UInt8] {
-        var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: transactionID)
-        postback.adNetworkID = adNetworkID
-        postback.sourceIdentifier = "1234"
-        postback.redownload = false
-        postback.fidelityType = 1
-        postback.didWin = true
-        postback.postbackSequenceIndex = 0
-        postback.sourceAppID = 1_000_001
-        postback.conversionValue = conversionValue
-        return try! signer.sign(postback)
-    }
-}
 
 /// A real server on a loopback port with its own temporary data directory.
 final class TestServer: Sendable {
@@ -65,11 +40,7 @@ final class TestServer: Sendable {
         server = try PostbackServer.start(configuration: configuration, storage: storage, log: logs.log)
     }
 
-    static func temporaryDirectory() -> String {
-        let path = NSTemporaryDirectory() + "postback-server-tests-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    static func temporaryDirectory() -> String { TemporaryDirectory.create("postback-server-tests") }
 
     func stop() { server.shutdown() }
 
@@ -122,49 +93,6 @@ final class LogCapture: Sendable {
     var all: [String] { lines.withLock { $0 } }
 
     func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
-}
-
-/// Storage that fails on demand: the fault-injection seam for the 500-then-recover path.
-final class FaultyStorage: SpoolStorage {
-    enum Fault: Sendable { case none, failWrites, failSyncs }
-
-    private let real = POSIXSpoolStorage()
-    private let fault = Mutex(Fault.none)
-    /// When set, `sync` waits for `releaseSync` (to hold a request in flight).
-    private let holdSyncs = Atomic<Bool>(false)
-    let syncEntered = DispatchSemaphore(value: 0)
-    let syncRelease = DispatchSemaphore(value: 0)
-
-    func inject(_ newFault: Fault) { fault.withLock { $0 = newFault } }
-    func holdNextSyncs(_ hold: Bool) { holdSyncs.store(hold, ordering: .relaxed) }
-
-    private var current: Fault { fault.withLock { $0 } }
-
-    func makeDirectories(_ directory: String) throws(StorageError) { try real.makeDirectories(directory) }
-    func createSegment(_ path: String) throws(StorageError) -> Int32 { try real.createSegment(path) }
-
-    func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StorageError) {
-        if current == .failWrites { throw StorageError(operation: "write", path: path, errorNumber: ENOSPC) }
-        try real.append(bytes, to: descriptor, path: path)
-    }
-
-    func sync(_ descriptor: Int32, path: String) throws(StorageError) {
-        if holdSyncs.load(ordering: .relaxed) {
-            syncEntered.signal()
-            syncRelease.wait()
-        }
-        if current == .failSyncs { throw StorageError(operation: "fdatasync", path: path, errorNumber: EIO) }
-        try real.sync(descriptor, path: path)
-    }
-
-    func syncDirectory(_ directory: String) throws(StorageError) { try real.syncDirectory(directory) }
-    func truncate(_ descriptor: Int32, to length: Int) { real.truncate(descriptor, to: length) }
-    func close(_ descriptor: Int32) { real.close(descriptor) }
-
-    func probe(_ directory: String) throws(StorageError) {
-        if current != .none { throw StorageError(operation: "probe", path: directory, errorNumber: EIO) }
-        try real.probe(directory)
-    }
 }
 
 /// A raw TCP connection, for what an HTTP client library will not send (slow or broken requests).

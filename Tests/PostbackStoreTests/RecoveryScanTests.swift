@@ -1,5 +1,7 @@
+@testable import Basics
 import Foundation
 import PostbackCrypto
+import PostbackTesting
 import Postbacks
 import Testing
 @testable import PostbackStore

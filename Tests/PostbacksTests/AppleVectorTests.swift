@@ -1,5 +1,6 @@
 import Foundation
 import PostbackCrypto
+import TestSupport
 import Testing
 @testable import Postbacks
 

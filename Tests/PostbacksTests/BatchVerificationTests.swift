@@ -1,6 +1,9 @@
+@testable import Basics
 import Foundation
 import PostbackCrypto
+import PostbackTesting
 @testable import Postbacks
+import TestSupport
 import Testing
 
 /// `verify(batch:)` shares one modular inversion between a batch's signatures; every result must be

@@ -1,3 +1,5 @@
+@testable import Basics
+import PostbackTesting
 import Testing
 @testable import Postbacks
 

@@ -1,3 +1,6 @@
+@testable import Basics
+import PostbackTesting
+import TestSupport
 import Testing
 @testable import Postbacks
 

@@ -1,4 +1,6 @@
+@testable import Basics
 import PostbackCrypto
+import TestSupport
 import Testing
 @testable import Postbacks
 

@@ -1,4 +1,6 @@
+@testable import Basics
 import PostbackCrypto
+import PostbackTesting
 import Testing
 @testable import Postbacks
 

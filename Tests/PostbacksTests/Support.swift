@@ -1,23 +1,10 @@
+@testable import Basics
 import Foundation
 import PostbackCrypto
+import PostbackTesting
+import TestSupport
 @testable import Postbacks
 
-enum Fixtures {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let appleVectors = root.appendingPathComponent("Tests/Vectors/apple")
-
-    static func bytes(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
-
-    static func appleVector(_ name: String) throws -> [UInt8] {
-        try bytes(appleVectors.appendingPathComponent(name))
-    }
-
-    static func appleVectorNames() throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: appleVectors.path).filter { $0.hasSuffix(".json") }.sorted()
-    }
-}
-
-/// Test keys made once per test process with OpenSSL.
 enum TestKeys {
     static let p256 = try! ECDSAPrivateKey(generatingOn: .p256)
     static let p192 = try! ECDSAPrivateKey(generatingOn: .p192)

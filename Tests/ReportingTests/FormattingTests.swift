@@ -1,4 +1,5 @@
 import Aggregation
+@testable import Basics
 import Foundation
 import Postbacks
 import Testing
@@ -108,7 +109,7 @@ import Testing
 }
 
 enum UTCDayFixture {
-    static func day(_ text: String) -> Postbacks.UTCDay { Postbacks.UTCDay(text)! }
+    static func day(_ text: String) -> Basics.UTCDay { Basics.UTCDay(text)! }
 }
 
 /// Rejection reasons are grouped by their template; the quoted value becomes a column.

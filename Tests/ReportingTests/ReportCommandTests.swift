@@ -1,23 +1,15 @@
+@testable import Basics
 import Foundation
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
 @testable import PostbackCLI
 @testable import Reporting
 
 /// `postback report` run in-process, and the page's determinism.
 @Suite struct ReportCommandTests {
-    struct Run {
-        let status: PostbackCLI.ExitStatus
-        let stdout: String
-        let stderr: String
-    }
-
-    func run(_ words: [String]) -> Run {
-        let out = MemorySink(), err = MemorySink()
-        let status = PostbackCommand.run(["report"] + words, io: CommandIO(standardOutput: out, standardError: err))
-        return Run(status: status, stdout: out.text, stderr: err.text)
-    }
+    func run(_ words: [String]) -> CommandRun { TestSupport.run(["report"] + words) }
 
     @Test(arguments: [
         ([], "--data DIR is required"),

@@ -1,8 +1,11 @@
 import Aggregation
+@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
+import PostbackTesting
 import Postbacks
+import TestSupport
 import Testing
 @testable import Reporting
 
@@ -146,43 +149,10 @@ enum TestStore {
 /// An independent reader of the aggregate CSV files (not the Reporting module's): splits RFC 4180
 /// records, with an unquoted empty field as nil.
 enum AggregateCSV {
-    static func rows(_ text: String) -> [[String: String?]] {
-        var records: [[String?]] = []
-        var record: [String?] = []
-        var field = ""
-        var quoted = false, inQuotes = false
-        var scalars = Array(text.unicodeScalars)[...]
-        while let scalar = scalars.popFirst() {
-            if inQuotes {
-                if scalar == "\"" {
-                    if scalars.first == "\"" { field.unicodeScalars.append("\""); scalars.removeFirst() } else { inQuotes = false }
-                } else {
-                    field.unicodeScalars.append(scalar)
-                }
-                continue
-            }
-            switch scalar {
-            case "\"": quoted = true; inQuotes = true
-            case ",", "\n":
-                record.append(field.isEmpty && !quoted ? nil : field)
-                field = ""
-                quoted = false
-                if scalar == "\n" { records.append(record); record = [] }
-            default: field.unicodeScalars.append(scalar)
-            }
-        }
-        guard let header = records.first else { return [] }
-        return records.dropFirst().map { values in
-            var row: [String: String?] = [:]
-            for (name, value) in zip(header, values) { row[name!] = value }
-            return row
-        }
-    }
-
     /// Every `campaign_daily` row of the store's days, with its day.
     static func campaignDaily(_ store: ScratchStore, days: [String]) throws -> [(day: String, row: [String: String?])] {
         try days.flatMap { day in
-            try rows(store.text("agg/campaign_daily/dt=\(day)/part-00000.csv")).map { (day, $0) }
+            try CSVText.rowsKeepingNulls(store.text("agg/campaign_daily/dt=\(day)/part-00000.csv")).map { (day, $0) }
         }
     }
 }

@@ -1,3 +1,6 @@
+import Basics
+import TestSupport
+import PostbackTesting
 import Foundation
 import PostbackClient
 import PostbackStore

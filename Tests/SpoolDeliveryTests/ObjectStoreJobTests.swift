@@ -2,6 +2,7 @@ import Foundation
 @testable import PostbackCLI
 import PostbackClient
 import PostbackCrypto
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -13,18 +14,6 @@ import Glibc
 @Suite("aggregate and report from a bucket", .serialized, .enabled(if: ObjectStoreServer.available))
 struct ObjectStoreJobTests {
     static let schemas = ObjectStoreServer.repository + "/Samples/schemas"
-
-    struct Run {
-        let status: PostbackCLI.ExitStatus
-        let stdout: String
-        let stderr: String
-    }
-
-    func run(_ words: [String]) -> Run {
-        let out = MemorySink(), err = MemorySink()
-        let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
-        return Run(status: status, stdout: out.text, stderr: err.text)
-    }
 
     func useStore(_ store: ObjectStoreServer) {
         for (name, value) in store.environment { setenv(name, value, 1) }

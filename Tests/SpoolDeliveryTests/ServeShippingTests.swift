@@ -4,6 +4,7 @@ import PostbackClient
 import PostbackCrypto
 import PostbackServer
 import PostbackStore
+import PostbackTesting
 import Postbacks
 import SpoolDelivery
 import Synchronization

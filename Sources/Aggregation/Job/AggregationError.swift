@@ -1,12 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Postbacks
+public import Basics
+import Postbacks
 
 /// Why an aggregation run could not finish. Bad input *lines* are not errors (they are counted and
 /// reported); these are the conditions that stop the job before it publishes anything.
 public enum AggregationError: Error, CustomStringConvertible, Sendable {
-    case io(path: String, operation: String, errorNumber: Int32)
+    /// A failed system call on the store or a work file.
+    case system(SystemCallError)
     /// An `--input` file that cannot be opened or read (its path and the system's reason).
     case input(RecordReader.IOError)
     case schema(SchemaError)
@@ -21,7 +23,7 @@ public enum AggregationError: Error, CustomStringConvertible, Sendable {
 
     public var description: String {
         switch self {
-        case .io(let path, let operation, let number): return "\(path): \(operation) failed: \(String(cString: strerror(number)))"
+        case .system(let error): return error.description
         case .input(let error): return "--input \(error)"
         case .schema(let error): return error.description
         case .usage(let message): return message

@@ -1,10 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
-public import Postbacks
+import Postbacks
 
 /// What to aggregate and how.
 public struct AggregationRequest: Sendable {
@@ -183,7 +184,7 @@ public final class AggregationJob: Sendable {
             do {
                 segments = try layout.segments(spool, day: day)
             } catch {
-                throw .io(path: error.path, operation: "listing the spool partition", errorNumber: error.errorNumber)
+                throw .system(SystemCallError(operation: "listing the spool partition", path: error.path, errorNumber: error.errorNumber))
             }
             for segment in segments {
                 var status = stat()
@@ -216,15 +217,15 @@ public final class AggregationJob: Sendable {
         do {
             try DurableFile.write(bytes, to: path)
         } catch {
-            throw .io(path: error.path, operation: error.operation, errorNumber: error.errorNumber)
+            throw .system(error)
         }
     }
 }
 
-func makeDirectories(_ path: String) throws(AggregationError) {
+package func makeDirectories(_ path: String) throws(AggregationError) {
     do {
         try DurableFile.makeDirectories(path)
     } catch {
-        throw .io(path: error.path, operation: error.operation, errorNumber: error.errorNumber)
+        throw .system(error)
     }
 }

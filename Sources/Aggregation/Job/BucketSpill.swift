@@ -1,3 +1,5 @@
+import Basics
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,27 +72,18 @@ final class BucketSpill {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return [] }
-            throw .io(path: path, operation: "open", errorNumber: errno)
+            throw .system(SystemCallError(operation: "open", path: path, errorNumber: errno))
         }
         defer { close(fd) }
         var status = stat()
-        guard fstat(fd, &status) == 0 else { throw .io(path: path, operation: "stat", errorNumber: errno) }
+        guard fstat(fd, &status) == 0 else { throw .system(SystemCallError(operation: "stat", path: path, errorNumber: errno)) }
         let count = Int(status.st_size) / MemoryLayout<DedupEntry>.stride
         var entries = [DedupEntry](repeating: DedupEntry(hashHigh: 0, hashLow: 0, receivedAt: 0, order: 0, row: 0, flags: 0), count: count)
-        let failure: Int32? = entries.withUnsafeMutableBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let got = Glibc.read(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if got == 0 { return EIO }
-                offset += got
-            }
+        let failure: SystemCallError? = entries.withUnsafeMutableBytes { bytes in
+            do throws(SystemCallError) { try FileDescriptorIO.readFully(fd, into: bytes, path: path) } catch { return error }
             return nil
         }
-        if let failure { throw .io(path: path, operation: "read", errorNumber: failure) }
+        if let failure { throw .system(failure) }
         return entries
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Basics
 import Foundation
 import Postbacks
 
@@ -134,7 +135,7 @@ enum DayAggregator {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw .io(path: path, operation: "mkdir", errorNumber: errno == 0 ? EIO : errno)
+            throw .system(SystemCallError(operation: "mkdir", path: path, errorNumber: errno == 0 ? EIO : errno))
         }
     }
 

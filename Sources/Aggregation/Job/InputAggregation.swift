@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore

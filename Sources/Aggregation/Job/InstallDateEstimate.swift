@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// The estimated install time: when the postback arrived, minus the end of its conversion window

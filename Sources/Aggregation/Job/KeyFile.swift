@@ -1,3 +1,5 @@
+import Basics
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,12 +17,12 @@ final class KeyFile {
     init(path: String) throws(AggregationError) {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: path, operation: "open", errorNumber: errno) }
+        guard fd >= 0 else { throw .system(SystemCallError(operation: "open", path: path, errorNumber: errno)) }
         var status = stat()
         guard fstat(fd, &status) == 0 else {
             let number = errno
             close(fd)
-            throw .io(path: path, operation: "stat", errorNumber: number)
+            throw .system(SystemCallError(operation: "stat", path: path, errorNumber: number))
         }
         count = Int(status.st_size) / Self.recordBytes
     }
@@ -50,16 +52,7 @@ final class KeyFile {
     }
 
     private func readFully(into bytes: UnsafeMutableRawBufferPointer, at offset: Int) throws(AggregationError) {
-        var done = 0
-        while done < bytes.count {
-            let got = pread(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, operation: "read", errorNumber: errno)
-            }
-            if got == 0 { throw .io(path: path, operation: "read", errorNumber: EIO) }
-            done += got
-        }
+        do { try FileDescriptorIO.readFully(fd, into: bytes, at: offset, path: path) } catch { throw .system(error) }
     }
 
     /// Appends sorted hashes to an open file descriptor.

@@ -3,14 +3,14 @@ import Glibc
 #endif
 
 /// A work file appended to in large writes.
-final class OutputFile {
+package final class OutputFile {
     let path: String
     private let fd: Int32
     private var pending: [UInt8] = []
-    private(set) var bytesWritten = 0
-    var pendingBytes: Int { pending.count }
+    package private(set) var bytesWritten = 0
+    package var pendingBytes: Int { pending.count }
 
-    init(path: String) throws(AggregationError) {
+    package init(path: String) throws(AggregationError) {
         self.path = path
         fd = try FileIO.create(path)
         pending.reserveCapacity(1 << 20)
@@ -18,16 +18,16 @@ final class OutputFile {
 
     deinit { Glibc.close(fd) }
 
-    func append(_ bytes: [UInt8]) throws(AggregationError) {
+    package func append(_ bytes: [UInt8]) throws(AggregationError) {
         pending.append(contentsOf: bytes)
         if pending.count >= 1 << 20 { try flush() }
     }
 
-    func flush() throws(AggregationError) {
+    package func flush() throws(AggregationError) {
         try pending.withBytes { (bytes) throws(AggregationError) in try FileIO.writeAll(bytes, to: fd, path: path) }
         bytesWritten += pending.count
         pending.removeAll(keepingCapacity: true)
     }
 
-    func close() throws(AggregationError) { try flush() }
+    package func close() throws(AggregationError) { try flush() }
 }

@@ -5,8 +5,8 @@ import Synchronization
 /// number until none are left. `body` gets (worker, task); a worker's state may be indexed by the
 /// worker number without locking because one worker runs one task at a time. The first error stops
 /// the remaining tasks and is rethrown.
-enum Parallel {
-    static func run(workers: Int, tasks: Int, _ body: (_ worker: Int, _ task: Int) throws(AggregationError) -> Void) throws(AggregationError) {
+package enum Parallel {
+    package static func run(workers: Int, tasks: Int, _ body: (_ worker: Int, _ task: Int) throws(AggregationError) -> Void) throws(AggregationError) {
         guard tasks > 0 else { return }
         let next = Atomic<Int>(0)
         let failure = Mutex<AggregationError?>(nil)

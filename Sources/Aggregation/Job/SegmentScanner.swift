@@ -1,3 +1,5 @@
+import Basics
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,7 +69,7 @@ final class SegmentScanner {
 
     func scan(_ task: SegmentTask) throws(AggregationError) {
         let fd = open(task.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: task.path, operation: "open", errorNumber: errno) }
+        guard fd >= 0 else { throw .system(SystemCallError(operation: "open", path: task.path, errorNumber: errno)) }
         defer { close(fd) }
         let hasher = SHA256Hasher()
         var report = SegmentReport(name: task.name, spool: task.spool)
@@ -92,12 +94,8 @@ final class SegmentScanner {
         }
 
         while true {
-            let room = buffer.count - filled
-            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, room) }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: task.path, operation: "read", errorNumber: errno)
-            }
+            let got: Int
+            do { got = try FileDescriptorIO.read(fd, into: &buffer, from: filled, path: task.path) } catch { throw .system(error) }
             if got == 0 {
                 // End of file: what is left has no newline, a torn write.
                 if skippingLongLine || filled > lineStart {

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Basics
 import PostbackStore
 import Glibc
 #endif

@@ -1,4 +1,5 @@
-public import Postbacks
+public import Basics
+import Postbacks
 
 /// Headline and side counts of a day, for the manifest and the command's summary.
 public struct DayTotals: Sendable, Equatable {

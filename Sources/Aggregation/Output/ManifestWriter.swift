@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// The manifest of one day's partition, written last: which inputs (with sizes and SHA-256) went

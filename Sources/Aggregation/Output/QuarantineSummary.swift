@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Basics
 import PostbackStore
 import Postbacks
 
@@ -40,7 +41,7 @@ struct QuarantineSummary: Sendable, Equatable {
         do {
             segments = try layout.segments(.unverifiable, day: day)
         } catch {
-            throw .io(path: error.path, operation: "listing the quarantine partition", errorNumber: error.errorNumber)
+            throw .system(SystemCallError(operation: "listing the quarantine partition", path: error.path, errorNumber: error.errorNumber))
         }
         var seenKeys = Set<String>()
         for segment in segments {
@@ -55,7 +56,7 @@ struct QuarantineSummary: Sendable, Equatable {
                     for row in rows(of: record) { summary.postbacks[row, default: 0] += 1 }
                 }
             } catch {
-                throw .io(path: error.path, operation: "reading the quarantine (\(error.message))", errorNumber: EIO)
+                throw .system(SystemCallError(operation: "reading the quarantine (\(error.message))", path: error.path, errorNumber: EIO))
             }
         }
         return summary

@@ -1,3 +1,4 @@
+public import Basics
 public import Postbacks
 
 /// How one app's conversion values are to be read during one period: the decoded meaning of every

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// The first window's fine values, 0–63, read from either encoding of a schema's `fine` block:

@@ -1,3 +1,4 @@
+public import Basics
 import Foundation
 public import Postbacks
 

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// Typed, path-aware access to one JSON object of a schema file. Every accessor records a problem

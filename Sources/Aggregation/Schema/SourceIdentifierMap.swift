@@ -1,4 +1,5 @@
-public import Postbacks
+public import Basics
+import Postbacks
 
 /// What the digits of one ad network's source identifiers mean (SKAdNetwork 4 and AdAttributionKit),
 /// and what its SKAdNetwork 1–3 campaign ids mean.

@@ -1,4 +1,5 @@
 import Aggregation
+import Basics
 import PostbackClient
 import Dispatch
 import Foundation

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Aggregation
+import Basics
 import Postbacks
 
 /// `postback schema`: check conversion schemas, and export them as flat decode tables (issue 6).

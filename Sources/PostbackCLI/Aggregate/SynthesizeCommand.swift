@@ -1,5 +1,7 @@
 import Aggregation
+import Basics
 import PostbackStore
+import PostbackTesting
 import Postbacks
 
 /// `postback aggregate synthesize`: writes a made-up spool for benchmarks (not in the main usage).

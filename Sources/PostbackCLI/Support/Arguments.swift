@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// A command line that is wrong: printed with a pointer to the command's `--help`, exit code 2.

@@ -1,4 +1,5 @@
 import Aggregation
+import Basics
 import Dispatch
 import Foundation
 import Locking
@@ -120,24 +121,18 @@ enum ObjectStoreJobs {
         guard fd >= 0 else { throw UsageError("\(path): cannot create: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let hasher = SHA256Hasher()
-        var writeError: Int32 = 0
+        var writeError: SystemCallError? = nil
         var received: Result<Bool, S3Error> = .success(true)
         received = Result { () throws(S3Error) -> Bool in try client.get(relativeKey: key) { chunk in
             hasher.update(chunk)
-            var offset = 0
-            while offset < chunk.count {
-                let written = write(fd, chunk.baseAddress! + offset, chunk.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    writeError = errno
-                    return false
-                }
-                offset += written
+            do throws(SystemCallError) { try FileDescriptorIO.writeAll(chunk, to: fd, path: path) } catch {
+                writeError = error
+                return false
             }
             return true
         } }
-        if writeError == 0 { _ = try received.get() }
-        if writeError != 0 { throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(writeError)))") }
+        if let writeError { throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(writeError.errorNumber)))") }
+        _ = try received.get()
         return Data(hasher.finalize().bytes).base64EncodedString()
     }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Basics
 import Locking
 
 /// Where a command writes: a file descriptor, or memory in tests.
@@ -33,37 +34,14 @@ public struct FileDescriptorSink: OutputSink {
     public var isTerminal: Bool { isatty(descriptor) == 1 }
 
     public func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    let code = errno
-                    if code == EINTR { continue }
-                    // EPIPE: the reader went away (`postback verify … | head`), as it chose to.
-                    if code != EPIPE {
-                        let message = String(cString: strerror(code))
-                        failure.withLock { if $0 == nil { $0 = message } }
-                    }
-                    return
-                }
-                offset += written
-            }
-        }
+        do {
+            try FileDescriptorIO.writeAll(bytes, to: descriptor, path: "")
+        } catch where error.errorNumber != EPIPE {
+            // EPIPE is not a failure: the reader went away (`postback verify … | head`), as it chose to.
+            let message = String(cString: strerror(error.errorNumber))
+            failure.withLock { if $0 == nil { $0 = message } }
+        } catch {}
     }
-}
-
-/// Collects output in memory (tests).
-public final class MemorySink: OutputSink {
-    private let storage = Locked<[UInt8]>([])
-    public let isTerminal: Bool
-
-    public init(isTerminal: Bool = false) { self.isTerminal = isTerminal }
-
-    public func write(_ bytes: [UInt8]) { storage.withLock { $0.append(contentsOf: bytes) } }
-
-    public var text: String { String(decoding: storage.withLock { $0 }, as: UTF8.self) }
-    public var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
 }
 
 /// The standard streams of one command run.

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// `postback explain`: everything a user needs to debug a rejected postback.
@@ -122,7 +123,7 @@ enum ExplainCommand {
         if skan.isTestMode {
             out.block(["test mode (source-app-id 0) variant, without that field:", visible(skan.signedMessage(omittingZeroSourceAppID: true))])
         }
-        out.add("signature", "DER, \(skan.attributionSignature.count) bytes: \(hexString(skan.attributionSignature))")
+        out.add("signature", "DER, \(skan.attributionSignature.count) bytes: \(Hex.encode(skan.attributionSignature))")
     }
 
     private static func describe(_ aak: AdAttributionKitPostback, into out: inout Lines) {
@@ -154,7 +155,7 @@ enum ExplainCommand {
         out.block(unsigned.isEmpty ? ["(none)"] : unsigned)
         out.section("signed message (JWS signing input: header and payload segments as received, \(aak.jws.signingInput.count) bytes)")
         out.block([String(decoding: aak.jws.signingInput, as: UTF8.self)])
-        out.add("signature", "raw r ‖ s, \(aak.jws.signature.count) bytes: \(hexString(aak.jws.signature))")
+        out.add("signature", "raw r ‖ s, \(aak.jws.signature.count) bytes: \(Hex.encode(aak.jws.signature))")
     }
 
     /// The message with separators as `\u2063` and any other control or invisible character escaped.
@@ -167,10 +168,6 @@ enum ExplainCommand {
 
     private static func show(_ text: String) -> String { "\"" + JSONWriter.escapedForMessage(text, limit: 400) + "\"" }
 
-    private static func hexString(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] })
-    }
 
     private static func jsonErrorOffset(in reason: String) -> Int? {
         guard reason.hasPrefix("invalid JSON:"), let range = reason.range(of: " at byte ", options: .backwards) else { return nil }

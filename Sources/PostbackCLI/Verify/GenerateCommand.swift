@@ -1,5 +1,7 @@
 import Aggregation
+import Basics
 import PostbackCrypto
+import PostbackTesting
 import Postbacks
 
 /// `postback generate`: mint postbacks signed with a test key, as JSON Lines on stdout.

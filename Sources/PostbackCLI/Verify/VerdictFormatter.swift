@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// How `postback verify` prints one verdict.

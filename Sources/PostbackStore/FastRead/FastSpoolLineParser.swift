@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Basics
 internal import Postbacks
 
 /// What aggregation needs from one verified spool line. Filled in place (it is a few hundred

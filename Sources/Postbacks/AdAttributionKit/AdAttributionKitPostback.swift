@@ -1,3 +1,4 @@
+public import Basics
 /// An AdAttributionKit postback: the JSON "stanza" holding `jws-string`, plus unsigned outer fields.
 ///
 /// Only the JWS claims are authenticated. `conversion-value`, `coarse-conversion-value`,

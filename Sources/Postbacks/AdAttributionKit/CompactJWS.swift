@@ -1,3 +1,4 @@
+public import Basics
 /// A compact JWS (RFC 7515 §7.1) as AdAttributionKit sends it in `jws-string`:
 ///
 ///     BASE64URL(header) "." BASE64URL(payload) "." BASE64URL(signature)

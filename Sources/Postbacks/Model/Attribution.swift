@@ -1,3 +1,4 @@
+public import Basics
 /// What a verified postback says, in one shape for both frameworks: the fields aggregation and
 /// reports group by. Derived from the parsed postback; every value traces back to what Apple sent.
 public struct Attribution: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import Basics
 /// Typed access to the members of a postback object. Signed fields are strict where the signed text
 /// is at stake (no control or invisible characters, canonical digits) and tolerant of another JSON form
 /// of the same text; unsigned fields are never fatal: normalized or dropped, with a `PostbackFlag`.
@@ -15,8 +16,6 @@ struct FieldReader {
         self.object = object
         self.place = place
     }
-
-    func has(_ name: String) -> Bool { value(name) != nil }
 
     private func value(_ name: String) -> JSONValue? {
         guard let value = object[name], value != .null else { return nil }

@@ -1,3 +1,4 @@
+public import Basics
 /// A postback of either framework, parsed but not yet verified.
 public enum Postback: Sendable, Equatable {
     case skadnetwork(SKAdNetworkPostback)
@@ -35,7 +36,7 @@ public enum Postback: Sendable, Equatable {
     }
 
     /// The UTF-8 byte-order mark some relays put in front of the body.
-    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+    static let byteOrderMark = utf8ByteOrderMark
 
     /// Parses a postback body: a JSON object with `attribution-signature` (SKAdNetwork) or
     /// `jws-string` (AdAttributionKit).

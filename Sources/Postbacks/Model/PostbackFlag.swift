@@ -1,3 +1,4 @@
+public import Basics
 /// A field that was not taken exactly as sent. Flags never change the verdict: the signature alone
 /// decides authenticity (spec §11); a flag says what was done with a value so a user can see it.
 public struct PostbackFlag: Sendable, Equatable {

@@ -1,3 +1,4 @@
+public import Basics
 /// An SKAdNetwork install-validation postback, parsed and checked field by field.
 ///
 /// Fields that a version does not define are ignored, as are unknown keys (relays add their own).

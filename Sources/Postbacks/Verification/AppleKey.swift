@@ -1,3 +1,4 @@
+import Basics
 public import PostbackCrypto
 
 /// Apple's published postback verification keys, compiled in so the binary works on its own.

@@ -1,3 +1,4 @@
+public import Basics
 import PostbackCrypto
 
 extension PostbackVerifier {

@@ -1,3 +1,4 @@
+import Basics
 import PostbackCrypto
 
 /// Checks postbacks against Apple's keys: parse strictly, build the exact signed message, verify.

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// Columns per day, stacked by series (ad networks): a count over time and who contributed it.

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// A share per day, one line per series: `part` of `whole` (e.g. null values of winning postbacks).

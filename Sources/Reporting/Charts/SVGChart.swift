@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// The parts every chart shares: the `<svg>` element with its accessible name, axes and grid lines,

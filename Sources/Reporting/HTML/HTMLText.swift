@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// Escaping for every string that comes from the data. Ad network ids, campaign names, labels and

@@ -1,4 +1,5 @@
 import Aggregation
+import Basics
 import Postbacks
 
 /// Numbers as people read them, the same on every machine: written by hand rather than with

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Aggregation
+import Basics
 import PostbackCrypto
 import PostbackStore
 import Postbacks
@@ -109,17 +110,14 @@ struct AggregateLoader {
     /// The file's size and SHA-256 (hex), read through `fd` from its current offset.
     private func checksum(fd: Int32, path: String) throws(ReportError) -> (Int, String) {
         let hasher = SHA256Hasher()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var total = 0
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, message: "read failed: \(String(cString: strerror(errno)))")
+        do {
+            try FileDescriptorIO.forEachChunk(of: fd, path: path) { chunk in
+                hasher.update(chunk)
+                total += chunk.count
             }
-            if count == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-            total += count
+        } catch {
+            throw .io(path: path, message: error.reason)
         }
         return (total, hasher.finalize().description)
     }

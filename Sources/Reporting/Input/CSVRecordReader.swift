@@ -1,3 +1,5 @@
+import Basics
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -111,15 +113,9 @@ final class CSVRecordReader {
     private func fill() throws(ReportError) {
         position = 0
         end = 0
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, message: "read failed: \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { atEOF = true }
-            end = count
-            return
-        }
+        let count: Int
+        do { count = try FileDescriptorIO.read(fd, into: &buffer, path: path) } catch { throw .io(path: path, message: error.reason) }
+        if count == 0 { atEOF = true }
+        end = count
     }
 }

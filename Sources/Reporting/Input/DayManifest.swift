@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// What the report reads from a day's manifest (`agg/_manifests/dt=D.json`, docs/aggregate.md "The

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// The figures of a report, summed from the days' `campaign_daily` rows and manifests.

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// The two shares people watch for data quality: null conversion values and non-winning postbacks.

@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// Postbacks and installs per day, stacked by ad network.

@@ -1,4 +1,5 @@
 import Aggregation
+import Basics
 import Postbacks
 
 /// The report page: a headline of production figures, then one section per chart, each chart with

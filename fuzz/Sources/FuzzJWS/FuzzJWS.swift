@@ -1,3 +1,4 @@
+import Basics
 import Postbacks
 
 /// Any text as an AdAttributionKit `jws-string`: segment splitting, strict base64url, header and

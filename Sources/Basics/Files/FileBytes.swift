@@ -22,10 +22,11 @@ public enum FileBytes {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw ReadError(path: path, message: "read failed: \(String(cString: strerror(errno)))")
+            let count: Int
+            do {
+                count = try FileDescriptorIO.read(fd, into: &chunk, path: path)
+            } catch {
+                throw ReadError(path: path, message: error.reason)
             }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])

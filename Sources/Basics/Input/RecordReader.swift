@@ -2,6 +2,9 @@
 import Glibc
 #endif
 
+/// The UTF-8 byte-order mark some editors put in front of a file; readers skip it.
+package let utf8ByteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
 /// One postback's bytes from an input file, with where it came from.
 public struct InputRecord: Sendable {
     /// `path` for a file holding one postback, `path:line` for JSON Lines (line of the record's start).
@@ -191,7 +194,7 @@ extension LineReader.Line {
     var opensObjectAtColumnZero: Bool { contentAfterByteOrderMark.first == UInt8(ascii: "{") }
 
     private var contentAfterByteOrderMark: ArraySlice<UInt8> {
-        bytes.starts(with: Postback.byteOrderMark) ? bytes.dropFirst(3) : bytes[...]
+        bytes.starts(with: utf8ByteOrderMark) ? bytes.dropFirst(3) : bytes[...]
     }
 
     /// The line starts a JSON object or array that does not close on the same line.

@@ -207,7 +207,7 @@ public enum UnicodeSafety {
 }
 
 extension String {
-    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+    package func leftPadded(to width: Int, with pad: Character = "0") -> String {
         count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }

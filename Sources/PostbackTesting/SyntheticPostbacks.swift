@@ -1,3 +1,6 @@
+import Basics
+import Postbacks
+
 /// Plausible, varied test postbacks for benchmarks and load tests, reproducible from a seed.
 ///
 /// Each postback gets its own transaction / postback identifier (a UUID drawn from the seed), and the
@@ -153,8 +156,8 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: next()) }
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80
-        let hex = bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16) }
-        return hex[0..<4].joined() + "-" + hex[4..<6].joined() + "-" + hex[6..<8].joined() + "-" + hex[8..<10].joined() + "-" + hex[10..<16].joined()
+        func hex(_ range: Range<Int>) -> String { Hex.encode(bytes[range]) }
+        return hex(0..<4) + "-" + hex(4..<6) + "-" + hex(6..<8) + "-" + hex(8..<10) + "-" + hex(10..<16)
     }
 }
 

@@ -84,15 +84,13 @@ public final class LineReader {
     private func fill() throws(RecordReader.IOError) {
         bufferStart = 0
         bufferEnd = 0
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw RecordReader.IOError(path: path, message: "read failed: \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { atEOF = true }
-            bufferEnd = count
-            return
+        let count: Int
+        do {
+            count = try FileDescriptorIO.read(fd, into: &buffer, path: path)
+        } catch {
+            throw RecordReader.IOError(path: path, message: error.reason)
         }
+        if count == 0 { atEOF = true }
+        bufferEnd = count
     }
 }

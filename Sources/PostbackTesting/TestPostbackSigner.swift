@@ -1,3 +1,5 @@
+import Basics
+import Postbacks
 public import PostbackCrypto
 
 /// The fields of a SKAdNetwork postback to mint with a test key. Nil fields are left out of the body.

@@ -8,20 +8,15 @@ import Glibc
 /// The recipe is write temp → fsync(temp) → rename → fsync(directory). Foundation's
 /// `Data.write(options: .atomic)` skips the directory fsync on Linux, so the rename can be lost.
 public enum DurableFile {
-    public struct WriteError: Error, CustomStringConvertible {
-        public let path: String
-        public let operation: String
-        public let errorNumber: Int32
-        public var description: String { "\(path): \(operation) failed: \(String(cString: strerror(errorNumber)))" }
-    }
+    public typealias WriteError = SystemCallError
 
     public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(WriteError) {
         let temporary = temporaryPath(for: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
-        guard fd >= 0 else { throw WriteError(path: temporary, operation: "open", errorNumber: errno) }
+        guard fd >= 0 else { throw WriteError(operation: "open", path: temporary, errorNumber: errno) }
         do throws(WriteError) {
-            try writeAll(bytes, to: fd, path: temporary)
-            guard fsync(fd) == 0 else { throw WriteError(path: temporary, operation: "fsync", errorNumber: errno) }
+            try FileDescriptorIO.writeAll(bytes, to: fd, path: temporary)
+            guard fsync(fd) == 0 else { throw WriteError(operation: "fsync", path: temporary, errorNumber: errno) }
         } catch let failure {
             close(fd)
             unlink(temporary)
@@ -31,7 +26,7 @@ public enum DurableFile {
         guard rename(temporary, path) == 0 else {
             let number = errno
             unlink(temporary)
-            throw WriteError(path: path, operation: "rename", errorNumber: number)
+            throw WriteError(operation: "rename", path: path, errorNumber: number)
         }
         try syncDirectory(containing: path)
     }
@@ -69,9 +64,9 @@ public enum DurableFile {
 
     public static func syncDirectory(_ directory: String) throws(WriteError) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw WriteError(path: directory, operation: "open directory", errorNumber: errno) }
+        guard fd >= 0 else { throw WriteError(operation: "open directory", path: directory, errorNumber: errno) }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw WriteError(path: directory, operation: "fsync directory", errorNumber: errno) }
+        guard fsync(fd) == 0 else { throw WriteError(operation: "fsync directory", path: directory, errorNumber: errno) }
     }
 
     /// Creates `directory` and any missing parents (mode 0755), fsyncing each parent it changed.
@@ -83,21 +78,8 @@ public enum DurableFile {
             if mkdir(path, 0o755) == 0 {
                 try syncDirectory(parent)
             } else if errno != EEXIST {
-                throw WriteError(path: path, operation: "mkdir", errorNumber: errno)
+                throw WriteError(operation: "mkdir", path: path, errorNumber: errno)
             }
-        }
-    }
-
-    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
-    public static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(WriteError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw WriteError(path: path, operation: "write", errorNumber: errno)
-            }
-            offset += written
         }
     }
 }

@@ -1,8 +1,10 @@
+@testable import Basics
 import Dispatch
 import Foundation
 @testable import PostbackStore
 import Postbacks
 import Synchronization
+import TestSupport
 import Testing
 
 /// The store additions on their own: group commit, segment rolling, the dedup index, the fast body
@@ -16,7 +18,7 @@ import Testing
     }
 
     @Test func segmentsRollAtTheSizeLimitWithoutSplittingRecords() throws {
-        let layout = StoreLayout(root: TestServer.temporaryDirectory())
+        let layout = StoreLayout(root: TemporaryDirectory.create("postback-store-tests"))
         let writer = SpoolWriter(
             configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", segmentBytes: 4096), dedupIndex: DedupIndex())
         let day = UTCTimestamp.now().day
@@ -52,7 +54,7 @@ import Testing
     }
 
     @Test func duplicatesInOneBatchAreWrittenOnce() throws {
-        let layout = StoreLayout(root: TestServer.temporaryDirectory())
+        let layout = StoreLayout(root: TemporaryDirectory.create("postback-store-tests"))
         let storage = FaultyStorage()
         storage.holdNextSyncs(true)
         let writer = SpoolWriter(configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", storage: storage),

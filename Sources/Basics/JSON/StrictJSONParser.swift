@@ -440,11 +440,6 @@ private func appendUTF8(_ scalar: UInt32, to bytes: inout [UInt8]) {
 
 private func printable(_ byte: UInt8) -> String { String(UnicodeScalar(byte)) }
 
-func hex2(_ byte: UInt8) -> String {
-    let digits = Array("0123456789ABCDEF".utf8)
-    return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]], as: UTF8.self)
-}
+func hex2(_ byte: UInt8) -> String { Hex.encode(CollectionOfOne(byte), uppercase: true) }
 
-func hex4(_ value: UInt32) -> String {
-    hex2(UInt8(value >> 8 & 0xFF)) + hex2(UInt8(value & 0xFF))
-}
+func hex4(_ value: UInt32) -> String { Hex.encode([UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)], uppercase: true) }

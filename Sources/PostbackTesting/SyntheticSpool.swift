@@ -1,10 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Aggregation
+public import Basics
 import Foundation
 import Synchronization
 public import PostbackStore
-public import Postbacks
+import Postbacks
 
 /// A reproducible spool of made-up postbacks for benchmarks and tests: records written straight
 /// from synthetic `Attribution` values, with realistic bodies whose signatures are placeholders
@@ -42,7 +44,7 @@ public struct SyntheticSpool: Sendable {
     }
 
     /// The lines of one day: its own postbacks plus the late copies of the previous days' duplicated ones.
-    func lines(day: UTCDay, first: UTCDay) -> [(receivedAt: Int64, writer: Int, spool: StoreLayout.Spool, line: [UInt8])] {
+    package func lines(day: UTCDay, first: UTCDay) -> [(receivedAt: Int64, writer: Int, spool: StoreLayout.Spool, line: [UInt8])] {
         var lines: [(Int64, Int, StoreLayout.Spool, [UInt8])] = []
         lines.reserveCapacity(postbacksPerDay + postbacksPerDay / 20)
         for back in 0...3 {

@@ -1,0 +1,40 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An exclusive, non-blocking `flock` on a file. The lock belongs to the open file description: it
+/// is released by `release()`, by `deinit`, or when the process dies (also on `kill -9`), so a
+/// crashed holder never leaves a stale lock behind.
+package final class FileLock: Sendable {
+    package enum Failure: Error, Sendable {
+        /// Another open file description holds the lock (another process, or another lock here).
+        case heldElsewhere
+        case system(SystemCallError)
+    }
+
+    package let path: String
+    package let descriptor: Int32
+    private let released = Atomic<Bool>(false)
+
+    package init(path: String) throws(Failure) {
+        self.path = path
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw .system(SystemCallError(operation: "open lock file", path: path, errorNumber: errno)) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let number = errno
+            Glibc.close(descriptor)
+            if number == EWOULDBLOCK { throw .heldElsewhere }
+            throw .system(SystemCallError(operation: "flock", path: path, errorNumber: number))
+        }
+    }
+
+    /// Unlocks (closes the file); later calls do nothing.
+    package func release() {
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Glibc.close(descriptor)
+    }
+
+    deinit { release() }
+}
