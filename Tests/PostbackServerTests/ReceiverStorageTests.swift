@@ -164,10 +164,14 @@ import Glibc
         let body = TestPostbacks.body(0, seed: 26)
         let held = HeldPostback(body, to: server.skadnetworkURL, storage: storage)
         let stopped = server.stopInBackground()
+        // A second call (SIGTERM while the first drains) returns only once the first is done.
+        let stoppedAgain = server.stopInBackground()
         #expect(stopped.wait(timeout: .now() + 0.3) == .timedOut, "shutdown waits for the request in flight")
+        #expect(stoppedAgain.wait(timeout: .now()) == .timedOut, "so does a second call")
         storage.releaseHeldSyncs()
         #expect(held.status() == 200)
         #expect(stopped.wait(timeout: .now() + 10) == .success)
+        #expect(stoppedAgain.wait(timeout: .now() + 10) == .success)
         #expect(try server.records(.postbacks).map(\.body) == [body])
         #expect(throws: HTTPClientError.self) { _ = try HTTPClient(timeoutSeconds: 2).get(server.base + "/livez") }
         #expect(server.logs.contains("stopped"))

@@ -36,22 +36,4 @@ import Glibc
         #expect(stopped.wait(timeout: .now() + 10) == .success)
         #expect((try? RawConnection(port: port)) == nil, "once stopped, the port refuses connections")
     }
-
-    /// A second `shutdown` (SIGTERM while the first still drains) returns only when the first is done.
-    @Test func aSecondShutdownWaitsForTheFirst() throws {
-        let storage = FaultyStorage()
-        let server = try TestServer(storage: storage)
-        let body = TestPostbacks.body(0, seed: 32)
-        let held = HeldPostback(body, to: server.skadnetworkURL, storage: storage)
-        let first = server.stopInBackground()
-        let second = server.stopInBackground()
-        #expect(second.wait(timeout: .now() + 0.3) == .timedOut, "the second call waits while the first drains")
-        storage.releaseHeldSyncs()
-        #expect(held.status() == 200)
-        #expect(first.wait(timeout: .now() + 10) == .success)
-        #expect(second.wait(timeout: .now() + 10) == .success)
-        #expect(try server.records(.postbacks).map(\.body) == [body])
-        // Once stopped, a further call returns at once.
-        #expect(server.stopInBackground().wait(timeout: .now() + 10) == .success)
-    }
 }
