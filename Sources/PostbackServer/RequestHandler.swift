@@ -10,7 +10,6 @@ import Synchronization
 import Glibc
 #endif
 
-
 /// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
 struct MHDPointer: @unchecked Sendable {
     let pointer: OpaquePointer
