@@ -34,17 +34,20 @@ public final class WriterLock: Sendable {
         } catch {
             throw LockError(description: "cannot create \(directory): \(error)")
         }
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw LockError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        // Opened and locked into a local first: once `fd` is set, a throw would run `deinit`, which
+        // closes it a second time, maybe another thread's file or socket by then.
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw LockError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let number = errno
-            Glibc.close(fd)
+            Glibc.close(descriptor)
             if number == EWOULDBLOCK {
                 throw LockError(description: "another receiver with writer id '\(writerID)' is using \(layout.root) (\(path) is locked); "
                     + "give each receiver sharing a store its own --writer-id (writer_id in the config)")
             }
             throw LockError(description: "cannot lock \(path): \(String(cString: strerror(number)))")
         }
+        fd = descriptor
         // For whoever looks at the file: the holder's pid.
         let note = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)
