@@ -35,9 +35,3 @@ final class ContextPool: Sendable {
         return body(handle.context)
     }
 }
-
-/// An owned EVP_PKEY that can be captured by the pool's factory closure.
-struct SharedKey: @unchecked Sendable {
-    // EVP_PKEY is read-only after construction; see ECDSAPublicKey.
-    let pointer: OpaquePointer
-}

@@ -7,7 +7,7 @@ internal import COpenSSL
 public final class ECDSAPrivateKey: @unchecked Sendable {
     // @unchecked Sendable: as for ECDSAPublicKey, the EVP_PKEY is immutable after init and each signing
     // call takes its own EVP_PKEY_CTX from the pool.
-    private let key: OpaquePointer
+    private let key: EVPKey
     private let signContexts: ContextPool
 
     public let curve: Curve
@@ -24,48 +24,34 @@ public final class ECDSAPrivateKey: @unchecked Sendable {
               EVP_PKEY_generate(context, &generated) == 1,
               let key = generated
         else { throw CryptoError("generating a \(curve.rawValue) key") }
-        try self.init(takingOwnershipOf: key)
+        try self.init(owning: EVPKey(taking: key))
     }
 
     /// Reads a PEM `PRIVATE KEY` (PKCS #8) or `EC PRIVATE KEY` block.
     public convenience init(pemRepresentation pem: String) throws {
-        let key = try PEM.read(pem, what: "PRIVATE KEY") { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
-        try self.init(takingOwnershipOf: key)
+        try self.init(owning: EVPKey(privateKeyPEM: pem))
     }
 
-    private init(takingOwnershipOf key: OpaquePointer) throws {
-        let curve: Curve
-        do {
-            curve = try ECDSAPublicKey.checkedCurve(of: key, public: false)
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
+    /// If this throws, `key` is freed with its last holder, like any other.
+    /// - Parameter encodePublicHalf: makes the public half's DER SubjectPublicKeyInfo (tests make it fail).
+    init(owning key: EVPKey,
+         encodePublicHalf: (EVPKey) throws -> [UInt8] = ECDSAPublicKey.subjectPublicKeyInfo) throws {
+        self.curve = try ECDSAPublicKey.checkedCurve(of: key.pointer, public: false)
+        self.publicKey = try ECDSAPublicKey(derRepresentation: try encodePublicHalf(key))
         self.key = key
-        self.curve = curve
-        let shared = SharedKey(pointer: key)
         self.signContexts = ContextPool {
-            guard let context = EVP_PKEY_CTX_new(shared.pointer, nil) else { return nil }
+            guard let context = EVP_PKEY_CTX_new(key.pointer, nil) else { return nil }
             guard EVP_PKEY_sign_init(context) == 1 else {
                 EVP_PKEY_CTX_free(context)
                 return nil
             }
             return context
         }
-        var out: UnsafeMutablePointer<UInt8>? = nil
-        let length = i2d_PUBKEY(key, &out)
-        guard length > 0, let bytes = out else { throw CryptoError("encoding the public half") }
-        defer { CRYPTO_free(bytes, #fileID, #line) }
-        self.publicKey = try ECDSAPublicKey(derRepresentation: Array(UnsafeBufferPointer(start: bytes, count: Int(length))))
-    }
-
-    deinit {
-        EVP_PKEY_free(key)
     }
 
     /// PKCS #8 PEM.
     public var pemRepresentation: String {
-        PEM.write { bio in PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) }
+        PEM.write { bio in PEM_write_bio_PrivateKey(bio, key.pointer, nil, nil, 0, nil, nil) }
     }
 
     /// A DER ECDSA signature over SHA-256(`message`), as SKAdNetwork sends it.

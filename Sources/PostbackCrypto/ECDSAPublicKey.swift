@@ -16,7 +16,7 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     // @unchecked Sendable: `key` is never mutated after init, and OpenSSL allows an EVP_PKEY to be used
     // from several threads at once for read-only operations. The only per-call mutable OpenSSL state,
     // the EVP_PKEY_CTX, is taken from `verifyContexts` so that no two threads share one.
-    private let key: OpaquePointer
+    private let key: EVPKey
     private let verifyContexts: ContextPool
     /// The P-256 table, once built (or known not to be available).
     private let table = Locked<TableState>(.notBuilt)
@@ -33,26 +33,18 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     /// Parses a DER SubjectPublicKeyInfo. Trailing bytes, non-EC keys and curves other than P-192 and
     /// P-256 are rejected, and the point must pass OpenSSL's public key check (on the curve).
     public init(derRepresentation der: [UInt8]) throws {
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+        let parsed = der.withUnsafeBufferPointer { buffer -> EVPKey? in
             guard let start = buffer.baseAddress else { return nil }
             var cursor: UnsafePointer<UInt8>? = start
-            guard let pkey = d2i_PUBKEY(nil, &cursor, buffer.count) else { return nil }
+            guard let pkey = d2i_PUBKEY(nil, &cursor, buffer.count).map(EVPKey.init(taking:)) else { return nil }
             // d2i_* stops after the first complete object; anything after it is not part of the key.
-            guard let end = cursor, start.distance(to: end) == buffer.count else {
-                EVP_PKEY_free(pkey)
-                return nil
-            }
+            guard let end = cursor, start.distance(to: end) == buffer.count else { return nil }
             return pkey
         }
         guard let key = parsed else {
             throw CryptoError("parsing DER SubjectPublicKeyInfo (\(der.count) bytes)")
         }
-        do {
-            self.curve = try Self.checkedCurve(of: key, public: true)
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
+        self.curve = try Self.checkedCurve(of: key.pointer, public: true)
         self.key = key
         self.derRepresentation = der
         self.verifyContexts = Self.verifyPool(for: key)
@@ -60,39 +52,35 @@ public final class ECDSAPublicKey: @unchecked Sendable {
 
     /// Parses a PEM `PUBLIC KEY` block (SubjectPublicKeyInfo).
     public convenience init(pemRepresentation pem: String) throws {
-        let key = try PEM.read(pem, what: "PUBLIC KEY") { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
-        let curve: Curve
-        do {
-            curve = try Self.checkedCurve(of: key, public: true)
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
-        try self.init(takingOwnershipOf: key, curve: curve)
+        let key = try EVPKey(publicKeyPEM: pem)
+        try self.init(owning: key, curve: try Self.checkedCurve(of: key.pointer, public: true))
     }
 
-    /// Takes ownership of an EVP_PKEY that is already known to be a checked EC key.
-    init(takingOwnershipOf key: OpaquePointer, curve: Curve) throws {
+    /// Takes an EVP_PKEY that is already known to be a checked EC key. If this throws, `key` is freed
+    /// with its last holder, like any other.
+    /// - Parameter encode: makes the DER SubjectPublicKeyInfo (tests make it fail).
+    init(owning key: EVPKey, curve: Curve,
+         encode: (EVPKey) throws -> [UInt8] = ECDSAPublicKey.subjectPublicKeyInfo) throws {
+        self.derRepresentation = try encode(key)
         self.key = key
         self.curve = curve
         self.verifyContexts = Self.verifyPool(for: key)
+    }
+
+    /// i2d_PUBKEY: the key's DER SubjectPublicKeyInfo.
+    static func subjectPublicKeyInfo(of key: EVPKey) throws -> [UInt8] {
         var out: UnsafeMutablePointer<UInt8>? = nil
-        let length = i2d_PUBKEY(key, &out)
+        let length = i2d_PUBKEY(key.pointer, &out)
         guard length > 0, let bytes = out else {
             throw CryptoError("encoding SubjectPublicKeyInfo")
         }
         defer { CRYPTO_free(bytes, #fileID, #line) }
-        self.derRepresentation = Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
     }
 
-    deinit {
-        EVP_PKEY_free(key)
-    }
-
-    private static func verifyPool(for key: OpaquePointer) -> ContextPool {
-        let shared = SharedKey(pointer: key)
-        return ContextPool {
-            guard let context = EVP_PKEY_CTX_new(shared.pointer, nil) else { return nil }
+    private static func verifyPool(for key: EVPKey) -> ContextPool {
+        ContextPool {
+            guard let context = EVP_PKEY_CTX_new(key.pointer, nil) else { return nil }
             guard EVP_PKEY_verify_init(context) == 1 else {
                 EVP_PKEY_CTX_free(context)
                 ERR_clear_error()
@@ -104,7 +92,7 @@ public final class ECDSAPublicKey: @unchecked Sendable {
 
     /// The key as a PEM `PUBLIC KEY` block.
     public var pemRepresentation: String {
-        PEM.write { bio in PEM_write_bio_PUBKEY(bio, key) }
+        PEM.write { bio in PEM_write_bio_PUBKEY(bio, key.pointer) }
     }
 
     /// Checks a DER-encoded `ECDSA-Sig-Value` (SKAdNetwork's `attribution-signature`) over `message`.
@@ -145,7 +133,7 @@ public final class ECDSAPublicKey: @unchecked Sendable {
         guard curve == .p256, ECDSAVerificationPath.configured == .precomputedTable else { return nil }
         return table.withLock { state in
             if case .notBuilt = state {
-                state = P256KeyTable(publicKey: key).map(TableState.built) ?? .unavailable
+                state = P256KeyTable(publicKey: key.pointer).map(TableState.built) ?? .unavailable
             }
             if case .built(let table) = state { return table }
             return nil

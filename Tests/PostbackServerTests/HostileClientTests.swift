@@ -239,8 +239,7 @@ import Glibc
             setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
         }
         usleep(100_000)
-        storage.holdNextSyncs(false)
-        storage.syncRelease.signal()
+        storage.releaseHeldSyncs()
         let deadline = Date().addingTimeInterval(5)
         var aborted = 0.0
         while aborted == 0, Date() < deadline {

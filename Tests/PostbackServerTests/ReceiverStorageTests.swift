@@ -163,28 +163,16 @@ import Glibc
         let storage = FaultyStorage()
         let server = try TestServer(storage: storage)
         let body = TestPostbacks.body(0, seed: 26)
-        let url = server.skadnetworkURL
-        storage.holdNextSyncs(true)
-        let response = Mutex<Int?>(nil)
-        let posted = DispatchSemaphore(value: 0)
-        Thread {
-            let status = (try? HTTPClient().post(url, body: body))?.status
-            response.withLock { $0 = status }
-            posted.signal()
-        }.start()
-        // The request is now inside the group commit's sync.
-        #expect(storage.syncEntered.wait(timeout: .now() + 10) == .success)
-        let stopped = DispatchSemaphore(value: 0)
-        Thread {
-            server.stop()
-            stopped.signal()
-        }.start()
+        let held = HeldPostback(body, to: server.skadnetworkURL, storage: storage)
+        let stopped = server.stopInBackground()
+        // A second call (SIGTERM while the first drains) returns only once the first is done.
+        let stoppedAgain = server.stopInBackground()
         #expect(stopped.wait(timeout: .now() + 0.3) == .timedOut, "shutdown waits for the request in flight")
-        storage.holdNextSyncs(false)
-        storage.syncRelease.signal()
-        #expect(posted.wait(timeout: .now() + 10) == .success)
-        #expect(response.withLock { $0 } == 200)
+        #expect(stoppedAgain.wait(timeout: .now()) == .timedOut, "so does a second call")
+        storage.releaseHeldSyncs()
+        #expect(held.status() == 200)
         #expect(stopped.wait(timeout: .now() + 10) == .success)
+        #expect(stoppedAgain.wait(timeout: .now() + 10) == .success)
         #expect(try server.records(.postbacks).map(\.body) == [body])
         #expect(throws: HTTPClientError.self) { _ = try HTTPClient(timeoutSeconds: 2).get(server.base + "/livez") }
         #expect(server.logs.contains("stopped"))

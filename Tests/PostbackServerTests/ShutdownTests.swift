@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Locking
 import PostbackClient
 import PostbackServer
 import TestSupport
@@ -22,21 +21,8 @@ import Glibc
         let server = try TestServer(storage: storage)
         let port = server.server.port
         let body = TestPostbacks.body(0, seed: 31)
-        let url = server.skadnetworkURL
-        storage.holdNextSyncs(true)
-        let status = Locked<Int?>(nil)
-        let posted = DispatchSemaphore(value: 0)
-        Thread {
-            let answer = (try? HTTPClient().post(url, body: body))?.status
-            status.withLock { $0 = answer }
-            posted.signal()
-        }.start()
-        #expect(storage.syncEntered.wait(timeout: .now() + 10) == .success)
-        let stopped = DispatchSemaphore(value: 0)
-        Thread {
-            server.stop()
-            stopped.signal()
-        }.start()
+        let held = HeldPostback(body, to: server.skadnetworkURL, storage: storage)
+        let stopped = server.stopInBackground()
         let deadline = Date().addingTimeInterval(10)
         while !server.logs.contains("shutting down"), Date() < deadline { usleep(1000) }
         // The shutdown is now waiting for the request in flight, after quiescing the daemon.
@@ -46,10 +32,8 @@ import Glibc
             usleep(5000)
         }
         #expect(refused == 0, "the listening socket was closed while the daemon still ran")
-        storage.holdNextSyncs(false)
-        storage.syncRelease.signal()
-        #expect(posted.wait(timeout: .now() + 10) == .success)
-        #expect(status.withLock { $0 } == 200)
+        storage.releaseHeldSyncs()
+        #expect(held.status() == 200)
         #expect(stopped.wait(timeout: .now() + 10) == .success)
         #expect((try? RawConnection(port: port)) == nil, "once stopped, the port refuses connections")
     }

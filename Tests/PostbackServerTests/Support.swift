@@ -8,6 +8,7 @@ import PostbackTesting
 import Postbacks
 import TestSupport
 import Synchronization
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -93,6 +94,49 @@ final class LogCapture: Sendable {
     var all: [String] { lines.withLock { $0 } }
 
     func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
+}
+
+extension FaultyStorage {
+    /// Lets the held sync, and every later one, go on.
+    func releaseHeldSyncs() {
+        holdNextSyncs(false)
+        syncRelease.signal()
+    }
+}
+
+/// A postback POSTed on its own thread and held inside its group commit's fdatasync (by
+/// `FaultyStorage`) until `storage.releaseHeldSyncs()`: a request in flight, for the shutdown tests.
+final class HeldPostback: Sendable {
+    private let answer = Mutex<Int?>(nil)
+    private let answered = DispatchSemaphore(value: 0)
+
+    /// Returns once the postback is inside the sync.
+    init(_ body: [UInt8], to url: String, storage: FaultyStorage) {
+        storage.holdNextSyncs(true)
+        Thread { [self] in
+            let status = (try? HTTPClient().post(url, body: body))?.status
+            answer.withLock { $0 = status }
+            answered.signal()
+        }.start()
+        #expect(storage.syncEntered.wait(timeout: .now() + 10) == .success, "the postback reached the group commit's sync")
+    }
+
+    /// The status it was answered with; nil when no answer came within 10 s.
+    func status() -> Int? {
+        answered.wait(timeout: .now() + 10) == .success ? answer.withLock { $0 } : nil
+    }
+}
+
+extension TestServer {
+    /// Starts `stop()` on its own thread; the semaphore is signalled once it returned.
+    func stopInBackground() -> DispatchSemaphore {
+        let stopped = DispatchSemaphore(value: 0)
+        Thread { [self] in
+            stop()
+            stopped.signal()
+        }.start()
+        return stopped
+    }
 }
 
 /// A raw TCP connection, for what an HTTP client library will not send (slow or broken requests).

@@ -20,14 +20,17 @@ package final class FileLock: Sendable {
 
     package init(path: String) throws(Failure) {
         self.path = path
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard descriptor >= 0 else { throw .system(SystemCallError(operation: "open lock file", path: path, errorNumber: errno)) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        // Opened and locked into a local first: once `descriptor` is set, a throw would run `deinit`,
+        // which would close the number a second time, maybe another thread's file or socket by then.
+        let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard opened >= 0 else { throw .system(SystemCallError(operation: "open lock file", path: path, errorNumber: errno)) }
+        guard flock(opened, LOCK_EX | LOCK_NB) == 0 else {
             let number = errno
-            Glibc.close(descriptor)
+            Glibc.close(opened)
             if number == EWOULDBLOCK { throw .heldElsewhere }
             throw .system(SystemCallError(operation: "flock", path: path, errorNumber: number))
         }
+        descriptor = opened
     }
 
     /// Unlocks (closes the file); later calls do nothing.

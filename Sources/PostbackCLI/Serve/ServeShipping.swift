@@ -66,16 +66,19 @@ enum ServeShipping {
     /// that cannot be read is logged and skipped, never a reason not to start: ingestion does not wait
     /// for the store, and the nightly job still dedups exactly across receivers.
     static func sharedDedupKeys(_ configuration: ServerConfiguration, log: ServerLog,
-                                environment: [String: String]? = nil) throws -> ((StoreLayout) -> [String])? {
+                                environment: [String: String]? = nil) throws -> (@Sendable (StoreLayout) -> [String])? {
         let days = configuration.effectiveSharedDedupDays
-        guard days > 0, let client = try client(configuration, environment: environment) else { return nil }
+        // The client is made here so that a bad URL or missing credentials stop `serve` at once; the
+        // closure (run by the store's start-up) makes its own, since clients are not shared across threads.
+        guard days > 0, let checked = try client(configuration, environment: environment) else { return nil }
+        let location = checked.location, settings = checked.settings
         return { layout in
             let window = SharedDedupKeys.window(days: days)
             let started = DispatchTime.now().uptimeNanoseconds
             do {
-                let loaded = try SharedDedupKeys.load(client: client, layout: layout, days: window)
+                let loaded = try SharedDedupKeys.load(client: S3Client(location: location, settings: settings), layout: layout, days: window)
                 log.info("dedup keys read from the object store", [
-                    "ship_to": .string(client.location.description), "days": .int(days), "objects": .int(loaded.objectsRead),
+                    "ship_to": .string(location.description), "days": .int(days), "objects": .int(loaded.objectsRead),
                     "objects_on_local_disk": .int(loaded.objectsLocal), "bytes": .int(loaded.bytesRead), "keys": .int(loaded.keys.count),
                     "seconds": .double(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9),
                 ])
@@ -83,7 +86,7 @@ enum ServeShipping {
             } catch {
                 log.warning("cannot read other receivers' dedup keys from the object store: serving with this receiver's own; "
                     + "a retry stored by another receiver may be stored here too (the nightly job counts it once)",
-                    ["ship_to": .string(client.location.description), "error": .string("\(error)")])
+                    ["ship_to": .string(location.description), "error": .string("\(error)")])
                 return []
             }
         }

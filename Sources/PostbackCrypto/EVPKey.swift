@@ -1,0 +1,25 @@
+internal import COpenSSL
+
+/// An EVP_PKEY this program owns, freed by `deinit` when the last holder lets go: the key object, and
+/// the pool's factory closure that captures it. Wrapped the moment OpenSSL hands the pointer over, so
+/// an initializer that throws half way (before the key object owns it) cannot leak it.
+final class EVPKey: @unchecked Sendable {
+    // EVP_PKEY is read-only after construction; see ECDSAPublicKey.
+    let pointer: OpaquePointer
+
+    init(taking pointer: OpaquePointer) { self.pointer = pointer }
+
+    deinit { EVP_PKEY_free(pointer) }
+}
+
+extension EVPKey {
+    /// Reads a PEM `PUBLIC KEY` block (SubjectPublicKeyInfo).
+    convenience init(publicKeyPEM pem: String) throws {
+        self.init(taking: try PEM.read(pem, what: "PUBLIC KEY") { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) })
+    }
+
+    /// Reads a PEM `PRIVATE KEY` (PKCS #8) or `EC PRIVATE KEY` block.
+    convenience init(privateKeyPEM pem: String) throws {
+        self.init(taking: try PEM.read(pem, what: "PRIVATE KEY") { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) })
+    }
+}

@@ -1,0 +1,104 @@
+import CMicroHTTPD
+import CMicroHTTPDShim
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The libmicrohttpd daemon: `init` starts it on a listening socket with `RequestHandler`'s C
+/// callbacks, `deinit` stops and frees it. Nothing else holds the daemon's pointer.
+///
+/// Shutdown: `quiesce()` stops accepting connections; dropping the last reference then stops the
+/// daemon (it waits for its threads) and only after that closes the listening socket.
+final class HTTPDaemon: @unchecked Sendable {
+    // @unchecked Sendable: the pointers are set once; libmicrohttpd synchronizes its own use.
+    private let daemon: OpaquePointer
+    /// The C shim's logger allocation, freed with the daemon.
+    private let loggerBox: UnsafeMutableRawPointer?
+    /// The callbacks' context: kept alive as long as the daemon can call back.
+    private let handler: RequestHandler
+    /// The listening socket once `quiesce` gave it back; closed after the daemon stopped.
+    private let quiescedListenDescriptor = Atomic<Int32>(-1)
+    private let abandoned = Atomic<Bool>(false)
+
+    /// Starts serving `listenDescriptor`. On failure the caller still owns the socket.
+    init(listenDescriptor: Int32, configuration: ServerConfiguration, handler: RequestHandler) throws(ServerError) {
+        let context = Unmanaged.passUnretained(handler).toOpaque()
+        var settings = postback_mhd_settings()
+        settings.listen_fd = listenDescriptor
+        settings.thread_per_connection = configuration.threadPerConnection ? 1 : 0
+        settings.thread_pool_size = UInt32(configuration.threads)
+        // The limit itself is kept by `watchdog.admit` (which sheds silent connections instead of
+        // letting new ones queue); libmicrohttpd's, split between its threads, only backs it up.
+        settings.connection_limit = UInt32(min(configuration.connectionLimit * 2 + 64 * configuration.threads, 4_000_000))
+        // Behind trusted proxies every connection's peer is a proxy: the limit is kept per client
+        // address instead (`admitClient`), and libmicrohttpd's per-peer one would throttle the proxy.
+        settings.per_ip_connection_limit = configuration.trustedProxies.isEmpty ? UInt32(configuration.perIPConnectionLimit) : 0
+        // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
+        settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
+        // Request line and headers must fit here (libmicrohttpd answers 431 otherwise); the body is
+        // streamed out of it. It is zeroed for every request, so smaller is cheaper: 8 KiB is the
+        // usual header limit (nginx, Apache), and devices send a few hundred bytes of headers.
+        settings.connection_memory_limit = 8 << 10
+        settings.access_handler = { context, connection, url, method, _, data, size, requestContext in
+            guard let context, let connection, let size, let requestContext else { return 0 }
+            return RequestHandler.from(context).handle(connection: connection, url: url, method: method, data: data, size: size,
+                                                       requestContext: requestContext)
+        }
+        settings.access_context = context
+        settings.request_completed = { context, connection, requestContext, termination in
+            guard let context, let requestContext else { return }
+            RequestHandler.from(context).requestCompleted(connection: connection, requestContext: requestContext, termination: termination)
+        }
+        settings.request_completed_context = context
+        settings.connection_notify = { context, connection, socketContext, code in
+            guard let context, let connection, let socketContext else { return }
+            RequestHandler.from(context).connectionNotification(connection: connection, socketContext: socketContext,
+                                                                started: code == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
+        }
+        settings.connection_notify_context = context
+        settings.uri_log = { context, _, connection in
+            guard let context, let connection else { return nil }
+            return RequestHandler.from(context).requestLineReceived(connection: connection)
+        }
+        settings.uri_log_context = context
+        settings.logger = { context, message in
+            guard let context, let message else { return }
+            RequestHandler.from(context).libraryLogged(String(cString: message))
+        }
+        settings.logger_context = context
+
+        var box: UnsafeMutableRawPointer?
+        guard let daemon = postback_mhd_start(&settings, &box) else {
+            throw ServerError("libmicrohttpd could not start (threads \(configuration.threads), connection limit \(configuration.connectionLimit))")
+        }
+        self.daemon = daemon
+        self.loggerBox = box
+        self.handler = handler
+    }
+
+    /// Accepts no more connections (the kernel may still queue some; they are reset when the socket
+    /// closes). The workers may still use the listening socket: each removes it from its epoll set,
+    /// and aborts the process if it is already closed. So it is closed only in `deinit`, once the
+    /// daemon has stopped, as libmicrohttpd's documentation requires.
+    func quiesce() {
+        quiescedListenDescriptor.store(MHD_quiesce_daemon(daemon), ordering: .relaxed)
+    }
+
+    /// Leaves the daemon running for good (the process is about to end): used when storage hangs
+    /// with connections suspended, which libmicrohttpd must not be stopped with.
+    func abandon() {
+        abandoned.store(true, ordering: .relaxed)
+        // Its threads keep calling back: the handler must outlive this object.
+        _ = Unmanaged.passRetained(handler)
+    }
+
+    deinit {
+        guard !abandoned.load(ordering: .relaxed) else { return }
+        postback_mhd_stop(daemon, loggerBox)
+        let listen = quiescedListenDescriptor.load(ordering: .relaxed)
+        if listen >= 0 { close(listen) }
+    }
+}

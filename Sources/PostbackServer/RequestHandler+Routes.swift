@@ -1,0 +1,34 @@
+/// Which handler answers which route. `Route` maps a request path to a route; the postback routes
+/// (`Route.receivesPostbacks`) go to `PostbackIngest` through the request state machine
+/// (`RequestHandler.process`); the operational ones are answered here, once their (empty) body is in.
+extension RequestHandler {
+    func operationalReply(_ route: Route) -> HTTPReply {
+        switch route {
+        case .livez:
+            return .json(200) { $0.field("status", "alive") }
+        case .readyz:
+            let reasons = readinessProblems()
+            return .json(reasons.isEmpty ? 200 : 503) { json in
+                json.field("status", reasons.isEmpty ? "ready" : "not ready")
+                if !reasons.isEmpty {
+                    json.key("reasons")
+                    json.beginArray()
+                    for reason in reasons { json.value(reason) }
+                    json.endArray()
+                }
+            }
+        case .metrics:
+            let gauges = ServerMetrics.Gauges(
+                ready: isReady,
+                storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy,
+                                 .unverifiable: ingest.unverifiable.isHealthy],
+                dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
+            var text = metrics.render(gauges)
+            ProcessMetrics.render(into: &text)
+            text += metricsSources.withLock { $0 }.map { $0() }.joined()
+            return .text(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
+        default:
+            return .text(500, "no handler")
+        }
+    }
+}

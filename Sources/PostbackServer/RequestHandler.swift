@@ -1,0 +1,381 @@
+import Basics
+import Locking
+import CMicroHTTPD
+import CMicroHTTPDShim
+import Dispatch
+import Foundation
+import Postbacks
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
+struct MHDPointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// One HTTP request's state, from the request line to the completed notification.
+///
+/// libmicrohttpd calls back for one connection on one thread at a time, so the plain fields need no
+/// lock; only `reply`, set by the spool writer's thread, is locked.
+final class RequestState: @unchecked Sendable {
+    enum Stage { case new, receiving, waiting, done }
+
+    var stage = Stage.new
+    var route = Route.unknown
+    var body: [UInt8] = []
+    var tooLarge = false
+    var startedProcessing: UInt64 = 0
+    let reply = Locked<HTTPReply?>(nil)
+    /// The client address counted in `RequestHandler.clientRequests` while this request is in progress.
+    var countedClient: String?
+}
+
+/// The target of libmicrohttpd's callbacks (`HTTPDaemon`): each request's state machine, from the
+/// request line through headers and body to the reply, and the connection bookkeeping around it.
+///
+/// A postback's connection is *suspended* once its record is handed to a spool writer; the writer's
+/// group commit resumes it with the reply once the fdatasync covering it returned. So no HTTP thread
+/// waits on the disk. The operational routes' answers are in `RequestHandler+Routes.swift`.
+final class RequestHandler: Sendable {
+    let configuration: ServerConfiguration
+    let ingest: PostbackIngest
+    let metrics: ServerMetrics
+    let log: ServerLog
+    let adNetworkPath: String?
+    let watchdog: ConnectionWatchdog
+    let readiness: Readiness
+    let metricsSources = Locked<[@Sendable () -> String]>([])
+
+    /// Requests begun (request line seen) and not yet completed; shutdown lets them finish.
+    let requestsInProgress = InProgress()
+    /// Connections suspended while their record is being committed; closed once shutdown takes no
+    /// more postbacks in. The daemon may only stop when none is left.
+    let commitsInProgress = InProgress()
+    /// Set when shutdown starts: replies say `Connection: close`, `/readyz` says not ready.
+    let draining = Atomic<Bool>(false)
+
+    /// Requests in progress per client address, when `per_ip_connection_limit` is applied by client
+    /// rather than by socket peer (behind `trusted_proxies`). Entries leave at 0, so the map holds at
+    /// most one entry per request in progress.
+    private let clientRequests = Locked<[String: Int]>([:])
+
+    init(configuration: ServerConfiguration, ingest: PostbackIngest, readiness: Readiness, metrics: ServerMetrics, log: ServerLog) {
+        self.configuration = configuration
+        self.ingest = ingest
+        self.readiness = readiness
+        self.metrics = metrics
+        self.log = log
+        self.adNetworkPath = configuration.adNetworkPath.map(Route.normalize)
+        let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
+        self.watchdog = ConnectionWatchdog(interval: max(0.02, min(0.25, shortest / 4))) { phase in
+            metrics.connectionTimedOut(phase: phase.name)
+            log.info("slow connection closed", ["phase": .string(phase.name)])
+        }
+    }
+
+    /// The handler behind a callback's context pointer (`HTTPDaemon` keeps it alive).
+    static func from(_ context: UnsafeMutableRawPointer) -> RequestHandler {
+        Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue()
+    }
+
+    var isReady: Bool { readinessProblems().isEmpty }
+
+    /// Why `/readyz` says not ready; none when ready.
+    func readinessProblems() -> [String] { readiness.problems(shuttingDown: draining.load(ordering: .relaxed)) }
+
+    // MARK: Callbacks
+
+    /// A libmicrohttpd diagnostic.
+    func libraryLogged(_ message: String) {
+        let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        log.warning("libmicrohttpd", ["detail": .string(text)])
+        // The one place every answer libmicrohttpd makes itself (400, 413, 414, 431, …) shows up,
+        // also those made before any request callback.
+        if let code = ServerMetrics.libraryResponseCode(inLogMessage: text) { metrics.libraryResponse(code: code) }
+    }
+
+    func connectionNotification(connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool) {
+        if started {
+            let track = ConnectionWatchdog.Track(descriptor: postback_mhd_connection_fd(connection))
+            // A new connection gets the short header deadline, not the keep-alive idle timeout: one
+            // that sends nothing is gone within seconds.
+            track.enter(.new, seconds: configuration.headerTimeoutSeconds)
+            socketContext.pointee = Unmanaged.passRetained(track).toOpaque()
+            if let refusal = watchdog.admit(track, limit: configuration.connectionLimit) {
+                metrics.connectionRefused(refusal.rawValue)
+            }
+        } else if let raw = socketContext.pointee {
+            let track = Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw)
+            watchdog.unregister(track.takeUnretainedValue())
+            track.release()
+            socketContext.pointee = nil
+        }
+    }
+
+    private func track(of connection: OpaquePointer) -> ConnectionWatchdog.Track? {
+        guard let raw = postback_mhd_socket_context(connection) else { return nil }
+        return Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// The request line arrived: the headers must follow within the header timeout.
+    func requestLineReceived(connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+        if let track = track(of: connection) {
+            // A new connection's first request keeps the deadline counted from the accept.
+            if track.phase == .new { track.continueAs(.headers) } else { track.enter(.headers, seconds: configuration.headerTimeoutSeconds) }
+        }
+        requestsInProgress.enter()
+        return Unmanaged.passRetained(RequestState()).toOpaque()
+    }
+
+    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                            data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+                            requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> Int32 {
+        if requestContext.pointee == nil {
+            // No request-line notification came (should not happen): create the state here.
+            requestsInProgress.enter()
+            requestContext.pointee = Unmanaged.passRetained(RequestState()).toOpaque()
+        }
+        let request = Unmanaged<RequestState>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
+        switch request.stage {
+        case .new:
+            if track(of: connection)?.refusesRequests == true { return 0 }
+            return begin(request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
+                         method: method.map { String(cString: $0) } ?? "")
+        case .receiving:
+            if size.pointee > 0 {
+                let count = size.pointee
+                if request.tooLarge || request.body.count + count > configuration.bodyLimitBytes {
+                    // Keep reading (and dropping) so the 413 can be sent once the body ends.
+                    request.tooLarge = true
+                    request.body = []
+                } else if let data {
+                    data.withMemoryRebound(to: UInt8.self, capacity: count) { request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+                }
+                size.pointee = 0
+                return 1
+            }
+            track(of: connection)?.enter(.processing, seconds: nil)
+            if request.tooLarge {
+                request.stage = .done
+                return send(tooLarge(), route: request.route, on: connection, closing: true)
+            }
+            guard request.route.receivesPostbacks else {
+                // Answered only now, after the (empty) body: answering GETs from the first call
+                // makes libmicrohttpd close the connection instead of keeping it alive.
+                request.stage = .done
+                return send(operationalReply(request.route), route: request.route, on: connection)
+            }
+            return process(request, connection: connection)
+        case .waiting:
+            guard let reply = request.reply.withLock({ $0 }) else { return 1 }
+            request.stage = .done
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
+            return send(reply, route: request.route, on: connection, seconds: seconds)
+        case .done:
+            return 1
+        }
+    }
+
+    /// A request ended: takes back its state (none if libmicrohttpd never told us of its request line).
+    func requestCompleted(connection: OpaquePointer?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32) {
+        let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
+        requestContext.pointee = nil
+        defer { if request != nil { requestsInProgress.leave() } }
+        if let connection { requestCompleted(request, connection: connection, termination: termination) }
+    }
+
+    /// Counts what `send` did not: libmicrohttpd's own answers (400, 413, 414, 431, …), and requests
+    /// whose reply never reached the client.
+    private func requestCompleted(_ request: RequestState?, connection: OpaquePointer, termination: Int32) {
+        if let client = request?.countedClient {
+            request?.countedClient = nil
+            clientRequests.withLock { counts in
+                let left = counts[client, default: 1] - 1
+                counts[client] = left > 0 ? left : nil
+            }
+        }
+        if let track = track(of: connection), track.phase == .replying { track.continueAs(.idle) }
+        // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
+        // logger counts those answers, also the ones made before any request callback).
+        if request?.stage != .done {
+            let status = Int(postback_mhd_http_status(connection))
+            // libmicrohttpd rejected the request itself (a malformed Content-Length, …): where the
+            // next request starts is uncertain, so none is taken from this connection.
+            if status >= 400 { track(of: connection)?.refuseFurtherRequests() }
+        }
+        // MHD_REQUEST_TERMINATED_*: 0 completed; 1 error, 2 timeout, 3 shutdown, 4 read error, 5 client abort.
+        switch termination {
+        case 0: break
+        case 2: metrics.requestAborted("timeout")
+        case 3: metrics.requestAborted("shutdown")
+        case 4, 5: metrics.requestAborted("client-left")
+        default: metrics.requestAborted("error")
+        }
+    }
+
+    /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
+    private func clientAddress(of connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let peer = postback_mhd_client_address(connection, &buffer, buffer.count) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        guard !configuration.trustedProxies.isEmpty else { return peer }
+        func header(_ name: String) -> String? { MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) } }
+        return ClientAddress.resolve(peer: peer, forwardedFor: header("X-Forwarded-For"), forwarded: header("Forwarded"),
+                                     trusted: configuration.trustedProxies)
+    }
+
+    /// The request headers the framing checks look at (names as received): `Content-Length`,
+    /// `Transfer-Encoding`, and any name with whitespace. Others are skipped without making Strings.
+    private func framingHeaders(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        final class Collected { var headers: [(name: String, value: String)] = [] }
+        let collected = Collected()
+        _ = MHD_get_connection_values(connection, .HEADER_KIND, { context, _, key, value in
+            guard let context, let key else { return .YES }
+            let relevant = strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
+                || key[0] == 0 || strpbrk(key, " \t") != nil
+            guard relevant else { return .YES }
+            let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+            collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+            return .YES
+        }, Unmanaged.passUnretained(collected).toOpaque())
+        return withExtendedLifetime(collected) { collected.headers }
+    }
+
+    /// The headers are in: framing, route, method and declared length decide what happens next.
+    /// Every reply made here, before the body is read, closes the connection and says so
+    /// (`Connection: close`), so a client pipelining behind it knows to send its next request anew.
+    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String) -> Int32 {
+        let route = Route(path: path, adNetworkPath: adNetworkPath)
+        request.route = route
+        if let violation = HTTPFraming.violation(in: framingHeaders(of: connection)) {
+            request.stage = .done
+            let reply = HTTPReply.problem(violation.status, type: violation.status == 501 ? "transfer-coding-not-supported" : "bad-framing",
+                                          title: violation.status == 501 ? "Transfer coding not supported" : "Ambiguous or malformed message framing",
+                                          detail: violation.detail)
+            return send(reply, route: route, on: connection, closing: true)
+        }
+        guard route != .unknown else {
+            request.stage = .done
+            return send(.problem(404, type: "not-found", title: "No such endpoint",
+                                 detail: "postbacks go to POST \(Route.skadnetworkPath)/ or \(Route.appAttributionPath)/"),
+                        route: route, on: connection, closing: true)
+        }
+        guard route.allows(method: method) else {
+            request.stage = .done
+            var reply = HTTPReply.problem(405, type: "method-not-allowed", title: "Method not allowed",
+                                          detail: "\(JSONWriter.escapedForMessage(method)) is not allowed here; use \(route.allowedMethods)")
+            reply.headers.append(("Allow", route.allowedMethods))
+            return send(reply, route: route, on: connection, closing: true)
+        }
+        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+           let length = Int(String(cString: declared)), length > configuration.bodyLimitBytes {
+            // Answered before the body is read; libmicrohttpd then closes the connection.
+            request.stage = .done
+            return send(tooLarge(), route: route, on: connection, closing: true)
+        }
+        if let refusal = admitClient(request, connection: connection) {
+            request.stage = .done
+            return send(refusal, route: route, on: connection, closing: true)
+        }
+        track(of: connection)?.enter(.body, seconds: configuration.bodyTimeoutSeconds)
+        request.stage = .receiving
+        return 1
+    }
+
+    /// `per_ip_connection_limit` behind `trusted_proxies`: at most that many requests in progress per
+    /// client address (the one a trusted proxy names); more get 429 and the connection is closed.
+    /// Nil when the request may go on (and is then counted until `requestCompleted`).
+    private func admitClient(_ request: RequestState, connection: OpaquePointer) -> HTTPReply? {
+        let limit = configuration.perIPConnectionLimit
+        guard limit > 0, !configuration.trustedProxies.isEmpty else { return nil }
+        let client = clientAddress(of: connection)
+        let admitted = clientRequests.withLock { counts -> Bool in
+            guard counts[client, default: 0] < limit else { return false }
+            counts[client, default: 0] += 1
+            return true
+        }
+        guard admitted else {
+            metrics.clientLimited()
+            var reply = HTTPReply.problem(429, type: "too-many-requests", title: "Too many requests in progress from this client",
+                                          detail: "at most \(limit) requests at once per client address (per_ip_connection_limit); retry later")
+            reply.headers.append(("Retry-After", "1"))
+            return reply
+        }
+        request.countedClient = client
+        return nil
+    }
+
+    /// The whole body is in: verify, then either answer or suspend until the spool writer has the
+    /// record on disk.
+    private func process(_ request: RequestState, connection: OpaquePointer) -> Int32 {
+        request.startedProcessing = DispatchTime.now().uptimeNanoseconds
+        guard commitsInProgress.isOpen else {
+            request.stage = .done
+            return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
+        }
+        let body = request.body
+        request.body = []
+        switch ingest.receive(body: body, route: request.route, client: { clientAddress(of: connection) }) {
+        case .reply(let reply):
+            request.stage = .done
+            return send(reply, route: request.route, on: connection)
+        case .store(let writer, let line, let day, let dedupKey, let makeReply):
+            guard commitsInProgress.enterIfOpen() else {
+                request.stage = .done
+                return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
+            }
+            request.stage = .waiting
+            if configuration.threadPerConnection {
+                // This connection's own thread: wait here for the group commit.
+                let committed = DispatchSemaphore(value: 0)
+                writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in
+                    request.reply.withLock { $0 = makeReply(outcome) }
+                    committed.signal()
+                }
+                committed.wait()
+                commitsInProgress.leave()
+                request.stage = .done
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
+                return send(request.reply.withLock { $0 }!, route: request.route, on: connection, seconds: seconds)
+            }
+            MHD_suspend_connection(connection)
+            let handle = MHDPointer(pointer: connection)
+            writer.submit(line: line, day: day, dedupKey: dedupKey) { [self] outcome in
+                request.reply.withLock { $0 = makeReply(outcome) }
+                MHD_resume_connection(handle.pointer)
+                // Only now may shutdown stop the daemon: the connection is no longer touched here.
+                commitsInProgress.leave()
+            }
+            return 1
+        }
+    }
+
+    private func tooLarge() -> HTTPReply {
+        .problem(413, type: "body-too-large", title: "Request body too large",
+                 detail: "the body limit is \(configuration.bodyLimitBytes) bytes; postbacks are about 1 KiB")
+    }
+
+    /// Queues `reply`. `closing`: the connection ends after it, and the reply says so.
+    private func send(_ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil, closing: Bool = false) -> Int32 {
+        let response = reply.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
+        }
+        guard let response else { return 0 }
+        defer { MHD_destroy_response(response) }
+        MHD_add_response_header(response, "Content-Type", reply.contentType)
+        for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
+        if closing || draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
+        metrics.request(route: route, code: reply.status, seconds: seconds)
+        // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply.
+        track(of: connection)?.enter(.replying, seconds: configuration.idleTimeoutSeconds)
+        return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
+    }
+}
+
+extension RequestHandler {
+    /// MHD_RESPMEM_MUST_COPY (the importer gives this enum no usable case names).
+    static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
+}

@@ -1,0 +1,66 @@
+import PostbackTesting
+import Foundation
+import PostbackCrypto
+import PostbackStore
+import Postbacks
+import Testing
+
+/// Opening a store for writing: one writer id at a time, recovery's numbers, and refusal of a store
+/// whose segments cannot all be read.
+@Suite struct WritableStoreTests {
+    private func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "postback-store-tests-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func oneWriterIDAtATimeAndRecoveryContinuesItsSegments() throws {
+        let directory = temporaryDirectory()
+        let store = try WritableStore.open(dataDirectory: directory, writerID: "rx")
+        for spool in StoreLayout.Spool.allCases {
+            #expect(FileManager.default.fileExists(atPath: store.layout.spoolDirectory(spool)))
+        }
+        #expect(throws: WritableStore.OpeningError.self, "the writer id is locked") {
+            _ = try WritableStore.open(dataDirectory: directory, writerID: "rx")
+        }
+        let committed = DispatchSemaphore(value: 0)
+        let body = try RecoveryScanTests.signer.sign(SyntheticPostbacks(kinds: [.skan4_0]).postback(0, seed: 91))
+        let result = RecoveryScanTests.verifier.verify(body: body)
+        let dedupKey = try #require(result.dedupKey)
+        let record = SpoolRecord(receivedAt: .now(), writer: "rx", route: "skadnetwork-developer-copy", result: result, body: body)
+        store.postbacks.submit(line: record.encoded(), day: record.receivedAt.day, dedupKey: dedupKey) { outcome in
+            #expect(outcome == .stored)
+            committed.signal()
+        }
+        #expect(committed.wait(timeout: .now() + 10) == .success)
+        store.close()
+
+        let reopened = try WritableStore.open(dataDirectory: directory, writerID: "rx")
+        defer { reopened.close() }
+        #expect(reopened.recovered.segments == 1)
+        #expect(reopened.recovered.records == 1)
+        #expect(reopened.recovered.dedupKeys == 1)
+        #expect(reopened.postbacks.dedupKeyCount == 1)
+    }
+
+    @Test func anUnreadableSegmentIsRefusedAfterReportingDamage() throws {
+        let directory = temporaryDirectory()
+        let partition = directory + "/raw/postbacks/dt=2026-03-10"
+        try FileManager.default.createDirectory(atPath: partition + "/part-other-000002.jsonl", withIntermediateDirectories: true)
+        try Data("{\"torn".utf8).write(to: URL(fileURLWithPath: partition + "/part-other-000001.jsonl"))
+        var damaged: [String] = []
+        do {
+            let store = try WritableStore.open(dataDirectory: directory, writerID: "rx", damaged: { damaged.append($0.path) })
+            store.close()
+            Issue.record("opened a store with an unreadable segment")
+        } catch {
+            guard case .unreadableSegments(let problems) = error else {
+                Issue.record("expected unreadableSegments, got \(error)")
+                return
+            }
+            #expect(problems.count == 1 && problems[0].contains("part-other-000002.jsonl"))
+            #expect(error.description.contains("so their postbacks could be stored twice"))
+        }
+        #expect(damaged == [partition + "/part-other-000001.jsonl"], "damage is reported before the refusal")
+    }
+}
