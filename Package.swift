@@ -24,7 +24,7 @@ import PackageDescription
 let package = Package(
     name: "postback",
     products: [
-        .executable(name: "postback", targets: ["postback"]),
+        .executable(name: "postback", targets: ["postback"])
     ],
     targets: [
         .systemLibrary(
@@ -49,16 +49,24 @@ let package = Package(
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
         .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
-        .target(name: "PostbackServer", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
+        .target(
+            name: "PostbackServer",
+            dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
         .target(name: "PostbackClient", dependencies: ["Basics", "Locking", "CCurl", "CCurlShim"]),
-        .target(name: "SpoolDelivery", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
+        .target(
+            name: "SpoolDelivery",
+            dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
         .target(name: "Aggregation", dependencies: ["Basics", "Postbacks", "PostbackStore", "PostbackCrypto"]),
         .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
-        .target(name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore", "Aggregation"]),
+        .target(
+            name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore", "Aggregation"]),
         .target(
             name: "PostbackCLI",
-            dependencies: ["PostbackTesting", "Basics", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting"]
+            dependencies: [
+                "PostbackTesting", "Basics", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer",
+                "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting",
+            ]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
         // scripts/ecdsa-differential: the P-256 table path against EVP over millions of signatures.
@@ -66,15 +74,42 @@ let package = Package(
 
         // Helpers the test targets share: running `postback` in-process, fixtures, temporary
         // directories, a test key's postbacks, storage that fails on demand.
-        .target(name: "TestSupport", dependencies: ["Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackCLI"], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackCLI"],
+            path: "Tests/TestSupport"),
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
-        .testTarget(name: "PostbacksTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Postbacks", "PostbackCrypto"]),
-        .testTarget(name: "PostbackStoreTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "PostbackStore", "Postbacks", "PostbackCrypto"]),
-        .testTarget(name: "PostbackServerTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackClient", "PostbackCLI"]),
-        .testTarget(name: "ReportingTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Reporting", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
-        .testTarget(name: "AggregationTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto", "PostbackCLI"]),
-        .testTarget(name: "PostbackCLITests", dependencies: ["TestSupport", "Basics", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
-        .testTarget(name: "SpoolDeliveryTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "SpoolDelivery", "PostbackClient", "PostbackStore", "PostbackServer", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
+        .testTarget(
+            name: "PostbacksTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Postbacks", "PostbackCrypto"]),
+        .testTarget(
+            name: "PostbackStoreTests",
+            dependencies: ["TestSupport", "PostbackTesting", "Basics", "PostbackStore", "Postbacks", "PostbackCrypto"]),
+        .testTarget(
+            name: "PostbackServerTests",
+            dependencies: [
+                "TestSupport", "PostbackTesting", "Basics", "PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto",
+                "PostbackClient", "PostbackCLI",
+            ]),
+        .testTarget(
+            name: "ReportingTests",
+            dependencies: [
+                "TestSupport", "PostbackTesting", "Basics", "Reporting", "Aggregation", "PostbackStore", "Postbacks",
+                "PostbackCrypto", "PostbackCLI",
+            ]),
+        .testTarget(
+            name: "AggregationTests",
+            dependencies: [
+                "TestSupport", "PostbackTesting", "Basics", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto",
+                "PostbackCLI",
+            ]),
+        .testTarget(
+            name: "PostbackCLITests", dependencies: ["TestSupport", "Basics", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
+        .testTarget(
+            name: "SpoolDeliveryTests",
+            dependencies: [
+                "TestSupport", "PostbackTesting", "Basics", "SpoolDelivery", "PostbackClient", "PostbackStore", "PostbackServer",
+                "PostbackCLI", "Postbacks", "PostbackCrypto",
+            ]),
     ]
 )
 

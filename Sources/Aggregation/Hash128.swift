@@ -4,25 +4,25 @@
 /// over a billion keys is about 10⁻²¹, and the dedup spill files stay at 16 bytes a key whatever the
 /// key's length. Not a cryptographic hash; the keys it sees are signed identifiers, not attacker
 /// choices made to collide (an attacker cannot mint signed identifiers).
-public struct Hash128: Sendable, Hashable, Comparable {
-    public var high: UInt64
-    public var low: UInt64
+package struct Hash128: Sendable, Hashable, Comparable {
+    package var high: UInt64
+    package var low: UInt64
 
-    public init(high: UInt64, low: UInt64) {
+    package init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
-    public static func < (lhs: Hash128, rhs: Hash128) -> Bool {
+    package static func < (lhs: Hash128, rhs: Hash128) -> Bool {
         lhs.high != rhs.high ? lhs.high < rhs.high : lhs.low < rhs.low
     }
 
-    public static func of(_ bytes: some Collection<UInt8>) -> Hash128 {
+    package static func of(_ bytes: some Collection<UInt8>) -> Hash128 {
         if let hash = bytes.withContiguousStorageIfAvailable({ of(UnsafeRawBufferPointer($0)) }) { return hash }
         return Array(bytes).withUnsafeBytes { of($0) }
     }
 
-    public static func of(_ bytes: UnsafeRawBufferPointer, seed: UInt64 = 0) -> Hash128 {
+    package static func of(_ bytes: UnsafeRawBufferPointer, seed: UInt64 = 0) -> Hash128 {
         let c1: UInt64 = 0x87C3_7B91_1142_53D5
         let c2: UInt64 = 0x4CF5_AD43_2745_937F
         var h1 = seed
@@ -46,9 +46,13 @@ public struct Hash128: Sendable, Hashable, Comparable {
         // The reference reads the tail byte by byte into two little-endian words; the same words, loaded whole.
         if remaining >= 8 {
             k1 = bytes.loadUnaligned(fromByteOffset: tail, as: UInt64.self).littleEndian
-            for index in stride(from: count - 1, through: tail + 8, by: -1) { k2 |= UInt64(bytes[index]) << UInt64((index - tail - 8) * 8) }
+            for index in stride(from: count - 1, through: tail + 8, by: -1) {
+                k2 |= UInt64(bytes[index]) << UInt64((index - tail - 8) * 8)
+            }
         } else {
-            for index in stride(from: count - 1, through: tail, by: -1) { k1 |= UInt64(bytes[index]) << UInt64((index - tail) * 8) }
+            for index in stride(from: count - 1, through: tail, by: -1) {
+                k1 |= UInt64(bytes[index]) << UInt64((index - tail) * 8)
+            }
         }
         if count - tail > 8 {
             k2 = (k2 &* c2).rotatedLeft(33) &* c1

@@ -3,18 +3,18 @@
 ///
 /// Six decimal places is the `decimal(18,6)` of the output contract; schema amounts with more are
 /// rejected rather than rounded.
-public struct Money: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public var micros: Int64
+package struct Money: Sendable, Hashable, Comparable, CustomStringConvertible {
+    package var micros: Int64
 
-    public init(micros: Int64) { self.micros = micros }
+    package init(micros: Int64) { self.micros = micros }
 
-    public static let zero = Money(micros: 0)
+    package static let zero = Money(micros: 0)
 
-    public static func < (lhs: Money, rhs: Money) -> Bool { lhs.micros < rhs.micros }
+    package static func < (lhs: Money, rhs: Money) -> Bool { lhs.micros < rhs.micros }
 
     /// Parses a non-negative decimal such as `0.99`, `100` or `4.500000` (what a JSON number literal
     /// holds). Exponents, signs and more than six decimals give nil.
-    public init?(decimal text: String) {
+    package init?(decimal text: String) {
         var whole: Int64 = 0
         var fraction: Int64 = 0
         var fractionDigits = 0
@@ -44,7 +44,7 @@ public struct Money: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     /// The shortest exact decimal: `2.99`, `150`, `0.000001`. No exponent, no trailing zeros.
-    public var description: String {
+    package var description: String {
         let sign = micros < 0 ? "-" : ""
         let magnitude = micros.magnitude
         let whole = magnitude / 1_000_000
@@ -60,13 +60,13 @@ public struct Money: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     /// `self × count`, nil on overflow.
-    public func times(_ count: Int64) -> Money? {
+    package func times(_ count: Int64) -> Money? {
         let (product, overflow) = micros.multipliedReportingOverflow(by: count)
         return overflow ? nil : Money(micros: product)
     }
 
     /// `self + other`, nil on overflow.
-    public func plus(_ other: Money) -> Money? {
+    package func plus(_ other: Money) -> Money? {
         let (sum, overflow) = micros.addingReportingOverflow(other.micros)
         return overflow ? nil : Money(micros: sum)
     }

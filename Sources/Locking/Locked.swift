@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A value guarded by a pthread mutex, used the way `Synchronization.Mutex` is (`withLock`).
@@ -7,11 +7,11 @@ import Glibc
 /// Why not `Mutex`: on Linux it locks with raw futex system calls, which ThreadSanitizer cannot see,
 /// so every access it guards is reported as a race and TSan runs become useless. TSan intercepts
 /// pthread mutexes, so with this type its reports mean something. The cost is the same.
-public final class Locked<Value> {
+package final class Locked<Value> {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    public init(_ value: sending Value) {
+    package init(_ value: sending Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -25,7 +25,7 @@ public final class Locked<Value> {
 
     /// Runs `body` with exclusive access to the value. As with `Mutex`, `sending` keeps a non-Sendable
     /// value from escaping the lock into another isolation region.
-    public func withLock<Result, Failure: Error>(
+    package func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         pthread_mutex_lock(mutex)

@@ -3,8 +3,8 @@ import Postbacks
 
 /// The `postback` executable's subcommands. The entry point only forwards here, so tests can run any
 /// command in-process with captured output.
-public enum PostbackCommand {
-    public static let version = BuildInfo.version
+package enum PostbackCommand {
+    package static let version = BuildInfo.version
 
     static let usage = """
         usage: postback <command> [options]
@@ -36,7 +36,7 @@ public enum PostbackCommand {
     static let syntax = CommandSyntax("", usage: usage)
 
     /// Runs a subcommand. `words` excludes the program name.
-    public static func run(_ words: [String], io: CommandIO = .process) -> ExitStatus {
+    package static func run(_ words: [String], io: CommandIO = .process) -> ExitStatus {
         let status = dispatch(words, io: io)
         if let error = io.standardOutput.writeError {
             io.printError("postback: writing standard output failed: \(error)")
@@ -52,17 +52,19 @@ public enum PostbackCommand {
         }
         // `postback help verify` is `postback verify --help`.
         if words.first == "help", words.count > 1 { return dispatch(Array(words.dropFirst()) + ["--help"], io: io) }
-        return syntax.dispatch(words, io: io, to: [
-            ("verify", VerifyCommand.run),
-            ("explain", ExplainCommand.run),
-            ("reverify", ReverifyCommand.run),
-            ("serve", ServeCommand.run),
-            ("send", SendCommand.run),
-            ("forward", ForwardCommand.run),
-            ("aggregate", AggregateCommand.run),
-            ("schema", SchemaCommand.run),
-            ("report", ReportCommand.run),
-            ("generate", GenerateCommand.run),
-        ])
+        return syntax.dispatch(
+            words, io: io,
+            to: [
+                ("verify", VerifyCommand.run),
+                ("explain", ExplainCommand.run),
+                ("reverify", ReverifyCommand.run),
+                ("serve", ServeCommand.run),
+                ("send", SendCommand.run),
+                ("forward", ForwardCommand.run),
+                ("aggregate", AggregateCommand.run),
+                ("schema", SchemaCommand.run),
+                ("report", ReportCommand.run),
+                ("generate", GenerateCommand.run),
+            ])
     }
 }

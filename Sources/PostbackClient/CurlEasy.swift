@@ -34,8 +34,10 @@ final class CurlEasy {
 
     /// Sends one request to `url`. `configure` sets the request's own options; pointers it passes
     /// must live until `perform` returns (libcurl reads them during the transfer).
-    func perform(url: String, timeoutSeconds: Double, headers: UnsafeMutablePointer<curl_slist>?,
-                 configure: () -> Void) throws(Failure) -> HTTPResponse {
+    func perform(
+        url: String, timeoutSeconds: Double, headers: UnsafeMutablePointer<curl_slist>?,
+        configure: () -> Void
+    ) throws(Failure) -> HTTPResponse {
         sink.reset()
         let context = Unmanaged.passUnretained(sink).toOpaque()
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)

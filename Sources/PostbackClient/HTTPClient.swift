@@ -3,33 +3,33 @@ import CCurlShim
 import Dispatch
 
 /// One HTTP response as the client saw it.
-public struct HTTPResponse: Sendable {
-    public let status: Int
-    public let body: [UInt8]
+package struct HTTPResponse: Sendable {
+    package let status: Int
+    package let body: [UInt8]
     /// Header names in lower case; the last value wins.
-    public let headers: [String: String]
+    package let headers: [String: String]
     /// From sending the request to the end of the response.
-    public let seconds: Double
+    package let seconds: Double
 
-    public var text: String { String(decoding: body, as: UTF8.self) }
-    public var contentType: String? { headers["content-type"] }
+    package var text: String { String(decoding: body, as: UTF8.self) }
+    package var contentType: String? { headers["content-type"] }
 }
 
 /// A request that got no HTTP response (refused, reset, timed out).
-public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct HTTPClientError: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// A libcurl easy handle: one connection, kept alive between requests. Use one per thread.
-public final class HTTPClient {
+package final class HTTPClient {
     private let easy: CurlEasy
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    public var timeoutSeconds: Double
+    package var timeoutSeconds: Double
 
     /// - Parameter caCertificatePath: a PEM file of CA certificates to trust for HTTPS instead of the
     ///   system's (a deployment with its own or a self-signed certificate).
-    public init(timeoutSeconds: Double = 30, caCertificatePath: String? = nil) throws(HTTPClientError) {
+    package init(timeoutSeconds: Double = 30, caCertificatePath: String? = nil) throws(HTTPClientError) {
         guard let easy = CurlEasy() else { throw HTTPClientError("libcurl could not be initialized") }
         self.easy = easy
         self.timeoutSeconds = timeoutSeconds
@@ -44,16 +44,18 @@ public final class HTTPClient {
         curl_slist_free_all(headerList)
     }
 
-    public func post(_ url: String, body: [UInt8]) throws(HTTPClientError) -> HTTPResponse {
+    package func post(_ url: String, body: [UInt8]) throws(HTTPClientError) -> HTTPResponse {
         try perform(method: "POST", url: url, body: body)
     }
 
-    public func get(_ url: String) throws(HTTPClientError) -> HTTPResponse {
+    package func get(_ url: String) throws(HTTPClientError) -> HTTPResponse {
         try perform(method: "GET", url: url, body: nil)
     }
 
     /// Any method; a body is sent when given. `headers` (`Name: value` lines) are added to this request only.
-    public func perform(method: String, url: String, body: [UInt8]?, headers: [String] = []) throws(HTTPClientError) -> HTTPResponse {
+    package func perform(method: String, url: String, body: [UInt8]?, headers: [String] = []) throws(HTTPClientError)
+        -> HTTPResponse
+    {
         let easy = easy
         var requestHeaders = headerList
         var ownHeaders: UnsafeMutablePointer<curl_slist>?
@@ -114,7 +116,9 @@ final class ResponseSink {
         if let stream = sink.bodyStream, (200..<300).contains(sink.status) {
             return stream(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
         }
-        data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        data.withMemoryRebound(to: UInt8.self, capacity: length) {
+            sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+        }
         return length
     }
 
@@ -122,7 +126,9 @@ final class ResponseSink {
         guard let data, let context else { return 0 }
         let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
         let length = size * count
-        let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
+        let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
         if line.hasPrefix("HTTP/") {
             // A new response (after a 100 Continue, or a redirect): forget the previous headers.
             sink.headers.removeAll()

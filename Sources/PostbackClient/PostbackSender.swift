@@ -1,34 +1,34 @@
-import Locking
 import Dispatch
 import Foundation
+import Locking
 import Synchronization
 
 /// POSTs many bodies to one URL from `concurrency` threads, each with its own kept-alive connection,
 /// and reports what came back.
-public enum PostbackSender {
+package enum PostbackSender {
     /// The outcome of a run.
-    public struct Report: Sendable {
+    package struct Report: Sendable {
         /// Responses by HTTP status.
-        public var statusCounts: [Int: Int] = [:]
+        package var statusCounts: [Int: Int] = [:]
         /// Requests that got no response.
-        public var errors = 0
+        package var errors = 0
         /// Requests that got no response, by what went wrong (connection refused, timed out…).
-        public var errorCounts: [String: Int] = [:]
+        package var errorCounts: [String: Int] = [:]
         /// Answers other than 200, by status and the reason the server gave (its problem `title`, or
         /// the start of the body), so a user sees why without a packet capture.
-        public var rejectionCounts: [Rejection: Int] = [:]
+        package var rejectionCounts: [Rejection: Int] = [:]
         /// Latencies of the requests that got a response, ascending.
-        public var latencies: [Double] = []
-        public var seconds = 0.0
+        package var latencies: [Double] = []
+        package var seconds = 0.0
 
         /// Requests attempted; `answered` of them got an HTTP response.
-        public var attempted: Int { answered + errors }
-        public var answered: Int { statusCounts.values.reduce(0, +) }
-        public var allOK: Bool { attempted > 0 && errors == 0 && statusCounts.keys.allSatisfy { $0 == 200 } }
+        package var attempted: Int { answered + errors }
+        package var answered: Int { statusCounts.values.reduce(0, +) }
+        package var allOK: Bool { attempted > 0 && errors == 0 && statusCounts.keys.allSatisfy { $0 == 200 } }
 
-        public struct Rejection: Hashable, Sendable {
-            public let status: Int
-            public let reason: String
+        package struct Rejection: Hashable, Sendable {
+            package let status: Int
+            package let reason: String
         }
 
         mutating func record(_ response: HTTPResponse) {
@@ -44,7 +44,8 @@ public enum PostbackSender {
         static func reason(of response: HTTPResponse) -> String {
             let text = response.text
             if let titleKey = text.range(of: "\"title\":\""),
-               let end = text[titleKey.upperBound...].firstIndex(of: "\"") {
+                let end = text[titleKey.upperBound...].firstIndex(of: "\"")
+            {
                 return String(text[titleKey.upperBound..<end])
             }
             let firstLine = text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
@@ -54,7 +55,7 @@ public enum PostbackSender {
         }
 
         /// The latency at `fraction` (0.5 for the median), nil without responses.
-        public func latency(percentile fraction: Double) -> Double? {
+        package func latency(percentile fraction: Double) -> Double? {
             guard !latencies.isEmpty else { return nil }
             let rank = Int((fraction * Double(latencies.count)).rounded(.up)) - 1
             return latencies[min(max(rank, 0), latencies.count - 1)]
@@ -64,7 +65,8 @@ public enum PostbackSender {
         static func grouping(_ error: HTTPClientError) -> String {
             var text = error.description
             if let after = text.range(of: " after "), let ms = text[after.upperBound...].range(of: " ms"),
-               text[after.upperBound..<ms.lowerBound].allSatisfy(\.isNumber) {
+                text[after.upperBound..<ms.lowerBound].allSatisfy(\.isNumber)
+            {
                 text.removeSubrange(after.lowerBound..<ms.upperBound)
             }
             return text
@@ -81,10 +83,13 @@ public enum PostbackSender {
 
     /// Sends every body `next` returns (it is called from several threads and must be thread-safe;
     /// nil means no more). `onResponse` sees each answer (for a progress display or a failure log).
-    public static func send(url: String, concurrency: Int, timeoutSeconds: Double = 30, caCertificatePath: String? = nil,
-                            next: @escaping @Sendable () -> [UInt8]?,
-                            onResponse: @escaping @Sendable (Result<HTTPResponse, HTTPClientError>) -> Void = { _ in })
-        throws(HTTPClientError) -> Report {
+    package static func send(
+        url: String, concurrency: Int, timeoutSeconds: Double = 30, caCertificatePath: String? = nil,
+        next: @escaping @Sendable () -> [UInt8]?,
+        onResponse: @escaping @Sendable (Result<HTTPResponse, HTTPClientError>) -> Void = { _ in }
+    )
+        throws(HTTPClientError) -> Report
+    {
         // Fail early (bad URL syntax is only found per request).
         _ = try HTTPClient(timeoutSeconds: timeoutSeconds, caCertificatePath: caCertificatePath)
         let merged = Locked(Report())

@@ -4,36 +4,36 @@ import CCurlShim
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A small S3 client on libcurl: AWS Signature V4 by libcurl itself (`CURLOPT_AWS_SIGV4`), keys
 /// percent-encoded here (RFC 3986), ListObjectsV2 with paging, PUT with `x-amz-checksum-sha256` so
 /// the store verifies the bytes it keeps, conditional create (`If-None-Match: *`), streaming GET and
 /// PUT from a file (bounded memory). One easy handle, its connection kept alive: one client per thread.
-public final class S3Client {
-    public let location: S3Location
-    public let settings: S3Settings
+package final class S3Client {
+    package let location: S3Location
+    package let settings: S3Settings
     private let easy: CurlEasy
 
-    public struct ObjectSummary: Sendable, Equatable {
+    package struct ObjectSummary: Sendable, Equatable {
         /// The key relative to the location's prefix.
-        public let relativeKey: String
-        public let size: Int
+        package let relativeKey: String
+        package let size: Int
     }
 
-    public struct ObjectHead: Sendable, Equatable {
-        public let size: Int
+    package struct ObjectHead: Sendable, Equatable {
+        package let size: Int
         /// `x-amz-checksum-sha256` as stored (base64), when the store keeps it.
-        public let checksumSHA256: String?
+        package let checksumSHA256: String?
 
-        public init(size: Int, checksumSHA256: String?) {
+        package init(size: Int, checksumSHA256: String?) {
             self.size = size
             self.checksumSHA256 = checksumSHA256
         }
     }
 
-    public init(location: S3Location, settings: S3Settings) throws(S3Error) {
+    package init(location: S3Location, settings: S3Settings) throws(S3Error) {
         guard let easy = CurlEasy() else { throw S3Error.configuration("libcurl could not be initialized") }
         self.location = location
         self.settings = settings
@@ -44,7 +44,9 @@ public final class S3Client {
 
     /// Uploads `size` bytes of the file at `path`, streamed. With `createOnly`, an existing object is
     /// left alone and `S3Error.alreadyExists` thrown (412).
-    public func putFile(relativeKey: String, path: String, size: Int, checksumSHA256 base64: String, createOnly: Bool) throws(S3Error) {
+    package func putFile(relativeKey: String, path: String, size: Int, checksumSHA256 base64: String, createOnly: Bool)
+        throws(S3Error)
+    {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw S3Error.configuration("\(path): cannot open: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -53,22 +55,28 @@ public final class S3Client {
     }
 
     /// Uploads `bytes` (small objects: manifests, aggregates, leases).
-    public func putBytes(relativeKey: String, bytes: [UInt8], checksumSHA256 base64: String, createOnly: Bool = false,
-                         contentType: String? = nil) throws(S3Error) {
+    package func putBytes(
+        relativeKey: String, bytes: [UInt8], checksumSHA256 base64: String, createOnly: Bool = false,
+        contentType: String? = nil
+    ) throws(S3Error) {
         let source = UploadSource(descriptor: -1, bytes: bytes)
-        try put(relativeKey: relativeKey, source: source, size: bytes.count, checksum: base64, createOnly: createOnly, contentType: contentType)
+        try put(
+            relativeKey: relativeKey, source: source, size: bytes.count, checksum: base64, createOnly: createOnly,
+            contentType: contentType)
     }
 
     /// Size and stored checksum, or nil when there is no such object.
-    public func head(relativeKey: String) throws(S3Error) -> ObjectHead? {
-        let response = try request(method: "HEAD", url: objectURL(relativeKey), headers: ["x-amz-checksum-mode: ENABLED"], target: relativeKey)
+    package func head(relativeKey: String) throws(S3Error) -> ObjectHead? {
+        let response = try request(
+            method: "HEAD", url: objectURL(relativeKey), headers: ["x-amz-checksum-mode: ENABLED"], target: relativeKey)
         if response.status == 404 { return nil }
         try Self.check(response, target: location.key(relativeKey))
-        return ObjectHead(size: Int(response.headers["content-length"] ?? "") ?? 0, checksumSHA256: response.headers["x-amz-checksum-sha256"])
+        return ObjectHead(
+            size: Int(response.headers["content-length"] ?? "") ?? 0, checksumSHA256: response.headers["x-amz-checksum-sha256"])
     }
 
     /// Streams an object's bytes to `consume` (chunks as they arrive); false if there is no such object.
-    public func get(relativeKey: String, consume: @escaping (UnsafeRawBufferPointer) -> Bool) throws(S3Error) -> Bool {
+    package func get(relativeKey: String, consume: @escaping (UnsafeRawBufferPointer) -> Bool) throws(S3Error) -> Bool {
         easy.sink.bodyStream = consume
         defer { easy.sink.bodyStream = nil }
         let response = try request(method: "GET", url: objectURL(relativeKey), headers: [], target: relativeKey)
@@ -78,7 +86,7 @@ public final class S3Client {
     }
 
     /// A whole (small) object, or nil when there is none.
-    public func getBytes(relativeKey: String) throws(S3Error) -> [UInt8]? {
+    package func getBytes(relativeKey: String) throws(S3Error) -> [UInt8]? {
         var bytes: [UInt8] = []
         let found = try get(relativeKey: relativeKey) { chunk in
             bytes.append(contentsOf: chunk)
@@ -87,7 +95,7 @@ public final class S3Client {
         return found ? bytes : nil
     }
 
-    public func delete(relativeKey: String) throws(S3Error) {
+    package func delete(relativeKey: String) throws(S3Error) {
         let response = try request(method: "DELETE", url: objectURL(relativeKey), headers: [], target: relativeKey)
         if response.status == 404 { return }
         try Self.check(response, target: location.key(relativeKey))
@@ -95,7 +103,9 @@ public final class S3Client {
 
     /// Every object whose relative key starts with `relativePrefix`, in key order (ListObjectsV2,
     /// all pages; `pageSize` sets max-keys; `firstPageOnly` answers "is there any?" cheaply).
-    public func list(relativePrefix: String, pageSize: Int? = nil, firstPageOnly: Bool = false) throws(S3Error) -> [ObjectSummary] {
+    package func list(relativePrefix: String, pageSize: Int? = nil, firstPageOnly: Bool = false) throws(S3Error)
+        -> [ObjectSummary]
+    {
         var objects: [ObjectSummary] = []
         var token: String?
         let prefix = location.key(relativePrefix)
@@ -113,13 +123,16 @@ public final class S3Client {
                 objects.append(ObjectSummary(relativeKey: String(item.key.dropFirst(location.prefix.count)), size: item.size))
             }
             token = page.isTruncated && !firstPageOnly ? page.nextToken : nil
-            if page.isTruncated, token == nil, !firstPageOnly { throw S3Error.status(200, code: "", message: "truncated listing without a continuation token", target: location.description) }
+            if page.isTruncated, token == nil, !firstPageOnly {
+                throw S3Error.status(
+                    200, code: "", message: "truncated listing without a continuation token", target: location.description)
+            }
         } while token != nil
         return objects
     }
 
     /// Checks that the bucket exists and the credentials are accepted (a one-key listing).
-    public func checkAccess() throws(S3Error) {
+    package func checkAccess() throws(S3Error) {
         let query = "list-type=2&max-keys=1&prefix=\(S3KeyEncoding.encode(location.prefix, keepSlash: false))"
         let response = try request(method: "GET", url: bucketURL() + "?" + query, headers: [], target: location.description)
         try Self.check(response, target: location.description)
@@ -127,13 +140,16 @@ public final class S3Client {
 
     // MARK: Requests
 
-    private func put(relativeKey: String, source: UploadSource, size: Int, checksum: String, createOnly: Bool,
-                     contentType: String? = nil) throws(S3Error) {
+    private func put(
+        relativeKey: String, source: UploadSource, size: Int, checksum: String, createOnly: Bool,
+        contentType: String? = nil
+    ) throws(S3Error) {
         var headers = ["x-amz-checksum-sha256: \(checksum)"]
         if createOnly { headers.append("If-None-Match: *") }
         if let contentType { headers.append("Content-Type: \(contentType)") }
         let key = location.key(relativeKey)
-        let response = try request(method: "PUT", url: objectURL(relativeKey), headers: headers, target: relativeKey, upload: (source, size))
+        let response = try request(
+            method: "PUT", url: objectURL(relativeKey), headers: headers, target: relativeKey, upload: (source, size))
         if createOnly, response.status == 412 { throw S3Error.alreadyExists(key) }
         try Self.check(response, target: key)
     }
@@ -155,13 +171,16 @@ public final class S3Client {
     private static func check(_ response: HTTPResponse, target: String) throws(S3Error) {
         guard !(200..<300).contains(response.status) else { return }
         let text = response.text
-        throw S3Error.status(response.status, code: XMLText.first("Code", in: text) ?? "",
-                             message: XMLText.first("Message", in: text) ?? (text.isEmpty ? "no details" : String(text.prefix(200))),
-                             target: target)
+        throw S3Error.status(
+            response.status, code: XMLText.first("Code", in: text) ?? "",
+            message: XMLText.first("Message", in: text) ?? (text.isEmpty ? "no details" : String(text.prefix(200))),
+            target: target)
     }
 
-    private func request(method: String, url: String, headers extraHeaders: [String], target: String,
-                         upload: (source: UploadSource, size: Int)? = nil) throws(S3Error) -> HTTPResponse {
+    private func request(
+        method: String, url: String, headers extraHeaders: [String], target: String,
+        upload: (source: UploadSource, size: Int)? = nil
+    ) throws(S3Error) -> HTTPResponse {
         curl_easy_reset(easy.handle)
         // No "Expect:" removal header here: libcurl 7.88 signs a header it is told to remove, and the
         // store then finds SignatureDoesNotMatch. Go-based and AWS stores answer 100-continue at once.
@@ -183,7 +202,8 @@ public final class S3Client {
                             if let upload {
                                 easy.set(CURLOPT_UPLOAD, 1)
                                 easy.set(CURLOPT_READDATA, pointer: Unmanaged.passUnretained(upload.source).toOpaque())
-                                postback_curl_set_data_callback(easy.handle, CURLOPT_READFUNCTION.rawValue, UploadSource.readCallback)
+                                postback_curl_set_data_callback(
+                                    easy.handle, CURLOPT_READFUNCTION.rawValue, UploadSource.readCallback)
                                 postback_curl_set_offset(easy.handle, CURLOPT_INFILESIZE_LARGE.rawValue, Int64(upload.size))
                             } else if method == "HEAD" {
                                 easy.set(CURLOPT_NOBODY, 1)
@@ -226,7 +246,8 @@ private final class UploadSource {
             return length
         }
         do throws(SystemCallError) {
-            return try FileDescriptorIO.read(source.descriptor, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: "")
+            return try FileDescriptorIO.read(
+                source.descriptor, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: "")
         } catch {
             source.failure = "reading the file to upload failed: \(String(cString: strerror(error.errorNumber)))"
             return Int(CURL_READFUNC_ABORT)
@@ -244,7 +265,8 @@ enum XMLText {
     static func all(_ tag: String, in xml: Substring, raw: Bool = false) -> [String] {
         var values: [String] = []
         var rest = xml
-        let open = "<\(tag)>", close = "</\(tag)>"
+        let open = "<\(tag)>"
+        let close = "</\(tag)>"
         while let start = rest.range(of: open), let end = rest[start.upperBound...].range(of: close) {
             let inner = rest[start.upperBound..<end.lowerBound]
             values.append(raw ? String(inner) : decode(inner))
@@ -268,8 +290,14 @@ enum XMLText {
             case "quot": out += "\""
             case "apos": out += "'"
             default:
-                let number = entity.hasPrefix("#x") ? UInt32(entity.dropFirst(2), radix: 16) : entity.hasPrefix("#") ? UInt32(entity.dropFirst()) : nil
-                if let number, let scalar = Unicode.Scalar(number) { out.unicodeScalars.append(scalar) } else { out += "&\(entity);" }
+                let number =
+                    entity.hasPrefix("#x")
+                    ? UInt32(entity.dropFirst(2), radix: 16) : entity.hasPrefix("#") ? UInt32(entity.dropFirst()) : nil
+                if let number, let scalar = Unicode.Scalar(number) {
+                    out.unicodeScalars.append(scalar)
+                } else {
+                    out += "&\(entity);"
+                }
             }
             rest = rest[rest.index(after: semicolon)...]
         }

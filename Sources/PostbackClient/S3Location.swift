@@ -3,27 +3,27 @@ import Foundation
 /// `s3://bucket/prefix`: where a store lives in an S3-compatible object store. Object keys are the
 /// store's relative paths under the prefix (`raw/postbacks/dt=…/part-…jsonl`, `agg/…`), the same
 /// layout as a local data directory, so Spark, Trino, Athena and DuckDB read it unchanged.
-public struct S3Location: Sendable, Equatable, CustomStringConvertible {
-    public let bucket: String
+package struct S3Location: Sendable, Equatable, CustomStringConvertible {
+    package let bucket: String
     /// Empty, or ends with `/`.
-    public let prefix: String
+    package let prefix: String
 
     /// Whether a `--data` value names an object store rather than a local directory.
-    public static func isObjectStoreURL(_ text: String) -> Bool { text.hasPrefix("s3://") }
+    package static func isObjectStoreURL(_ text: String) -> Bool { text.hasPrefix("s3://") }
 
-    public init(bucket: String, prefix: String) {
+    package init(bucket: String, prefix: String) {
         self.bucket = bucket
         self.prefix = prefix.isEmpty || prefix.hasSuffix("/") ? prefix : prefix + "/"
     }
 
     /// Parses `s3://bucket` or `s3://bucket/some/prefix`.
-    public init(url: String) throws(S3Error) {
+    package init(url: String) throws(S3Error) {
         guard url.hasPrefix("s3://") else { throw S3Error.configuration("\(url) is not an s3:// URL") }
         let rest = url.dropFirst(5)
         let bucket = String(rest.prefix { $0 != "/" })
         // Bucket naming rules (lower case, digits, '.', '-', 3–63): anything else cannot be addressed.
         guard (3...63).contains(bucket.utf8.count),
-              bucket.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D })
+            bucket.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D })
         else {
             throw S3Error.configuration("\(url): the bucket name must be 3–63 lower-case letters, digits, '.' or '-'")
         }
@@ -33,9 +33,9 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The object key of a store-relative path.
-    public func key(_ relativePath: String) -> String { prefix + relativePath }
+    package func key(_ relativePath: String) -> String { prefix + relativePath }
 
-    public var description: String { "s3://\(bucket)/\(prefix)" }
+    package var description: String { "s3://\(bucket)/\(prefix)" }
 }
 
 /// How to reach the object store, taken the way AWS tools take it: `AWS_ENDPOINT_URL_S3` or
@@ -44,21 +44,23 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
 /// `AWS_SESSION_TOKEN`. Addressing: `AWS_S3_ADDRESSING_STYLE` = `path` or `virtual`; by default path
 /// style with a custom endpoint (MinIO, SeaweedFS, Ceph) and virtual-host style on AWS. HTTPS uses
 /// the system CA store (libcurl's default).
-public struct S3Settings: Sendable, Equatable {
-    public enum Addressing: String, Sendable { case path, virtual }
+package struct S3Settings: Sendable, Equatable {
+    package enum Addressing: String, Sendable { case path, virtual }
 
     /// Scheme and host (and port), no trailing slash.
-    public var endpoint: String
-    public var region: String
-    public var accessKeyID: String
-    public var secretAccessKey: String
-    public var sessionToken: String?
-    public var addressing: Addressing
+    package var endpoint: String
+    package var region: String
+    package var accessKeyID: String
+    package var secretAccessKey: String
+    package var sessionToken: String?
+    package var addressing: Addressing
     /// Per request; large segments need longer on slow links, so it is an idle limit plus this.
-    public var timeoutSeconds: Double = 300
+    package var timeoutSeconds: Double = 300
 
-    public init(endpoint: String, region: String, accessKeyID: String, secretAccessKey: String,
-                sessionToken: String? = nil, addressing: Addressing = .path) {
+    package init(
+        endpoint: String, region: String, accessKeyID: String, secretAccessKey: String,
+        sessionToken: String? = nil, addressing: Addressing = .path
+    ) {
         self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         self.region = region
         self.accessKeyID = accessKeyID
@@ -69,9 +71,11 @@ public struct S3Settings: Sendable, Equatable {
 
     /// Reads the environment; `overrides` (config keys) win over it. Missing credentials are an
     /// error that says which variables to set.
-    public static func fromEnvironment(_ environment: [String: String]? = nil,
-                                       endpoint: String? = nil, region: String? = nil,
-                                       addressing: Addressing? = nil) throws(S3Error) -> S3Settings {
+    package static func fromEnvironment(
+        _ environment: [String: String]? = nil,
+        endpoint: String? = nil, region: String? = nil,
+        addressing: Addressing? = nil
+    ) throws(S3Error) -> S3Settings {
         let environment = environment ?? ProcessInfo.processInfo.environment
         func value(_ names: String...) -> String? {
             for name in names { if let text = environment[name], !text.isEmpty { return text } }
@@ -80,7 +84,9 @@ public struct S3Settings: Sendable, Equatable {
         let region = region ?? value("AWS_REGION", "AWS_DEFAULT_REGION") ?? "us-east-1"
         let customEndpoint = endpoint ?? value("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
         guard let key = value("AWS_ACCESS_KEY_ID"), let secret = value("AWS_SECRET_ACCESS_KEY") else {
-            throw S3Error.configuration("no object store credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones)")
+            throw S3Error.configuration(
+                "no object store credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones)"
+            )
         }
         var style = addressing
         if style == nil, let text = value("AWS_S3_ADDRESSING_STYLE"), text != "auto" {
@@ -93,13 +99,14 @@ public struct S3Settings: Sendable, Equatable {
         guard resolvedEndpoint.hasPrefix("http://") || resolvedEndpoint.hasPrefix("https://") else {
             throw S3Error.configuration("object store endpoint \(resolvedEndpoint) must start with http:// or https://")
         }
-        return S3Settings(endpoint: resolvedEndpoint, region: region, accessKeyID: key, secretAccessKey: secret,
-                          sessionToken: value("AWS_SESSION_TOKEN"), addressing: style ?? (customEndpoint == nil ? .virtual : .path))
+        return S3Settings(
+            endpoint: resolvedEndpoint, region: region, accessKeyID: key, secretAccessKey: secret,
+            sessionToken: value("AWS_SESSION_TOKEN"), addressing: style ?? (customEndpoint == nil ? .virtual : .path))
     }
 }
 
 /// What went wrong talking to the object store, in words that say what to do.
-public enum S3Error: Error, Sendable, CustomStringConvertible, Equatable {
+package enum S3Error: Error, Sendable, CustomStringConvertible, Equatable {
     /// Bad URL or settings: fix the configuration.
     case configuration(String)
     /// No HTTP answer (refused, reset, timed out, DNS): the store is down or unreachable; retry.
@@ -109,7 +116,7 @@ public enum S3Error: Error, Sendable, CustomStringConvertible, Equatable {
     /// A conditional create found the object already there (412).
     case alreadyExists(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .configuration(let text): return text
         case .unreachable(let text): return "object store unreachable: \(text)"
@@ -127,10 +134,11 @@ public enum S3Error: Error, Sendable, CustomStringConvertible, Equatable {
     }
 
     /// Worth retrying later (store down, overloaded, throttling); otherwise an operator must act.
-    public var isTransient: Bool {
+    package var isTransient: Bool {
         switch self {
         case .unreachable: return true
-        case .status(let status, let code, _, _): return status >= 500 || status == 429 || code == "SlowDown" || code == "RequestTimeout"
+        case .status(let status, let code, _, _):
+            return status >= 500 || status == 429 || code == "SlowDown" || code == "RequestTimeout"
         default: return false
         }
     }
@@ -138,12 +146,13 @@ public enum S3Error: Error, Sendable, CustomStringConvertible, Equatable {
 
 /// RFC 3986 percent-encoding of object keys and query values. libcurl signs the path as written, so
 /// every key segment must be encoded the canonical way (`dt=…` as `dt%3D…`), `/` kept between segments.
-public enum S3KeyEncoding {
-    public static func encode(_ text: String, keepSlash: Bool) -> String {
+package enum S3KeyEncoding {
+    package static func encode(_ text: String, keepSlash: Bool) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
-            let unreserved = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+            let unreserved =
+                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
                 || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
             if unreserved || (keepSlash && byte == 0x2F) {
                 out.unicodeScalars.append(Unicode.Scalar(byte))

@@ -5,8 +5,9 @@ extension S3Client {
     /// Runs `body` once for every key, on `connections` clients of this location at once (one request
     /// at a time leaves a loopback or LAN link mostly idle). The first error stops the remaining keys
     /// and is thrown once every running `body` has returned.
-    public func forEachKey(_ keys: [String], connections: Int = 4, _ body: @Sendable (S3Client, String) throws -> Void) throws {
-        let location = location, settings = settings
+    package func forEachKey(_ keys: [String], connections: Int = 4, _ body: @Sendable (S3Client, String) throws -> Void) throws {
+        let location = location
+        let settings = settings
         let failure = Locked<(any Error)?>(nil)
         let next = Locked(0)
         DispatchQueue.concurrentPerform(iterations: min(max(1, connections), max(1, keys.count))) { _ in

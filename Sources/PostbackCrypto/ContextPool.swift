@@ -17,8 +17,10 @@ final class ContextPool: Sendable {
     /// - Parameters:
     ///   - make: creates and initialises a new context, or returns nil on failure.
     ///   - destroy: frees a context (defaults to EVP_PKEY_CTX_free).
-    init(make: @escaping @Sendable () -> OpaquePointer?,
-         destroy: @escaping @Sendable (OpaquePointer) -> Void = { EVP_PKEY_CTX_free($0) }) {
+    init(
+        make: @escaping @Sendable () -> OpaquePointer?,
+        destroy: @escaping @Sendable (OpaquePointer) -> Void = { EVP_PKEY_CTX_free($0) }
+    ) {
         self.make = make
         self.destroy = destroy
     }

@@ -5,18 +5,18 @@ internal import COpenSSL
 /// Signature checks never throw: a signature that does not verify is a `false` result. Errors are for
 /// things that are wrong with the *setup*: a key that does not parse, a curve we do not support, an
 /// allocation that failed.
-public struct CryptoError: Error, CustomStringConvertible, Sendable {
+package struct CryptoError: Error, CustomStringConvertible, Sendable {
     /// What we were doing, e.g. "parsing SubjectPublicKeyInfo".
-    public let operation: String
+    package let operation: String
     /// OpenSSL's error queue at the time of failure, most recent last, formatted by `ERR_error_string_n`.
-    public let openSSLErrors: [String]
+    package let openSSLErrors: [String]
 
     init(_ operation: String, drainingErrorQueue: Bool = true) {
         self.operation = operation
         self.openSSLErrors = drainingErrorQueue ? CryptoError.drainErrorQueue() : []
     }
 
-    public var description: String {
+    package var description: String {
         openSSLErrors.isEmpty ? operation : "\(operation): \(openSSLErrors.joined(separator: "; "))"
     }
 

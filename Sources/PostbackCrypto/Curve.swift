@@ -2,12 +2,12 @@
 ///
 /// - P-192 (secp192r1 / prime192v1) for SKAdNetwork 1.0 and 2.0.
 /// - P-256 (secp256r1 / prime256v1) for SKAdNetwork 2.1 and later and for AdAttributionKit (ES256).
-public enum Curve: String, Sendable, CaseIterable {
+package enum Curve: String, Sendable, CaseIterable {
     case p192 = "P-192"
     case p256 = "P-256"
 
     /// Size of one coordinate, of `r` and of `s`, in bytes.
-    public var coordinateByteCount: Int {
+    package var coordinateByteCount: Int {
         switch self {
         case .p192: return 24
         case .p256: return 32

@@ -7,13 +7,13 @@ internal import COpenSSL
 /// values once and recovers each w with three multiplications (Montgomery's trick). Each verdict is
 /// exactly the one `ECDSAPublicKey.isValidSignature` gives: a check whose key has no table (P-192,
 /// EVP forced) or whose signature does not parse is judged alone, as it would be outside a batch.
-public enum ECDSABatch {
-    public struct Check: Sendable {
-        public let key: ECDSAPublicKey
-        public let derSignature: [UInt8]
-        public let digest: SHA256.Digest
+package enum ECDSABatch {
+    package struct Check: Sendable {
+        package let key: ECDSAPublicKey
+        package let derSignature: [UInt8]
+        package let digest: SHA256.Digest
 
-        public init(key: ECDSAPublicKey, derSignature: [UInt8], digest: SHA256.Digest) {
+        package init(key: ECDSAPublicKey, derSignature: [UInt8], digest: SHA256.Digest) {
             self.key = key
             self.derSignature = derSignature
             self.digest = digest
@@ -21,7 +21,7 @@ public enum ECDSABatch {
     }
 
     /// The verdict of each check, in order.
-    public static func areValidSignatures(_ checks: [Check]) -> [Bool] {
+    package static func areValidSignatures(_ checks: [Check]) -> [Bool] {
         var verdicts = [Bool](repeating: false, count: checks.count)
         // The checks that join the batch: parsed, in range, on a key with a table.
         var members: [(index: Int, table: P256KeyTable, signature: OpaquePointer)] = []
@@ -29,7 +29,9 @@ public enum ECDSABatch {
         defer { members.forEach { ECDSA_SIG_free($0.signature) } }
         for (index, check) in checks.enumerated() {
             guard let table = check.key.precomputedTable else {
-                verdicts[index] = check.derSignature.withUnsafeBytes { check.key.isValidSignature(derSignature: $0, digest: check.digest) }
+                verdicts[index] = check.derSignature.withUnsafeBytes {
+                    check.key.isValidSignature(derSignature: $0, digest: check.digest)
+                }
                 continue
             }
             // A signature that does not parse or is out of range is invalid on every path.
@@ -55,7 +57,9 @@ public enum ECDSABatch {
             guard let product = BN_new() else { return alone(checks) }
             prefix.append(product)
             let s = ECDSA_SIG_get0_s(member.signature)
-            let ok = prefix.count == 1 ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
+            let ok =
+                prefix.count == 1
+                ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
             guard ok else { return alone(checks) }
         }
         guard let running = BN_new() else { return alone(checks) }
@@ -67,7 +71,8 @@ public enum ECDSABatch {
             guard let w = BN_new() else { return alone(checks) }
             inverses.append(w)
             let s = ECDSA_SIG_get0_s(members[position].signature)
-            let ok = position == 0
+            let ok =
+                position == 0
                 ? BN_copy(w, running) != nil
                 : BN_mod_mul(w, running, prefix[position - 1], order, context) == 1
                     && BN_mod_mul(running, running, s, order, context) == 1
@@ -77,7 +82,8 @@ public enum ECDSABatch {
         for (position, member) in members.enumerated() {
             guard let w = inverseOfS[position] else { continue }
             verdicts[member.index] = member.table.withScratch { scratch in
-                member.table.verify(r: ECDSA_SIG_get0_r(member.signature), inverseOfS: w, digest: checks[member.index].digest, context: scratch)
+                member.table.verify(
+                    r: ECDSA_SIG_get0_r(member.signature), inverseOfS: w, digest: checks[member.index].digest, context: scratch)
             }
         }
         return verdicts
@@ -88,9 +94,9 @@ public enum ECDSABatch {
     /// skips its own BN_mod_inverse. For callers that verify one message at a time through a layer
     /// of their own (the postback verifier), yet have the whole batch's signatures in hand. A
     /// signature not in the list, or not parseable, is verified as usual; verdicts are unchanged.
-    public static func withSharedInversion<R>(of derSignatures: [[UInt8]], _ body: () throws -> R) rethrows -> R {
+    package static func withSharedInversion<R>(of derSignatures: [[UInt8]], _ body: () throws -> R) rethrows -> R {
         guard derSignatures.count > 1, ECDSAVerificationPath.configured == .precomputedTable,
-              let inverses = SharedInversion(derSignatures)
+            let inverses = SharedInversion(derSignatures)
         else { return try body() }
         return try SharedInversion.$current.withValue(inverses, operation: body)
     }
@@ -144,7 +150,9 @@ final class SharedInversion: @unchecked Sendable {
             guard let product = BN_new() else { return nil }
             prefix.append(product)
             let s = ECDSA_SIG_get0_s(entry.signature)
-            let ok = prefix.count == 1 ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
+            let ok =
+                prefix.count == 1
+                ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
             guard ok else { return nil }
         }
         guard let running = BN_new() else { return nil }
@@ -162,7 +170,8 @@ final class SharedInversion: @unchecked Sendable {
             }
             inverses.append(w)
             let s = ECDSA_SIG_get0_s(parsed[position].signature)
-            let ok = position == 0
+            let ok =
+                position == 0
                 ? BN_copy(w, running) != nil
                 : BN_mod_mul(w, running, prefix[position - 1], order, context) == 1
                     && BN_mod_mul(running, running, s, order, context) == 1

@@ -84,14 +84,23 @@ package final class ECDSADifferential {
             while wrapping.count < wrappingKeys {
                 let target = math.point()
                 BN_add_word(candidate, 1)
-                guard EC_POINT_set_compressed_coordinates(math.group, target, candidate, Int32(wrapping.count & 1), math.context) == 1 else {
+                guard
+                    EC_POINT_set_compressed_coordinates(math.group, target, candidate, Int32(wrapping.count & 1), math.context)
+                        == 1
+                else {
                     ERR_clear_error()
                     continue
                 }
-                let u1 = math.bignum(), u2 = math.bignum(), inverse = math.bignum(), r = math.bignum(), s = math.bignum(), e = math.bignum()
+                let u1 = math.bignum()
+                let u2 = math.bignum()
+                let inverse = math.bignum()
+                let r = math.bignum()
+                let s = math.bignum()
+                let e = math.bignum()
                 math.randomScalar(u1)
                 math.randomScalar(u2)
-                let key = math.point(), fromG = math.point()
+                let key = math.point()
+                let fromG = math.point()
                 EC_POINT_mul(math.group, fromG, u1, nil, nil, math.context)
                 EC_POINT_invert(math.group, fromG, math.context)
                 EC_POINT_add(math.group, key, target, fromG, math.context)
@@ -112,7 +121,8 @@ package final class ECDSADifferential {
     private let keys: Keys
     private let math = Math()
     private var report = Report()
-    private var pending: [(kind: String, key: ECDSAPublicKey, signature: [UInt8], digest: SHA256.Digest, verdict: Bool, evp: Bool)] = []
+    private var pending:
+        [(kind: String, key: ECDSAPublicKey, signature: [UInt8], digest: SHA256.Digest, verdict: Bool, evp: Bool)] = []
     private var round = 0
 
     package init(keys: Keys) { self.keys = keys }
@@ -134,7 +144,11 @@ package final class ECDSADifferential {
         math.releaseTemporaries()
         let (key, secret) = keys.signing[round % keys.signing.count]
         let d = math.bignum(bytes: secret)
-        let k = math.bignum(), r = math.bignum(), s = math.bignum(), e = math.bignum(), t = math.bignum()
+        let k = math.bignum()
+        let r = math.bignum()
+        let s = math.bignum()
+        let e = math.bignum()
+        let t = math.bignum()
         math.randomScalar(k)
         math.xOfMultiple(of: k, into: r)  // r = x(k·G) mod n
         guard !BN_is_zero(r).isTrue else { return }
@@ -206,7 +220,8 @@ package final class ECDSADifferential {
     /// A valid (r, s, e) and its variants: high-S, bit flips, out-of-range values, swapped, DER damage.
     private func mutations(of kind: String, key: ECDSAPublicKey, r: OpaquePointer, s: OpaquePointer, e: OpaquePointer) {
         add(kind, key: key, r: r, s: s, e: e)
-        let t = math.bignum(), u = math.bignum()
+        let t = math.bignum()
+        let u = math.bignum()
         BN_sub(t, math.order, s)
         add(kind + " high-S", key: key, r: r, s: t, e: e)
         if BN_num_bits(e) <= 256 {
@@ -221,16 +236,28 @@ package final class ECDSADifferential {
         // One out-of-range or swapped variant per call, in turn.
         let which = report.checked + pending.count
         switch which % 9 {
-        case 0: BN_zero_ex(t); add(kind + " r=0", key: key, r: t, s: s, e: e)
-        case 1: BN_zero_ex(t); add(kind + " s=0", key: key, r: r, s: t, e: e)
+        case 0:
+            BN_zero_ex(t)
+            add(kind + " r=0", key: key, r: t, s: s, e: e)
+        case 1:
+            BN_zero_ex(t)
+            add(kind + " s=0", key: key, r: r, s: t, e: e)
         case 2: add(kind + " r=n", key: key, r: math.order, s: s, e: e)
         case 3: add(kind + " s=n", key: key, r: r, s: math.order, e: e)
-        case 4: BN_add(t, r, math.order); add(kind + " r+n", key: key, r: t, s: s, e: e)
-        case 5: BN_add(t, s, math.order); add(kind + " s+n", key: key, r: r, s: t, e: e)
-        case 6: BN_sub(t, math.order, BN_value_one()); add(kind + " r=n-1", key: key, r: t, s: s, e: e)
+        case 4:
+            BN_add(t, r, math.order)
+            add(kind + " r+n", key: key, r: t, s: s, e: e)
+        case 5:
+            BN_add(t, s, math.order)
+            add(kind + " s+n", key: key, r: r, s: t, e: e)
+        case 6:
+            BN_sub(t, math.order, BN_value_one())
+            add(kind + " r=n-1", key: key, r: t, s: s, e: e)
         case 7: add(kind + " swapped", key: key, r: s, s: r, e: e)
         default:
-            BN_copy(u, r); BN_set_negative(u, 1); add(kind + " r<0", key: key, r: u, s: s, e: e)
+            BN_copy(u, r)
+            BN_set_negative(u, 1)
+            add(kind + " r<0", key: key, r: u, s: s, e: e)
         }
         var der = math.der(r: r, s: s)
         let bit = Int.random(in: 0..<(der.count * 8))
@@ -256,7 +283,9 @@ package final class ECDSADifferential {
     /// every signature checked on its own inside it), and records all three verdicts.
     private func checkBatch() {
         let batch = ECDSABatch.withSharedInversion(of: pending.map(\.signature)) {
-            pending.map { check in check.signature.withUnsafeBytes { check.key.isValidSignature(derSignature: $0, digest: check.digest) } }
+            pending.map { check in
+                check.signature.withUnsafeBytes { check.key.isValidSignature(derSignature: $0, digest: check.digest) }
+            }
         }
         for (index, check) in pending.enumerated() {
             report.checked += 1
@@ -266,9 +295,10 @@ package final class ECDSADifferential {
                 report.validKinds.insert(check.kind)
             }
             if check.verdict != check.evp || batch[index] != check.evp {
-                report.disagreements.append(Disagreement(
-                    kind: check.kind, keyDER: check.key.derRepresentation, signature: check.signature,
-                    digest: check.digest.bytes, table: check.verdict, batch: batch[index], evp: check.evp))
+                report.disagreements.append(
+                    Disagreement(
+                        kind: check.kind, keyDER: check.key.derRepresentation, signature: check.signature,
+                        digest: check.digest.bytes, table: check.verdict, batch: batch[index], evp: check.evp))
             }
         }
         pending.removeAll(keepingCapacity: true)
@@ -357,12 +387,15 @@ private final class Math {
     }
 
     /// R = u1·G + u2·Q, r = x(R) mod n, s = r/u2, e = u1·s: valid for Q without its private key.
-    func signatureFromPoint(key: ECDSAPublicKey, u1: OpaquePointer, u2: OpaquePointer, r: OpaquePointer, s: OpaquePointer, e: OpaquePointer) -> Bool {
-        let q = point(), sum = point()
+    func signatureFromPoint(
+        key: ECDSAPublicKey, u1: OpaquePointer, u2: OpaquePointer, r: OpaquePointer, s: OpaquePointer, e: OpaquePointer
+    ) -> Bool {
+        let q = point()
+        let sum = point()
         let octets = Array(key.derRepresentation.suffix(65))
         guard EC_POINT_oct2point(group, q, octets, octets.count, context) == 1,
-              EC_POINT_mul(group, sum, u1, q, u2, context) == 1,
-              EC_POINT_get_affine_coordinates(group, sum, r, nil, context) == 1
+            EC_POINT_mul(group, sum, u1, q, u2, context) == 1,
+            EC_POINT_get_affine_coordinates(group, sum, r, nil, context) == 1
         else {
             ERR_clear_error()
             return false
@@ -413,6 +446,6 @@ private let p256SubjectPublicKeyInfoPrefix: [UInt8] = [
 
 private func hexString(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
-private extension Int32 {
-    var isTrue: Bool { self != 0 }
+extension Int32 {
+    fileprivate var isTrue: Bool { self != 0 }
 }

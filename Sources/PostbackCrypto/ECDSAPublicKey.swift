@@ -1,7 +1,8 @@
 internal import COpenSSL
 import Locking
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An ECDSA public key on P-192 or P-256, loaded once and shared between threads.
@@ -12,7 +13,7 @@ import Glibc
 /// A P-256 key verifies through a table of its precomputed multiples (`P256KeyTable`, about twice as
 /// fast), built on its first verification; EVP is the reference, the fallback when no table can be
 /// built, and the only path when `POSTBACK_ECDSA_PATH=evp` (see `ECDSAVerificationPath`).
-public final class ECDSAPublicKey: @unchecked Sendable {
+package final class ECDSAPublicKey: @unchecked Sendable {
     // @unchecked Sendable: `key` is never mutated after init, and OpenSSL allows an EVP_PKEY to be used
     // from several threads at once for read-only operations. The only per-call mutable OpenSSL state,
     // the EVP_PKEY_CTX, is taken from `verifyContexts` so that no two threads share one.
@@ -22,17 +23,19 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     private let table = Locked<TableState>(.notBuilt)
 
     private enum TableState {
-        case notBuilt, built(P256KeyTable), unavailable
+        case notBuilt
+        case built(P256KeyTable)
+        case unavailable
     }
 
     /// The curve the key lies on.
-    public let curve: Curve
+    package let curve: Curve
     /// The DER SubjectPublicKeyInfo, exactly as given.
-    public let derRepresentation: [UInt8]
+    package let derRepresentation: [UInt8]
 
     /// Parses a DER SubjectPublicKeyInfo. Trailing bytes, non-EC keys and curves other than P-192 and
     /// P-256 are rejected, and the point must pass OpenSSL's public key check (on the curve).
-    public init(derRepresentation der: [UInt8]) throws {
+    package init(derRepresentation der: [UInt8]) throws {
         let parsed = der.withUnsafeBufferPointer { buffer -> EVPKey? in
             guard let start = buffer.baseAddress else { return nil }
             var cursor: UnsafePointer<UInt8>? = start
@@ -51,7 +54,7 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     }
 
     /// Parses a PEM `PUBLIC KEY` block (SubjectPublicKeyInfo).
-    public convenience init(pemRepresentation pem: String) throws {
+    package convenience init(pemRepresentation pem: String) throws {
         let key = try EVPKey(publicKeyPEM: pem)
         try self.init(owning: key, curve: try Self.checkedCurve(of: key.pointer, public: true))
     }
@@ -59,8 +62,10 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     /// Takes an EVP_PKEY that is already known to be a checked EC key. If this throws, `key` is freed
     /// with its last holder, like any other.
     /// - Parameter encode: makes the DER SubjectPublicKeyInfo (tests make it fail).
-    init(owning key: EVPKey, curve: Curve,
-         encode: (EVPKey) throws -> [UInt8] = ECDSAPublicKey.subjectPublicKeyInfo) throws {
+    init(
+        owning key: EVPKey, curve: Curve,
+        encode: (EVPKey) throws -> [UInt8] = ECDSAPublicKey.subjectPublicKeyInfo
+    ) throws {
         self.derRepresentation = try encode(key)
         self.key = key
         self.curve = curve
@@ -91,7 +96,7 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     }
 
     /// The key as a PEM `PUBLIC KEY` block.
-    public var pemRepresentation: String {
+    package var pemRepresentation: String {
         PEM.write { bio in PEM_write_bio_PUBKEY(bio, key.pointer) }
     }
 
@@ -99,7 +104,7 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     ///
     /// OpenSSL re-encodes the parsed signature and compares it with the input, so BER forms, padded
     /// integers and trailing garbage fail here without any help.
-    public func isValidSignature(derSignature: some Collection<UInt8>, for message: some Collection<UInt8>) -> Bool {
+    package func isValidSignature(derSignature: some Collection<UInt8>, for message: some Collection<UInt8>) -> Bool {
         let digest = SHA256.hash(message)
         return withContiguousBytes(derSignature) { signature in
             isValidSignature(derSignature: signature, digest: digest)
@@ -110,13 +115,13 @@ public final class ECDSAPublicKey: @unchecked Sendable {
     ///
     /// The raw form must be exactly twice the coordinate size (64 bytes for P-256); any other length is
     /// invalid rather than "split in half", which is what lets lax converters accept truncated signatures.
-    public func isValidSignature(rawSignature: some Collection<UInt8>, for message: some Collection<UInt8>) -> Bool {
+    package func isValidSignature(rawSignature: some Collection<UInt8>, for message: some Collection<UInt8>) -> Bool {
         guard let der = ECDSASignature.derFromRaw(Array(rawSignature), curve: curve) else { return false }
         return isValidSignature(derSignature: der, for: message)
     }
 
     /// Checks a DER signature over a SHA-256 digest that the caller already computed.
-    public func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
+    package func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
         if let table = precomputedTable {
             return table.isValidSignature(derSignature: derSignature, digest: digest)
         }
@@ -125,7 +130,7 @@ public final class ECDSAPublicKey: @unchecked Sendable {
 
     /// Whether this key verifies through a precomputed table (building it on first use). False for
     /// P-192, when the table could not be built, and when the EVP path is forced.
-    public var usesPrecomputedTable: Bool { precomputedTable != nil }
+    package var usesPrecomputedTable: Bool { precomputedTable != nil }
 
     /// The table for a P-256 key, built on first use: it costs about 30 ms and 150 KB, which a key that
     /// never verifies (or verifies once) should not pay at start-up.
@@ -182,14 +187,14 @@ public final class ECDSAPublicKey: @unchecked Sendable {
 }
 
 /// How P-256 signatures are checked, chosen once per process by `POSTBACK_ECDSA_PATH`.
-public enum ECDSAVerificationPath: String, Sendable {
+package enum ECDSAVerificationPath: String, Sendable {
     /// Trusted P-256 keys use their precomputed tables (the default).
     case precomputedTable = "table"
     /// Every key uses OpenSSL's EVP_PKEY_verify: the reference, for comparison (`POSTBACK_ECDSA_PATH=evp`).
     case evp
 
     /// The path for this process: `evp` if POSTBACK_ECDSA_PATH is "evp", else the tables.
-    public static let configured: ECDSAVerificationPath =
+    package static let configured: ECDSAVerificationPath =
         getenv("POSTBACK_ECDSA_PATH").map { String(cString: $0) == "evp" } == true ? .evp : .precomputedTable
 }
 

@@ -6,12 +6,12 @@
 ///
 /// A JWS ES256 signature (AdAttributionKit) is raw `r ‖ s`, each left-padded to the coordinate size
 /// (IEEE P1363, RFC 7518 §3.4). OpenSSL verifies DER, so raw signatures are converted first.
-public enum ECDSASignature {
+package enum ECDSASignature {
     /// DER from raw `r ‖ s`. Returns nil unless the input is exactly `2 × coordinateByteCount` bytes.
     ///
     /// The length check is the whole point: a converter that splits any input "in half" accepts
     /// truncated and over-long signatures (Wycheproof's `SignatureSize` cases).
-    public static func derFromRaw(_ raw: [UInt8], curve: Curve) -> [UInt8]? {
+    package static func derFromRaw(_ raw: [UInt8], curve: Curve) -> [UInt8]? {
         let half = curve.coordinateByteCount
         guard raw.count == 2 * half else { return nil }
         let r = derInteger(raw[0..<half])
@@ -21,12 +21,12 @@ public enum ECDSASignature {
     }
 
     /// Raw `r ‖ s` from DER, for signing JWS in tests and benchmarks. Returns nil for malformed DER.
-    public static func rawFromDER(_ der: [UInt8], curve: Curve) -> [UInt8]? {
+    package static func rawFromDER(_ der: [UInt8], curve: Curve) -> [UInt8]? {
         var reader = DERReader(der)
         guard let sequence = reader.read(tag: 0x30), reader.isAtEnd else { return nil }
         var inner = DERReader(sequence)
         guard let r = inner.read(tag: 0x02), let s = inner.read(tag: 0x02), inner.isAtEnd,
-              let rawR = fixedWidth(r, curve.coordinateByteCount), let rawS = fixedWidth(s, curve.coordinateByteCount)
+            let rawR = fixedWidth(r, curve.coordinateByteCount), let rawS = fixedWidth(s, curve.coordinateByteCount)
         else { return nil }
         return rawR + rawS
     }

@@ -40,7 +40,7 @@ final class P256KeyTable: @unchecked Sendable {
             return nil
         }
         guard let keyGroup = Self.keyGroup(curveGroup: curveGroup, publicKey: publicKey),
-              let order = BN_dup(EC_GROUP_get0_order(curveGroup)), let prime = BN_new(), let primeMinusOrder = BN_new()
+            let order = BN_dup(EC_GROUP_get0_order(curveGroup)), let prime = BN_new(), let primeMinusOrder = BN_new()
         else {
             EC_GROUP_free(curveGroup)
             ERR_clear_error()
@@ -52,8 +52,8 @@ final class P256KeyTable: @unchecked Sendable {
         self.prime = prime
         self.primeMinusOrder = primeMinusOrder
         guard EC_GROUP_get_curve(curveGroup, prime, nil, nil, nil) == 1,
-              BN_sub(primeMinusOrder, prime, order) == 1,
-              selfCheck()
+            BN_sub(primeMinusOrder, prime, order) == 1,
+            selfCheck()
         else {
             ERR_clear_error()
             return nil
@@ -73,15 +73,15 @@ final class P256KeyTable: @unchecked Sendable {
         var encoded = [UInt8](repeating: 0, count: 133)
         var length = 0
         guard EVP_PKEY_get_octet_string_param(publicKey, OSSL_PKEY_PARAM_PUB_KEY, &encoded, encoded.count, &length) == 1,
-              let point = EC_POINT_new(curveGroup)
+            let point = EC_POINT_new(curveGroup)
         else { return nil }
         defer { EC_POINT_free(point) }
         guard EC_POINT_oct2point(curveGroup, point, encoded, length, nil) == 1,
-              EC_POINT_is_at_infinity(curveGroup, point) == 0, EC_POINT_is_on_curve(curveGroup, point, nil) == 1,
-              let group = EC_GROUP_dup(curveGroup)
+            EC_POINT_is_at_infinity(curveGroup, point) == 0, EC_POINT_is_on_curve(curveGroup, point, nil) == 1,
+            let group = EC_GROUP_dup(curveGroup)
         else { return nil }
         guard EC_GROUP_set_generator(group, point, EC_GROUP_get0_order(curveGroup), EC_GROUP_get0_cofactor(curveGroup)) == 1,
-              postback_EC_GROUP_precompute_mult(group, nil) == 1
+            postback_EC_GROUP_precompute_mult(group, nil) == 1
         else {
             EC_GROUP_free(group)
             return nil
@@ -93,8 +93,14 @@ final class P256KeyTable: @unchecked Sendable {
     private func selfCheck() -> Bool {
         guard let context = BN_CTX_new() else { return false }
         defer { BN_CTX_free(context) }
-        guard let scalar = BN_new(), let viaTable = EC_POINT_new(curveGroup), let generic = EC_POINT_new(curveGroup) else { return false }
-        defer { BN_free(scalar); EC_POINT_free(viaTable); EC_POINT_free(generic) }
+        guard let scalar = BN_new(), let viaTable = EC_POINT_new(curveGroup), let generic = EC_POINT_new(curveGroup) else {
+            return false
+        }
+        defer {
+            BN_free(scalar)
+            EC_POINT_free(viaTable)
+            EC_POINT_free(generic)
+        }
         let key = EC_GROUP_get0_generator(keyGroup)
         return BN_set_word(scalar, 0x5DEE_CE66_D1CE_4E5B) == 1
             && BN_lshift(scalar, scalar, 190) == 1 && BN_add_word(scalar, 0x2545_F491) == 1
@@ -140,10 +146,10 @@ final class P256KeyTable: @unchecked Sendable {
         let bytes = der.bindMemory(to: UInt8.self)
         // 30 len 02 len r 02 len s: at most 2 + 2 × (2 + 33) bytes for values below n.
         guard bytes.count >= 8, bytes.count <= 72, bytes[0] == 0x30, Int(bytes[1]) == bytes.count - 2,
-              let r = canonicalPositiveInteger(bytes, at: 2),
-              let s = canonicalPositiveInteger(bytes, at: r.upperBound), s.upperBound == bytes.count,
-              let base = bytes.baseAddress,
-              let signature = ECDSA_SIG_new()
+            let r = canonicalPositiveInteger(bytes, at: 2),
+            let s = canonicalPositiveInteger(bytes, at: r.upperBound), s.upperBound == bytes.count,
+            let base = bytes.baseAddress,
+            let signature = ECDSA_SIG_new()
         else { return nil }
         guard let rValue = BN_bin2bn(base + r.lowerBound, Int32(r.count), nil) else {
             ECDSA_SIG_free(signature)
@@ -188,8 +194,8 @@ final class P256KeyTable: @unchecked Sendable {
         BN_CTX_start(context)
         defer { BN_CTX_end(context) }
         guard let e = BN_CTX_get(context), let u1 = BN_CTX_get(context), let u2 = BN_CTX_get(context),
-              let x = BN_CTX_get(context), let z = BN_CTX_get(context), let candidate = BN_CTX_get(context),
-              let zSquared = BN_CTX_get(context), let product = BN_CTX_get(context)
+            let x = BN_CTX_get(context), let z = BN_CTX_get(context), let candidate = BN_CTX_get(context),
+            let zSquared = BN_CTX_get(context), let product = BN_CTX_get(context)
         else { return false }
         // The digest is exactly the order's 256 bits: no truncation, and e ≥ n is reduced by the multiplication.
         let converted = digest.withUnsafeBytes { bytes in
@@ -200,26 +206,29 @@ final class P256KeyTable: @unchecked Sendable {
             return false
         }
         guard let fromG = EC_POINT_new(curveGroup), let fromQ = EC_POINT_new(curveGroup) else { return false }
-        defer { EC_POINT_free(fromG); EC_POINT_free(fromQ) }
+        defer {
+            EC_POINT_free(fromG)
+            EC_POINT_free(fromQ)
+        }
         guard EC_POINT_mul(curveGroup, fromG, u1, nil, nil, context) == 1,
-              EC_POINT_mul(keyGroup, fromQ, u2, nil, nil, context) == 1,
-              EC_POINT_add(curveGroup, fromG, fromG, fromQ, context) == 1
+            EC_POINT_mul(keyGroup, fromQ, u2, nil, nil, context) == 1,
+            EC_POINT_add(curveGroup, fromG, fromG, fromQ, context) == 1
         else {
             ERR_clear_error()
             return false
         }
         guard EC_POINT_is_at_infinity(curveGroup, fromG) == 0,
-              postback_EC_POINT_get_Jprojective_coordinates(curveGroup, fromG, x, nil, z, context) == 1,
-              BN_mod_sqr(zSquared, z, prime, context) == 1,
-              BN_mod_mul(product, r, zSquared, prime, context) == 1
+            postback_EC_POINT_get_Jprojective_coordinates(curveGroup, fromG, x, nil, z, context) == 1,
+            BN_mod_sqr(zSquared, z, prime, context) == 1,
+            BN_mod_mul(product, r, zSquared, prime, context) == 1
         else {
             ERR_clear_error()
             return false
         }
         if BN_cmp(product, x) == 0 { return true }
         guard BN_cmp(r, primeMinusOrder) < 0,
-              BN_add(candidate, r, order) == 1,
-              BN_mod_mul(product, candidate, zSquared, prime, context) == 1
+            BN_add(candidate, r, order) == 1,
+            BN_mod_mul(product, candidate, zSquared, prime, context) == 1
         else {
             ERR_clear_error()
             return false

@@ -2,19 +2,19 @@ import Basics
 internal import COpenSSL
 
 /// SHA-256 through OpenSSL's EVP interface.
-public enum SHA256 {
+package enum SHA256 {
     /// A 32-byte SHA-256 digest, stored inline so hashing on the hot path does not allocate.
-    public struct Digest: Sendable, Equatable, CustomStringConvertible {
+    package struct Digest: Sendable, Equatable, CustomStringConvertible {
         typealias Storage = (UInt64, UInt64, UInt64, UInt64)
         var storage: Storage = (0, 0, 0, 0)
 
-        public static let byteCount = 32
+        package static let byteCount = 32
 
-        public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
             try Swift.withUnsafeBytes(of: storage, body)
         }
 
-        public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+        package var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
         /// A digest given as its 32 bytes (for tests and fuzzers that choose the digest directly).
         package init(bytes: [UInt8]) {
@@ -25,17 +25,17 @@ public enum SHA256 {
         init() {}
 
         /// Lower-case hex.
-        public var description: String { Hex.encode(bytes) }
+        package var description: String { Hex.encode(bytes) }
 
-        public static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes == rhs.bytes }
+        package static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes == rhs.bytes }
     }
 
     /// Hashes `message` in one call.
-    public static func hash(_ message: some Collection<UInt8>) -> Digest {
+    package static func hash(_ message: some Collection<UInt8>) -> Digest {
         withContiguousBytes(message) { hash(bytes: $0) }
     }
 
-    public static func hash(bytes: UnsafeRawBufferPointer) -> Digest {
+    package static func hash(bytes: UnsafeRawBufferPointer) -> Digest {
         var digest = Digest()
         var length: UInt32 = 0
         let ok = digestContexts.withContext { context in
@@ -55,10 +55,10 @@ public enum SHA256 {
 }
 
 /// Incremental SHA-256, for file checksums.
-public final class SHA256Hasher {
+package final class SHA256Hasher {
     private let context: OpaquePointer
 
-    public init() {
+    package init() {
         guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, sha256Algorithm.pointer, nil) == 1 else {
             preconditionFailure("EVP_DigestInit_ex(SHA-256) failed: \(CryptoError.drainErrorQueue())")
         }
@@ -67,17 +67,17 @@ public final class SHA256Hasher {
 
     deinit { EVP_MD_CTX_free(context) }
 
-    public func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
         precondition(EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1, "EVP_DigestUpdate failed")
     }
 
-    public func update(_ bytes: some Collection<UInt8>) {
+    package func update(_ bytes: some Collection<UInt8>) {
         withContiguousBytes(bytes) { update($0) }
     }
 
     /// The digest of everything passed to `update`. The hasher cannot be used afterwards.
-    public func finalize() -> SHA256.Digest {
+    package func finalize() -> SHA256.Digest {
         var digest = SHA256.Digest()
         var length: UInt32 = 0
         let ok = Swift.withUnsafeMutableBytes(of: &digest.storage) { out in
@@ -103,4 +103,3 @@ private final class FetchedDigest: Sendable {
         self.pointer = pointer
     }
 }
-

@@ -1,13 +1,13 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IPv4 or IPv6 network (`10.0.0.0/8`, `fd00::/8`; a bare address is a /32 or /128).
-public struct CIDR: Sendable, Equatable {
+package struct CIDR: Sendable, Equatable {
     let network: [UInt8]
     let prefixLength: Int
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count <= 2, let address = IPAddress.bytes(String(parts[0])) else { return nil }
         let bits = address.count * 8
@@ -80,7 +80,8 @@ enum ClientAddress {
 
     /// `"[2001:db8::1]:4711"` → `2001:db8::1`, `192.0.2.1:80` → `192.0.2.1`.
     private static func unquoteForwarded(_ value: String) -> String {
-        var text = value.hasPrefix("\"") && value.hasSuffix("\"") && value.count >= 2 ? String(value.dropFirst().dropLast()) : value
+        var text =
+            value.hasPrefix("\"") && value.hasSuffix("\"") && value.count >= 2 ? String(value.dropFirst().dropLast()) : value
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             text = String(text[text.index(after: text.startIndex)..<close])
         } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {

@@ -1,10 +1,10 @@
-import Locking
 import Dispatch
 import Foundation
+import Locking
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Closes connections that are too slow, whatever trickle of bytes keeps them "active".
@@ -22,7 +22,8 @@ final class ConnectionWatchdog: Sendable {
     enum Phase: UInt8 {
         /// `new`: accepted, no request line yet (the first request's headers share its deadline).
         /// `replying`: a reply is queued and being sent (then `idle`, under the same deadline).
-        case idle = 1, headers, body, processing, new, replying
+        case idle = 1
+        case headers, body, processing, new, replying
 
         var name: String {
             switch self {

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The libmicrohttpd daemon: `init` starts it on a listening socket with `RequestHandler`'s C
@@ -44,19 +44,22 @@ final class HTTPDaemon: @unchecked Sendable {
         settings.connection_memory_limit = 8 << 10
         settings.access_handler = { context, connection, url, method, _, data, size, requestContext in
             guard let context, let connection, let size, let requestContext else { return 0 }
-            return RequestHandler.from(context).handle(connection: connection, url: url, method: method, data: data, size: size,
-                                                       requestContext: requestContext)
+            return RequestHandler.from(context).handle(
+                connection: connection, url: url, method: method, data: data, size: size,
+                requestContext: requestContext)
         }
         settings.access_context = context
         settings.request_completed = { context, connection, requestContext, termination in
             guard let context, let requestContext else { return }
-            RequestHandler.from(context).requestCompleted(connection: connection, requestContext: requestContext, termination: termination)
+            RequestHandler.from(context).requestCompleted(
+                connection: connection, requestContext: requestContext, termination: termination)
         }
         settings.request_completed_context = context
         settings.connection_notify = { context, connection, socketContext, code in
             guard let context, let connection, let socketContext else { return }
-            RequestHandler.from(context).connectionNotification(connection: connection, socketContext: socketContext,
-                                                                started: code == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
+            RequestHandler.from(context).connectionNotification(
+                connection: connection, socketContext: socketContext,
+                started: code == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
         }
         settings.connection_notify_context = context
         settings.uri_log = { context, _, connection in
@@ -72,7 +75,9 @@ final class HTTPDaemon: @unchecked Sendable {
 
         var box: UnsafeMutableRawPointer?
         guard let daemon = postback_mhd_start(&settings, &box) else {
-            throw ServerError("libmicrohttpd could not start (threads \(configuration.threads), connection limit \(configuration.connectionLimit))")
+            throw ServerError(
+                "libmicrohttpd could not start (threads \(configuration.threads), connection limit \(configuration.connectionLimit))"
+            )
         }
         self.daemon = daemon
         self.loggerBox = box

@@ -17,7 +17,8 @@ enum HTTPFraming {
         var codings: [String] = []
         for header in headers {
             if header.name.isEmpty || header.name.contains(where: { $0 == " " || $0 == "\t" }) {
-                return Violation(status: 400, detail: "header field name \"\(printable(header.name))\" contains whitespace (RFC 9112 §5.1)")
+                return Violation(
+                    status: 400, detail: "header field name \"\(printable(header.name))\" contains whitespace (RFC 9112 §5.1)")
             }
             switch header.name.lowercased() {
             case "content-length":
@@ -39,19 +40,26 @@ enum HTTPFraming {
             return Violation(status: 400, detail: "conflicting Content-Length values: \(lengths.joined(separator: ", "))")
         }
         if !codings.isEmpty, codings != ["chunked"] {
-            return Violation(status: 501, detail: "Transfer-Encoding \"\(printable(codings.joined(separator: ", ")))\" is not supported; send Content-Length or chunked")
+            return Violation(
+                status: 501,
+                detail:
+                    "Transfer-Encoding \"\(printable(codings.joined(separator: ", ")))\" is not supported; send Content-Length or chunked"
+            )
         }
         return nil
     }
 
     /// At most 64 characters of a header for a message, control characters as `?`.
     private static func printable(_ text: String) -> String {
-        String(text.prefix(64).map { $0.isASCII && ($0 == " " || !$0.isWhitespace) && $0.asciiValue.map { $0 >= 0x20 && $0 < 0x7F } == true ? $0 : "?" })
+        String(
+            text.prefix(64).map {
+                $0.isASCII && ($0 == " " || !$0.isWhitespace) && $0.asciiValue.map { $0 >= 0x20 && $0 < 0x7F } == true ? $0 : "?"
+            })
     }
 }
 
-private extension Substring {
-    func trimmingWhitespace() -> String {
+extension Substring {
+    fileprivate func trimmingWhitespace() -> String {
         String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -22,8 +22,10 @@ struct HTTPReply: Sendable {
 
     /// An RFC 9457 problem: `type` is a URN naming the problem, `title` fixed per type, `detail` this
     /// occurrence. Extra members (`verdict`, …) come from `extend`.
-    static func problem(_ status: Int, type: String, title: String, detail: String,
-                        extend: (inout JSONWriter) -> Void = { _ in }) -> HTTPReply {
+    static func problem(
+        _ status: Int, type: String, title: String, detail: String,
+        extend: (inout JSONWriter) -> Void = { _ in }
+    ) -> HTTPReply {
         var json = JSONWriter(reservingCapacity: 256)
         json.beginObject()
         json.field("type", "urn:postback:problem:\(type)")
@@ -36,7 +38,8 @@ struct HTTPReply: Sendable {
     }
 
     static func storageUnavailable(_ detail: String) -> HTTPReply {
-        problem(500, type: "storage-unavailable", title: "The postback could not be stored durably; retry later",
-                detail: detail)
+        problem(
+            500, type: "storage-unavailable", title: "The postback could not be stored durably; retry later",
+            detail: detail)
     }
 }

@@ -53,7 +53,7 @@ final class InProgress: @unchecked Sendable {
         while count > 0 {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < deadline.uptimeNanoseconds,
-                  condition.wait(until: Date(timeIntervalSinceNow: Double(deadline.uptimeNanoseconds - now) / 1e9))
+                condition.wait(until: Date(timeIntervalSinceNow: Double(deadline.uptimeNanoseconds - now) / 1e9))
             else { break }
         }
         return count == 0

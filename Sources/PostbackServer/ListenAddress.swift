@@ -1,7 +1,7 @@
 import PostbackStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `HOST:PORT` or `[IPv6]:PORT`, and the listening socket made from it.
@@ -27,11 +27,13 @@ struct ListenAddress: Sendable, CustomStringConvertible {
         }
         guard !hostPart.isEmpty else {
             let port = ":" + portPart
-            throw ServerConfiguration.ConfigurationError("listen address \"\(text)\" has no host: use 127.0.0.1\(port) for this machine only, "
-                + "or 0.0.0.0\(port) (IPv4) or [::]\(port) (IPv6) for all interfaces")
+            throw ServerConfiguration.ConfigurationError(
+                "listen address \"\(text)\" has no host: use 127.0.0.1\(port) for this machine only, "
+                    + "or 0.0.0.0\(port) (IPv4) or [::]\(port) (IPv6) for all interfaces")
         }
         guard let port = Int(portPart), (0...65535).contains(port) else {
-            throw ServerConfiguration.ConfigurationError("listen address \"\(text)\" must be HOST:PORT with a port from 0 to 65535")
+            throw ServerConfiguration.ConfigurationError(
+                "listen address \"\(text)\" must be HOST:PORT with a port from 0 to 65535")
         }
         host = String(hostPart)
         self.port = port
@@ -56,7 +58,9 @@ struct ListenAddress: Sendable, CustomStringConvertible {
             throw ServerError("cannot resolve listen host \(host): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(results) }
-        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(
+            first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0
+        )
         guard fd >= 0 else { throw ServerError("socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -91,7 +95,7 @@ struct ListenAddress: Sendable, CustomStringConvertible {
 }
 
 /// The server could not start (or was misused); the message says why.
-public struct ServerError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct ServerError: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

@@ -1,7 +1,7 @@
 import Basics
 import PostbackCrypto
-import Postbacks
 import PostbackStore
+import Postbacks
 
 /// What happens to one postback body, independent of HTTP: verify, apply the receiver's policy, and
 /// hand the record to the right spool. The reply is only made once the spool says the record is
@@ -10,8 +10,9 @@ final class PostbackIngest: Sendable {
     /// Either a reply right away, or a record to store first.
     enum Action {
         case reply(HTTPReply)
-        case store(writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?,
-                   reply: @Sendable (SpoolWriter.Outcome) -> HTTPReply)
+        case store(
+            writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?,
+            reply: @Sendable (SpoolWriter.Outcome) -> HTTPReply)
     }
 
     let verifier: PostbackVerifier
@@ -25,19 +26,24 @@ final class PostbackIngest: Sendable {
     let rejectedBudget: RejectedStoreBudget
     let quarantineBudget: RejectedStoreBudget
 
-    init(configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter,
-         metrics: ServerMetrics, log: ServerLog) {
+    init(
+        configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter,
+        metrics: ServerMetrics, log: ServerLog
+    ) {
         self.configuration = configuration
-        self.verifier = PostbackVerifier(policy: VerificationPolicy(
-            allowsDevelopment: configuration.allowsDevelopment, testKeys: configuration.testKeys))
+        self.verifier = PostbackVerifier(
+            policy: VerificationPolicy(
+                allowsDevelopment: configuration.allowsDevelopment, testKeys: configuration.testKeys))
         self.postbacks = postbacks
         self.rejected = rejected
         self.unverifiable = unverifiable
         self.metrics = metrics
         self.log = log
-        self.rejectedBudget = RejectedStoreBudget(configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory))
-        self.quarantineBudget = RejectedStoreBudget(configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory),
-                                                    spool: .unverifiable)
+        self.rejectedBudget = RejectedStoreBudget(
+            configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory))
+        self.quarantineBudget = RejectedStoreBudget(
+            configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory),
+            spool: .unverifiable)
     }
 
     /// - Parameter client: the client's address (see `ClientAddress`); kept with rejections only.
@@ -55,15 +61,23 @@ final class PostbackIngest: Sendable {
         if !result.isVerified {
             rejection = (result.reason ?? result.status.rawValue, nil)
         } else if result.environment == .development, !configuration.allowsDevelopment {
-            rejection = ("development postback (\(result.isTestMode ? "SKAdNetwork test mode" : "key \(result.keyName ?? "?")")); this receiver does not accept development postbacks (allow_development is off)", "development")
+            rejection = (
+                "development postback (\(result.isTestMode ? "SKAdNetwork test mode" : "key \(result.keyName ?? "?")")); this receiver does not accept development postbacks (allow_development is off)",
+                "development"
+            )
         } else if let accepted = configuration.acceptedAdNetworkIDs, let network = result.postback?.attribution.adNetworkID,
-                  !accepted.contains(network) {
-            rejection = ("ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids)", "ad-network")
+            !accepted.contains(network)
+        {
+            rejection = (
+                "ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids)",
+                "ad-network"
+            )
         }
 
         let writer = configuration.writerID
         if rejection == nil || !result.isVerified, let quarantine = result.quarantineReason {
-            return self.quarantine(result: result, reason: quarantine, body: body, route: route, receivedAt: receivedAt, client: client)
+            return self.quarantine(
+                result: result, reason: quarantine, body: body, route: route, receivedAt: receivedAt, client: client)
         }
         guard let rejection else {
             let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body)
@@ -74,11 +88,17 @@ final class PostbackIngest: Sendable {
             return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey) { outcome in
                 switch outcome {
                 case .stored:
-                    return .json(200) { $0.field("status", "stored"); $0.field("dedup_key", dedupKey) }
+                    return .json(200) {
+                        $0.field("status", "stored")
+                        $0.field("dedup_key", dedupKey)
+                    }
                 case .duplicate:
                     metrics.duplicate(protocol: postbackProtocol)
                     log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
-                    return .json(200) { $0.field("status", "duplicate"); $0.field("dedup_key", dedupKey) }
+                    return .json(200) {
+                        $0.field("status", "duplicate")
+                        $0.field("dedup_key", dedupKey)
+                    }
                 case .failed(let reason):
                     return .storageUnavailable(reason)
                 }
@@ -86,15 +106,18 @@ final class PostbackIngest: Sendable {
         }
 
         if let policy = rejection.policy { metrics.policyRejection(policy) }
-        var record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body,
-                                 reason: rejection.reason)
+        var record = SpoolRecord(
+            receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body,
+            reason: rejection.reason)
         let client = client()
         record.client = client
-        log.info("postback rejected", [
-            "route": .string(route.rawValue), "verdict": .string(result.status.rawValue),
-            "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(rejection.reason),
-            "client": .string(client),
-        ])
+        log.info(
+            "postback rejected",
+            [
+                "route": .string(route.rawValue), "verdict": .string(result.status.rawValue),
+                "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(rejection.reason),
+                "client": .string(client),
+            ])
         let status = result.status
         let dedupKey = result.dedupKey
         let title = Self.title(status: status, policy: rejection.policy)
@@ -152,20 +175,31 @@ final class PostbackIngest: Sendable {
     /// its own (the rejected store's settings, counted apart). Past it, or below the free-space floor,
     /// the postback is not stored and gets 503 with Retry-After: a device retries for nine days, and
     /// nothing is acknowledged that is not on disk.
-    private func quarantine(result: VerificationResult, reason: QuarantineReason, body: [UInt8], route: Route,
-                            receivedAt: UTCTimestamp, client: () -> String) -> Action {
-        let detail = result.reason ?? "signed value(s) not known yet: " + result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")
-        log.warning("postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new", [
-            "route": .string(route.rawValue), "quarantine": .string(reason.rawValue), "verdict": .string(result.status.rawValue),
-            "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(detail),
-        ])
-        let record = SpoolRecord(receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, result: result,
-                                 body: body, reason: detail)
+    private func quarantine(
+        result: VerificationResult, reason: QuarantineReason, body: [UInt8], route: Route,
+        receivedAt: UTCTimestamp, client: () -> String
+    ) -> Action {
+        let detail =
+            result.reason ?? "signed value(s) not known yet: "
+            + result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")
+        log.warning(
+            "postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new",
+            [
+                "route": .string(route.rawValue), "quarantine": .string(reason.rawValue),
+                "verdict": .string(result.status.rawValue),
+                "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(detail),
+            ])
+        let record = SpoolRecord(
+            receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, result: result,
+            body: body, reason: detail)
         let line = record.encoded()
-        if case .skip(let why) = quarantineBudget.admit(wholeBytes: line.count, day: receivedAt.day, client: client(), hashOnlyBytes: nil) {
+        if case .skip(let why) = quarantineBudget.admit(
+            wholeBytes: line.count, day: receivedAt.day, client: client(), hashOnlyBytes: nil)
+        {
             metrics.quarantineNotStored(why)
-            var reply = HTTPReply.problem(503, type: "quarantine-full", title: "Not stored; retry later",
-                                          detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later")
+            var reply = HTTPReply.problem(
+                503, type: "quarantine-full", title: "Not stored; retry later",
+                detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later")
             reply.headers.append(("Retry-After", "3600"))
             return .reply(reply)
         }

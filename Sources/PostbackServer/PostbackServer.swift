@@ -1,11 +1,11 @@
 import Basics
-import Locking
 import Dispatch
+import Locking
+package import PostbackStore
 import Postbacks
-public import PostbackStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The webhook receiver: libmicrohttpd in front, the verifier and the spool behind.
@@ -23,12 +23,12 @@ import Glibc
 /// The rooms: `WritableStore` (PostbackStore) opens the store; `HTTPDaemon` owns libmicrohttpd;
 /// `RequestHandler` is the request state machine behind its callbacks, `RequestHandler+Routes` the
 /// answers per route, `Readiness` what `/readyz` says, `PostbackIngest` what happens to a body.
-public final class PostbackServer: Sendable {
+package final class PostbackServer: Sendable {
     /// The port actually listened on (useful with port 0).
-    public let port: Int
+    package let port: Int
     /// `host:port` actually listened on.
-    public let address: String
-    public let configuration: ServerConfiguration
+    package let address: String
+    package let configuration: ServerConfiguration
     private let store: WritableStore
     private let handler: RequestHandler
     private let daemon: Locked<HTTPDaemon?>
@@ -42,8 +42,10 @@ public final class PostbackServer: Sendable {
     /// - Parameter storage: the spool's file operations; tests pass one that injects faults.
     /// - Parameter sharedDedupKeys: keys stored elsewhere (other receivers' shipped segments), added to
     ///   the recovered dedup index before the first request; `serve` passes `SharedDedupKeys` when shipping.
-    public static func start(configuration: ServerConfiguration, storage: any SpoolStorage = POSIXSpoolStorage(),
-                             log: ServerLog, sharedDedupKeys: (@Sendable (StoreLayout) -> [String])? = nil) throws(ServerError) -> PostbackServer {
+    package static func start(
+        configuration: ServerConfiguration, storage: any SpoolStorage = POSIXSpoolStorage(),
+        log: ServerLog, sharedDedupKeys: (@Sendable (StoreLayout) -> [String])? = nil
+    ) throws(ServerError) -> PostbackServer {
         do {
             try configuration.validate()
         } catch {
@@ -57,25 +59,32 @@ public final class PostbackServer: Sendable {
         do {
             store = try WritableStore.open(
                 dataDirectory: configuration.dataDirectory, writerID: configuration.writerID,
-                options: .init(segmentBytes: configuration.segmentBytes, commitGatherSeconds: configuration.commitGatherSeconds,
-                               segmentMaxAgeSeconds: configuration.effectiveSegmentMaxAgeSeconds, storage: storage,
-                               additionalDedupKeys: sharedDedupKeys),
+                options: .init(
+                    segmentBytes: configuration.segmentBytes, commitGatherSeconds: configuration.commitGatherSeconds,
+                    segmentMaxAgeSeconds: configuration.effectiveSegmentMaxAgeSeconds, storage: storage,
+                    additionalDedupKeys: sharedDedupKeys),
                 damaged: { damage in
-                    log.warning("damaged spool line skipped", ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
+                    log.warning(
+                        "damaged spool line skipped",
+                        ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
                 },
                 events: { spool, event in logAndCount(event, of: spool, metrics: metrics, log: log) })
         } catch {
             throw ServerError(error.description)
         }
-        log.info("store recovered", [
-            "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
-            "segments": .int(store.recovered.segments), "records": .int(store.recovered.records),
-            "dedup_keys": .int(store.recovered.dedupKeys), "seconds": .double(store.recovered.seconds),
-        ])
+        log.info(
+            "store recovered",
+            [
+                "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
+                "segments": .int(store.recovered.segments), "records": .int(store.recovered.records),
+                "dedup_keys": .int(store.recovered.dedupKeys), "seconds": .double(store.recovered.seconds),
+            ])
 
-        let ingest = PostbackIngest(configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
-                                    unverifiable: store.unverifiable, metrics: metrics, log: log)
-        let readiness = Readiness(store: store, dataDirectory: configuration.dataDirectory, bodyLimitBytes: configuration.bodyLimitBytes)
+        let ingest = PostbackIngest(
+            configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
+            unverifiable: store.unverifiable, metrics: metrics, log: log)
+        let readiness = Readiness(
+            store: store, dataDirectory: configuration.dataDirectory, bodyLimitBytes: configuration.bodyLimitBytes)
         let socket: (descriptor: Int32, port: Int)
         do {
             socket = try listenAddress.bind()
@@ -83,7 +92,8 @@ public final class PostbackServer: Sendable {
             store.close()
             throw error
         }
-        let handler = RequestHandler(configuration: configuration, ingest: ingest, readiness: readiness, metrics: metrics, log: log)
+        let handler = RequestHandler(
+            configuration: configuration, ingest: ingest, readiness: readiness, metrics: metrics, log: log)
         let daemon: HTTPDaemon
         do {
             daemon = try HTTPDaemon(listenDescriptor: socket.descriptor, configuration: configuration, handler: handler)
@@ -94,14 +104,21 @@ public final class PostbackServer: Sendable {
             throw error
         }
         let bound = ListenAddress(host: listenAddress.host, port: socket.port)
-        log.info("listening", ["address": .string(bound.description), "writer": .string(configuration.writerID),
-                               "threads": .int(configuration.threads), "allow_development": .bool(configuration.allowsDevelopment)])
-        return PostbackServer(port: socket.port, address: bound.description, configuration: configuration, store: store,
-                              handler: handler, daemon: daemon)
+        log.info(
+            "listening",
+            [
+                "address": .string(bound.description), "writer": .string(configuration.writerID),
+                "threads": .int(configuration.threads), "allow_development": .bool(configuration.allowsDevelopment),
+            ])
+        return PostbackServer(
+            port: socket.port, address: bound.description, configuration: configuration, store: store,
+            handler: handler, daemon: daemon)
     }
 
-    private init(port: Int, address: String, configuration: ServerConfiguration, store: WritableStore, handler: RequestHandler,
-                 daemon: HTTPDaemon) {
+    private init(
+        port: Int, address: String, configuration: ServerConfiguration, store: WritableStore, handler: RequestHandler,
+        daemon: HTTPDaemon
+    ) {
         self.port = port
         self.address = address
         self.configuration = configuration
@@ -112,18 +129,20 @@ public final class PostbackServer: Sendable {
     }
 
     /// Whether `/readyz` answers 200: storage healthy, not full or read-only, and not shutting down.
-    public var isReady: Bool { handler.isReady }
+    package var isReady: Bool { handler.isReady }
 
     /// Whether a spool writer may still append to this segment (shipping takes only sealed ones).
-    public func isSegmentOpen(_ path: String) -> Bool { store.isSegmentOpen(path) }
+    package func isSegmentOpen(_ path: String) -> Bool { store.isSegmentOpen(path) }
 
     /// Appends another component's Prometheus text (shipping's `postback_delivery_*`) to `/metrics`.
-    public func addMetricsSource(_ render: @escaping @Sendable () -> String) { handler.metricsSources.withLock { $0.append(render) } }
+    package func addMetricsSource(_ render: @escaping @Sendable () -> String) {
+        handler.metricsSources.withLock { $0.append(render) }
+    }
 
     /// Graceful stop: stop accepting connections, let requests in progress finish (up to
     /// `shutdownGraceSeconds`), close the segments (every acknowledged record is already synced),
     /// release the writer lock. Safe to call more than once and from several threads; returns when done.
-    public func shutdown() {
+    package func shutdown() {
         let first = lifecycle.withLock { state -> Bool in
             guard state == .running else { return false }
             state = .stopping
@@ -172,14 +191,17 @@ private func logAndCount(_ event: SpoolWriter.Event, of spool: StoreLayout.Spool
     metrics.writer(spool, event: event)
     switch event {
     case .failed(let error):
-        log.error("storage failure: answering 500 until storage recovers", ["spool": .string(spool.rawValue), "error": .string(error.description)])
+        log.error(
+            "storage failure: answering 500 until storage recovers",
+            ["spool": .string(spool.rawValue), "error": .string(error.description)])
     case .recovered:
         log.info("storage recovered", ["spool": .string(spool.rawValue)])
     case .openedSegment(let path):
         log.info("segment opened", ["spool": .string(spool.rawValue), "path": .string(path)])
     case .segmentVanished(let path):
-        log.error("open segment deleted or replaced under the receiver: closed it, the next record goes to a new segment",
-                  ["spool": .string(spool.rawValue), "path": .string(path)])
+        log.error(
+            "open segment deleted or replaced under the receiver: closed it, the next record goes to a new segment",
+            ["spool": .string(spool.rawValue), "path": .string(path)])
     case .committed:
         break
     }

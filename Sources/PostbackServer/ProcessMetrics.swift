@@ -2,7 +2,7 @@ import Basics
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The metrics every Prometheus dashboard expects of any process: `postback_build_info` and the
@@ -21,10 +21,13 @@ enum ProcessMetrics {
         header("postback_build_info", "gauge", "Always 1; the version label says which postback is running.")
         text += "postback_build_info{version=\"\(BuildInfo.version)\"} 1\n"
         guard let sample = sample() else { return }
-        gauge("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", format(sample.cpuSeconds))
+        gauge(
+            "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", format(sample.cpuSeconds))
         gauge("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", String(sample.residentBytes))
         gauge("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", String(sample.virtualBytes))
-        gauge("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.", format(sample.startTimeSeconds))
+        gauge(
+            "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
+            format(sample.startTimeSeconds))
         if let open = openDescriptors() { gauge("process_open_fds", "gauge", "Number of open file descriptors.", String(open)) }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
@@ -42,16 +45,19 @@ enum ProcessMetrics {
     /// From /proc/self/stat (fields per proc(5)) and the boot time in /proc/stat.
     static func sample() -> Sample? {
         guard let stat = try? FileBytes.readText(path: "/proc/self/stat", limit: 1 << 16),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         // After "pid (comm) ", fields start at 3 (state); comm may hold spaces, hence the last ")".
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         func field(_ number: Int) -> Double? { fields.count > number - 3 ? Double(fields[number - 3]) : nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let pageSize = Double(sysconf(Int32(_SC_PAGESIZE)))
         guard ticks > 0, let user = field(14), let system = field(15), let start = field(22),
-              let virtual = field(23), let resident = field(24), let boot = bootTime() else { return nil }
-        return Sample(cpuSeconds: (user + system) / ticks, virtualBytes: UInt64(virtual), residentBytes: UInt64(resident * pageSize),
-                      startTimeSeconds: boot + start / ticks)
+            let virtual = field(23), let resident = field(24), let boot = bootTime()
+        else { return nil }
+        return Sample(
+            cpuSeconds: (user + system) / ticks, virtualBytes: UInt64(virtual), residentBytes: UInt64(resident * pageSize),
+            startTimeSeconds: boot + start / ticks)
     }
 
     private static func bootTime() -> Double? {
@@ -78,6 +84,6 @@ enum ProcessMetrics {
     }
 }
 
-private extension Substring {
-    func trimmingPrefixSpaces() -> Substring { drop(while: { $0 == " " }) }
+extension Substring {
+    fileprivate func trimmingPrefixSpaces() -> Substring { drop(while: { $0 == " " }) }
 }

@@ -1,7 +1,7 @@
 import PostbackStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What `/readyz` (and the `postback_ready` gauge) says: ready when the store takes writes, it is not

@@ -1,10 +1,10 @@
 import Basics
 import Locking
-import Postbacks
 import PostbackStore
+import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Keeps the rejected spool from taking the disk the verified postbacks need. Anyone can send junk,
@@ -39,7 +39,10 @@ final class RejectedStoreBudget: Sendable {
 
     /// - Parameter spool: the spool whose records it admits (`rejected`, or `unverifiable`, which gets a
     ///   budget of its own: anyone can send a body claiming an unknown version).
-    init(configuration: ServerConfiguration, layout: StoreLayout, spool: StoreLayout.Spool = .rejected, today: UTCDay = UTCTimestamp.now().day) {
+    init(
+        configuration: ServerConfiguration, layout: StoreLayout, spool: StoreLayout.Spool = .rejected,
+        today: UTCDay = UTCTimestamp.now().day
+    ) {
         self.configuration = configuration
         var bytes = 0
         if let segments = try? layout.segments(spool, day: today) {
@@ -59,7 +62,9 @@ final class RejectedStoreBudget: Sendable {
             if day != spent.day { spent = Spent(day: day, bytes: 0) }
             let key = spent.byClient[client] != nil || spent.byClient.count < Self.maximumClients ? client : ""
             let clientBytes = spent.byClient[key] ?? 0
-            if spent.bytes + wholeBytes <= budget - budget / 8, clientBytes + wholeBytes <= configuration.rejectedBytesPerClientPerDay {
+            if spent.bytes + wholeBytes <= budget - budget / 8,
+                clientBytes + wholeBytes <= configuration.rejectedBytesPerClientPerDay
+            {
                 spent.bytes += wholeBytes
                 spent.byClient[key] = clientBytes + wholeBytes
                 return .store

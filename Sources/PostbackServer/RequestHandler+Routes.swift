@@ -20,8 +20,10 @@ extension RequestHandler {
         case .metrics:
             let gauges = ServerMetrics.Gauges(
                 ready: isReady,
-                storageHealthy: [.postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy,
-                                 .unverifiable: ingest.unverifiable.isHealthy],
+                storageHealthy: [
+                    .postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy,
+                    .unverifiable: ingest.unverifiable.isHealthy,
+                ],
                 dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
             var text = metrics.render(gauges)
             ProcessMetrics.render(into: &text)

@@ -1,14 +1,14 @@
 import Basics
-import Locking
 import CMicroHTTPD
 import CMicroHTTPDShim
 import Dispatch
 import Foundation
+import Locking
 import Postbacks
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
@@ -62,7 +62,8 @@ final class RequestHandler: Sendable {
     /// most one entry per request in progress.
     private let clientRequests = Locked<[String: Int]>([:])
 
-    init(configuration: ServerConfiguration, ingest: PostbackIngest, readiness: Readiness, metrics: ServerMetrics, log: ServerLog) {
+    init(configuration: ServerConfiguration, ingest: PostbackIngest, readiness: Readiness, metrics: ServerMetrics, log: ServerLog)
+    {
         self.configuration = configuration
         self.ingest = ingest
         self.readiness = readiness
@@ -97,7 +98,9 @@ final class RequestHandler: Sendable {
         if let code = ServerMetrics.libraryResponseCode(inLogMessage: text) { metrics.libraryResponse(code: code) }
     }
 
-    func connectionNotification(connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool) {
+    func connectionNotification(
+        connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
+    ) {
         if started {
             let track = ConnectionWatchdog.Track(descriptor: postback_mhd_connection_fd(connection))
             // A new connection gets the short header deadline, not the keep-alive idle timeout: one
@@ -124,15 +127,21 @@ final class RequestHandler: Sendable {
     func requestLineReceived(connection: OpaquePointer) -> UnsafeMutableRawPointer? {
         if let track = track(of: connection) {
             // A new connection's first request keeps the deadline counted from the accept.
-            if track.phase == .new { track.continueAs(.headers) } else { track.enter(.headers, seconds: configuration.headerTimeoutSeconds) }
+            if track.phase == .new {
+                track.continueAs(.headers)
+            } else {
+                track.enter(.headers, seconds: configuration.headerTimeoutSeconds)
+            }
         }
         requestsInProgress.enter()
         return Unmanaged.passRetained(RequestState()).toOpaque()
     }
 
-    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-                            data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
-                            requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> Int32 {
+    func handle(
+        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+        requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> Int32 {
         if requestContext.pointee == nil {
             // No request-line notification came (should not happen): create the state here.
             requestsInProgress.enter()
@@ -142,8 +151,9 @@ final class RequestHandler: Sendable {
         switch request.stage {
         case .new:
             if track(of: connection)?.refusesRequests == true { return 0 }
-            return begin(request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
-                         method: method.map { String(cString: $0) } ?? "")
+            return begin(
+                request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
+                method: method.map { String(cString: $0) } ?? "")
         case .receiving:
             if size.pointee > 0 {
                 let count = size.pointee
@@ -152,7 +162,9 @@ final class RequestHandler: Sendable {
                     request.tooLarge = true
                     request.body = []
                 } else if let data {
-                    data.withMemoryRebound(to: UInt8.self, capacity: count) { request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+                    data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                        request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+                    }
                 }
                 size.pointee = 0
                 return 1
@@ -180,7 +192,9 @@ final class RequestHandler: Sendable {
     }
 
     /// A request ended: takes back its state (none if libmicrohttpd never told us of its request line).
-    func requestCompleted(connection: OpaquePointer?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32) {
+    func requestCompleted(
+        connection: OpaquePointer?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32
+    ) {
         let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
         requestContext.pointee = nil
         defer { if request != nil { requestsInProgress.leave() } }
@@ -219,12 +233,16 @@ final class RequestHandler: Sendable {
     /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
     private func clientAddress(of connection: OpaquePointer) -> String {
         var buffer = [CChar](repeating: 0, count: 64)
-        let peer = postback_mhd_client_address(connection, &buffer, buffer.count) == 0
+        let peer =
+            postback_mhd_client_address(connection, &buffer, buffer.count) == 0
             ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
         guard !configuration.trustedProxies.isEmpty else { return peer }
-        func header(_ name: String) -> String? { MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) } }
-        return ClientAddress.resolve(peer: peer, forwardedFor: header("X-Forwarded-For"), forwarded: header("Forwarded"),
-                                     trusted: configuration.trustedProxies)
+        func header(_ name: String) -> String? {
+            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+        }
+        return ClientAddress.resolve(
+            peer: peer, forwardedFor: header("X-Forwarded-For"), forwarded: header("Forwarded"),
+            trusted: configuration.trustedProxies)
     }
 
     /// The request headers the framing checks look at (names as received): `Content-Length`,
@@ -232,15 +250,18 @@ final class RequestHandler: Sendable {
     private func framingHeaders(of connection: OpaquePointer) -> [(name: String, value: String)] {
         final class Collected { var headers: [(name: String, value: String)] = [] }
         let collected = Collected()
-        _ = MHD_get_connection_values(connection, .HEADER_KIND, { context, _, key, value in
-            guard let context, let key else { return .YES }
-            let relevant = strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
-                || key[0] == 0 || strpbrk(key, " \t") != nil
-            guard relevant else { return .YES }
-            let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-            collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
-            return .YES
-        }, Unmanaged.passUnretained(collected).toOpaque())
+        _ = MHD_get_connection_values(
+            connection, .HEADER_KIND,
+            { context, _, key, value in
+                guard let context, let key else { return .YES }
+                let relevant =
+                    strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
+                    || key[0] == 0 || strpbrk(key, " \t") != nil
+                guard relevant else { return .YES }
+                let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+                collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                return .YES
+            }, Unmanaged.passUnretained(collected).toOpaque())
         return withExtendedLifetime(collected) { collected.headers }
     }
 
@@ -252,26 +273,31 @@ final class RequestHandler: Sendable {
         request.route = route
         if let violation = HTTPFraming.violation(in: framingHeaders(of: connection)) {
             request.stage = .done
-            let reply = HTTPReply.problem(violation.status, type: violation.status == 501 ? "transfer-coding-not-supported" : "bad-framing",
-                                          title: violation.status == 501 ? "Transfer coding not supported" : "Ambiguous or malformed message framing",
-                                          detail: violation.detail)
+            let reply = HTTPReply.problem(
+                violation.status, type: violation.status == 501 ? "transfer-coding-not-supported" : "bad-framing",
+                title: violation.status == 501 ? "Transfer coding not supported" : "Ambiguous or malformed message framing",
+                detail: violation.detail)
             return send(reply, route: route, on: connection, closing: true)
         }
         guard route != .unknown else {
             request.stage = .done
-            return send(.problem(404, type: "not-found", title: "No such endpoint",
-                                 detail: "postbacks go to POST \(Route.skadnetworkPath)/ or \(Route.appAttributionPath)/"),
-                        route: route, on: connection, closing: true)
+            return send(
+                .problem(
+                    404, type: "not-found", title: "No such endpoint",
+                    detail: "postbacks go to POST \(Route.skadnetworkPath)/ or \(Route.appAttributionPath)/"),
+                route: route, on: connection, closing: true)
         }
         guard route.allows(method: method) else {
             request.stage = .done
-            var reply = HTTPReply.problem(405, type: "method-not-allowed", title: "Method not allowed",
-                                          detail: "\(JSONWriter.escapedForMessage(method)) is not allowed here; use \(route.allowedMethods)")
+            var reply = HTTPReply.problem(
+                405, type: "method-not-allowed", title: "Method not allowed",
+                detail: "\(JSONWriter.escapedForMessage(method)) is not allowed here; use \(route.allowedMethods)")
             reply.headers.append(("Allow", route.allowedMethods))
             return send(reply, route: route, on: connection, closing: true)
         }
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-           let length = Int(String(cString: declared)), length > configuration.bodyLimitBytes {
+            let length = Int(String(cString: declared)), length > configuration.bodyLimitBytes
+        {
             // Answered before the body is read; libmicrohttpd then closes the connection.
             request.stage = .done
             return send(tooLarge(), route: route, on: connection, closing: true)
@@ -299,8 +325,9 @@ final class RequestHandler: Sendable {
         }
         guard admitted else {
             metrics.clientLimited()
-            var reply = HTTPReply.problem(429, type: "too-many-requests", title: "Too many requests in progress from this client",
-                                          detail: "at most \(limit) requests at once per client address (per_ip_connection_limit); retry later")
+            var reply = HTTPReply.problem(
+                429, type: "too-many-requests", title: "Too many requests in progress from this client",
+                detail: "at most \(limit) requests at once per client address (per_ip_connection_limit); retry later")
             reply.headers.append(("Retry-After", "1"))
             return reply
         }
@@ -354,12 +381,15 @@ final class RequestHandler: Sendable {
     }
 
     private func tooLarge() -> HTTPReply {
-        .problem(413, type: "body-too-large", title: "Request body too large",
-                 detail: "the body limit is \(configuration.bodyLimitBytes) bytes; postbacks are about 1 KiB")
+        .problem(
+            413, type: "body-too-large", title: "Request body too large",
+            detail: "the body limit is \(configuration.bodyLimitBytes) bytes; postbacks are about 1 KiB")
     }
 
     /// Queues `reply`. `closing`: the connection ends after it, and the reply says so.
-    private func send(_ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil, closing: Bool = false) -> Int32 {
+    private func send(
+        _ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil, closing: Bool = false
+    ) -> Int32 {
         let response = reply.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
         }

@@ -1,5 +1,5 @@
 /// The endpoints. The raw value names the route in spool records, metrics and logs.
-public enum Route: String, Sendable, CaseIterable {
+package enum Route: String, Sendable, CaseIterable {
     /// `POST /.well-known/skadnetwork/report-attribution/`: SKAdNetwork postbacks (the ad network's
     /// endpoint, or the advertiser's developer copy).
     case skadnetwork = "skadnetwork-developer-copy"
@@ -17,7 +17,7 @@ public enum Route: String, Sendable, CaseIterable {
     static let appAttributionPath = "/.well-known/appattribution/report-attribution"
 
     /// Postbacks are POSTed here.
-    public var receivesPostbacks: Bool { self == .skadnetwork || self == .appAttribution || self == .adNetwork }
+    package var receivesPostbacks: Bool { self == .skadnetwork || self == .appAttribution || self == .adNetwork }
 
     /// The methods a route answers; anything else gets 405 with this in `Allow`.
     var allowedMethods: String { receivesPostbacks ? "POST" : "GET, HEAD" }

@@ -1,9 +1,9 @@
-public import Basics
-public import Postbacks
+package import Basics
 import PostbackStore
+package import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Everything `postback serve` can be told, from its JSON config file and flags (flags win).
@@ -21,93 +21,95 @@ import Glibc
 ///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
-public struct ServerConfiguration: Sendable {
+package struct ServerConfiguration: Sendable {
     /// `HOST:PORT`; port 0 picks a free one (tests).
-    public var listen = "127.0.0.1:8080"
-    public var dataDirectory = "./data"
+    package var listen = "127.0.0.1:8080"
+    package var dataDirectory = "./data"
     /// Names this receiver's segment files; several receivers sharing a store need different ids.
-    public var writerID = ServerConfiguration.defaultWriterID()
+    package var writerID = ServerConfiguration.defaultWriterID()
     /// The path registered as the ad network's own postback URL, besides Apple's well-known paths.
-    public var adNetworkPath: String?
+    package var adNetworkPath: String?
     /// Only postbacks for these ad network ids are stored (exact match, as signed); nil accepts all.
-    public var acceptedAdNetworkIDs: Set<String>?
+    package var acceptedAdNetworkIDs: Set<String>?
     /// Store development postbacks (AdAttributionKit development keys, SKAdNetwork test mode, trusted
     /// test keys), marked as development. Off: they are rejected with a reason.
-    public var allowsDevelopment = false
+    package var allowsDevelopment = false
     /// PEM files of extra test keys (`trust_keys`); only used with `allowsDevelopment`.
-    public var trustKeyPaths: [String] = []
+    package var trustKeyPaths: [String] = []
     /// The loaded `trustKeyPaths` (the CLI loads them).
-    public var testKeys: [TrustedTestKey] = []
-    public var bodyLimitBytes = 64 << 10
+    package var testKeys: [TrustedTestKey] = []
+    package var bodyLimitBytes = 64 << 10
     /// From the request line to the end of the headers; on a new connection, from the accept (so a
     /// connection that sends nothing is closed this soon, not after the idle timeout).
-    public var headerTimeoutSeconds = 5.0
+    package var headerTimeoutSeconds = 5.0
     /// From the end of the headers to the end of the body.
-    public var bodyTimeoutSeconds = 10.0
+    package var bodyTimeoutSeconds = 10.0
     /// A keep-alive connection with no request in progress (also libmicrohttpd's inactivity timeout).
-    public var idleTimeoutSeconds = 30.0
-    public var connectionLimit = 1024
+    package var idleTimeoutSeconds = 30.0
+    package var connectionLimit = 1024
     /// 0 means no per-address limit (devices behind carrier NAT share addresses).
-    public var perIPConnectionLimit = 0
-    public var segmentBytes = 128 << 20
+    package var perIPConnectionLimit = 0
+    package var segmentBytes = 128 << 20
     /// Under load, how long a group commit lets its batch gather before the fdatasync (0: never).
-    public var commitGatherSeconds = 0.0005
+    package var commitGatherSeconds = 0.0005
     /// HTTP worker threads (the epoll pool); the signature checks run on them.
-    public var threads = ServerConfiguration.processorCount()
+    package var threads = ServerConfiguration.processorCount()
     /// A thread per connection instead of the epoll pool: the thread waits for its group commit
     /// instead of suspending the connection (bounded by `connectionLimit`).
-    public var threadPerConnection = false
+    package var threadPerConnection = false
     /// How long a shutdown waits for requests in progress.
-    public var shutdownGraceSeconds = 10.0
-    public var logLevel = ServerLog.Level.info
+    package var shutdownGraceSeconds = 10.0
+    package var logLevel = ServerLog.Level.info
     /// Peers (a reverse proxy, a load balancer) whose `X-Forwarded-For` / `Forwarded` names the client.
-    public var trustedProxies: [CIDR] = []
+    package var trustedProxies: [CIDR] = []
     /// Bytes of rejected records a day. Past 7/8 of it a rejected body is kept only as its SHA-256
     /// and size; at the budget nothing more is stored that day (still answered 400, and counted).
-    public var rejectedBytesPerDay = 256 << 20
+    package var rejectedBytesPerDay = 256 << 20
     /// Of that, whole rejected records from one client address (beyond: hash and size only).
-    public var rejectedBytesPerClientPerDay = 4 << 20
+    package var rejectedBytesPerClientPerDay = 4 << 20
     /// A rejected body larger than this is kept as its first this-many bytes plus SHA-256 and size.
-    public var rejectedBodyKeepBytes = 4096
+    package var rejectedBodyKeepBytes = 4096
     /// Free space kept for verified postbacks: rejected records are not written below it.
-    public var reservedFreeBytes = 256 << 20
+    package var reservedFreeBytes = 256 << 20
     /// `s3://bucket/prefix` to ship sealed segments to (docs/deployment.md); nil: local disk only.
     /// Endpoint, region and credentials come from the AWS environment variables unless set here.
-    public var shipTo: String?
-    public var objectStoreEndpoint: String?
-    public var objectStoreRegion: String?
+    package var shipTo: String?
+    package var objectStoreEndpoint: String?
+    package var objectStoreRegion: String?
     /// `path` or `virtual`; nil: path style with a custom endpoint, virtual-host style on AWS.
-    public var objectStoreAddressing: String?
+    package var objectStoreAddressing: String?
     /// Seal an open segment after this long (so it can be shipped); nil: 300 s when shipping, else never.
-    public var segmentMaxAgeSeconds: Double?
+    package var segmentMaxAgeSeconds: Double?
     /// Remove a shipped segment locally once it is this old; nil keeps every segment.
-    public var localRetentionHours: Double?
+    package var localRetentionHours: Double?
     /// UTC days (today and the days before) of every receiver's shipped segments whose keys join the
     /// live dedup index at start-up; nil: 2 when shipping; 0: none.
-    public var sharedDedupDays: Int?
+    package var sharedDedupDays: Int?
     /// Partner destinations (`forward`, docs/forwarding.md): kept as written here, parsed by
     /// `ForwardSettings.parseList` in `SpoolDelivery` when the receiver starts.
-    public var forward: JSONValue?
+    package var forward: JSONValue?
     /// The config file's directory (header secrets read from files are relative to it).
-    public var configurationDirectory = "."
+    package var configurationDirectory = "."
 
-    public init() {}
+    package init() {}
 
     /// The maximum segment age the spool writers use.
     /// Forwarding seals every 60 s: a postback waits for its segment to be sealed before it is forwarded.
-    public var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? (forward != nil ? 60 : shipTo == nil ? nil : 300) }
+    package var effectiveSegmentMaxAgeSeconds: Double? {
+        segmentMaxAgeSeconds ?? (forward != nil ? 60 : shipTo == nil ? nil : 300)
+    }
 
     /// The days of shipped segments read into the dedup index at start-up.
-    public var effectiveSharedDedupDays: Int { shipTo == nil ? 0 : sharedDedupDays ?? 2 }
+    package var effectiveSharedDedupDays: Int { shipTo == nil ? 0 : sharedDedupDays ?? 2 }
 
-    public struct ConfigurationError: Error, CustomStringConvertible {
-        public let description: String
-        public init(_ description: String) { self.description = description }
+    package struct ConfigurationError: Error, CustomStringConvertible {
+        package let description: String
+        package init(_ description: String) { self.description = description }
     }
 
     /// Reads a config file. Relative paths in it (`data_dir`, `trust_keys`) are taken relative to the
     /// file's directory, so the config means the same whatever directory the receiver starts in.
-    public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
+    package static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: path, limit: 1 << 20)
@@ -123,7 +125,9 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// Parses config JSON (see the type's comment for the keys).
-    public static func parse(_ bytes: [UInt8], relativeTo directory: String = ".") throws(ConfigurationError) -> ServerConfiguration {
+    package static func parse(_ bytes: [UInt8], relativeTo directory: String = ".") throws(ConfigurationError)
+        -> ServerConfiguration
+    {
         let value: JSONValue
         do {
             value = try StrictJSONParser.parse(bytes)
@@ -157,12 +161,15 @@ public struct ServerConfiguration: Sendable {
             case "trusted_proxies":
                 configuration.trustedProxies = try (reader.optionalStrings() ?? []).map { text throws(ConfigurationError) in
                     guard let cidr = CIDR(text) else {
-                        throw ConfigurationError("trusted_proxies: \"\(JSONWriter.escapedForMessage(text))\" is not an address or CIDR (like 10.0.0.0/8 or fd00::/8)")
+                        throw ConfigurationError(
+                            "trusted_proxies: \"\(JSONWriter.escapedForMessage(text))\" is not an address or CIDR (like 10.0.0.0/8 or fd00::/8)"
+                        )
                     }
                     return cidr
                 }
             case "rejected_bytes_per_day": configuration.rejectedBytesPerDay = try reader.integer(in: 0...(1 << 50))
-            case "rejected_bytes_per_client_per_day": configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
+            case "rejected_bytes_per_client_per_day":
+                configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
             case "rejected_body_keep_bytes": configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...(16 << 20))
             case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
             case "ship_to": configuration.shipTo = try reader.optionalString()
@@ -179,12 +186,15 @@ public struct ServerConfiguration: Sendable {
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
-                    throw ConfigurationError("log_level must be debug, info, warning or error, got \"\(JSONWriter.escapedForMessage(text))\"")
+                    throw ConfigurationError(
+                        "log_level must be debug, info, warning or error, got \"\(JSONWriter.escapedForMessage(text))\"")
                 }
                 configuration.logLevel = level
             default:
                 let hint = Suggestion.closest(to: member.key, in: knownKeys).map { " (did you mean \"\($0)\"?)" } ?? ""
-                throw ConfigurationError("unknown key \"\(JSONWriter.escapedForMessage(member.key))\"\(hint); known keys: \(knownKeys.joined(separator: ", "))")
+                throw ConfigurationError(
+                    "unknown key \"\(JSONWriter.escapedForMessage(member.key))\"\(hint); known keys: \(knownKeys.joined(separator: ", "))"
+                )
             }
         }
         try configuration.validate()
@@ -192,13 +202,14 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// The keys `parse` reads, for "did you mean" on a typo.
-    public static let knownKeys = [
+    package static let knownKeys = [
         "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
         "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint", "object_store_region",
-        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level", "forward",
+        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level",
+        "forward",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -207,14 +218,17 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// Checks what parsing alone cannot (also after flags were applied).
-    public func validate() throws(ConfigurationError) {
+    package func validate() throws(ConfigurationError) {
         guard StoreLayout.isValidWriterID(writerID) else {
-            throw ConfigurationError("writer_id \"\(JSONWriter.escapedForMessage(writerID))\" must be 1–64 letters, digits, '.', '_' or '-' (not starting with '.')")
+            throw ConfigurationError(
+                "writer_id \"\(JSONWriter.escapedForMessage(writerID))\" must be 1–64 letters, digits, '.', '_' or '-' (not starting with '.')"
+            )
         }
         guard !dataDirectory.isEmpty else { throw ConfigurationError("data_dir is empty") }
         if let path = adNetworkPath {
             guard path.hasPrefix("/"), !path.contains("?"), !path.contains("#") else {
-                throw ConfigurationError("ad_network_path must be an absolute path like /postbacks, got \"\(JSONWriter.escapedForMessage(path))\"")
+                throw ConfigurationError(
+                    "ad_network_path must be an absolute path like /postbacks, got \"\(JSONWriter.escapedForMessage(path))\"")
             }
             guard Route.builtIn(Route.normalize(path)) == nil else {
                 throw ConfigurationError("ad_network_path \(path) collides with a built-in path")
@@ -238,19 +252,23 @@ public struct ServerConfiguration: Sendable {
         }
         if localRetentionHours != nil, forward != nil {
             // Retention consults the shipping ledger only; it would remove segments a partner has not received.
-            throw ConfigurationError("local_retention_hours cannot be combined with forward yet (it would remove segments not yet forwarded); remove one of them")
+            throw ConfigurationError(
+                "local_retention_hours cannot be combined with forward yet (it would remove segments not yet forwarded); remove one of them"
+            )
         }
     }
 
     /// The host name, made into a valid writer id; `rx1` if there is none.
-    public static func defaultWriterID() -> String {
+    package static func defaultWriterID() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "rx1" }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let cleaned = String(name.unicodeScalars.map { scalar -> Character in
-            scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_")
-                ? Character(scalar) : "-"
-        }.prefix(64))
+        let cleaned = String(
+            name.unicodeScalars.map { scalar -> Character in
+                scalar.isASCII
+                    && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_")
+                    ? Character(scalar) : "-"
+            }.prefix(64))
         return StoreLayout.isValidWriterID(cleaned) ? cleaned : "rx1"
     }
 
@@ -294,13 +312,15 @@ private struct ValueReader {
 
     func integer(in range: ClosedRange<Int>) throws(ServerConfiguration.ConfigurationError) -> Int {
         guard case .number(let number) = value, let integer = number.int64Value, range.contains(Int(integer)) else {
-            throw ServerConfiguration.ConfigurationError("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw ServerConfiguration.ConfigurationError(
+                "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return Int(integer)
     }
 
     func milliseconds() throws(ServerConfiguration.ConfigurationError) -> Double {
-        guard case .number(let number) = value, let milliseconds = Double(number.text), milliseconds >= 0, milliseconds <= 100 else {
+        guard case .number(let number) = value, let milliseconds = Double(number.text), milliseconds >= 0, milliseconds <= 100
+        else {
             throw ServerConfiguration.ConfigurationError("\(key) must be a number of milliseconds from 0 to 100")
         }
         return milliseconds / 1000

@@ -3,11 +3,11 @@ import Postbacks
 
 /// Structured logs: one JSON object per line (`time`, `level`, `msg`, then fields), on stderr by
 /// default. Values are escaped by `JSONWriter`, so a hostile string cannot forge or break a line.
-public struct ServerLog: Sendable {
-    public enum Level: Int, Sendable, Comparable {
+package struct ServerLog: Sendable {
+    package enum Level: Int, Sendable, Comparable {
         case debug, info, warning, error
 
-        public init?(name: String) {
+        package init?(name: String) {
             switch name {
             case "debug": self = .debug
             case "info": self = .info
@@ -26,32 +26,32 @@ public struct ServerLog: Sendable {
             }
         }
 
-        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+        package static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     /// A field value.
-    public enum Value: Sendable {
+    package enum Value: Sendable {
         case string(String)
         case int(Int)
         case double(Double)
         case bool(Bool)
     }
 
-    public let minimumLevel: Level
+    package let minimumLevel: Level
     private let sink: @Sendable ([UInt8]) -> Void
 
     /// - Parameter sink: receives each line, newline included.
-    public init(minimumLevel: Level = .info, sink: @escaping @Sendable ([UInt8]) -> Void) {
+    package init(minimumLevel: Level = .info, sink: @escaping @Sendable ([UInt8]) -> Void) {
         self.minimumLevel = minimumLevel
         self.sink = sink
     }
 
     /// Discards everything.
-    public static let silent = ServerLog(minimumLevel: .error) { _ in }
+    package static let silent = ServerLog(minimumLevel: .error) { _ in }
 
-    public func isEnabled(_ level: Level) -> Bool { level >= minimumLevel }
+    package func isEnabled(_ level: Level) -> Bool { level >= minimumLevel }
 
-    public func log(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, Value> = [:]) {
+    package func log(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, Value> = [:]) {
         guard isEnabled(level) else { return }
         var json = JSONWriter(reservingCapacity: 256)
         json.beginObject()
@@ -74,8 +74,8 @@ public struct ServerLog: Sendable {
         sink(line)
     }
 
-    public func debug(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.debug, message, fields) }
-    public func info(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.info, message, fields) }
-    public func warning(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.warning, message, fields) }
-    public func error(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.error, message, fields) }
+    package func debug(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.debug, message, fields) }
+    package func info(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.info, message, fields) }
+    package func warning(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.warning, message, fields) }
+    package func error(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) { log(.error, message, fields) }
 }

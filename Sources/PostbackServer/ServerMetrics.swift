@@ -1,6 +1,6 @@
 import Locking
-import Postbacks
 import PostbackStore
+import Postbacks
 import Synchronization
 
 /// The counters behind `GET /metrics`, rendered in the Prometheus text format (version 0.0.4).
@@ -8,9 +8,20 @@ import Synchronization
 /// Labels are bounded and escaped: every value goes through `MetricLabels` (a closed set per label,
 /// `other` for anything else a request claims), so no request can add a series or a line.
 final class ServerMetrics: Sendable {
-    private struct RequestKey: Hashable { let route: Route; let code: Int }
-    private struct VerdictKey: Hashable { let protocolName: String; let version: String; let status: String; let environment: String }
-    private struct FlagKey: Hashable { let field: PostbackFlag.Field; let action: PostbackFlag.Action }
+    private struct RequestKey: Hashable {
+        let route: Route
+        let code: Int
+    }
+    private struct VerdictKey: Hashable {
+        let protocolName: String
+        let version: String
+        let status: String
+        let environment: String
+    }
+    private struct FlagKey: Hashable {
+        let field: PostbackFlag.Field
+        let action: PostbackFlag.Action
+    }
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
@@ -32,7 +43,9 @@ final class ServerMetrics: Sendable {
         var quarantineNotStored: [String: Int] = [:]
         var clientLimited = 0
         var segmentsVanished: [StoreLayout.Spool: Int] = [:]
-        var fsync = Histogram(upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+        var fsync = Histogram(upperBounds: [
+            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+        ])
         var batchSize = Histogram(upperBounds: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
         var requestDuration = Histogram(upperBounds: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
     }
@@ -48,10 +61,12 @@ final class ServerMetrics: Sendable {
 
     func verdict(_ result: VerificationResult) {
         // `version` is whatever an unverified body claims: only known versions get a label of their own.
-        let key = VerdictKey(protocolName: MetricLabels.protocols.label(result.postbackProtocol?.rawValue ?? "unknown"),
-                             version: MetricLabels.versions.label(result.version ?? (result.postbackProtocol == .adattributionkit ? "aak" : "unknown")),
-                             status: MetricLabels.statuses.label(result.status.rawValue),
-                             environment: MetricLabels.environments.label(result.environment?.rawValue ?? "none"))
+        let key = VerdictKey(
+            protocolName: MetricLabels.protocols.label(result.postbackProtocol?.rawValue ?? "unknown"),
+            version: MetricLabels.versions.label(
+                result.version ?? (result.postbackProtocol == .adattributionkit ? "aak" : "unknown")),
+            status: MetricLabels.statuses.label(result.status.rawValue),
+            environment: MetricLabels.environments.label(result.environment?.rawValue ?? "none"))
         state.withLock { $0.verdicts[key, default: 0] += 1 }
     }
 
@@ -158,35 +173,67 @@ final class ServerMetrics: Sendable {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
         }
         header("postback_http_requests_total", "counter", "HTTP requests answered, by route and status code.")
-        for (key, count) in state.requests.sorted(by: { ($0.key.route.rawValue, $0.key.code) < ($1.key.route.rawValue, $1.key.code) }) {
-            text += MetricLabels.series("postback_http_requests_total", ["route": key.route.rawValue, "code": String(key.code)]) + " \(count)\n"
+        for (key, count) in state.requests.sorted(by: {
+            ($0.key.route.rawValue, $0.key.code) < ($1.key.route.rawValue, $1.key.code)
+        }) {
+            text +=
+                MetricLabels.series("postback_http_requests_total", ["route": key.route.rawValue, "code": String(key.code)])
+                + " \(count)\n"
         }
-        header("postback_http_library_responses_total", "counter", "Answers libmicrohttpd made itself (malformed request, request line or headers too large, …), by status code; not in postback_http_requests_total.")
+        header(
+            "postback_http_library_responses_total", "counter",
+            "Answers libmicrohttpd made itself (malformed request, request line or headers too large, …), by status code; not in postback_http_requests_total."
+        )
         for (code, count) in state.libraryResponses.sorted(by: { $0.key < $1.key }) {
             text += MetricLabels.series("postback_http_library_responses_total", ["code": code]) + " \(count)\n"
         }
         header("postback_request_duration_seconds", "histogram", "Time from a complete postback request to its response.")
         state.requestDuration.render(name: "postback_request_duration_seconds", into: &text)
-        header("postback_verdicts_total", "counter", "Verifier verdicts, by protocol, version, status and environment (production or development, from the key; none when no key applies).")
-        for (key, count) in state.verdicts.sorted(by: { ($0.key.protocolName, $0.key.version, $0.key.status, $0.key.environment) < ($1.key.protocolName, $1.key.version, $1.key.status, $1.key.environment) }) {
-            text += MetricLabels.series("postback_verdicts_total",
-                                        ["protocol": key.protocolName, "version": key.version, "status": key.status, "environment": key.environment]) + " \(count)\n"
+        header(
+            "postback_verdicts_total", "counter",
+            "Verifier verdicts, by protocol, version, status and environment (production or development, from the key; none when no key applies)."
+        )
+        for (key, count) in state.verdicts.sorted(by: {
+            ($0.key.protocolName, $0.key.version, $0.key.status, $0.key.environment) < (
+                $1.key.protocolName, $1.key.version, $1.key.status, $1.key.environment
+            )
+        }) {
+            text +=
+                MetricLabels.series(
+                    "postback_verdicts_total",
+                    ["protocol": key.protocolName, "version": key.version, "status": key.status, "environment": key.environment])
+                + " \(count)\n"
         }
-        header("postback_duplicates_total", "counter", "Verified postbacks whose dedup key was already stored (answered 200, not stored again).")
+        header(
+            "postback_duplicates_total", "counter",
+            "Verified postbacks whose dedup key was already stored (answered 200, not stored again).")
         for (name, count) in state.duplicates.sorted(by: { $0.key < $1.key }) {
             text += MetricLabels.series("postback_duplicates_total", ["protocol": name]) + " \(count)\n"
         }
-        header("postback_policy_rejections_total", "counter", "Verified postbacks rejected by configuration (ad network not accepted, development not allowed).")
+        header(
+            "postback_policy_rejections_total", "counter",
+            "Verified postbacks rejected by configuration (ad network not accepted, development not allowed).")
         for (reason, count) in state.policyRejections.sorted(by: { $0.key < $1.key }) {
             text += MetricLabels.series("postback_policy_rejections_total", ["reason": reason]) + " \(count)\n"
         }
-        header("postback_flags_total", "counter", "Values not taken as sent (they never change the verdict), by field and action (normalized, dropped, unrecognized).")
-        for (key, count) in state.flags.sorted(by: { ($0.key.field.rawValue, $0.key.action.rawValue) < ($1.key.field.rawValue, $1.key.action.rawValue) }) {
-            text += MetricLabels.series("postback_flags_total", ["field": key.field.rawValue, "action": key.action.rawValue]) + " \(count)\n"
+        header(
+            "postback_flags_total", "counter",
+            "Values not taken as sent (they never change the verdict), by field and action (normalized, dropped, unrecognized).")
+        for (key, count) in state.flags.sorted(by: {
+            ($0.key.field.rawValue, $0.key.action.rawValue) < ($1.key.field.rawValue, $1.key.action.rawValue)
+        }) {
+            text +=
+                MetricLabels.series("postback_flags_total", ["field": key.field.rawValue, "action": key.action.rawValue])
+                + " \(count)\n"
         }
-        header("postback_quarantined_total", "counter", "Postbacks answered 200 and kept in raw/unverifiable/ (never counted), by reason; usually Apple shipped something new.")
+        header(
+            "postback_quarantined_total", "counter",
+            "Postbacks answered 200 and kept in raw/unverifiable/ (never counted), by reason; usually Apple shipped something new."
+        )
         for reason in QuarantineReason.allCases {
-            text += MetricLabels.series("postback_quarantined_total", ["reason": reason.rawValue]) + " \(state.quarantined[reason] ?? 0)\n"
+            text +=
+                MetricLabels.series("postback_quarantined_total", ["reason": reason.rawValue])
+                + " \(state.quarantined[reason] ?? 0)\n"
         }
         header("postback_fsync_duration_seconds", "histogram", "Duration of each group commit's fdatasync.")
         state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)
@@ -194,12 +241,28 @@ final class ServerMetrics: Sendable {
         state.batchSize.render(name: "postback_group_commit_records", into: &text)
         // The text format wants each family's samples right under its own HELP and TYPE lines.
         let perSpool: [(name: String, type: String, help: String, value: (StoreLayout.Spool) -> Int)] = [
-            ("postback_spool_bytes_total", "counter", "Bytes appended (and synced) to the spool, by spool.", { state.spoolBytes[$0] ?? 0 }),
-            ("postback_spool_records_total", "counter", "Records appended (and synced) to the spool, by spool.", { state.spoolRecords[$0] ?? 0 }),
-            ("postback_spool_segments_opened_total", "counter", "Segment files created, by spool.", { state.segmentsOpened[$0] ?? 0 }),
+            (
+                "postback_spool_bytes_total", "counter", "Bytes appended (and synced) to the spool, by spool.",
+                { state.spoolBytes[$0] ?? 0 }
+            ),
+            (
+                "postback_spool_records_total", "counter", "Records appended (and synced) to the spool, by spool.",
+                { state.spoolRecords[$0] ?? 0 }
+            ),
+            (
+                "postback_spool_segments_opened_total", "counter", "Segment files created, by spool.",
+                { state.segmentsOpened[$0] ?? 0 }
+            ),
             ("postback_storage_errors_total", "counter", "Failed writes or syncs, by spool.", { state.storageErrors[$0] ?? 0 }),
-            ("postback_spool_segments_vanished_total", "counter", "Open segments found deleted or replaced under the receiver (closed and begun anew before the next reply), by spool.", { state.segmentsVanished[$0] ?? 0 }),
-            ("postback_storage_healthy", "gauge", "1 while the spool takes writes, 0 after a failure until it recovers.", { gauges.storageHealthy[$0] == true ? 1 : 0 }),
+            (
+                "postback_spool_segments_vanished_total", "counter",
+                "Open segments found deleted or replaced under the receiver (closed and begun anew before the next reply), by spool.",
+                { state.segmentsVanished[$0] ?? 0 }
+            ),
+            (
+                "postback_storage_healthy", "gauge", "1 while the spool takes writes, 0 after a failure until it recovers.",
+                { gauges.storageHealthy[$0] == true ? 1 : 0 }
+            ),
         ]
         for family in perSpool {
             header(family.name, family.type, family.help)
@@ -211,24 +274,43 @@ final class ServerMetrics: Sendable {
         text += "postback_dedup_keys \(gauges.dedupKeys)\n"
         header("postback_open_connections", "gauge", "Open HTTP connections.")
         text += "postback_open_connections \(gauges.openConnections)\n"
-        header("postback_connections_timed_out_total", "counter", "Connections closed for being too slow, by phase (idle, headers, body).")
+        header(
+            "postback_connections_timed_out_total", "counter",
+            "Connections closed for being too slow, by phase (idle, headers, body).")
         func labelled(_ name: String, _ label: String, _ counts: [String: Int]) {
             for (value, count) in counts.sorted(by: { $0.key < $1.key }) {
                 text += MetricLabels.series(name, [label: value]) + " \(count)\n"
             }
         }
         labelled("postback_connections_timed_out_total", "phase", state.timedOutConnections)
-        header("postback_connections_refused_total", "counter", "Connections closed at the connection limit, by reason (silent-shed: the oldest connection that had sent no request; over-limit: the new one).")
+        header(
+            "postback_connections_refused_total", "counter",
+            "Connections closed at the connection limit, by reason (silent-shed: the oldest connection that had sent no request; over-limit: the new one)."
+        )
         labelled("postback_connections_refused_total", "reason", state.refusedConnections)
-        header("postback_http_requests_aborted_total", "counter", "Requests whose reply did not reach the client, by reason (client-left, timeout, error, shutdown).")
+        header(
+            "postback_http_requests_aborted_total", "counter",
+            "Requests whose reply did not reach the client, by reason (client-left, timeout, error, shutdown).")
         labelled("postback_http_requests_aborted_total", "reason", state.abortedRequests)
-        header("postback_rejected_bodies_reduced_total", "counter", "Rejected records stored without their whole body, by what was kept (hash: over the daily budget; prefix: body over the size limit).")
+        header(
+            "postback_rejected_bodies_reduced_total", "counter",
+            "Rejected records stored without their whole body, by what was kept (hash: over the daily budget; prefix: body over the size limit)."
+        )
         labelled("postback_rejected_bodies_reduced_total", "kept", state.rejectedBodiesReduced)
-        header("postback_rejected_not_stored_total", "counter", "Rejected postbacks answered 400 but not stored, by reason (free-space-floor: the disk space is kept for verified postbacks).")
+        header(
+            "postback_rejected_not_stored_total", "counter",
+            "Rejected postbacks answered 400 but not stored, by reason (free-space-floor: the disk space is kept for verified postbacks)."
+        )
         labelled("postback_rejected_not_stored_total", "reason", state.rejectedNotStored)
-        header("postback_quarantine_not_stored_total", "counter", "Postbacks this release cannot check yet, answered 503 (retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor.")
+        header(
+            "postback_quarantine_not_stored_total", "counter",
+            "Postbacks this release cannot check yet, answered 503 (retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor."
+        )
         labelled("postback_quarantine_not_stored_total", "reason", state.quarantineNotStored)
-        header("postback_client_limited_total", "counter", "Requests answered 429: the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress.")
+        header(
+            "postback_client_limited_total", "counter",
+            "Requests answered 429: the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress."
+        )
         text += "postback_client_limited_total \(state.clientLimited)\n"
         header("postback_ready", "gauge", "1 when /readyz answers 200.")
         text += "postback_ready \(gauges.ready ? 1 : 0)\n"

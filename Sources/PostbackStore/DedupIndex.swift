@@ -4,7 +4,7 @@
 /// are packed into 16 bytes plus the index and letter case: exact, so no two keys can collide. Any other
 /// key (a relay that rewrote the id, a test) is kept as its string. Not thread-safe: one owner (the
 /// spool writer's thread) uses it.
-public struct DedupIndex: Sendable {
+package struct DedupIndex: Sendable {
     private struct PackedKey: Hashable, Sendable {
         let high: UInt64
         let low: UInt64
@@ -15,22 +15,22 @@ public struct DedupIndex: Sendable {
     private var packed: Set<PackedKey> = []
     private var others: Set<String> = []
 
-    public init() {}
+    package init() {}
 
-    public var count: Int { packed.count + others.count }
+    package var count: Int { packed.count + others.count }
 
     /// Makes room for `count` keys up front (recovery knows how many it will insert), sparing the
     /// rehashes of a set that grows one key at a time.
-    public mutating func reserveCapacity(_ count: Int) { packed.reserveCapacity(count) }
+    package mutating func reserveCapacity(_ count: Int) { packed.reserveCapacity(count) }
 
-    public func contains(_ key: String) -> Bool {
+    package func contains(_ key: String) -> Bool {
         if let packedKey = Self.pack(key) { return packed.contains(packedKey) }
         return others.contains(key)
     }
 
     /// Adds `key`; returns false when it was already there.
     @discardableResult
-    public mutating func insert(_ key: String) -> Bool {
+    package mutating func insert(_ key: String) -> Bool {
         if let packedKey = Self.pack(key) { return packed.insert(packedKey).inserted }
         return others.insert(key).inserted
     }
@@ -54,8 +54,12 @@ public struct DedupIndex: Sendable {
                 let nibble: UInt8
                 switch byte {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10; sawLower = true
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10; sawUpper = true
+                case UInt8(ascii: "a")...UInt8(ascii: "f"):
+                    nibble = byte - UInt8(ascii: "a") + 10
+                    sawLower = true
+                case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                    nibble = byte - UInt8(ascii: "A") + 10
+                    sawUpper = true
                 default: return nil
                 }
                 if nibbles < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }

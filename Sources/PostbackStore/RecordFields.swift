@@ -1,5 +1,5 @@
-public import Basics
-public import Postbacks
+package import Basics
+package import Postbacks
 
 // The fields of a stored postback, declared once. The spool writer and reader (`SpoolRecord`), the
 // fast line parser (`FastRead/`), the aggregate tables' column names and the Spark job's record
@@ -10,11 +10,11 @@ public import Postbacks
 /// The top-level keys of a spool record (`SpoolRecord.encoded()`), in the order they are written.
 /// Which ones a record has depends on its kind (see `SpoolRecord`); `sinceFormat` is the record
 /// format that introduced the key.
-public enum RecordKey: Int, CaseIterable, Sendable {
+package enum RecordKey: Int, CaseIterable, Sendable {
     case format, receivedAt, writer, route, status, environment, dedupKey, postbackProtocol, version, key, reason, client
     case quarantine, attribution, bodyKept, bodySHA256, bodyBytes, flags, body, bodyBase64
 
-    public var spoolKey: String {
+    package var spoolKey: String {
         switch self {
         case .format: return "format"
         case .receivedAt: return "received_at"
@@ -40,7 +40,7 @@ public enum RecordKey: Int, CaseIterable, Sendable {
     }
 
     /// The JSON type of the value (`object`/`array` for the nested ones).
-    public var valueType: RecordValueType {
+    package var valueType: RecordValueType {
         switch self {
         case .format, .bodyBytes: return .integer
         case .attribution: return .object
@@ -50,7 +50,7 @@ public enum RecordKey: Int, CaseIterable, Sendable {
     }
 
     /// The record format that introduced the key (format 1 records have no `format` key).
-    public var sinceFormat: Int {
+    package var sinceFormat: Int {
         switch self {
         // `client` and the `body_*` keys of rejected records came after format 2 and only with it.
         case .format, .quarantine, .flags, .client, .bodyKept, .bodySHA256, .bodyBytes: return 2
@@ -60,19 +60,19 @@ public enum RecordKey: Int, CaseIterable, Sendable {
 }
 
 /// JSON value types of the record's fields.
-public enum RecordValueType: String, Sendable {
+package enum RecordValueType: String, Sendable {
     case string, integer, boolean, object, array
 }
 
 /// The members of a record's `attribution` object: the normalized fields of a verified postback
 /// that aggregation groups by (`Attribution`), in the order they are written. `null` stands for
 /// absent; every member is written on every record.
-public enum AttributionField: Int, CaseIterable, Sendable {
+package enum AttributionField: Int, CaseIterable, Sendable {
     case postbackProtocol, version, appID, adNetworkID, campaignID, sourceIdentifier, sourceAppID, sourceDomain, marketplaceID
     case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode
 
     /// The member name in the spool record's `attribution` object.
-    public var spoolKey: String {
+    package var spoolKey: String {
         switch self {
         case .postbackProtocol: return "protocol"
         case .version: return "version"
@@ -96,7 +96,7 @@ public enum AttributionField: Int, CaseIterable, Sendable {
 
     /// The column of `campaign_daily` (and, for dimensions, `campaign_events_daily`) that shows the
     /// field; nil when no column does (test mode only decides which count a postback goes to).
-    public var column: String? {
+    package var column: String? {
         switch self {
         case .fineValue: return "fine_cv"
         case .coarseValue: return "coarse_cv"
@@ -105,7 +105,7 @@ public enum AttributionField: Int, CaseIterable, Sendable {
         }
     }
 
-    public var valueType: RecordValueType {
+    package var valueType: RecordValueType {
         switch self {
         case .appID, .campaignID, .sourceAppID, .sequenceIndex, .fineValue: return .integer
         case .didWin, .testMode: return .boolean
@@ -114,7 +114,7 @@ public enum AttributionField: Int, CaseIterable, Sendable {
     }
 
     /// The values a string field may take (a record with another is not valid); nil for any string.
-    public var choices: [String]? {
+    package var choices: [String]? {
         switch self {
         case .postbackProtocol: return PostbackProtocol.allCases.map(\.rawValue)
         case .interaction: return AdInteraction.allCases.map(\.rawValue)
@@ -125,11 +125,13 @@ public enum AttributionField: Int, CaseIterable, Sendable {
     }
 
     /// A record's attribution without it is not valid.
-    public var isRequired: Bool { self == .postbackProtocol || self == .appID || self == .adNetworkID || self == .conversionType }
+    package var isRequired: Bool {
+        self == .postbackProtocol || self == .appID || self == .adNetworkID || self == .conversionType
+    }
 
     /// Apple signed the value it comes from (it decides nothing about authenticity once stored,
     /// but an unsigned value may have been normalized or dropped and flagged).
-    public var isSigned: Bool {
+    package var isSigned: Bool {
         switch self {
         case .countryCode, .fineValue, .coarseValue: return false
         // `interaction` is the signed `fidelity-type` (SKAdNetwork 2.2+) or the JWS `ad-interaction-type`.
@@ -138,7 +140,7 @@ public enum AttributionField: Int, CaseIterable, Sendable {
     }
 
     /// Which postbacks carry the field (for docs and the export; the models decide).
-    public var carriedBy: String {
+    package var carriedBy: String {
         switch self {
         case .postbackProtocol, .appID, .adNetworkID, .conversionType, .countryCode: return "all"
         case .version: return "SKAdNetwork"
@@ -205,23 +207,26 @@ public enum AttributionField: Int, CaseIterable, Sendable {
 
 extension Attribution {
     /// Writes the `attribution` object of a spool record: every `AttributionField`, in order; absent values are `null`.
-    public func writeSpoolJSON(to json: inout JSONWriter) {
+    package func writeSpoolJSON(to json: inout JSONWriter) {
         json.beginObject()
         for field in AttributionField.allCases { field.write(self, to: &json) }
         json.endObject()
     }
 
     /// Reads the object `writeSpoolJSON(to:)` produced.
-    public init(spoolJSON object: JSONObject) throws(DecodingError) {
+    package init(spoolJSON object: JSONObject) throws(DecodingError) {
         func member(_ field: AttributionField) -> AttributionMember { AttributionMember(object: object, key: field.spoolKey) }
         guard let postbackProtocol = try member(.postbackProtocol).choice(PostbackProtocol.self),
-              let appID = try member(.appID).integer(), let adNetworkID = try member(.adNetworkID).string(),
-              let conversionType = try member(.conversionType).choice(ConversionType.self)
+            let appID = try member(.appID).integer(), let adNetworkID = try member(.adNetworkID).string(),
+            let conversionType = try member(.conversionType).choice(ConversionType.self)
         else {
             let required = AttributionField.allCases.filter(\.isRequired).map(\.spoolKey)
-            throw DecodingError(description: "attribution lacks " + required.dropLast().joined(separator: ", ") + " or " + required.last!)
+            throw DecodingError(
+                description: "attribution lacks " + required.dropLast().joined(separator: ", ") + " or " + required.last!)
         }
-        self.init(postbackProtocol: postbackProtocol, version: nil, appID: appID, adNetworkID: adNetworkID, conversionType: conversionType)
+        self.init(
+            postbackProtocol: postbackProtocol, version: nil, appID: appID, adNetworkID: adNetworkID,
+            conversionType: conversionType)
         for field in AttributionField.allCases { try field.read(from: object, into: &self) }
     }
 }
@@ -243,7 +248,9 @@ private struct AttributionMember {
         switch object[key] {
         case nil, .null?: return nil
         case .number(let number)?:
-            guard let value = number.int64Value else { throw Attribution.DecodingError(description: "attribution.\(key) must be an integer") }
+            guard let value = number.int64Value else {
+                throw Attribution.DecodingError(description: "attribution.\(key) must be an integer")
+            }
             return value
         default: throw Attribution.DecodingError(description: "attribution.\(key) must be an integer")
         }

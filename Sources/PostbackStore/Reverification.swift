@@ -1,9 +1,9 @@
-public import Basics
+package import Basics
 import Foundation
-public import Postbacks
+package import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `postback reverify`: runs the current verifier again over `raw/rejected/` and `raw/unverifiable/`
@@ -24,36 +24,36 @@ import Glibc
 /// Only days before today (UTC) are taken, and not yesterday in the first ten minutes of today:
 /// receivers may still append to the day's segments. A lock on the writer id `reverify` keeps two
 /// runs apart.
-public struct Reverification {
-    public struct Moved: Sendable {
-        public let source: String
-        public let line: Int
-        public let dedupKey: String
-        public let receivedAt: UTCTimestamp
+package struct Reverification {
+    package struct Moved: Sendable {
+        package let source: String
+        package let line: Int
+        package let dedupKey: String
+        package let receivedAt: UTCTimestamp
         /// The verdict it was stored with, and why.
-        public let previousStatus: VerificationStatus
-        public let previousReason: String?
-        public let destination: String
+        package let previousStatus: VerificationStatus
+        package let previousReason: String?
+        package let destination: String
     }
 
-    public struct Report: Sendable {
-        public var moved: [Moved] = []
+    package struct Report: Sendable {
+        package var moved: [Moved] = []
         /// Copies moved by an interrupted run, now taken out of their source segment.
-        public var completed = 0
+        package var completed = 0
         /// Now verified, but a receiver stored their key already.
-        public var alreadyStored: [(source: String, line: Int, dedupKey: String)] = []
+        package var alreadyStored: [(source: String, line: Int, dedupKey: String)] = []
         /// Still not verified (or still not countable), by verdict.
-        public var unchanged: [String: Int] = [:]
+        package var unchanged: [String: Int] = [:]
         /// Lines that are not records (left as they are).
-        public var unreadable = 0
+        package var unreadable = 0
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-        public init(_ description: String) { self.description = description }
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+        package init(_ description: String) { self.description = description }
     }
 
-    public static let writerID = "reverify"
+    package static let writerID = "reverify"
 
     let layout: StoreLayout
     let verifier: PostbackVerifier
@@ -61,19 +61,19 @@ public struct Reverification {
     /// after that step of the first day with moves, for the crash tests.
     let killPoint = ProcessInfo.processInfo.environment["POSTBACK_TEST_REVERIFY_KILL"]
 
-    public init(layout: StoreLayout, verifier: PostbackVerifier) {
+    package init(layout: StoreLayout, verifier: PostbackVerifier) {
         self.layout = layout
         self.verifier = verifier
     }
 
     /// The last day `reverify` may take at `now`.
-    public static func latestDay(now: UTCTimestamp = .now()) -> UTCDay {
+    package static func latestDay(now: UTCTimestamp = .now()) -> UTCDay {
         let today = now.day
         let sinceMidnight = now.microsecondsSinceEpoch - Int64(today.daysSinceEpoch) * 86_400_000_000
         return today.adding(days: sinceMidnight < 600_000_000 ? -2 : -1)
     }
 
-    public func run(from: UTCDay, to: UTCDay) throws(Failure) -> Report {
+    package func run(from: UTCDay, to: UTCDay) throws(Failure) -> Report {
         let lock: WriterLock
         do { lock = try WriterLock(layout: layout, writerID: Self.writerID) } catch { throw Failure(error.description) }
         defer { lock.release() }
@@ -102,7 +102,8 @@ public struct Reverification {
             for segment in try segments(.postbacks, day: day) {
                 for line in try lines(of: segment.path) {
                     guard let record = try? SpoolRecord(line: line.bytes), let key = record.dedupKey else { continue }
-                    stored[key, default: []].insert(Identity(receivedAt: record.receivedAt.microsecondsSinceEpoch, body: record.body))
+                    stored[key, default: []].insert(
+                        Identity(receivedAt: record.receivedAt.microsecondsSinceEpoch, body: record.body))
                 }
             }
         }
@@ -131,10 +132,13 @@ public struct Reverification {
                         continue
                     }
                     let result = verifier.verify(body: record.body)
-                    let countable = result.isVerified && result.quarantineReason == nil
+                    let countable =
+                        result.isVerified && result.quarantineReason == nil
                         && (result.environment == .production || verifier.policy.allowsDevelopment)
                     guard countable, let key = result.dedupKey else {
-                        report.unchanged[result.quarantineReason.map { "quarantined (\($0.rawValue))" } ?? result.status.rawValue, default: 0] += 1
+                        report.unchanged[
+                            result.quarantineReason.map { "quarantined (\($0.rawValue))" } ?? result.status.rawValue, default: 0] +=
+                            1
                         continue
                     }
                     if let copies = stored[key] {
@@ -156,13 +160,16 @@ public struct Reverification {
             let destination = try nextDestination(day: day)
             var bytes: [UInt8] = []
             for candidate in toMove {
-                let record = SpoolRecord(receivedAt: candidate.record.receivedAt, writer: candidate.record.writer,
-                                         route: candidate.record.route, result: candidate.result, body: candidate.record.body)
+                let record = SpoolRecord(
+                    receivedAt: candidate.record.receivedAt, writer: candidate.record.writer,
+                    route: candidate.record.route, result: candidate.result, body: candidate.record.body)
                 bytes.append(contentsOf: record.encoded())
                 removals[candidate.segment, default: []].insert(candidate.line)
-                report.moved.append(Moved(source: candidate.segment, line: candidate.line, dedupKey: candidate.key,
-                                          receivedAt: candidate.record.receivedAt, previousStatus: candidate.record.status,
-                                          previousReason: candidate.record.reason, destination: destination))
+                report.moved.append(
+                    Moved(
+                        source: candidate.segment, line: candidate.line, dedupKey: candidate.key,
+                        receivedAt: candidate.record.receivedAt, previousStatus: candidate.record.status,
+                        previousReason: candidate.record.reason, destination: destination))
             }
             do {
                 try DurableFile.makeDirectories(layout.partition(.postbacks, day: day))
@@ -187,7 +194,8 @@ public struct Reverification {
 
     private func nextDestination(day: UTCDay) throws(Failure) -> String {
         let existing = try segments(.postbacks, day: day).filter { $0.writer == Self.writerID }.map(\.sequence).max() ?? 0
-        return layout.partition(.postbacks, day: day) + "/" + StoreLayout.segmentName(writer: Self.writerID, sequence: existing + 1)
+        return layout.partition(.postbacks, day: day) + "/"
+            + StoreLayout.segmentName(writer: Self.writerID, sequence: existing + 1)
     }
 
     private func segments(_ spool: StoreLayout.Spool, day: UTCDay) throws(Failure) -> [StoreLayout.Segment] {

@@ -1,8 +1,8 @@
-public import Basics
+package import Basics
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads a spool segment record by record.
@@ -11,8 +11,8 @@ import Glibc
 /// line: one without its newline, or whose bytes stop mid-record. That line is reported as `.tornTail`
 /// and never merged with anything. A bad line *before* the end is not a crash artefact; it is reported
 /// as `.corrupt` so it is seen, not silently skipped.
-public final class SegmentReader {
-    public enum Entry {
+package final class SegmentReader {
+    package enum Entry {
         case record(SpoolRecord, line: Int)
         /// The last line, incomplete: skipped.
         case tornTail(line: Int, bytes: Int)
@@ -21,15 +21,15 @@ public final class SegmentReader {
     }
 
     /// Records are at most a 64 KiB body, escaped; this leaves room and still bounds memory.
-    public static let maximumLineBytes = 4 << 20
+    package static let maximumLineBytes = 4 << 20
 
-    public let path: String
+    package let path: String
     private let fd: Int32
     private let lines: LineReader
     private var pending: LineReader.Line?
     private var primed = false
 
-    public init(path: String) throws(RecordReader.IOError) {
+    package init(path: String) throws(RecordReader.IOError) {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw RecordReader.IOError(path: path, message: String(cString: strerror(errno))) }
@@ -39,19 +39,19 @@ public final class SegmentReader {
     deinit { close(fd) }
 
     /// Bytes consumed so far.
-    public var bytesRead: Int { lines.bytesRead }
+    package var bytesRead: Int { lines.bytesRead }
 
     /// One line of a segment with the rules that need no parse applied: a last line without its
     /// newline is a torn tail, an over-long line is corrupt. Recovery reads segments this way and
     /// parses only what its fast path cannot; `next()` parses every complete line.
-    public enum RawLine {
+    package enum RawLine {
         /// A newline-terminated line within the limit; `isLast` when no line follows it.
         case complete(bytes: [UInt8], line: Int, length: Int, isLast: Bool)
         case tornTail(line: Int, bytes: Int)
         case tooLong(line: Int, bytes: Int)
     }
 
-    public func nextLine() throws(RecordReader.IOError) -> RawLine? {
+    package func nextLine() throws(RecordReader.IOError) -> RawLine? {
         if !primed {
             pending = try lines.next()
             primed = true
@@ -63,7 +63,7 @@ public final class SegmentReader {
         return .complete(bytes: line.bytes, line: line.number, length: line.length, isLast: pending == nil)
     }
 
-    public func next() throws(RecordReader.IOError) -> Entry? {
+    package func next() throws(RecordReader.IOError) -> Entry? {
         switch try nextLine() {
         case nil: return nil
         case .tornTail(let line, let bytes): return .tornTail(line: line, bytes: bytes)

@@ -5,7 +5,7 @@ extension SpoolRecovery {
     ///
     /// For segments that are not on local disk: a receiver reads the keys other receivers shipped to
     /// a shared bucket (`SharedDedupKeys`), so the live index covers them too.
-    public static func dedupKey(ofLine line: [UInt8]) -> String? {
+    package static func dedupKey(ofLine line: [UInt8]) -> String? {
         if let verdict = SegmentScan.fastVerdict(line) { return verdict.status == .verified ? verdict.dedupKey : nil }
         guard let record = try? SpoolRecord(line: line), record.status == .verified else { return nil }
         return record.dedupKey

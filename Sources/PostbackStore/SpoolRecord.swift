@@ -1,5 +1,5 @@
-public import Basics
-public import Postbacks
+package import Basics
+package import Postbacks
 
 /// One line of the store: a received postback, its verdict, and the body exactly as received.
 ///
@@ -16,57 +16,59 @@ public import Postbacks
 ///
 /// Format 2 (this release) writes `"format":2` first and `flags` (values not taken as sent, see
 /// `PostbackFlag`) when there are any; format 1 records (no `format` key) are read as before.
-public struct SpoolRecord: Sendable, Equatable {
+package struct SpoolRecord: Sendable, Equatable {
     /// The record layout this release writes; it reads this one and every earlier one.
-    public static let currentFormat = 2
+    package static let currentFormat = 2
 
-    public var format: Int = SpoolRecord.currentFormat
-    public var receivedAt: UTCTimestamp
+    package var format: Int = SpoolRecord.currentFormat
+    package var receivedAt: UTCTimestamp
     /// The receiver process that wrote the record (several may share a store).
-    public var writer: String
+    package var writer: String
     /// Which endpoint received it, e.g. `skadnetwork-developer-copy`, `ad-network`, `file-import`.
-    public var route: String
-    public var status: VerificationStatus
-    public var environment: PostbackEnvironment?
-    public var dedupKey: String?
-    public var postbackProtocol: PostbackProtocol?
-    public var version: String?
-    public var keyName: String?
+    package var route: String
+    package var status: VerificationStatus
+    package var environment: PostbackEnvironment?
+    package var dedupKey: String?
+    package var postbackProtocol: PostbackProtocol?
+    package var version: String?
+    package var keyName: String?
     /// Why it was rejected; nil for verified postbacks.
-    public var reason: String?
-    public var attribution: Attribution?
+    package var reason: String?
+    package var attribution: Attribution?
     /// Values not taken exactly as sent (format 2; none in older records).
-    public var flags: [PostbackFlag] = []
+    package var flags: [PostbackFlag] = []
     /// Why it is in `raw/unverifiable/` (format 2).
-    public var quarantine: QuarantineReason?
+    package var quarantine: QuarantineReason?
     /// The HTTP body exactly as received (for a rejected record with `bodyReduction`, what was kept of it).
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// Rejected records only: the client's address (the socket's peer, or the one a trusted proxy named).
     /// Never written for verified postbacks.
-    public var client: String? = nil
+    package var client: String? = nil
     /// Rejected records only: set when the body was not kept whole (see `BodyReduction`).
-    public var bodyReduction: BodyReduction? = nil
+    package var bodyReduction: BodyReduction? = nil
 
     /// How a rejected record's body was cut down so that junk cannot fill the disk: `prefix` keeps its
     /// first bytes (the body was over the size limit), `none` keeps nothing (the day's budget for
     /// rejected bodies is spent). Either way the whole body's SHA-256 and size are kept.
-    public struct BodyReduction: Sendable, Equatable {
-        public enum Kept: String, Sendable { case prefix, none }
-        public var kept: Kept
+    package struct BodyReduction: Sendable, Equatable {
+        package enum Kept: String, Sendable { case prefix, none }
+        package var kept: Kept
         /// Lower-case hex SHA-256 of the whole body.
-        public var sha256: String
-        public var byteCount: Int
+        package var sha256: String
+        package var byteCount: Int
 
-        public init(kept: Kept, sha256: String, byteCount: Int) {
+        package init(kept: Kept, sha256: String, byteCount: Int) {
             self.kept = kept
             self.sha256 = sha256
             self.byteCount = byteCount
         }
     }
 
-    public init(receivedAt: UTCTimestamp, writer: String, route: String, status: VerificationStatus,
-                environment: PostbackEnvironment?, dedupKey: String?, postbackProtocol: PostbackProtocol?,
-                version: String?, keyName: String?, reason: String?, attribution: Attribution?, body: [UInt8]) {
+    package init(
+        receivedAt: UTCTimestamp, writer: String, route: String, status: VerificationStatus,
+        environment: PostbackEnvironment?, dedupKey: String?, postbackProtocol: PostbackProtocol?,
+        version: String?, keyName: String?, reason: String?, attribution: Attribution?, body: [UInt8]
+    ) {
         self.receivedAt = receivedAt
         self.writer = writer
         self.route = route
@@ -85,8 +87,10 @@ public struct SpoolRecord: Sendable, Equatable {
     /// (for rejections the receiver makes itself: a foreign ad network, development not allowed).
     /// A quarantined postback gets no `attribution`: it is never counted as it stands, and an
     /// unknown signed value has no place among the normalized fields.
-    public init(receivedAt: UTCTimestamp, writer: String, route: String, result: VerificationResult, body: [UInt8],
-                status: VerificationStatus? = nil, reason: String? = nil) {
+    package init(
+        receivedAt: UTCTimestamp, writer: String, route: String, result: VerificationResult, body: [UInt8],
+        status: VerificationStatus? = nil, reason: String? = nil
+    ) {
         let quarantine = result.quarantineReason
         self.init(
             receivedAt: receivedAt, writer: writer, route: route, status: status ?? result.status,
@@ -98,7 +102,7 @@ public struct SpoolRecord: Sendable, Equatable {
     }
 
     /// The record as one JSON line, newline included.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var json = JSONWriter(reservingCapacity: body.count + 512)
         json.beginObject()
         // Every key in its declared order (`RecordKey`); the optional ones only when they apply.
@@ -145,12 +149,12 @@ public struct SpoolRecord: Sendable, Equatable {
         return line
     }
 
-    public struct DecodingError: Error, CustomStringConvertible {
-        public let description: String
+    package struct DecodingError: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Parses a line written by `encoded()` (without its newline).
-    public init(line: [UInt8]) throws(DecodingError) {
+    package init(line: [UInt8]) throws(DecodingError) {
         let value: JSONValue
         do {
             value = try StrictJSONParser.parse(line)
@@ -168,7 +172,10 @@ public struct SpoolRecord: Sendable, Equatable {
                 throw DecodingError(description: "format must be a positive integer")
             }
             guard parsed <= SpoolRecord.currentFormat else {
-                throw DecodingError(description: "record format \(parsed) is newer than this release reads (up to \(SpoolRecord.currentFormat)); upgrade postback")
+                throw DecodingError(
+                    description:
+                        "record format \(parsed) is newer than this release reads (up to \(SpoolRecord.currentFormat)); upgrade postback"
+                )
             }
             format = Int(parsed)
         }
@@ -182,7 +189,9 @@ public struct SpoolRecord: Sendable, Equatable {
         if let text = string(.body) {
             body = Array(text.utf8)
         } else if let encoded = string(.bodyBase64) {
-            do { body = try Base64.decode(encoded, alphabet: .standard) } catch { throw DecodingError(description: "body_base64: \(error)") }
+            do { body = try Base64.decode(encoded, alphabet: .standard) } catch {
+                throw DecodingError(description: "body_base64: \(error)")
+            }
         } else {
             throw DecodingError(description: "record has neither body nor body_base64")
         }
@@ -197,12 +206,15 @@ public struct SpoolRecord: Sendable, Equatable {
             keyName: string(.key), reason: string(.reason), attribution: attribution, body: body)
         client = string(.client)
         if let kept = string(.bodyKept).flatMap(BodyReduction.Kept.init(rawValue:)), let sha256 = string(.bodySHA256),
-           case .number(let size)? = object[RecordKey.bodyBytes.spoolKey], let byteCount = size.int64Value {
+            case .number(let size)? = object[RecordKey.bodyBytes.spoolKey], let byteCount = size.int64Value
+        {
             bodyReduction = BodyReduction(kept: kept, sha256: sha256, byteCount: Int(byteCount))
         }
         self.format = format
         if let text = string(.quarantine) {
-            guard let reason = QuarantineReason(rawValue: text) else { throw DecodingError(description: "quarantine has unknown value \"\(text)\"") }
+            guard let reason = QuarantineReason(rawValue: text) else {
+                throw DecodingError(description: "quarantine has unknown value \"\(text)\"")
+            }
             quarantine = reason
         }
         switch object[RecordKey.flags.spoolKey] {

@@ -1,11 +1,11 @@
-public import Basics
-import Locking
+import Basics
 import Dispatch
+import Locking
 import Postbacks
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a receiver learns from the store at start-up: the dedup keys already stored (by every
@@ -14,29 +14,29 @@ import Glibc
 /// Recovery never repairs or appends to an old segment. A torn last line (a crash between write and
 /// fdatasync, never acknowledged) is skipped and reported; the writer then starts a new segment, so
 /// the torn bytes are never merged with a later record.
-public struct SpoolRecovery: Sendable {
+package struct SpoolRecovery: Sendable {
     /// A damaged line found while scanning.
-    public struct Damage: Sendable {
-        public let path: String
-        public let line: Int
+    package struct Damage: Sendable {
+        package let path: String
+        package let line: Int
         /// `torn tail` or why the line is not a record.
-        public let problem: String
+        package let problem: String
     }
 
-    public var dedupIndex = DedupIndex()
+    package var dedupIndex = DedupIndex()
     /// The next sequence number for this writer, per spool.
-    public var nextSequence: [StoreLayout.Spool: Int] = [:]
-    public var recordsScanned = 0
-    public var segmentsScanned = 0
-    public var damage: [Damage] = []
+    package var nextSequence: [StoreLayout.Spool: Int] = [:]
+    package var recordsScanned = 0
+    package var segmentsScanned = 0
+    package var damage: [Damage] = []
     /// Segments that could not be read at all.
-    public var unreadable: [String] = []
+    package var unreadable: [String] = []
 
     /// Scans `layout` for `writerID`. Only the postbacks spool is read line by line (for dedup keys),
     /// every segment fully parsed so a damaged line is never taken for a stored postback; segments are
     /// read in parallel, one per core. The rejected spool is only listed, for its sequence numbers.
     /// A spool directory that cannot be listed is an error, not an empty spool.
-    public static func scan(layout: StoreLayout, writerID: String) throws(StoreLayout.ListingError) -> SpoolRecovery {
+    package static func scan(layout: StoreLayout, writerID: String) throws(StoreLayout.ListingError) -> SpoolRecovery {
         var recovery = SpoolRecovery()
         var postbackSegments: [String] = []
         for spool in StoreLayout.Spool.allCases {

@@ -1,16 +1,16 @@
-public import Basics
+package import Basics
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A failed storage call: which operation, on which path, and the errno.
-public typealias StorageError = SystemCallError
+package typealias StorageError = SystemCallError
 
 /// The file operations the spool writer makes, behind a protocol so tests can inject faults
 /// (a failing write or fdatasync, a full disk) deterministically, also when they run as root.
-public protocol SpoolStorage: Sendable {
+package protocol SpoolStorage: Sendable {
     /// Creates `directory` and missing parents, making each creation durable.
     func makeDirectories(_ directory: String) throws(StorageError)
     /// Creates a new, empty segment file (never an existing one) and returns its descriptor.
@@ -29,40 +29,40 @@ public protocol SpoolStorage: Sendable {
 }
 
 /// The real thing: POSIX calls on the local file system.
-public struct POSIXSpoolStorage: SpoolStorage {
-    public init() {}
+package struct POSIXSpoolStorage: SpoolStorage {
+    package init() {}
 
-    public func makeDirectories(_ directory: String) throws(StorageError) {
+    package func makeDirectories(_ directory: String) throws(StorageError) {
         try DurableFile.makeDirectories(directory)
     }
 
-    public func createSegment(_ path: String) throws(StorageError) -> Int32 {
+    package func createSegment(_ path: String) throws(StorageError) -> Int32 {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw StorageError(operation: "create", path: path, errorNumber: errno) }
         return fd
     }
 
-    public func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StorageError) {
+    package func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StorageError) {
         try FileDescriptorIO.writeAll(bytes, to: descriptor, path: path)
     }
 
-    public func sync(_ descriptor: Int32, path: String) throws(StorageError) {
+    package func sync(_ descriptor: Int32, path: String) throws(StorageError) {
         guard fdatasync(descriptor) == 0 else { throw StorageError(operation: "fdatasync", path: path, errorNumber: errno) }
     }
 
-    public func syncDirectory(_ directory: String) throws(StorageError) {
+    package func syncDirectory(_ directory: String) throws(StorageError) {
         try DurableFile.syncDirectory(directory)
     }
 
-    public func truncate(_ descriptor: Int32, to length: Int) {
+    package func truncate(_ descriptor: Int32, to length: Int) {
         _ = ftruncate(descriptor, off_t(length))
     }
 
-    public func close(_ descriptor: Int32) {
+    package func close(_ descriptor: Int32) {
         _ = Glibc.close(descriptor)
     }
 
-    public func probe(_ directory: String) throws(StorageError) {
+    package func probe(_ directory: String) throws(StorageError) {
         try makeDirectories(directory)
         let path = "\(directory)/.probe-\(getpid())"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)

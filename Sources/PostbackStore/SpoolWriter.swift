@@ -1,12 +1,12 @@
-public import Basics
-import Locking
+package import Basics
 import Dispatch
 import Foundation
+import Locking
 import Postbacks
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Appends records to one spool (`raw/postbacks` or `raw/rejected`) with group commit, and says when
@@ -26,8 +26,8 @@ import Glibc
 /// every later record fails at once, without touching the disk, until a probe write and sync in the
 /// spool directory succeeds (tried every `probeInterval`). Then it opens a fresh segment. A failed
 /// sync is never retried and taken as success.
-public final class SpoolWriter: Sendable {
-    public enum Outcome: Sendable, Equatable {
+package final class SpoolWriter: Sendable {
+    package enum Outcome: Sendable, Equatable {
         /// Written and synced.
         case stored
         /// The same dedup key is already stored (or was stored by this batch's first copy).
@@ -37,7 +37,7 @@ public final class SpoolWriter: Sendable {
     }
 
     /// What the writer reports, for metrics and logs. Called on the writer thread.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         case committed(records: Int, bytes: Int, syncSeconds: Double)
         case openedSegment(path: String)
         case failed(StorageError)
@@ -47,28 +47,30 @@ public final class SpoolWriter: Sendable {
         case segmentVanished(path: String)
     }
 
-    public struct Configuration: Sendable {
-        public var layout: StoreLayout
-        public var spool: StoreLayout.Spool
-        public var writerID: String
+    package struct Configuration: Sendable {
+        package var layout: StoreLayout
+        package var spool: StoreLayout.Spool
+        package var writerID: String
         /// A segment is closed and a new one begun before an append would take it past this size.
-        public var segmentBytes: Int
+        package var segmentBytes: Int
         /// The sequence number of the first segment this writer creates (see `SpoolRecovery`).
-        public var firstSequence: Int
-        public var storage: any SpoolStorage
+        package var firstSequence: Int
+        package var storage: any SpoolStorage
         /// How often an unhealthy writer tries storage again.
-        public var probeInterval: Double
+        package var probeInterval: Double
         /// Under load (the last batch held more than one record), how long to let a batch gather
         /// before syncing it: fewer, larger syncs for a fraction of a millisecond of latency. A lone
         /// record is never held back.
-        public var gatherSeconds: Double
+        package var gatherSeconds: Double
         /// A segment open this long is sealed (closed; the next record opens a new one), so that
         /// shipping (`SpoolDelivery`) never waits long for a quiet segment; nil: only size and day seal.
-        public var segmentMaxAgeSeconds: Double?
+        package var segmentMaxAgeSeconds: Double?
 
-        public init(layout: StoreLayout, spool: StoreLayout.Spool, writerID: String, segmentBytes: Int = 128 << 20,
-                    firstSequence: Int = 1, storage: any SpoolStorage = POSIXSpoolStorage(), probeInterval: Double = 0.2,
-                    gatherSeconds: Double = 0, segmentMaxAgeSeconds: Double? = nil) {
+        package init(
+            layout: StoreLayout, spool: StoreLayout.Spool, writerID: String, segmentBytes: Int = 128 << 20,
+            firstSequence: Int = 1, storage: any SpoolStorage = POSIXSpoolStorage(), probeInterval: Double = 0.2,
+            gatherSeconds: Double = 0, segmentMaxAgeSeconds: Double? = nil
+        ) {
             self.layout = layout
             self.spool = spool
             self.writerID = writerID
@@ -81,7 +83,7 @@ public final class SpoolWriter: Sendable {
         }
     }
 
-    public typealias Completion = @Sendable (Outcome) -> Void
+    package typealias Completion = @Sendable (Outcome) -> Void
 
     struct Entry: Sendable {
         let line: [UInt8]
@@ -111,7 +113,7 @@ public final class SpoolWriter: Sendable {
     /// - Parameters:
     ///   - dedupIndex: the keys already stored (from `SpoolRecovery`); nil for a spool without dedup.
     ///   - events: called on the writer thread after each commit, segment, failure and recovery.
-    public init(configuration: Configuration, dedupIndex: DedupIndex?, events: @escaping @Sendable (Event) -> Void = { _ in }) {
+    package init(configuration: Configuration, dedupIndex: DedupIndex?, events: @escaping @Sendable (Event) -> Void = { _ in }) {
         self.configuration = configuration
         storedKeys.store(dedupIndex?.count ?? 0, ordering: .relaxed)
         let worker = Worker(owner: self, index: dedupIndex, events: events)
@@ -121,15 +123,15 @@ public final class SpoolWriter: Sendable {
     }
 
     /// False from a storage failure until storage takes writes again.
-    public var isHealthy: Bool { healthy.load(ordering: .acquiring) }
+    package var isHealthy: Bool { healthy.load(ordering: .acquiring) }
 
     /// How many dedup keys are stored (recovered plus written since).
-    public var dedupKeyCount: Int { storedKeys.load(ordering: .relaxed) }
+    package var dedupKeyCount: Int { storedKeys.load(ordering: .relaxed) }
 
     /// Open segments that are no longer at their path (deleted, or replaced by another file). When
     /// there is one, the writer thread is woken to close it, so a later record is not acknowledged
     /// from a file nobody can read; `/readyz` reports them meanwhile.
-    public func vanishedSegments() -> [String] {
+    package func vanishedSegments() -> [String] {
         let vanished = openSegments.withLock { $0 }.filter { FileIdentity(path: $0.key) != $0.value }.map(\.key).sorted()
         if !vanished.isEmpty {
             checkRequested.store(true, ordering: .relaxed)
@@ -141,11 +143,11 @@ public final class SpoolWriter: Sendable {
     /// Whether `path` is a segment this writer may still append to. A path is marked open before its
     /// file is created and unmarked after it is closed, so a caller that lists the spool first and
     /// asks here second never takes a segment in progress for a sealed one.
-    public func isOpen(_ path: String) -> Bool { openPaths.withLock { $0.contains(path) } }
+    package func isOpen(_ path: String) -> Bool { openPaths.withLock { $0.contains(path) } }
 
     /// Queues one encoded record (a JSON line with its newline) for the partition of `day`.
     /// `completion` is called exactly once, on the writer thread (or at once, when unhealthy or closed).
-    public func submit(line: [UInt8], day: UTCDay, dedupKey: String?, completion: @escaping Completion) {
+    package func submit(line: [UInt8], day: UTCDay, dedupKey: String?, completion: @escaping Completion) {
         guard isHealthy else {
             completion(.failed("storage is unavailable since an earlier write or sync failed"))
             return
@@ -163,7 +165,7 @@ public final class SpoolWriter: Sendable {
     }
 
     /// Commits what is queued, closes the segments and stops the thread. Later submits fail.
-    public func close() {
+    package func close() {
         let first = queue.withLock { queue in
             defer { queue.closing = true }
             return !queue.closing
@@ -496,7 +498,9 @@ private final class Worker: @unchecked Sendable {
 
     /// How long the thread may sleep before the oldest open segment reaches its maximum age.
     private func secondsUntilNextSeal() -> Double? {
-        guard let maxAge = configuration.segmentMaxAgeSeconds, let oldest = segments.values.map(\.openedAt).min() else { return nil }
+        guard let maxAge = configuration.segmentMaxAgeSeconds, let oldest = segments.values.map(\.openedAt).min() else {
+            return nil
+        }
         let age = Double(DispatchTime.now().uptimeNanoseconds - oldest) / 1e9
         return max(0.001, maxAge - age)
     }

@@ -1,9 +1,9 @@
-public import Basics
+package import Basics
 import Foundation
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where everything lives under a data directory. One partition key, `dt` (the UTC day), fixed order:
@@ -17,8 +17,8 @@ import Glibc
 ///
 /// Each receiver writes only files named with its own writer id, so several can share one store.
 /// Sequence numbers are zero-padded so that names sort in write order.
-public struct StoreLayout: Sendable {
-    public enum Spool: String, Sendable, CaseIterable {
+package struct StoreLayout: Sendable {
+    package enum Spool: String, Sendable, CaseIterable {
         case postbacks
         case rejected
         /// Postbacks we cannot judge or count yet (an unknown SKAdNetwork version or AdAttributionKit
@@ -26,66 +26,71 @@ public struct StoreLayout: Sendable {
         case unverifiable
     }
 
-    public let root: String
+    package let root: String
 
-    public init(root: String) {
+    package init(root: String) {
         self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
     }
 
-    public func spoolDirectory(_ spool: Spool) -> String { "\(root)/raw/\(spool.rawValue)" }
+    package func spoolDirectory(_ spool: Spool) -> String { "\(root)/raw/\(spool.rawValue)" }
 
-    public func partition(_ spool: Spool, day: UTCDay) -> String { "\(spoolDirectory(spool))/dt=\(day)" }
+    package func partition(_ spool: Spool, day: UTCDay) -> String { "\(spoolDirectory(spool))/dt=\(day)" }
 
-    public static func segmentName(writer: String, sequence: Int) -> String {
+    package static func segmentName(writer: String, sequence: Int) -> String {
         "part-\(writer)-\(String(sequence).leftPaddedWithZeros(to: 6)).jsonl"
     }
 
-    public func aggregateDirectory(table: String, day: UTCDay) -> String { "\(root)/agg/\(table)/dt=\(day)" }
+    package func aggregateDirectory(table: String, day: UTCDay) -> String { "\(root)/agg/\(table)/dt=\(day)" }
 
-    public func aggregateFile(table: String, day: UTCDay) -> String { aggregateDirectory(table: table, day: day) + "/part-00000.csv" }
+    package func aggregateFile(table: String, day: UTCDay) -> String {
+        aggregateDirectory(table: table, day: day) + "/part-00000.csv"
+    }
 
-    public var manifestDirectory: String { "\(root)/agg/_manifests" }
+    package var manifestDirectory: String { "\(root)/agg/_manifests" }
 
-    public func manifest(day: UTCDay) -> String { "\(manifestDirectory)/dt=\(day).json" }
+    package func manifest(day: UTCDay) -> String { "\(manifestDirectory)/dt=\(day).json" }
 
     /// Writer ids go into file names: letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`.
-    public static func isValidWriterID(_ id: String) -> Bool {
+    package static func isValidWriterID(_ id: String) -> Bool {
         guard (1...64).contains(id.utf8.count), id.utf8.first != UInt8(ascii: ".") else { return false }
         return id.utf8.allSatisfy { byte in
             (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "_")
                 || byte == UInt8(ascii: "-")
         }
     }
 
     /// A directory of the store exists but cannot be listed (permissions, I/O error). Never read as
     /// "empty": the receiver would lose dedup keys, and the nightly job would publish empty days.
-    public typealias ListingError = SystemCallError
+    package typealias ListingError = SystemCallError
 
     /// The days that have a partition in `spool`, ascending (none when the spool does not exist yet).
-    public func days(_ spool: Spool) throws(ListingError) -> [UTCDay] {
+    package func days(_ spool: Spool) throws(ListingError) -> [UTCDay] {
         let names = try Self.entries(of: spoolDirectory(spool))
         return names.compactMap { name in name.hasPrefix("dt=") ? UTCDay(String(name.dropFirst(3))) : nil }.sorted()
     }
 
     /// A segment file found in a partition.
-    public struct Segment: Sendable, Comparable {
-        public let path: String
-        public let writer: String
-        public let sequence: Int
+    package struct Segment: Sendable, Comparable {
+        package let path: String
+        package let writer: String
+        package let sequence: Int
 
-        public static func < (lhs: Segment, rhs: Segment) -> Bool {
+        package static func < (lhs: Segment, rhs: Segment) -> Bool {
             (lhs.writer, lhs.sequence) < (rhs.writer, rhs.sequence)
         }
     }
 
     /// The segments of one day, sorted by writer then sequence. Files not named like segments
     /// (temporary files, editor backups) are ignored.
-    public func segments(_ spool: Spool, day: UTCDay) throws(ListingError) -> [Segment] {
+    package func segments(_ spool: Spool, day: UTCDay) throws(ListingError) -> [Segment] {
         let directory = partition(spool, day: day)
         let names = try Self.entries(of: directory)
-        return names.compactMap { name in Self.parseSegmentName(name).map { Segment(path: "\(directory)/\(name)", writer: $0.writer, sequence: $0.sequence) } }
-            .sorted()
+        return names.compactMap { name in
+            Self.parseSegmentName(name).map { Segment(path: "\(directory)/\(name)", writer: $0.writer, sequence: $0.sequence) }
+        }
+        .sorted()
     }
 
     /// The names in `directory`; none if it does not exist.

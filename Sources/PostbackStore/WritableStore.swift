@@ -7,20 +7,22 @@ import Dispatch
 /// `open` is the whole start-up of the store, in the order that keeps it safe: the lock first (no
 /// other process with this writer id appends meanwhile), then recovery, then the writers. It refuses
 /// a store with a segment it cannot read, since that segment's dedup keys would be unknown.
-public final class WritableStore: Sendable {
+package final class WritableStore: Sendable {
     /// The writers' settings (see `SpoolWriter.Configuration`).
-    public struct Options: Sendable {
-        public var segmentBytes: Int
-        public var commitGatherSeconds: Double
-        public var segmentMaxAgeSeconds: Double?
+    package struct Options: Sendable {
+        package var segmentBytes: Int
+        package var commitGatherSeconds: Double
+        package var segmentMaxAgeSeconds: Double?
         /// The spool's file operations; tests pass one that injects faults.
-        public var storage: any SpoolStorage
+        package var storage: any SpoolStorage
         /// Keys stored elsewhere (other receivers' segments in a shared bucket), added to the recovered
         /// dedup index before the writers start.
-        public var additionalDedupKeys: (@Sendable (StoreLayout) -> [String])?
+        package var additionalDedupKeys: (@Sendable (StoreLayout) -> [String])?
 
-        public init(segmentBytes: Int = 128 << 20, commitGatherSeconds: Double = 0, segmentMaxAgeSeconds: Double? = nil,
-                    storage: any SpoolStorage = POSIXSpoolStorage(), additionalDedupKeys: (@Sendable (StoreLayout) -> [String])? = nil) {
+        package init(
+            segmentBytes: Int = 128 << 20, commitGatherSeconds: Double = 0, segmentMaxAgeSeconds: Double? = nil,
+            storage: any SpoolStorage = POSIXSpoolStorage(), additionalDedupKeys: (@Sendable (StoreLayout) -> [String])? = nil
+        ) {
             self.segmentBytes = segmentBytes
             self.commitGatherSeconds = commitGatherSeconds
             self.segmentMaxAgeSeconds = segmentMaxAgeSeconds
@@ -30,7 +32,7 @@ public final class WritableStore: Sendable {
     }
 
     /// Why the store could not be opened; each names the path and what to do.
-    public enum OpeningError: Error, Sendable, CustomStringConvertible {
+    package enum OpeningError: Error, Sendable, CustomStringConvertible {
         /// Another process holds the writer id (or the lock file cannot be made).
         case writerLock(WriterLock.LockError)
         case directoryNotUsable(dataDirectory: String, StorageError)
@@ -39,7 +41,7 @@ public final class WritableStore: Sendable {
         /// them would be stored a second time.
         case unreadableSegments([String])
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .writerLock(let error):
                 return error.description
@@ -55,20 +57,20 @@ public final class WritableStore: Sendable {
     }
 
     /// What recovery found, for the start-up log.
-    public struct Recovered: Sendable {
-        public let segments: Int
-        public let records: Int
-        public let dedupKeys: Int
-        public let seconds: Double
+    package struct Recovered: Sendable {
+        package let segments: Int
+        package let records: Int
+        package let dedupKeys: Int
+        package let seconds: Double
     }
 
-    public let layout: StoreLayout
-    public let writerID: String
-    public let recovered: Recovered
-    public let postbacks: SpoolWriter
-    public let rejected: SpoolWriter
+    package let layout: StoreLayout
+    package let writerID: String
+    package let recovered: Recovered
+    package let postbacks: SpoolWriter
+    package let rejected: SpoolWriter
     /// Quarantine: postbacks that cannot be judged or counted yet.
-    public let unverifiable: SpoolWriter
+    package let unverifiable: SpoolWriter
     private let lock: WriterLock
 
     /// Opens `dataDirectory` for `writerID`.
@@ -76,10 +78,13 @@ public final class WritableStore: Sendable {
     ///   - damaged: called for each damaged line recovery skipped (a torn tail, a line that is not a
     ///     record), also when opening then fails.
     ///   - events: each writer's events, with its spool (called on that writer's thread).
-    public static func open(dataDirectory: String, writerID: String, options: Options = Options(),
-                            damaged: (SpoolRecovery.Damage) -> Void = { _ in },
-                            events: @escaping @Sendable (StoreLayout.Spool, SpoolWriter.Event) -> Void = { _, _ in })
-        throws(OpeningError) -> WritableStore {
+    package static func open(
+        dataDirectory: String, writerID: String, options: Options = Options(),
+        damaged: (SpoolRecovery.Damage) -> Void = { _ in },
+        events: @escaping @Sendable (StoreLayout.Spool, SpoolWriter.Event) -> Void = { _, _ in }
+    )
+        throws(OpeningError) -> WritableStore
+    {
         let layout = StoreLayout(root: dataDirectory)
         let lock: WriterLock
         do { lock = try WriterLock(layout: layout, writerID: writerID) } catch { throw .writerLock(error) }
@@ -95,8 +100,9 @@ public final class WritableStore: Sendable {
         do { recovery = try SpoolRecovery.scan(layout: layout, writerID: writerID) } catch { throw .notRecoverable(error) }
         recovery.damage.forEach(damaged)
         guard recovery.unreadable.isEmpty else { throw .unreadableSegments(recovery.unreadable) }
-        let recovered = Recovered(segments: recovery.segmentsScanned, records: recovery.recordsScanned, dedupKeys: recovery.dedupIndex.count,
-                                  seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+        let recovered = Recovered(
+            segments: recovery.segmentsScanned, records: recovery.recordsScanned, dedupKeys: recovery.dedupIndex.count,
+            seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
         if let additionalDedupKeys = options.additionalDedupKeys {
             for key in additionalDedupKeys(layout) { recovery.dedupIndex.insert(key) }
         }
@@ -108,13 +114,16 @@ public final class WritableStore: Sendable {
                 gatherSeconds: options.commitGatherSeconds, segmentMaxAgeSeconds: options.segmentMaxAgeSeconds)
             return SpoolWriter(configuration: configuration, dedupIndex: index) { event in events(spool, event) }
         }
-        return WritableStore(layout: layout, writerID: writerID, recovered: recovered, lock: lock,
-                             postbacks: writer(.postbacks, index: recovery.dedupIndex),
-                             rejected: writer(.rejected, index: nil), unverifiable: writer(.unverifiable, index: nil))
+        return WritableStore(
+            layout: layout, writerID: writerID, recovered: recovered, lock: lock,
+            postbacks: writer(.postbacks, index: recovery.dedupIndex),
+            rejected: writer(.rejected, index: nil), unverifiable: writer(.unverifiable, index: nil))
     }
 
-    private init(layout: StoreLayout, writerID: String, recovered: Recovered, lock: WriterLock,
-                 postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter) {
+    private init(
+        layout: StoreLayout, writerID: String, recovered: Recovered, lock: WriterLock,
+        postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter
+    ) {
         self.layout = layout
         self.writerID = writerID
         self.recovered = recovered
@@ -124,14 +133,14 @@ public final class WritableStore: Sendable {
         self.unverifiable = unverifiable
     }
 
-    public var writers: [SpoolWriter] { [postbacks, rejected, unverifiable] }
+    package var writers: [SpoolWriter] { [postbacks, rejected, unverifiable] }
 
     /// Whether a writer may still append to this segment (shipping takes only sealed ones).
-    public func isSegmentOpen(_ path: String) -> Bool { writers.contains { $0.isOpen(path) } }
+    package func isSegmentOpen(_ path: String) -> Bool { writers.contains { $0.isOpen(path) } }
 
     /// Commits what is queued, closes the segments (every acknowledged record is already synced) and
     /// stops the writers. Then another process may open the store with this writer id.
-    public func close() {
+    package func close() {
         for writer in writers { writer.close() }
         lock.release()
     }

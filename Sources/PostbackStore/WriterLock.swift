@@ -1,20 +1,20 @@
-public import Basics
+package import Basics
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An exclusive `flock` (`FileLock`) on `DATA/raw/_writers/<writer-id>.lock`, held while a receiver
 /// writes, so two processes with the same writer id can never append to the same segments.
-public final class WriterLock: Sendable {
+package final class WriterLock: Sendable {
     /// Why the lock was not taken; the server's start-up prints the description.
-    public enum LockError: Error, CustomStringConvertible {
+    package enum LockError: Error, CustomStringConvertible {
         case invalidWriterID(String)
         case heldByAnotherReceiver(writerID: String, root: String, path: String)
         case system(SystemCallError)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .invalidWriterID(let writerID): return "writer id '\(writerID)' must be 1–64 letters, digits, '.', '_' or '-'"
             case .heldByAnotherReceiver(let writerID, let root, let path):
@@ -25,14 +25,14 @@ public final class WriterLock: Sendable {
         }
     }
 
-    public var path: String { lock.path }
+    package var path: String { lock.path }
     private let lock: FileLock
 
-    public static func path(layout: StoreLayout, writerID: String) -> String {
+    package static func path(layout: StoreLayout, writerID: String) -> String {
         "\(layout.root)/raw/_writers/\(writerID).lock"
     }
 
-    public init(layout: StoreLayout, writerID: String) throws(LockError) {
+    package init(layout: StoreLayout, writerID: String) throws(LockError) {
         guard StoreLayout.isValidWriterID(writerID) else { throw .invalidWriterID(writerID) }
         let path = Self.path(layout: layout, writerID: writerID)
         do throws(SystemCallError) {
@@ -55,5 +55,5 @@ public final class WriterLock: Sendable {
     }
 
     /// Unlocks (closes the file); later calls do nothing.
-    public func release() { lock.release() }
+    package func release() { lock.release() }
 }

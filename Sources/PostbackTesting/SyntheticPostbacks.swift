@@ -6,31 +6,36 @@ import Postbacks
 /// Each postback gets its own transaction / postback identifier (a UUID drawn from the seed), and the
 /// other fields vary the way real traffic does: several apps, ad networks and campaigns, all three
 /// SKAdNetwork 4 windows, fine and coarse values, null values, non-winning postbacks, view and click.
-public struct SyntheticPostbacks: Sendable {
-    public enum Kind: String, Sendable, CaseIterable {
-        case skan2_0 = "2.0", skan2_1 = "2.1", skan2_2 = "2.2", skan3_0 = "3.0", skan4_0 = "4.0", aak
+package struct SyntheticPostbacks: Sendable {
+    package enum Kind: String, Sendable, CaseIterable {
+        case skan2_0 = "2.0"
+        case skan2_1 = "2.1"
+        case skan2_2 = "2.2"
+        case skan3_0 = "3.0"
+        case skan4_0 = "4.0"
+        case aak
         case skan1_0 = "1.0"
     }
 
-    public var kinds: [Kind]
-    public var apps: [Int64] = [525463029, 1229670720, 6443575749]
-    public var adNetworks = 4
-    public var campaigns = 20
+    package var kinds: [Kind]
+    package var apps: [Int64] = [525_463_029, 1_229_670_720, 6_443_575_749]
+    package var adNetworks = 4
+    package var campaigns = 20
     /// Traffic shaped like one advertiser's (`postback generate --app/--schema/...`): each left nil
     /// keeps the default mix above, drawn from the same random numbers.
-    public var adNetworkIDs: [String]?
+    package var adNetworkIDs: [String]?
     /// Four-digit source identifiers (SKAdNetwork 4.0 and AdAttributionKit), drawn Zipf-like.
-    public var sourceIdentifiers: [String]?
+    package var sourceIdentifiers: [String]?
     /// Fine values to draw from, the first most often (Zipf-like), e.g. the values a schema maps.
-    public var fineValues: [Int]?
+    package var fineValues: [Int]?
     /// Share of winning postbacks without a conversion value (default 1 in 5).
-    public var nullShare: Double?
+    package var nullShare: Double?
     /// Share of AdAttributionKit postbacks that are re-engagements (default 1 in 4).
-    public var reengagementShare: Double?
+    package var reengagementShare: Double?
     /// Postback windows (sequence indices) to draw from (default 0, 1, 2).
-    public var windows: [Int]?
+    package var windows: [Int]?
 
-    public init(kinds: [Kind]) { self.kinds = kinds }
+    package init(kinds: [Kind]) { self.kinds = kinds }
 
     /// An element of `values`, the first ones most often: index ⌊n·u²⌋ for a uniform u, so the first
     /// tenth of the list gets about a third of the draws, as campaigns and values do in real traffic.
@@ -46,7 +51,7 @@ public struct SyntheticPostbacks: Sendable {
     }
 
     /// The description of postback number `index` (deterministic in `seed` and `index`).
-    public func postback(_ index: Int, seed: UInt64) -> Description {
+    package func postback(_ index: Int, seed: UInt64) -> Description {
         var random = SplitMix64(seed: seed ^ (UInt64(index) &* 0x9E37_79B9_7F4A_7C15))
         let kind = kinds[index % kinds.count]
         let id = random.uuid()
@@ -75,7 +80,9 @@ public struct SyntheticPostbacks: Sendable {
             aak.advertisedItemID = app
             let typeDraw = random.next()
             if reengagementShare != nil {
-                aak.conversionType = Self.chance(reengagementShare, orOneIn: 4, typeDraw) ? "re-engagement" : typeDraw % 8 == 0 ? "redownload" : "download"
+                aak.conversionType =
+                    Self.chance(reengagementShare, orOneIn: 4, typeDraw)
+                    ? "re-engagement" : typeDraw % 8 == 0 ? "redownload" : "download"
             } else {
                 aak.conversionType = ["download", "download", "redownload", "re-engagement"][Int(typeDraw % 4)]
             }
@@ -84,7 +91,11 @@ public struct SyntheticPostbacks: Sendable {
             aak.publisherItemID = aak.didWin ? 1_000_000 + Int64(random.next() % 50) : nil
             aak.adInteractionType = aak.conversionType == "re-engagement" || fidelity == 1 ? "click" : "view"
             if aak.didWin, !nullValue {
-                if aak.postbackSequenceIndex == 0, random.next() % 2 == 0 { aak.conversionValue = fine } else { aak.coarseConversionValue = coarse }
+                if aak.postbackSequenceIndex == 0, random.next() % 2 == 0 {
+                    aak.conversionValue = fine
+                } else {
+                    aak.coarseConversionValue = coarse
+                }
             }
             aak.countryCode = random.next() % 3 == 0 ? country : nil
             return .adAttributionKit(aak)
@@ -108,11 +119,19 @@ public struct SyntheticPostbacks: Sendable {
             if hasDidWin { skan.didWin = didWin }
             let winning = !hasDidWin || didWin
             if kind != .skan1_0, winning, random.next() % 2 == 0 {
-                if version == "4.0", random.next() % 4 == 0 { skan.sourceDomain = "example\(network).com" } else { skan.sourceAppID = 1_000_000 + Int64(random.next() % 50) }
+                if version == "4.0", random.next() % 4 == 0 {
+                    skan.sourceDomain = "example\(network).com"
+                } else {
+                    skan.sourceAppID = 1_000_000 + Int64(random.next() % 50)
+                }
             }
             if kind != .skan1_0, winning, !nullValue {
                 if version == "4.0" {
-                    if window == 0, random.next() % 2 == 0 { skan.conversionValue = fine } else { skan.coarseConversionValue = coarse }
+                    if window == 0, random.next() % 2 == 0 {
+                        skan.conversionValue = fine
+                    } else {
+                        skan.coarseConversionValue = coarse
+                    }
                 } else {
                     skan.conversionValue = fine
                 }
@@ -121,7 +140,7 @@ public struct SyntheticPostbacks: Sendable {
         }
     }
 
-    public enum Description: Sendable {
+    package enum Description: Sendable {
         case skadnetwork(SKAdNetworkTestPostback)
         case adAttributionKit(AdAttributionKitTestPostback)
     }
@@ -129,7 +148,7 @@ public struct SyntheticPostbacks: Sendable {
 
 extension TestPostbackSigner {
     /// Signs a synthetic postback description.
-    public func sign(_ description: SyntheticPostbacks.Description) throws -> [UInt8] {
+    package func sign(_ description: SyntheticPostbacks.Description) throws -> [UInt8] {
         switch description {
         case .skadnetwork(let skan): return try sign(skan)
         case .adAttributionKit(let aak): return try sign(aak)
@@ -138,12 +157,12 @@ extension TestPostbackSigner {
 }
 
 /// A small, fast, seedable generator (Steele, Lea & Flood's SplitMix64). Not for secrets.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -152,7 +171,7 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 
     /// A random version-4 UUID in lower case.
-    public mutating func uuid() -> String {
+    package mutating func uuid() -> String {
         var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: next()) }
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80
@@ -161,6 +180,6 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 }
 
-private extension String {
-    init(format4 value: Int) { self = String(value).leftPadded(to: 4) }
+extension String {
+    fileprivate init(format4 value: Int) { self = String(value).leftPadded(to: 4) }
 }

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-public import Aggregation
-public import Basics
+package import Aggregation
+package import Basics
 import Foundation
-import Synchronization
-public import PostbackStore
+package import PostbackStore
 import Postbacks
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A reproducible spool of made-up postbacks for benchmarks and tests: records written straight
 /// from synthetic `Attribution` values, with realistic bodies whose signatures are placeholders
@@ -19,22 +20,22 @@ import Postbacks
 /// coarse and withheld values; winners and non-winners; two receivers (`rx1`, `rx2`) writing
 /// segments that roll at `segmentBytes`. A fraction of postbacks arrives twice (the second copy
 /// from the other receiver, seconds to three days later), a few are development and a few rejected.
-public struct SyntheticSpool: Sendable {
-    public var seed: UInt64 = 1
-    public var postbacksPerDay = 1000
-    public var apps: [Int64] = [525463029, 1229670720]
-    public var adNetworks = 3
-    public var campaigns = 20
-    public var duplicateRate = 0.02
-    public var developmentRate = 0.005
-    public var rejectedRate = 0.005
-    public var segmentBytes = 32 << 20
+package struct SyntheticSpool: Sendable {
+    package var seed: UInt64 = 1
+    package var postbacksPerDay = 1000
+    package var apps: [Int64] = [525_463_029, 1_229_670_720]
+    package var adNetworks = 3
+    package var campaigns = 20
+    package var duplicateRate = 0.02
+    package var developmentRate = 0.005
+    package var rejectedRate = 0.005
+    package var segmentBytes = 32 << 20
 
-    public init() {}
+    package init() {}
 
     /// Writes the spool for `days` days from `first` under `layout`; returns the number of lines.
     @discardableResult
-    public func write(to layout: StoreLayout, first: UTCDay, days: Int, workers: Int = 2) throws(AggregationError) -> Int {
+    package func write(to layout: StoreLayout, first: UTCDay, days: Int, workers: Int = 2) throws(AggregationError) -> Int {
         let total = Atomic<Int>(0)
         try Parallel.run(workers: workers, tasks: days) { (_, offset) throws(AggregationError) in
             let count = try writeDay(first.adding(days: offset), first: first, to: layout)
@@ -44,25 +45,37 @@ public struct SyntheticSpool: Sendable {
     }
 
     /// The lines of one day: its own postbacks plus the late copies of the previous days' duplicated ones.
-    package func lines(day: UTCDay, first: UTCDay) -> [(receivedAt: Int64, writer: Int, spool: StoreLayout.Spool, line: [UInt8])] {
+    package func lines(day: UTCDay, first: UTCDay) -> [(receivedAt: Int64, writer: Int, spool: StoreLayout.Spool, line: [UInt8])]
+    {
         var lines: [(Int64, Int, StoreLayout.Spool, [UInt8])] = []
         lines.reserveCapacity(postbacksPerDay + postbacksPerDay / 20)
         for back in 0...3 {
             let origin = day.adding(days: -back)
             guard origin >= first else { continue }
             for index in 0..<postbacksPerDay {
-                var random = SplitMix64(seed: seed ^ UInt64(origin.daysSinceEpoch) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(index) &* 0xD1B5_4A32_D192_ED03)
+                var random = SplitMix64(
+                    seed: seed ^ UInt64(origin.daysSinceEpoch) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(index) &* 0xD1B5_4A32_D192_ED03)
                 let record = makeRecord(day: origin, index: index, random: &random)
                 let writer = Int(random.next() % 2)
-                if back == 0 { lines.append((record.receivedAt.microsecondsSinceEpoch, writer, record.status == .verified ? .postbacks : .rejected, record.encoded())) }
+                if back == 0 {
+                    lines.append(
+                        (
+                            record.receivedAt.microsecondsSinceEpoch, writer, record.status == .verified ? .postbacks : .rejected,
+                            record.encoded()
+                        ))
+                }
                 // The duplicate decision is drawn after the record, so it does not change the record.
                 guard record.status == .verified, Double(random.next() % 1_000_000) / 1_000_000 < duplicateRate else { continue }
                 let delayDays = Int(random.next() % 4)
                 guard delayDays == back else { continue }
                 var copy = record
-                let delay = delayDays == 0 ? Int64(1 + random.next() % 3600) * 1_000_000 : Int64(delayDays) * 86_400_000_000 + Int64(random.next() % 3600) * 1_000_000
+                let delay =
+                    delayDays == 0
+                    ? Int64(1 + random.next() % 3600) * 1_000_000
+                    : Int64(delayDays) * 86_400_000_000 + Int64(random.next() % 3600) * 1_000_000
                 let dayEnd = Int64(day.daysSinceEpoch + 1) * 86_400_000_000 - 1
-                copy.receivedAt = UTCTimestamp(microsecondsSinceEpoch: min(record.receivedAt.microsecondsSinceEpoch + delay, dayEnd))
+                copy.receivedAt = UTCTimestamp(
+                    microsecondsSinceEpoch: min(record.receivedAt.microsecondsSinceEpoch + delay, dayEnd))
                 copy.writer = writer == 0 ? "rx2" : "rx1"
                 lines.append((copy.receivedAt.microsecondsSinceEpoch, 1 - writer, .postbacks, copy.encoded()))
             }
@@ -94,21 +107,24 @@ public struct SyntheticSpool: Sendable {
     private func makeRecord(day: UTCDay, index: Int, random: inout SplitMix64) -> SpoolRecord {
         func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
-        let receivedAt = UTCTimestamp(microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + Int64(random.next() % 86_400_000_000))
+        let receivedAt = UTCTimestamp(
+            microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + Int64(random.next() % 86_400_000_000))
         let id = random.uuid()
-        let kind = random.next() % 10   // 0–5 SKAN 4.0, 6–8 AAK, 9 SKAN 3.0
+        let kind = random.next() % 10  // 0–5 SKAN 4.0, 6–8 AAK, 9 SKAN 3.0
         let app = pick(apps)
         let network = Int(random.next() % UInt64(adNetworks))
         let campaign = 10 + Int(random.next() % UInt64(campaigns))
-        let geo = 1 + Int(random.next() % 3), placement = 1 + Int(random.next() % 2)
+        let geo = 1 + Int(random.next() % 3)
+        let placement = 1 + Int(random.next() % 2)
         let didWin = !chance(10)
         let window = didWin ? (chance(60) ? 0 : chance(60) ? 1 : 2) : 0
         let tier = window == 0 ? Int(random.next() % 4) : 1 + Int(random.next() % 3)
         let withheld = chance(15)
         let click = chance(70)
-        var attribution = Attribution(postbackProtocol: kind >= 6 && kind <= 8 ? .adattributionkit : .skadnetwork,
-                                      version: kind >= 6 && kind <= 8 ? nil : kind == 9 ? "3.0" : "4.0", appID: app,
-                                      adNetworkID: "network\(network).\(kind >= 6 && kind <= 8 ? "adattributionkit" : "skadnetwork")")
+        var attribution = Attribution(
+            postbackProtocol: kind >= 6 && kind <= 8 ? .adattributionkit : .skadnetwork,
+            version: kind >= 6 && kind <= 8 ? nil : kind == 9 ? "3.0" : "4.0", appID: app,
+            adNetworkID: "network\(network).\(kind >= 6 && kind <= 8 ? "adattributionkit" : "skadnetwork")")
         attribution.interaction = click ? .click : .view
         attribution.didWin = didWin
         attribution.conversionType = chance(10) ? .redownload : .download
@@ -122,33 +138,53 @@ public struct SyntheticSpool: Sendable {
             attribution.sourceIdentifier = String(full.suffix(digits))
             attribution.postbackSequenceIndex = window
             if attribution.postbackProtocol == .adattributionkit {
-                if chance(5) { attribution.conversionType = .reengagement; attribution.didWin = true; attribution.interaction = .click }
+                if chance(5) {
+                    attribution.conversionType = .reengagement
+                    attribution.didWin = true
+                    attribution.interaction = .click
+                }
                 if tier >= 1 { attribution.marketplaceID = "com.apple.AppStore" }
                 if tier == 3 && didWin && window == 0 { attribution.countryCode = pick(["US", "GB", "DE", "JP", "BR"]) }
             }
             if didWin, window == 0, tier == 3 {
-                if attribution.postbackProtocol == .skadnetwork, chance(20) { attribution.sourceDomain = "news\(network).example" } else { attribution.sourceAppID = 1_000_000 + Int64(random.next() % 10) }
+                if attribution.postbackProtocol == .skadnetwork, chance(20) {
+                    attribution.sourceDomain = "news\(network).example"
+                } else {
+                    attribution.sourceAppID = 1_000_000 + Int64(random.next() % 10)
+                }
             }
             if attribution.didWin != false, !withheld, tier >= 1 {
-                if window == 0, tier >= 2 { attribution.fineValue = Int(min(63, random.next() % 40 + (chance(10) ? 24 : 0))) } else { attribution.coarseValue = pick(CoarseConversionValue.allCases) }
+                if window == 0, tier >= 2 {
+                    attribution.fineValue = Int(min(63, random.next() % 40 + (chance(10) ? 24 : 0)))
+                } else {
+                    attribution.coarseValue = pick(CoarseConversionValue.allCases)
+                }
             }
         }
         let development = chance(1) && Double(random.next() % 1000) / 1000 < developmentRate * 100
         let rejected = !development && Double(random.next() % 1_000_000) / 1_000_000 < rejectedRate
         let body = Self.body(attribution, id: id, random: &random)
-        let dedupKey = "\(attribution.postbackProtocol == .adattributionkit ? id.uppercased() : id):\(attribution.postbackSequenceIndex)"
+        let dedupKey =
+            "\(attribution.postbackProtocol == .adattributionkit ? id.uppercased() : id):\(attribution.postbackSequenceIndex)"
         var record = SpoolRecord(
-            receivedAt: receivedAt, writer: "rx1", route: attribution.postbackProtocol == .adattributionkit ? "appattribution-developer-copy" : "skadnetwork-developer-copy",
+            receivedAt: receivedAt, writer: "rx1",
+            route: attribution.postbackProtocol == .adattributionkit
+                ? "appattribution-developer-copy" : "skadnetwork-developer-copy",
             status: rejected ? .invalidSignature : .verified, environment: development ? .development : .production,
             dedupKey: dedupKey, postbackProtocol: attribution.postbackProtocol, version: attribution.version,
-            keyName: development ? "apple-development-identifier/0" : attribution.postbackProtocol == .adattributionkit ? "apple-cas-identifier/0" : "apple-skadnetwork-p256",
+            keyName: development
+                ? "apple-development-identifier/0"
+                : attribution.postbackProtocol == .adattributionkit ? "apple-cas-identifier/0" : "apple-skadnetwork-p256",
             reason: rejected ? "the signature does not verify with apple-skadnetwork-p256" : nil,
             attribution: rejected && chance(50) ? nil : attribution, body: body)
         // A few postbacks came with an unsigned value in upper case (flagged, counted in flagged_postbacks).
         // Chosen by index, not by a draw, so the rest of the spool is what it was before flags existed.
         if !rejected, index % 37 == 5, let coarse = attribution.coarseValue {
-            record.flags = [PostbackFlag(field: .coarseConversionValue, action: .normalized, raw: "\"\(coarse.rawValue.asciiUppercased)\"",
-                                         note: "case-folded to \(coarse.rawValue)")]
+            record.flags = [
+                PostbackFlag(
+                    field: .coarseConversionValue, action: .normalized, raw: "\"\(coarse.rawValue.asciiUppercased)\"",
+                    note: "case-folded to \(coarse.rawValue)")
+            ]
         }
         return record
     }
@@ -162,7 +198,9 @@ public struct SyntheticSpool: Sendable {
                 let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
                 return String(decoding: (0..<count).map { _ in alphabet[Int(random.next() % 64)] }, as: UTF8.self)
             }
-            json.field("jws-string", "eyJraWQiOiJhcHBsZS1jYXMtaWRlbnRpZmllci8wIiwiYWxnIjoiRVMyNTYifQ." + segment(360) + "." + segment(86))
+            json.field(
+                "jws-string", "eyJraWQiOiJhcHBsZS1jYXMtaWRlbnRpZmllci8wIiwiYWxnIjoiRVMyNTYifQ." + segment(360) + "." + segment(86)
+            )
             json.field("conversion-value", attribution.fineValue)
             json.field("coarse-conversion-value", attribution.coarseValue?.rawValue)
             json.field("ad-interaction-type", attribution.interaction?.rawValue)
@@ -183,7 +221,9 @@ public struct SyntheticSpool: Sendable {
             if let coarse = attribution.coarseValue { json.field("coarse-conversion-value", coarse.rawValue) }
             if attribution.version == "4.0" { json.field("postback-sequence-index", attribution.postbackSequenceIndex) }
             let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-            json.field("attribution-signature", "MEUCI" + String(decoding: (0..<90).map { _ in alphabet[Int(random.next() % 64)] }, as: UTF8.self) + "=")
+            json.field(
+                "attribution-signature",
+                "MEUCI" + String(decoding: (0..<90).map { _ in alphabet[Int(random.next() % 64)] }, as: UTF8.self) + "=")
         }
         json.endObject()
         return json.bytes

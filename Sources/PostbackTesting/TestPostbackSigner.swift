@@ -1,53 +1,53 @@
 import Basics
+package import PostbackCrypto
 import Postbacks
-public import PostbackCrypto
 
 /// The fields of a SKAdNetwork postback to mint with a test key. Nil fields are left out of the body.
-public struct SKAdNetworkTestPostback: Sendable {
+package struct SKAdNetworkTestPostback: Sendable {
     /// The `version` text; nil writes no version key (a 1.0 postback).
-    public var version: String?
-    public var adNetworkID = "example123.skadnetwork"
-    public var campaignID: Int64?
-    public var sourceIdentifier: String?
-    public var appID: Int64 = 525463029
-    public var transactionID: String
-    public var redownload: Bool?
-    public var sourceAppID: Int64?
-    public var sourceDomain: String?
-    public var fidelityType: Int?
-    public var didWin: Bool?
-    public var postbackSequenceIndex: Int?
-    public var conversionValue: Int?
-    public var coarseConversionValue: String?
-    public var countryCode: String?
+    package var version: String?
+    package var adNetworkID = "example123.skadnetwork"
+    package var campaignID: Int64?
+    package var sourceIdentifier: String?
+    package var appID: Int64 = 525_463_029
+    package var transactionID: String
+    package var redownload: Bool?
+    package var sourceAppID: Int64?
+    package var sourceDomain: String?
+    package var fidelityType: Int?
+    package var didWin: Bool?
+    package var postbackSequenceIndex: Int?
+    package var conversionValue: Int?
+    package var coarseConversionValue: String?
+    package var countryCode: String?
 
-    public init(version: String?, transactionID: String) {
+    package init(version: String?, transactionID: String) {
         self.version = version
         self.transactionID = transactionID
     }
 }
 
 /// The claims and outer fields of an AdAttributionKit postback to mint with a test key.
-public struct AdAttributionKitTestPostback: Sendable {
-    public var keyID = "apple-cas-identifier/0"
-    public var impressionType = "app-impression"
-    public var adNetworkID = "example123.adattributionkit"
-    public var sourceIdentifier = "4321"
-    public var advertisedItemID: Int64 = 525463029
-    public var conversionType = "download"
-    public var postbackIdentifier: String
-    public var didWin = true
-    public var postbackSequenceIndex = 0
-    public var marketplaceID: String? = "com.apple.AppStore"
-    public var publisherItemID: Int64?
-    public var conversionValue: Int?
-    public var coarseConversionValue: String?
-    public var adInteractionType: String? = "click"
-    public var countryCode: String?
+package struct AdAttributionKitTestPostback: Sendable {
+    package var keyID = "apple-cas-identifier/0"
+    package var impressionType = "app-impression"
+    package var adNetworkID = "example123.adattributionkit"
+    package var sourceIdentifier = "4321"
+    package var advertisedItemID: Int64 = 525_463_029
+    package var conversionType = "download"
+    package var postbackIdentifier: String
+    package var didWin = true
+    package var postbackSequenceIndex = 0
+    package var marketplaceID: String? = "com.apple.AppStore"
+    package var publisherItemID: Int64?
+    package var conversionValue: Int?
+    package var coarseConversionValue: String?
+    package var adInteractionType: String? = "click"
+    package var countryCode: String?
     /// Claims Apple may add later, as (name, raw JSON), appended to the payload.
-    public var extraClaims: [(name: String, json: String)] = []
+    package var extraClaims: [(name: String, json: String)] = []
 
-    public init(postbackIdentifier: String) {
+    package init(postbackIdentifier: String) {
         self.postbackIdentifier = postbackIdentifier
     }
 }
@@ -58,10 +58,10 @@ public struct AdAttributionKitTestPostback: Sendable {
 /// The SKAdNetwork message is built here from its own table of Apple's field orders, deliberately
 /// separate from `SKAdNetworkPostback.signedFields`, so a mistake in one shows up as a failed check
 /// against the other instead of cancelling out.
-public struct TestPostbackSigner: Sendable {
-    public let key: ECDSAPrivateKey
+package struct TestPostbackSigner: Sendable {
+    package let key: ECDSAPrivateKey
 
-    public init(key: ECDSAPrivateKey) { self.key = key }
+    package init(key: ECDSAPrivateKey) { self.key = key }
 
     /// Apple's documented orders (spec §3.2); `?` marks fields left out, with their separator, when absent.
     static let signedOrder: [String: [String]] = {
@@ -72,14 +72,16 @@ public struct TestPostbackSigner: Sendable {
             "2.1": v2,
             "2.2": v2 + ["fidelity-type"],
             "3.0": v2 + ["fidelity-type", "did-win"],
-            "4.0": ["version", "ad-network-id", "source-identifier", "app-id", "transaction-id", "redownload",
-                    "?source-app-id", "?source-domain", "fidelity-type", "did-win", "postback-sequence-index"],
+            "4.0": [
+                "version", "ad-network-id", "source-identifier", "app-id", "transaction-id", "redownload",
+                "?source-app-id", "?source-domain", "fidelity-type", "did-win", "postback-sequence-index",
+            ],
         ]
     }()
 
     /// A SKAdNetwork body with a valid signature over Apple's message for its version. The key's curve
     /// must be the version's (P-192 for 1.0/2.0).
-    public func sign(_ postback: SKAdNetworkTestPostback) throws -> [UInt8] {
+    package func sign(_ postback: SKAdNetworkTestPostback) throws -> [UInt8] {
         let rendered = renderedFields(postback)
         let order = Self.signedOrder[postback.version ?? "1.0"] ?? Self.signedOrder["4.0"]!
         var values: [String] = []
@@ -93,7 +95,7 @@ public struct TestPostbackSigner: Sendable {
     }
 
     /// The same body with the signature made over `message` instead, for forging tests.
-    public func body(_ postback: SKAdNetworkTestPostback, signingMessage message: [UInt8]) throws -> [UInt8] {
+    package func body(_ postback: SKAdNetworkTestPostback, signingMessage message: [UInt8]) throws -> [UInt8] {
         body(postback, signature: Base64.encode(try key.derSignature(for: message), alphabet: .standard))
     }
 
@@ -139,7 +141,7 @@ public struct TestPostbackSigner: Sendable {
     }
 
     /// An AdAttributionKit stanza whose compact JWS is signed ES256 with the test key.
-    public func sign(_ postback: AdAttributionKitTestPostback) throws -> [UInt8] {
+    package func sign(_ postback: AdAttributionKitTestPostback) throws -> [UInt8] {
         var header = JSONWriter()
         header.beginObject()
         header.field("kid", postback.keyID)
@@ -149,7 +151,7 @@ public struct TestPostbackSigner: Sendable {
     }
 
     /// The same with a header of the caller's choosing (for `alg`/`kid`/`jwk` attack tests).
-    public func sign(_ postback: AdAttributionKitTestPostback, headerJSON: [UInt8]) throws -> [UInt8] {
+    package func sign(_ postback: AdAttributionKitTestPostback, headerJSON: [UInt8]) throws -> [UInt8] {
         var claims = JSONWriter()
         claims.beginObject()
         claims.field("impression-type", postback.impressionType)

@@ -1,6 +1,6 @@
 /// Why no report could be written. A day that is missing or cannot be trusted is not an error (the
 /// page says so); these are the conditions under which there is nothing honest to show.
-public enum ReportError: Error, CustomStringConvertible, Sendable, Equatable {
+package enum ReportError: Error, CustomStringConvertible, Sendable, Equatable {
     /// No day of the range has published aggregates that can be read; `leftOut` says why for the
     /// days that have a partition.
     case noAggregates(directory: String, from: String, to: String, leftOut: [String])
@@ -10,11 +10,12 @@ public enum ReportError: Error, CustomStringConvertible, Sendable, Equatable {
     /// A sum does not fit in 64 bits.
     case overflow(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .noAggregates(let directory, let from, let to, let leftOut):
             let range = from == to ? from : "\(from) to \(to)"
-            var text = "no published aggregates for \(range) under \(directory)/agg (run 'postback aggregate' for those days first)"
+            var text =
+                "no published aggregates for \(range) under \(directory)/agg (run 'postback aggregate' for those days first)"
             for reason in leftOut { text += "\n  " + reason }
             return text
         case .malformed(let path, let line, let reason):

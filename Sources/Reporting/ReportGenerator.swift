@@ -1,18 +1,19 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Basics
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `postback report`: reads the published aggregates of a range of days and writes one
 /// self-contained HTML page with inline SVG charts (no scripts, stylesheets, fonts or images from
 /// anywhere else). The same aggregates always give the same bytes: nothing on the page comes from
 /// the clock, the locale or hashing order.
-public enum ReportGenerator {
+package enum ReportGenerator {
     /// Builds the page and writes it atomically (temporary file, fsync, rename, directory fsync).
     /// - Throws: `ReportError` when no day of the range can be read, or on a malformed aggregate or an
     ///   I/O error; nothing is written then.
-    public static func generate(_ request: ReportRequest) throws(ReportError) -> ReportSummary {
+    package static func generate(_ request: ReportRequest) throws(ReportError) -> ReportSummary {
         let (bytes, summary) = try build(request)
         do {
             try DurableFile.write(bytes, to: request.outputPath)
@@ -23,8 +24,9 @@ public enum ReportGenerator {
     }
 
     /// The page's bytes and what it holds, without writing it (`--out -` sends it to stdout).
-    public static func build(_ request: ReportRequest) throws(ReportError) -> (page: [UInt8], summary: ReportSummary) {
-        let model = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(from: request.from, to: request.to)
+    package static func build(_ request: ReportRequest) throws(ReportError) -> (page: [UInt8], summary: ReportSummary) {
+        let model = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
+            from: request.from, to: request.to)
         let bytes = Array(try render(model, request: request).utf8)
         let summary = ReportSummary(
             outputPath: request.outputPath, bytes: bytes.count, daysIncluded: model.days, daysMissing: model.missingDays,
@@ -35,8 +37,10 @@ public enum ReportGenerator {
     }
 
     /// The page for `request` without writing it.
-    public static func page(_ request: ReportRequest) throws(ReportError) -> String {
-        try render(try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(from: request.from, to: request.to), request: request)
+    package static func page(_ request: ReportRequest) throws(ReportError) -> String {
+        try render(
+            try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
+                from: request.from, to: request.to), request: request)
     }
 
     static func render(_ model: ReportModel, request: ReportRequest) throws(ReportError) -> String {

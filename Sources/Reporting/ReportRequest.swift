@@ -1,29 +1,31 @@
-public import Basics
+package import Basics
 import Postbacks
 
 /// What to report on and where to write it.
-public struct ReportRequest: Sendable {
+package struct ReportRequest: Sendable {
     /// The store whose `agg/` holds the aggregates (`postback aggregate --data`).
-    public var dataDirectory: String
+    package var dataDirectory: String
     /// The first and last day (partition `dt`, the UTC day postbacks were received), inclusive.
-    public var from: UTCDay
-    public var to: UTCDay
+    package var from: UTCDay
+    package var to: UTCDay
     /// The page to write, atomically.
-    public var outputPath: String
+    package var outputPath: String
     /// The page's heading; by default "Postback report" and the range.
-    public var title: String?
+    package var title: String?
     /// How many campaigns the per-campaign charts show by name; the rest are summed in one row.
-    public var topCampaigns: Int
+    package var topCampaigns: Int
     /// Named in the page's footer, e.g. `postback 0.1.0`.
-    public var toolVersion: String
+    package var toolVersion: String
     /// Only this app's rows (`--app ID`); the manifests' rejected reasons and side counts are the
     /// store's and are labelled as such.
-    public var appID: String? = nil
+    package var appID: String? = nil
 
-    public static let defaultTopCampaigns = 12
+    package static let defaultTopCampaigns = 12
 
-    public init(dataDirectory: String, from: UTCDay, to: UTCDay, outputPath: String, title: String? = nil,
-                topCampaigns: Int = defaultTopCampaigns, toolVersion: String) {
+    package init(
+        dataDirectory: String, from: UTCDay, to: UTCDay, outputPath: String, title: String? = nil,
+        topCampaigns: Int = defaultTopCampaigns, toolVersion: String
+    ) {
         self.dataDirectory = dataDirectory
         self.from = from
         self.to = to

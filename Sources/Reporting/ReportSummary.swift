@@ -1,26 +1,26 @@
-public import Basics
+package import Basics
 import Postbacks
 
 /// What a written report holds, for the command's summary line.
-public struct ReportSummary: Sendable, Equatable {
-    public var outputPath: String
-    public var bytes: Int
+package struct ReportSummary: Sendable, Equatable {
+    package var outputPath: String
+    package var bytes: Int
     /// Days whose aggregates are in the page.
-    public var daysIncluded: [UTCDay]
+    package var daysIncluded: [UTCDay]
     /// Days of the range without published aggregates.
-    public var daysMissing: [UTCDay]
+    package var daysMissing: [UTCDay]
     /// Days published with no spool at all (nothing received): gaps on the page, not zeros.
-    public var daysWithoutSpool: [UTCDay]
+    package var daysWithoutSpool: [UTCDay]
     /// Days aggregated before they were over (`--allow-open-day`).
-    public var daysPartial: [UTCDay]
+    package var daysPartial: [UTCDay]
     /// Days with a partition that could not be trusted (the page says why).
-    public var daysLeftOut: [UTCDay]
+    package var daysLeftOut: [UTCDay]
     /// Production postbacks in the headline.
-    public var postbacks: Int
-    public var installs: Int
-    public var developmentPostbacks: Int
-    public var rejectedPostbacks: Int
+    package var postbacks: Int
+    package var installs: Int
+    package var developmentPostbacks: Int
+    package var rejectedPostbacks: Int
 
     /// True when every day of the range is in the page.
-    public var isComplete: Bool { daysMissing.isEmpty && daysLeftOut.isEmpty }
+    package var isComplete: Bool { daysMissing.isEmpty && daysLeftOut.isEmpty }
 }

@@ -1,10 +1,10 @@
-public import Basics
+import Basics
 import Foundation
-public import PostbackStore
+package import PostbackStore
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Postbacks a partner refused (a 4xx other than 408/429) or that were too old to forward: kept with
@@ -19,35 +19,40 @@ import Glibc
 /// `forward retry-dead-letters` re-sends them and appends `<file>\t<line offset>` to
 /// `<writer>.resolved` for each one the partner accepted (append-only: the receiver may be appending
 /// dead letters at the same time).
-public struct DeadLetterSpool: Sendable {
-    public let directory: String
-    public let writerID: String
+package struct DeadLetterSpool: Sendable {
+    package let directory: String
+    package let writerID: String
     private let storage = POSIXSpoolStorage()
 
-    public init(root: String, destination: String, writerID: String) {
+    package init(root: String, destination: String, writerID: String) {
         directory = "\(root)/raw/_delivery/\(destination)/dead-letters"
         self.writerID = writerID
     }
 
-    public var path: String { "\(directory)/\(writerID).jsonl" }
+    package var path: String { "\(directory)/\(writerID).jsonl" }
 
-    public enum Reason: String, Sendable { case refused, tooOld = "too-old" }
+    package enum Reason: String, Sendable {
+        case refused
+        case tooOld = "too-old"
+    }
 
     /// One dead letter as read back.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// The dead-letter file and the line's offset in it: the entry's identity.
-        public let file: String
-        public let offset: Int
-        public let reason: String
-        public let status: Int?
-        public let answer: String?
-        public let idempotencyKey: String
-        public let record: SpoolRecord
+        package let file: String
+        package let offset: Int
+        package let reason: String
+        package let status: Int?
+        package let answer: String?
+        package let idempotencyKey: String
+        package let record: SpoolRecord
     }
 
     /// Appends one dead letter durably (write, fdatasync) before returning.
-    public func append(record: SpoolRecord, recordLine: [UInt8], reason: Reason, status: Int?, answer: String?,
-                       segment: String, offset: Int) throws(StorageError) {
+    package func append(
+        record: SpoolRecord, recordLine: [UInt8], reason: Reason, status: Int?, answer: String?,
+        segment: String, offset: Int
+    ) throws(StorageError) {
         var line = JSONWriter()
         line.beginObject()
         line.field("dead_at", UTCTimestamp.now().description)
@@ -64,7 +69,7 @@ public struct DeadLetterSpool: Sendable {
     }
 
     /// Marks one entry as delivered after all (by `forward retry-dead-letters`).
-    public func markResolved(_ entry: Entry) throws(StorageError) {
+    package func markResolved(_ entry: Entry) throws(StorageError) {
         let name = String(entry.file.split(separator: "/").last ?? "")
         try appendLine(Array("\(name)\t\(entry.offset)".utf8), to: "\(directory)/\(writerID).resolved")
     }
@@ -81,7 +86,7 @@ public struct DeadLetterSpool: Sendable {
 
     /// Every dead letter of every writer in `directory` not yet resolved, oldest first per file.
     /// Lines that cannot be read are returned in `problems` (never silently skipped).
-    public static func unresolved(root: String, destination: String) -> (entries: [Entry], problems: [String]) {
+    package static func unresolved(root: String, destination: String) -> (entries: [Entry], problems: [String]) {
         let directory = "\(root)/raw/_delivery/\(destination)/dead-letters"
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
         var resolved: Set<String> = []
@@ -105,16 +110,21 @@ public struct DeadLetterSpool: Sendable {
                 defer { start = end + 1 }
                 if resolved.contains("\(name)\t\(start)") { continue }
                 guard case .object(let object)? = try? StrictJSONParser.parse(line), case .object? = object["record"],
-                      let recordStart = line.firstRange(of: Array("\"record\":".utf8))?.upperBound,
-                      let record = try? SpoolRecord(line: Array(line[recordStart..<(line.count - 1)])) else {
+                    let recordStart = line.firstRange(of: Array("\"record\":".utf8))?.upperBound,
+                    let record = try? SpoolRecord(line: Array(line[recordStart..<(line.count - 1)]))
+                else {
                     problems.append("\(file): line at byte \(start) is not a dead letter")
                     continue
                 }
-                func text(_ key: String) -> String? { if case .string(let value)? = object[key] { return value } else { return nil } }
+                func text(_ key: String) -> String? {
+                    if case .string(let value)? = object[key] { return value } else { return nil }
+                }
                 var status: Int?
                 if case .number(let number)? = object["status"] { status = number.int64Value.map(Int.init) }
-                entries.append(Entry(file: file, offset: start, reason: text("reason") ?? "?", status: status, answer: text("answer"),
-                                     idempotencyKey: text("idempotency_key") ?? ForwardSender.idempotencyKey(record), record: record))
+                entries.append(
+                    Entry(
+                        file: file, offset: start, reason: text("reason") ?? "?", status: status, answer: text("answer"),
+                        idempotencyKey: text("idempotency_key") ?? ForwardSender.idempotencyKey(record), record: record))
             }
         }
         return (entries, problems)

@@ -1,18 +1,18 @@
-public import PostbackStore
+package import PostbackStore
 
 /// One sealed spool segment: closed by its writer, so its bytes never change again.
-public struct SealedSegment: Sendable, Equatable {
+package struct SealedSegment: Sendable, Equatable {
     /// The local file.
-    public let path: String
+    package let path: String
     /// Its path relative to the store root (`raw/postbacks/dt=…/part-<writer>-<seq>.jsonl`): the
     /// object key under an object store's prefix, and the ledger's name for it.
-    public let relativePath: String
-    public let spool: StoreLayout.Spool
-    public let size: Int
+    package let relativePath: String
+    package let spool: StoreLayout.Spool
+    package let size: Int
     /// Seconds since the epoch of its last change (when it was sealed, near enough).
-    public let modifiedAt: Double
+    package let modifiedAt: Double
 
-    public init(path: String, relativePath: String, spool: StoreLayout.Spool, size: Int, modifiedAt: Double) {
+    package init(path: String, relativePath: String, spool: StoreLayout.Spool, size: Int, modifiedAt: Double) {
         self.path = path
         self.relativePath = relativePath
         self.spool = spool
@@ -22,8 +22,8 @@ public struct SealedSegment: Sendable, Equatable {
 }
 
 /// Why a delivery did not happen.
-public struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable {
+package struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable {
         /// The destination is down, slow or refusing (also wrong credentials or a missing bucket:
         /// nothing is lost by waiting for an operator). Retried with backoff.
         case retry
@@ -32,12 +32,12 @@ public struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
         case conflict
     }
 
-    public let kind: Kind
-    public let description: String
+    package let kind: Kind
+    package let description: String
     /// The destination asked for at least this wait (HTTP `Retry-After`); the backoff waits longer if it is longer.
-    public let retryAfterSeconds: Double?
+    package let retryAfterSeconds: Double?
 
-    public init(_ kind: Kind, _ description: String, retryAfterSeconds: Double? = nil) {
+    package init(_ kind: Kind, _ description: String, retryAfterSeconds: Double? = nil) {
         self.kind = kind
         self.description = description
         self.retryAfterSeconds = retryAfterSeconds
@@ -53,7 +53,7 @@ public struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
 /// `deliver` again with the same bytes, which must succeed without duplicating anything (an object
 /// store compares checksums; a partner forwarder sends records with their dedup keys). It is called
 /// from the worker's one thread only.
-public protocol DeliveryDestination: AnyObject, Sendable {
+package protocol DeliveryDestination: AnyObject, Sendable {
     /// Names the ledger file and the metrics label: short, `[a-z0-9_-]`, stable across restarts.
     var name: String { get }
     /// `sha256` is the segment's SHA-256 (computed once by the worker, streamed from the file).
@@ -62,18 +62,18 @@ public protocol DeliveryDestination: AnyObject, Sendable {
 
 /// A destination that moves a segment record by record and can resume inside it (the partner
 /// forwarder): the worker hands it the segment's durable cursor instead of calling `deliver`.
-public protocol ResumableDeliveryDestination: DeliveryDestination {
+package protocol ResumableDeliveryDestination: DeliveryDestination {
     /// Delivers the segment from `cursor.offset` on, advancing the cursor (durably) as it goes.
     func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure)
 }
 
 /// The durable position inside one segment (an `at` line of the ledger). Used from the worker thread only.
-public final class SegmentCursor {
+package final class SegmentCursor {
     private let ledger: DeliveryLedger
-    public let relativePath: String
-    public private(set) var offset: Int
+    package let relativePath: String
+    package private(set) var offset: Int
     /// True once the worker is asked to stop: a long segment is left at its cursor, not finished.
-    public let isStopping: () -> Bool
+    package let isStopping: () -> Bool
 
     init(ledger: DeliveryLedger, relativePath: String, isStopping: @escaping () -> Bool) {
         self.ledger = ledger
@@ -83,7 +83,7 @@ public final class SegmentCursor {
     }
 
     /// Records (write and fdatasync) that every byte before `offset` is delivered.
-    public func advance(to offset: Int) throws(DeliveryFailure) {
+    package func advance(to offset: Int) throws(DeliveryFailure) {
         guard offset > self.offset else { return }
         do {
             try ledger.recordProgress(relativePath, offset: offset)

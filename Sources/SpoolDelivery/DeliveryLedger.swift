@@ -1,9 +1,9 @@
-public import Basics
+import Basics
 import Foundation
-public import PostbackStore
+package import PostbackStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The durable record of what one destination holds: one line per delivered segment,
@@ -15,21 +15,21 @@ import Glibc
 /// Lives at `DATA/raw/_delivery/<destination>/<writer>.ledger` (next to `raw/_writers/`, outside every
 /// spool, so readers of `raw/postbacks/` never see it); one file per writer, so receivers sharing a
 /// data directory never append to the same file.
-public final class DeliveryLedger {
-    public let path: String
+package final class DeliveryLedger {
+    package let path: String
     private var delivered: Set<String> = []
     /// Partly delivered segments: the offset from which to resume (`at` lines; the last one wins).
     private var offsets: [String: Int] = [:]
     private var descriptor: Int32 = -1
     private let storage = POSIXSpoolStorage()
 
-    public static func path(root: String, destination: String, writerID: String) -> String {
+    package static func path(root: String, destination: String, writerID: String) -> String {
         "\(root)/raw/_delivery/\(destination)/\(writerID).ledger"
     }
 
     /// Loads the ledger (none yet is an empty one). A ledger that exists but cannot be read is an
     /// error: taking it for empty would only re-deliver, but it hides a broken disk.
-    public init(path: String) throws(StorageError) {
+    package init(path: String) throws(StorageError) {
         self.path = path
         let directory = String(path[..<path.lastIndex(of: "/")!])
         try storage.makeDirectories(directory)
@@ -60,14 +60,15 @@ public final class DeliveryLedger {
 
     /// A ledger's contents: delivered segments, resume offsets of partly delivered ones, and the
     /// length of its complete lines (a torn last line is ignored).
-    public static func parse(_ bytes: [UInt8]) -> (delivered: Set<String>, offsets: [String: Int], completeLength: Int) {
+    package static func parse(_ bytes: [UInt8]) -> (delivered: Set<String>, offsets: [String: Int], completeLength: Int) {
         var delivered: Set<String> = []
         var offsets: [String: Int] = [:]
         var lineStart = 0
         for (position, byte) in bytes.enumerated() where byte == 0x0A {
             let line = bytes[lineStart..<position]
             let fields = line.split(separator: 0x09, omittingEmptySubsequences: false)
-            if fields.count == 3, fields[0].elementsEqual("at".utf8), let offset = Int(String(decoding: fields[2], as: UTF8.self)) {
+            if fields.count == 3, fields[0].elementsEqual("at".utf8), let offset = Int(String(decoding: fields[2], as: UTF8.self))
+            {
                 offsets[String(decoding: fields[1], as: UTF8.self)] = offset
             } else if let tab = line.firstIndex(of: 0x09) {
                 delivered.insert(String(decoding: line[..<tab], as: UTF8.self))
@@ -78,12 +79,12 @@ public final class DeliveryLedger {
         return (delivered, offsets, lineStart)
     }
 
-    public var count: Int { delivered.count }
+    package var count: Int { delivered.count }
 
-    public func contains(_ relativePath: String) -> Bool { delivered.contains(relativePath) }
+    package func contains(_ relativePath: String) -> Bool { delivered.contains(relativePath) }
 
     /// Records a confirmed delivery durably (write and fdatasync) before returning.
-    public func record(_ segment: SealedSegment, sha256Hex: String) throws(StorageError) {
+    package func record(_ segment: SealedSegment, sha256Hex: String) throws(StorageError) {
         let line = Array("\(segment.relativePath)\t\(segment.size)\t\(sha256Hex)\n".utf8)
         try storage.append(line, to: descriptor, path: path)
         try storage.sync(descriptor, path: path)
@@ -92,10 +93,10 @@ public final class DeliveryLedger {
     }
 
     /// Where delivery of a partly delivered segment resumes (0: from the start).
-    public func resumeOffset(_ relativePath: String) -> Int { offsets[relativePath] ?? 0 }
+    package func resumeOffset(_ relativePath: String) -> Int { offsets[relativePath] ?? 0 }
 
     /// Records durably that the bytes of `relativePath` before `offset` are delivered.
-    public func recordProgress(_ relativePath: String, offset: Int) throws(StorageError) {
+    package func recordProgress(_ relativePath: String, offset: Int) throws(StorageError) {
         try storage.append(Array("at\t\(relativePath)\t\(offset)\n".utf8), to: descriptor, path: path)
         try storage.sync(descriptor, path: path)
         offsets[relativePath] = offset

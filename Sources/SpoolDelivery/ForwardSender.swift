@@ -2,9 +2,9 @@ import Basics
 import Dispatch
 import Foundation
 import Locking
-public import PostbackClient
-public import PostbackStore
+package import PostbackClient
 import PostbackCrypto
+package import PostbackStore
 import Postbacks
 
 /// Posts verified postbacks to one partner: Apple's body byte for byte (plus the configured
@@ -13,9 +13,9 @@ import Postbacks
 ///
 /// Shared by the receiver's forwarder, `forward replay` and `forward retry-dead-letters`, so all
 /// three send exactly the same request for a postback.
-public final class ForwardSender: @unchecked Sendable {
+package final class ForwardSender: @unchecked Sendable {
     /// What one request came to.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// 2xx: the partner holds it.
         case delivered(status: Int)
         /// A 4xx other than 408/429: the partner refuses this postback; retrying will not help.
@@ -24,12 +24,12 @@ public final class ForwardSender: @unchecked Sendable {
         case retry(String, retryAfterSeconds: Double?)
     }
 
-    public let settings: ForwardSettings
+    package let settings: ForwardSettings
     // Handle i is used by request slot i of a batch only; batches do not overlap (`send` waits), hence
     // `@unchecked Sendable`.
     private let clients: [HTTPClient]
 
-    public init(settings: ForwardSettings) throws(HTTPClientError) {
+    package init(settings: ForwardSettings) throws(HTTPClientError) {
         self.settings = settings
         var clients: [HTTPClient] = []
         for _ in 0..<settings.concurrency { clients.append(try HTTPClient(timeoutSeconds: settings.timeoutSeconds)) }
@@ -37,7 +37,7 @@ public final class ForwardSender: @unchecked Sendable {
     }
 
     /// Whether the destination wants this record (verified only, always; then its filters).
-    public func accepts(_ record: SpoolRecord) -> Bool {
+    package func accepts(_ record: SpoolRecord) -> Bool {
         guard record.status == .verified, let attribution = record.attribution else { return false }
         if let appIDs = settings.appIDs, !appIDs.contains(attribution.appID) { return false }
         if let networks = settings.adNetworkIDs, !networks.contains(attribution.adNetworkID.lowercased()) { return false }
@@ -50,24 +50,27 @@ public final class ForwardSender: @unchecked Sendable {
 
     /// The key a partner drops repeats by: the record's dedup key (the same postback re-sent by Apple
     /// or by us has the same one); the body's SHA-256 for a record without one.
-    public static func idempotencyKey(_ record: SpoolRecord) -> String {
+    package static func idempotencyKey(_ record: SpoolRecord) -> String {
         record.dedupKey ?? SHA256.hash(record.body).description
     }
 
     /// The request body: Apple's bytes up to their closing `}`, then the enrichment fields (a field
     /// Apple's body already has is not added: Apple's value wins), then `}`.
-    public func body(for record: SpoolRecord) -> [UInt8] {
+    package func body(for record: SpoolRecord) -> [UInt8] {
         let enrichment = settings.enrichment
         guard !enrichment.isEmpty else { return record.body }
         var fields: [(name: String, value: String)] = []
         if let field = enrichment.receivedAtField { fields.append((field, record.receivedAt.description)) }
         fields += enrichment.fields
         if let attribution = record.attribution,
-           let key = attribution.sourceIdentifier ?? attribution.campaignID.map(String.init), let campaign = enrichment.campaigns[key] {
+            let key = attribution.sourceIdentifier ?? attribution.campaignID.map(String.init),
+            let campaign = enrichment.campaigns[key]
+        {
             fields += campaign
         }
         guard !fields.isEmpty, case .object(let apple)? = try? StrictJSONParser.parse(record.body),
-              let close = record.body.lastIndex(of: UInt8(ascii: "}")) else { return record.body }
+            let close = record.body.lastIndex(of: UInt8(ascii: "}"))
+        else { return record.body }
         let appleKeys = Set(apple.keys)
         var body = Array(record.body[..<close])
         var isFirst = apple.members.isEmpty
@@ -83,7 +86,7 @@ public final class ForwardSender: @unchecked Sendable {
     }
 
     /// Sends the records at once (one per handle, at most `concurrency`); outcomes in the same order.
-    public func send(_ records: [SpoolRecord]) -> [Outcome] {
+    package func send(_ records: [SpoolRecord]) -> [Outcome] {
         precondition(records.count <= clients.count, "a batch is at most `concurrency` records")
         if records.count == 1 { return [post(records[0], with: clients[0])] }
         let outcomes = Locked([Outcome?](repeating: nil, count: records.count))
@@ -116,11 +119,14 @@ public final class ForwardSender: @unchecked Sendable {
         case 200..<300:
             return .delivered(status: status)
         case 408, 429:
-            return .retry("\(destination): HTTP \(status)", retryAfterSeconds: response.headers["retry-after"].flatMap(retryAfterSeconds))
+            return .retry(
+                "\(destination): HTTP \(status)", retryAfterSeconds: response.headers["retry-after"].flatMap(retryAfterSeconds))
         case 400..<500:
             return .refused(status: status, answer: String(decoding: response.body.prefix(2048), as: UTF8.self))
         default:
-            return .retry("\(destination): HTTP \(status)", retryAfterSeconds: status == 503 ? response.headers["retry-after"].flatMap(retryAfterSeconds) : nil)
+            return .retry(
+                "\(destination): HTTP \(status)",
+                retryAfterSeconds: status == 503 ? response.headers["retry-after"].flatMap(retryAfterSeconds) : nil)
         }
     }
 

@@ -1,44 +1,44 @@
-public import Basics
+package import Basics
 import Foundation
-public import Postbacks
+package import Postbacks
 
 /// One partner destination from the receiver's config (`"forward": [ … ]`, docs/forwarding.md):
 /// where verified postbacks go, which ones, with which headers and enrichment.
-public struct ForwardSettings: Sendable {
+package struct ForwardSettings: Sendable {
     /// `[a-z0-9_-]`, 1–40 characters: names the ledger (`raw/_delivery/forward-<name>/`) and the metrics label.
-    public var name: String
-    public var url: String
+    package var name: String
+    package var url: String
     /// Filters; nil passes everything. Only verified postbacks are ever forwarded.
-    public var appIDs: Set<Int64>?
+    package var appIDs: Set<Int64>?
     /// Compared case-insensitively (Apple signs the case the ad network registered).
-    public var adNetworkIDs: Set<String>?
-    public var protocols: Set<PostbackProtocol>?
-    public var environments: Set<PostbackEnvironment>?
+    package var adNetworkIDs: Set<String>?
+    package var protocols: Set<PostbackProtocol>?
+    package var environments: Set<PostbackEnvironment>?
     /// Extra headers. Values may be secrets: they are never logged, rendered in metrics or written anywhere.
-    public var headers: [(name: String, value: String)]
-    public var timeoutSeconds: Double
+    package var headers: [(name: String, value: String)]
+    package var timeoutSeconds: Double
     /// Requests in flight at once for this destination.
-    public var concurrency: Int
+    package var concurrency: Int
     /// Postbacks received longer ago than this go to dead letters instead; nil never.
-    public var maxAgeSeconds: Double?
-    public var enrichment: Enrichment
+    package var maxAgeSeconds: Double?
+    package var enrichment: Enrichment
 
     /// Fields added next to Apple's (which go out byte for byte): the body's closing `}` is replaced
     /// by `,"<field>":<value>…}`.
-    public struct Enrichment: Sendable {
+    package struct Enrichment: Sendable {
         /// The receive time (ISO 8601, UTC) under this field name.
-        public var receivedAtField: String?
+        package var receivedAtField: String?
         /// Constant fields.
-        public var fields: [(name: String, value: String)] = []
+        package var fields: [(name: String, value: String)] = []
         /// Per source identifier (SKAdNetwork 4 / AdAttributionKit) or campaign id (SKAdNetwork 1–3),
         /// as its decimal text: fields to add, e.g. `partner-campaign-id`, `partner-campaign-name`.
-        public var campaigns: [String: [(name: String, value: String)]] = [:]
+        package var campaigns: [String: [(name: String, value: String)]] = [:]
 
-        public var isEmpty: Bool { receivedAtField == nil && fields.isEmpty && campaigns.isEmpty }
-        public init() {}
+        package var isEmpty: Bool { receivedAtField == nil && fields.isEmpty && campaigns.isEmpty }
+        package init() {}
     }
 
-    public init(name: String, url: String) {
+    package init(name: String, url: String) {
         self.name = name
         self.url = url
         headers = []
@@ -48,41 +48,53 @@ public struct ForwardSettings: Sendable {
     }
 
     /// The URL for logs and `forward status`: without its query, which some partners use for their API key.
-    public var urlForDisplay: String {
+    package var urlForDisplay: String {
         guard let query = url.firstIndex(of: "?") else { return url }
         return String(url[..<query]) + "?…"
     }
 
     /// The delivery machinery's name for this destination (ledger directory, metrics label).
-    public var destinationName: String { "forward-\(name)" }
+    package var destinationName: String { "forward-\(name)" }
 
-    public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
-        public let description: String
-        public init(_ description: String) { self.description = description }
+    package struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+        package let description: String
+        package init(_ description: String) { self.description = description }
     }
 
     /// Parses the config's `forward` array. Header values come from `{"env": "VAR"}` or
     /// `{"file": "path"}` (relative to `directory`, the config file's); a literal string is accepted
     /// too, for values that are not secret. `environment` replaces the process environment (tests).
-    public static func parseList(_ value: JSONValue, relativeTo directory: String = ".",
-                                 environment: [String: String]? = nil) throws(ConfigurationError) -> [ForwardSettings] {
+    package static func parseList(
+        _ value: JSONValue, relativeTo directory: String = ".",
+        environment: [String: String]? = nil
+    ) throws(ConfigurationError) -> [ForwardSettings] {
         let environment = environment ?? ProcessInfo.processInfo.environment
-        guard case .array(let items) = value else { throw ConfigurationError("forward must be an array of destinations, got \(value.kindDescription)") }
+        guard case .array(let items) = value else {
+            throw ConfigurationError("forward must be an array of destinations, got \(value.kindDescription)")
+        }
         var result: [ForwardSettings] = []
         for (index, item) in items.enumerated() {
             let settings = try parse(item, at: "forward[\(index)]", relativeTo: directory, environment: environment)
             if result.contains(where: { $0.name == settings.name }) {
-                throw ConfigurationError("forward[\(index)].name \"\(settings.name)\" is used twice; each destination needs its own name (it names its cursor)")
+                throw ConfigurationError(
+                    "forward[\(index)].name \"\(settings.name)\" is used twice; each destination needs its own name (it names its cursor)"
+                )
             }
             result.append(settings)
         }
         return result
     }
 
-    private static func parse(_ value: JSONValue, at location: String, relativeTo directory: String,
-                              environment: [String: String]) throws(ConfigurationError) -> ForwardSettings {
-        guard case .object(let object) = value else { throw ConfigurationError("\(location) must be an object with name and url") }
-        func fail(_ key: String, _ expected: String) -> ConfigurationError { ConfigurationError("\(location).\(key) must be \(expected)") }
+    private static func parse(
+        _ value: JSONValue, at location: String, relativeTo directory: String,
+        environment: [String: String]
+    ) throws(ConfigurationError) -> ForwardSettings {
+        guard case .object(let object) = value else {
+            throw ConfigurationError("\(location) must be an object with name and url")
+        }
+        func fail(_ key: String, _ expected: String) -> ConfigurationError {
+            ConfigurationError("\(location).\(key) must be \(expected)")
+        }
         func string(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> String {
             guard case .string(let text) = value else { throw fail(key, "a string") }
             return text
@@ -116,12 +128,17 @@ public struct ForwardSettings: Sendable {
         }
 
         guard case .string(let name)? = object["name"] else { throw fail("name", "a string") }
-        guard (1...40).contains(name.utf8.count), name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2D }) else {
-            throw ConfigurationError("\(location).name \"\(JSONWriter.escapedForMessage(name))\" must be 1–40 of a-z, 0-9, '_' or '-' (it names the cursor's directory)")
+        guard (1...40).contains(name.utf8.count),
+            name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2D })
+        else {
+            throw ConfigurationError(
+                "\(location).name \"\(JSONWriter.escapedForMessage(name))\" must be 1–40 of a-z, 0-9, '_' or '-' (it names the cursor's directory)"
+            )
         }
         guard case .string(let url)? = object["url"] else { throw fail("url", "a string") }
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-            throw ConfigurationError("\(location).url must be an http:// or https:// URL, got \"\(JSONWriter.escapedForMessage(url))\"")
+            throw ConfigurationError(
+                "\(location).url must be an http:// or https:// URL, got \"\(JSONWriter.escapedForMessage(url))\"")
         }
         var settings = ForwardSettings(name: name, url: url)
         for member in object.members {
@@ -139,7 +156,9 @@ public struct ForwardSettings: Sendable {
             case "protocols":
                 var protocols: Set<PostbackProtocol> = []
                 for text in try strings(key, member.value) {
-                    guard let value = PostbackProtocol(rawValue: text) else { throw fail(key, "an array of \"skadnetwork\" or \"adattributionkit\"") }
+                    guard let value = PostbackProtocol(rawValue: text) else {
+                        throw fail(key, "an array of \"skadnetwork\" or \"adattributionkit\"")
+                    }
                     protocols.insert(value)
                 }
                 settings.protocols = protocols
@@ -147,7 +166,9 @@ public struct ForwardSettings: Sendable {
                 var environments: Set<PostbackEnvironment> = []
                 for text in try strings(key, member.value) {
                     guard let value = PostbackEnvironment(rawValue: text) else {
-                        throw fail(key, "an array of \(PostbackEnvironment.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or "))")
+                        throw fail(
+                            key,
+                            "an array of \(PostbackEnvironment.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or "))")
                     }
                     environments.insert(value)
                 }
@@ -156,20 +177,25 @@ public struct ForwardSettings: Sendable {
                 guard case .object(let headers) = member.value else { throw fail(key, "an object of header names") }
                 for header in headers.members {
                     let at = "\(key).\(header.key)"
-                    guard !header.key.isEmpty, header.key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x3A }) else { throw fail(at, "named by a valid header name") }
+                    guard !header.key.isEmpty, header.key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x3A }) else {
+                        throw fail(at, "named by a valid header name")
+                    }
                     let headerValue: String
                     switch header.value {
                     case .string(let text): headerValue = text
                     case .object(let source):
                         if case .string(let variable)? = source["env"] {
                             guard let text = environment[variable], !text.isEmpty else {
-                                throw ConfigurationError("\(location).\(at): environment variable \(variable) is not set; export it before starting the receiver")
+                                throw ConfigurationError(
+                                    "\(location).\(at): environment variable \(variable) is not set; export it before starting the receiver"
+                                )
                             }
                             headerValue = text
                         } else if case .string(let file)? = source["file"] {
                             let path = file.hasPrefix("/") ? file : "\(directory)/\(file)"
                             guard let data = FileManager.default.contents(atPath: path) else {
-                                throw ConfigurationError("\(location).\(at): cannot read \(path); create it (the secret on one line) or fix the path")
+                                throw ConfigurationError(
+                                    "\(location).\(at): cannot read \(path); create it (the secret on one line) or fix the path")
                             }
                             headerValue = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                         } else {
@@ -189,19 +215,27 @@ public struct ForwardSettings: Sendable {
                 guard case .object(let enrich) = member.value else { throw fail(key, "an object") }
                 for part in enrich.members {
                     switch part.key {
-                    case "received_at_field": settings.enrichment.receivedAtField = try string("enrich.received_at_field", part.value)
+                    case "received_at_field":
+                        settings.enrichment.receivedAtField = try string("enrich.received_at_field", part.value)
                     case "fields": settings.enrichment.fields = try pairs("enrich.fields", part.value)
                     case "campaigns":
-                        guard case .object(let campaigns) = part.value else { throw fail("enrich.campaigns", "an object keyed by source identifier or campaign id") }
+                        guard case .object(let campaigns) = part.value else {
+                            throw fail("enrich.campaigns", "an object keyed by source identifier or campaign id")
+                        }
                         for campaign in campaigns.members {
-                            settings.enrichment.campaigns[campaign.key] = try pairs("enrich.campaigns.\(campaign.key)", campaign.value)
+                            settings.enrichment.campaigns[campaign.key] = try pairs(
+                                "enrich.campaigns.\(campaign.key)", campaign.value)
                         }
                     default:
-                        throw ConfigurationError("\(location).enrich: unknown key \"\(JSONWriter.escapedForMessage(part.key))\"; known keys: received_at_field, fields, campaigns")
+                        throw ConfigurationError(
+                            "\(location).enrich: unknown key \"\(JSONWriter.escapedForMessage(part.key))\"; known keys: received_at_field, fields, campaigns"
+                        )
                     }
                 }
             default:
-                throw ConfigurationError("\(location): unknown key \"\(JSONWriter.escapedForMessage(key))\"; known keys: name, url, app_ids, ad_network_ids, protocols, environments, headers, timeout_seconds, concurrency, max_age_hours, enrich")
+                throw ConfigurationError(
+                    "\(location): unknown key \"\(JSONWriter.escapedForMessage(key))\"; known keys: name, url, app_ids, ad_network_ids, protocols, environments, headers, timeout_seconds, concurrency, max_age_hours, enrich"
+                )
             }
         }
         return settings

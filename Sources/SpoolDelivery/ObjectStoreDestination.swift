@@ -1,5 +1,5 @@
 import Foundation
-public import PostbackClient
+package import PostbackClient
 import PostbackCrypto
 
 /// Delivers sealed segments to an S3-compatible bucket, under the same relative path as on disk
@@ -10,20 +10,21 @@ import PostbackCrypto
 /// there (a crash after the upload, before the ledger line), its stored checksum (or, if the store
 /// does not keep one, its bytes, streamed) is compared: equal is delivered; different is a conflict,
 /// never overwritten.
-public final class ObjectStoreDestination: DeliveryDestination, @unchecked Sendable {
-    public let name = "s3"
+package final class ObjectStoreDestination: DeliveryDestination, @unchecked Sendable {
+    package let name = "s3"
     // Used from the delivery thread only (the protocol's contract), hence `@unchecked Sendable`.
     private let client: S3Client
 
-    public init(client: S3Client) {
+    package init(client: S3Client) {
         self.client = client
     }
 
-    public func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
+    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
         let checksum = Data(sha256).base64EncodedString()
         do {
-            try client.putFile(relativeKey: segment.relativePath, path: segment.path, size: segment.size,
-                               checksumSHA256: checksum, createOnly: true)
+            try client.putFile(
+                relativeKey: segment.relativePath, path: segment.path, size: segment.size,
+                checksumSHA256: checksum, createOnly: true)
         } catch .alreadyExists {
             try Self.compareExisting(client: client, segment: segment, sha256: sha256, checksum: checksum).get()
         } catch {
@@ -31,7 +32,9 @@ public final class ObjectStoreDestination: DeliveryDestination, @unchecked Senda
         }
     }
 
-    private static func compareExisting(client: S3Client, segment: SealedSegment, sha256: [UInt8], checksum: String) -> Result<Void, DeliveryFailure> {
+    private static func compareExisting(client: S3Client, segment: SealedSegment, sha256: [UInt8], checksum: String) -> Result<
+        Void, DeliveryFailure
+    > {
         let key = client.location.key(segment.relativePath)
         do {
             guard let head = try client.head(relativeKey: segment.relativePath) else {
@@ -39,7 +42,12 @@ public final class ObjectStoreDestination: DeliveryDestination, @unchecked Senda
             }
             if let stored = head.checksumSHA256 {
                 return stored == checksum && head.size == segment.size
-                    ? .success(()) : .failure(DeliveryFailure(.conflict, "\(key) already exists with different bytes (sha256 \(stored), local \(checksum)); not overwritten, local segment kept"))
+                    ? .success(())
+                    : .failure(
+                        DeliveryFailure(
+                            .conflict,
+                            "\(key) already exists with different bytes (sha256 \(stored), local \(checksum)); not overwritten, local segment kept"
+                        ))
             }
             let hasher = SHA256Hasher()
             _ = try client.get(relativeKey: segment.relativePath) { chunk in
@@ -47,7 +55,9 @@ public final class ObjectStoreDestination: DeliveryDestination, @unchecked Senda
                 return true
             }
             return hasher.finalize().bytes == sha256
-                ? .success(()) : .failure(DeliveryFailure(.conflict, "\(key) already exists with different bytes; not overwritten, local segment kept"))
+                ? .success(())
+                : .failure(
+                    DeliveryFailure(.conflict, "\(key) already exists with different bytes; not overwritten, local segment kept"))
         } catch {
             return .failure(DeliveryFailure(.retry, error.description))
         }

@@ -1,11 +1,11 @@
 import Basics
 import Foundation
 import Locking
-public import PostbackStore
+import PostbackStore
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Forwards the verified postbacks of sealed segments to one partner, record by record, resuming at
@@ -16,30 +16,32 @@ import Glibc
 /// before any failure returns; a crash re-sends at most what was sent since, with the same
 /// `Idempotency-Key`. Records go out in spool order, in batches of `concurrency`; a batch with a
 /// retryable failure moves the cursor to its first failed record and the worker backs off.
-public final class PartnerForwardDestination: ResumableDeliveryDestination, @unchecked Sendable {
-    public let name: String
-    public let sender: ForwardSender
-    public let deadLetters: DeadLetterSpool
+package final class PartnerForwardDestination: ResumableDeliveryDestination, @unchecked Sendable {
+    package let name: String
+    package let sender: ForwardSender
+    package let deadLetters: DeadLetterSpool
     private let cursorIntervalSeconds: Double
     private let counterState = Locked(Counters())
 
     /// Since start, for `/metrics`.
-    public struct Counters: Sendable, Equatable {
-        public var delivered = 0
+    package struct Counters: Sendable, Equatable {
+        package var delivered = 0
         /// Attempts that failed and will be retried (5xx, 408, 429, timeouts, connection errors).
-        public var retried = 0
-        public var deadLettered = 0
+        package var retried = 0
+        package var deadLettered = 0
         /// Verified postbacks this destination's filters left out.
-        public var filteredOut = 0
+        package var filteredOut = 0
         /// Lines of a sealed segment that are not records (reported, skipped).
-        public var unreadable = 0
+        package var unreadable = 0
         /// Seconds since the epoch of the last 2xx; nil before.
-        public var lastSuccessAt: Double?
+        package var lastSuccessAt: Double?
         /// Receive time (seconds since the epoch) of the postback delivery is stuck at; nil when not stuck.
-        public var blockedSinceReceivedAt: Double?
+        package var blockedSinceReceivedAt: Double?
     }
 
-    public init(settings: ForwardSettings, root: String, writerID: String, cursorIntervalSeconds: Double = 1) throws(DeliveryFailure) {
+    package init(settings: ForwardSettings, root: String, writerID: String, cursorIntervalSeconds: Double = 1)
+        throws(DeliveryFailure)
+    {
         name = settings.destinationName
         do {
             sender = try ForwardSender(settings: settings)
@@ -50,20 +52,22 @@ public final class PartnerForwardDestination: ResumableDeliveryDestination, @unc
         self.cursorIntervalSeconds = cursorIntervalSeconds
     }
 
-    public var counters: Counters { counterState.withLock { $0 } }
+    package var counters: Counters { counterState.withLock { $0 } }
 
     /// Not used: the worker calls `deliver(_:from:)` for a resumable destination.
-    public func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
+    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
         throw DeliveryFailure(.retry, "\(name): forwarding needs a segment cursor")
     }
 
-    public func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure) {
+    package func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure) {
         guard segment.spool == .postbacks else { return }  // verified only, always
         let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DeliveryFailure(.retry, "\(segment.path): cannot open: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let start = cursor.offset
-        guard lseek(fd, off_t(start), SEEK_SET) == off_t(start) else { throw DeliveryFailure(.retry, "\(segment.path): cannot seek to \(start)") }
+        guard lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {
+            throw DeliveryFailure(.retry, "\(segment.path): cannot seek to \(start)")
+        }
         let lines = LineReader(fd: fd, path: segment.path, maximumLineBytes: SegmentReader.maximumLineBytes)
         var lastCursorWrite = Date().timeIntervalSince1970
         // Records read but not yet sent: (record, its line, the offset after its line).
@@ -83,8 +87,9 @@ public final class PartnerForwardDestination: ResumableDeliveryDestination, @unc
                         $0.blockedSinceReceivedAt = nil
                     }
                 case .refused(let status, let answer):
-                    try deadLetter(item.record, line: item.line, reason: .refused, status: status, answer: answer, segment: segment,
-                                   offset: item.end - item.line.count - 1)
+                    try deadLetter(
+                        item.record, line: item.line, reason: .refused, status: status, answer: answer, segment: segment,
+                        offset: item.end - item.line.count - 1)
                 case .retry(let detail, let retryAfter):
                     counterState.withLock {
                         $0.retried += 1
@@ -125,9 +130,12 @@ public final class PartnerForwardDestination: ResumableDeliveryDestination, @unc
                 continue
             }
             if let maxAge = sender.settings.maxAgeSeconds,
-               Date().timeIntervalSince1970 - Double(record.receivedAt.microsecondsSinceEpoch) / 1e6 > maxAge {
+                Date().timeIntervalSince1970 - Double(record.receivedAt.microsecondsSinceEpoch) / 1e6 > maxAge
+            {
                 try flush()
-                try deadLetter(record, line: line.bytes, reason: .tooOld, status: nil, answer: nil, segment: segment, offset: end - line.bytes.count - 1)
+                try deadLetter(
+                    record, line: line.bytes, reason: .tooOld, status: nil, answer: nil, segment: segment,
+                    offset: end - line.bytes.count - 1)
                 doneUpTo = end
                 continue
             }
@@ -144,11 +152,14 @@ public final class PartnerForwardDestination: ResumableDeliveryDestination, @unc
         // The worker records the whole segment as delivered next; the cursor line is not needed.
     }
 
-    private func deadLetter(_ record: SpoolRecord, line: [UInt8], reason: DeadLetterSpool.Reason, status: Int?, answer: String?,
-                            segment: SealedSegment, offset: Int) throws(DeliveryFailure) {
+    private func deadLetter(
+        _ record: SpoolRecord, line: [UInt8], reason: DeadLetterSpool.Reason, status: Int?, answer: String?,
+        segment: SealedSegment, offset: Int
+    ) throws(DeliveryFailure) {
         do {
-            try deadLetters.append(record: record, recordLine: line, reason: reason, status: status, answer: answer,
-                                   segment: segment.relativePath, offset: offset)
+            try deadLetters.append(
+                record: record, recordLine: line, reason: reason, status: status, answer: answer,
+                segment: segment.relativePath, offset: offset)
         } catch {
             throw DeliveryFailure(.retry, "writing a dead letter: \(error)")
         }

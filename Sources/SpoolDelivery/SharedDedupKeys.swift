@@ -1,9 +1,9 @@
-public import Basics
+package import Basics
 import Foundation
 import Locking
-public import PostbackClient
-public import PostbackStore
-public import Postbacks
+package import PostbackClient
+package import PostbackStore
+import Postbacks
 
 /// The dedup keys other receivers shipped to a bucket this receiver shares (`shared_dedup_days`).
 ///
@@ -14,21 +14,21 @@ public import Postbacks
 /// bucket for the last `days` UTC days, except those also on its local disk (recovery has read them),
 /// and adds their keys. That covers its own segments removed locally after `local_retention_hours`
 /// too. Keys that other receivers store *after* this start-up are not seen live (docs/serve.md).
-public enum SharedDedupKeys {
-    public struct Loaded: Sendable {
+package enum SharedDedupKeys {
+    package struct Loaded: Sendable {
         /// The keys of verified postbacks, in no particular order (the index ignores repeats).
-        public var keys: [String] = []
-        public var objectsRead = 0
-        public var bytesRead = 0
+        package var keys: [String] = []
+        package var objectsRead = 0
+        package var bytesRead = 0
         /// Objects skipped because the same segment is on local disk.
-        public var objectsLocal = 0
+        package var objectsLocal = 0
     }
 
     /// Objects downloaded at once: one request at a time leaves a loopback or LAN link mostly idle.
-    public static let parallelDownloads = 4
+    package static let parallelDownloads = 4
 
     /// The UTC days `days` covers, ending with the day `now` falls in.
-    public static func window(days: Int, now: UTCTimestamp = .now()) -> [UTCDay] {
+    package static func window(days: Int, now: UTCTimestamp = .now()) -> [UTCDay] {
         let today = now.day
         return (0..<max(0, days)).reversed().map { today.adding(days: -$0) }
     }
@@ -36,11 +36,12 @@ public enum SharedDedupKeys {
     /// Lists and reads the bucket's `raw/postbacks/dt=<day>/` segments for `days`. Each object is
     /// streamed and split into lines (bounded memory: a chunk and one line at a time); a last line
     /// without its newline is not a record (sealed segments end with one) and is skipped.
-    public static func load(client: S3Client, layout: StoreLayout, days: [UTCDay]) throws -> Loaded {
+    package static func load(client: S3Client, layout: StoreLayout, days: [UTCDay]) throws -> Loaded {
         var loaded = Loaded()
         var remote: [String] = []
         for day in days {
-            for object in try client.list(relativePrefix: "raw/postbacks/dt=\(day)/") where object.relativeKey.hasSuffix(".jsonl") {
+            for object in try client.list(relativePrefix: "raw/postbacks/dt=\(day)/") where object.relativeKey.hasSuffix(".jsonl")
+            {
                 if FileManager.default.fileExists(atPath: layout.root + "/" + object.relativeKey) {
                     loaded.objectsLocal += 1
                 } else {

@@ -1,13 +1,13 @@
-public import Basics
+import Basics
 import Dispatch
 import Foundation
 import Locking
-import Synchronization
-public import PostbackStore
 import PostbackCrypto
+package import PostbackStore
+import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Delivers one writer's sealed spool segments to one destination, in the background: never on the
@@ -23,21 +23,23 @@ import Glibc
 /// receiver's `/readyz` goes not-ready, as without delivery); `/metrics` shows it. With
 /// `localRetentionSeconds`, a delivered segment is removed locally once it is that old; an
 /// undelivered one never is.
-public final class SpoolDeliveryWorker: Sendable {
-    public struct Configuration: Sendable {
-        public var layout: StoreLayout
-        public var writerID: String
-        public var spools: [StoreLayout.Spool]
+package final class SpoolDeliveryWorker: Sendable {
+    package struct Configuration: Sendable {
+        package var layout: StoreLayout
+        package var writerID: String
+        package var spools: [StoreLayout.Spool]
         /// Whether the writer may still append to a segment (`SpoolWriter.isOpen`).
-        public var isOpen: @Sendable (String) -> Bool
-        public var scanIntervalSeconds: Double
-        public var backoff: Backoff
+        package var isOpen: @Sendable (String) -> Bool
+        package var scanIntervalSeconds: Double
+        package var backoff: Backoff
         /// Delivered segments older than this are removed locally; nil keeps them.
-        public var localRetentionSeconds: Double?
+        package var localRetentionSeconds: Double?
 
-        public init(layout: StoreLayout, writerID: String, spools: [StoreLayout.Spool] = StoreLayout.Spool.allCases,
-                    isOpen: @escaping @Sendable (String) -> Bool, scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff(),
-                    localRetentionSeconds: Double? = nil) {
+        package init(
+            layout: StoreLayout, writerID: String, spools: [StoreLayout.Spool] = StoreLayout.Spool.allCases,
+            isOpen: @escaping @Sendable (String) -> Bool, scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff(),
+            localRetentionSeconds: Double? = nil
+        ) {
             self.layout = layout
             self.writerID = writerID
             self.spools = spools
@@ -49,7 +51,7 @@ public final class SpoolDeliveryWorker: Sendable {
     }
 
     /// What happened, for logs. Called on the worker thread.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         case delivered(SealedSegment)
         /// The first failure after a success (or at start): the destination is unreachable or refusing.
         case destinationDown(String)
@@ -62,24 +64,24 @@ public final class SpoolDeliveryWorker: Sendable {
     }
 
     /// A snapshot for `/metrics`.
-    public struct Status: Sendable, Equatable {
-        public var pendingSegments: [StoreLayout.Spool: Int] = [:]
-        public var pendingBytes: [StoreLayout.Spool: Int] = [:]
+    package struct Status: Sendable, Equatable {
+        package var pendingSegments: [StoreLayout.Spool: Int] = [:]
+        package var pendingBytes: [StoreLayout.Spool: Int] = [:]
         /// Age of the oldest sealed segment not yet delivered; 0 when none.
-        public var oldestPendingSeconds = 0.0
-        public var deliveredSegments: [StoreLayout.Spool: Int] = [:]
-        public var deliveredBytes: [StoreLayout.Spool: Int] = [:]
-        public var failures = 0
-        public var conflicts = 0
-        public var removedLocally = 0
+        package var oldestPendingSeconds = 0.0
+        package var deliveredSegments: [StoreLayout.Spool: Int] = [:]
+        package var deliveredBytes: [StoreLayout.Spool: Int] = [:]
+        package var failures = 0
+        package var conflicts = 0
+        package var removedLocally = 0
         /// False from a failed attempt until the next success.
-        public var destinationUp = true
-        public var lastError: String?
+        package var destinationUp = true
+        package var lastError: String?
         /// False until the first pass listed the spool: the pending figures mean nothing before.
-        public var scanned = false
+        package var scanned = false
     }
 
-    public let destination: any DeliveryDestination
+    package let destination: any DeliveryDestination
     private let configuration: Configuration
     private let state = Locked(Status())
     private let stopping = Atomic<Bool>(false)
@@ -87,37 +89,43 @@ public final class SpoolDeliveryWorker: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// Opens the ledger (an error here means the data directory is unusable) and starts the thread.
-    public init(configuration: Configuration, destination: any DeliveryDestination,
-                events: @escaping @Sendable (Event) -> Void = { _ in }) throws(StorageError) {
+    package init(
+        configuration: Configuration, destination: any DeliveryDestination,
+        events: @escaping @Sendable (Event) -> Void = { _ in }
+    ) throws(StorageError) {
         self.configuration = configuration
         self.destination = destination
-        let ledger = try DeliveryLedger(path: DeliveryLedger.path(root: configuration.layout.root, destination: destination.name,
-                                                                   writerID: configuration.writerID))
+        let ledger = try DeliveryLedger(
+            path: DeliveryLedger.path(
+                root: configuration.layout.root, destination: destination.name,
+                writerID: configuration.writerID))
         let pass = DeliveryPass(owner: self, ledger: ledger, events: events)
         let thread = Thread { pass.run() }
         thread.name = "deliver-\(destination.name)"
         thread.start()
     }
 
-    public var status: Status { state.withLock { $0 } }
+    package var status: Status { state.withLock { $0 } }
 
     /// Starts a pass now (tests; after a segment is sealed).
-    public func wake() { wakeup.signal() }
+    package func wake() { wakeup.signal() }
 
     /// Stops after the delivery in progress (if any); returns when the thread is done. What is not
     /// delivered stays pending in the local spool for the next start.
-    public func stop() {
+    package func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wakeup.signal()
         finished.wait()
     }
 
     /// The Prometheus text for `/metrics` (families `postback_delivery_*`, label `destination`).
-    public func renderMetrics() -> String {
+    package func renderMetrics() -> String {
         let status = self.status
         let name = destination.name
         var text = ""
-        func family(_ metric: String, _ type: String, _ help: String, perSpool: [StoreLayout.Spool: Int]? = nil, value: Double = 0) {
+        func family(
+            _ metric: String, _ type: String, _ help: String, perSpool: [StoreLayout.Spool: Int]? = nil, value: Double = 0
+        ) {
             text += "# HELP \(metric) \(help)\n# TYPE \(metric) \(type)\n"
             if let perSpool {
                 for spool in configuration.spools {
@@ -129,19 +137,33 @@ public final class SpoolDeliveryWorker: Sendable {
         }
         // Before the first listing the backlog is unknown: no sample rather than a false 0.
         if status.scanned {
-            family("postback_delivery_pending_segments", "gauge", "Sealed segments not yet delivered.", perSpool: status.pendingSegments)
-            family("postback_delivery_pending_bytes", "gauge", "Bytes of sealed segments not yet delivered.", perSpool: status.pendingBytes)
-            family("postback_delivery_oldest_pending_seconds", "gauge", "Age of the oldest sealed segment not yet delivered (0: none).",
-                   value: status.oldestPendingSeconds.rounded())
+            family(
+                "postback_delivery_pending_segments", "gauge", "Sealed segments not yet delivered.",
+                perSpool: status.pendingSegments)
+            family(
+                "postback_delivery_pending_bytes", "gauge", "Bytes of sealed segments not yet delivered.",
+                perSpool: status.pendingBytes)
+            family(
+                "postback_delivery_oldest_pending_seconds", "gauge",
+                "Age of the oldest sealed segment not yet delivered (0: none).",
+                value: status.oldestPendingSeconds.rounded())
         }
-        family("postback_delivery_segments_total", "counter", "Segments delivered and recorded in the ledger since start.", perSpool: status.deliveredSegments)
+        family(
+            "postback_delivery_segments_total", "counter", "Segments delivered and recorded in the ledger since start.",
+            perSpool: status.deliveredSegments)
         family("postback_delivery_bytes_total", "counter", "Bytes delivered since start.", perSpool: status.deliveredBytes)
-        family("postback_delivery_errors_total", "counter", "Failed delivery attempts (retried with backoff).", value: Double(status.failures))
-        family("postback_delivery_conflicts", "gauge", "Segments the destination holds with different bytes (never overwritten).",
-               value: Double(status.conflicts))
-        family("postback_delivery_local_removed_total", "counter", "Delivered segments removed locally after the retention time.",
-               value: Double(status.removedLocally))
-        family("postback_delivery_destination_up", "gauge", "1 unless the last delivery attempt failed.", value: status.destinationUp ? 1 : 0)
+        family(
+            "postback_delivery_errors_total", "counter", "Failed delivery attempts (retried with backoff).",
+            value: Double(status.failures))
+        family(
+            "postback_delivery_conflicts", "gauge", "Segments the destination holds with different bytes (never overwritten).",
+            value: Double(status.conflicts))
+        family(
+            "postback_delivery_local_removed_total", "counter", "Delivered segments removed locally after the retention time.",
+            value: Double(status.removedLocally))
+        family(
+            "postback_delivery_destination_up", "gauge", "1 unless the last delivery attempt failed.",
+            value: status.destinationUp ? 1 : 0)
         return text
     }
 
@@ -174,8 +196,10 @@ private final class DeliveryPass: @unchecked Sendable {
         while !owner.isStopping {
             let succeeded = pass(configuration)
             if owner.isStopping { break }
-            owner.sleep(succeeded ? configuration.scanIntervalSeconds
-                : max(configuration.backoff.delay(afterFailures: consecutiveFailures), retryAfter ?? 0))
+            owner.sleep(
+                succeeded
+                    ? configuration.scanIntervalSeconds
+                    : max(configuration.backoff.delay(afterFailures: consecutiveFailures), retryAfter ?? 0))
             retryAfter = nil
         }
         owner.didFinish()
@@ -202,8 +226,11 @@ private final class DeliveryPass: @unchecked Sendable {
             }
             do {
                 if let resumable = owner.destination as? any ResumableDeliveryDestination {
-                    try resumable.deliver(segment, from: SegmentCursor(ledger: ledger, relativePath: segment.relativePath,
-                                                                                 isStopping: { [owner] in owner.isStopping }))
+                    try resumable.deliver(
+                        segment,
+                        from: SegmentCursor(
+                            ledger: ledger, relativePath: segment.relativePath,
+                            isStopping: { [owner] in owner.isStopping }))
                 } else {
                     try owner.destination.deliver(segment, sha256: digest.bytes)
                 }
@@ -293,8 +320,9 @@ private final class DeliveryPass: @unchecked Sendable {
                     if conflicts.contains(relative) { continue }
                     var info = stat()
                     guard stat(found.path, &info) == 0 else { continue }
-                    let segment = SealedSegment(path: found.path, relativePath: relative, spool: spool, size: Int(info.st_size),
-                                                modifiedAt: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+                    let segment = SealedSegment(
+                        path: found.path, relativePath: relative, spool: spool, size: Int(info.st_size),
+                        modifiedAt: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
                     if ledger.contains(relative) {
                         delivered.append(segment)
                     } else if !configuration.isOpen(found.path) {

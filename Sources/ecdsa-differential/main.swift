@@ -49,7 +49,9 @@ for report in all { kinds.merge(report.kinds, uniquingKeysWith: +) }
 let disagreements = all.flatMap(\.disagreements)
 let seconds = Date().timeIntervalSince(start)
 
-print("checked \(checked) signatures (\(valid) valid) on \(workers) workers in \(String(format: "%.1f", seconds)) s: table, batch and EVP")
+print(
+    "checked \(checked) signatures (\(valid) valid) on \(workers) workers in \(String(format: "%.1f", seconds)) s: table, batch and EVP"
+)
 print("kinds: " + kinds.keys.sorted().map { "\($0) \(kinds[$0]!)" }.joined(separator: ", "))
 for disagreement in disagreements.prefix(20) { print("DISAGREEMENT \(disagreement)") }
 print("\(disagreements.count) disagreements")

@@ -1,7 +1,7 @@
 import PostbackCLI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // A write to a closed pipe (`postback verify … | head`) should end quietly, not kill us with SIGPIPE.

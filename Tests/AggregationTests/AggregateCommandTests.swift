@@ -1,4 +1,3 @@
-@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
@@ -6,14 +5,17 @@ import PostbackTesting
 import Postbacks
 import TestSupport
 import Testing
+
 @testable import Aggregation
+@testable import Basics
 @testable import PostbackCLI
 
 /// `postback aggregate` and `postback schema` run in-process: usage errors, exit codes, `--input`,
 /// the exported decode table, and the CSV output read back by DuckDB.
 @Suite struct AggregateCommandTests {
     func scenario() throws -> (store: TemporaryDirectory, schemas: TemporaryDirectory) {
-        let store = TemporaryDirectory(), schemas = TemporaryDirectory("schemas")
+        let store = TemporaryDirectory()
+        let schemas = TemporaryDirectory("schemas")
         try AggregateJobTests.buildSpool(root: store.path)
         try schemas.write(AggregateJobTests.schema, to: "111/t1.json")
         return (store, schemas)
@@ -25,16 +27,50 @@ import Testing
             (["aggregate"], "--data DIR is required"),
             (["aggregate", "--data", store.path], "--schemas DIR is required"),
             (["aggregate", "--data", store.path, "--schemas", schemas.path], "give --date DAY"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-02-30"], "--date must be a date YYYY-MM-DD, got '2026-02-30'"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-10"], "--from and --to go together"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-10", "--to", "2026-03-01"], "is after --to"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--from", "2026-03-10", "--to", "2026-03-10"], "not both"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--lookback-days", "-1"], "--lookback-days must be"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path + "/nope", "--date", "2026-03-10"], "/nope: no such directory (it should hold <app-id>/*.json"),
-            (["aggregate", "--data", store.path + "/nope", "--schemas", schemas.path, "--date", "2026-03-10"], "/nope: no such directory (it should hold raw/"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--allow-dev"], "apply to --input"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-09", "--to", "2026-03-10", "--input", store.path + "/x"], "/x: no such file"),
-            (["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-09", "--input", store.path], "is a directory; give the files in it"),
+            (
+                ["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-02-30"],
+                "--date must be a date YYYY-MM-DD, got '2026-02-30'"
+            ),
+            (
+                ["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-10"],
+                "--from and --to go together"
+            ),
+            (
+                ["aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-10", "--to", "2026-03-01"],
+                "is after --to"
+            ),
+            (
+                [
+                    "aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--from", "2026-03-10",
+                    "--to", "2026-03-10",
+                ], "not both"
+            ),
+            (
+                ["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--lookback-days", "-1"],
+                "--lookback-days must be"
+            ),
+            (
+                ["aggregate", "--data", store.path, "--schemas", schemas.path + "/nope", "--date", "2026-03-10"],
+                "/nope: no such directory (it should hold <app-id>/*.json"
+            ),
+            (
+                ["aggregate", "--data", store.path + "/nope", "--schemas", schemas.path, "--date", "2026-03-10"],
+                "/nope: no such directory (it should hold raw/"
+            ),
+            (
+                ["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--allow-dev"],
+                "apply to --input"
+            ),
+            (
+                [
+                    "aggregate", "--data", store.path, "--schemas", schemas.path, "--from", "2026-03-09", "--to", "2026-03-10",
+                    "--input", store.path + "/x",
+                ], "/x: no such file"
+            ),
+            (
+                ["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-09", "--input", store.path],
+                "is a directory; give the files in it"
+            ),
             (["aggregate", "--bogus"], "unknown option --bogus"),
             (["schema", "export"], "--schemas DIR is required"),
             (["schema", "frobnicate"], "unknown subcommand"),
@@ -46,7 +82,9 @@ import Testing
         }
         try schemas.write("{\"schema_id\": 1}", to: "111/broken.json")
         let broken = run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10"])
-        #expect(broken.status == .usageOrIOError && broken.stderr.contains("broken.json") && broken.stderr.contains("schema_id: must be a string"))
+        #expect(
+            broken.status == .usageOrIOError && broken.stderr.contains("broken.json")
+                && broken.stderr.contains("schema_id: must be a string"))
         #expect(!store.exists("agg/_manifests/dt=2026-03-10.json"), "nothing published with bad schemas")
     }
 
@@ -54,7 +92,9 @@ import Testing
         let (store, schemas) = try scenario()
         let result = run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10"])
         #expect(result.status == .failure)
-        #expect(result.stderr.contains("1 corrupt line not counted") && result.stderr.contains("part-rx1-000001.jsonl:3"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("1 corrupt line not counted") && result.stderr.contains("part-rx1-000001.jsonl:3"),
+            "\(result.stderr)")
         #expect(result.stdout.hasPrefix("2026-03-10: 10 postbacks (5 installs"), "\(result.stdout)")
         #expect(result.stdout.contains("1 torn tail skipped"))
         #expect(store.exists("agg/_manifests/dt=2026-03-10.json"))
@@ -64,7 +104,8 @@ import Testing
     }
 
     @Test func inputFilesAreVerifiedThenAggregated() throws {
-        let store = TemporaryDirectory(), schemas = TemporaryDirectory("schemas")
+        let store = TemporaryDirectory()
+        let schemas = TemporaryDirectory("schemas")
         try schemas.write(AggregateJobTests.schema, to: "111/t1.json")
         let key = try ECDSAPrivateKey(generatingOn: .p256)
         try store.write(key.pemRepresentation, to: "test-key.pem")
@@ -82,7 +123,7 @@ import Testing
             postback.conversionValue = 2
             lines.append(try signer.sign(postback))
         }
-        lines.append(lines[0])                                                          // a duplicate
+        lines.append(lines[0])  // a duplicate
         // Production-signed by Apple; the sample is pretty-printed, so join its lines.
         lines.append(try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-low.json").filter { $0 != 0x0A && $0 != 0x0D })
         var forged = String(decoding: lines[1], as: UTF8.self)
@@ -95,14 +136,20 @@ import Testing
         let input = store.path + "/postbacks.jsonl"
         try Data(lines.flatMap { $0 + [0x0A] }).write(to: URL(fileURLWithPath: input))
 
-        let result = run(["aggregate", "--input", input, "--date", "2026-03-10", "--data", store.path, "--schemas", schemas.path,
-                          "--allow-dev", "--trust-key", store.path + "/test-key.pem", "--json"])
+        let result = run([
+            "aggregate", "--input", input, "--date", "2026-03-10", "--data", store.path, "--schemas", schemas.path,
+            "--allow-dev", "--trust-key", store.path + "/test-key.pem", "--json",
+        ])
         #expect(result.status == .success, "\(result.stderr)")
-        #expect(result.stdout.contains(#""postbacks":1,"#) && result.stdout.contains(#""development_postbacks":5,"#)
-                && result.stdout.contains(#""rejected_postbacks":2,"#) && result.stdout.contains(#""duplicates_same_day":1,"#), "\(result.stdout)")
+        #expect(
+            result.stdout.contains(#""postbacks":1,"#) && result.stdout.contains(#""development_postbacks":5,"#)
+                && result.stdout.contains(#""rejected_postbacks":2,"#) && result.stdout.contains(#""duplicates_same_day":1,"#),
+            "\(result.stdout)")
         let rows = CSVText.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
         let test = try #require(rows.first { $0["app_id"] == "111" && $0["development_postbacks"] == "5" })
-        #expect(test["postbacks"] == "0" && test["decoded_label"] == "rev_1" && test["est_install_date"] == "2026-03-07", "received at noon: 84 h before")
+        #expect(
+            test["postbacks"] == "0" && test["decoded_label"] == "rev_1" && test["est_install_date"] == "2026-03-07",
+            "received at noon: 84 h before")
         #expect(rows.contains { $0["app_id"] == "525463029" && $0["postbacks"] == "1" && $0["coarse_cv"] == "high" })
         #expect(rows.contains { $0["rejected_postbacks"] == "1" && $0["protocol"] == "skadnetwork" })
         #expect(rows.contains { $0["rejected_postbacks"] == "1" && $0["protocol"] == "adattributionkit" }, "the quarantined one")
@@ -111,8 +158,13 @@ import Testing
         #expect(manifest.contains(#""spool":"input""#) && manifest.contains(#""lines":9"#), "the manifest names the input file")
 
         let noKey = run(["aggregate", "--input", input, "--date", "2026-03-10", "--data", store.path, "--schemas", schemas.path])
-        #expect(noKey.status == .success && noKey.stdout.contains("8 rejected"), "without --trust-key the test postbacks do not verify (rejected records are not deduplicated): \(noKey.stdout)")
-        let missing = run(["aggregate", "--input", store.path + "/missing.jsonl", "--date", "2026-03-10", "--data", store.path, "--schemas", schemas.path])
+        #expect(
+            noKey.status == .success && noKey.stdout.contains("8 rejected"),
+            "without --trust-key the test postbacks do not verify (rejected records are not deduplicated): \(noKey.stdout)")
+        let missing = run([
+            "aggregate", "--input", store.path + "/missing.jsonl", "--date", "2026-03-10", "--data", store.path, "--schemas",
+            schemas.path,
+        ])
         #expect(missing.status == .usageOrIOError && missing.stderr.contains("missing.jsonl"))
     }
 
@@ -120,7 +172,9 @@ import Testing
         let check = run(["schema", "check", Fixtures.sampleSchemas])
         #expect(check.status == .success && check.stdout.contains("example-game/2025-06-01, app 525463029"), "\(check.stdout)")
         let schemas = TemporaryDirectory("schemas")
-        try schemas.write(#"{"schema_id": "x", "app_id": 1, "effective_from": "2026-01-01", "currency": "USD", "windows": {"9": {}}}"#, to: "1/x.json")
+        try schemas.write(
+            #"{"schema_id": "x", "app_id": 1, "effective_from": "2026-01-01", "currency": "USD", "windows": {"9": {}}}"#,
+            to: "1/x.json")
         let bad = run(["schema", "check", schemas.path + "/1/x.json"])
         #expect(bad.status == .failure && bad.stderr.contains("windows: unknown key \"9\""))
 
@@ -129,18 +183,36 @@ import Testing
         let rows = CSVText.rows(export.stdout)
         // 2 schemas × 201 values per protocol and conversion type (game: 2 × 2; shop: 2 × 3).
         #expect(rows.count == 201 * 4 + 201 * 6)
-        let bucket = try #require(rows.first { $0["schema_id"] == "example-game/2025-06-01" && $0["protocol"] == "skadnetwork" && $0["conversion_type"] == "download"
-            && $0["postback_sequence_index"] == "0" && $0["cv_kind"] == "fine" && $0["cv_value"] == "3" })
-        #expect(bucket["decoded_label"] == "revenue_bucket_1" && bucket["revenue_min"] == "1.99" && bucket["revenue_max"] == "2.99"
+        let bucket = try #require(
+            rows.first {
+                $0["schema_id"] == "example-game/2025-06-01" && $0["protocol"] == "skadnetwork"
+                    && $0["conversion_type"] == "download"
+                    && $0["postback_sequence_index"] == "0" && $0["cv_kind"] == "fine" && $0["cv_value"] == "3"
+            })
+        #expect(
+            bucket["decoded_label"] == "revenue_bucket_1" && bucket["revenue_min"] == "1.99" && bucket["revenue_max"] == "2.99"
                 && bucket["revenue_est"] == "2.49" && bucket["mapped"] == "true" && bucket["effective_to"] == "")
-        #expect(rows.contains { $0["cv_value"] == "40" && $0["mapped"] == "false" && $0["decoded_label"] == "undecoded" && $0["revenue_est"] == "" })
+        #expect(
+            rows.contains {
+                $0["cv_value"] == "40" && $0["mapped"] == "false" && $0["decoded_label"] == "undecoded" && $0["revenue_est"] == ""
+            })
         let events = CSVText.rows(run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--table", "events"]).stdout)
-        #expect(events.contains { $0["cv_value"] == "63" && $0["event_name"] == "purchase" && $0["min_count"] == "3" && $0["max_count"] == "" })
+        #expect(
+            events.contains {
+                $0["cv_value"] == "63" && $0["event_name"] == "purchase" && $0["min_count"] == "3" && $0["max_count"] == ""
+            })
         let sources = CSVText.rows(run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--table", "sources"]).stdout)
-        #expect(sources.contains { $0["id_value"] == "1291" && $0["campaign"] == "summer_sale" && $0["geo"] == "ROW" && $0["placement"] == "rewarded" })
-        #expect(sources.contains { $0["id_kind"] == "campaign_id" && $0["id_value"] == "42" && $0["campaign"] == "legacy_campaign_42" })
+        #expect(
+            sources.contains {
+                $0["id_value"] == "1291" && $0["campaign"] == "summer_sale" && $0["geo"] == "ROW" && $0["placement"] == "rewarded"
+            })
+        #expect(
+            sources.contains {
+                $0["id_kind"] == "campaign_id" && $0["id_value"] == "42" && $0["campaign"] == "legacy_campaign_42"
+            })
         let out = TemporaryDirectory()
-        #expect(run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--out", out.path + "/values.csv"]).status == .success)
+        #expect(
+            run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--out", out.path + "/values.csv"]).status == .success)
         #expect(try out.read("values.csv") == export.stdout)
     }
 
@@ -184,12 +256,14 @@ import Testing
         try Data(script.utf8).write(to: URL(fileURLWithPath: store.path + "/check.py"))
         let process = Process()
         // DuckDB lives in the project's virtual environment (scripts/setup --test), not the system's Python.
-        let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent(".build/venv/bin/python3")
         try #require(FileManager.default.isExecutableFile(atPath: python.path), "no \(python.path): run scripts/setup --test")
         process.executableURL = python
         process.arguments = [store.path + "/check.py", store.path]
-        let output = Pipe(), errors = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()
@@ -197,25 +271,48 @@ import Testing
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         try #require(process.terminationStatus == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
-        guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], let sums = result["sums"] as? [[String]],
-              let revenue = result["revenue"] as? [[String]] else {
-            Issue.record("unexpected output: \(text)"); return
+        guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let sums = result["sums"] as? [[String]],
+            let revenue = result["revenue"] as? [[String]]
+        else {
+            Issue.record("unexpected output: \(text)")
+            return
         }
         var expected: [[String]] = []
         var expectedRevenue: [[String]] = []
         for date in ["2026-03-08", "2026-03-09", "2026-03-10"] {
-            guard case .object(let manifest) = try StrictJSONParser.parse(Array(try store.bytes("agg/_manifests/dt=\(date).json").dropLast())),
-                  case .object(let totals)? = manifest["totals"], case .array(let outputs)? = manifest["outputs"],
-                  case .object(let daily) = outputs[0], case .number(let rows)? = daily["rows"] else { Issue.record("manifest"); return }
+            guard
+                case .object(let manifest) = try StrictJSONParser.parse(
+                    Array(try store.bytes("agg/_manifests/dt=\(date).json").dropLast())),
+                case .object(let totals)? = manifest["totals"], case .array(let outputs)? = manifest["outputs"],
+                case .object(let daily) = outputs[0], case .number(let rows)? = daily["rows"]
+            else {
+                Issue.record("manifest")
+                return
+            }
             guard rows.text != "0" else { continue }
-            let keys = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks", "rejected_postbacks"]
-            var row = [date] + keys.map { key -> String in if case .number(let n)? = totals[key] { return n.text }; return "?" }
+            let keys = [
+                "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks",
+                "rejected_postbacks",
+            ]
+            var row =
+                [date]
+                + keys.map { key -> String in
+                    if case .number(let n)? = totals[key] { return n.text }
+                    return "?"
+                }
             row.append(rows.text)
             expected.append(row)
             // One total per currency, never one sum across currencies.
-            guard case .object(let byCurrency)? = totals["revenue_est_by_currency"] else { Issue.record("revenue_est_by_currency"); return }
+            guard case .object(let byCurrency)? = totals["revenue_est_by_currency"] else {
+                Issue.record("revenue_est_by_currency")
+                return
+            }
             for member in byCurrency.members {
-                guard case .number(let amount) = member.value else { Issue.record("revenue amount"); return }
+                guard case .number(let amount) = member.value else {
+                    Issue.record("revenue amount")
+                    return
+                }
                 expectedRevenue.append([date, member.key, amount.text])
             }
         }

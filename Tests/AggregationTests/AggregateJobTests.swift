@@ -1,4 +1,3 @@
-@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
@@ -6,7 +5,9 @@ import PostbackTesting
 import Postbacks
 import TestSupport
 import Testing
+
 @testable import Aggregation
+@testable import Basics
 
 /// A small spool built by hand, with every output column checked against answers worked out by
 /// hand, plus dedup across writers and days, torn tails, corruption, development and rejected
@@ -28,12 +29,15 @@ import Testing
            "campaign_id_map": {"5": "old_five"}}]}
         """
 
-    static func skan4(network: String = "net.skadnetwork", app: Int64 = 111, source: String, sequence: Int = 0, fine: Int? = nil,
-                      coarse: CoarseConversionValue? = nil, didWin: Bool = true, interaction: AdInteraction = .click,
-                      type: ConversionType = .download, sourceApp: Int64? = nil) -> Attribution {
-        Attribution(postbackProtocol: .skadnetwork, version: "4.0", appID: app, adNetworkID: network, sourceIdentifier: source,
-                    sourceAppID: sourceApp, interaction: interaction, conversionType: type, postbackSequenceIndex: sequence,
-                    didWin: didWin, fineValue: fine, coarseValue: coarse)
+    static func skan4(
+        network: String = "net.skadnetwork", app: Int64 = 111, source: String, sequence: Int = 0, fine: Int? = nil,
+        coarse: CoarseConversionValue? = nil, didWin: Bool = true, interaction: AdInteraction = .click,
+        type: ConversionType = .download, sourceApp: Int64? = nil
+    ) -> Attribution {
+        Attribution(
+            postbackProtocol: .skadnetwork, version: "4.0", appID: app, adNetworkID: network, sourceIdentifier: source,
+            sourceAppID: sourceApp, interaction: interaction, conversionType: type, postbackSequenceIndex: sequence,
+            didWin: didWin, fineValue: fine, coarseValue: coarse)
     }
 
     /// Writes the scenario's spool under `root` (days 2026-03-08 and 2026-03-10; nothing on 03-09).
@@ -42,40 +46,69 @@ import Testing
         let d = "2026-03-10T"
         // A: two writers, the copy received first (rx2, 09:00) wins with its unsigned value.
         // The later copy was stored with a flag: only the counted (first) copy's flags count.
-        var laterCopy = record(skan4(network: "NET.skadnetwork", source: "1237", fine: 2, sourceApp: 777), key: "A:0", at: d + "10:00:00.000000Z", writer: "rx1")
-        laterCopy.flags = [PostbackFlag(field: .countryCode, action: .dropped, raw: "\"USA\"", note: "not a two-letter country code")]
+        var laterCopy = record(
+            skan4(network: "NET.skadnetwork", source: "1237", fine: 2, sourceApp: 777), key: "A:0", at: d + "10:00:00.000000Z",
+            writer: "rx1")
+        laterCopy.flags = [
+            PostbackFlag(field: .countryCode, action: .dropped, raw: "\"USA\"", note: "not a two-letter country code")
+        ]
         spool.add(laterCopy)
-        spool.add(record(skan4(network: "NET.skadnetwork", source: "1237", fine: 3, sourceApp: 777), key: "A:0", at: d + "09:00:00.000000Z", writer: "rx2"))
+        spool.add(
+            record(
+                skan4(network: "NET.skadnetwork", source: "1237", fine: 3, sourceApp: 777), key: "A:0",
+                at: d + "09:00:00.000000Z", writer: "rx2"))
         // B: received in the same microsecond by both: the tie goes to the first segment in order (rx1).
-        spool.add(record(skan4(source: "12", fine: 63, interaction: .view, type: .redownload), key: "B:0", at: d + "11:00:00.000000Z", writer: "rx1"))
-        spool.add(record(skan4(source: "12", fine: 0, interaction: .view, type: .redownload), key: "B:0", at: d + "11:00:00.000000Z", writer: "rx2"))
+        spool.add(
+            record(
+                skan4(source: "12", fine: 63, interaction: .view, type: .redownload), key: "B:0", at: d + "11:00:00.000000Z",
+                writer: "rx1"))
+        spool.add(
+            record(
+                skan4(source: "12", fine: 0, interaction: .view, type: .redownload), key: "B:0", at: d + "11:00:00.000000Z",
+                writer: "rx2"))
         // K: a corrupt line in the middle of rx1's segment.
         spool.append(Array("{\"not\":\"a record\"}\n".utf8), day: day("2026-03-10"), writer: "rx1")
         // C: second window, coarse low, decoded through inheritance; G: a development postback in C's row.
         spool.add(record(skan4(source: "37", sequence: 1, coarse: .low), key: "C:1", at: d + "12:00:00.000000Z", writer: "rx1"))
-        spool.add(record(skan4(source: "37", sequence: 1, coarse: .low), key: "G:1", at: d + "12:30:00.000000Z", writer: "rx2", environment: .development))
+        spool.add(
+            record(
+                skan4(source: "37", sequence: 1, coarse: .low), key: "G:1", at: d + "12:30:00.000000Z", writer: "rx2",
+                environment: .development))
         // D: a winner with its value withheld (null).
         spool.add(record(skan4(source: "237"), key: "D:0", at: d + "13:00:00.000000Z", writer: "rx2"))
         // E: SKAdNetwork 3.0, not winning, campaign id decoded by the map.
-        spool.add(record(Attribution(postbackProtocol: .skadnetwork, version: "3.0", appID: 111, adNetworkID: "net.skadnetwork", campaignID: 5,
-                                     interaction: .click, didWin: false), key: "E:0", at: d + "14:00:00.000000Z", writer: "rx1"))
+        spool.add(
+            record(
+                Attribution(
+                    postbackProtocol: .skadnetwork, version: "3.0", appID: 111, adNetworkID: "net.skadnetwork", campaignID: 5,
+                    interaction: .click, didWin: false), key: "E:0", at: d + "14:00:00.000000Z", writer: "rx1"))
         // F: an AdAttributionKit re-engagement with a coarse value.
-        spool.add(record(Attribution(postbackProtocol: .adattributionkit, version: nil, appID: 111, adNetworkID: "net.adattributionkit",
-                                     sourceIdentifier: "1237", marketplaceID: "com.apple.AppStore", countryCode: "US", interaction: .click,
-                                     conversionType: .reengagement, postbackSequenceIndex: 0, didWin: true, coarseValue: .high),
-                         key: "F:0", at: d + "15:00:00.000000Z", writer: "rx1"))
+        spool.add(
+            record(
+                Attribution(
+                    postbackProtocol: .adattributionkit, version: nil, appID: 111, adNetworkID: "net.adattributionkit",
+                    sourceIdentifier: "1237", marketplaceID: "com.apple.AppStore", countryCode: "US", interaction: .click,
+                    conversionType: .reengagement, postbackSequenceIndex: 0, didWin: true, coarseValue: .high),
+                key: "F:0", at: d + "15:00:00.000000Z", writer: "rx1"))
         // I: first received two days earlier: not counted again on the 10th.
         spool.add(record(skan4(source: "99", fine: 0), key: "I:0", at: "2026-03-08T20:00:00.000000Z", writer: "rx1"))
         spool.add(record(skan4(source: "99", fine: 0), key: "I:0", at: d + "16:00:00.000000Z", writer: "rx2"))
         // L: an app without a schema; M: a value the schema does not map; N: installed before the schema.
         spool.add(record(skan4(app: 222, source: "12", fine: 5), key: "L:0", at: d + "17:00:00.000000Z", writer: "rx1"))
-        spool.add(record(skan4(network: "other.skadnetwork", source: "55", fine: 10), key: "M:0", at: d + "18:00:00.000000Z", writer: "rx1"))
+        spool.add(
+            record(
+                skan4(network: "other.skadnetwork", source: "55", fine: 10), key: "M:0", at: d + "18:00:00.000000Z", writer: "rx1"
+            ))
         spool.add(record(skan4(source: "37", sequence: 2, coarse: .high), key: "N:2", at: d + "19:00:00.000000Z", writer: "rx1"))
         // P: Apple's own example postback, verified with Apple's production key and stored as the receiver does,
         // with its unsigned country code in lower case (normalized and flagged: counted in flagged_postbacks).
-        let body = Array(#"{"country-code":"us","#.utf8) + (try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json")).dropFirst()
-        spool.add(SpoolRecord(receivedAt: timestamp(d + "20:00:00.000000Z"), writer: "rx1", route: "skadnetwork-developer-copy",
-                              result: PostbackVerifier().verify(body: body), body: body))
+        let body =
+            Array(#"{"country-code":"us","#.utf8)
+            + (try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json")).dropFirst()
+        spool.add(
+            SpoolRecord(
+                receivedAt: timestamp(d + "20:00:00.000000Z"), writer: "rx1", route: "skadnetwork-developer-copy",
+                result: PostbackVerifier().verify(body: body), body: body))
         // J: a torn tail at the end of rx2's segment.
         let torn = record(skan4(source: "12", fine: 1), key: "J:0", at: d + "21:00:00.000000Z", writer: "rx2").encoded()
         spool.append(Array(torn.prefix(torn.count / 2)), day: day("2026-03-10"), writer: "rx2")
@@ -84,78 +117,131 @@ import Testing
         forged.status = .invalidSignature
         forged.reason = "the signature does not verify with apple-skadnetwork-p256"
         spool.add(forged, spool: .rejected)
-        spool.add(SpoolRecord(receivedAt: timestamp(d + "22:30:00.000000Z"), writer: "rx1", route: "ad-network",
-                              result: PostbackVerifier().verify(body: Array("{oops".utf8)), body: Array("{oops".utf8)), spool: .rejected)
+        spool.add(
+            SpoolRecord(
+                receivedAt: timestamp(d + "22:30:00.000000Z"), writer: "rx1", route: "ad-network",
+                result: PostbackVerifier().verify(body: Array("{oops".utf8)), body: Array("{oops".utf8)), spool: .rejected)
         try spool.write()
     }
 
     /// One expected row, by column name; absent columns are empty.
     static func line(_ values: [String: String], columns: [String] = AggregateTables.campaignDailyColumns) -> String {
-        let zeros = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks",
-                     "rejected_postbacks", "duplicates_dropped", "flagged_postbacks"]
+        let zeros = [
+            "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks",
+            "rejected_postbacks", "duplicates_dropped", "flagged_postbacks",
+        ]
         return columns.map { column in
             values[column] ?? (columns == AggregateTables.campaignDailyColumns && zeros.contains(column) ? "0" : "")
         }.joined(separator: ",")
     }
 
     static func skanRow(_ values: [String: String]) -> [String: String] {
-        ["app_id": "111", "protocol": "skadnetwork", "version": "4.0", "ad_network_id": "net.skadnetwork", "interaction": "click",
-         "conversion_type": "download", "postback_sequence_index": "0", "did_win": "true", "schema_id": "t1", "currency": "USD",
-         "postbacks": "1"].merging(values) { $1 }
+        [
+            "app_id": "111", "protocol": "skadnetwork", "version": "4.0", "ad_network_id": "net.skadnetwork",
+            "interaction": "click",
+            "conversion_type": "download", "postback_sequence_index": "0", "did_win": "true", "schema_id": "t1",
+            "currency": "USD",
+            "postbacks": "1",
+        ].merging(values) { $1 }
     }
 
     static let expectedDaily: [String] = [
         // A
-        skanRow(["est_install_date": "2026-03-06", "source_identifier": "1237", "source_identifier_digits": "4", "campaign": "spring", "geo": "3",
-                 "placement": "feed", "source_app_id": "777", "cv_kind": "fine", "fine_cv": "3", "decoded_label": "rev_2", "installs": "1",
-                 "revenue_min_sum": "5", "revenue_max_sum": "7", "revenue_est_sum": "6", "duplicates_dropped": "1"]),
+        skanRow([
+            "est_install_date": "2026-03-06", "source_identifier": "1237", "source_identifier_digits": "4", "campaign": "spring",
+            "geo": "3",
+            "placement": "feed", "source_app_id": "777", "cv_kind": "fine", "fine_cv": "3", "decoded_label": "rev_2",
+            "installs": "1",
+            "revenue_min_sum": "5", "revenue_max_sum": "7", "revenue_est_sum": "6", "duplicates_dropped": "1",
+        ]),
         // B
-        skanRow(["est_install_date": "2026-03-06", "source_identifier": "12", "source_identifier_digits": "2", "geo": "1", "interaction": "view",
-                 "conversion_type": "redownload", "cv_kind": "fine", "fine_cv": "63", "decoded_label": "whale", "redownloads": "1",
-                 "revenue_min_sum": "100", "revenue_est_sum": "150", "duplicates_dropped": "1"]),
+        skanRow([
+            "est_install_date": "2026-03-06", "source_identifier": "12", "source_identifier_digits": "2", "geo": "1",
+            "interaction": "view",
+            "conversion_type": "redownload", "cv_kind": "fine", "fine_cv": "63", "decoded_label": "whale", "redownloads": "1",
+            "revenue_min_sum": "100", "revenue_est_sum": "150", "duplicates_dropped": "1",
+        ]),
         // C (+ G)
-        skanRow(["est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3", "placement": "feed",
-                 "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low", "decoded_label": "low1",
-                 "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0", "development_postbacks": "1"]),
+        skanRow([
+            "est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
+            "placement": "feed",
+            "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low", "decoded_label": "low1",
+            "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0", "development_postbacks": "1",
+        ]),
         // D
-        skanRow(["est_install_date": "2026-03-07", "source_identifier": "237", "source_identifier_digits": "3", "geo": "3", "placement": "feed",
-                 "cv_kind": "null", "decoded_label": "null_cv", "installs": "1", "null_cv_postbacks": "1"]),
+        skanRow([
+            "est_install_date": "2026-03-07", "source_identifier": "237", "source_identifier_digits": "3", "geo": "3",
+            "placement": "feed",
+            "cv_kind": "null", "decoded_label": "null_cv", "installs": "1", "null_cv_postbacks": "1",
+        ]),
         // E
-        skanRow(["est_install_date": "2026-03-08", "version": "3.0", "campaign_id": "5", "campaign": "old_five", "did_win": "false",
-                 "cv_kind": "none", "losses": "1"]),
+        skanRow([
+            "est_install_date": "2026-03-08", "version": "3.0", "campaign_id": "5", "campaign": "old_five", "did_win": "false",
+            "cv_kind": "none", "losses": "1",
+        ]),
         // F
-        skanRow(["est_install_date": "2026-03-07", "protocol": "adattributionkit", "version": "", "ad_network_id": "net.adattributionkit",
-                 "source_identifier": "1237", "source_identifier_digits": "4", "marketplace_id": "com.apple.AppStore", "country_code": "US",
-                 "conversion_type": "re-engagement", "cv_kind": "coarse", "coarse_cv": "high", "decoded_label": "high0", "reengagements": "1",
-                 "revenue_min_sum": "10", "revenue_max_sum": "20", "revenue_est_sum": "15"]),
+        skanRow([
+            "est_install_date": "2026-03-07", "protocol": "adattributionkit", "version": "",
+            "ad_network_id": "net.adattributionkit",
+            "source_identifier": "1237", "source_identifier_digits": "4", "marketplace_id": "com.apple.AppStore",
+            "country_code": "US",
+            "conversion_type": "re-engagement", "cv_kind": "coarse", "coarse_cv": "high", "decoded_label": "high0",
+            "reengagements": "1",
+            "revenue_min_sum": "10", "revenue_max_sum": "20", "revenue_est_sum": "15",
+        ]),
         // L
-        skanRow(["est_install_date": "2026-03-07", "app_id": "222", "source_identifier": "12", "source_identifier_digits": "2", "cv_kind": "fine",
-                 "fine_cv": "5", "decoded_label": "no_schema", "schema_id": "", "currency": "", "installs": "1"]),
+        skanRow([
+            "est_install_date": "2026-03-07", "app_id": "222", "source_identifier": "12", "source_identifier_digits": "2",
+            "cv_kind": "fine",
+            "fine_cv": "5", "decoded_label": "no_schema", "schema_id": "", "currency": "", "installs": "1",
+        ]),
         // M
-        skanRow(["est_install_date": "2026-03-07", "ad_network_id": "other.skadnetwork", "source_identifier": "55", "source_identifier_digits": "2",
-                 "cv_kind": "fine", "fine_cv": "10", "decoded_label": "undecoded", "installs": "1"]),
+        skanRow([
+            "est_install_date": "2026-03-07", "ad_network_id": "other.skadnetwork", "source_identifier": "55",
+            "source_identifier_digits": "2",
+            "cv_kind": "fine", "fine_cv": "10", "decoded_label": "undecoded", "installs": "1",
+        ]),
         // N
-        skanRow(["est_install_date": "2026-01-31", "source_identifier": "37", "source_identifier_digits": "2", "postback_sequence_index": "2",
-                 "cv_kind": "coarse", "coarse_cv": "high", "decoded_label": "no_schema", "schema_id": "", "currency": ""]),
+        skanRow([
+            "est_install_date": "2026-01-31", "source_identifier": "37", "source_identifier_digits": "2",
+            "postback_sequence_index": "2",
+            "cv_kind": "coarse", "coarse_cv": "high", "decoded_label": "no_schema", "schema_id": "", "currency": "",
+        ]),
         // P
-        skanRow(["est_install_date": "2026-03-07", "app_id": "525463029", "ad_network_id": "com.example", "source_identifier": "5239",
-                 "source_identifier_digits": "4", "source_domain": "example.com", "country_code": "US", "cv_kind": "fine", "fine_cv": "63",
-                 "decoded_label": "no_schema", "schema_id": "", "currency": "", "installs": "1", "flagged_postbacks": "1"]),
+        skanRow([
+            "est_install_date": "2026-03-07", "app_id": "525463029", "ad_network_id": "com.example", "source_identifier": "5239",
+            "source_identifier_digits": "4", "source_domain": "example.com", "country_code": "US", "cv_kind": "fine",
+            "fine_cv": "63",
+            "decoded_label": "no_schema", "schema_id": "", "currency": "", "installs": "1", "flagged_postbacks": "1",
+        ]),
         // H
-        ["app_id": "111", "protocol": "skadnetwork", "version": "4.0", "ad_network_id": "net.skadnetwork", "rejected_postbacks": "1"],
+        [
+            "app_id": "111", "protocol": "skadnetwork", "version": "4.0", "ad_network_id": "net.skadnetwork",
+            "rejected_postbacks": "1",
+        ],
         ["rejected_postbacks": "1"],
     ].map { line($0) }
 
     static let expectedEvents: [String] = [
-        ["est_install_date": "2026-03-06", "source_identifier": "1237", "source_identifier_digits": "4", "campaign": "spring", "geo": "3",
-         "placement": "feed", "source_app_id": "777", "event_name": "purchase", "postbacks": "1", "event_count_min_sum": "1",
-         "revenue_min_sum": "5", "revenue_max_sum": "7", "revenue_est_sum": "6"],
-        ["est_install_date": "2026-03-06", "source_identifier": "12", "source_identifier_digits": "2", "geo": "1", "interaction": "view",
-         "conversion_type": "redownload", "event_name": "purchase", "postbacks": "1", "event_count_min_sum": "3", "event_count_max_sum": "5",
-         "revenue_min_sum": "100", "revenue_est_sum": "150"],
-        ["est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3", "placement": "feed",
-         "postback_sequence_index": "1", "event_name": "session", "postbacks": "1", "event_count_min_sum": "2",
-         "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0"],
+        [
+            "est_install_date": "2026-03-06", "source_identifier": "1237", "source_identifier_digits": "4", "campaign": "spring",
+            "geo": "3",
+            "placement": "feed", "source_app_id": "777", "event_name": "purchase", "postbacks": "1", "event_count_min_sum": "1",
+            "revenue_min_sum": "5", "revenue_max_sum": "7", "revenue_est_sum": "6",
+        ],
+        [
+            "est_install_date": "2026-03-06", "source_identifier": "12", "source_identifier_digits": "2", "geo": "1",
+            "interaction": "view",
+            "conversion_type": "redownload", "event_name": "purchase", "postbacks": "1", "event_count_min_sum": "3",
+            "event_count_max_sum": "5",
+            "revenue_min_sum": "100", "revenue_est_sum": "150",
+        ],
+        [
+            "est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
+            "placement": "feed",
+            "postback_sequence_index": "1", "event_name": "session", "postbacks": "1", "event_count_min_sum": "2",
+            "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0",
+        ],
     ].map { values in
         var row = skanRow(values)
         row["postbacks"] = values["postbacks"]
@@ -163,9 +249,13 @@ import Testing
         return line(row, columns: AggregateTables.campaignEventsDailyColumns)
     }
 
-    static func dataLines(_ text: String) -> [String] { Array(text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().filter { !$0.isEmpty }.map(String.init)) }
+    static func dataLines(_ text: String) -> [String] {
+        Array(text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().filter { !$0.isEmpty }.map(String.init))
+    }
 
-    static func bytewiseSorted(_ lines: [String]) -> [String] { lines.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) } }
+    static func bytewiseSorted(_ lines: [String]) -> [String] {
+        lines.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
 
     @Test func everyColumnOfASmallSpool() throws {
         let store = TemporaryDirectory()
@@ -183,13 +273,17 @@ import Testing
         // A postback is decoded when its row carries a revenue estimate (a schema mapped its value).
         let decoded = CSVText.rows(daily).filter { $0["revenue_est_sum"] != "" }.reduce(0) { $0 + Int($1["postbacks"]!)! }
         #expect(decoded == 4, "A, B, C and F decode; the others are null, unmapped or without a schema")
-        #expect(totals == DayTotals(postbacks: 10, installs: 5, redownloads: 1, reengagements: 1, losses: 1, nullValuePostbacks: 1,
-                                    developmentPostbacks: 1, rejectedPostbacks: 2, duplicatesDropped: 2, decodedPostbacks: decoded,
-                                    revenueEstimateByCurrency: ["USD": Money(decimal: "171")!]))
+        #expect(
+            totals
+                == DayTotals(
+                    postbacks: 10, installs: 5, redownloads: 1, reengagements: 1, losses: 1, nullValuePostbacks: 1,
+                    developmentPostbacks: 1, rejectedPostbacks: 2, duplicatesDropped: 2, decodedPostbacks: decoded,
+                    revenueEstimateByCurrency: ["USD": Money(decimal: "171")!]))
         let last = try #require(summaries.last)
         #expect(last.sameDayDuplicates == 2 && last.earlierDayDuplicates == 1)
         #expect(last.corruptLines == 1 && last.tornTails == 1)
-        #expect(last.problems.first?.hasPrefix("raw/postbacks/dt=2026-03-10/part-rx1-000001.jsonl:3: ") == true, "\(last.problems)")
+        #expect(
+            last.problems.first?.hasPrefix("raw/postbacks/dt=2026-03-10/part-rx1-000001.jsonl:3: ") == true, "\(last.problems)")
 
         // The earlier day counts I once; the empty day still gets (empty) outputs and a manifest.
         #expect(Self.dataLines(try store.read("agg/campaign_daily/dt=2026-03-08/part-00000.csv")).count == 1)
@@ -203,30 +297,59 @@ import Testing
         try Self.buildSpool(root: store.path)
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
         let manifest = try store.bytes("agg/_manifests/dt=2026-03-10.json")
-        guard case .object(let object) = try StrictJSONParser.parse(Array(manifest.dropLast())) else { Issue.record("not an object"); return }
+        guard case .object(let object) = try StrictJSONParser.parse(Array(manifest.dropLast())) else {
+            Issue.record("not an object")
+            return
+        }
         #expect(object["dt"] == .string("2026-03-10") && object["tool"] == .string("postback test"))
         guard case .array(let inputs)? = object["inputs"], case .array(let lookback)? = object["lookback_inputs"],
-              case .array(let outputs)? = object["outputs"], case .object(let totals)? = object["totals"], case .array(let schemas)? = object["schemas"]
-        else { Issue.record("manifest shape"); return }
+            case .array(let outputs)? = object["outputs"], case .object(let totals)? = object["totals"],
+            case .array(let schemas)? = object["schemas"]
+        else {
+            Issue.record("manifest shape")
+            return
+        }
         #expect(inputs.count == 3, "two writers' postbacks and one rejected segment")
         #expect(lookback.count == 1, "the 8th's segment was read for its keys")
         for case .object(let input) in inputs + lookback {
-            guard case .string(let path)? = input["path"], case .string(let digest)? = input["sha256"] else { Issue.record("input entry"); continue }
+            guard case .string(let path)? = input["path"], case .string(let digest)? = input["sha256"] else {
+                Issue.record("input entry")
+                continue
+            }
             #expect(digest == SHA256.hash(try store.bytes(path)).description, "\(path)")
-            guard case .number(let bytes)? = input["bytes"] else { Issue.record("bytes"); continue }
+            guard case .number(let bytes)? = input["bytes"] else {
+                Issue.record("bytes")
+                continue
+            }
             #expect(bytes.text == String(try store.bytes(path).count))
         }
         for case .object(let output) in outputs {
-            guard case .string(let path)? = output["path"], case .string(let digest)? = output["sha256"] else { Issue.record("output entry"); continue }
+            guard case .string(let path)? = output["path"], case .string(let digest)? = output["sha256"] else {
+                Issue.record("output entry")
+                continue
+            }
             #expect(digest == SHA256.hash(try store.bytes(path)).description, "outputs are checksummed: \(path)")
         }
-        func number(_ key: String) -> String? { if case .number(let n)? = totals[key] { return n.text }; return nil }
-        #expect(number("postbacks") == "10" && number("duplicates_of_earlier_days") == "1" && number("corrupt_lines") == "1" && number("torn_tails") == "1")
-        #expect(number("rejected_postbacks") == "2" && number("development_postbacks") == "1" && number("decoded_postbacks") == "4")
-        guard case .object(let revenue)? = totals["revenue_est_by_currency"] else { Issue.record("revenue_est_by_currency"); return }
-        #expect(revenue.members.map { "\($0.key)=\(String(describing: $0.value))" } == ["USD=number(171)"], "one total per currency")
+        func number(_ key: String) -> String? {
+            if case .number(let n)? = totals[key] { return n.text }
+            return nil
+        }
+        #expect(
+            number("postbacks") == "10" && number("duplicates_of_earlier_days") == "1" && number("corrupt_lines") == "1"
+                && number("torn_tails") == "1")
+        #expect(
+            number("rejected_postbacks") == "2" && number("development_postbacks") == "1" && number("decoded_postbacks") == "4")
+        guard case .object(let revenue)? = totals["revenue_est_by_currency"] else {
+            Issue.record("revenue_est_by_currency")
+            return
+        }
+        #expect(
+            revenue.members.map { "\($0.key)=\(String(describing: $0.value))" } == ["USD=number(171)"], "one total per currency")
         #expect(totals["revenue_est_sum"] == nil, "no sum across currencies")
-        guard case .number(let segments)? = object["spool_segments"] else { Issue.record("spool_segments"); return }
+        guard case .number(let segments)? = object["spool_segments"] else {
+            Issue.record("spool_segments")
+            return
+        }
         #expect(segments.text == "2" && object["partial"] == .bool(false))
         #expect(schemas.count == 1)
         #expect(!String(decoding: manifest, as: UTF8.self).contains(store.path), "paths are relative to the store")
@@ -235,8 +358,11 @@ import Testing
     @Test func rerunsAreByteIdenticalAndLeftoversAreCleared() throws {
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)
-        let files = ["agg/campaign_daily/dt=2026-03-10/part-00000.csv", "agg/campaign_events_daily/dt=2026-03-10/part-00000.csv",
-                     "agg/_manifests/dt=2026-03-10.json", "agg/campaign_daily/dt=2026-03-08/part-00000.csv", "agg/_manifests/dt=2026-03-08.json"]
+        let files = [
+            "agg/campaign_daily/dt=2026-03-10/part-00000.csv", "agg/campaign_events_daily/dt=2026-03-10/part-00000.csv",
+            "agg/_manifests/dt=2026-03-10.json", "agg/campaign_daily/dt=2026-03-08/part-00000.csv",
+            "agg/_manifests/dt=2026-03-08.json",
+        ]
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10", workers: 2)
         let first = try files.map { try store.bytes($0) }
         // What a crash would leave: a temp file next to an output, and the work directory.
@@ -261,7 +387,9 @@ import Testing
         let segment = store.path + "/raw/postbacks/dt=2026-03-10/part-rx2-000001.jsonl"
         try FileManager.default.removeItem(atPath: segment)
         try FileManager.default.createDirectory(atPath: segment, withIntermediateDirectories: false)
-        #expect(throws: AggregationError.self) { try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10") }
+        #expect(throws: AggregationError.self) {
+            try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
+        }
         #expect(try store.bytes("agg/campaign_daily/dt=2026-03-10/part-00000.csv") == before)
         #expect(try store.bytes("agg/_manifests/dt=2026-03-10.json") == manifest)
     }
@@ -304,7 +432,10 @@ import Testing
             _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10")
             Issue.record("ran while another run held the lock")
         } catch let error as AggregationError {
-            guard case .locked = error else { Issue.record("\(error)"); return }
+            guard case .locked = error else {
+                Issue.record("\(error)")
+                return
+            }
         }
         withExtendedLifetime(holder) {}
     }
@@ -323,7 +454,8 @@ import Testing
         spool.postbacksPerDay = 3000
         spool.duplicateRate = 0.1
         try spool.write(to: StoreLayout(root: store.path), first: day("2026-03-01"), days: 3)
-        let summaries = try run(store.path, catalog: SchemaCatalog.load(directory: Fixtures.sampleSchemas), from: "2026-03-01", to: "2026-03-03")
+        let summaries = try run(
+            store.path, catalog: SchemaCatalog.load(directory: Fixtures.sampleSchemas), from: "2026-03-01", to: "2026-03-03")
         let reference = try store.bytes("agg/campaign_daily/dt=2026-03-03/part-00000.csv")
         // Count by hand: distinct verified keys per day, first copy wins, lookback over earlier days.
         var seen: Set<String> = []
@@ -340,7 +472,8 @@ import Testing
             expected.append(counted)
         }
         #expect(summaries.map(\.totals.postbacks) == expected)
-        let bucketed = AggregationRequest(dataDirectory: store.path, from: day("2026-03-03"), to: day("2026-03-03"), workers: 1, toolVersion: "postback test")
+        let bucketed = AggregationRequest(
+            dataDirectory: store.path, from: day("2026-03-03"), to: day("2026-03-03"), workers: 1, toolVersion: "postback test")
         _ = try AggregationJob(request: bucketed, catalog: SchemaCatalog.load(directory: Fixtures.sampleSchemas)).run()
         #expect(try store.bytes("agg/campaign_daily/dt=2026-03-03/part-00000.csv") == reference)
     }

@@ -1,9 +1,10 @@
 import Basics
-import TestSupport
 import Foundation
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
+
 @testable import Aggregation
 
 /// The record's declaration (`RecordKey`, `AttributionField`) is what the writer, the row key and the
@@ -21,19 +22,24 @@ import Testing
         }
         // Compared as text, so that a failure shows the lines that differ.
         let storedText = stored.map { String(decoding: $0, as: UTF8.self) } ?? "(no file)"
-        #expect(storedText == String(decoding: expected, as: UTF8.self),
-                "\(RecordSchemaExport.path) is stale: run POSTBACK_UPDATE_RECORD_SCHEMA=1 swift test --filter RecordSchemaTests and commit it")
+        #expect(
+            storedText == String(decoding: expected, as: UTF8.self),
+            "\(RecordSchemaExport.path) is stale: run POSTBACK_UPDATE_RECORD_SCHEMA=1 swift test --filter RecordSchemaTests and commit it"
+        )
         // The export is JSON that the Spark job can load.
         #expect(throws: Never.self) { try JSONSerialization.jsonObject(with: Data(expected)) }
     }
 
     static func record(body: [UInt8], reduced: Bool) -> SpoolRecord {
         let attribution = Attribution(
-            postbackProtocol: .skadnetwork, version: "4.0", appID: 1, adNetworkID: "Example.SKAdNetwork", sourceIdentifier: "5239",
+            postbackProtocol: .skadnetwork, version: "4.0", appID: 1, adNetworkID: "Example.SKAdNetwork",
+            sourceIdentifier: "5239",
             sourceAppID: 7, countryCode: "US", interaction: .click, postbackSequenceIndex: 1, didWin: true, coarseValue: .high)
         var record = SpoolRecord(
-            receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_775_000_000_123_456), writer: "rx1", route: "ad-network", status: .verified,
-            environment: .production, dedupKey: "t:1", postbackProtocol: .skadnetwork, version: "4.0", keyName: "apple", reason: "why",
+            receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_775_000_000_123_456), writer: "rx1", route: "ad-network",
+            status: .verified,
+            environment: .production, dedupKey: "t:1", postbackProtocol: .skadnetwork, version: "4.0", keyName: "apple",
+            reason: "why",
             attribution: attribution, body: body)
         record.client = "127.0.0.1"
         record.quarantine = .unknownKeyID
@@ -46,13 +52,19 @@ import Testing
     @Test func writerFollowsTheDeclaredOrder() throws {
         for (body, reduced) in [(Array("{}".utf8), true), ([0xFF, 0xFE], false)] {
             let line = Self.record(body: body, reduced: reduced).encoded().dropLast()
-            guard case .object(let object) = try StrictJSONParser.parse(Array(line)) else { Issue.record("not an object"); return }
+            guard case .object(let object) = try StrictJSONParser.parse(Array(line)) else {
+                Issue.record("not an object")
+                return
+            }
             let keys = object.members.map(\.key)
             let declared = RecordKey.allCases.map(\.spoolKey).filter(keys.contains)
             #expect(keys == declared)
             // Every key but one of body/body_base64, and the three body_* keys only for a reduced body.
             #expect(keys.count == RecordKey.allCases.count - (reduced ? 1 : 4), "\(keys)")
-            guard case .object(let attribution)? = object[RecordKey.attribution.spoolKey] else { Issue.record("no attribution"); return }
+            guard case .object(let attribution)? = object[RecordKey.attribution.spoolKey] else {
+                Issue.record("no attribution")
+                return
+            }
             #expect(attribution.members.map(\.key) == AttributionField.allCases.map(\.spoolKey))
             #expect(try SpoolRecord(line: Array(line)) == Self.record(body: body, reduced: reduced))
         }
@@ -86,19 +98,27 @@ import Testing
         func text(_ slice: ByteSlice?) -> String? { slice.map { String(decoding: key.slice($0), as: UTF8.self) } }
         #expect(view.kind == .postback && view.installDay == UTCDay(daysSinceEpoch: 20_000))
         #expect(view.appID == 42 && view.postbackProtocol == .adattributionkit && text(view.version) == "4.0")
-        #expect(text(view.adNetworkID) == "example.skadnetwork" && view.campaignID == nil && text(view.sourceIdentifier) == "5239")
+        #expect(
+            text(view.adNetworkID) == "example.skadnetwork" && view.campaignID == nil && text(view.sourceIdentifier) == "5239")
         #expect(view.sourceAppID == 9 && view.sourceDomain == nil && view.marketplaceID == nil && text(view.countryCode) == "US")
-        #expect(view.interaction == .view && view.conversionType == .reengagement && view.sequenceIndex == 2 && view.didWin == false)
+        #expect(
+            view.interaction == .view && view.conversionType == .reengagement && view.sequenceIndex == 2 && view.didWin == false)
         #expect(view.fineValue == 17 && view.coarseValue == .medium)
         #expect(view.kind == .postback && key.count == encoder.bytes.count)
 
         encoder.encodeRejected(appID: 5, postbackProtocol: .skadnetwork, version: "9.9", adNetworkID: "ABC")
         let rejected = RowView(key: encoder.bytes)
-        #expect(rejected.kind == .rejected && rejected.installDay == nil && rejected.appID == 5 && rejected.postbackProtocol == .skadnetwork)
+        #expect(
+            rejected.kind == .rejected && rejected.installDay == nil && rejected.appID == 5
+                && rejected.postbackProtocol == .skadnetwork)
         #expect(String(decoding: encoder.bytes.slice(rejected.adNetworkID!), as: UTF8.self) == "abc")
         #expect(String(decoding: encoder.bytes.slice(rejected.version!), as: UTF8.self) == "9.9")
-        #expect(rejected.campaignID == nil && rejected.sourceIdentifier == nil && rejected.countryCode == nil && rejected.interaction == nil)
-        #expect(rejected.conversionType == nil && rejected.sequenceIndex == nil && rejected.didWin == nil && rejected.fineValue == nil)
+        #expect(
+            rejected.campaignID == nil && rejected.sourceIdentifier == nil && rejected.countryCode == nil
+                && rejected.interaction == nil)
+        #expect(
+            rejected.conversionType == nil && rejected.sequenceIndex == nil && rejected.didWin == nil && rejected.fineValue == nil
+        )
         #expect(rejected.coarseValue == nil)
     }
 
@@ -114,9 +134,12 @@ import Testing
 
     /// docs/aggregate.md shows the tables' `CREATE TABLE` statements: they must be the declared ones.
     @Test func documentedColumnTypesAreTheDeclaredOnes() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let documentation = try String(contentsOf: root.appendingPathComponent("docs/aggregate.md"), encoding: .utf8)
         let statements = AggregateTables.createTableStatements()
-        #expect(documentation.contains("```sql\n" + statements + "```"), "docs/aggregate.md's Column types block should read:\n\(statements)")
+        #expect(
+            documentation.contains("```sql\n" + statements + "```"),
+            "docs/aggregate.md's Column types block should read:\n\(statements)")
     }
 }

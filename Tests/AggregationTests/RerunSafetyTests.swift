@@ -1,10 +1,11 @@
-@testable import Basics
 import Foundation
 import PostbackStore
 import Postbacks
 import TestSupport
 import Testing
+
 @testable import Aggregation
+@testable import Basics
 @testable import PostbackCLI
 
 /// A rerun never makes a published day worse without being told to (issue 14): misplaced and
@@ -18,9 +19,13 @@ import Testing
     static let euroSchema = AggregateJobTests.schema
         .replacingOccurrences(of: "\"schema_id\": \"t1\", \"app_id\": 111", with: "\"schema_id\": \"t2\", \"app_id\": 222")
         .replacingOccurrences(of: "\"currency\": \"USD\"", with: "\"currency\": \"EUR\"")
-        .replacingOccurrences(of: "{\"value\": 0, \"label\": \"install_only\"}", with: "{\"value\": 5, \"label\": \"five\", \"revenue\": {\"min\": 2, \"max\": 2}}")
+        .replacingOccurrences(
+            of: "{\"value\": 0, \"label\": \"install_only\"}",
+            with: "{\"value\": 5, \"label\": \"five\", \"revenue\": {\"min\": 2, \"max\": 2}}")
 
-    func aggregate(_ store: TemporaryDirectory, _ schemas: TemporaryDirectory, _ extra: [String] = [], date: String = "2026-03-10")
+    func aggregate(
+        _ store: TemporaryDirectory, _ schemas: TemporaryDirectory, _ extra: [String] = [], date: String = "2026-03-10"
+    )
         -> CommandRun
     {
         TestSupport.run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", date] + extra)
@@ -31,7 +36,9 @@ import Testing
         try schemas.write(Self.euroSchema, to: "t2.json")
         let result = aggregate(store, schemas)
         #expect(result.status == .usageOrIOError)
-        #expect(result.stderr.contains("\(schemas.path)/t2.json: schema files go in a directory named after the app id"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("\(schemas.path)/t2.json: schema files go in a directory named after the app id"),
+            "\(result.stderr)")
         #expect(result.stderr.contains("\(schemas.path)/<app-id>/<effective-from>.json"))
         #expect(!store.exists("agg/_manifests/dt=2026-03-10.json"), "nothing published")
 
@@ -46,7 +53,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: empty.path, withIntermediateDirectories: true)
         let result = aggregate(store, empty)
         #expect(result.status == .usageOrIOError)
-        #expect(result.stderr.contains("holds no schemas: expected \(empty.path)/<app-id>/<effective-from>.json"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("holds no schemas: expected \(empty.path)/<app-id>/<effective-from>.json"), "\(result.stderr)")
         let check = TestSupport.run(["schema", "check", empty.path])
         #expect(check.status == .failure && check.stderr.contains("holds no schemas"), "\(check.stderr)")
     }
@@ -96,7 +104,9 @@ import Testing
         let result = aggregate(store, schemas, ["--json"], date: "2026-03-05")
         #expect(result.status == .success, "\(result.stderr)")
         #expect(result.stdout.contains("\"spool_segments\":0"), "\(result.stdout)")
-        guard case .object(let manifest) = try StrictJSONParser.parse(Array(try store.bytes("agg/_manifests/dt=2026-03-05.json").dropLast())),
+        guard
+            case .object(let manifest) = try StrictJSONParser.parse(
+                Array(try store.bytes("agg/_manifests/dt=2026-03-05.json").dropLast())),
             case .number(let segments)? = manifest["spool_segments"]
         else {
             Issue.record("manifest")
@@ -115,13 +125,18 @@ import Testing
         let today = UTCDay(year: Int(parts.tm_year) + 1900, month: Int(parts.tm_mon) + 1, day: Int(parts.tm_mday)).description
         let refused = aggregate(store, schemas, date: today)
         #expect(refused.status == .usageOrIOError)
-        #expect(refused.stderr.contains("\(today) is not over yet (UTC)") && refused.stderr.contains("--allow-open-day"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("\(today) is not over yet (UTC)") && refused.stderr.contains("--allow-open-day"),
+            "\(refused.stderr)")
         #expect(!store.exists("agg/_manifests/dt=\(today).json"))
 
         let allowed = aggregate(store, schemas, ["--allow-open-day", "--json"], date: today)
         #expect(allowed.status == .success, "\(allowed.stderr)")
         #expect(allowed.stdout.contains("\"partial\":true"))
-        guard case .object(let manifest) = try StrictJSONParser.parse(Array(try store.bytes("agg/_manifests/dt=\(today).json").dropLast())) else {
+        guard
+            case .object(let manifest) = try StrictJSONParser.parse(
+                Array(try store.bytes("agg/_manifests/dt=\(today).json").dropLast()))
+        else {
             Issue.record("manifest")
             return
         }

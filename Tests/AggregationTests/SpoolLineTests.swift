@@ -1,11 +1,12 @@
-@testable import Basics
 import Foundation
 import PostbackStore
 import PostbackTesting
 import Postbacks
 import TestSupport
 import Testing
+
 @testable import Aggregation
+@testable import Basics
 
 /// The fast spool-line path must agree with `SpoolRecord(line:)`, the definition of a valid line:
 /// whatever it accepts, the full parser accepts with the same values.
@@ -19,22 +20,30 @@ import Testing
     static func describe(_ summary: SpoolLineSummary, _ base: UnsafeRawBufferPointer) -> String {
         guard summary.hasFields else { return "no attribution" }
         let f = summary.fields
-        return [String(summary.receivedAtMicros), String(summary.isProduction), text(summary.dedupKey, base), f.postbackProtocol.rawValue,
-                text(f.version, base), String(describing: f.appID), text(f.adNetworkID, base), String(describing: f.campaignID),
-                text(f.sourceIdentifier, base), String(describing: f.sourceAppID), text(f.sourceDomain, base), text(f.marketplaceID, base),
-                text(f.countryCode, base), String(describing: f.interaction), f.conversionType.rawValue, String(f.sequenceIndex),
-                String(describing: f.didWin), String(describing: f.fineValue), String(describing: f.coarseValue), String(f.isTestMode)].joined(separator: "|")
+        return [
+            String(summary.receivedAtMicros), String(summary.isProduction), text(summary.dedupKey, base),
+            f.postbackProtocol.rawValue,
+            text(f.version, base), String(describing: f.appID), text(f.adNetworkID, base), String(describing: f.campaignID),
+            text(f.sourceIdentifier, base), String(describing: f.sourceAppID), text(f.sourceDomain, base),
+            text(f.marketplaceID, base),
+            text(f.countryCode, base), String(describing: f.interaction), f.conversionType.rawValue, String(f.sequenceIndex),
+            String(describing: f.didWin), String(describing: f.fineValue), String(describing: f.coarseValue),
+            String(f.isTestMode),
+        ].joined(separator: "|")
     }
 
     /// The same, from the full parser's record.
     static func describe(_ record: SpoolRecord) -> String {
         guard let a = record.attribution else { return "no attribution" }
-        return [String(record.receivedAt.microsecondsSinceEpoch), String(record.environment == .production), record.dedupKey ?? "nil",
-                a.postbackProtocol.rawValue, a.version ?? "nil", String(describing: Optional(a.appID)), a.adNetworkID,
-                String(describing: a.campaignID), a.sourceIdentifier ?? "nil", String(describing: a.sourceAppID), a.sourceDomain ?? "nil",
-                a.marketplaceID ?? "nil", a.countryCode ?? "nil", String(describing: a.interaction), a.conversionType.rawValue,
-                String(a.postbackSequenceIndex), String(describing: a.didWin), String(describing: a.fineValue),
-                String(describing: a.coarseValue), String(a.isTestMode)].joined(separator: "|")
+        return [
+            String(record.receivedAt.microsecondsSinceEpoch), String(record.environment == .production), record.dedupKey ?? "nil",
+            a.postbackProtocol.rawValue, a.version ?? "nil", String(describing: Optional(a.appID)), a.adNetworkID,
+            String(describing: a.campaignID), a.sourceIdentifier ?? "nil", String(describing: a.sourceAppID),
+            a.sourceDomain ?? "nil",
+            a.marketplaceID ?? "nil", a.countryCode ?? "nil", String(describing: a.interaction), a.conversionType.rawValue,
+            String(a.postbackSequenceIndex), String(describing: a.didWin), String(describing: a.fineValue),
+            String(describing: a.coarseValue), String(a.isTestMode),
+        ].joined(separator: "|")
     }
 
     /// nil when the fast path declines; otherwise its description, after checking the full parser agrees.
@@ -59,16 +68,24 @@ import Testing
             fastCount += 1
             #expect(fast == full, "\(String(decoding: line, as: UTF8.self))")
         }
-        #expect(fastCount > Self.syntheticLines.count * 9 / 10, "the fast path takes the common case: \(fastCount) of \(Self.syntheticLines.count)")
+        #expect(
+            fastCount > Self.syntheticLines.count * 9 / 10,
+            "the fast path takes the common case: \(fastCount) of \(Self.syntheticLines.count)")
     }
 
     @Test func fastPathReadsAppleVectorsStoredByTheVerifier() throws {
-        for name in ["skan-4.0_apple-doc_web-ad-tier-high.json", "skan-4.0_apple-doc_web-ad-tier-low.json", "skan-3.0_apple-doc_nonwinning.json",
-                     "skan-2.2_apple-doc.json", "aak_apple-doc_developer-settings_apple-development-identifier-1.json"] {
+        for name in [
+            "skan-4.0_apple-doc_web-ad-tier-high.json", "skan-4.0_apple-doc_web-ad-tier-low.json",
+            "skan-3.0_apple-doc_nonwinning.json",
+            "skan-2.2_apple-doc.json", "aak_apple-doc_developer-settings_apple-development-identifier-1.json",
+        ] {
             let body = try Fixtures.appleVector(name)
             let result = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: true)).verify(body: body)
             #expect(result.isVerified, "\(name)")
-            let line = Array(SpoolRecord(receivedAt: timestamp("2026-03-02T10:00:00.000000Z"), writer: "rx1", route: "r", result: result, body: body).encoded().dropLast())
+            let line = Array(
+                SpoolRecord(
+                    receivedAt: timestamp("2026-03-02T10:00:00.000000Z"), writer: "rx1", route: "r", result: result, body: body
+                ).encoded().dropLast())
             let (fast, full) = Self.fastAgreesWithFull(line)
             #expect(fast != nil && fast == full, "\(name)")
         }
@@ -77,7 +94,8 @@ import Testing
     @Test func mutatedLinesAreNeverReadDifferently() {
         var random = SplitMix64(seed: 42)
         let inserts: [UInt8] = Array("\\\",:{}[] 0-9enultrfaé".utf8) + [0x01, 0x7F, 0xFF, 0x0D]
-        var accepted = 0, declined = 0
+        var accepted = 0
+        var declined = 0
         for round in 0..<3000 {
             var line = Self.syntheticLines[round % Self.syntheticLines.count]
             for _ in 0...(random.next() % 3) {
@@ -100,7 +118,9 @@ import Testing
     }
 
     @Test func unusualButValidLinesFallBackToTheFullParser() throws {
-        let attribution = Attribution(postbackProtocol: .skadnetwork, version: "4.0", appID: 1, adNetworkID: "n", sourceIdentifier: "12", postbackSequenceIndex: 0, didWin: true)
+        let attribution = Attribution(
+            postbackProtocol: .skadnetwork, version: "4.0", appID: 1, adNetworkID: "n", sourceIdentifier: "12",
+            postbackSequenceIndex: 0, didWin: true)
         let base = record(attribution, key: "k:0", at: "2026-03-02T10:00:00.000000Z")
         let decoder = SpoolLineDecoder()
         var summary = SpoolLineSummary()
@@ -109,11 +129,11 @@ import Testing
         }
         let encoded = String(decoding: base.encoded().dropLast(), as: UTF8.self)
         let variants = [
-            encoded.replacingOccurrences(of: #""writer":"rx1","#, with: #""writer":"rx1","extra":{"a":[1]},"#),   // unknown key
-            encoded.replacingOccurrences(of: #"{\"placeholder\":true}"#, with: #"{\"\u00e9\":true}"#),        // \u escape in the body
-            encoded.replacingOccurrences(of: #"{\"placeholder\":true}"#, with: #"{\"é\":true}"#),             // non-ASCII body
-            encoded.replacingOccurrences(of: #""route""#, with: #" "route""#),                                // whitespace
-            encoded.replacingOccurrences(of: #""dedup_key":"k:0""#, with: #""dedup_key":"k\/0""#),            // escape in a field
+            encoded.replacingOccurrences(of: #""writer":"rx1","#, with: #""writer":"rx1","extra":{"a":[1]},"#),  // unknown key
+            encoded.replacingOccurrences(of: #"{\"placeholder\":true}"#, with: #"{\"\u00e9\":true}"#),  // \u escape in the body
+            encoded.replacingOccurrences(of: #"{\"placeholder\":true}"#, with: #"{\"é\":true}"#),  // non-ASCII body
+            encoded.replacingOccurrences(of: #""route""#, with: #" "route""#),  // whitespace
+            encoded.replacingOccurrences(of: #""dedup_key":"k:0""#, with: #""dedup_key":"k\/0""#),  // escape in a field
         ]
         for variant in variants {
             guard case .verified(let inScratch) = decode(variant) else {
@@ -124,8 +144,12 @@ import Testing
             #expect(summary.hasFields && summary.fields.sourceIdentifier != nil)
         }
         // Keys in another order still take the fast path.
-        let reordered = #"{"status":"verified","received_at":"2026-03-02T10:00:00.000000Z","body":"{}","dedup_key":"k:0","environment":"production","attribution":{"app_id":1,"protocol":"skadnetwork","ad_network_id":"n","conversion_type":"download"}}"#
-        guard case .verified(let inScratch) = decode(reordered) else { Issue.record("reordered line not read"); return }
+        let reordered =
+            #"{"status":"verified","received_at":"2026-03-02T10:00:00.000000Z","body":"{}","dedup_key":"k:0","environment":"production","attribution":{"app_id":1,"protocol":"skadnetwork","ad_network_id":"n","conversion_type":"download"}}"#
+        guard case .verified(let inScratch) = decode(reordered) else {
+            Issue.record("reordered line not read")
+            return
+        }
         #expect(!inScratch)
     }
 
@@ -135,39 +159,59 @@ import Testing
         func decode(_ record: SpoolRecord, spool: StoreLayout.Spool = .postbacks) -> SpoolLineDecoder.Outcome {
             Array(record.encoded().dropLast()).withUnsafeBytes { decoder.decode($0, spool: spool, into: &summary) }
         }
-        var attribution = Attribution(postbackProtocol: .adattributionkit, version: nil, appID: 9, adNetworkID: "n", postbackSequenceIndex: 3)
+        var attribution = Attribution(
+            postbackProtocol: .adattributionkit, version: nil, appID: 9, adNetworkID: "n", postbackSequenceIndex: 3)
         guard case .corrupt(let reason) = decode(record(attribution, key: "k:3", at: "2026-03-02T10:00:00.000000Z")) else {
-            Issue.record("a sequence index of 3 is not a verified postback"); return
+            Issue.record("a sequence index of 3 is not a verified postback")
+            return
         }
         #expect(reason.contains("postback_sequence_index 3"))
         attribution.postbackSequenceIndex = 0
         attribution.fineValue = 64
-        guard case .corrupt = decode(record(attribution, key: "k:0", at: "2026-03-02T10:00:00.000000Z")) else { Issue.record("fine value 64"); return }
+        guard case .corrupt = decode(record(attribution, key: "k:0", at: "2026-03-02T10:00:00.000000Z")) else {
+            Issue.record("fine value 64")
+            return
+        }
 
         // A record in raw/rejected counts as rejected whatever its status says.
         attribution.fineValue = 1
-        guard case .rejected(let facts) = decode(record(attribution, key: "k:0", at: "2026-03-02T10:00:00.000000Z"), spool: .rejected) else {
-            Issue.record("rejected spool"); return
+        guard
+            case .rejected(let facts) = decode(
+                record(attribution, key: "k:0", at: "2026-03-02T10:00:00.000000Z"), spool: .rejected)
+        else {
+            Issue.record("rejected spool")
+            return
         }
         #expect(facts.appID == 9 && facts.adNetworkID == "n")
 
         // A verified record without attribution or dedup key is read again from its body.
         let body = try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-low.json")
-        var bare = SpoolRecord(receivedAt: timestamp("2026-03-02T10:00:00.000000Z"), writer: "rx1", route: "r",
-                               result: PostbackVerifier().verify(body: body), body: body)
+        var bare = SpoolRecord(
+            receivedAt: timestamp("2026-03-02T10:00:00.000000Z"), writer: "rx1", route: "r",
+            result: PostbackVerifier().verify(body: body), body: body)
         bare.attribution = nil
         bare.dedupKey = nil
-        guard case .verified(true) = decode(bare) else { Issue.record("record without attribution"); return }
+        guard case .verified(true) = decode(bare) else {
+            Issue.record("record without attribution")
+            return
+        }
         #expect(decoder.scratch.withUnsafeBytes { Self.text(summary.dedupKey, $0) } == "6aafb7a5-0170-41b5-bbe4-fe71dedf1e31:0")
         #expect(summary.fields.coarseValue == .high)
         bare.body = Array("{}".utf8)
-        guard case .corrupt = decode(bare) else { Issue.record("no attribution and an unreadable body"); return }
+        guard case .corrupt = decode(bare) else {
+            Issue.record("no attribution and an unreadable body")
+            return
+        }
     }
 
     @Test func timestampsParseLikeUTCTimestamp() {
-        for text in ["2026-03-02T10:00:00.000000Z", "2028-02-29T23:59:59.999999Z", "2027-02-29T00:00:00.000000Z", "2026-13-01T00:00:00.000000Z",
-                     "2026-04-31T00:00:00.000000Z", "2026-03-02T24:00:00.000000Z", "2026-03-02T10:00:60.000000Z", "2026-03-02T10:00:00.00000xZ",
-                     "2026-03-02 10:00:00.000000Z", "0000-01-01T00:00:00.000000Z", "9999-12-31T23:59:59.999999Z"] {
+        for text in [
+            "2026-03-02T10:00:00.000000Z", "2028-02-29T23:59:59.999999Z", "2027-02-29T00:00:00.000000Z",
+            "2026-13-01T00:00:00.000000Z",
+            "2026-04-31T00:00:00.000000Z", "2026-03-02T24:00:00.000000Z", "2026-03-02T10:00:60.000000Z",
+            "2026-03-02T10:00:00.00000xZ",
+            "2026-03-02 10:00:00.000000Z", "0000-01-01T00:00:00.000000Z", "9999-12-31T23:59:59.999999Z",
+        ] {
             let fast = Array(text.utf8).withUnsafeBufferPointer { FastSpoolLineParser.timestamp($0.baseAddress!, $0.count) }
             #expect(fast == UTCTimestamp(iso8601: text)?.microsecondsSinceEpoch, "\(text)")
         }
@@ -178,8 +222,9 @@ import Testing
     static func entries(_ count: Int, seed: UInt64, distinctHashes: UInt64) -> [DedupEntry] {
         var random = SplitMix64(seed: seed)
         return (0..<count).map { index in
-            DedupEntry(hashHigh: random.next() % distinctHashes, hashLow: random.next() % 3, receivedAt: Int64(random.next() % 1000),
-                       order: UInt64(index), row: UInt32(index), flags: 0)
+            DedupEntry(
+                hashHigh: random.next() % distinctHashes, hashLow: random.next() % 3, receivedAt: Int64(random.next() % 1000),
+                order: UInt64(index), row: UInt32(index), flags: 0)
         }
     }
 

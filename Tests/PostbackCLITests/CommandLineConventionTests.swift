@@ -1,9 +1,10 @@
-@testable import Basics
 import Foundation
 import PostbackCrypto
 import Postbacks
 import TestSupport
 import Testing
+
+@testable import Basics
 @testable import PostbackCLI
 
 /// The conventions every command shares (clig.dev): help, "did you mean", '-' for stdout, exit codes
@@ -122,18 +123,34 @@ import Testing
         let directory = try temporaryDirectory()
         let schemas = VerifyCommandTests.root.appendingPathComponent("Samples/schemas").path
         let cases: [([String], String)] = [
-            (["aggregate", "--input", directory, "--date", "2026-03-10", "--data", directory, "--schemas", schemas],
-             "--input \(directory) is a directory; give the files in it"),
-            (["aggregate", "--input", directory + "/none.jsonl", "--date", "2026-03-10", "--data", directory, "--schemas", schemas],
-             "--input \(directory)/none.jsonl: no such file"),
-            (["aggregate", "--date", "2026-03-10", "--data", directory, "--schemas", directory + "/nope"],
-             "--schemas \(directory)/nope: no such directory"),
+            (
+                ["aggregate", "--input", directory, "--date", "2026-03-10", "--data", directory, "--schemas", schemas],
+                "--input \(directory) is a directory; give the files in it"
+            ),
+            (
+                [
+                    "aggregate", "--input", directory + "/none.jsonl", "--date", "2026-03-10", "--data", directory, "--schemas",
+                    schemas,
+                ],
+                "--input \(directory)/none.jsonl: no such file"
+            ),
+            (
+                ["aggregate", "--date", "2026-03-10", "--data", directory, "--schemas", directory + "/nope"],
+                "--schemas \(directory)/nope: no such directory"
+            ),
             (["schema", "export", "--schemas", schemas + "/111/none.json"], "no such directory"),
-            (["report", "--data", directory, "--date", "2026-03-10", "--out", directory + "/nodir/x.html"],
-             "--out \(directory)/nodir/x.html: directory \(directory)/nodir does not exist; create it first (mkdir -p \(directory)/nodir) or give '-'"),
-            (["report", "--data", directory, "--date", "2026-03-10", "--out", directory],
-             "--out \(directory) is a directory"),
-            (["schema", "export", "--schemas", schemas, "--out", directory + "/nodir/values.csv"], "directory \(directory)/nodir does not exist"),
+            (
+                ["report", "--data", directory, "--date", "2026-03-10", "--out", directory + "/nodir/x.html"],
+                "--out \(directory)/nodir/x.html: directory \(directory)/nodir does not exist; create it first (mkdir -p \(directory)/nodir) or give '-'"
+            ),
+            (
+                ["report", "--data", directory, "--date", "2026-03-10", "--out", directory],
+                "--out \(directory) is a directory"
+            ),
+            (
+                ["schema", "export", "--schemas", schemas, "--out", directory + "/nodir/values.csv"],
+                "directory \(directory)/nodir does not exist"
+            ),
         ]
         for (words, message) in cases {
             let result = run(words)
@@ -144,7 +161,9 @@ import Testing
         for command in ["verify", "explain"] {
             let result = run([command, directory])
             #expect(result.status == .usageOrIOError)
-            #expect(result.stderr.contains("\(directory): is a directory; give the files in it (e.g. \(directory)/*.jsonl)"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("\(directory): is a directory; give the files in it (e.g. \(directory)/*.jsonl)"),
+                "\(result.stderr)")
         }
     }
 
@@ -183,7 +202,8 @@ import Testing
         #expect(array.stdout.contains("got an array (several postbacks go one JSON object per line"), "\(array.stdout)")
 
         // A pretty-printed postback saved with a byte order mark is one postback, not one per line.
-        let pretty = "\u{FEFF}{\n  \"version\": \"4.0\",\n  \"ad-network-id\": \"example.skadnetwork\",\n  \"transaction-id\": \"t\"\n}\n"
+        let pretty =
+            "\u{FEFF}{\n  \"version\": \"4.0\",\n  \"ad-network-id\": \"example.skadnetwork\",\n  \"transaction-id\": \"t\"\n}\n"
         try write(pretty, to: directory + "/bom.json")
         let bom = run(["verify", "--json", directory + "/bom.json"])
         let lines = bom.stdout.split(separator: "\n")

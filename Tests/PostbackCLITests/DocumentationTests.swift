@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import PostbackCLI
 
 /// README and the service unit, checked as a user and an operator would use them: README's shell
@@ -16,7 +17,9 @@ import Testing
         var blocks: [(Int, String)] = []
         var index = 0
         while index < lines.count {
-            if lines[index].trimmingCharacters(in: .whitespaces) == "<!-- runnable -->", index + 1 < lines.count, lines[index + 1] == "```sh" {
+            if lines[index].trimmingCharacters(in: .whitespaces) == "<!-- runnable -->", index + 1 < lines.count,
+                lines[index + 1] == "```sh"
+            {
                 var body: [String] = []
                 var end = index + 2
                 while end < lines.count, lines[end] != "```" {
@@ -59,17 +62,23 @@ import Testing
             try process.run()
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "README.md block at line \(line) failed (exit \(process.terminationStatus)):\n\(script)\n\(message)")
+            #expect(
+                process.terminationStatus == 0,
+                "README.md block at line \(line) failed (exit \(process.terminationStatus)):\n\(script)\n\(message)")
         }
         #expect(FileManager.default.fileExists(atPath: directory + "/report.html"))
         #expect(FileManager.default.fileExists(atPath: directory + "/decode/sources.csv"))
     }
 
     @Test func docsCiteOnlyFilesThatAreInTheRepository() throws {
-        let documents = ["README.md", "spark/README.md"] + (try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path))
+        let documents =
+            ["README.md", "spark/README.md"]
+            + (try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path))
             .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
         // `shared/` is the team's notes outside the repository: a reader of the repository cannot open them.
-        let repositoryDirectories = ["scripts/", "docs/", "Samples/", "spark/", "bench/", "deploy/", "Tests/", "Sources/", "fuzz/", ".ci/", "shared/"]
+        let repositoryDirectories = [
+            "scripts/", "docs/", "Samples/", "spark/", "bench/", "deploy/", "Tests/", "Sources/", "fuzz/", ".ci/", "shared/",
+        ]
         for document in documents {
             let text = try String(contentsOf: Self.root.appendingPathComponent(document), encoding: .utf8)
             let base = (document as NSString).deletingLastPathComponent
@@ -77,17 +86,21 @@ import Testing
             var cited: [String] = []
             for piece in text.components(separatedBy: "](").dropFirst() {
                 let target = String(piece.prefix { $0 != ")" && $0 != "#" })
-                if !target.isEmpty, !target.contains("://"), !target.hasPrefix("mailto:") { cited.append(base.isEmpty ? target : base + "/" + target) }
+                if !target.isEmpty, !target.contains("://"), !target.hasPrefix("mailto:") {
+                    cited.append(base.isEmpty ? target : base + "/" + target)
+                }
             }
             for (index, piece) in text.components(separatedBy: "`").enumerated() where index % 2 == 1 {
                 let word = String(piece.prefix { !$0.isWhitespace })
                 guard repositoryDirectories.contains(where: { word.hasPrefix($0) }),
-                      !word.contains("*"), !word.contains("<"), !word.contains("…") else { continue }
+                    !word.contains("*"), !word.contains("<"), !word.contains("…")
+                else { continue }
                 cited.append(word)
             }
             for path in cited {
                 let resolved = Self.root.appendingPathComponent(path).standardizedFileURL.path
-                #expect(FileManager.default.fileExists(atPath: resolved), "\(document) cites \(path), which is not in the repository")
+                #expect(
+                    FileManager.default.fileExists(atPath: resolved), "\(document) cites \(path), which is not in the repository")
             }
         }
     }
@@ -102,28 +115,36 @@ import Testing
     @Test(arguments: ["verify", "explain", "reverify", "generate", "serve", "send", "aggregate", "schema", "report"])
     func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
         let out = MemorySink()
-        #expect(PostbackCommand.run([command, "--help"], io: CommandIO(standardOutput: out, standardError: MemorySink())) == .success)
+        #expect(
+            PostbackCommand.run([command, "--help"], io: CommandIO(standardOutput: out, standardError: MemorySink())) == .success)
         let help = out.text
         let start = try #require(help.range(of: "Exit status: "), "\(command) --help documents its exit status")
         let paragraph = help[start.upperBound...].components(separatedBy: "\n\n")[0]
         let documented = paragraph.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        #expect(Self.readme.contains("| `postback \(command)` | \(documented) |"), "README's exit status row for \(command): \(documented)")
+        #expect(
+            Self.readme.contains("| `postback \(command)` | \(documented) |"),
+            "README's exit status row for \(command): \(documented)")
     }
 
     @Test func serviceUnitHasTheHardeningAndPassesSystemdAnalyze() throws {
         let unit = try String(contentsOf: Self.root.appendingPathComponent("deploy/postback.service"), encoding: .utf8)
-        for directive in ["User=postback", "StateDirectory=postback", "ReadWritePaths=/var/lib/postback", "NoNewPrivileges=yes",
-                          "ProtectSystem=strict", "PrivateTmp=yes", "MemoryDenyWriteExecute=yes", "SystemCallFilter=@system-service",
-                          "Restart=on-failure", "--log-format json"] {
+        for directive in [
+            "User=postback", "StateDirectory=postback", "ReadWritePaths=/var/lib/postback", "NoNewPrivileges=yes",
+            "ProtectSystem=strict", "PrivateTmp=yes", "MemoryDenyWriteExecute=yes", "SystemCallFilter=@system-service",
+            "Restart=on-failure", "--log-format json",
+        ] {
             #expect(unit.contains(directive), "\(directive)")
         }
         // systemd's stop timeout covers the deployed config's shutdown grace, with time left to close.
         let config = try Data(contentsOf: Self.root.appendingPathComponent("deploy/config.json"))
-        let grace = try #require((try JSONSerialization.jsonObject(with: config) as? [String: Any])?["shutdown_grace_seconds"] as? Int)
+        let grace = try #require(
+            (try JSONSerialization.jsonObject(with: config) as? [String: Any])?["shutdown_grace_seconds"] as? Int)
         #expect(unit.contains("TimeoutStopSec=\(grace + 5)\n"), "TimeoutStopSec = shutdown grace \(grace) s + 5 s")
         #expect(!unit.contains("ExecReload"), "the receiver does not reload; no ExecReload that would kill it")
 
-        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
         let tool = try #require(analyze, "systemd-analyze not found: `scripts/setup --test` installs it (Debian package systemd)")
         // verify checks that ExecStart exists: point it at the binary just built.
         let directory = NSTemporaryDirectory() + "postback-unit-\(UUID().uuidString)"

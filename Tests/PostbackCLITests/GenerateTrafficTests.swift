@@ -1,6 +1,7 @@
 import Foundation
 import Postbacks
 import Testing
+
 @testable import PostbackCLI
 
 /// `postback generate` shaped like one advertiser's traffic (issue 14): app, schema values, networks,
@@ -15,7 +16,8 @@ import Testing
         try text.split(separator: "\n").map { line in
             var object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             if let jws = object["jws-string"] as? String {
-                var payload = String(jws.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                var payload = String(jws.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(
+                    of: "_", with: "/")
                 while payload.count % 4 != 0 { payload += "=" }
                 let decoded = try #require(Data(base64Encoded: payload))
                 let claims = try #require(try JSONSerialization.jsonObject(with: decoded) as? [String: Any])
@@ -29,7 +31,8 @@ import Testing
         let key = NSTemporaryDirectory() + "shape-\(UUID().uuidString).pem"
         let generated = command.run([
             "generate", "--key", key, "--create-key", "--count", "600", "--kinds", "4.0,aak", "--schema", Self.schema,
-            "--source-identifier", "1234", "--source-identifier", "5678", "--null-share", "0", "--windows", "0", "--reengagement-share", "0",
+            "--source-identifier", "1234", "--source-identifier", "5678", "--null-share", "0", "--windows", "0",
+            "--reengagement-share", "0",
         ])
         #expect(generated.status == .success, "\(generated.stderr.text)")
         let postbacks = try fields(generated.stdout.text)
@@ -37,7 +40,7 @@ import Testing
         var sources: [String: Int] = [:]
         for postback in postbacks {
             let app = (postback["app-id"] ?? postback["advertised-item-identifier"]) as? Int
-            #expect(app == 525463029)
+            #expect(app == 525_463_029)
             let network = (postback["ad-network-id"] ?? postback["ad-network-identifier"]) as? String
             #expect(network == "example123.skadnetwork", "the schema's source map names the network")
             let source = try #require(postback["source-identifier"] as? String)
@@ -49,7 +52,9 @@ import Testing
                 #expect(postback["conversion-value"] != nil || postback["coarse-conversion-value"] != nil, "no null values")
             }
         }
-        #expect(2 * sources["1234", default: 0] > 3 * sources["5678", default: 0], "the first source identifier is drawn most: \(sources)")
+        #expect(
+            2 * sources["1234", default: 0] > 3 * sources["5678", default: 0],
+            "the first source identifier is drawn most: \(sources)")
 
         let file = try command.temporaryFile(Array(generated.stdout.text.utf8))
         let verified = command.run(["verify", "--allow-dev", "--trust-key", key, file])
@@ -60,11 +65,15 @@ import Testing
         let key = NSTemporaryDirectory() + "shape-\(UUID().uuidString).pem"
         // A schema that maps only 7 and 42.
         let schema = NSTemporaryDirectory() + "two-values-\(UUID().uuidString).json"
-        try Data("""
+        try Data(
+            """
             {"schema_id": "two", "app_id": 4242, "effective_from": "2026-01-01", "currency": "EUR",
              "windows": {"0": {"fine": {"entries": [{"value": 7, "label": "seven"}, {"value": 42, "label": "answer"}]}}}}
-            """.utf8).write(to: URL(fileURLWithPath: schema))
-        let generated = command.run(["generate", "--key", key, "--create-key", "--count", "300", "--kinds", "3.0,4.0,aak", "--schema", schema])
+            """.utf8
+        ).write(to: URL(fileURLWithPath: schema))
+        let generated = command.run([
+            "generate", "--key", key, "--create-key", "--count", "300", "--kinds", "3.0,4.0,aak", "--schema", schema,
+        ])
         #expect(generated.status == .success, "\(generated.stderr.text)")
         let values = Set(try fields(generated.stdout.text).compactMap { $0["conversion-value"] as? Int })
         #expect(values == [7, 42])

@@ -3,12 +3,14 @@ import PostbackCrypto
 import Postbacks
 import TestSupport
 import Testing
+
 @testable import PostbackCLI
 
 /// `postback verify` and `postback explain`, run in-process with captured output, plus the built
 /// binary for stdin and exit codes.
 @Suite struct VerifyCommandTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let samples = root.appendingPathComponent("Samples")
 
     struct Run {
@@ -18,7 +20,8 @@ import Testing
     }
 
     func run(_ words: [String]) -> Run {
-        let out = MemorySink(), err = MemorySink()
+        let out = MemorySink()
+        let err = MemorySink()
         let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
         return Run(status: status, stdout: out, stderr: err)
     }
@@ -36,7 +39,9 @@ import Testing
 
     func jsonLines(_ sink: MemorySink) throws -> [[String: Any]] {
         try sink.lines.map { line in
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { throw CocoaError(.coderReadCorrupt) }
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw CocoaError(.coderReadCorrupt)
+            }
             return object
         }
     }
@@ -84,7 +89,10 @@ import Testing
         let result = run(["verify", "--json", path])
         #expect(result.status == .failure)
         let objects = try jsonLines(result.stdout)
-        #expect(objects.map { $0["source"] as? String } == (1...lines.count).map { "\(path):\($0)" } + ["\(path):\(lines.count + 1)", "\(path):\(lines.count + 3)"])
+        #expect(
+            objects.map { $0["source"] as? String } == (1...lines.count).map { "\(path):\($0)" } + [
+                "\(path):\(lines.count + 1)", "\(path):\(lines.count + 3)",
+            ])
         #expect(objects.dropLast(2).allSatisfy { $0["status"] as? String == "verified" })
         #expect(objects[lines.count]["status"] as? String == "malformed")
         #expect((objects[lines.count]["reason"] as? String)?.contains("ad-network-id is required") == true)
@@ -92,7 +100,9 @@ import Testing
     }
 
     @Test func developmentNeedsAllowDevAndIsReportedAsDevelopment() throws {
-        let file = Self.samples.appendingPathComponent("development/aak_apple-doc_developer-settings_apple-development-identifier-1.json").path
+        let file = Self.samples.appendingPathComponent(
+            "development/aak_apple-doc_developer-settings_apple-development-identifier-1.json"
+        ).path
         let refused = run(["verify", "--json", file])
         #expect(refused.status == .failure)
         #expect(try jsonLines(refused.stdout).first?["status"] as? String == "untrusted-key")
@@ -116,7 +126,10 @@ import Testing
         #expect(verified.status == .success, "\(verified.stdout.text)")
         let objects = try jsonLines(verified.stdout)
         #expect(objects.count == 30)
-        #expect(objects.allSatisfy { $0["environment"] as? String == "development" && ($0["key"] as? String)?.hasPrefix("test:") == true })
+        #expect(
+            objects.allSatisfy {
+                $0["environment"] as? String == "development" && ($0["key"] as? String)?.hasPrefix("test:") == true
+            })
         // Without the key, the same file is checked against Apple's keys and fails.
         #expect(run(["verify", postbacks]).status == .failure)
     }
@@ -185,7 +198,9 @@ import Testing
         #expect(lines.prefix(6).allSatisfy { $0.hasPrefix("verified ") && $0.contains("production") })
         // A run that takes half a second or more (a loaded machine, a debug build) also says how long.
         let summary = try #require(lines.last)
-        #expect(summary == "6 postbacks: 6 verified" || (summary.hasPrefix("6 postbacks: 6 verified in ") && summary.hasSuffix("/s)")), "\(summary)")
+        #expect(
+            summary == "6 postbacks: 6 verified"
+                || (summary.hasPrefix("6 postbacks: 6 verified in ") && summary.hasSuffix("/s)")), "\(summary)")
     }
 
     @Test func aLargeFileShowsProgressOnATerminalOnly() throws {
@@ -195,8 +210,10 @@ import Testing
         let path = try temporaryFile(Array(repeating: Array(line), count: max(1, (12 << 20) / line.count)).flatMap { $0 })
         defer { try? FileManager.default.removeItem(atPath: path) }
 
-        let terminal = MemorySink(isTerminal: true), out = MemorySink()
-        let status = PostbackCommand.run(["verify", "--jobs", "1", path], io: CommandIO(standardOutput: out, standardError: terminal))
+        let terminal = MemorySink(isTerminal: true)
+        let out = MemorySink()
+        let status = PostbackCommand.run(
+            ["verify", "--jobs", "1", path], io: CommandIO(standardOutput: out, standardError: terminal))
         #expect(status == .success)
         #expect(terminal.text.contains(" postbacks ("), "a progress line with the share of the file read")
         #expect(terminal.text.contains("%)"))
@@ -204,7 +221,8 @@ import Testing
         #expect(!out.text.contains("\r"), "progress never reaches standard output")
 
         let notTerminal = MemorySink()
-        _ = PostbackCommand.run(["verify", "--json", "--jobs", "1", path], io: CommandIO(standardOutput: MemorySink(), standardError: notTerminal))
+        _ = PostbackCommand.run(
+            ["verify", "--json", "--jobs", "1", path], io: CommandIO(standardOutput: MemorySink(), standardError: notTerminal))
         #expect(!notTerminal.text.contains("\r"), "no progress when stderr is not a terminal")
     }
 
@@ -224,7 +242,10 @@ import Testing
         let result = run(["explain", file])
         #expect(result.status == .success)
         let text = result.stdout.text
-        #expect(text.contains("4.0\\u2063com.example\\u20635239\\u2063525463029\\u20636aafb7a5-0170-41b5-bbe4-fe71dedf1e30\\u2063false\\u2063example.com\\u20631\\u2063true\\u20630"))
+        #expect(
+            text.contains(
+                "4.0\\u2063com.example\\u20635239\\u2063525463029\\u20636aafb7a5-0170-41b5-bbe4-fe71dedf1e30\\u2063false\\u2063example.com\\u20631\\u2063true\\u20630"
+            ))
         #expect(text.contains("source-domain"))
         #expect(text.contains("conversion-value             63"))
         #expect(text.contains("valid    key apple-skadnetwork-p256"))
@@ -260,7 +281,9 @@ import Testing
         #expect(text.contains("dropped      conversion-value          99: out of range 0–63"))
 
         body["source-identifier"] = "5239"
-        let genuine = run(["explain", try temporaryFile(Array(try JSONSerialization.data(withJSONObject: body)), suffix: ".json")])
+        let genuine = run([
+            "explain", try temporaryFile(Array(try JSONSerialization.data(withJSONObject: body)), suffix: ".json"),
+        ])
         #expect(genuine.status == .success)
         #expect(genuine.stdout.text.contains("verdict:    verified (production)"))
         #expect(genuine.stdout.text.contains("flags:      2"))
@@ -273,13 +296,18 @@ import Testing
         body["country-code"] = "fr"
         var unknownVersion = body
         unknownVersion["version"] = "5.0"
-        let lines = try [body, unknownVersion].map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
+        let lines = try [body, unknownVersion].map {
+            String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self)
+        }
         let result = run(["verify", "--json", try temporaryFile(Array(lines.joined(separator: "\n").utf8))])
         let objects = try jsonLines(result.stdout)
         #expect(objects.count == 2)
         #expect(objects[0]["status"] as? String == "verified")
         let flags = try #require(objects[0]["flags"] as? [[String: Any]])
-        #expect(flags.map { "\($0["field"]!) \($0["action"]!) \($0["raw"]!)" } == [#"did-win normalized "true""#, #"country-code normalized "fr""#])
+        #expect(
+            flags.map { "\($0["field"]!) \($0["action"]!) \($0["raw"]!)" } == [
+                #"did-win normalized "true""#, #"country-code normalized "fr""#,
+            ])
         #expect(objects[0]["quarantine"] == nil)
         #expect(objects[1]["status"] as? String == "unsupported-version")
         #expect(objects[1]["quarantine"] as? String == "unknown-version")
@@ -297,7 +325,9 @@ import Testing
     }
 
     @Test func explainShowsJWSParts() throws {
-        let file = Self.samples.appendingPathComponent("development/aak_apple-doc_developer-settings_apple-development-identifier-1.json").path
+        let file = Self.samples.appendingPathComponent(
+            "development/aak_apple-doc_developer-settings_apple-development-identifier-1.json"
+        ).path
         let result = run(["explain", "--allow-dev", file])
         #expect(result.status == .success)
         #expect(result.stdout.text.contains(#"{"kid":"apple-development-identifier\/1","alg":"ES256"}"#))
@@ -317,7 +347,8 @@ import Testing
         let process = Process()
         process.executableURL = Self.binary
         process.arguments = arguments
-        let input = Pipe(), output = Pipe()
+        let input = Pipe()
+        let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -352,7 +383,9 @@ import Testing
         // /dev/full fails every write with ENOSPC: the verdicts never reach the user, so exit 2.
         let process = Process()
         process.executableURL = Self.binary
-        process.arguments = ["verify", "--json", VerifyCommandTests.samples.appendingPathComponent("skan-2.2_apple-doc.json").path]
+        process.arguments = [
+            "verify", "--json", VerifyCommandTests.samples.appendingPathComponent("skan-2.2_apple-doc.json").path,
+        ]
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
         let errors = Pipe()
         process.standardError = errors

@@ -45,9 +45,18 @@ import Testing
 
     /// Valid keys on curves Apple does not use, made with `openssl ecparam -genkey`.
     static let foreignCurveKeys = [
-        ("secp256k1", "MFYwEAYHKoZIzj0CAQYFK4EEAAoDQgAEA9OlflmbPVZuJ41/5nD9mWFuMHvJHc9k3PCpG5YZluPUHE8k02ZqRppN5KAbENXoKNRzBcEJ/yBY4RJEtA33YQ=="),
-        ("brainpoolP256r1", "MFowFAYHKoZIzj0CAQYJKyQDAwIIAQEHA0IABJYJy5bmpxPN+hr1z6j0nGdKmUaFLq52UC0Dr3nxbUsZqL/Ruf33K9gFIHiZCZijTaAUCCYDwdC4Ha7/gg+qIrc="),
-        ("secp384r1", "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE+Gn9VpSH9Px1lALCh55uoS9wp4MJ/f7w8F/fvD57R2s8lSGD1zWI5ucHHgLSkNQkgcs0HK9DQti7fp7xvyn8YImHdLcf+6w321xp90fPAbQaXp9vQyVH+Bll8Gf7FAD2"),
+        (
+            "secp256k1",
+            "MFYwEAYHKoZIzj0CAQYFK4EEAAoDQgAEA9OlflmbPVZuJ41/5nD9mWFuMHvJHc9k3PCpG5YZluPUHE8k02ZqRppN5KAbENXoKNRzBcEJ/yBY4RJEtA33YQ=="
+        ),
+        (
+            "brainpoolP256r1",
+            "MFowFAYHKoZIzj0CAQYJKyQDAwIIAQEHA0IABJYJy5bmpxPN+hr1z6j0nGdKmUaFLq52UC0Dr3nxbUsZqL/Ruf33K9gFIHiZCZijTaAUCCYDwdC4Ha7/gg+qIrc="
+        ),
+        (
+            "secp384r1",
+            "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE+Gn9VpSH9Px1lALCh55uoS9wp4MJ/f7w8F/fvD57R2s8lSGD1zWI5ucHHgLSkNQkgcs0HK9DQti7fp7xvyn8YImHdLcf+6w321xp90fPAbQaXp9vQyVH+Bll8Gf7FAD2"
+        ),
     ]
 
     @Test func keysOnOtherCurvesOfTheSameSizeAreRefused() throws {
@@ -59,7 +68,11 @@ import Testing
         let p256 = try ECDSAPrivateKey(generatingOn: .p256).publicKey
         #expect(try ECDSAPublicKey(derRepresentation: p256.derRepresentation).curve == .p256)
         // P-256 spelled out as explicit parameters is still P-256: OpenSSL matches it to the named curve.
-        let explicitP256 = try #require(Data(base64Encoded: "MIIBSzCCAQMGByqGSM49AgEwgfcCAQEwLAYHKoZIzj0BAQIhAP////8AAAABAAAAAAAAAAAAAAAA////////////////MFsEIP////8AAAABAAAAAAAAAAAAAAAA///////////////8BCBaxjXYqjqT57PrvVV2mIa8ZR0GsMxTsPY7zjw+J9JgSwMVAMSdNgiG5wSTamZ44ROdJreBn36QBEEEaxfR8uEsQkf4vOblY6RA8ncDfYEt6zOg9KE5RdiYwpZP40Li/hp/m47n60p8D54WK84zV2sxXs7LtkBoN79R9QIhAP////8AAAAA//////////+85vqtpxeehPO5ysL8YyVRAgEBA0IABIxQzQjWAmQhIdUsucE4CGneCVsxDZRmFPE3VRPvJwjkaxgWSvGfIOrZGV1hNZ48bdMkHuFAZSmG0N8zCf0NxKw="))
+        let explicitP256 = try #require(
+            Data(
+                base64Encoded:
+                    "MIIBSzCCAQMGByqGSM49AgEwgfcCAQEwLAYHKoZIzj0BAQIhAP////8AAAABAAAAAAAAAAAAAAAA////////////////MFsEIP////8AAAABAAAAAAAAAAAAAAAA///////////////8BCBaxjXYqjqT57PrvVV2mIa8ZR0GsMxTsPY7zjw+J9JgSwMVAMSdNgiG5wSTamZ44ROdJreBn36QBEEEaxfR8uEsQkf4vOblY6RA8ncDfYEt6zOg9KE5RdiYwpZP40Li/hp/m47n60p8D54WK84zV2sxXs7LtkBoN79R9QIhAP////8AAAAA//////////+85vqtpxeehPO5ysL8YyVRAgEBA0IABIxQzQjWAmQhIdUsucE4CGneCVsxDZRmFPE3VRPvJwjkaxgWSvGfIOrZGV1hNZ48bdMkHuFAZSmG0N8zCf0NxKw="
+            ))
         #expect(try ECDSAPublicKey(derRepresentation: Array(explicitP256)).curve == .p256)
         let p192 = try ECDSAPrivateKey(generatingOn: .p192).publicKey
         #expect(try ECDSAPublicKey(derRepresentation: p192.derRepresentation).curve == .p192)

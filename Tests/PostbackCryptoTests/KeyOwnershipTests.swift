@@ -1,5 +1,6 @@
-@testable import PostbackCrypto
 import Testing
+
+@testable import PostbackCrypto
 
 /// An initializer that takes an OpenSSL key and then throws must not leak the key. Each step that can
 /// throw after the key was taken is made to throw here; the key must be gone afterwards (and
@@ -21,21 +22,27 @@ import Testing
 
     @Test func aPublicKeyWhoseEncodingFailsIsFreed() throws {
         let pem = try ECDSAPrivateKey(generatingOn: .p256).publicKey.pemRepresentation
-        #expect(try keyIsFreed(afterThrowing: { key in
-            _ = try ECDSAPublicKey(owning: key, curve: .p256, encode: { _ in throw InjectedFailure() })
-        }, pem: pem, isPrivate: false))
+        #expect(
+            try keyIsFreed(
+                afterThrowing: { key in
+                    _ = try ECDSAPublicKey(owning: key, curve: .p256, encode: { _ in throw InjectedFailure() })
+                }, pem: pem, isPrivate: false))
     }
 
     @Test func aPrivateKeyWhosePublicHalfFailsIsFreed() throws {
         let pem = try ECDSAPrivateKey(generatingOn: .p256).pemRepresentation
         // The public half cannot be encoded.
-        #expect(try keyIsFreed(afterThrowing: { key in
-            _ = try ECDSAPrivateKey(owning: key, encodePublicHalf: { _ in throw InjectedFailure() })
-        }, pem: pem, isPrivate: true))
+        #expect(
+            try keyIsFreed(
+                afterThrowing: { key in
+                    _ = try ECDSAPrivateKey(owning: key, encodePublicHalf: { _ in throw InjectedFailure() })
+                }, pem: pem, isPrivate: true))
         // The public half is encoded but is not a key.
-        #expect(try keyIsFreed(afterThrowing: { key in
-            _ = try ECDSAPrivateKey(owning: key, encodePublicHalf: { _ in [0x30, 0x00] })
-        }, pem: pem, isPrivate: true))
+        #expect(
+            try keyIsFreed(
+                afterThrowing: { key in
+                    _ = try ECDSAPrivateKey(owning: key, encodePublicHalf: { _ in [0x30, 0x00] })
+                }, pem: pem, isPrivate: true))
     }
 
     @Test func aPublicKeyPassedAsPrivateIsRefusedAndFreed() throws {

@@ -74,10 +74,15 @@ private func compareWithEVP(_ vectors: WycheproofFile, curve: Curve) throws {
         }
         let batch = ECDSABatch.areValidSignatures(checks)
         let shared = ECDSABatch.withSharedInversion(of: checks.map(\.derSignature)) {
-            checks.map { check in check.derSignature.withUnsafeBytes { key.isValidSignature(derSignature: $0, digest: check.digest) } }
+            checks.map { check in
+                check.derSignature.withUnsafeBytes { key.isValidSignature(derSignature: $0, digest: check.digest) }
+            }
         }
-        for (index, test) in group.tests.enumerated() where batch[index] != evpVerdicts[index] || shared[index] != evpVerdicts[index] {
-            Issue.record("tcId \(test.tcId) (\(test.comment)): batch \(batch[index]), shared inversion \(shared[index]), EVP \(evpVerdicts[index])")
+        for (index, test) in group.tests.enumerated()
+        where batch[index] != evpVerdicts[index] || shared[index] != evpVerdicts[index] {
+            Issue.record(
+                "tcId \(test.tcId) (\(test.comment)): batch \(batch[index]), shared inversion \(shared[index]), EVP \(evpVerdicts[index])"
+            )
         }
         #expect(batch.count == group.tests.count)
     }
@@ -117,6 +122,7 @@ func hex(_ text: String) throws -> [UInt8] {
 
 enum Fixtures {
     /// The repository root, found from this file's path so tests run from any working directory.
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let vectors = root.appendingPathComponent("Tests/Vectors")
 }

@@ -1,10 +1,11 @@
 import Foundation
 import PostbackClient
-@testable import PostbackCLI
 import PostbackServer
 import PostbackStore
 import TestSupport
 import Testing
+
+@testable import PostbackCLI
 
 /// `postback serve` and `postback send` as commands: flags, config file, logs, exit codes.
 @Suite struct CommandTests {
@@ -17,7 +18,9 @@ import Testing
     @Test func serveRunsWithAConfigFileAndFlagsOverrideIt() throws {
         let directory = TestServer.temporaryDirectory()
         let keyPath = writeFile("test-key.pem", in: directory, TestPostbacks.key.pemRepresentation)
-        let config = writeFile("config.json", in: directory, """
+        let config = writeFile(
+            "config.json", in: directory,
+            """
             {"listen": "127.0.0.1:1", "data_dir": "\(directory)/from-config", "writer_id": "cfg",
              "allow_development": true, "trust_keys": ["test-key.pem"], "ad_network_path": "/pb"}
             """)
@@ -62,8 +65,10 @@ import Testing
         let server = try TestServer(dataDirectory: directory, writerID: "dup")
         defer { server.stop() }
         let errors = MemorySink()
-        let status = ServeCommand.run(["--listen", "127.0.0.1:0", "--data", directory, "--writer-id", "dup"],
-                                      io: CommandIO(standardOutput: MemorySink(), standardError: errors)) { _ in "unused" }
+        let status = ServeCommand.run(
+            ["--listen", "127.0.0.1:0", "--data", directory, "--writer-id", "dup"],
+            io: CommandIO(standardOutput: MemorySink(), standardError: errors)
+        ) { _ in "unused" }
         #expect(status == .usageOrIOError)
         #expect(errors.text.contains("another receiver"))
     }
@@ -76,7 +81,8 @@ import Testing
         let goodPath = writeFile("good.jsonl", in: directory, good + "\n")
         let output = MemorySink()
         let io = CommandIO(standardOutput: output, standardError: MemorySink())
-        #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, "--concurrency", "4", goodPath], io: io) == .success)
+        #expect(
+            PostbackCommand.run(["send", "--url", server.skadnetworkURL, "--concurrency", "4", goodPath], io: io) == .success)
         #expect(output.text.contains("30 postbacks to \(server.skadnetworkURL): 30 answered, 0 without an answer"))
         #expect(output.text.contains("HTTP 200: 30"))
         #expect(output.text.contains("latency p50"))
@@ -84,17 +90,23 @@ import Testing
 
         let badPath = writeFile("bad.json", in: directory, #"{"version":"4.0"}"#)
         let mixed = MemorySink()
-        #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, goodPath, badPath],
-                                    io: CommandIO(standardOutput: mixed, standardError: MemorySink())) == .failure)
+        #expect(
+            PostbackCommand.run(
+                ["send", "--url", server.skadnetworkURL, goodPath, badPath],
+                io: CommandIO(standardOutput: mixed, standardError: MemorySink())) == .failure)
         #expect(mixed.text.contains("HTTP 400: 1\n    1  "), "the reason under its status: \(mixed.text)")
         #expect(mixed.text.contains("HTTP 200: 30"), "the repeats are duplicates, answered 200")
 
         let refused = MemorySink()
-        #expect(PostbackCommand.run(["send", "--url", "http://127.0.0.1:1/", goodPath],
-                                    io: CommandIO(standardOutput: refused, standardError: MemorySink())) == .failure)
+        #expect(
+            PostbackCommand.run(
+                ["send", "--url", "http://127.0.0.1:1/", goodPath],
+                io: CommandIO(standardOutput: refused, standardError: MemorySink())) == .failure)
         #expect(refused.text.contains("0 answered, 30 without an answer"))
         #expect(refused.text.contains("no answer: 30"))
-        #expect(refused.text.contains("30  Failed to connect to 127.0.0.1 port 1"), "one group, without the varying timing: \(refused.text)")
+        #expect(
+            refused.text.contains("30  Failed to connect to 127.0.0.1 port 1"),
+            "one group, without the varying timing: \(refused.text)")
         #expect(PostbackCommand.run(["send", goodPath], io: io) == .usageOrIOError)
         #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, "/nonexistent"], io: io) == .usageOrIOError)
     }
@@ -126,8 +138,10 @@ import Testing
         try Data(TestPostbacks.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", "\(directory)/data", "--writer-id", "sig",
-                             "--allow-dev", "--trust-key", keyPath]
+        process.arguments = [
+            "serve", "--listen", "127.0.0.1:0", "--data", "\(directory)/data", "--writer-id", "sig",
+            "--allow-dev", "--trust-key", keyPath,
+        ]
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
@@ -143,8 +157,9 @@ import Testing
             log += String(decoding: chunk, as: UTF8.self)
         }
         let address = try #require(log.firstMatch(of: /"address":"(127\.0\.0\.1:\d+)"/)?.output.1, "\(log)")
-        let response = try HTTPClient().post("http://\(address)/.well-known/skadnetwork/report-attribution/",
-                                             body: TestPostbacks.body(0, seed: 47))
+        let response = try HTTPClient().post(
+            "http://\(address)/.well-known/skadnetwork/report-attribution/",
+            body: TestPostbacks.body(0, seed: 47))
         #expect(response.status == 200)
 
         kill(process.processIdentifier, signal)

@@ -8,7 +8,8 @@ import Testing
     }
 
     @Test func everyKeyIsRead() throws {
-        let configuration = try parse("""
+        let configuration = try parse(
+            """
             {"listen": "0.0.0.0:9000", "data_dir": "/var/lib/postback", "writer_id": "rx-7",
              "ad_network_path": "/network/postbacks/", "ad_network_ids": ["a.skadnetwork", "b.adattributionkit"],
              "allow_development": true, "trust_keys": ["keys/test.pem", "/abs/other.pem"], "body_limit_bytes": 1000,

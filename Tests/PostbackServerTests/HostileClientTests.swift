@@ -1,14 +1,15 @@
-@testable import Basics
 import Foundation
 import PostbackClient
-@testable import PostbackServer
 import PostbackStore
 import Postbacks
 import TestSupport
 import Testing
 
+@testable import Basics
+@testable import PostbackServer
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue 13: what a hostile client could reach (the metrics page, the disk, the queue). Each test
@@ -16,11 +17,12 @@ import Glibc
 @Suite struct HostileClientTests {
     // MARK: 1. /metrics
 
-    static let hostileVersions = [
-        "x\"} 1\npostback_injected_by_attacker 42\n# {y=\"",
-        "x\"} 1\npostback_storage_healthy{spool=\"postbacks\"} 1\n# {y=\"",
-        "4.0\n", "back\\slash", "",
-    ] + (0..<50).map { "v\($0)" }
+    static let hostileVersions =
+        [
+            "x\"} 1\npostback_injected_by_attacker 42\n# {y=\"",
+            "x\"} 1\npostback_storage_healthy{spool=\"postbacks\"} 1\n# {y=\"",
+            "4.0\n", "back\\slash", "",
+        ] + (0..<50).map { "v\($0)" }
 
     @Test func hostileVersionsNeitherForgeSeriesNorBreakTheMetricsPage() throws {
         let server = try TestServer()
@@ -36,7 +38,9 @@ import Glibc
         let page = try server.get("/metrics").text
         let parsed = try PrometheusParser.parse(page)
         #expect(!parsed.families.contains("postback_injected_by_attacker"))
-        #expect(parsed.samples.filter { $0.name == "postback_storage_healthy" }.count == StoreLayout.Spool.allCases.count, "one per spool, none forged")
+        #expect(
+            parsed.samples.filter { $0.name == "postback_storage_healthy" }.count == StoreLayout.Spool.allCases.count,
+            "one per spool, none forged")
         let versions = Set(parsed.samples.filter { $0.name == "postback_verdicts_total" }.compactMap { $0.labels["version"] })
         #expect(versions.isSubset(of: MetricLabels.versions.values.union([MetricLabels.other])), "\(versions)")
         #expect(versions.contains(MetricLabels.other))
@@ -53,12 +57,18 @@ import Glibc
     // MARK: 2. The rejected store
 
     @Test func rejectedRecordsStayWithinTheDailyBudgetAndLargeBodiesKeepAPrefix() throws {
-        let server = try TestServer { $0.rejectedBytesPerDay = 64 << 10; $0.rejectedBodyKeepBytes = 256 }
+        let server = try TestServer {
+            $0.rejectedBytesPerDay = 64 << 10
+            $0.rejectedBodyKeepBytes = 256
+        }
         defer { server.stop() }
         let large = Array("{\"version\":\"4.0\",\"pad\":\"\(String(repeating: "a", count: 2000))\"}".utf8)
         #expect(try server.post(large).status == 400)
         for index in 0..<200 {
-            #expect(try server.post(Array("{\"version\":\"4.0\",\"n\":\(index),\"pad\":\"\(String(repeating: "b", count: 600))\"}".utf8)).status == 400)
+            #expect(
+                try server.post(
+                    Array("{\"version\":\"4.0\",\"n\":\(index),\"pad\":\"\(String(repeating: "b", count: 600))\"}".utf8)
+                ).status == 400)
         }
         #expect(try server.post(TestPostbacks.body(0, seed: 1301)).status == 200)
         let records = try server.records(.rejected)
@@ -66,7 +76,9 @@ import Glibc
         #expect(first.bodyReduction?.kept == .prefix && first.body == Array(large.prefix(256)))
         #expect(first.bodyReduction?.byteCount == large.count)
         #expect(records.contains { $0.bodyReduction?.kept == SpoolRecord.BodyReduction.Kept.none && $0.body.isEmpty })
-        let bytes = try server.segments(.rejected).reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0) }
+        let bytes = try server.segments(.rejected).reduce(0) {
+            $0 + ((try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0)
+        }
         #expect(bytes <= 64 << 10)
         #expect(try server.metric(#"postback_rejected_not_stored_total{reason="daily-budget"}"#) ?? 0 > 0)
         #expect(try server.records(.postbacks).count == 1)
@@ -91,8 +103,9 @@ import Glibc
         func reject(from client: String, _ index: Int) -> String {
             let body = "{\"version\":\"4.0\",\"n\":\(index),\"pad\":\"\(String(repeating: "z", count: 800))\"}"
             guard let connection = try? RawConnection(port: server.server.port) else { return "" }
-            connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                            + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            connection.send(
+                "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                    + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
             return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
         }
         for index in 0..<30 { #expect(reject(from: "203.0.113.1", index).hasPrefix("HTTP/1.1 400")) }
@@ -102,7 +115,9 @@ import Glibc
         #expect(flooder.count == 30)
         let whole = flooder.filter { $0.bodyReduction == nil }.count
         #expect(whole > 0 && whole < 10, "whole bodies up to the client's share (8 KiB), then hash and size: \(whole)")
-        #expect(records.filter { $0.client == "203.0.113.2" }.map { $0.bodyReduction == nil } == [true], "another client's rejection is kept whole")
+        #expect(
+            records.filter { $0.client == "203.0.113.2" }.map { $0.bodyReduction == nil } == [true],
+            "another client's rejection is kept whole")
     }
 
     /// Behind a trusted proxy, `per_ip_connection_limit` counts requests in progress per forwarded
@@ -116,15 +131,17 @@ import Glibc
         defer { server.stop() }
         func post(from client: String, _ body: [UInt8]) throws -> String {
             let connection = try RawConnection(port: server.server.port)
-            connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                            + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.count)\r\n\r\n")
+            connection.send(
+                "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                    + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.count)\r\n\r\n")
             connection.send(body)
             return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
         }
         // Client A's first request is in progress: headers sent, body not yet.
         let slow = try RawConnection(port: server.server.port)
-        slow.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.7\r\n"
-                  + "Content-Length: 400\r\n\r\n{\"version\"")
+        slow.send(
+            "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.7\r\n"
+                + "Content-Length: 400\r\n\r\n{\"version\"")
         usleep(200_000)
         let refused = try post(from: "203.0.113.7", TestPostbacks.body(0, seed: 1501))
         #expect(refused.hasPrefix("HTTP/1.1 429"), "\(refused.prefix(200))")
@@ -174,7 +191,9 @@ import Glibc
     // MARK: 5. Framing rules
 
     @Test func framingViolations() {
-        func check(_ headers: [(String, String)]) -> Int? { HTTPFraming.violation(in: headers.map { (name: $0.0, value: $0.1) })?.status }
+        func check(_ headers: [(String, String)]) -> Int? {
+            HTTPFraming.violation(in: headers.map { (name: $0.0, value: $0.1) })?.status
+        }
         #expect(check([("Content-Length", "5")]) == nil)
         #expect(check([("Content-Length", "5"), ("content-length", "5")]) == nil)
         #expect(check([("Content-Length", "5, 5")]) == nil)
@@ -192,12 +211,24 @@ import Glibc
 
     @Test func clientAddressComesFromTrustedProxiesOnly() throws {
         let trusted = [try #require(CIDR("10.0.0.0/8")), try #require(CIDR("127.0.0.1"))]
-        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "198.51.100.9, 203.0.113.7", forwarded: nil, trusted: trusted) == "203.0.113.7")
-        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "203.0.113.7, 10.1.2.3", forwarded: nil, trusted: trusted) == "203.0.113.7")
-        #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: "203.0.113.7", forwarded: nil, trusted: trusted) == "192.0.2.1")
-        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "not-an-ip", forwarded: nil, trusted: trusted) == "127.0.0.1")
-        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: nil, forwarded: #"for="[2001:db8::1]:4711";proto=https"#, trusted: trusted) == "2001:db8::1")
-        #expect(ClientAddress.resolve(peer: "::ffff:10.0.0.5", forwardedFor: "203.0.113.7", forwarded: nil, trusted: trusted) == "203.0.113.7")
+        #expect(
+            ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "198.51.100.9, 203.0.113.7", forwarded: nil, trusted: trusted)
+                == "203.0.113.7")
+        #expect(
+            ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "203.0.113.7, 10.1.2.3", forwarded: nil, trusted: trusted)
+                == "203.0.113.7")
+        #expect(
+            ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: "203.0.113.7", forwarded: nil, trusted: trusted) == "192.0.2.1"
+        )
+        #expect(
+            ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "not-an-ip", forwarded: nil, trusted: trusted) == "127.0.0.1")
+        #expect(
+            ClientAddress.resolve(
+                peer: "127.0.0.1", forwardedFor: nil, forwarded: #"for="[2001:db8::1]:4711";proto=https"#, trusted: trusted)
+                == "2001:db8::1")
+        #expect(
+            ClientAddress.resolve(peer: "::ffff:10.0.0.5", forwardedFor: "203.0.113.7", forwarded: nil, trusted: trusted)
+                == "203.0.113.7")
         #expect(CIDR("10.0.0.0/33") == nil && CIDR("fd00::/8") != nil && CIDR("nope") == nil)
     }
 
@@ -231,7 +262,8 @@ import Glibc
         storage.holdNextSyncs(true)
         do {
             let connection = try RawConnection(port: server.server.port)
-            connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n")
+            connection.send(
+                "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n")
             connection.send(body)
             // The postback is inside its group commit's sync when the client goes away (with a reset).
             #expect(storage.syncEntered.wait(timeout: .now() + 10) == .success)
@@ -256,13 +288,18 @@ import Glibc
 /// The official Prometheus text parser (`prometheus_client.parser`, Python), from the venv that
 /// scripts/setup makes at `.build/venv`: a page it cannot parse fails the test.
 enum PrometheusParser {
-    struct Sample { let name: String; let labels: [String: String] }
+    struct Sample {
+        let name: String
+        let labels: [String: String]
+    }
 
     static func parse(_ page: String) throws -> (families: Set<String>, samples: [Sample]) {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let python = root.appendingPathComponent(".build/venv/bin/python3").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw ParserMissing(description: "\(python) is missing: run scripts/setup (it makes the venv from scripts/requirements-test.txt)")
+            throw ParserMissing(
+                description: "\(python) is missing: run scripts/setup (it makes the venv from scripts/requirements-test.txt)")
         }
         let script = """
             import json, sys
@@ -276,7 +313,9 @@ enum PrometheusParser {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-c", script]
-        let input = Pipe(), output = Pipe(), errors = Pipe()
+        let input = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
@@ -286,7 +325,9 @@ enum PrometheusParser {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ParserMissing(description: "the Prometheus parser rejected /metrics: \(problem)") }
+        guard process.terminationStatus == 0 else {
+            throw ParserMissing(description: "the Prometheus parser rejected /metrics: \(problem)")
+        }
         let decoded = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
         let samples = decoded.map { Sample(name: $0["name"] as? String ?? "", labels: $0["labels"] as? [String: String] ?? [:]) }
         return (Set(decoded.compactMap { $0["family"] as? String }), samples)

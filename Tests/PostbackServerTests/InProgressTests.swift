@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
-@testable import PostbackServer
 import Testing
+
+@testable import PostbackServer
 
 /// The count shutdown sleeps on instead of polling.
 @Suite struct InProgressTests {

@@ -1,9 +1,9 @@
-@testable import Basics
 import Foundation
 import Postbacks
 import TestSupport
 import Testing
 
+@testable import Basics
 @testable import PostbackServer
 
 /// `/metrics` has what every Prometheus dashboard expects: build info, the standard process set,
@@ -15,8 +15,10 @@ import Testing
         let before = Date().timeIntervalSince1970
         #expect(try server.metric(#"postback_build_info{version="\#(BuildInfo.version)"}"#) == 1)
         let text = try server.get("/metrics").text
-        for family in ["process_cpu_seconds_total counter", "process_resident_memory_bytes gauge", "process_virtual_memory_bytes gauge",
-                       "process_open_fds gauge", "process_max_fds gauge", "process_start_time_seconds gauge"] {
+        for family in [
+            "process_cpu_seconds_total counter", "process_resident_memory_bytes gauge", "process_virtual_memory_bytes gauge",
+            "process_open_fds gauge", "process_max_fds gauge", "process_start_time_seconds gauge",
+        ] {
             #expect(text.contains("# TYPE \(family)\n"), "\(family)")
         }
         let resident = try #require(try server.metric("process_resident_memory_bytes"))
@@ -36,10 +38,16 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         // Signed with a trusted test key: verified, and always development.
-        #expect(try server.post(TestPostbacks.skan4(transactionID: UUID().uuidString.lowercased(), conversionValue: 3)).status == 200)
+        #expect(
+            try server.post(TestPostbacks.skan4(transactionID: UUID().uuidString.lowercased(), conversionValue: 3)).status == 200)
         #expect(try server.post(Array("not json".utf8)).status == 400)
-        #expect(try server.metric(#"postback_verdicts_total{protocol="skadnetwork",version="4.0",status="verified",environment="development"}"#) == 1)
-        #expect(try server.metric(#"postback_verdicts_total{protocol="unknown",version="unknown",status="malformed",environment="none"}"#) == 1)
+        #expect(
+            try server.metric(
+                #"postback_verdicts_total{protocol="skadnetwork",version="4.0",status="verified",environment="development"}"#)
+                == 1)
+        #expect(
+            try server.metric(
+                #"postback_verdicts_total{protocol="unknown",version="unknown",status="malformed",environment="none"}"#) == 1)
     }
 
     @Test func statFieldsAreReadAfterACommandNameWithSpacesAndParentheses() throws {

@@ -43,7 +43,10 @@ import Testing
     }
 
     @Test func unknownKeyIDIsQuarantinedButADevelopmentKeyNotAllowedIsRefused() throws {
-        let server = try TestServer { $0.allowsDevelopment = false; $0.testKeys = [] }
+        let server = try TestServer {
+            $0.allowsDevelopment = false
+            $0.testKeys = []
+        }
         defer { server.stop() }
         var postback = AdAttributionKitTestPostback(postbackIdentifier: "q-unknown-kid-1")
         postback.keyID = "apple-cas-identifier/1"
@@ -67,7 +70,8 @@ import Testing
         #expect(reply.text.contains(#""quarantine":"unrecognized-signed-value""#))
         let record = try #require(try server.records(.unverifiable).first)
         #expect(record.status == .verified)
-        #expect(record.flags.map(\.summary) == [#"conversion-type "install" unrecognized (unknown conversion type; kept as signed)"#])
+        #expect(
+            record.flags.map(\.summary) == [#"conversion-type "install" unrecognized (unknown conversion type; kept as signed)"#])
         #expect(record.attribution == nil, "an unknown value is never folded into a known one")
         #expect(try server.records(.postbacks).isEmpty)
     }
@@ -83,7 +87,10 @@ import Testing
         #expect(reply.text.contains(#""status":"stored""#))
         let record = try #require(try server.records(.postbacks).first)
         #expect(record.format == SpoolRecord.currentFormat)
-        #expect(record.flags.map { "\($0.field.rawValue) \($0.action.rawValue)" } == ["coarse-conversion-value normalized", "country-code dropped"])
+        #expect(
+            record.flags.map { "\($0.field.rawValue) \($0.action.rawValue)" } == [
+                "coarse-conversion-value normalized", "country-code dropped",
+            ])
         #expect(record.attribution?.coarseValue == .high)
         #expect(record.attribution?.countryCode == nil)
         let metrics = try server.get("/metrics").text
@@ -112,10 +119,14 @@ import Testing
         #expect(statuses[503, default: 0] > 0, "the rest are turned away, not stored: \(statuses)")
         #expect(statuses[200, default: 0] + statuses[503, default: 0] == 120)
         #expect(retryAfter)
-        let bytes = try server.segments(.unverifiable).reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0) }
+        let bytes = try server.segments(.unverifiable).reduce(0) {
+            $0 + ((try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0)
+        }
         #expect(bytes <= 16 << 10, "\(bytes) bytes quarantined")
         #expect(try server.records(.unverifiable).count == statuses[200, default: 0], "every 200 is on disk")
-        #expect(try server.metric(#"postback_quarantine_not_stored_total{reason="daily-budget"}"#) == Double(statuses[503, default: 0]))
+        #expect(
+            try server.metric(#"postback_quarantine_not_stored_total{reason="daily-budget"}"#)
+                == Double(statuses[503, default: 0]))
         // Verified postbacks are not affected.
         #expect(try server.post(TestPostbacks.body(0, seed: 1401)).status == 200)
         #expect(try server.records(.postbacks).count == 1)

@@ -69,7 +69,10 @@ import Testing
     }
 
     @Test func atTheLimitWithEveryConnectionBusyANewOneIsRefusedAtOnce() throws {
-        let server = try TestServer { $0.connectionLimit = 4; $0.headerTimeoutSeconds = 30 }
+        let server = try TestServer {
+            $0.connectionLimit = 4
+            $0.headerTimeoutSeconds = 30
+        }
         defer { server.stop() }
         // Four connections in the middle of their headers: busy, not silent.
         var busy = try (0..<4).map { _ in try RawConnection(port: server.server.port) }
@@ -87,7 +90,10 @@ import Testing
     }
 
     @Test func aConnectionThatSendsNothingIsClosedAfterTheHeaderTimeoutNotTheIdleTimeout() throws {
-        let server = try TestServer { $0.headerTimeoutSeconds = 0.5; $0.idleTimeoutSeconds = 30 }
+        let server = try TestServer {
+            $0.headerTimeoutSeconds = 0.5
+            $0.idleTimeoutSeconds = 30
+        }
         defer { server.stop() }
         let silent = try RawConnection(port: server.server.port)
         let start = Date()
@@ -109,8 +115,9 @@ import Testing
         defer { server.stop() }
         let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
         let start = Date()
-        connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\n" + headers
-                        + "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        connection.send(
+            "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\n" + headers
+                + "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
         let result = connection.readUntilClosed()
         let text = String(decoding: result.bytes, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 \(status)"))
@@ -123,8 +130,9 @@ import Testing
         let server = try TestServer { $0.bodyLimitBytes = 1024 }
         defer { server.stop() }
         let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
-        connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n"
-                        + String(repeating: "a", count: 0x800) + "\r\n0\r\n\r\nGET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        connection.send(
+            "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n"
+                + String(repeating: "a", count: 0x800) + "\r\n0\r\n\r\nGET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
         let result = connection.readUntilClosed()
         let text = String(decoding: result.bytes, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 413"))

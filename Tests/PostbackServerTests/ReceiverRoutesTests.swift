@@ -102,7 +102,10 @@ import Testing
         let response = try server.post(body, to: server.appAttributionURL)
         #expect(response.status == 400)
         #expect(response.contentType == "application/problem+json")
-        guard case .object(let problem) = try StrictJSONParser.parse(response.body) else { Issue.record("not an object"); return }
+        guard case .object(let problem) = try StrictJSONParser.parse(response.body) else {
+            Issue.record("not an object")
+            return
+        }
         #expect(problem["type"] == .string("urn:postback:problem:malformed"))
         #expect(problem["status"].flatMap { if case .number(let n) = $0 { return n.text } else { return nil } } == "400")
         #expect(problem["title"] != nil)
@@ -120,8 +123,10 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         // Change a signed field: the signature no longer covers the message.
-        let good = String(decoding: TestPostbacks.skan4(transactionID: UUID().uuidString.lowercased(), conversionValue: 1), as: UTF8.self)
-        let forged = Array(good.replacingOccurrences(of: #""source-identifier":"1234""#, with: #""source-identifier":"1235""#).utf8)
+        let good = String(
+            decoding: TestPostbacks.skan4(transactionID: UUID().uuidString.lowercased(), conversionValue: 1), as: UTF8.self)
+        let forged = Array(
+            good.replacingOccurrences(of: #""source-identifier":"1234""#, with: #""source-identifier":"1235""#).utf8)
         let response = try server.post(forged)
         #expect(response.status == 400)
         #expect(response.text.contains("urn:postback:problem:invalid-signature"))
@@ -129,11 +134,17 @@ import Testing
         #expect(rejected.map(\.status) == [.invalidSignature])
         #expect(rejected.first?.reason?.contains("does not verify") == true)
         #expect(try server.records(.postbacks).isEmpty)
-        #expect(try server.metric(#"postback_verdicts_total{protocol="skadnetwork",version="4.0",status="invalid-signature",environment="production"}"#) == 1)
+        #expect(
+            try server.metric(
+                #"postback_verdicts_total{protocol="skadnetwork",version="4.0",status="invalid-signature",environment="production"}"#
+            ) == 1)
     }
 
     @Test func developmentPostbacksAreRejectedWhereNotAllowed() throws {
-        let server = try TestServer { $0.allowsDevelopment = false; $0.testKeys = [] }
+        let server = try TestServer {
+            $0.allowsDevelopment = false
+            $0.testKeys = []
+        }
         defer { server.stop() }
         let response = try server.post(TestPostbacks.body(0, seed: 15))
         #expect(response.status == 400, "a test key is not trusted in production")
@@ -145,7 +156,10 @@ import Testing
         // Apple's own AdAttributionKit example, signed with apple-development-identifier/1.
         let body = try ReplayTests.apple("aak_apple-doc_developer-settings_apple-development-identifier-1.json")
 
-        let production = try TestServer { $0.allowsDevelopment = false; $0.testKeys = [] }
+        let production = try TestServer {
+            $0.allowsDevelopment = false
+            $0.testKeys = []
+        }
         let refused = try production.post(body, to: production.appAttributionURL)
         production.stop()
         #expect(refused.status == 400)
@@ -167,8 +181,10 @@ import Testing
     @Test func otherAdNetworksAreRejectedWithAReason() throws {
         let server = try TestServer { $0.acceptedAdNetworkIDs = ["ours.skadnetwork"] }
         defer { server.stop() }
-        let ours = TestPostbacks.skan4(transactionID: UUID().uuidString.lowercased(), conversionValue: 1, adNetworkID: "ours.skadnetwork")
-        let theirs = TestPostbacks.skan4(transactionID: UUID().uuidString.lowercased(), conversionValue: 1, adNetworkID: "theirs.skadnetwork")
+        let ours = TestPostbacks.skan4(
+            transactionID: UUID().uuidString.lowercased(), conversionValue: 1, adNetworkID: "ours.skadnetwork")
+        let theirs = TestPostbacks.skan4(
+            transactionID: UUID().uuidString.lowercased(), conversionValue: 1, adNetworkID: "theirs.skadnetwork")
         #expect(try server.post(ours).status == 200)
         let response = try server.post(theirs)
         #expect(response.status == 400)
@@ -195,7 +211,9 @@ import Testing
         defer { server.stop() }
         let connection = try RawConnection(port: server.server.port)
         let chunk = String(repeating: "a", count: 600)
-        connection.send("POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        connection.send(
+            "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        )
         connection.send("258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n")
         let reply = String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
         #expect(reply.hasPrefix("HTTP/1.1 413"), "\(reply.prefix(80))")
@@ -232,9 +250,11 @@ import Testing
         #expect(metrics.status == 200)
         #expect(metrics.contentType?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = metrics.text
-        for name in ["postback_http_requests_total", "postback_verdicts_total", "postback_duplicates_total",
-                     "postback_fsync_duration_seconds_bucket", "postback_spool_bytes_total", "postback_storage_healthy",
-                     "postback_dedup_keys", "postback_ready"] {
+        for name in [
+            "postback_http_requests_total", "postback_verdicts_total", "postback_duplicates_total",
+            "postback_fsync_duration_seconds_bucket", "postback_spool_bytes_total", "postback_storage_healthy",
+            "postback_dedup_keys", "postback_ready",
+        ] {
             #expect(text.contains("# TYPE \(name.replacingOccurrences(of: "_bucket", with: ""))"), "\(name)")
         }
         #expect(try server.metric(#"postback_http_requests_total{route="skadnetwork-developer-copy",code="200"}"#) == 1)
@@ -257,7 +277,10 @@ import Testing
             }
             if line.hasPrefix("#") { continue }
             let name = String(line.prefix { $0 != "{" && $0 != " " })
-            guard let family = currentFamily else { Issue.record("sample before any TYPE: \(line)"); continue }
+            guard let family = currentFamily else {
+                Issue.record("sample before any TYPE: \(line)")
+                continue
+            }
             let allowed = family.type == "histogram" ? ["_bucket", "_sum", "_count"].map { family.name + $0 } : [family.name]
             #expect(allowed.contains(name), "sample \(name) sits under family \(family.name)")
             #expect(Double(line.split(separator: " ").last ?? "") != nil, "\(line)")

@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Durability: restarts, torn tails, storage failures, the writer lock, graceful shutdown.
@@ -60,8 +60,10 @@ import Glibc
             server.stop()
         }
         // A crash between write and sync leaves half a record (never acknowledged).
-        let line = SpoolRecord(receivedAt: .now(), writer: "test", route: "skadnetwork-developer-copy",
-                               result: PostbackVerifier().verify(body: torn), body: torn).encoded()
+        let line = SpoolRecord(
+            receivedAt: .now(), writer: "test", route: "skadnetwork-developer-copy",
+            result: PostbackVerifier().verify(body: torn), body: torn
+        ).encoded()
         let handle = try #require(FileHandle(forWritingAtPath: segmentPath))
         handle.seekToEndOfFile()
         handle.write(Data(line.prefix(line.count / 2)))
@@ -76,8 +78,9 @@ import Glibc
         let retry = try server.post(torn)
         #expect(retry.status == 200)
         #expect(retry.text.contains("stored"))
-        #expect(try FileManager.default.attributesOfItem(atPath: segmentPath)[.size] as? Int == sizeAfterCrash,
-                "the old segment is left as it was")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: segmentPath)[.size] as? Int == sizeAfterCrash,
+            "the old segment is left as it was")
         #expect(try server.records(.postbacks).map(\.body) == [stored, torn])
     }
 

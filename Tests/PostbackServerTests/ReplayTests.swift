@@ -12,7 +12,8 @@ import Testing
 /// through the real server: stored once, with whichever copy arrived first, in the spool and in
 /// the aggregate; also after a restart and from many connections at once.
 @Suite struct ReplayTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     static func apple(_ name: String) throws -> [UInt8] {
         Array(try Data(contentsOf: root.appendingPathComponent("Tests/Vectors/apple/\(name)")))
@@ -29,16 +30,22 @@ import Testing
     static func campaignDaily(_ data: String) throws -> [[String: String]] {
         let day = UTCTimestamp.now().day
         let text = try String(contentsOfFile: "\(data)/agg/campaign_daily/dt=\(day)/part-00000.csv", encoding: .utf8)
-        let lines = text.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let lines = text.split(separator: "\n").map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
         guard let header = lines.first else { return [] }
         return lines.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
     }
 
     static func aggregate(_ data: String) -> PostbackCLI.ExitStatus {
-        let out = MemorySink(), err = MemorySink()
-        return PostbackCommand.run(["aggregate", "--data", data, "--schemas", root.appendingPathComponent("Samples/schemas").path,
-                                    "--date", UTCTimestamp.now().day.description, "--allow-open-day"],  // today, still being received
-                                   io: CommandIO(standardOutput: out, standardError: err))
+        let out = MemorySink()
+        let err = MemorySink()
+        return PostbackCommand.run(
+            [
+                "aggregate", "--data", data, "--schemas", root.appendingPathComponent("Samples/schemas").path,
+                "--date", UTCTimestamp.now().day.description, "--allow-open-day",
+            ],  // today, still being received
+            io: CommandIO(standardOutput: out, standardError: err))
     }
 
     @Test func genuineSKAdNetworkPostbackReplayedWithOtherValuesIsStoredOnceWithTheFirst() throws {
@@ -60,7 +67,8 @@ import Testing
             #expect(answer.status == 200 && answer.text.contains(#""status":"duplicate""#), "\(answer.text)")
         }
         // Many devices (or an attacker) at once, every variant.
-        let statuses = postConcurrently(Array(repeating: replays, count: 6).flatMap { $0 }, to: server.skadnetworkURL, workers: 12)
+        let statuses = postConcurrently(
+            Array(repeating: replays, count: 6).flatMap { $0 }, to: server.skadnetworkURL, workers: 12)
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
         server.stop()
 
@@ -123,7 +131,9 @@ import Testing
         #expect(records.first?.attribution?.interaction == .click)
         #expect(Self.aggregate(server.dataDirectory) == .success)
         let rows = try Self.campaignDaily(server.dataDirectory)
-        #expect(rows.count == 1 && rows.first?["fine_cv"] == "24" && rows.first?["development_postbacks"] == "1"
-                && rows.first?["country_code"] == "US" && rows.first?["postbacks"] == "0", "development: never a headline postback; \(rows)")
+        #expect(
+            rows.count == 1 && rows.first?["fine_cv"] == "24" && rows.first?["development_postbacks"] == "1"
+                && rows.first?["country_code"] == "US" && rows.first?["postbacks"] == "0",
+            "development: never a headline postback; \(rows)")
     }
 }

@@ -21,8 +21,9 @@ import Testing
         return try! TestPostbacks.signer.sign(postback)
     }
 
-    static let standInVerifier = PostbackVerifier(policy: VerificationPolicy(
-        allowsDevelopment: true, standInKeyIDs: ["apple-cas-identifier/1": TestPostbacks.trusted]))
+    static let standInVerifier = PostbackVerifier(
+        policy: VerificationPolicy(
+            allowsDevelopment: true, standInKeyIDs: ["apple-cas-identifier/1": TestPostbacks.trusted]))
 
     @Test func quarantinedPostbacksAreMovedOnceAndCountedOnce() throws {
         let server = try TestServer()
@@ -43,7 +44,10 @@ import Testing
         #expect(report.unchanged == ["quarantined (unknown-version)": 1])
         let stored = try server.records(.postbacks)
         #expect(stored.count == 3)
-        #expect(stored.allSatisfy { $0.body == body && $0.status == .verified && $0.environment == .development && $0.dedupKey == "REVERIFY-E2E-1:0" })
+        #expect(
+            stored.allSatisfy {
+                $0.body == body && $0.status == .verified && $0.environment == .development && $0.dedupKey == "REVERIFY-E2E-1:0"
+            })
         let quarantined = try server.records(.unverifiable)
         #expect(quarantined.map(\.quarantine) == [.unknownVersion], "only what still cannot be checked stays")
         let original = try #require(report.moved.first?.receivedAt)
@@ -55,8 +59,10 @@ import Testing
         // directory is an error, so the samples' schemas are used (none is for this app).
         let schemas = ReplayTests.root.appendingPathComponent("Samples/schemas").path
         let io = CommandIO(standardOutput: MemorySink(), standardError: MemorySink())
-        #expect(PostbackCommand.run(["aggregate", "--data", server.dataDirectory, "--schemas", schemas, "--date", "\(today)", "--allow-open-day"],
-                                    io: io) != .usageOrIOError)
+        #expect(
+            PostbackCommand.run(
+                ["aggregate", "--data", server.dataDirectory, "--schemas", schemas, "--date", "\(today)", "--allow-open-day"],
+                io: io) != .usageOrIOError)
         let csv = try String(contentsOfFile: server.layout.aggregateFile(table: "campaign_daily", day: today), encoding: .utf8)
         let lines = csv.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
         let header = lines[0]
@@ -75,7 +81,9 @@ import Testing
         let errors = MemorySink()
         let io = CommandIO(standardOutput: MemorySink(), standardError: errors)
         let today = UTCTimestamp.now().day
-        #expect(PostbackCommand.run(["reverify", "--data", TestServer.temporaryDirectory(), "--date", "\(today)"], io: io) == .usageOrIOError)
+        #expect(
+            PostbackCommand.run(["reverify", "--data", TestServer.temporaryDirectory(), "--date", "\(today)"], io: io)
+                == .usageOrIOError)
         #expect(errors.text.contains("too recent"))
     }
 
@@ -92,11 +100,16 @@ import Testing
         func write(_ spool: StoreLayout.Spool, _ bodies: [[UInt8]]) throws {
             var bytes: [UInt8] = []
             for (index, body) in bodies.enumerated() {
-                let at = UTCTimestamp(microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + Int64(index + 1) * 1_000_000)
-                bytes += SpoolRecord(receivedAt: at, writer: "rx1", route: "appattribution-developer-copy", result: production.verify(body: body), body: body).encoded()
+                let at = UTCTimestamp(
+                    microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + Int64(index + 1) * 1_000_000)
+                bytes += SpoolRecord(
+                    receivedAt: at, writer: "rx1", route: "appattribution-developer-copy", result: production.verify(body: body),
+                    body: body
+                ).encoded()
             }
             try DurableFile.makeDirectories(layout.partition(spool, day: day))
-            try DurableFile.write(bytes, to: layout.partition(spool, day: day) + "/" + StoreLayout.segmentName(writer: "rx1", sequence: 1))
+            try DurableFile.write(
+                bytes, to: layout.partition(spool, day: day) + "/" + StoreLayout.segmentName(writer: "rx1", sequence: 1))
         }
         try write(.unverifiable, (1...4).map { newKidPostback("REVERIFY-CRASH-\($0)") })
         let testKeySigned = newKidPostback("REVERIFY-CRASH-5", kid: "apple-cas-identifier/0")
@@ -114,11 +127,15 @@ import Testing
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("postback").path
     }
 
-    static func reverify(_ layout: StoreLayout, keyFile: String, kill: String? = nil) throws -> (status: Int32, signaled: Bool, output: String) {
+    static func reverify(_ layout: StoreLayout, keyFile: String, kill: String? = nil) throws -> (
+        status: Int32, signaled: Bool, output: String
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["reverify", "--data", layout.root, "--date", "\(day)", "--allow-dev", "--trust-key", keyFile,
-                             "--trust-kid", "apple-cas-identifier/1=\(keyFile)"]
+        process.arguments = [
+            "reverify", "--data", layout.root, "--date", "\(day)", "--allow-dev", "--trust-key", keyFile,
+            "--trust-kid", "apple-cas-identifier/1=\(keyFile)",
+        ]
         var environment = ProcessInfo.processInfo.environment
         environment["POSTBACK_TEST_REVERIFY_KILL"] = kill
         process.environment = environment
@@ -136,7 +153,10 @@ import Testing
         for segment in try layout.segments(spool, day: day) {
             let reader = try SegmentReader(path: segment.path)
             while let entry = try reader.next() {
-                guard case .record(let record, _) = entry else { Issue.record("\(segment.path): \(entry)"); continue }
+                guard case .record(let record, _) = entry else {
+                    Issue.record("\(segment.path): \(entry)")
+                    continue
+                }
                 records.append(record)
             }
         }
@@ -150,8 +170,11 @@ import Testing
         let storedIdentities = stored.map { "\($0.receivedAt) \(String(decoding: $0.body, as: UTF8.self))" }
         #expect(Set(storedIdentities).count == stored.count, "no copy is stored twice")
         #expect(stored.count >= movedAtLeast)
-        #expect(stored.count + left.filter { r in !storedIdentities.contains("\(r.receivedAt) \(String(decoding: r.body, as: UTF8.self))") }.count == 8,
-                "each of the 8 copies is stored or still in its source")
+        #expect(
+            stored.count
+                + left.filter { r in !storedIdentities.contains("\(r.receivedAt) \(String(decoding: r.body, as: UTF8.self))") }
+                .count == 8,
+            "each of the 8 copies is stored or still in its source")
     }
 
     @Test(arguments: ["destination", "source"]) func killNineHalfWayLosesAndDuplicatesNothing(at point: String) throws {
@@ -175,7 +198,9 @@ import Testing
         #expect(stored.count == 6)
         #expect(Set(stored.compactMap(\.dedupKey)) == Set((1...5).map { "REVERIFY-CRASH-\($0):0" }))
         #expect(try Self.records(layout, .unverifiable).isEmpty)
-        #expect(try Self.records(layout, .rejected).map(\.dedupKey) == ["REVERIFY-CRASH-6:0", "REVERIFY-CRASH-7:0"], "forged and unknown keys stay rejected")
+        #expect(
+            try Self.records(layout, .rejected).map(\.dedupKey) == ["REVERIFY-CRASH-6:0", "REVERIFY-CRASH-7:0"],
+            "forged and unknown keys stay rejected")
         #expect(try layout.segments(.postbacks, day: Self.day).count == 1)
         try Self.expectNothingLostOrDuplicated(layout, movedAtLeast: 6)
 

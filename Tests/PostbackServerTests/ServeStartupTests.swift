@@ -1,8 +1,9 @@
 import Foundation
-@testable import PostbackCLI
 import PostbackServer
 import TestSupport
 import Testing
+
+@testable import PostbackCLI
 
 /// `postback serve` before it serves: start-up errors in the form the reader can use (plain text on
 /// a terminal, JSON lines for a log collector or with --log-format json), naming the remedy.
@@ -17,7 +18,9 @@ import Testing
         let words = ["--listen", ":8093", "--data", TestServer.temporaryDirectory()]
         let onTerminal = start(words, terminal: true)
         #expect(onTerminal.status == .usageOrIOError)
-        #expect(onTerminal.errors.hasPrefix("postback serve: cannot start: listen address \":8093\" has no host: use 127.0.0.1:8093"), "\(onTerminal.errors)")
+        #expect(
+            onTerminal.errors.hasPrefix("postback serve: cannot start: listen address \":8093\" has no host: use 127.0.0.1:8093"),
+            "\(onTerminal.errors)")
 
         let toCollector = start(words, terminal: false)
         #expect(toCollector.status == .usageOrIOError)
@@ -47,11 +50,13 @@ import Testing
     }
 
     @Test func configPathsAreRelativeToTheConfigFile() throws {
-        let configuration = try ServerConfiguration.parse(Array(#"{"data_dir": "data", "trust_keys": ["k.pem"], "allow_development": true}"#.utf8),
-                                                         relativeTo: "/etc/postback")
+        let configuration = try ServerConfiguration.parse(
+            Array(#"{"data_dir": "data", "trust_keys": ["k.pem"], "allow_development": true}"#.utf8),
+            relativeTo: "/etc/postback")
         #expect(configuration.dataDirectory == "/etc/postback/data")
         #expect(configuration.trustKeyPaths == ["/etc/postback/k.pem"])
-        let absolute = try ServerConfiguration.parse(Array(#"{"data_dir": "/var/lib/postback"}"#.utf8), relativeTo: "/etc/postback")
+        let absolute = try ServerConfiguration.parse(
+            Array(#"{"data_dir": "/var/lib/postback"}"#.utf8), relativeTo: "/etc/postback")
         #expect(absolute.dataDirectory == "/var/lib/postback")
     }
 

@@ -6,12 +6,12 @@ import PostbackServer
 import PostbackStore
 import PostbackTesting
 import Postbacks
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real server on a loopback port with its own temporary data directory.
@@ -24,8 +24,10 @@ final class TestServer: Sendable {
     var appAttributionURL: String { base + "/.well-known/appattribution/report-attribution/" }
 
     /// - Parameter configure: adjusts the configuration (listen, data dir and writer id are preset).
-    init(dataDirectory: String? = nil, writerID: String = "test", storage: any SpoolStorage = POSIXSpoolStorage(),
-         configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+    init(
+        dataDirectory: String? = nil, writerID: String = "test", storage: any SpoolStorage = POSIXSpoolStorage(),
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) throws {
         let directory = dataDirectory ?? TestServer.temporaryDirectory()
         var configuration = ServerConfiguration()
         configuration.listen = "127.0.0.1:0"
@@ -150,7 +152,9 @@ final class RawConnection {
         address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         // A safety net so a broken server fails the test instead of hanging it.

@@ -1,9 +1,10 @@
-@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackTesting
 import Postbacks
 import Testing
+
+@testable import Basics
 @testable import PostbackStore
 
 /// Recovery's fast line scan against the definition of a valid line, `SpoolRecord(line:)`, and the
@@ -12,8 +13,9 @@ import Testing
 @Suite struct RecoveryScanTests {
     static let key = try! ECDSAPrivateKey(generatingOn: .p256)
     static let signer = TestPostbackSigner(key: key)
-    static let verifier = PostbackVerifier(policy: VerificationPolicy(
-        allowsDevelopment: true, testKeys: [TrustedTestKey(name: "test:recovery.pem", key: key.publicKey)]))
+    static let verifier = PostbackVerifier(
+        policy: VerificationPolicy(
+            allowsDevelopment: true, testKeys: [TrustedTestKey(name: "test:recovery.pem", key: key.publicKey)]))
 
     /// Records as the receiver writes them: verified postbacks of every synthetic kind, Apple's own
     /// production example, rejected bodies (malformed, non-UTF-8, escapes, non-ASCII) and bare records.
@@ -22,12 +24,15 @@ import Testing
         let synthetic = SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0, .skan2_2, .skan2_1])
         for index in 0..<60 {
             let body = try! signer.sign(synthetic.postback(index, seed: 77))
-            records.append(SpoolRecord(receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_764_681_255_000_000 + Int64(index) * 1_234_567),
-                                       writer: "rx-\(index % 3)", route: "skadnetwork-developer-copy",
-                                       result: verifier.verify(body: body), body: body))
+            records.append(
+                SpoolRecord(
+                    receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_764_681_255_000_000 + Int64(index) * 1_234_567),
+                    writer: "rx-\(index % 3)", route: "skadnetwork-developer-copy",
+                    result: verifier.verify(body: body), body: body))
         }
         let apple = SpoolFormatTests.skanBody
-        records.append(SpoolRecord(receivedAt: .now(), writer: "rx", route: "ad-network", result: verifier.verify(body: apple), body: apple))
+        records.append(
+            SpoolRecord(receivedAt: .now(), writer: "rx", route: "ad-network", result: verifier.verify(body: apple), body: apple))
         let odd: [[UInt8]] = [
             Array(#"{"version":"4.0","ad-network-id":"x"#.utf8),
             [0xFF, 0xFE, 0x00, 0x7B],
@@ -36,11 +41,15 @@ import Testing
             [],
         ]
         for body in odd {
-            records.append(SpoolRecord(receivedAt: .now(), writer: "rx", route: "appattribution-developer-copy",
-                                       result: verifier.verify(body: body), body: body))
+            records.append(
+                SpoolRecord(
+                    receivedAt: .now(), writer: "rx", route: "appattribution-developer-copy",
+                    result: verifier.verify(body: body), body: body))
         }
-        records.append(SpoolRecord(receivedAt: .now(), writer: "", route: "", status: .verified, environment: nil, dedupKey: nil,
-                                   postbackProtocol: nil, version: nil, keyName: nil, reason: nil, attribution: nil, body: Array("{}".utf8)))
+        records.append(
+            SpoolRecord(
+                receivedAt: .now(), writer: "", route: "", status: .verified, environment: nil, dedupKey: nil,
+                postbackProtocol: nil, version: nil, keyName: nil, reason: nil, attribution: nil, body: Array("{}".utf8)))
         return records.map { Array($0.encoded().dropLast()) }
     }()
 
@@ -58,7 +67,9 @@ import Testing
             let verdict = SegmentScan.fastVerdict(line)
             if let verdict {
                 fast += 1
-                #expect(verdict.status == record.status && verdict.dedupKey == record.dedupKey, "\(String(decoding: line, as: UTF8.self))")
+                #expect(
+                    verdict.status == record.status && verdict.dedupKey == record.dedupKey,
+                    "\(String(decoding: line, as: UTF8.self))")
             }
             // The point of the fast path: every verified record with a UTF-8 body takes it.
             if record.status == .verified, record.attribution != nil {
@@ -151,7 +162,10 @@ import Testing
         // raw UTF-8), which must then agree.
         #expect(Self.agree(Array(variant(#","body":""#, #","body":"\u00e9\"\\"#).utf8)).agrees)
         // And values the fast path does take, still agreeing.
-        for text in [variant(#""fine_value":\#(fine)"#, #""fine_value":0"#), variant(#""fine_value":\#(fine)"#, #""fine_value":999999999999999999"#)] {
+        for text in [
+            variant(#""fine_value":\#(fine)"#, #""fine_value":0"#),
+            variant(#""fine_value":\#(fine)"#, #""fine_value":999999999999999999"#),
+        ] {
             let result = Self.agree(Array(text.utf8))
             #expect(result.agrees && result.fast, "\(text)")
         }
@@ -204,7 +218,10 @@ import Testing
             ("corrupt middle line", one + newline + Array("{\"not\":\"a record\"}\n".utf8) + one + newline),
             ("blank lines", newline + one + newline + newline),
             ("CRLF", one + [0x0D, 0x0A] + one + [0x0D, 0x0A]),
-            ("too long", one + newline + [UInt8](repeating: 0x41, count: SegmentReader.maximumLineBytes + 10) + newline + one + newline),
+            (
+                "too long",
+                one + newline + [UInt8](repeating: 0x41, count: SegmentReader.maximumLineBytes + 10) + newline + one + newline
+            ),
             ("only a torn line", Array(one.prefix(10))),
         ]
         for trial in 0..<20 {
@@ -232,10 +249,13 @@ import Testing
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let lines = Self.lines
             for line in lines {
-                if let record = try? SpoolRecord(line: line), record.status == .verified, let key = record.dedupKey { expected.insert(key) }
+                if let record = try? SpoolRecord(line: line), record.status == .verified, let key = record.dedupKey {
+                    expected.insert(key)
+                }
             }
             let bytes = lines.flatMap { $0 + [0x0A] } + Array(#"{"received_at":"#.utf8)
-            try Data(bytes).write(to: URL(fileURLWithPath: directory + "/" + StoreLayout.segmentName(writer: writer, sequence: sequence)))
+            try Data(bytes).write(
+                to: URL(fileURLWithPath: directory + "/" + StoreLayout.segmentName(writer: writer, sequence: sequence)))
         }
         let recovery = try SpoolRecovery.scan(layout: layout, writerID: "rx1")
         #expect(recovery.nextSequence[.postbacks] == 3)

@@ -1,11 +1,14 @@
-@testable import Basics
 import Foundation
 import Postbacks
 import Testing
+
+@testable import Basics
 @testable import PostbackStore
 
 @Suite struct SpoolFormatTests {
-    static let skanBody = Array(#"{"version":"4.0","ad-network-id":"com.example","source-identifier":"5239","app-id":525463029,"transaction-id":"6aafb7a5-0170-41b5-bbe4-fe71dedf1e30","redownload":false,"source-domain":"example.com","fidelity-type":1,"did-win":true,"conversion-value":63,"postback-sequence-index":0,"attribution-signature":"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxo="}"#.utf8)
+    static let skanBody = Array(
+        #"{"version":"4.0","ad-network-id":"com.example","source-identifier":"5239","app-id":525463029,"transaction-id":"6aafb7a5-0170-41b5-bbe4-fe71dedf1e30","redownload":false,"source-domain":"example.com","fidelity-type":1,"did-win":true,"conversion-value":63,"postback-sequence-index":0,"attribution-signature":"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxo="}"#
+            .utf8)
 
     @Test func timestampsAreWrittenInTheFixedFormatAndReadBack() throws {
         let known: [(Int64, String)] = [
@@ -33,8 +36,9 @@ import Testing
     @Test func verifiedRecordRoundTrips() throws {
         let result = PostbackVerifier().verify(body: Self.skanBody)
         #expect(result.isVerified)
-        let record = SpoolRecord(receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_764_681_255_123_456), writer: "rx-1",
-                                 route: "skadnetwork-developer-copy", result: result, body: Self.skanBody)
+        let record = SpoolRecord(
+            receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_764_681_255_123_456), writer: "rx-1",
+            route: "skadnetwork-developer-copy", result: result, body: Self.skanBody)
         let line = record.encoded()
         #expect(line.last == 0x0A)
         #expect(line.filter { $0 == 0x0A }.count == 1)
@@ -51,8 +55,9 @@ import Testing
     /// A format 1 record (this layout before flags) still reads, as format 1 with no flags.
     @Test func formatOneRecordsStillRead() throws {
         let result = PostbackVerifier().verify(body: Self.skanBody)
-        var record = SpoolRecord(receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_764_681_255_123_456), writer: "rx-1",
-                                 route: "skadnetwork-developer-copy", result: result, body: Self.skanBody)
+        var record = SpoolRecord(
+            receivedAt: UTCTimestamp(microsecondsSinceEpoch: 1_764_681_255_123_456), writer: "rx-1",
+            route: "skadnetwork-developer-copy", result: result, body: Self.skanBody)
         let current = String(decoding: record.encoded().dropLast(), as: UTF8.self)
         let formatOne = current.replacingOccurrences(of: #"{"format":2,"#, with: "{")
         #expect(formatOne.hasPrefix(#"{"received_at":"#))
@@ -76,13 +81,16 @@ import Testing
         #expect(try SpoolRecord(line: line) == record)
         let newer = String(decoding: line, as: UTF8.self).replacingOccurrences(of: #"{"format":2,"#, with: #"{"format":3,"#)
         #expect(throws: SpoolRecord.DecodingError.self) { try SpoolRecord(line: Array(newer.utf8)) }
-        do { _ = try SpoolRecord(line: Array(newer.utf8)) } catch { #expect(error.description.contains("newer than this release")) }
+        do { _ = try SpoolRecord(line: Array(newer.utf8)) } catch {
+            #expect(error.description.contains("newer than this release"))
+        }
     }
 
     @Test func binaryBodyIsKeptAsBase64() throws {
         let body: [UInt8] = [0xFF, 0xFE, 0x00, 0x7B]
-        let record = SpoolRecord(receivedAt: .now(), writer: "w", route: "ad-network",
-                                 result: PostbackVerifier().verify(body: body), body: body)
+        let record = SpoolRecord(
+            receivedAt: .now(), writer: "w", route: "ad-network",
+            result: PostbackVerifier().verify(body: body), body: body)
         #expect(record.status == .malformed)
         let text = String(decoding: record.encoded(), as: UTF8.self)
         #expect(text.contains("\"body_base64\":\"//4Aew==\""))
@@ -91,8 +99,9 @@ import Testing
 
     @Test func rejectedRecordWithClientAndReducedBodyRoundTrips() throws {
         let body = Array(#"{"version":"4.0","pad":"xxxxxxxx"}"#.utf8)
-        var record = SpoolRecord(receivedAt: .now(), writer: "w", route: "skadnetwork-developer-copy",
-                                 result: PostbackVerifier().verify(body: body), body: Array(body.prefix(10)))
+        var record = SpoolRecord(
+            receivedAt: .now(), writer: "w", route: "skadnetwork-developer-copy",
+            result: PostbackVerifier().verify(body: body), body: Array(body.prefix(10)))
         record.client = "2001:db8::1"
         record.bodyReduction = .init(kept: .prefix, sha256: String(repeating: "ab", count: 32), byteCount: body.count)
         let text = String(decoding: record.encoded(), as: UTF8.self)
@@ -149,7 +158,10 @@ import Testing
         try Data(content).write(to: URL(fileURLWithPath: path))
         let again = try SegmentReader(path: path)
         _ = try again.next()
-        guard case .tornTail(let line, _)? = try again.next() else { Issue.record("expected a torn tail"); return }
+        guard case .tornTail(let line, _)? = try again.next() else {
+            Issue.record("expected a torn tail")
+            return
+        }
         #expect(line == 2)
     }
 }

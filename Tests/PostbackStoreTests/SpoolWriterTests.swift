@@ -1,26 +1,30 @@
-@testable import Basics
 import Dispatch
 import Foundation
-@testable import PostbackStore
 import Postbacks
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import Basics
+@testable import PostbackStore
 
 /// The store additions on their own: group commit, segment rolling, the dedup index, the fast body
 /// encoding.
 @Suite struct SpoolWriterTests {
     private func record(_ index: Int, seed: UInt64) -> (line: [UInt8], key: String) {
         let body = TestPostbacks.body(index, seed: seed)
-        let result = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: true, testKeys: [TestPostbacks.trusted])).verify(body: body)
-        let record = SpoolRecord(receivedAt: .now(), writer: "unit", route: "skadnetwork-developer-copy", result: result, body: body)
+        let result = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: true, testKeys: [TestPostbacks.trusted]))
+            .verify(body: body)
+        let record = SpoolRecord(
+            receivedAt: .now(), writer: "unit", route: "skadnetwork-developer-copy", result: result, body: body)
         return (record.encoded(), result.dedupKey!)
     }
 
     @Test func segmentsRollAtTheSizeLimitWithoutSplittingRecords() throws {
         let layout = StoreLayout(root: TemporaryDirectory.create("postback-store-tests"))
         let writer = SpoolWriter(
-            configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", segmentBytes: 4096), dedupIndex: DedupIndex())
+            configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", segmentBytes: 4096),
+            dedupIndex: DedupIndex())
         let day = UTCTimestamp.now().day
         let records = (0..<20).map { record($0, seed: 31) }
         let outcomes = Mutex<[SpoolWriter.Outcome]>([])
@@ -43,7 +47,10 @@ import Testing
             let reader = try SegmentReader(path: segment.path)
             var count = 0
             while let entry = try reader.next() {
-                guard case .record = entry else { Issue.record("damaged line in \(segment.path)"); continue }
+                guard case .record = entry else {
+                    Issue.record("damaged line in \(segment.path)")
+                    continue
+                }
                 count += 1
             }
             #expect(count == 1 || size <= 4096, "only a single record may exceed the limit")
@@ -57,8 +64,9 @@ import Testing
         let layout = StoreLayout(root: TemporaryDirectory.create("postback-store-tests"))
         let storage = FaultyStorage()
         storage.holdNextSyncs(true)
-        let writer = SpoolWriter(configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", storage: storage),
-                                 dedupIndex: DedupIndex())
+        let writer = SpoolWriter(
+            configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", storage: storage),
+            dedupIndex: DedupIndex())
         let day = UTCTimestamp.now().day
         let first = record(0, seed: 32)
         let outcomes = Mutex<[Int: SpoolWriter.Outcome]>([:])

@@ -1,7 +1,7 @@
-import PostbackTesting
 import Foundation
 import PostbackCrypto
 import PostbackStore
+import PostbackTesting
 import Postbacks
 import Testing
 
@@ -27,7 +27,8 @@ import Testing
         let body = try RecoveryScanTests.signer.sign(SyntheticPostbacks(kinds: [.skan4_0]).postback(0, seed: 91))
         let result = RecoveryScanTests.verifier.verify(body: body)
         let dedupKey = try #require(result.dedupKey)
-        let record = SpoolRecord(receivedAt: .now(), writer: "rx", route: "skadnetwork-developer-copy", result: result, body: body)
+        let record = SpoolRecord(
+            receivedAt: .now(), writer: "rx", route: "skadnetwork-developer-copy", result: result, body: body)
         store.postbacks.submit(line: record.encoded(), day: record.receivedAt.day, dedupKey: dedupKey) { outcome in
             #expect(outcome == .stored)
             committed.signal()

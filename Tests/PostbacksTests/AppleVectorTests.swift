@@ -2,6 +2,7 @@ import Foundation
 import PostbackCrypto
 import TestSupport
 import Testing
+
 @testable import Postbacks
 
 /// Apple's published postbacks: the golden vectors.
@@ -14,7 +15,9 @@ import Testing
         for name in names {
             let result = verifier.verify(body: try Fixtures.appleVector(name))
             #expect(result.status == .verified, "\(name): \(result.reason ?? "")")
-            let expectedKey = name.hasPrefix("aak_") ? "apple-development-identifier/1" : name.hasPrefix("skan-") ? "apple-skadnetwork-p256" : "?"
+            let expectedKey =
+                name.hasPrefix("aak_")
+                ? "apple-development-identifier/1" : name.hasPrefix("skan-") ? "apple-skadnetwork-p256" : "?"
             #expect(result.keyName == expectedKey, "\(name)")
             #expect(result.environment == (name.hasPrefix("aak_") ? .development : .production), "\(name)")
         }
@@ -48,12 +51,27 @@ import Testing
 
     /// The messages we build for Apple's examples are exactly the ones in spec §3.2.
     @Test(arguments: [
-        ("skan-2.1_whisk-skadnetwork-testdata.json", "2.1⁣com.example⁣42⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e28⁣true⁣1234567891"),
+        (
+            "skan-2.1_whisk-skadnetwork-testdata.json",
+            "2.1⁣com.example⁣42⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e28⁣true⁣1234567891"
+        ),
         ("skan-2.2_apple-doc.json", "2.2⁣com.example⁣42⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e28⁣true⁣1234567891⁣1"),
-        ("skan-3.0_apple-doc_winning.json", "3.0⁣example123.skadnetwork⁣42⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e28⁣true⁣1234567891⁣1⁣true"),
-        ("skan-3.0_apple-doc_nonwinning.json", "3.0⁣example123.skadnetwork⁣42⁣525463029⁣f9ac267a-a889-44ce-b5f7-0166d11461f0⁣true⁣1⁣false"),
-        ("skan-4.0_apple-doc_web-ad-tier-high.json", "4.0⁣com.example⁣5239⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e30⁣false⁣example.com⁣1⁣true⁣0"),
-        ("skan-4.0_apple-doc_web-ad-tier-low.json", "4.0⁣com.example⁣39⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e31⁣false⁣example.com⁣1⁣true⁣0"),
+        (
+            "skan-3.0_apple-doc_winning.json",
+            "3.0⁣example123.skadnetwork⁣42⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e28⁣true⁣1234567891⁣1⁣true"
+        ),
+        (
+            "skan-3.0_apple-doc_nonwinning.json",
+            "3.0⁣example123.skadnetwork⁣42⁣525463029⁣f9ac267a-a889-44ce-b5f7-0166d11461f0⁣true⁣1⁣false"
+        ),
+        (
+            "skan-4.0_apple-doc_web-ad-tier-high.json",
+            "4.0⁣com.example⁣5239⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e30⁣false⁣example.com⁣1⁣true⁣0"
+        ),
+        (
+            "skan-4.0_apple-doc_web-ad-tier-low.json",
+            "4.0⁣com.example⁣39⁣525463029⁣6aafb7a5-0170-41b5-bbe4-fe71dedf1e31⁣false⁣example.com⁣1⁣true⁣0"
+        ),
     ])
     func signedMessageMatchesTheSpec(name: String, message: String) throws {
         #expect(message.unicodeScalars.contains("\u{2063}"))
@@ -76,8 +94,16 @@ import Testing
             values.map { $0 == "true" ? "True" : $0 == "false" ? "False" : $0 },  // Python's str(bool)
             values.filter { $0 != "example.com" },  // dropping source-domain
             values + ["63"],  // appending conversion-value
-            { var v = values; v[0] = "4"; return v }(),  // version "4" instead of "4.0"
-            { var v = values; v.insert("", at: 6); return v }(),  // an empty element
+            {
+                var v = values
+                v[0] = "4"
+                return v
+            }(),  // version "4" instead of "4.0"
+            {
+                var v = values
+                v.insert("", at: 6)
+                return v
+            }(),  // an empty element
         ]
         for variant in variants {
             #expect(!key.isValidSignature(derSignature: skan.attributionSignature, for: SKAdNetworkPostback.join(variant)))
@@ -115,6 +141,8 @@ import Testing
         #expect(x == "59da7c18f706aa6860cc4163f59da74a941575d6b268f7b814ccea33dc226f5f")
         #expect(AppleKeyring.shared[.casIdentifier0].derRepresentation == der)
         let p192 = AppleKeyring.shared[.skadnetworkP192].derRepresentation
-        #expect(p192.suffix(48).prefix(24).map { String(format: "%02x", $0) }.joined() == "3321c3eb6e6ebec986ab80b8ddc43d0677cddb1b25553e55")
+        #expect(
+            p192.suffix(48).prefix(24).map { String(format: "%02x", $0) }.joined()
+                == "3321c3eb6e6ebec986ab80b8ddc43d0677cddb1b25553e55")
     }
 }

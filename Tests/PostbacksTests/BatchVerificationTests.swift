@@ -1,10 +1,11 @@
-@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackTesting
-@testable import Postbacks
 import TestSupport
 import Testing
+
+@testable import Basics
+@testable import Postbacks
 
 /// `verify(batch:)` shares one modular inversion between a batch's signatures; every result must be
 /// the one `verify(body:)` gives the same body alone.
@@ -14,7 +15,9 @@ import Testing
         var bodies: [[UInt8]] = []
         for index in 0..<60 {
             let description = synthetic.postback(index, seed: 17)
-            let signer = index % 5 == 3 ? TestKeys.signer192 : (index % 7 == 0 ? TestPostbackSigner(key: TestKeys.otherP256) : TestKeys.signer256)
+            let signer =
+                index % 5 == 3
+                ? TestKeys.signer192 : (index % 7 == 0 ? TestPostbackSigner(key: TestKeys.otherP256) : TestKeys.signer256)
             var body = try signer.sign(description)
             if index % 6 == 1, let position = body.lastIndex(of: UInt8(ascii: "A")) { body[position] = UInt8(ascii: "B") }
             bodies.append(body)

@@ -1,6 +1,7 @@
-@testable import Basics
 import PostbackTesting
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 /// The word-at-a-time scans against the obvious byte loop: every byte value at every position of a
@@ -19,13 +20,17 @@ import Testing
     static func check(_ bytes: [UInt8], from start: Int = 0) {
         bytes.withUnsafeBufferPointer { buffer in
             let base = buffer.baseAddress!
-            #expect(ByteScan.firstStringSpecial(base, from: start, end: bytes.count) == naiveFirst(bytes, from: start, where: isStringSpecial),
-                    "firstStringSpecial \(bytes) from \(start)")
-            #expect(ByteScan.firstToEscape(base, from: start, end: bytes.count) == naiveFirst(bytes, from: start, where: isToEscape),
-                    "firstToEscape \(bytes) from \(start)")
+            #expect(
+                ByteScan.firstStringSpecial(base, from: start, end: bytes.count)
+                    == naiveFirst(bytes, from: start, where: isStringSpecial),
+                "firstStringSpecial \(bytes) from \(start)")
+            #expect(
+                ByteScan.firstToEscape(base, from: start, end: bytes.count) == naiveFirst(bytes, from: start, where: isToEscape),
+                "firstToEscape \(bytes) from \(start)")
             let printable = bytes[start...].allSatisfy { $0 >= 0x20 && $0 < 0x7F }
-            #expect(ByteScan.isPrintableASCII(UnsafeBufferPointer(rebasing: buffer[start...])) == printable,
-                    "isPrintableASCII \(bytes) from \(start)")
+            #expect(
+                ByteScan.isPrintableASCII(UnsafeBufferPointer(rebasing: buffer[start...])) == printable,
+                "isPrintableASCII \(bytes) from \(start)")
         }
     }
 

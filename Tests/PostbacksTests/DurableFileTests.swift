@@ -1,6 +1,7 @@
-@testable import Basics
 import Foundation
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 @Suite struct DurableFileTests {

@@ -1,7 +1,8 @@
-@testable import Basics
 import PostbackTesting
 import TestSupport
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 /// Each rule of the strict parser, with the reason a user would read.
@@ -19,52 +20,103 @@ import Testing
     /// Edits of Apple's signed 4.0 example (fine value 63, window 0). Unsigned fields are normalized
     /// or dropped, never fatal; signed fields are malformed only when the signed message cannot be built.
     static let skanCases: [Case] = [
-        Case(edit: "conversion-value 64", key: "conversion-value", json: "64", status: .verified, expected: "conversion-value dropped"),
-        Case(edit: "conversion-value -1", key: "conversion-value", json: "-1", status: .verified, expected: "conversion-value dropped"),
-        Case(edit: "conversion-value as digit string", key: "conversion-value", json: "\"63\"", status: .verified, expected: "conversion-value normalized"),
-        Case(edit: "conversion-value as word", key: "conversion-value", json: "\"high\"", status: .verified, expected: "conversion-value dropped"),
-        Case(edit: "conversion-value 1.5", key: "conversion-value", json: "1.5", status: .verified, expected: "conversion-value dropped"),
-        Case(edit: "coarse and fine together", key: "coarse-conversion-value", json: "\"low\"", status: .verified, expected: "coarse-conversion-value dropped"),
-        Case(edit: "coarse with U+2063", key: "coarse-conversion-value", json: "\"lo\\u2063w\"", status: .verified, expected: "coarse-conversion-value dropped"),
-        Case(edit: "postback-sequence-index 3 (signed, unknown)", key: "postback-sequence-index", json: "3", status: .invalidSignature, expected: "does not verify"),
-        Case(edit: "source-identifier 5 digits (signed)", key: "source-identifier", json: "\"12345\"", status: .invalidSignature, expected: "does not verify"),
-        Case(edit: "fidelity-type 2 (signed)", key: "fidelity-type", json: "2", status: .invalidSignature, expected: "does not verify"),
-        Case(edit: "redownload as string", key: "redownload", json: "\"false\"", status: .verified, expected: "redownload normalized"),
+        Case(
+            edit: "conversion-value 64", key: "conversion-value", json: "64", status: .verified,
+            expected: "conversion-value dropped"),
+        Case(
+            edit: "conversion-value -1", key: "conversion-value", json: "-1", status: .verified,
+            expected: "conversion-value dropped"),
+        Case(
+            edit: "conversion-value as digit string", key: "conversion-value", json: "\"63\"", status: .verified,
+            expected: "conversion-value normalized"),
+        Case(
+            edit: "conversion-value as word", key: "conversion-value", json: "\"high\"", status: .verified,
+            expected: "conversion-value dropped"),
+        Case(
+            edit: "conversion-value 1.5", key: "conversion-value", json: "1.5", status: .verified,
+            expected: "conversion-value dropped"),
+        Case(
+            edit: "coarse and fine together", key: "coarse-conversion-value", json: "\"low\"", status: .verified,
+            expected: "coarse-conversion-value dropped"),
+        Case(
+            edit: "coarse with U+2063", key: "coarse-conversion-value", json: "\"lo\\u2063w\"", status: .verified,
+            expected: "coarse-conversion-value dropped"),
+        Case(
+            edit: "postback-sequence-index 3 (signed, unknown)", key: "postback-sequence-index", json: "3",
+            status: .invalidSignature, expected: "does not verify"),
+        Case(
+            edit: "source-identifier 5 digits (signed)", key: "source-identifier", json: "\"12345\"", status: .invalidSignature,
+            expected: "does not verify"),
+        Case(
+            edit: "fidelity-type 2 (signed)", key: "fidelity-type", json: "2", status: .invalidSignature,
+            expected: "does not verify"),
+        Case(
+            edit: "redownload as string", key: "redownload", json: "\"false\"", status: .verified,
+            expected: "redownload normalized"),
         Case(edit: "redownload as True", key: "redownload", json: "\"True\"", status: .malformed, expected: "JSON boolean"),
         Case(edit: "did-win as 1", key: "did-win", json: "1", status: .malformed, expected: "JSON boolean"),
         Case(edit: "app-id negative", key: "app-id", json: "-525463029", status: .malformed, expected: "must not be negative"),
         Case(edit: "app-id 2^63", key: "app-id", json: "9223372036854775808", status: .malformed, expected: "too large"),
-        Case(edit: "app-id leading-zero string", key: "app-id", json: "\"0525463029\"", status: .malformed, expected: "leading zero"),
-        Case(edit: "app-id with exponent", key: "app-id", json: "5.25463029e8", status: .malformed, expected: "must be an integer"),
+        Case(
+            edit: "app-id leading-zero string", key: "app-id", json: "\"0525463029\"", status: .malformed,
+            expected: "leading zero"),
+        Case(
+            edit: "app-id with exponent", key: "app-id", json: "5.25463029e8", status: .malformed, expected: "must be an integer"),
         Case(edit: "app-id digit string", key: "app-id", json: "\"525463029\"", status: .verified, expected: "app-id normalized"),
         Case(edit: "app-id missing", key: "app-id", json: nil, status: .malformed, expected: "app-id is required"),
         Case(edit: "transaction-id empty", key: "transaction-id", json: "\"\"", status: .malformed, expected: "empty string"),
-        Case(edit: "ad-network-id with U+202E", key: "ad-network-id", json: "\"com.example\\u202e\"", status: .malformed, expected: "U+202E"),
-        Case(edit: "ad-network-id with U+2063", key: "ad-network-id", json: "\"com.example\\u2063\"", status: .malformed, expected: "U+2063"),
-        Case(edit: "ad-network-id with NUL", key: "ad-network-id", json: "\"com.example\\u0000\"", status: .malformed, expected: "U+0000"),
-        Case(edit: "ad-network-id with zero-width space", key: "ad-network-id", json: "\"com.exa\\u200bmple\"", status: .malformed, expected: "U+200B"),
+        Case(
+            edit: "ad-network-id with U+202E", key: "ad-network-id", json: "\"com.example\\u202e\"", status: .malformed,
+            expected: "U+202E"),
+        Case(
+            edit: "ad-network-id with U+2063", key: "ad-network-id", json: "\"com.example\\u2063\"", status: .malformed,
+            expected: "U+2063"),
+        Case(
+            edit: "ad-network-id with NUL", key: "ad-network-id", json: "\"com.example\\u0000\"", status: .malformed,
+            expected: "U+0000"),
+        Case(
+            edit: "ad-network-id with zero-width space", key: "ad-network-id", json: "\"com.exa\\u200bmple\"", status: .malformed,
+            expected: "U+200B"),
         Case(edit: "ad-network-id lower-cased", key: "ad-network-id", json: "\"com.example\"", status: .verified, expected: ""),
-        Case(edit: "ad-network-id upper-cased", key: "ad-network-id", json: "\"COM.EXAMPLE\"", status: .invalidSignature, expected: "does not verify"),
-        Case(edit: "source-app-id with source-domain (signed)", key: "source-app-id", json: "1234", status: .invalidSignature, expected: "does not verify"),
-        Case(edit: "country-code three letters", key: "country-code", json: "\"USA\"", status: .verified, expected: "country-code dropped"),
-        Case(edit: "country-code lower case", key: "country-code", json: "\"us\"", status: .verified, expected: "country-code normalized"),
-        Case(edit: "country-code a number", key: "country-code", json: "840", status: .verified, expected: "country-code dropped"),
+        Case(
+            edit: "ad-network-id upper-cased", key: "ad-network-id", json: "\"COM.EXAMPLE\"", status: .invalidSignature,
+            expected: "does not verify"),
+        Case(
+            edit: "source-app-id with source-domain (signed)", key: "source-app-id", json: "1234", status: .invalidSignature,
+            expected: "does not verify"),
+        Case(
+            edit: "country-code three letters", key: "country-code", json: "\"USA\"", status: .verified,
+            expected: "country-code dropped"),
+        Case(
+            edit: "country-code lower case", key: "country-code", json: "\"us\"", status: .verified,
+            expected: "country-code normalized"),
+        Case(
+            edit: "country-code a number", key: "country-code", json: "840", status: .verified, expected: "country-code dropped"),
         Case(edit: "country-code upper case", key: "country-code", json: "\"US\"", status: .verified, expected: ""),
-        Case(edit: "unknown version", key: "version", json: "\"5.0\"", status: .unsupportedVersion, expected: "no documented signature layout"),
+        Case(
+            edit: "unknown version", key: "version", json: "\"5.0\"", status: .unsupportedVersion,
+            expected: "no documented signature layout"),
         Case(edit: "version 4 without .0", key: "version", json: "\"4\"", status: .unsupportedVersion, expected: "\"4\""),
         Case(edit: "version as number 4.0", key: "version", json: "4.0", status: .verified, expected: "version normalized"),
         Case(edit: "version as boolean", key: "version", json: "true", status: .malformed, expected: "version must be a string"),
-        Case(edit: "signature not Base64", key: "attribution-signature", json: "\"not base64!\"", status: .malformed, expected: "not valid Base64"),
-        Case(edit: "signature non-canonical trailing bits", key: "attribution-signature",
-             json: "\"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxr=\"",
-             status: .malformed, expected: "non-canonical"),
-        Case(edit: "signature without padding", key: "attribution-signature",
-             json: "\"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxo\"",
-             status: .malformed, expected: "multiple of 4"),
-        Case(edit: "signature in url alphabet", key: "attribution-signature",
-             json: "\"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z_AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo-7zfP_1Bxo=\"",
-             status: .malformed, expected: "not in the Base64 alphabet"),
-        Case(edit: "unknown extra keys ignored", key: "adjust-tracker", json: "{\"nested\":[1,2,{\"x\":null}]}", status: .verified, expected: ""),
+        Case(
+            edit: "signature not Base64", key: "attribution-signature", json: "\"not base64!\"", status: .malformed,
+            expected: "not valid Base64"),
+        Case(
+            edit: "signature non-canonical trailing bits", key: "attribution-signature",
+            json: "\"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxr=\"",
+            status: .malformed, expected: "non-canonical"),
+        Case(
+            edit: "signature without padding", key: "attribution-signature",
+            json: "\"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxo\"",
+            status: .malformed, expected: "multiple of 4"),
+        Case(
+            edit: "signature in url alphabet", key: "attribution-signature",
+            json: "\"MEUCIGRmSMrqedNu6uaHyhVcifs118R5z_AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo-7zfP_1Bxo=\"",
+            status: .malformed, expected: "not in the Base64 alphabet"),
+        Case(
+            edit: "unknown extra keys ignored", key: "adjust-tracker", json: "{\"nested\":[1,2,{\"x\":null}]}", status: .verified,
+            expected: ""),
         Case(edit: "null optional conversion value", key: "conversion-value", json: "null", status: .verified, expected: ""),
     ]
 
@@ -126,7 +178,12 @@ import Testing
             ({ $0.sourceIdentifier = "12345" }, #"source-identifier "12345" unrecognized (not 2 to 4 digits; kept as signed)"#),
             ({ $0.postbackSequenceIndex = 3 }, "postback-sequence-index 3 unrecognized (not 0, 1 or 2; kept as signed)"),
             ({ $0.fidelityType = 2 }, "fidelity-type 2 unrecognized (not 0 or 1; kept as signed)"),
-            ({ $0.sourceAppID = 1234; $0.sourceDomain = "example.com" }, "source-app-id 1234 unrecognized (sent together with source-domain; kept as signed)"),
+            (
+                {
+                    $0.sourceAppID = 1234
+                    $0.sourceDomain = "example.com"
+                }, "source-app-id 1234 unrecognized (sent together with source-domain; kept as signed)"
+            ),
         ]
         for (edit, flag) in cases {
             var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: "c1d2e3f4-0000-4000-8000-000000000400")
@@ -166,9 +223,15 @@ import Testing
         (#"{"kid":"apple-cas-identifier/0"}"#, .malformed, "alg is required"),
         (#"{"kid":"apple-cas-identifier/0","alg":"ES256","crit":["x"],"x":1}"#, .malformed, "\"crit\" is not allowed"),
         (#"{"kid":"apple-cas-identifier/0","alg":"ES256","jwk":{"kty":"EC"}}"#, .malformed, "\"jwk\" is not allowed"),
-        (#"{"kid":"apple-cas-identifier/0","alg":"ES256","jku":"https://evil.example/keys"}"#, .malformed, "\"jku\" is not allowed"),
+        (
+            #"{"kid":"apple-cas-identifier/0","alg":"ES256","jku":"https://evil.example/keys"}"#, .malformed,
+            "\"jku\" is not allowed"
+        ),
         (#"{"kid":"apple-cas-identifier/0","alg":"ES256","x5c":["MIIB"]}"#, .malformed, "\"x5c\" is not allowed"),
-        (#"{"kid":"apple-cas-identifier/0","alg":"ES256","x5u":"https://evil.example/cert"}"#, .malformed, "\"x5u\" is not allowed"),
+        (
+            #"{"kid":"apple-cas-identifier/0","alg":"ES256","x5u":"https://evil.example/cert"}"#, .malformed,
+            "\"x5u\" is not allowed"
+        ),
         (#"{"kid":"apple-cas-identifier/0","alg":"ES256","kid":"x"}"#, .malformed, "duplicate key"),
         (#"{"kid":"../../dev/null","alg":"ES256"}"#, .untrustedKey, "is not one of Apple's keys"),
         (#"{"kid":"apple-cas-identifier/1","alg":"ES256"}"#, .untrustedKey, "is not one of Apple's keys"),
@@ -186,7 +249,8 @@ import Testing
 
     @Test func escapedSlashInKidIsTheSameKid() throws {
         // Apple's genuine header is {"kid":"apple-development-identifier\/1",...}: decode, then compare.
-        let result = TestKeys.devVerifier.verify(body: try Self.aakBody(header: #"{"kid":"apple-cas-identifier\/0","alg":"ES256"}"#))
+        let result = TestKeys.devVerifier.verify(
+            body: try Self.aakBody(header: #"{"kid":"apple-cas-identifier\/0","alg":"ES256"}"#))
         #expect(result.status == .verified)
     }
 
@@ -203,7 +267,11 @@ import Testing
             (segments[0] + ".." + segments[2], .malformed, "payload segment is empty"),
             (segments[0] + "." + segments[1] + ".", .malformed, "signature segment is empty"),
             (segments[0] + "=." + segments[1] + "." + segments[2], .malformed, "base64url"),
-            (segments[0] + "." + segments[1] + "." + segments[2].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "+", .malformed, "base64url"),
+            (
+                segments[0] + "." + segments[1] + "."
+                    + segments[2].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "+",
+                .malformed, "base64url"
+            ),
             (" " + jws, .malformed, "base64url"),
             (segments[0] + "." + segments[1] + "." + zeroSignature, .invalidSignature, "does not verify"),
             (segments[0] + "." + segments[1] + "." + short, .invalidSignature, "exactly 64"),
@@ -219,7 +287,10 @@ import Testing
     }
 
     /// typ and cty describe the content only: ignored, the postback verifies with no flag.
-    @Test(arguments: [#"{"kid":"apple-cas-identifier/0","alg":"ES256","typ":"JWT"}"#, #"{"typ":"JOSE","cty":"json","kid":"apple-cas-identifier/0","alg":"ES256"}"#])
+    @Test(arguments: [
+        #"{"kid":"apple-cas-identifier/0","alg":"ES256","typ":"JWT"}"#,
+        #"{"typ":"JOSE","cty":"json","kid":"apple-cas-identifier/0","alg":"ES256"}"#,
+    ])
     func typAndCtyHeadersAreIgnored(header: String) throws {
         let result = TestKeys.devVerifier.verify(body: try Self.aakBody(header: header))
         #expect(result.status == .verified, "\(result.reason ?? "")")
@@ -241,7 +312,11 @@ import Testing
             #expect(result.flags.map(\.summary).contains { $0.hasPrefix(flag) }, "\(result.flags.map(\.summary))")
             #expect(result.quarantineReason == .unrecognizedSignedValue)
         }
-        guard case .adAttributionKit(let aak)? = TestKeys.devVerifier.verify(body: try Self.aakBody { $0.conversionType = "install" }).postback else {
+        guard
+            case .adAttributionKit(let aak)? = TestKeys.devVerifier.verify(
+                body: try Self.aakBody { $0.conversionType = "install" }
+            ).postback
+        else {
             Issue.record("not parsed")
             return
         }
@@ -268,10 +343,23 @@ import Testing
             ({ $0.adInteractionType = "CLICK" }, ["ad-interaction-type \"CLICK\" normalized (case-folded to click)"]),
             ({ $0.adInteractionType = "engaged-view" }, ["ad-interaction-type \"engaged-view\" dropped (not click or view)"]),
             ({ $0.conversionValue = 64 }, ["conversion-value 64 dropped (out of range 0–63)"]),
-            ({ $0.conversionValue = 1; $0.coarseConversionValue = "low" }, ["coarse-conversion-value \"low\" dropped (sent together with conversion-value; Apple sends at most one, the fine value is kept)"]),
+            (
+                {
+                    $0.conversionValue = 1
+                    $0.coarseConversionValue = "low"
+                },
+                [
+                    "coarse-conversion-value \"low\" dropped (sent together with conversion-value; Apple sends at most one, the fine value is kept)"
+                ]
+            ),
             ({ $0.coarseConversionValue = "HIGH" }, ["coarse-conversion-value \"HIGH\" normalized (case-folded to high)"]),
             ({ $0.coarseConversionValue = "extreme" }, ["coarse-conversion-value \"extreme\" dropped (not low, medium or high)"]),
-            ({ $0.postbackSequenceIndex = 1; $0.conversionValue = 12 }, ["conversion-value 12 dropped (only the first postback carries a fine value; postback-sequence-index is 1)"]),
+            (
+                {
+                    $0.postbackSequenceIndex = 1
+                    $0.conversionValue = 12
+                }, ["conversion-value 12 dropped (only the first postback carries a fine value; postback-sequence-index is 1)"]
+            ),
             ({ $0.countryCode = "USA" }, ["country-code \"USA\" dropped (not a two-letter country code)"]),
             ({ $0.countryCode = "fr" }, ["country-code \"fr\" normalized (upper-cased to FR)"]),
         ]

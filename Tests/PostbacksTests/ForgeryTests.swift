@@ -1,7 +1,8 @@
-@testable import Basics
 import PostbackTesting
 import TestSupport
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 /// 10,000 seeded mutations of Apple's verifying examples. A mutation that still verifies must carry
@@ -34,7 +35,7 @@ import Testing
         let originals = try Self.originals()
         let verifier = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: true))
         for original in originals { #expect(verifier.verify(body: original.body).isVerified, "\(original.name)") }
-        var random = SplitMix64(seed: 20261202)
+        var random = SplitMix64(seed: 20_261_202)
         var forgeries: [String] = []
         var stillVerifiedBenign = 0
         var byKind: [String: Int] = [:]
@@ -65,12 +66,12 @@ enum Mutator {
         let isJWS = edited["jws-string"] != nil
         let choice = Int(random.next() % 9)
         switch choice {
-        case 0: // a bit flip anywhere in the raw bytes
+        case 0:  // a bit flip anywhere in the raw bytes
             var bytes = body
             let bit = Int(random.next() % UInt64(bytes.count * 8))
             bytes[bit / 8] ^= UInt8(1 << (bit % 8))
             return ("raw bit flip", bytes)
-        case 1: // a bit flip in the decoded signature, re-encoded canonically
+        case 1:  // a bit flip in the decoded signature, re-encoded canonically
             if isJWS {
                 var parts = jwsParts(edited)
                 var signature = try Base64.decode(parts[2], alphabet: .url)
@@ -86,7 +87,7 @@ enum Mutator {
                 edited["attribution-signature"] = quoted(Base64.encode(signature, alphabet: .standard))
             }
             return ("signature bit flip", edited.bytes)
-        case 2: // an altered signed value
+        case 2:  // an altered signed value
             if isJWS {
                 var parts = jwsParts(edited)
                 var payload = try EditableBody(try Base64.decode(parts[1], alphabet: .url))
@@ -100,7 +101,7 @@ enum Mutator {
                 edited[key] = altered(edited[key]!, random: &random)
             }
             return ("altered signed field", edited.bytes)
-        case 3: // a field shifted across a U+2063 into its neighbour
+        case 3:  // a field shifted across a U+2063 into its neighbour
             if isJWS {
                 var parts = jwsParts(edited)
                 var payload = try EditableBody(try Base64.decode(parts[1], alphabet: .url))
@@ -118,36 +119,64 @@ enum Mutator {
                 edited[right] = nil
             }
             return ("field shift across U+2063", edited.bytes)
-        case 4 where isJWS: // another kid
-            let kids = ["apple-cas-identifier/0", "apple-development-identifier/0", "apple-development-identifier/1", "apple-cas-identifier/1", ""]
-            return ("swapped kid", replaceHeader(edited, #"{"kid":"\#(kids[Int(random.next() % UInt64(kids.count))])","alg":"ES256"}"#))
-        case 5 where isJWS: // another alg
+        case 4 where isJWS:  // another kid
+            let kids = [
+                "apple-cas-identifier/0", "apple-development-identifier/0", "apple-development-identifier/1",
+                "apple-cas-identifier/1", "",
+            ]
+            return (
+                "swapped kid",
+                replaceHeader(edited, #"{"kid":"\#(kids[Int(random.next() % UInt64(kids.count))])","alg":"ES256"}"#)
+            )
+        case 5 where isJWS:  // another alg
             let algs = ["none", "None", "HS256", "ES384", "ES512", "ES256K", "EdDSA", "es256", "ES256 ", "RS256", ""]
-            return ("alg not ES256", replaceHeader(edited, #"{"kid":"apple-development-identifier\/1","alg":"\#(algs[Int(random.next() % UInt64(algs.count))])"}"#))
-        case 6 where isJWS: // an extra header member
-            let extras = [#""jwk":{"kty":"EC","crv":"P-256"}"#, #""jku":"https://evil.example/k"#, #""x5c":["MII"]"#, #""crit":["b64"]"#, #""typ":"JWT""#, #""b64":false"#, #""cty":"x""#]
-            return ("extra header member", replaceHeader(edited, #"{"kid":"apple-development-identifier\/1","alg":"ES256",\#(extras[Int(random.next() % UInt64(extras.count))])}"#))
-        case 4, 5, 6: // SKAdNetwork: another version string keeps the layout but changes the message
+            return (
+                "alg not ES256",
+                replaceHeader(
+                    edited,
+                    #"{"kid":"apple-development-identifier\/1","alg":"\#(algs[Int(random.next() % UInt64(algs.count))])"}"#)
+            )
+        case 6 where isJWS:  // an extra header member
+            let extras = [
+                #""jwk":{"kty":"EC","crv":"P-256"}"#, #""jku":"https://evil.example/k"#, #""x5c":["MII"]"#, #""crit":["b64"]"#,
+                #""typ":"JWT""#, #""b64":false"#, #""cty":"x""#,
+            ]
+            return (
+                "extra header member",
+                replaceHeader(
+                    edited,
+                    #"{"kid":"apple-development-identifier\/1","alg":"ES256",\#(extras[Int(random.next() % UInt64(extras.count))])}"#
+                )
+            )
+        case 4, 5, 6:  // SKAdNetwork: another version string keeps the layout but changes the message
             let versions = ["\"1.0\"", "\"2.0\"", "\"2.1\"", "\"2.2\"", "\"3.0\"", "\"4.0\"", "\"4\"", "\"3\"", "\"5.0\""]
             edited["version"] = versions[Int(random.next() % UInt64(versions.count))]
             return ("swapped version", edited.bytes)
-        case 7: // a Base64 variant of the same signature bytes
+        case 7:  // a Base64 variant of the same signature bytes
             if isJWS {
                 var parts = jwsParts(edited)
                 let segment = Int(random.next() % 3)
-                let variants = [parts[segment] + "=", parts[segment] + "==", parts[segment].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + (parts[segment].contains("-") || parts[segment].contains("_") ? "" : "+"),
-                                " " + parts[segment], parts[segment] + "\\n", lastCharacterBumped(parts[segment])]
+                let variants = [
+                    parts[segment] + "=", parts[segment] + "==",
+                    parts[segment].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                        + (parts[segment].contains("-") || parts[segment].contains("_") ? "" : "+"),
+                    " " + parts[segment], parts[segment] + "\\n", lastCharacterBumped(parts[segment]),
+                ]
                 parts[segment] = variants[Int(random.next() % UInt64(variants.count))]
                 edited["jws-string"] = quoted(parts.joined(separator: "."))
             } else {
                 let text = unquoted(edited["attribution-signature"]!)
                 let trimmed = text.replacingOccurrences(of: "=", with: "")
-                let variants = [trimmed, text + "=", text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") + (text.contains("+") || text.contains("/") ? "" : "-"),
-                                " " + text, text + "\\n", "\\n" + text, paddingBitsBumped(text)]
+                let variants = [
+                    trimmed, text + "=",
+                    text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                        + (text.contains("+") || text.contains("/") ? "" : "-"),
+                    " " + text, text + "\\n", "\\n" + text, paddingBitsBumped(text),
+                ]
                 edited["attribution-signature"] = quoted(variants[Int(random.next() % UInt64(variants.count))])
             }
             return ("base64 variant", edited.bytes)
-        default: // a duplicate key that a lax parser would resolve differently
+        default:  // a duplicate key that a lax parser would resolve differently
             let key = edited.members[Int(random.next() % UInt64(edited.members.count))].key
             var text = String(decoding: edited.bytes.dropLast(), as: UTF8.self)
             text += ",\"\(key)\":\(altered(edited[key]!, random: &random))}"
@@ -181,7 +210,8 @@ enum Mutator {
         var characters = Array(unquoted(json))
         if characters.isEmpty { return "\"x\"" }
         let index = Int(random.next() % UInt64(characters.count))
-        let replacement: Character = characters[index] == "0" ? "1" : characters[index].isUppercase ? Character(characters[index].lowercased()) : "0"
+        let replacement: Character =
+            characters[index] == "0" ? "1" : characters[index].isUppercase ? Character(characters[index].lowercased()) : "0"
         characters[index] = replacement
         return quoted(String(characters))
     }
@@ -203,8 +233,8 @@ enum Mutator {
     }
 }
 
-private extension String {
-    func trimmingTrailing(_ character: Character) -> String {
+extension String {
+    fileprivate func trimmingTrailing(_ character: Character) -> String {
         var copy = self
         while copy.last == character { copy.removeLast() }
         return copy

@@ -1,7 +1,8 @@
-@testable import Basics
 import PostbackCrypto
 import TestSupport
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 /// Changing anything that is signed must stop a postback from verifying.
@@ -11,7 +12,8 @@ import Testing
         var bodies: [(String, [UInt8], PostbackVerifier)] = []
         for layout in SelfSignedVectorTests.skanLayouts {
             let p192 = ["1.0", "2.0"].contains(layout.postback.version ?? "1.0")
-            bodies.append((layout.name, try (p192 ? TestKeys.signer192 : TestKeys.signer256).sign(layout.postback), TestKeys.devVerifier))
+            bodies.append(
+                (layout.name, try (p192 ? TestKeys.signer192 : TestKeys.signer256).sign(layout.postback), TestKeys.devVerifier))
         }
         for name in try Fixtures.appleVectorNames() where name.hasPrefix("skan-") {
             bodies.append((name, try Fixtures.appleVector(name), PostbackVerifier()))
@@ -90,7 +92,9 @@ import Testing
         #expect(result.reason?.contains("redownload") == true)
 
         // The same shift inside string fields: a U+2063, raw or escaped, is refused wherever it appears.
-        for (key, value) in [("ad-network-id", "com.example\u{2063}5239"), ("transaction-id", "6aafb7a5-0170-41b5-bbe4-fe71dedf1e30\u{2063}false")] {
+        for (key, value) in [
+            ("ad-network-id", "com.example\u{2063}5239"), ("transaction-id", "6aafb7a5-0170-41b5-bbe4-fe71dedf1e30\u{2063}false"),
+        ] {
             for spelling in [value, value.replacingOccurrences(of: "\u{2063}", with: "\\u2063")] {
                 var shifted = try EditableBody(try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json"))
                 shifted[key] = "\"\(spelling)\""
@@ -114,7 +118,9 @@ import Testing
         let result = PostbackVerifier().verify(body: mutated.bytes)
         #expect(result.status == .malformed || result.status == .invalidSignature)
         #expect(result.status != .verified)
-        if key != "source-domain" || json != "null" { #expect(result.status == .malformed, "\(key) = \(json): \(result.reason ?? "")") }
+        if key != "source-domain" || json != "null" {
+            #expect(result.status == .malformed, "\(key) = \(json): \(result.reason ?? "")")
+        }
     }
 
     /// The same signed text in another JSON form verifies, with a `normalized` flag naming the field.
@@ -155,10 +161,13 @@ import Testing
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         for (index, character) in jws.enumerated() where character != "." {
             var characters = Array(jws)
-            characters[index] = alphabet[(alphabet.firstIndex(of: character)! + 1 + index % (alphabet.count - 1)) % alphabet.count]
+            characters[index] =
+                alphabet[(alphabet.firstIndex(of: character)! + 1 + index % (alphabet.count - 1)) % alphabet.count]
             var mutated = original
             mutated["jws-string"] = "\"\(String(characters))\""
-            let r = verifier.verify(body: mutated.bytes); #expect(r.status != .verified, "position \(index) of \(jws.count) \(character)->\(characters[index]) \(r.keyName ?? "")")
+            let r = verifier.verify(body: mutated.bytes)
+            #expect(
+                r.status != .verified, "position \(index) of \(jws.count) \(character)->\(characters[index]) \(r.keyName ?? "")")
             tried += 1
         }
         #expect(tried > 600)

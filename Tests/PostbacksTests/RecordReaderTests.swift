@@ -1,7 +1,8 @@
-@testable import Basics
 import Foundation
 import PostbackTesting
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 @Suite struct RecordReaderTests {
@@ -12,7 +13,9 @@ import Testing
         let reader = try RecordReader(path: path, maximumRecordBytes: limit)
         var out: [InputRecord] = []
         while let record = try reader.next() {
-            out.append(InputRecord(source: String(record.source.split(separator: "/").last!), bytes: record.bytes, problem: record.problem))
+            out.append(
+                InputRecord(
+                    source: String(record.source.split(separator: "/").last!), bytes: record.bytes, problem: record.problem))
         }
         return out
     }

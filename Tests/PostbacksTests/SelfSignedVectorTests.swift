@@ -1,7 +1,8 @@
-@testable import Basics
 import PostbackCrypto
 import PostbackTesting
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 /// Every version and layout, signed with a key made in the test (Apple's private keys being Apple's).
@@ -15,7 +16,9 @@ import Testing
 
     static let skanLayouts: [Layout] = {
         func make(_ name: String, _ version: String?, _ edit: (inout SKAdNetworkTestPostback) -> Void) -> Layout {
-            var postback = SKAdNetworkTestPostback(version: version, transactionID: "3f1d2c4b-0000-4000-8000-\(String(name.hashValue & 0xFFFFFF, radix: 16).leftPadded(to: 12))")
+            var postback = SKAdNetworkTestPostback(
+                version: version,
+                transactionID: "3f1d2c4b-0000-4000-8000-\(String(name.hashValue & 0xFFFFFF, radix: 16).leftPadded(to: 12))")
             if version == "4.0" {
                 postback.sourceIdentifier = "5239"
                 postback.postbackSequenceIndex = 0
@@ -31,22 +34,55 @@ import Testing
         return [
             make("1.0 without version field", nil) { _ in },
             make("1.0 with version \"1.0\" and a stray redownload", "1.0") { $0.redownload = true },
-            make("2.0 with source-app-id", "2.0") { $0.sourceAppID = 1234567891; $0.conversionValue = 7 },
+            make("2.0 with source-app-id", "2.0") {
+                $0.sourceAppID = 1_234_567_891
+                $0.conversionValue = 7
+            },
             make("2.0 without source-app-id", "2.0") { _ in },
-            make("2.1 with source-app-id", "2.1") { $0.sourceAppID = 1234567891 },
+            make("2.1 with source-app-id", "2.1") { $0.sourceAppID = 1_234_567_891 },
             make("2.1 without source-app-id", "2.1") { $0.redownload = true },
-            make("2.2 view-through", "2.2") { $0.fidelityType = 0; $0.sourceAppID = 99 },
+            make("2.2 view-through", "2.2") {
+                $0.fidelityType = 0
+                $0.sourceAppID = 99
+            },
             make("2.2 without source-app-id", "2.2") { _ in },
-            make("3.0 winning", "3.0") { $0.sourceAppID = 1234567891; $0.conversionValue = 20 },
+            make("3.0 winning", "3.0") {
+                $0.sourceAppID = 1_234_567_891
+                $0.conversionValue = 20
+            },
             make("3.0 non-winning", "3.0") { $0.didWin = false },
-            make("4.0 4-digit source id, source-app-id, fine", "4.0") { $0.sourceAppID = 1234567891; $0.conversionValue = 63 },
-            make("4.0 3-digit source id, source-domain", "4.0") { $0.sourceIdentifier = "239"; $0.sourceDomain = "example.com"; $0.conversionValue = 0 },
-            make("4.0 2-digit source id, coarse, no source", "4.0") { $0.sourceIdentifier = "39"; $0.coarseConversionValue = "low" },
+            make("4.0 4-digit source id, source-app-id, fine", "4.0") {
+                $0.sourceAppID = 1_234_567_891
+                $0.conversionValue = 63
+            },
+            make("4.0 3-digit source id, source-domain", "4.0") {
+                $0.sourceIdentifier = "239"
+                $0.sourceDomain = "example.com"
+                $0.conversionValue = 0
+            },
+            make("4.0 2-digit source id, coarse, no source", "4.0") {
+                $0.sourceIdentifier = "39"
+                $0.coarseConversionValue = "low"
+            },
             make("4.0 leading-zero source id", "4.0") { $0.sourceIdentifier = "0042" },
-            make("4.0 sequence 1 coarse", "4.0") { $0.sourceIdentifier = "39"; $0.postbackSequenceIndex = 1; $0.coarseConversionValue = "medium" },
-            make("4.0 sequence 2 null value", "4.0") { $0.sourceIdentifier = "39"; $0.postbackSequenceIndex = 2 },
-            make("4.0 non-winning", "4.0") { $0.didWin = false; $0.sourceIdentifier = "12" },
-            make("4.0 redownload with country code", "4.0") { $0.redownload = true; $0.countryCode = "US"; $0.coarseConversionValue = "high" },
+            make("4.0 sequence 1 coarse", "4.0") {
+                $0.sourceIdentifier = "39"
+                $0.postbackSequenceIndex = 1
+                $0.coarseConversionValue = "medium"
+            },
+            make("4.0 sequence 2 null value", "4.0") {
+                $0.sourceIdentifier = "39"
+                $0.postbackSequenceIndex = 2
+            },
+            make("4.0 non-winning", "4.0") {
+                $0.didWin = false
+                $0.sourceIdentifier = "12"
+            },
+            make("4.0 redownload with country code", "4.0") {
+                $0.redownload = true
+                $0.countryCode = "US"
+                $0.coarseConversionValue = "high"
+            },
             make("4.0 upper-case ad network id", "4.0") { $0.adNetworkID = "KBD757YWX3.skadnetwork" },
         ]
     }()
@@ -111,16 +147,16 @@ import Testing
 
     @Test func adAttributionKitLargeItemIdentifiers() throws {
         var postback = AdAttributionKitTestPostback(postbackIdentifier: "id-1")
-        postback.advertisedItemID = 10738027756  // above 2^32, as in Apple's example
-        postback.publisherItemID = 9007199254740993  // 2^53 + 1: must not go through Double
+        postback.advertisedItemID = 10_738_027_756  // above 2^32, as in Apple's example
+        postback.publisherItemID = 9_007_199_254_740_993  // 2^53 + 1: must not go through Double
         let result = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(postback))
         guard case .adAttributionKit(let aak)? = result.postback else {
             Issue.record("not parsed: \(result.reason ?? "")")
             return
         }
         #expect(result.status == .verified)
-        #expect(aak.advertisedItemID == 10738027756)
-        #expect(aak.publisherItemID == 9007199254740993)
+        #expect(aak.advertisedItemID == 10_738_027_756)
+        #expect(aak.publisherItemID == 9_007_199_254_740_993)
     }
 
     // MARK: Test mode

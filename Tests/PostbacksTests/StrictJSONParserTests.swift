@@ -1,7 +1,8 @@
-@testable import Basics
 import Foundation
 import PostbackTesting
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 @Suite struct StrictJSONParserTests {
@@ -35,7 +36,7 @@ import Testing
         (utf8(#"{"a":1"#), "unexpected end of input"),
         (utf8("   "), "empty input"),
         (utf8(#"{"a":NaN}"#), "expected a value"),
-        ]
+    ]
 
     @Test(arguments: invalidInputs)
     func rejects(input: [UInt8], reason: String) {
@@ -57,12 +58,18 @@ import Testing
     }
 
     @Test func decodesEscapesAndKeepsNumberText() throws {
-        let value = try StrictJSONParser.parse(Array(#"{"s":"a\/b\u2063\ud83d\ude00\n","n":525463029,"big":9007199254740993,"f":-1.5e3,"t":true,"z":null,"e":{},"l":[]}"#.utf8))
-        guard case .object(let object) = value else { Issue.record("not an object"); return }
+        let value = try StrictJSONParser.parse(
+            Array(
+                #"{"s":"a\/b\u2063\ud83d\ude00\n","n":525463029,"big":9007199254740993,"f":-1.5e3,"t":true,"z":null,"e":{},"l":[]}"#
+                    .utf8))
+        guard case .object(let object) = value else {
+            Issue.record("not an object")
+            return
+        }
         #expect(object["s"] == .string("a/b\u{2063}😀\n"))
         #expect(object["n"] == .number(JSONNumber(text: "525463029", isInteger: true)))
         guard case .number(let big)? = object["big"] else { return }
-        #expect(big.int64Value == 9007199254740993)
+        #expect(big.int64Value == 9_007_199_254_740_993)
         guard case .number(let float)? = object["f"] else { return }
         #expect(!float.isInteger && float.int64Value == nil && float.text == "-1.5e3")
         #expect(object["t"] == .bool(true))
@@ -110,8 +117,10 @@ extension JSONWriterTests {
             case 0x09: out += "\\t"
             default:
                 if UnicodeSafety.isControlOrInvisible(scalar) {
-                    let units = scalar.value > 0xFFFF
-                        ? [0xD800 + ((scalar.value - 0x10000) >> 10), 0xDC00 + ((scalar.value - 0x10000) & 0x3FF)] : [scalar.value]
+                    let units =
+                        scalar.value > 0xFFFF
+                        ? [0xD800 + ((scalar.value - 0x10000) >> 10), 0xDC00 + ((scalar.value - 0x10000) & 0x3FF)]
+                        : [scalar.value]
                     for unit in units {
                         let hex = String(unit, radix: 16)
                         out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
@@ -126,11 +135,17 @@ extension JSONWriterTests {
 
     @Test func escapingMatchesTheScalarByScalarRules() throws {
         var random = SplitMix64(seed: 99)
-        let pool: [UInt32] = [0x22, 0x5C, 0x0A, 0x0D, 0x09, 0x00, 0x1F, 0x7F, 0x41, 0x7B, 0xE9, 0xAD, 0x2028, 0x2063, 0x202E, 0xFEFF, 0x1F600, 0xE0001, 0x4E2D]
+        let pool: [UInt32] = [
+            0x22, 0x5C, 0x0A, 0x0D, 0x09, 0x00, 0x1F, 0x7F, 0x41, 0x7B, 0xE9, 0xAD, 0x2028, 0x2063, 0x202E, 0xFEFF, 0x1F600,
+            0xE0001, 0x4E2D,
+        ]
         var cases = [#"{"version":"4.0","a":"\"quoted\""}"#, "", "plain ascii"]
         for _ in 0..<2000 {
             let length = Int(random.next() % 12)
-            cases.append(String(String.UnicodeScalarView((0..<length).map { _ in Unicode.Scalar(pool[Int(random.next() % UInt64(pool.count))])! })))
+            cases.append(
+                String(
+                    String.UnicodeScalarView(
+                        (0..<length).map { _ in Unicode.Scalar(pool[Int(random.next() % UInt64(pool.count))])! })))
         }
         for text in cases {
             var bytes: [UInt8] = []
@@ -168,6 +183,8 @@ extension JSONWriterTests {
         ("Z", .url, "one character left over"),
     ])
     func rejectsNonCanonical(text: String, alphabet: Base64.Alphabet, reason: String) {
-        #expect { try Base64.decode(text, alphabet: alphabet) } throws: { ($0 as? Base64.DecodingError)?.reason.contains(reason) == true }
+        #expect { try Base64.decode(text, alphabet: alphabet) } throws: {
+            ($0 as? Base64.DecodingError)?.reason.contains(reason) == true
+        }
     }
 }

@@ -1,8 +1,9 @@
-@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackTesting
 import TestSupport
+
+@testable import Basics
 @testable import Postbacks
 
 enum TestKeys {
@@ -18,8 +19,9 @@ enum TestKeys {
     }
 
     /// Development allowed, both test keys trusted.
-    static let devVerifier = PostbackVerifier(policy: VerificationPolicy(
-        allowsDevelopment: true, testKeys: [trusted(p256, name: "test:p256.pem"), trusted(p192, name: "test:p192.pem")]))
+    static let devVerifier = PostbackVerifier(
+        policy: VerificationPolicy(
+            allowsDevelopment: true, testKeys: [trusted(p256, name: "test:p256.pem"), trusted(p192, name: "test:p192.pem")]))
 }
 
 /// A JSON object body edited as a dictionary of raw JSON texts, keeping key order.
@@ -51,7 +53,8 @@ struct EditableBody {
     static func encode(_ value: JSONValue) -> String {
         switch value {
         case .string, .number, .bool, .null: return FieldReader.rawText(value)
-        case .object(let object): return "{" + object.members.map { "\"\($0.key)\":\(encode($0.value))" }.joined(separator: ",") + "}"
+        case .object(let object):
+            return "{" + object.members.map { "\"\($0.key)\":\(encode($0.value))" }.joined(separator: ",") + "}"
         case .array(let array): return "[" + array.map(encode).joined(separator: ",") + "]"
         }
     }

@@ -1,7 +1,8 @@
-@testable import Basics
 import PostbackTesting
 import TestSupport
 import Testing
+
+@testable import Basics
 @testable import Postbacks
 
 /// The rule that protects the user: the signature decides authenticity, unsigned fields never veto
@@ -51,7 +52,8 @@ import Testing
         body[edit.key] = edit.json
         let result = Self.verifier.verify(body: body.bytes)
         #expect(result.status == .verified, "\(result.reason ?? "")")
-        #expect(result.flags.map { "\($0.field.rawValue) \($0.action.rawValue)" } == [edit.flag], "\(result.flags.map(\.summary))")
+        #expect(
+            result.flags.map { "\($0.field.rawValue) \($0.action.rawValue)" } == [edit.flag], "\(result.flags.map(\.summary))")
         #expect(result.quarantineReason == nil)
     }
 
@@ -111,7 +113,10 @@ import Testing
         postback.conversionValue = 42
         let result = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(postback))
         #expect(result.status == .verified, "\(result.reason ?? "")")
-        #expect(result.flags.map(\.summary) == ["conversion-value 42 dropped (only the first postback carries a fine value; postback-sequence-index is 1)"])
+        #expect(
+            result.flags.map(\.summary) == [
+                "conversion-value 42 dropped (only the first postback carries a fine value; postback-sequence-index is 1)"
+            ])
         #expect(result.postback?.attribution.fineValue == nil)
     }
 
@@ -130,10 +135,11 @@ import Testing
     /// other, and are named.
     @Test(arguments: [("1.0", Int64(10)), ("2.0", 20), ("2.2", 30), ("3.0", 40)])
     func appleAdsPostbacksVerifyLikeAnyOther(version: String, campaignID: Int64) throws {
-        var postback = SKAdNetworkTestPostback(version: version == "1.0" ? nil : version, transactionID: "a1b2c3d4-0000-4000-8000-0000000000\(campaignID)")
+        var postback = SKAdNetworkTestPostback(
+            version: version == "1.0" ? nil : version, transactionID: "a1b2c3d4-0000-4000-8000-0000000000\(campaignID)")
         postback.adNetworkID = "com.apple.ads"
         postback.campaignID = campaignID
-        postback.appID = 1125517808
+        postback.appID = 1_125_517_808
         if version != "1.0" { postback.redownload = false }
         if version >= "2.2" { postback.fidelityType = 1 }
         if version >= "3.0" { postback.didWin = true }

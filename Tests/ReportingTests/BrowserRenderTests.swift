@@ -1,6 +1,7 @@
 import Foundation
 import Postbacks
 import Testing
+
 @testable import Reporting
 
 /// The page in a real browser (Debian's `chromium`, headless): it loads without console messages,
@@ -41,14 +42,16 @@ import Testing
 
     static func visit(_ page: String, screenshot: String?, width: Int = 1280) throws -> Visit {
         guard let executable = HeadlessChromium.locate() else {
-            throw HeadlessChromium.Failure(description: "chromium not found (looked for $CHROMIUM, chromium, chromium-browser, google-chrome on PATH): "
-                + "on Debian, apt-get install chromium. The report's browser test needs a real browser.")
+            throw HeadlessChromium.Failure(
+                description: "chromium not found (looked for $CHROMIUM, chromium, chromium-browser, google-chrome on PATH): "
+                    + "on Debian, apt-get install chromium. The report's browser test needs a real browser.")
         }
         let profile = NSTemporaryDirectory() + "report-chromium-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: profile) }
-        let browser = try HeadlessChromium(executable: executable, profileDirectory: profile, logPath: TestPaths.output + "/chromium.log",
-                                           windowWidth: width, windowHeight: 1000)
+        let browser = try HeadlessChromium(
+            executable: executable, profileDirectory: profile, logPath: TestPaths.output + "/chromium.log",
+            windowWidth: width, windowHeight: 1000)
         defer { browser.shutDown() }
 
         let target = try browser.call("Target.createTarget") { $0.field("url", "about:blank") }
@@ -65,7 +68,9 @@ import Testing
         }
         let url = URL(fileURLWithPath: page).absoluteString
         let navigation = try browser.call("Page.navigate", session: session) { $0.field("url", url) }
-        if let error = navigation.string("errorText") { throw HeadlessChromium.Failure(description: "navigation failed: \(error)") }
+        if let error = navigation.string("errorText") {
+            throw HeadlessChromium.Failure(description: "navigation failed: \(error)")
+        }
         _ = try browser.waitForEvent("Page.loadEventFired")
 
         let evaluated = try browser.call("Runtime.evaluate", session: session) { json in
@@ -105,7 +110,8 @@ import Testing
                 visit.exceptions.append(params.object("exceptionDetails")?.string("text") ?? "\(params)")
             case "Log.entryAdded":
                 if let entry = params.object("entry"), ["warning", "error"].contains(entry.string("level") ?? "") {
-                    visit.logProblems.append("\(entry.string("level")!): \(entry.string("text") ?? "") \(entry.string("url") ?? "")")
+                    visit.logProblems.append(
+                        "\(entry.string("level")!): \(entry.string("text") ?? "") \(entry.string("url") ?? "")")
                 }
             case "Page.javascriptDialogOpening":
                 visit.dialogs.append(params.string("message") ?? "")
@@ -121,7 +127,8 @@ import Testing
     @Test func thePageRendersWithoutConsoleErrorsAndIsScreenshotted() throws {
         let store = try TestStore.shared.get()
         try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
-        let page = TestPaths.output + "/report.html", screenshot = TestPaths.output + "/report.png"
+        let page = TestPaths.output + "/report.html"
+        let screenshot = TestPaths.output + "/report.png"
         try? FileManager.default.removeItem(atPath: screenshot)
         // One day more than the store has, so the page also shows how a missing day looks.
         _ = try ReportGenerator.generate(store.request(from: TestStore.first, to: "2026-03-04", out: page, top: 12))
@@ -132,7 +139,8 @@ import Testing
         #expect(visit.exceptions.isEmpty, "exceptions: \(visit.exceptions)")
         #expect(visit.logProblems.isEmpty, "browser log: \(visit.logProblems)")
         #expect(visit.dialogs.isEmpty)
-        #expect(visit.requests == [URL(fileURLWithPath: page).absoluteString], "the page loads nothing but itself: \(visit.requests)")
+        #expect(
+            visit.requests == [URL(fileURLWithPath: page).absoluteString], "the page loads nothing but itself: \(visit.requests)")
         let svgs = html.components(separatedBy: "<svg ").count - 1
         #expect(svgs >= 9)
         #expect(visit.facts["svgs"] as? Int == svgs)
@@ -145,7 +153,9 @@ import Testing
         #expect(text.contains("Postbacks and installs per day") && text.contains("Rejected by reason"))
 
         #expect((visit.facts["scrollers"] as? [Any])?.isEmpty == true, "no table scrolls: \(visit.facts["scrollers"] ?? "?")")
-        #expect((visit.facts["hiddenCells"] as? [Any])?.isEmpty == true, "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")
+        #expect(
+            (visit.facts["hiddenCells"] as? [Any])?.isEmpty == true,
+            "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")
         #expect((visit.facts["cells"] as? Int ?? 0) > 100)
 
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
@@ -163,7 +173,9 @@ import Testing
         let visit = try Self.visit(page, screenshot: nil, width: 1920)
         #expect(visit.facts["overflow"] as? Bool == false)
         #expect((visit.facts["scrollers"] as? [Any])?.isEmpty == true, "no table scrolls: \(visit.facts["scrollers"] ?? "?")")
-        #expect((visit.facts["hiddenCells"] as? [Any])?.isEmpty == true, "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")
+        #expect(
+            (visit.facts["hiddenCells"] as? [Any])?.isEmpty == true,
+            "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")
     }
 
     /// A page whose table is too wide for its box is seen scrolling, so the checks above mean something.
@@ -171,11 +183,11 @@ import Testing
         let store = ScratchStore("browser-scroll")
         let page = store.path("scroll.html")
         try """
-            <!DOCTYPE html><html><head><title>scroll</title></head><body>
-            <div class="figures" id="box" style="width: 200px; max-height: 40px; overflow: auto"><table id="wide"><tr>
-            <td style="white-space: nowrap">a very long figure that cannot fit in two hundred pixels 123456789</td></tr>
-            <tr><td>1</td></tr><tr><td>2</td></tr><tr><td>3</td></tr></table></div></body></html>
-            """.write(toFile: page, atomically: true, encoding: .utf8)
+        <!DOCTYPE html><html><head><title>scroll</title></head><body>
+        <div class="figures" id="box" style="width: 200px; max-height: 40px; overflow: auto"><table id="wide"><tr>
+        <td style="white-space: nowrap">a very long figure that cannot fit in two hundred pixels 123456789</td></tr>
+        <tr><td>1</td></tr><tr><td>2</td></tr><tr><td>3</td></tr></table></div></body></html>
+        """.write(toFile: page, atomically: true, encoding: .utf8)
         let visit = try Self.visit(page, screenshot: nil)
         #expect((visit.facts["scrollers"] as? [String]) == ["box"])
     }
@@ -186,10 +198,10 @@ import Testing
         let store = ScratchStore("browser-negative")
         let page = store.path("noisy.html")
         try """
-            <!DOCTYPE html><html><head><title>noisy</title></head><body>
-            <svg width="10" height="10"></svg><img src="http://127.0.0.1:9/missing.png">
-            <script>console.error("deliberate"); undefinedFunction();</script></body></html>
-            """.write(toFile: page, atomically: true, encoding: .utf8)
+        <!DOCTYPE html><html><head><title>noisy</title></head><body>
+        <svg width="10" height="10"></svg><img src="http://127.0.0.1:9/missing.png">
+        <script>console.error("deliberate"); undefinedFunction();</script></body></html>
+        """.write(toFile: page, atomically: true, encoding: .utf8)
         let visit = try Self.visit(page, screenshot: nil)
         #expect(visit.console.contains { $0.hasPrefix("error:") && $0.contains("deliberate") })
         #expect(visit.exceptions.count == 1)
@@ -201,7 +213,8 @@ import Testing
     @Test func hostileDataStaysTextInTheBrowser() throws {
         let store = try ReportEscapingTests.hostileStore()
         let page = store.path("hostile.html")
-        _ = try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01", out: page, title: ReportEscapingTests.hostileTitle))
+        _ = try ReportGenerator.generate(
+            store.request(from: "2026-03-01", to: "2026-03-01", out: page, title: ReportEscapingTests.hostileTitle))
         let visit = try Self.visit(page, screenshot: nil)
         #expect(visit.console.isEmpty && visit.exceptions.isEmpty && visit.dialogs.isEmpty, "\(visit)")
         #expect(visit.logProblems.isEmpty, "\(visit.logProblems)")

@@ -1,8 +1,9 @@
 import Aggregation
-@testable import Basics
 import Foundation
 import Postbacks
 import Testing
+
+@testable import Basics
 @testable import Reporting
 
 /// The small pieces the page is made of: number formats, axis scales and the CSV reader.
@@ -12,18 +13,24 @@ import Testing
         #expect(NumberFormat.count(value) == text)
     }
 
-    @Test(arguments: [(0, "0.00"), (1_234_565_000, "1,234.57"), (1_234_564_999, "1,234.56"), (5_000, "0.01"), (4_999, "0.00"),
-                      (100_000_000, "100.00")])
+    @Test(arguments: [
+        (0, "0.00"), (1_234_565_000, "1,234.57"), (1_234_564_999, "1,234.56"), (5_000, "0.01"), (4_999, "0.00"),
+        (100_000_000, "100.00"),
+    ])
     func moneyIsRoundedHalfUpToCents(micros: Int64, text: String) {
         #expect(NumberFormat.money(Money(micros: micros)) == text)
     }
 
-    @Test(arguments: [(1_234_500_000, "1,234.5"), (150_000_000, "150"), (1, "0.000001"), (12_345_678_901_234, "12,345,678.901234")])
+    @Test(arguments: [
+        (1_234_500_000, "1,234.5"), (150_000_000, "150"), (1, "0.000001"), (12_345_678_901_234, "12,345,678.901234"),
+    ])
     func exactMoneyKeepsEveryDigit(micros: Int64, text: String) {
         #expect(NumberFormat.exactMoney(Money(micros: micros)) == text)
     }
 
-    @Test(arguments: [(1, 3, "33.3%"), (2, 3, "66.7%"), (1, 8, "12.5%"), (1, 16, "6.3%"), (0, 5, "0.0%"), (5, 5, "100.0%"), (1, 0, "–")])
+    @Test(arguments: [
+        (1, 3, "33.3%"), (2, 3, "66.7%"), (1, 8, "12.5%"), (1, 16, "6.3%"), (0, 5, "0.0%"), (5, 5, "100.0%"), (1, 0, "–"),
+    ])
     func percentagesHaveOneDecimalRoundedHalfUp(part: Int, whole: Int, text: String) {
         #expect(NumberFormat.percent(part, of: whole) == text)
     }
@@ -58,10 +65,10 @@ import Testing
     }
 
     @Test func heatMapBinsAreExact() {
-        #expect(FineValueHeatmap.bin(1, of: 100) == 0)     // 1%
+        #expect(FineValueHeatmap.bin(1, of: 100) == 0)  // 1%
         #expect(FineValueHeatmap.bin(11, of: 1_000) == 1)  // 1.1%
-        #expect(FineValueHeatmap.bin(1, of: 20) == 2)      // 5%
-        #expect(FineValueHeatmap.bin(21, of: 100) == 5)    // 21%
+        #expect(FineValueHeatmap.bin(1, of: 20) == 2)  // 5%
+        #expect(FineValueHeatmap.bin(21, of: 100) == 5)  // 21%
         #expect(FineValueHeatmap.bin(5, of: 5) == 5)
     }
 
@@ -69,12 +76,17 @@ import Testing
     /// inside quoted fields survive; the record's starting line is reported.
     @Test func theCSVReaderFollowsTheTablesConventions() throws {
         let records = try Self.read("a,b,c\n,\"\",x\n\"q \"\"u\"\", o\",\"two\nlines\",\"\"\nlast,without,newline")
-        #expect(records.map(\.fields) == [["a", "b", "c"], [nil, "", "x"], ["q \"u\", o", "two\nlines", ""], ["last", "without", "newline"]])
+        #expect(
+            records.map(\.fields) == [
+                ["a", "b", "c"], [nil, "", "x"], ["q \"u\", o", "two\nlines", ""], ["last", "without", "newline"],
+            ])
         #expect(records.map(\.line) == [1, 2, 3, 5])
     }
 
-    @Test(arguments: [("\"open", "unterminated quoted field"), ("a\"b", "quote inside an unquoted field"),
-                      ("\"a\"b", "text after the closing quote of a field"), ("\u{FF}\u{FE}", "")])
+    @Test(arguments: [
+        ("\"open", "unterminated quoted field"), ("a\"b", "quote inside an unquoted field"),
+        ("\"a\"b", "text after the closing quote of a field"), ("\u{FF}\u{FE}", ""),
+    ])
     func theCSVReaderRejectsWhatTheTablesNeverHold(text: String, reason: String) throws {
         let bytes: [UInt8] = text == "\u{FF}\u{FE}" ? [0xFF, 0xFE, 0x0A] : Array(text.utf8)
         #expect {

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Basics
 import Foundation
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Debian's Chromium, headless, driven over the DevTools protocol on a pipe
 /// (`--remote-debugging-pipe`: JSON messages ended by a NUL byte, commands on the browser's file
@@ -35,11 +36,13 @@ final class HeadlessChromium {
 
     /// Starts the browser with a fresh profile in `profileDirectory`; its own output goes to `logPath`.
     init(executable: String, profileDirectory: String, logPath: String, windowWidth: Int, windowHeight: Int) throws {
-        var toBrowser: [Int32] = [-1, -1], fromBrowser: [Int32] = [-1, -1]
+        var toBrowser: [Int32] = [-1, -1]
+        var fromBrowser: [Int32] = [-1, -1]
         guard pipe(&toBrowser) == 0, pipe(&fromBrowser) == 0 else { throw Failure(description: "pipe failed") }
         for descriptor in toBrowser + fromBrowser { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         // Above 10, so that placing them at 3 and 4 in the child cannot overwrite one with the other.
-        let commandEnd = fcntl(toBrowser[0], F_DUPFD_CLOEXEC, 10), replyEnd = fcntl(fromBrowser[1], F_DUPFD_CLOEXEC, 10)
+        let commandEnd = fcntl(toBrowser[0], F_DUPFD_CLOEXEC, 10)
+        let replyEnd = fcntl(fromBrowser[1], F_DUPFD_CLOEXEC, 10)
         Glibc.close(toBrowser[0])
         Glibc.close(fromBrowser[1])
         commands = toBrowser[1]
@@ -60,10 +63,13 @@ final class HeadlessChromium {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
         posix_spawnattr_setpgroup(&attributes, 0)
 
-        let arguments = [executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--user-data-dir=\(profileDirectory)",
-                         "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-                         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
-                         "--force-device-scale-factor=1", "--window-size=\(windowWidth),\(windowHeight)", "about:blank"]
+        let arguments = [
+            executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+            "--user-data-dir=\(profileDirectory)",
+            "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
+            "--force-device-scale-factor=1", "--window-size=\(windowWidth),\(windowHeight)", "about:blank",
+        ]
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var child: pid_t = 0
@@ -91,8 +97,10 @@ final class HeadlessChromium {
     /// Sends a command and waits for its reply; returns its `result`.
     /// - Throws: `Failure` on a protocol error, a browser that went away, or no reply in `timeout` seconds.
     @discardableResult
-    func call(_ method: String, session: String? = nil, timeout: Double = 30,
-              _ params: (inout JSONWriter) -> Void = { _ in }) throws -> JSONObject {
+    func call(
+        _ method: String, session: String? = nil, timeout: Double = 30,
+        _ params: (inout JSONWriter) -> Void = { _ in }
+    ) throws -> JSONObject {
         let id = nextID
         nextID += 1
         var json = JSONWriter()
@@ -112,7 +120,9 @@ final class HeadlessChromium {
         while true {
             let message = try receive(until: deadline, waitingFor: method)
             guard case .number(let number)? = message["id"], number.int64Value == Int64(id) else { continue }
-            if case .object(let error)? = message["error"] { throw Failure(description: "\(method): \(error.string("message") ?? "error")") }
+            if case .object(let error)? = message["error"] {
+                throw Failure(description: "\(method): \(error.string("message") ?? "error")")
+            }
             return message.object("result") ?? JSONObject(members: [])
         }
     }
@@ -166,7 +176,9 @@ final class HeadlessChromium {
                 guard case .object(let message) = try StrictJSONParser.parse(bytes, maximumDepth: 64) else {
                     throw Failure(description: "a DevTools message is not a JSON object")
                 }
-                if let method = message.string("method") { events.append((method, message.object("params") ?? JSONObject(members: []))) }
+                if let method = message.string("method") {
+                    events.append((method, message.object("params") ?? JSONObject(members: [])))
+                }
                 return message
             }
             let remaining = deadline.timeIntervalSinceNow

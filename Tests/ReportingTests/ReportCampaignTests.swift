@@ -2,6 +2,7 @@ import Aggregation
 import Foundation
 import Postbacks
 import Testing
+
 @testable import Reporting
 
 /// The campaign report (issue 14): each app's campaign table, the daily trend, the country section
@@ -32,13 +33,19 @@ import Testing
             let table = try #require(fixture.page.table("table-campaigns-\(app)"), "a table for app \(app)")
             for record in table.records {
                 let network = record["Ad network"]!
-                let key = expected.keys.first { $0.hasPrefix("\(app)|\(record["Campaign"]!)|") && ReportPage.networkName(String($0.split(separator: "|").last ?? "")) == network }
+                let key = expected.keys.first {
+                    $0.hasPrefix("\(app)|\(record["Campaign"]!)|")
+                        && ReportPage.networkName(String($0.split(separator: "|").last ?? "")) == network
+                }
                 let sums = try #require(key.flatMap { expected[$0] }, "\(app) \(record)")
                 #expect(number(record["Postbacks"]!) == sums.postbacks && number(record["Installs"]!) == sums.installs)
-                #expect(number(record["Redownloads"]!) == sums.redownloads && number(record["Re-engagements"]!) == sums.reengagements)
+                #expect(
+                    number(record["Redownloads"]!) == sums.redownloads && number(record["Re-engagements"]!) == sums.reengagements)
                 seen += 1
             }
-            let appPostbacks = fixture.production.filter { ($0.row.text("app_id") ?? "unknown app") == app }.reduce(0) { $0 + $1.row.int("postbacks") }
+            let appPostbacks = fixture.production.filter { ($0.row.text("app_id") ?? "unknown app") == app }.reduce(0) {
+                $0 + $1.row.int("postbacks")
+            }
             #expect(number(table.footer![2]) == appPostbacks)
         }
         #expect(seen == expected.count, "every campaign appears once, none is cut")
@@ -73,7 +80,10 @@ import Testing
         let table = try #require(fixture.page.table("table-countries"))
         var expected: [String: Int] = [:]
         for (_, row) in withCountry { expected[row.text("country_code")!, default: 0] += row.int("postbacks") }
-        let shown = Dictionary(uniqueKeysWithValues: table.records.filter { $0["Country"] != "(no country)" }.map { ($0["Country"]!, number($0["Postbacks"]!)) })
+        let shown = Dictionary(
+            uniqueKeysWithValues: table.records.filter { $0["Country"] != "(no country)" }.map {
+                ($0["Country"]!, number($0["Postbacks"]!))
+            })
         #expect(shown == expected)
     }
 

@@ -1,9 +1,10 @@
-@testable import Basics
 import Foundation
 import PostbackStore
 import Postbacks
 import TestSupport
 import Testing
+
+@testable import Basics
 @testable import PostbackCLI
 @testable import Reporting
 
@@ -16,7 +17,10 @@ import Testing
         (["--data", "d"], "--out FILE is required"),
         (["--data", "d", "--out", "r.html"], "give --date DAY, or --from DAY and --to DAY"),
         (["--data", "d", "--out", "r.html", "--date", "2026-02-30"], "--date must be a date YYYY-MM-DD, got '2026-02-30'"),
-        (["--data", "d", "--out", "r.html", "--from", "2026-03-05", "--to", "2026-03-01"], "--from 2026-03-05 is after --to 2026-03-01"),
+        (
+            ["--data", "d", "--out", "r.html", "--from", "2026-03-05", "--to", "2026-03-01"],
+            "--from 2026-03-05 is after --to 2026-03-01"
+        ),
         (["--data", "d", "--out", "r.html", "--date", "2026-03-01", "--top", "0"], "--top must be a whole number from 1 to 500"),
         (["--data", "d", "--out", "r.html", "--date", "2026-03-01", "--colour"], "unknown option --colour"),
         (["--data", "d", "--out", "r.html", "--date", "2026-03-01", "extra"], "unexpected argument 'extra'"),
@@ -37,7 +41,9 @@ import Testing
     @Test func writesThePageAndSaysWhatIsInIt() throws {
         let store = try TestStore.shared.get()
         let out = store.path("command.html")
-        let result = run(["--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", out, "--title", "March"])
+        let result = run([
+            "--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", out, "--title", "March",
+        ])
         #expect(result.status == .success, "\(result.stderr)")
         let page = PageFigures(html: try store.text("command.html"))
         let postbacks = try #require(page.count("postbacks"))
@@ -49,18 +55,24 @@ import Testing
 
     @Test func dashWritesThePageToStandardOutputAndTheSummaryToStandardError() throws {
         let store = try TestStore.shared.get()
-        let toFile = run(["--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", store.path("same.html")])
+        let toFile = run([
+            "--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", store.path("same.html"),
+        ])
         let toStdout = run(["--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", "-"])
         #expect(toStdout.status == .success, "\(toStdout.stderr)")
         #expect(toStdout.stdout == (try store.text("same.html")), "the same page as written to a file")
         #expect(toStdout.stderr.hasPrefix("wrote standard output ("), "\(toStdout.stderr)")
         #expect(toFile.status == .success)
-        #expect(!FileManager.default.fileExists(atPath: "-") && !FileManager.default.fileExists(atPath: store.path("-")), "no file named '-'")
+        #expect(
+            !FileManager.default.fileExists(atPath: "-") && !FileManager.default.fileExists(atPath: store.path("-")),
+            "no file named '-'")
     }
 
     @Test func missingDaysExitWith1AndAreNamed() throws {
         let store = try TestStore.shared.get()
-        let result = run(["--data", store.root, "--from", TestStore.first, "--to", "2026-03-05", "--out", store.path("missing.html")])
+        let result = run([
+            "--data", store.root, "--from", TestStore.first, "--to", "2026-03-05", "--out", store.path("missing.html"),
+        ])
         #expect(result.status == .failure)
         #expect(result.stderr.contains("2026-03-04: no aggregates"))
         #expect(result.stderr.contains("2026-03-05: no aggregates"))
@@ -80,7 +92,8 @@ import Testing
     /// comes from the clock.
     @Test func sameAggregatesGiveTheSameBytes() throws {
         let store = try TestStore.make(perDay: 300)
-        let first = try ReportGenerator.generate(store.request(from: TestStore.first, to: TestStore.last, out: store.path("a.html")))
+        let first = try ReportGenerator.generate(
+            store.request(from: TestStore.first, to: TestStore.last, out: store.path("a.html")))
         try store.aggregate(try TestStore.catalog(), from: TestStore.first, to: TestStore.last)
         _ = try ReportGenerator.generate(store.request(from: TestStore.first, to: TestStore.last, out: store.path("b.html")))
         let a = try Data(contentsOf: URL(fileURLWithPath: store.path("a.html")))

@@ -1,9 +1,10 @@
-@testable import Basics
 import Foundation
 import PostbackStore
 import Postbacks
 import Testing
+
 @testable import Aggregation
+@testable import Basics
 @testable import Reporting
 
 /// Everything on the page that comes from the data is attacker-influenced: a rejected record is
@@ -19,13 +20,15 @@ import Testing
 
     /// Tags and attributes the page is built from; anything else in it came from the data.
     static let allowedTags: Set<String> = [
-        "html", "head", "meta", "title", "style", "body", "header", "main", "footer", "section", "nav", "a", "h1", "h2", "h3", "p",
+        "html", "head", "meta", "title", "style", "body", "header", "main", "footer", "section", "nav", "a", "h1", "h2", "h3",
+        "p",
         "div", "ul", "li", "span", "strong", "figure", "table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td",
         "svg", "desc", "g", "rect", "line", "path", "circle", "polygon", "text",
     ]
     static let allowedAttributes: Set<String> = [
         "lang", "charset", "name", "content", "http-equiv", "id", "class", "href", "role", "aria-label", "aria-labelledby",
-        "aria-hidden", "tabindex", "scope", "colspan", "data-metric", "xmlns", "viewBox", "x", "y", "x1", "x2", "y1", "y2", "cx", "cy",
+        "aria-hidden", "tabindex", "scope", "colspan", "data-metric", "xmlns", "viewBox", "x", "y", "x1", "x2", "y1", "y2", "cx",
+        "cy",
         "r", "width", "height", "d", "points", "text-anchor",
     ]
 
@@ -41,26 +44,34 @@ import Testing
             """
         var records: [SpoolRecord] = []
         for (index, fine) in [5, 5, 6].enumerated() {
-            let attribution = Attribution(postbackProtocol: .skadnetwork, version: "4.0", appID: 777, adNetworkID: hostileNetwork,
-                                          sourceIdentifier: "1234", interaction: .click, didWin: true, fineValue: fine)
-            records.append(SpoolRecord(receivedAt: UTCTimestamp(iso8601: "2026-03-01T1\(index):00:00.000000Z")!, writer: "rx1",
-                                       route: "skadnetwork-developer-copy", status: .verified, environment: .production,
-                                       dedupKey: "key-\(index):0", postbackProtocol: .skadnetwork, version: "4.0", keyName: "apple-skadnetwork-p256",
-                                       reason: nil, attribution: attribution, body: Array("{}".utf8)))
+            let attribution = Attribution(
+                postbackProtocol: .skadnetwork, version: "4.0", appID: 777, adNetworkID: hostileNetwork,
+                sourceIdentifier: "1234", interaction: .click, didWin: true, fineValue: fine)
+            records.append(
+                SpoolRecord(
+                    receivedAt: UTCTimestamp(iso8601: "2026-03-01T1\(index):00:00.000000Z")!, writer: "rx1",
+                    route: "skadnetwork-developer-copy", status: .verified, environment: .production,
+                    dedupKey: "key-\(index):0", postbackProtocol: .skadnetwork, version: "4.0", keyName: "apple-skadnetwork-p256",
+                    reason: nil, attribution: attribution, body: Array("{}".utf8)))
         }
-        var coarse = Attribution(postbackProtocol: .skadnetwork, version: "4.0", appID: 777, adNetworkID: hostileNetwork,
-                                 sourceIdentifier: "12", interaction: .view, postbackSequenceIndex: 1, didWin: true, coarseValue: .low)
-        records.append(SpoolRecord(receivedAt: UTCTimestamp(iso8601: "2026-03-01T15:00:00.000000Z")!, writer: "rx1", route: "ad-network",
-                                   status: .verified, environment: .production, dedupKey: "coarse:1", postbackProtocol: .skadnetwork,
-                                   version: "4.0", keyName: "apple-skadnetwork-p256", reason: nil, attribution: coarse, body: Array("{}".utf8)))
+        var coarse = Attribution(
+            postbackProtocol: .skadnetwork, version: "4.0", appID: 777, adNetworkID: hostileNetwork,
+            sourceIdentifier: "12", interaction: .view, postbackSequenceIndex: 1, didWin: true, coarseValue: .low)
+        records.append(
+            SpoolRecord(
+                receivedAt: UTCTimestamp(iso8601: "2026-03-01T15:00:00.000000Z")!, writer: "rx1", route: "ad-network",
+                status: .verified, environment: .production, dedupKey: "coarse:1", postbackProtocol: .skadnetwork,
+                version: "4.0", keyName: "apple-skadnetwork-p256", reason: nil, attribution: coarse, body: Array("{}".utf8)))
         try store.append(records, spool: .postbacks, writer: "rx1")
         coarse.adNetworkID = hostileClaimedNetwork
-        let rejected = SpoolRecord(receivedAt: UTCTimestamp(iso8601: "2026-03-01T16:00:00.000000Z")!, writer: "rx1", route: "ad-network",
-                                   status: .invalidSignature, environment: nil, dedupKey: nil, postbackProtocol: .skadnetwork, version: "4.0",
-                                   keyName: nil, reason: hostileReason, attribution: coarse, body: Array("{}".utf8))
+        let rejected = SpoolRecord(
+            receivedAt: UTCTimestamp(iso8601: "2026-03-01T16:00:00.000000Z")!, writer: "rx1", route: "ad-network",
+            status: .invalidSignature, environment: nil, dedupKey: nil, postbackProtocol: .skadnetwork, version: "4.0",
+            keyName: nil, reason: hostileReason, attribution: coarse, body: Array("{}".utf8))
         try store.append([rejected], spool: .rejected, writer: "rx1")
-        try store.aggregate(try SchemaCatalog(schemas: [try ConversionSchema(json: Array(schema.utf8), file: "777/hostile.json")]),
-                            from: "2026-03-01", to: "2026-03-01")
+        try store.aggregate(
+            try SchemaCatalog(schemas: [try ConversionSchema(json: Array(schema.utf8), file: "777/hostile.json")]),
+            from: "2026-03-01", to: "2026-03-01")
         return store
     }
 
@@ -90,7 +101,10 @@ import Testing
         #expect(fine.records.allSatisfy { $0["Ad network"] == Self.hostileNetwork })
 
         // …but only ever as text.
-        for hostile in [Self.hostileNetwork, Self.hostileClaimedNetwork, Self.hostileReason, Self.hostileLabel, Self.hostileCampaign, Self.hostileTitle] {
+        for hostile in [
+            Self.hostileNetwork, Self.hostileClaimedNetwork, Self.hostileReason, Self.hostileLabel, Self.hostileCampaign,
+            Self.hostileTitle,
+        ] {
             #expect(!html.contains(hostile), "raw: \(hostile)")
         }
         #expect(!html.contains("\u{202E}"), "a bidi override reordering the page's text")
@@ -118,7 +132,9 @@ import Testing
             #expect(allowedTags.contains(name), "tag <\(name)>", sourceLocation: sourceLocation)
             for found in match.output[3].substring!.matches(of: attribute) {
                 let attributeName = String(found.output[1].substring!)
-                #expect(allowedAttributes.contains(attributeName), "attribute \(attributeName) on <\(name)>", sourceLocation: sourceLocation)
+                #expect(
+                    allowedAttributes.contains(attributeName), "attribute \(attributeName) on <\(name)>",
+                    sourceLocation: sourceLocation)
                 if attributeName == "href" { #expect(found.output[2].substring!.hasPrefix("#"), sourceLocation: sourceLocation) }
             }
             tags += 1
@@ -139,10 +155,14 @@ import Testing
 
     @Test func clippingNeverSplitsACharacterOrAnEntity() {
         #expect(HTMLText.clipped("short", to: 10) == "short")
-        #expect(HTMLText.clipped("example123.skadnetwork · app 525463029", to: 24, keepingAfterLast: " · ") == "example… · app 525463029",
-                "the app id is never cut")
+        #expect(
+            HTMLText.clipped("example123.skadnetwork · app 525463029", to: 24, keepingAfterLast: " · ")
+                == "example… · app 525463029",
+            "the app id is never cut")
         #expect(HTMLText.clipped("network · app 525463029", to: 40, keepingAfterLast: " · ") == "network · app 525463029")
-        #expect(HTMLText.clipped("n · 123456789012345", to: 10, keepingAfterLast: " · ") == "n · 12345…", "too long to keep: clipped as usual")
+        #expect(
+            HTMLText.clipped("n · 123456789012345", to: 10, keepingAfterLast: " · ") == "n · 12345…",
+            "too long to keep: clipped as usual")
         #expect(HTMLText.clipped("🇩🇪🇩🇪🇩🇪🇩🇪", to: 3) == "🇩🇪🇩🇪…")
         let clipped = HTMLText.escape(HTMLText.clipped("&&&&&&&&", to: 4))
         #expect(clipped == "&amp;&amp;&amp;…")

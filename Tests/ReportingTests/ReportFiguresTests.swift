@@ -1,8 +1,9 @@
-@testable import Basics
 import Foundation
 import PostbackStore
 import Postbacks
 import Testing
+
+@testable import Basics
 @testable import Reporting
 
 /// The page's figures against the aggregate tables they come from, summed here independently from
@@ -46,9 +47,11 @@ import Testing
 
     @Test func headlineEqualsTheTableSums() throws {
         let fixture = try Fixture()
-        for (metric, column) in [("postbacks", "postbacks"), ("installs", "installs"), ("redownloads", "redownloads"),
-                                 ("reengagements", "reengagements"), ("losses", "losses"), ("null_cv_postbacks", "null_cv_postbacks"),
-                                 ("development", "development_postbacks"), ("rejected", "rejected_postbacks")] {
+        for (metric, column) in [
+            ("postbacks", "postbacks"), ("installs", "installs"), ("redownloads", "redownloads"),
+            ("reengagements", "reengagements"), ("losses", "losses"), ("null_cv_postbacks", "null_cv_postbacks"),
+            ("development", "development_postbacks"), ("rejected", "rejected_postbacks"),
+        ] {
             #expect(fixture.page.count(metric) == fixture.sum(column), "\(metric)")
         }
         #expect(fixture.sum("postbacks") > 1_000)
@@ -57,7 +60,8 @@ import Testing
 
         var duplicates = 0
         for day in Self.days {
-            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: fixture.store.path("agg/_manifests/dt=\(day).json"))))
+            let manifest = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: fixture.store.path("agg/_manifests/dt=\(day).json"))))
             let totals = (manifest as! [String: Any])["totals"] as! [String: Any]
             duplicates += (totals["duplicates_same_day"] as! Int) + (totals["duplicates_of_earlier_days"] as! Int)
         }
@@ -85,9 +89,13 @@ import Testing
 
     @Test func postbacksAndInstallsPerDayAndAdNetwork() throws {
         let fixture = try Fixture()
-        for (table, column, noun) in [("table-postbacks-per-day", "postbacks", "postbacks"), ("table-installs-per-day", "installs", "installs")] {
+        for (table, column, noun) in [
+            ("table-postbacks-per-day", "postbacks", "postbacks"), ("table-installs-per-day", "installs", "installs"),
+        ] {
             var expected: [String: [String: Int]] = [:]
-            for (day, row) in fixture.production { expected[day, default: [:]][row.text("ad_network_id")!, default: 0] += row.int(column) }
+            for (day, row) in fixture.production {
+                expected[day, default: [:]][row.text("ad_network_id")!, default: 0] += row.int(column)
+            }
             let figures = try #require(fixture.page.table(table))
             #expect(figures.header == ["Day", "Ad network", noun.capitalized])
             var shown: [String: [String: Int]] = [:]
@@ -101,7 +109,10 @@ import Testing
                 // The chart's tooltip for the same column segment says the same number.
                 let rank = figures.records.filter { $0["Day"] == day }.firstIndex { $0["Ad network"] == network }!
                 if column == "postbacks", count > 0, rank < ReportStyle.seriesColours {
-                    #expect(fixture.page.html.contains("<title>\(NumberFormat.longDay(UTCDay(day)!)) · \(network): \(NumberFormat.count(count)) \(noun)</title>"))
+                    #expect(
+                        fixture.page.html.contains(
+                            "<title>\(NumberFormat.longDay(UTCDay(day)!)) · \(network): \(NumberFormat.count(count)) \(noun)</title>"
+                        ))
                 }
             }
             #expect(Set(figures.records.map { $0["Day"]! }) == Set(Self.days))
@@ -113,7 +124,8 @@ import Testing
 
     @Test func fineAndCoarseValuesPerCampaign() throws {
         let fixture = try Fixture()
-        var fine: [String: Int] = [:], fineLabels: [String: String] = [:]
+        var fine: [String: Int] = [:]
+        var fineLabels: [String: String] = [:]
         var coarse: [String: [Int]] = [:]
         for (_, row) in fixture.production {
             let key = Self.campaignKey(row)
@@ -129,8 +141,9 @@ import Testing
             }
         }
         #expect(fineLabels.values.contains("undecoded"), "some fine values are outside the schema")
-        #expect(fine.keys.contains { $0.hasPrefix("spring_sale|") || $0.hasPrefix("summer_sale|") || $0.hasPrefix("brand|") },
-                "a source-identifier map decoded campaigns")
+        #expect(
+            fine.keys.contains { $0.hasPrefix("spring_sale|") || $0.hasPrefix("summer_sale|") || $0.hasPrefix("brand|") },
+            "a source-identifier map decoded campaigns")
 
         let fineTable = try #require(fixture.page.table("table-fine"))
         var shownFine: [String: Int] = [:]
@@ -181,8 +194,10 @@ import Testing
             for record in table.records {
                 let maximum = record["Max"]!
                 shown["\(Self.tableKey(record))|\(record["Postback"]!)"] = Expected(
-                    valued: number(record["With value"]!), unknown: number(record["Unknown value"]!), minimum: Micros.parse(record["Min"]!),
-                    estimate: Micros.parse(record["Estimate"]!), maximum: maximum == "no upper bound" ? nil : Micros.parse(maximum))
+                    valued: number(record["With value"]!), unknown: number(record["Unknown value"]!),
+                    minimum: Micros.parse(record["Min"]!),
+                    estimate: Micros.parse(record["Estimate"]!),
+                    maximum: maximum == "no upper bound" ? nil : Micros.parse(maximum))
             }
             #expect(shown == campaigns, "\(currency)")
         }
@@ -225,7 +240,8 @@ import Testing
 
     @Test func rejectedByReasonMatchesTheRawSpool() throws {
         let fixture = try Fixture()
-        var reasons: [String: Int] = [:], statuses: [String: Int] = [:]
+        var reasons: [String: Int] = [:]
+        var statuses: [String: Int] = [:]
         for day in Self.days {
             for spool in StoreLayout.Spool.allCases {
                 for segment in try fixture.store.layout.segments(spool, day: UTCDay(day)!) {
@@ -256,10 +272,15 @@ import Testing
         let statusTable = try #require(fixture.page.table("table-rejected-status"))
         #expect(Dictionary(uniqueKeysWithValues: statusTable.rows.map { ($0[0], number($0[1])) }) == statuses)
 
-        var claimed: [String: Int] = [:], development: [String: Int] = [:]
+        var claimed: [String: Int] = [:]
+        var development: [String: Int] = [:]
         for (_, row) in fixture.rows {
-            if row.int("rejected_postbacks") > 0 { claimed[row.text("ad_network_id") ?? "(not parsed)", default: 0] += row.int("rejected_postbacks") }
-            if row.int("development_postbacks") > 0 { development[row.text("ad_network_id")!, default: 0] += row.int("development_postbacks") }
+            if row.int("rejected_postbacks") > 0 {
+                claimed[row.text("ad_network_id") ?? "(not parsed)", default: 0] += row.int("rejected_postbacks")
+            }
+            if row.int("development_postbacks") > 0 {
+                development[row.text("ad_network_id")!, default: 0] += row.int("development_postbacks")
+            }
         }
         let claimedTable = try #require(fixture.page.table("table-rejected-networks"))
         #expect(Dictionary(uniqueKeysWithValues: claimedTable.rows.map { ($0[0], number($0[1])) }) == claimed)
@@ -271,12 +292,14 @@ import Testing
     /// named campaign has at least as many postbacks as any left out.
     @Test func campaignsBeyondTheTopAreSummedInOneRow() throws {
         let fixture = try Fixture(top: 3)
-        var postbacks: [String: Int] = [:], coarse: [String: [Int]] = [:]
+        var postbacks: [String: Int] = [:]
+        var coarse: [String: [Int]] = [:]
         for (_, row) in fixture.production {
             postbacks[Self.campaignKey(row), default: 0] += row.int("postbacks")
             guard row.text("cv_kind") == "coarse" else { continue }
             let level = ["low", "medium", "high"].firstIndex(of: row.text("coarse_cv")!)!
-            coarse["\(Self.campaignKey(row))|\(row.int("postback_sequence_index") + 1)", default: [0, 0, 0]][level] += row.int("postbacks")
+            coarse["\(Self.campaignKey(row))|\(row.int("postback_sequence_index") + 1)", default: [0, 0, 0]][level] += row.int(
+                "postbacks")
         }
         let records = try #require(fixture.page.table("table-coarse")).records
         let named = Set(records.filter { $0["Campaign"] != "Other campaigns" }.map(Self.tableKey))

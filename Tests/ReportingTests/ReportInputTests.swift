@@ -4,6 +4,7 @@ import PostbackCrypto
 import PostbackStore
 import Postbacks
 import Testing
+
 @testable import Reporting
 
 /// Empty days, missing days and partitions that cannot be trusted: a clear page or a clear error,
@@ -27,13 +28,15 @@ import Testing
         #expect(html.contains("No spool for 2026-03-01 to 2026-03-02"))
         #expect(!html.contains("<svg"), "no chart is drawn for nothing")
         #expect(html.components(separatedBy: "class=\"empty\"").count - 1 == 10, "every chart says it is empty")
-        #expect(figures.table("table-postbacks-per-day")?.rows.map { $0.last! } == ["–", "–"], "no figure for a day without spool")
+        #expect(
+            figures.table("table-postbacks-per-day")?.rows.map { $0.last! } == ["–", "–"], "no figure for a day without spool")
         try ReportEscapingTests.checkMarkup(html)
     }
 
     @Test func missingDaysAreListedAndShownAsGapsNotZeros() throws {
         let store = try TestStore.shared.get()
-        let summary = try ReportGenerator.generate(store.request(from: "2026-02-27", to: "2026-03-04", out: store.path("partial.html")))
+        let summary = try ReportGenerator.generate(
+            store.request(from: "2026-02-27", to: "2026-03-04", out: store.path("partial.html")))
         #expect(!summary.isComplete)
         #expect(summary.daysMissing.map(\.description) == ["2026-02-27", "2026-02-28", "2026-03-04"])
         #expect(summary.daysIncluded.count == 3)
@@ -80,7 +83,8 @@ import Testing
         } throws: { error in
             let text = "\(error)"
             return text.contains("no published aggregates for 2026-03-02 to 2026-03-03")
-                && text.contains("2026-03-02: campaign_daily does not match its manifest") && text.contains("2026-03-03: campaign_daily has no manifest")
+                && text.contains("2026-03-02: campaign_daily does not match its manifest")
+                && text.contains("2026-03-03: campaign_daily has no manifest")
         }
     }
 
@@ -115,7 +119,8 @@ import Testing
     @Test func anUnwritableOutputIsAnIOError() throws {
         let store = try TestStore.shared.get()
         #expect {
-            try ReportGenerator.generate(store.request(from: TestStore.first, to: TestStore.last, out: store.path("no/such/dir/report.html")))
+            try ReportGenerator.generate(
+                store.request(from: TestStore.first, to: TestStore.last, out: store.path("no/such/dir/report.html")))
         } throws: { error in
             guard case .io(let path, let message) = error as? ReportError else { return false }
             return path.contains("no/such/dir/") && message.contains("open failed")
@@ -125,7 +130,8 @@ import Testing
     static let header = AggregateTables.campaignDailyColumns.joined(separator: ",")
 
     static func row(postbacks: String) -> String {
-        AggregateTables.campaignDailyColumns.map { $0 == "postbacks" ? postbacks : $0 == "app_id" ? "1" : "" }.joined(separator: ",")
+        AggregateTables.campaignDailyColumns.map { $0 == "postbacks" ? postbacks : $0 == "app_id" ? "1" : "" }.joined(
+            separator: ",")
     }
 
     /// A partition written by hand, with a manifest that lists its true size and checksum.

@@ -1,5 +1,4 @@
 import Aggregation
-@testable import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
@@ -7,6 +6,8 @@ import PostbackTesting
 import Postbacks
 import TestSupport
 import Testing
+
+@testable import Basics
 @testable import Reporting
 
 enum TestPaths {
@@ -62,13 +63,15 @@ final class ScratchStore: Sendable {
 
     /// Runs the real aggregation job over `from`…`to`.
     func aggregate(_ catalog: SchemaCatalog, from: String, to: String) throws {
-        let request = AggregationRequest(dataDirectory: root, from: UTCDay(from)!, to: UTCDay(to)!, workers: 2, toolVersion: "postback test")
+        let request = AggregationRequest(
+            dataDirectory: root, from: UTCDay(from)!, to: UTCDay(to)!, workers: 2, toolVersion: "postback test")
         try AggregationJob(request: request, catalog: catalog).run()
     }
 
     func request(from: String, to: String, out: String? = nil, top: Int = 10_000, title: String? = nil) -> ReportRequest {
-        ReportRequest(dataDirectory: root, from: UTCDay(from)!, to: UTCDay(to)!, outputPath: out ?? path("report.html"), title: title,
-                      topCampaigns: top, toolVersion: "postback test")
+        ReportRequest(
+            dataDirectory: root, from: UTCDay(from)!, to: UTCDay(to)!, outputPath: out ?? path("report.html"), title: title,
+            topCampaigns: top, toolVersion: "postback test")
     }
 }
 
@@ -111,18 +114,24 @@ enum TestStore {
         """
 
     static func catalog() throws -> SchemaCatalog {
-        try SchemaCatalog(schemas: [try ConversionSchema(json: Array(gameSchema.utf8), file: "525463029/test.json"),
-                                    try ConversionSchema(json: Array(shopSchema.utf8), file: "1229670720/test.json")])
+        try SchemaCatalog(schemas: [
+            try ConversionSchema(json: Array(gameSchema.utf8), file: "525463029/test.json"),
+            try ConversionSchema(json: Array(shopSchema.utf8), file: "1229670720/test.json"),
+        ])
     }
 
     /// Extra rejected records with reasons of their own, so the reason chart has more than one bar.
     static func rejectedRecords(day: String) -> [SpoolRecord] {
-        let reasons = ["body is not valid JSON: unexpected end of input", "ad network 'spam.skadnetwork' is not accepted",
-                       "ad network 'spam.skadnetwork' is not accepted", "unknown key id 'apple-cas-identifier/9'"]
+        let reasons = [
+            "body is not valid JSON: unexpected end of input", "ad network 'spam.skadnetwork' is not accepted",
+            "ad network 'spam.skadnetwork' is not accepted", "unknown key id 'apple-cas-identifier/9'",
+        ]
         return reasons.enumerated().map { index, reason in
-            SpoolRecord(receivedAt: UTCTimestamp(iso8601: "\(day)T0\(index):00:00.000000Z")!, writer: "rx9", route: "skadnetwork-developer-copy",
-                        status: index == 0 ? .malformed : .untrustedKey, environment: nil, dedupKey: nil, postbackProtocol: .skadnetwork,
-                        version: "4.0", keyName: nil, reason: reason, attribution: nil, body: Array("{\"junk\":\(index)}".utf8))
+            SpoolRecord(
+                receivedAt: UTCTimestamp(iso8601: "\(day)T0\(index):00:00.000000Z")!, writer: "rx9",
+                route: "skadnetwork-developer-copy",
+                status: index == 0 ? .malformed : .untrustedKey, environment: nil, dedupKey: nil, postbackProtocol: .skadnetwork,
+                version: "4.0", keyName: nil, reason: reason, attribution: nil, body: Array("{\"junk\":\(index)}".utf8))
         }
     }
 
@@ -191,7 +200,9 @@ struct PageFigures {
     let html: String
 
     func table(_ id: String) -> Table? {
-        guard let start = html.range(of: "<table id=\"\(id)\">"), let end = html.range(of: "</table>", range: start.upperBound..<html.endIndex) else {
+        guard let start = html.range(of: "<table id=\"\(id)\">"),
+            let end = html.range(of: "</table>", range: start.upperBound..<html.endIndex)
+        else {
             return nil
         }
         let body = String(html[start.upperBound..<end.lowerBound])
@@ -218,7 +229,8 @@ struct PageFigures {
         while let open = rest.range(of: "<t") {
             let afterTag = rest[open.upperBound...]
             guard afterTag.first == "h" || afterTag.first == "d", let contentStart = afterTag.range(of: ">"),
-                  let close = afterTag.range(of: "</t", range: contentStart.upperBound..<afterTag.endIndex) else { break }
+                let close = afterTag.range(of: "</t", range: contentStart.upperBound..<afterTag.endIndex)
+            else { break }
             cells.append(unescape(String(afterTag[contentStart.upperBound..<close.lowerBound])))
             rest = afterTag[close.upperBound...]
         }
@@ -232,8 +244,10 @@ struct PageFigures {
     }
 
     static func escapeAttribute(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-            .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&#39;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
+            of: ">", with: "&gt;"
+        )
+        .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&#39;")
     }
 }
 

@@ -4,13 +4,15 @@ import SpoolDelivery
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The ledger and the backoff, without a store.
 @Suite struct DeliveryLedgerTests {
     func segment(_ name: String, size: Int = 10) -> SealedSegment {
-        SealedSegment(path: "/nowhere/\(name)", relativePath: "raw/postbacks/dt=2026-01-01/\(name)", spool: .postbacks, size: size, modifiedAt: 0)
+        SealedSegment(
+            path: "/nowhere/\(name)", relativePath: "raw/postbacks/dt=2026-01-01/\(name)", spool: .postbacks, size: size,
+            modifiedAt: 0)
     }
 
     @Test func survivesReopenAndDropsATornLastLine() throws {

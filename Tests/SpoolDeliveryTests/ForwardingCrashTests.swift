@@ -1,13 +1,13 @@
 import Basics
-import TestSupport
-import PostbackTesting
 import Foundation
 import PostbackClient
 import PostbackStore
+import PostbackTesting
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The built `postback serve` forwarding to a slow partner, killed with SIGKILL while it delivers,
@@ -28,18 +28,24 @@ struct ForwardingCrashTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(ShippingReceiver.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
         try Data("\(apiKey)\n".utf8).write(to: URL(fileURLWithPath: "\(directory)/partner.key"))
-        try Data("""
+        try Data(
+            """
             {"listen": "127.0.0.1:0", "data_dir": "data", "writer_id": "rx-fwd-kill", "allow_development": true,
              "trust_keys": ["test-key.pem"], "segment_bytes": 16384, "segment_max_age_seconds": 0.1,
              "forward": [{"name": "partner", "url": "\(partner.url)", "concurrency": 2, "timeout_seconds": 5,
                           "headers": {"X-Api-Key": {"file": "partner.key"}}}]}
-            """.utf8).write(to: URL(fileURLWithPath: "\(directory)/config.json"))
+            """.utf8
+        ).write(to: URL(fileURLWithPath: "\(directory)/config.json"))
         let crash = ShippingCrashTests()
         var (process, address) = try crash.startReceiver(directory: directory, environment: [:], logName: "first.log")
         var acknowledged = 0
         for index in 0..<300 {
-            if (try? HTTPClient(timeoutSeconds: 5).post("http://\(address)/.well-known/skadnetwork/report-attribution/",
-                                                         body: ShippingReceiver.body(index, seed: 1818)).status) == 200 { acknowledged += 1 }
+            if (try? HTTPClient(timeoutSeconds: 5).post(
+                "http://\(address)/.well-known/skadnetwork/report-attribution/",
+                body: ShippingReceiver.body(index, seed: 1818)
+            ).status) == 200 {
+                acknowledged += 1
+            }
             if index == 150 { _ = eventually(20) { !partner.acceptedKeys.isEmpty } }
             if index == 250 { break }
         }
@@ -57,7 +63,9 @@ struct ForwardingCrashTests {
         let delivered = eventually(90) { Set(partner.acceptedKeys.keys).isSuperset(of: bodies.keys) }
         #expect(delivered, "partner holds \(partner.acceptedKeys.count) of \(bodies.count)")
         let requests = partner.requests
-        #expect(requests.allSatisfy { bodies[$0.idempotencyKey ?? ""] == $0.body }, "a repeat is the same postback under the same key")
+        #expect(
+            requests.allSatisfy { bodies[$0.idempotencyKey ?? ""] == $0.body }, "a repeat is the same postback under the same key"
+        )
         #expect(requests.allSatisfy { $0.headers["x-api-key"] == apiKey })
         let metrics = (try? HTTPClient(timeoutSeconds: 5).get("http://\(address)/metrics").text) ?? ""
         #expect(metrics.contains("postback_forward_delivered_total{destination=\"forward-partner\"}"))
@@ -70,6 +78,8 @@ struct ForwardingCrashTests {
             #expect(!text.contains(apiKey))
         }
         let repeats = partner.acceptedKeys.values.filter { $0 > 1 }.count
-        print("forwarding kill -9: \(acknowledged) acknowledged, \(requests.count) requests, \(repeats) postbacks sent twice (same key)")
+        print(
+            "forwarding kill -9: \(acknowledged) acknowledged, \(requests.count) requests, \(repeats) postbacks sent twice (same key)"
+        )
     }
 }

@@ -1,17 +1,18 @@
 import Basics
-import TestSupport
-import PostbackTesting
 import Foundation
-@testable import PostbackCLI
 import PostbackClient
 import PostbackServer
 import PostbackStore
+import PostbackTesting
 import Postbacks
 import SpoolDelivery
+import TestSupport
 import Testing
 
+@testable import PostbackCLI
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// scripts/partner-server: a partner's postback API on loopback whose answers the test scripts
@@ -68,8 +69,9 @@ final class PartnerServer: @unchecked Sendable {
         return text.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
             let body = (object["body"] as? String ?? "").unicodeScalars.map { UInt8($0.value) }
-            return Request(time: object["time"] as? Double ?? 0, status: object["status"] as? Int ?? 0,
-                           headers: object["headers"] as? [String: String] ?? [:], body: body)
+            return Request(
+                time: object["time"] as? Double ?? 0, status: object["status"] as? Int ?? 0,
+                headers: object["headers"] as? [String: String] ?? [:], body: body)
         }
     }
 
@@ -102,8 +104,10 @@ final class ForwardingReceiver: @unchecked Sendable {
     let dataDirectory: String
     let logs = LogLines()
 
-    init(forward: String, environment: [String: String] = [:], dataDirectory: String? = nil, writerID: String = "rx-forward",
-         listen: String = "127.0.0.1:0") throws {
+    init(
+        forward: String, environment: [String: String] = [:], dataDirectory: String? = nil, writerID: String = "rx-forward",
+        listen: String = "127.0.0.1:0"
+    ) throws {
         let directory = dataDirectory ?? NSTemporaryDirectory() + "postback-forward-\(UUID().uuidString)"
         self.dataDirectory = directory
         var configuration = ServerConfiguration()
@@ -116,10 +120,13 @@ final class ForwardingReceiver: @unchecked Sendable {
         configuration.forward = try StrictJSONParser.parse(Array(forward.utf8))
         configuration.segmentMaxAgeSeconds = 0.2
         let logs = self.logs
-        let log = ServerLog(minimumLevel: .debug) { bytes in logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        let log = ServerLog(minimumLevel: .debug) { bytes in
+            logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+        }
         server = try PostbackServer.start(configuration: configuration, log: log)
-        forwarding = try ServeForwarding.start(server: server, log: log, environment: environment, scanIntervalSeconds: 0.1,
-                                               backoff: Backoff(initialSeconds: 0.05, maximumSeconds: 0.3))
+        forwarding = try ServeForwarding.start(
+            server: server, log: log, environment: environment, scanIntervalSeconds: 0.1,
+            backoff: Backoff(initialSeconds: 0.05, maximumSeconds: 0.3))
     }
 
     func stop() {

@@ -1,17 +1,18 @@
 import Basics
-import TestSupport
-import PostbackTesting
 import Foundation
-@testable import PostbackCLI
 import PostbackClient
 import PostbackServer
 import PostbackStore
+import PostbackTesting
 import Postbacks
-@testable import SpoolDelivery
+import TestSupport
 import Testing
 
+@testable import PostbackCLI
+@testable import SpoolDelivery
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("serve forwards verified postbacks to partners", .serialized)
@@ -21,9 +22,10 @@ struct ForwardingTests {
         var downstream = try ForwardingReceiver(forward: "[]", writerID: "rx-down")
         let downstreamPort = downstream.server.port
         let downstreamURL = "http://127.0.0.1:\(downstreamPort)/.well-known/skadnetwork/report-attribution/"
-        let upstream = try ForwardingReceiver(forward: """
-            [{"name": "downstream", "url": "\(downstreamURL)", "timeout_seconds": 2, "concurrency": 3}]
-            """)
+        let upstream = try ForwardingReceiver(
+            forward: """
+                [{"name": "downstream", "url": "\(downstreamURL)", "timeout_seconds": 2, "concurrency": 3}]
+                """)
         defer { upstream.stop() }
         var acknowledged = 0
         for index in 0..<90 {
@@ -35,11 +37,13 @@ struct ForwardingTests {
             }
         }
         #expect(acknowledged == 90)
-        #expect(eventually(10) { (upstream.metric("postback_forward_retried_total", destination: "forward-downstream") ?? 0) > 0 })
+        #expect(
+            eventually(10) { (upstream.metric("postback_forward_retried_total", destination: "forward-downstream") ?? 0) > 0 })
         #expect(upstream.metric("postback_forward_destination_up", destination: "forward-downstream") == 0)
         // Back on the same port and data directory: the backlog drains.
-        downstream = try ForwardingReceiver(forward: "[]", dataDirectory: downstream.dataDirectory, writerID: "rx-down",
-                                            listen: "127.0.0.1:\(downstreamPort)")
+        downstream = try ForwardingReceiver(
+            forward: "[]", dataDirectory: downstream.dataDirectory, writerID: "rx-down",
+            listen: "127.0.0.1:\(downstreamPort)")
         defer { downstream.stop() }
         let sent = Set(try verifiedRecords(upstream.dataDirectory).compactMap(\.dedupKey))
         #expect(sent.count == 90)
@@ -65,17 +69,22 @@ struct ForwardingTests {
         let apiKey = "sk_live_\(UUID().uuidString)"
         let queryKey = "q\(UUID().uuidString.prefix(8))"  // some partners take their key in the URL
         try partner.script(["500", "close", "hang:3", "429:1", "400"])
-        let receiver = try ForwardingReceiver(forward: """
-            [{"name": "mmp", "url": "\(partner.url)?token=\(queryKey)", "timeout_seconds": 1, "concurrency": 1,
-              "headers": {"Authentication": {"env": "MMP_API_KEY"}, "X-Network": "example"}}]
-            """, environment: ["MMP_API_KEY": apiKey])
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "mmp", "url": "\(partner.url)?token=\(queryKey)", "timeout_seconds": 1, "concurrency": 1,
+                  "headers": {"Authentication": {"env": "MMP_API_KEY"}, "X-Network": "example"}}]
+                """, environment: ["MMP_API_KEY": apiKey])
         defer { receiver.stop() }
         for index in 0..<6 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 7)) == 200) }
         let records = try verifiedRecords(receiver.dataDirectory)
         let keys = Set(records.compactMap(\.dedupKey))
         #expect(keys.count == 6)
         // Five postbacks accepted, one refused (400) and dead-lettered.
-        #expect(eventually(30) { partner.acceptedKeys.count == 5 && receiver.metric("postback_forward_dead_lettered_total", destination: "forward-mmp") == 1 })
+        #expect(
+            eventually(30) {
+                partner.acceptedKeys.count == 5
+                    && receiver.metric("postback_forward_dead_lettered_total", destination: "forward-mmp") == 1
+            })
         let requests = partner.requests
         #expect(Set(requests.compactMap(\.idempotencyKey)) == keys, "every request carries its postback's dedup key")
         #expect(requests.allSatisfy { $0.headers["authentication"] == apiKey && $0.headers["x-network"] == "example" })
@@ -112,12 +121,13 @@ struct ForwardingTests {
     /// Only the postbacks the filters pick; enrichment after Apple's fields, Apple's bytes unchanged.
     @Test func filtersAndEnrichment() throws {
         let partner = try PartnerServer()
-        let receiver = try ForwardingReceiver(forward: """
-            [{"name": "aak-only", "url": "\(partner.url)", "protocols": ["adattributionkit"], "environments": ["development"],
-              "enrich": {"received_at_field": "partner-received-at", "fields": {"partner-network": "example"},
-                         "campaigns": {}}},
-             {"name": "nobody", "url": "\(partner.url)", "app_ids": [1]}]
-            """)
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "aak-only", "url": "\(partner.url)", "protocols": ["adattributionkit"], "environments": ["development"],
+                  "enrich": {"received_at_field": "partner-received-at", "fields": {"partner-network": "example"},
+                             "campaigns": {}}},
+                 {"name": "nobody", "url": "\(partner.url)", "app_ids": [1]}]
+                """)
         defer { receiver.stop() }
         for index in 0..<12 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 3)) == 200) }
         let records = try verifiedRecords(receiver.dataDirectory)
@@ -135,7 +145,8 @@ struct ForwardingTests {
             let close = try #require(record.body.lastIndex(of: UInt8(ascii: "}")))
             #expect(Array(request.body.prefix(close)) == Array(record.body[..<close]))
             guard case .object(let sent) = try StrictJSONParser.parse(request.body),
-                  case .object(let apple) = try StrictJSONParser.parse(record.body) else {
+                case .object(let apple) = try StrictJSONParser.parse(record.body)
+            else {
                 Issue.record("not a JSON object")
                 continue
             }
@@ -155,7 +166,9 @@ struct ForwardingTests {
         record.attribution?.sourceIdentifier = "42"
         record.attribution?.campaignID = nil
         let body = sender.body(for: record)
-        guard case .object(let sent) = try StrictJSONParser.parse(body), case .object(let apple) = try StrictJSONParser.parse(record.body) else {
+        guard case .object(let sent) = try StrictJSONParser.parse(body),
+            case .object(let apple) = try StrictJSONParser.parse(record.body)
+        else {
             Issue.record("not a JSON object")
             return
         }
@@ -180,12 +193,18 @@ struct ForwardingTests {
         if bytes.last != 0x0A { bytes.append(0x0A) }
         var freshLine = fresh.encoded()
         if freshLine.last != 0x0A { freshLine.append(0x0A) }
-        try Data(bytes + freshLine).write(to: URL(fileURLWithPath: "\(directory)/\(StoreLayout.segmentName(writer: "rx-old", sequence: 1))"))
+        try Data(bytes + freshLine).write(
+            to: URL(fileURLWithPath: "\(directory)/\(StoreLayout.segmentName(writer: "rx-old", sequence: 1))"))
         var settings = ForwardSettings(name: "old", url: partner.url)
         settings.maxAgeSeconds = 3600
-        let forwarding = try PartnerForwarding(settings: [settings], layout: layout, writerID: "rx-old", isOpen: { _ in false }, scanIntervalSeconds: 0.1)
+        let forwarding = try PartnerForwarding(
+            settings: [settings], layout: layout, writerID: "rx-old", isOpen: { _ in false }, scanIntervalSeconds: 0.1)
         defer { forwarding.stop() }
-        #expect(eventually(20) { partner.acceptedKeys.count == 1 && (forwarding.forwarders[0].worker.status.pendingSegments[.postbacks] ?? 0) == 0 && forwarding.forwarders[0].worker.status.scanned })
+        #expect(
+            eventually(20) {
+                partner.acceptedKeys.count == 1 && (forwarding.forwarders[0].worker.status.pendingSegments[.postbacks] ?? 0) == 0
+                    && forwarding.forwarders[0].worker.status.scanned
+            })
         #expect(partner.acceptedKeys[fresh.dedupKey!] == 1)
         let dead = DeadLetterSpool.unresolved(root: root, destination: "forward-old").entries
         #expect(dead.map(\.idempotencyKey) == [old.dedupKey!])
@@ -197,16 +216,22 @@ struct ForwardingTests {
     @Test func forwardCommandsShowRetryAndReplay() throws {
         let partner = try PartnerServer()
         try partner.script(["400", "400"])
-        let destination = #"[{"name": "mmp", "url": "\#(partner.url)", "concurrency": 1, "headers": {"X-Api-Key": "literal-not-secret"}}]"#
+        let destination =
+            #"[{"name": "mmp", "url": "\#(partner.url)", "concurrency": 1, "headers": {"X-Api-Key": "literal-not-secret"}}]"#
         let receiver = try ForwardingReceiver(forward: destination, writerID: "rx-cli")
         defer { receiver.stop() }
         for index in 0..<3 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 11)) == 200) }
-        #expect(eventually(20) { partner.acceptedKeys.count == 1 && receiver.metric("postback_forward_dead_lettered_total", destination: "forward-mmp") == 2 })
+        #expect(
+            eventually(20) {
+                partner.acceptedKeys.count == 1
+                    && receiver.metric("postback_forward_dead_lettered_total", destination: "forward-mmp") == 2
+            })
         let config = receiver.dataDirectory + "/forward-config.json"
         try Data(#"{"data_dir": "\#(receiver.dataDirectory)", "writer_id": "rx-cli", "forward": \#(destination)}"#.utf8)
             .write(to: URL(fileURLWithPath: config))
         func run(_ words: [String]) -> (status: PostbackCLI.ExitStatus, stdout: String, stderr: String) {
-            let out = MemorySink(), err = MemorySink()
+            let out = MemorySink()
+            let err = MemorySink()
             let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
             return (status, out.text, err.text)
         }
@@ -236,7 +261,9 @@ struct ForwardingTests {
     /// delivered segment's cursor is no longer consulted.
     @Test func ledgerCursorSurvivesReopen() throws {
         let path = NSTemporaryDirectory() + "ledger-\(UUID().uuidString)/rx.ledger"
-        let segment = SealedSegment(path: "/x", relativePath: "raw/postbacks/dt=2026-12-03/part-rx-00001.jsonl", spool: .postbacks, size: 10, modifiedAt: 0)
+        let segment = SealedSegment(
+            path: "/x", relativePath: "raw/postbacks/dt=2026-12-03/part-rx-00001.jsonl", spool: .postbacks, size: 10,
+            modifiedAt: 0)
         do {
             let ledger = try DeliveryLedger(path: path)
             try ledger.recordProgress(segment.relativePath, offset: 100)
@@ -274,11 +301,16 @@ struct ForwardingTests {
             .recordProgress(relative, offset: lineEnds[1] + 1)
         let skipped = try Set(bytes[...lineEnds[1]].split(separator: 0x0A).map { try SpoolRecord(line: Array($0)).dedupKey! })
         let all = Set(try verifiedRecords(root).compactMap(\.dedupKey))
-        let forwarding = try PartnerForwarding(settings: [ForwardSettings(name: "resume", url: partner.url)], layout: layout,
-                                               writerID: "rx-resume", isOpen: { _ in false }, scanIntervalSeconds: 0.1)
+        let forwarding = try PartnerForwarding(
+            settings: [ForwardSettings(name: "resume", url: partner.url)], layout: layout,
+            writerID: "rx-resume", isOpen: { _ in false }, scanIntervalSeconds: 0.1)
         defer { forwarding.stop() }
         #expect(eventually(20) { Set(partner.acceptedKeys.keys) == all.subtracting(skipped) })
-        #expect(eventually(5) { forwarding.forwarders[0].worker.status.scanned && (forwarding.forwarders[0].worker.status.pendingSegments[.postbacks] ?? 0) == 0 })
+        #expect(
+            eventually(5) {
+                forwarding.forwarders[0].worker.status.scanned
+                    && (forwarding.forwarders[0].worker.status.pendingSegments[.postbacks] ?? 0) == 0
+            })
         #expect(partner.requests.allSatisfy { !skipped.contains($0.idempotencyKey ?? "") })
         #expect(partner.requests.count == all.count - 2)
     }
@@ -288,12 +320,18 @@ struct ForwardingTests {
         let directory = NSTemporaryDirectory() + "postback-forward-config-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let config = "\(directory)/serve.json"
-        try Data(#"{"listen": "127.0.0.1:0", "data_dir": "data", "writer_id": "rx-cfg", "forward": [{"name": "p", "url": "http://127.0.0.1:9/", "headers": {"K": {"env": "POSTBACK_TEST_UNSET_SECRET"}}}]}"#.utf8)
-            .write(to: URL(fileURLWithPath: config))
-        let out = MemorySink(), err = MemorySink()
-        let status = PostbackCommand.run(["serve", "--config", config, "--log-format", "json"], io: CommandIO(standardOutput: out, standardError: err))
+        try Data(
+            #"{"listen": "127.0.0.1:0", "data_dir": "data", "writer_id": "rx-cfg", "forward": [{"name": "p", "url": "http://127.0.0.1:9/", "headers": {"K": {"env": "POSTBACK_TEST_UNSET_SECRET"}}}]}"#
+                .utf8
+        )
+        .write(to: URL(fileURLWithPath: config))
+        let out = MemorySink()
+        let err = MemorySink()
+        let status = PostbackCommand.run(
+            ["serve", "--config", config, "--log-format", "json"], io: CommandIO(standardOutput: out, standardError: err))
         #expect(status == .usageOrIOError)
-        #expect(err.text.contains("forward[0].headers.K: environment variable POSTBACK_TEST_UNSET_SECRET is not set"), "\(err.text)")
+        #expect(
+            err.text.contains("forward[0].headers.K: environment variable POSTBACK_TEST_UNSET_SECRET is not set"), "\(err.text)")
         try Data(#"{"forward": {"name": "p"}}"#.utf8).write(to: URL(fileURLWithPath: config))
         #expect(throws: ServerConfiguration.ConfigurationError.self) { try ServerConfiguration.load(path: config) }
     }
@@ -309,13 +347,21 @@ struct ForwardingTests {
         }
         #expect(error(#"[{"name": "A B", "url": "http://x"}]"#).contains("forward[0].name"))
         #expect(error(#"[{"name": "a", "url": "ftp://x"}]"#).contains("http:// or https://"))
-        #expect(error(#"[{"name": "a", "url": "http://x", "headers": {"Key": {"env": "NOPE"}}}]"#).contains("environment variable NOPE is not set"))
-        #expect(error(#"[{"name": "a", "url": "http://x", "headers": {"Key": {"file": "/nonexistent/key"}}}]"#).contains("cannot read /nonexistent/key"))
+        #expect(
+            error(#"[{"name": "a", "url": "http://x", "headers": {"Key": {"env": "NOPE"}}}]"#).contains(
+                "environment variable NOPE is not set"))
+        #expect(
+            error(#"[{"name": "a", "url": "http://x", "headers": {"Key": {"file": "/nonexistent/key"}}}]"#).contains(
+                "cannot read /nonexistent/key"))
         #expect(error(#"[{"name": "a", "url": "http://x"}, {"name": "a", "url": "http://y"}]"#).contains("used twice"))
         #expect(error(#"[{"name": "a", "url": "http://x", "protocols": ["skan"]}]"#).contains("forward[0].protocols"))
         #expect(error(#"[{"name": "a", "url": "http://x", "retries": 3}]"#).contains("unknown key \"retries\""))
         // A secret's value never appears in an error either.
-        #expect(!error(#"[{"name": "a", "url": "http://x", "headers": {"K": {"env": "S"}}, "timeout_seconds": -1}]"#, environment: ["S": "hunter2"]).contains("hunter2"))
+        #expect(
+            !error(
+                #"[{"name": "a", "url": "http://x", "headers": {"K": {"env": "S"}}, "timeout_seconds": -1}]"#,
+                environment: ["S": "hunter2"]
+            ).contains("hunter2"))
         #expect(ForwardSender.retryAfterSeconds("7") == 7)
         #expect(ForwardSender.retryAfterSeconds("999999") == 3600)
         #expect(ForwardSender.retryAfterSeconds("soon") == nil)

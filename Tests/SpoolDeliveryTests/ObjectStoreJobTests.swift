@@ -1,12 +1,13 @@
 import Foundation
-@testable import PostbackCLI
 import PostbackClient
 import PostbackCrypto
 import TestSupport
 import Testing
 
+@testable import PostbackCLI
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `aggregate` and `report` with `--data s3://…`, against a real SeaweedFS, compared with the same
@@ -27,7 +28,8 @@ struct ObjectStoreJobTests {
             let path = root + "/" + relative + "/" + next
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                  !next.split(separator: "/").contains(where: { $0.hasPrefix(".") || $0 == "_work" }) else { continue }
+                !next.split(separator: "/").contains(where: { $0.hasPrefix(".") || $0 == "_work" })
+            else { continue }
             result[relative + "/" + next] = Array(try! Data(contentsOf: URL(fileURLWithPath: path)))
         }
         return result
@@ -36,8 +38,10 @@ struct ObjectStoreJobTests {
     /// A synthetic spool on disk, uploaded to the bucket under `prefix` unchanged.
     func spool(_ store: ObjectStoreServer, prefix: String) throws -> String {
         let local = NSTemporaryDirectory() + "postback-agg-local-\(UUID().uuidString)"
-        let made = run(["aggregate", "synthesize", "--data", local, "--from", "2026-03-01", "--days", "4", "--per-day", "3000",
-                        "--segment-mb", "1", "--duplicate-percent", "5", "--seed", "7"])
+        let made = run([
+            "aggregate", "synthesize", "--data", local, "--from", "2026-03-01", "--days", "4", "--per-day", "3000",
+            "--segment-mb", "1", "--duplicate-percent", "5", "--seed", "7",
+        ])
         #expect(made.status == .success, "\(made.stderr)")
         let client = try store.client(prefix: prefix)
         for (relative, bytes) in files(local, under: "raw") {
@@ -52,7 +56,9 @@ struct ObjectStoreJobTests {
         useStore(store)
         let local = try spool(store, prefix: "acme/store")
         let url = "s3://\(store.bucket)/acme/store"
-        let range = ["--from", "2026-03-02", "--to", "2026-03-04", "--lookback-days", "1", "--schemas", Self.schemas, "--jobs", "2"]
+        let range = [
+            "--from", "2026-03-02", "--to", "2026-03-04", "--lookback-days", "1", "--schemas", Self.schemas, "--jobs", "2",
+        ]
         let localRun = run(["aggregate", "--data", local] + range)
         #expect(localRun.status == .success, "\(localRun.stderr)")
         let bucketRun = run(["aggregate", "--data", url] + range)
@@ -61,7 +67,9 @@ struct ObjectStoreJobTests {
 
         let client = try store.client(prefix: "acme/store/")
         var published: [String: [UInt8]] = [:]
-        for object in try client.list(relativePrefix: "agg/") { published[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey) }
+        for object in try client.list(relativePrefix: "agg/") {
+            published[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey)
+        }
         let expected = files(local, under: "agg")
         #expect(!expected.isEmpty)
         #expect(published.keys.sorted() == expected.keys.sorted())
@@ -83,7 +91,9 @@ struct ObjectStoreJobTests {
         let again = run(["aggregate", "--data", url] + range)
         #expect(again.status == .success, "\(again.stderr)")
         var republished: [String: [UInt8]] = [:]
-        for object in try client.list(relativePrefix: "agg/") { republished[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey) }
+        for object in try client.list(relativePrefix: "agg/") {
+            republished[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey)
+        }
         let unchanged = republished == expected
         #expect(unchanged)
     }
@@ -96,7 +106,9 @@ struct ObjectStoreJobTests {
         let url = "s3://\(store.bucket)/leased"
         let client = try store.client(prefix: "leased/")
         // Another job's live lease.
-        let lease = Array("{\"holder\":\"other-host:42\",\"acquired\":\(Int(Date().timeIntervalSince1970)),\"expires\":\(Int(Date().timeIntervalSince1970) + 3600)}\n".utf8)
+        let lease = Array(
+            "{\"holder\":\"other-host:42\",\"acquired\":\(Int(Date().timeIntervalSince1970)),\"expires\":\(Int(Date().timeIntervalSince1970) + 3600)}\n"
+                .utf8)
         try client.putBytes(relativeKey: ObjectStoreJobs.leaseKey, bytes: lease, checksumSHA256: checksum(lease))
         let blocked = run(["aggregate", "--data", url, "--date", "2026-03-02", "--schemas", Self.schemas])
         #expect(blocked.status == .usageOrIOError)

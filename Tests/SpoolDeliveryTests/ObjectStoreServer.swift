@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real S3-compatible server for the tests: SeaweedFS (`weed` from the PyPI package
@@ -16,10 +16,12 @@ import Glibc
 final class ObjectStoreServer: @unchecked Sendable {
     static let accessKey = "test-key"
     static let secretKey = "test-secret/with+chars"
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
     static let weed = repository + "/.build/venv/bin/weed"
     /// Tests needing the server run when `weed` is installed, or always with POSTBACK_REQUIRE_S3=1 (CI).
-    static let available = FileManager.default.isExecutableFile(atPath: weed) || ProcessInfo.processInfo.environment["POSTBACK_REQUIRE_S3"] == "1"
+    static let available =
+        FileManager.default.isExecutableFile(atPath: weed) || ProcessInfo.processInfo.environment["POSTBACK_REQUIRE_S3"] == "1"
 
     let directory: String
     let bucket: String
@@ -54,10 +56,13 @@ final class ObjectStoreServer: @unchecked Sendable {
     func start() throws {
         // system(3), not Foundation's Process: the script's own children (weed) outlive it.
         let output = directory + ".out"
-        let command = [Self.repository + "/scripts/seaweedfs", directory, bucket, Self.accessKey, Self.secretKey]
+        let command =
+            [Self.repository + "/scripts/seaweedfs", directory, bucket, Self.accessKey, Self.secretKey]
             + (port == 0 ? [] : [String(port)])
         let status = system(command.map { "'\($0)'" }.joined(separator: " ") + " > '\(output)'")
-        let words = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" })
+        let words = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(whereSeparator: {
+            $0 == " " || $0 == "\n"
+        })
         unlink(output)
         guard status == 0, words.count == 2, let pid = Int32(words[0]), let port = Int(words[1]) else {
             keepDirectory = true
@@ -92,7 +97,10 @@ final class ObjectStoreServer: @unchecked Sendable {
     var endpoint: String { "http://127.0.0.1:\(port)" }
 
     var environment: [String: String] {
-        ["AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": Self.accessKey, "AWS_SECRET_ACCESS_KEY": Self.secretKey, "AWS_REGION": "us-east-1"]
+        [
+            "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": Self.accessKey, "AWS_SECRET_ACCESS_KEY": Self.secretKey,
+            "AWS_REGION": "us-east-1",
+        ]
     }
 
     func settings(secret: String = ObjectStoreServer.secretKey) -> S3Settings {
@@ -101,7 +109,9 @@ final class ObjectStoreServer: @unchecked Sendable {
         return settings
     }
 
-    func client(prefix: String = "", bucket: String? = nil, secret: String = ObjectStoreServer.secretKey) throws(S3Error) -> S3Client {
+    func client(prefix: String = "", bucket: String? = nil, secret: String = ObjectStoreServer.secretKey) throws(S3Error)
+        -> S3Client
+    {
         try S3Client(location: S3Location(bucket: bucket ?? self.bucket, prefix: prefix), settings: settings(secret: secret))
     }
 }

@@ -9,8 +9,10 @@ struct S3ClientTests {
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let client = try store.client(prefix: "store/one")
         // '=', spaces, '+' and non-ASCII must all be encoded the way SigV4 canonicalizes them.
-        let keys = ["raw/postbacks/dt=2026-01-01/part-rx1-000001.jsonl", "agg/campaign_daily/dt=2026-01-01/part-00000.csv",
-                    "odd/a b+c~d/é.txt"]
+        let keys = [
+            "raw/postbacks/dt=2026-01-01/part-rx1-000001.jsonl", "agg/campaign_daily/dt=2026-01-01/part-00000.csv",
+            "odd/a b+c~d/é.txt",
+        ]
         for (position, key) in keys.enumerated() {
             let bytes = Array("object \(position)\n".utf8)
             try client.putBytes(relativeKey: key, bytes: bytes, checksumSHA256: checksum(bytes))
@@ -31,7 +33,9 @@ struct S3ClientTests {
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let client = try store.client(prefix: "paged")
         let keys = (0..<23).map { "raw/postbacks/dt=2026-02-0\($0 % 3 + 1)/part-w-\(String(format: "%06d", $0)).jsonl" }
-        for key in keys { try client.putBytes(relativeKey: key, bytes: Array(key.utf8), checksumSHA256: checksum(Array(key.utf8))) }
+        for key in keys {
+            try client.putBytes(relativeKey: key, bytes: Array(key.utf8), checksumSHA256: checksum(Array(key.utf8)))
+        }
         let listed = try client.list(relativePrefix: "raw/", pageSize: 5)
         #expect(listed.map(\.relativeKey) == keys.sorted())
         #expect(listed.allSatisfy { $0.size == $0.relativeKey.utf8.count })
@@ -63,14 +67,16 @@ struct S3ClientTests {
         let path = NSTemporaryDirectory() + "s3-large-\(UUID().uuidString)"
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         defer { unlink(path) }
-        try client.putFile(relativeKey: "big.bin", path: path, size: bytes.count, checksumSHA256: checksum(bytes), createOnly: true)
+        try client.putFile(
+            relativeKey: "big.bin", path: path, size: bytes.count, checksumSHA256: checksum(bytes), createOnly: true)
         var chunks = 0
         var received: [UInt8] = []
-        #expect(try client.get(relativeKey: "big.bin") { chunk in
-            chunks += 1
-            received.append(contentsOf: chunk)
-            return true
-        })
+        #expect(
+            try client.get(relativeKey: "big.bin") { chunk in
+                chunks += 1
+                received.append(contentsOf: chunk)
+                return true
+            })
         #expect(received == bytes)
         #expect(chunks > 1)
     }
@@ -107,11 +113,15 @@ struct S3ClientTests {
         #expect(try S3Location(url: "s3://acme-postback") == S3Location(bucket: "acme-postback", prefix: ""))
         #expect(throws: S3Error.self) { try S3Location(url: "s3://Bad_Bucket/x") }
         #expect(throws: S3Error.self) { try S3Location(url: "/local/path") }
-        let aws = try S3Settings.fromEnvironment(["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_DEFAULT_REGION": "eu-west-1"])
+        let aws = try S3Settings.fromEnvironment([
+            "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_DEFAULT_REGION": "eu-west-1",
+        ])
         #expect(aws.endpoint == "https://s3.eu-west-1.amazonaws.com")
         #expect(aws.addressing == .virtual)
-        let custom = try S3Settings.fromEnvironment(["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/",
-                                                     "AWS_SESSION_TOKEN": "t"])
+        let custom = try S3Settings.fromEnvironment([
+            "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/",
+            "AWS_SESSION_TOKEN": "t",
+        ])
         #expect(custom.endpoint == "http://127.0.0.1:9000")
         #expect(custom.addressing == .path)
         #expect(custom.sessionToken == "t")

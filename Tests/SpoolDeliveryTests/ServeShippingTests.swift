@@ -1,5 +1,4 @@
 import Foundation
-@testable import PostbackCLI
 import PostbackClient
 import PostbackCrypto
 import PostbackServer
@@ -10,8 +9,10 @@ import SpoolDelivery
 import Synchronization
 import Testing
 
+@testable import PostbackCLI
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A receiver on loopback that ships to the test's SeaweedFS, started the way `serve` starts it.
@@ -25,9 +26,11 @@ final class ShippingReceiver: @unchecked Sendable {
     let dataDirectory: String
     let logs = LogLines()
 
-    init(store: ObjectStoreServer, prefix: String, writerID: String, dataDirectory: String? = nil,
-         retentionSeconds: Double? = nil, sharedDedupDays: Int? = nil,
-         backoff: Backoff = Backoff(initialSeconds: 0.05, maximumSeconds: 0.3)) throws {
+    init(
+        store: ObjectStoreServer, prefix: String, writerID: String, dataDirectory: String? = nil,
+        retentionSeconds: Double? = nil, sharedDedupDays: Int? = nil,
+        backoff: Backoff = Backoff(initialSeconds: 0.05, maximumSeconds: 0.3)
+    ) throws {
         let directory = dataDirectory ?? NSTemporaryDirectory() + "postback-ship-\(UUID().uuidString)"
         self.dataDirectory = directory
         var configuration = ServerConfiguration()
@@ -42,12 +45,15 @@ final class ShippingReceiver: @unchecked Sendable {
         configuration.localRetentionHours = retentionSeconds.map { $0 / 3600 }
         configuration.sharedDedupDays = sharedDedupDays
         let logs = self.logs
-        let log = ServerLog(minimumLevel: .debug) { bytes in logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        let log = ServerLog(minimumLevel: .debug) { bytes in
+            logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+        }
         let sharedKeys = try ServeShipping.sharedDedupKeys(configuration, log: log, environment: store.environment)
         let server = try PostbackServer.start(configuration: configuration, log: log, sharedDedupKeys: sharedKeys)
         self.server = server
         // The wiring `serve` uses (log lines, metrics), with a shorter scan interval and backoff.
-        worker = try ServeShipping.start(server: server, log: log, environment: store.environment, scanIntervalSeconds: 0.1, backoff: backoff)!
+        worker = try ServeShipping.start(
+            server: server, log: log, environment: store.environment, scanIntervalSeconds: 0.1, backoff: backoff)!
     }
 
     func stop() {
@@ -77,7 +83,8 @@ final class ShippingReceiver: @unchecked Sendable {
         for spool in StoreLayout.Spool.allCases {
             for day in try layout.days(spool) {
                 for segment in try layout.segments(spool, day: day) {
-                    segments[String(segment.path.dropFirst(dataDirectory.count + 1))] = Array(try Data(contentsOf: URL(fileURLWithPath: segment.path)))
+                    segments[String(segment.path.dropFirst(dataDirectory.count + 1))] = Array(
+                        try Data(contentsOf: URL(fileURLWithPath: segment.path)))
                 }
             }
         }
@@ -92,7 +99,9 @@ final class LogLines: Sendable {
 /// Every object under `prefix`: relative key → bytes.
 func bucketObjects(_ client: S3Client, under relativePrefix: String = "raw/") throws -> [String: [UInt8]] {
     var objects: [String: [UInt8]] = [:]
-    for object in try client.list(relativePrefix: relativePrefix) { objects[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey) }
+    for object in try client.list(relativePrefix: relativePrefix) {
+        objects[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey)
+    }
     return objects
 }
 
@@ -111,10 +120,15 @@ struct ServeShippingTests {
         #expect(try receiver.post(Array("{\"not\": \"a postback\"}".utf8)) == 400)
         let client = try store.client(prefix: "fleet/")
         // Sealed by age, then shipped: the bucket ends up holding exactly the local segments.
-        let shipped = try eventually { try bucketObjects(client) == receiver.localSegments() && transactionCount(receiver.localSegments()) == 60 }
+        let shipped = try eventually {
+            try bucketObjects(client) == receiver.localSegments() && transactionCount(receiver.localSegments()) == 60
+        }
         #expect(shipped)
         #expect(try bucketObjects(client).keys.contains { $0.hasPrefix("raw/rejected/dt=") })
-        #expect(try eventually { try receiver.metric("postback_delivery_pending_segments{destination=\"s3\",spool=\"postbacks\"}") == 0 })
+        #expect(
+            try eventually {
+                try receiver.metric("postback_delivery_pending_segments{destination=\"s3\",spool=\"postbacks\"}") == 0
+            })
         #expect(try receiver.metric("postback_delivery_destination_up{destination=\"s3\"}") == 1)
         #expect(try (receiver.metric("postback_delivery_segments_total{destination=\"s3\",spool=\"postbacks\"}") ?? 0) >= 1)
         receiver.stop()
@@ -132,9 +146,15 @@ struct ServeShippingTests {
         for index in 20..<80 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 2)) == 200) }
         #expect(try receiver.get("/readyz").status == 200)
         #expect(try eventually { try receiver.metric("postback_delivery_destination_up{destination=\"s3\"}") == 0 })
-        #expect(try eventually { try (receiver.metric("postback_delivery_pending_segments{destination=\"s3\",spool=\"postbacks\"}") ?? 0) >= 1 })
+        #expect(
+            try eventually {
+                try (receiver.metric("postback_delivery_pending_segments{destination=\"s3\",spool=\"postbacks\"}") ?? 0) >= 1
+            })
         #expect(try (receiver.metric("postback_delivery_errors_total{destination=\"s3\"}") ?? 0) >= 1)
-        #expect(receiver.logs.lines.withLock { $0.contains { $0.contains("object store unavailable") && $0.contains("readyz stays ready") } })
+        #expect(
+            receiver.logs.lines.withLock {
+                $0.contains { $0.contains("object store unavailable") && $0.contains("readyz stays ready") }
+            })
         try store.start()
         let backlogShipped = try eventually(30) { try bucketObjects(client) == receiver.localSegments() }
         #expect(backlogShipped)
@@ -165,10 +185,12 @@ struct ServeShippingTests {
         try client.putBytes(relativeKey: victim, bytes: forged, checksumSHA256: checksum(forged))
         receiver = try ShippingReceiver(store: store, prefix: "crash", writerID: "rx-c", dataDirectory: directory)
         #expect(try eventually { try receiver.metric("postback_delivery_conflicts{destination=\"s3\"}") == 1 })
-        #expect(try eventually {
-            try (receiver.metric("postback_delivery_segments_total{destination=\"s3\",spool=\"postbacks\"}") ?? 0)
-                + (receiver.metric("postback_delivery_segments_total{destination=\"s3\",spool=\"rejected\"}") ?? 0) == Double(local.count - 1)
-        })
+        #expect(
+            try eventually {
+                try (receiver.metric("postback_delivery_segments_total{destination=\"s3\",spool=\"postbacks\"}") ?? 0)
+                    + (receiver.metric("postback_delivery_segments_total{destination=\"s3\",spool=\"rejected\"}") ?? 0)
+                    == Double(local.count - 1)
+            })
         #expect(try client.getBytes(relativeKey: victim) == forged)
         #expect(FileManager.default.fileExists(atPath: directory + "/" + victim))
         #expect(receiver.logs.lines.withLock { $0.contains { $0.contains(victim) && $0.contains("different bytes") } })

@@ -1,17 +1,20 @@
 import Foundation
 import PostbackClient
 import PostbackStore
-@testable import SpoolDelivery
 import Testing
 
+@testable import SpoolDelivery
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `shared_dedup_days`: a receiver that starts after others shipped knows their keys (a device's
 /// retry that lands on it is answered 200 and not stored again), and its own segments removed
 /// locally after retention are known again from the bucket.
-@Suite("receivers sharing a bucket dedup live against each other's shipped keys", .serialized, .enabled(if: ObjectStoreServer.available))
+@Suite(
+    "receivers sharing a bucket dedup live against each other's shipped keys", .serialized,
+    .enabled(if: ObjectStoreServer.available))
 struct SharedDedupTests {
     @Test func aReceiverStartedLaterKnowsTheKeysOthersShipped() throws {
         let store = try ObjectStoreServer()
@@ -22,7 +25,10 @@ struct SharedDedupTests {
         #expect(try eventually { try transactionCount(bucketObjects(client)) == 30 })
 
         let second = try ShippingReceiver(store: store, prefix: "dedup", writerID: "rx-2")
-        #expect(second.logs.lines.withLock { $0.contains { $0.contains("dedup keys read from the object store") && $0.contains("\"keys\":30") } })
+        #expect(
+            second.logs.lines.withLock {
+                $0.contains { $0.contains("dedup keys read from the object store") && $0.contains("\"keys\":30") }
+            })
         // The same 30 postbacks retried at the second receiver, then 5 new ones: only the new are stored.
         for index in 0..<35 { #expect(try second.post(ShippingReceiver.body(index, seed: 6)) == 200) }
         #expect(try transactionCount(second.localSegments()) == 5)
@@ -41,7 +47,8 @@ struct SharedDedupTests {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let directory = NSTemporaryDirectory() + "postback-shared-dedup-\(UUID().uuidString)"
-        var receiver = try ShippingReceiver(store: store, prefix: "retained", writerID: "rx-r", dataDirectory: directory, retentionSeconds: 0)
+        var receiver = try ShippingReceiver(
+            store: store, prefix: "retained", writerID: "rx-r", dataDirectory: directory, retentionSeconds: 0)
         for index in 0..<40 {
             #expect(try receiver.post(ShippingReceiver.body(index, seed: 7)) == 200)
             if index % 10 == 9 { usleep(300_000) }  // several segments, all but the newest removed
@@ -51,7 +58,8 @@ struct SharedDedupTests {
         #expect(keptLocally < 40)
         receiver.stop()
 
-        receiver = try ShippingReceiver(store: store, prefix: "retained", writerID: "rx-r", dataDirectory: directory, retentionSeconds: 0)
+        receiver = try ShippingReceiver(
+            store: store, prefix: "retained", writerID: "rx-r", dataDirectory: directory, retentionSeconds: 0)
         for index in 0..<40 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 7)) == 200) }
         #expect(try duplicates(receiver) == 40)
         receiver.stop()
@@ -82,11 +90,14 @@ struct SharedDedupTests {
             var offset = 0
             while offset < text.count {
                 let end = min(text.count, offset + chunkSize)
-                text[offset..<end].withUnsafeBytes { chunk in splitter.feed(chunk) { lines.append(String(decoding: $0, as: UTF8.self)) } }
+                text[offset..<end].withUnsafeBytes { chunk in
+                    splitter.feed(chunk) { lines.append(String(decoding: $0, as: UTF8.self)) }
+                }
                 offset = end
             }
             // The CR before a newline is dropped, the torn tail is never a line.
-            #expect(lines == ["{\"a\":1}", "{\"b\":2}", String(repeating: "x", count: 50), "{\"c\":3}"], "chunk size \(chunkSize)")
+            #expect(
+                lines == ["{\"a\":1}", "{\"b\":2}", String(repeating: "x", count: 50), "{\"c\":3}"], "chunk size \(chunkSize)")
             #expect(splitter.bytesFed == text.count)
         }
     }

@@ -4,7 +4,7 @@ import PostbackCrypto
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The built `postback serve --ship-to` binary killed with SIGKILL while it uploads, then restarted:
@@ -59,18 +59,24 @@ struct ShippingCrashTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(ShippingReceiver.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
         // Small segments sealed every 0.1 s: uploads are in progress nearly all the time.
-        try Data("""
+        try Data(
+            """
             {"listen": "127.0.0.1:0", "data_dir": "data", "writer_id": "rx-kill", "allow_development": true,
              "trust_keys": ["test-key.pem"], "segment_bytes": 16384, "segment_max_age_seconds": 0.1,
              "ship_to": "s3://\(store.bucket)/killed"}
-            """.utf8).write(to: URL(fileURLWithPath: "\(directory)/config.json"))
+            """.utf8
+        ).write(to: URL(fileURLWithPath: "\(directory)/config.json"))
 
         let client = try store.client(prefix: "killed/")
         var (process, address) = try startReceiver(directory: directory, store: store, logName: "first.log")
         var acknowledged = 0
         for index in 0..<300 {
-            if (try? HTTPClient(timeoutSeconds: 5).post("http://\(address)/.well-known/skadnetwork/report-attribution/",
-                                                         body: ShippingReceiver.body(index, seed: 99)).status) == 200 { acknowledged += 1 }
+            if (try? HTTPClient(timeoutSeconds: 5).post(
+                "http://\(address)/.well-known/skadnetwork/report-attribution/",
+                body: ShippingReceiver.body(index, seed: 99)
+            ).status) == 200 {
+                acknowledged += 1
+            }
             if index == 150 {
                 // Let shipping begin (the first scan runs 2 s after start).
                 _ = eventually(10) { ((try? client.list(relativePrefix: "raw/postbacks/").count) ?? 0) > 0 }

@@ -7,24 +7,35 @@ package enum CSVText {
         var records: [[String?]] = []
         var record: [String?] = []
         var field = ""
-        var quoted = false, inQuotes = false
+        var quoted = false
+        var inQuotes = false
         var scalars = Array(text.unicodeScalars)[...]
         while let scalar = scalars.popFirst() {
             if inQuotes {
                 if scalar == "\"" {
-                    if scalars.first == "\"" { field.unicodeScalars.append("\""); scalars.removeFirst() } else { inQuotes = false }
+                    if scalars.first == "\"" {
+                        field.unicodeScalars.append("\"")
+                        scalars.removeFirst()
+                    } else {
+                        inQuotes = false
+                    }
                 } else {
                     field.unicodeScalars.append(scalar)
                 }
                 continue
             }
             switch scalar {
-            case "\"": quoted = true; inQuotes = true
+            case "\"":
+                quoted = true
+                inQuotes = true
             case ",", "\n":
                 record.append(field.isEmpty && !quoted ? nil : field)
                 field = ""
                 quoted = false
-                if scalar == "\n" { records.append(record); record = [] }
+                if scalar == "\n" {
+                    records.append(record)
+                    record = []
+                }
             default: field.unicodeScalars.append(scalar)
             }
         }

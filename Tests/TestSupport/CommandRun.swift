@@ -10,7 +10,8 @@ package struct CommandRun {
 
 /// Runs `postback WORDS…` in this process, output captured in memory.
 package func run(_ words: [String]) -> CommandRun {
-    let out = MemorySink(), err = MemorySink()
+    let out = MemorySink()
+    let err = MemorySink()
     let status = PostbackCommand.run(words, io: CommandIO(standardOutput: out, standardError: err))
     return CommandRun(status: status, stdout: out.text, stderr: err.text)
 }

@@ -3,7 +3,7 @@ package import PostbackStore
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Storage that fails on demand: the fault-injection seam for the 500-then-recover path.

@@ -2,7 +2,8 @@ package import Foundation
 
 /// The repository's files that tests read: Apple's vectors, the sample schemas.
 package enum Fixtures {
-    package static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    package static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     package static let appleVectors = root.appendingPathComponent("Tests/Vectors/apple")
     package static let sampleSchemas = root.appendingPathComponent("Samples/schemas").path
 
@@ -44,7 +45,9 @@ package final class TemporaryDirectory {
         String(decoding: try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative)), as: UTF8.self)
     }
 
-    package func bytes(_ relative: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative))) }
+    package func bytes(_ relative: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: path + "/" + relative)))
+    }
 
     package func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: path + "/" + relative) }
 }

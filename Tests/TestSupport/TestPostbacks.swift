@@ -15,7 +15,9 @@ package enum TestPostbacks {
     }
 
     /// A SKAdNetwork 4.0 postback with a fine conversion value (unsigned) of `value`.
-    package static func skan4(transactionID: String, conversionValue: Int, adNetworkID: String = "example123.skadnetwork") -> [UInt8] {
+    package static func skan4(transactionID: String, conversionValue: Int, adNetworkID: String = "example123.skadnetwork")
+        -> [UInt8]
+    {
         var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: transactionID)
         postback.adNetworkID = adNetworkID
         postback.sourceIdentifier = "1234"

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-public import Basics
+package import Basics
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Why an aggregation run could not finish. Bad input *lines* are not errors (they are counted and
 /// reported); these are the conditions that stop the job before it publishes anything.
-public enum AggregationError: Error, CustomStringConvertible, Sendable {
+package enum AggregationError: Error, CustomStringConvertible, Sendable {
     /// A failed system call on the store or a work file.
     case system(SystemCallError)
     /// An `--input` file that cannot be opened or read (its path and the system's reason).
@@ -21,7 +22,7 @@ public enum AggregationError: Error, CustomStringConvertible, Sendable {
     /// The UTC day is not over: its spool is still being written.
     case openDay(UTCDay)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .system(let error): return error.description
         case .input(let error): return "--input \(error)"

@@ -1,37 +1,40 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-public import Basics
+package import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
 import Postbacks
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What to aggregate and how.
-public struct AggregationRequest: Sendable {
+package struct AggregationRequest: Sendable {
     /// The store: spool read from `DATA/raw/…`, aggregates written to `DATA/agg/…`.
-    public var dataDirectory: String
-    public var from: UTCDay
-    public var to: UTCDay
+    package var dataDirectory: String
+    package var from: UTCDay
+    package var to: UTCDay
     /// How many earlier days' keys a day's postbacks are deduplicated against (a copy whose key was
     /// already received in that window is not counted again). Apple retries for up to 9 days.
-    public var lookbackDays: Int
-    public var workers: Int
+    package var lookbackDays: Int
+    package var workers: Int
     /// Written into manifests, e.g. `postback 0.1.0`.
-    public var toolVersion: String
+    package var toolVersion: String
 
     /// Publish even when a day would replace a published one built from more input or with more
     /// decoded postbacks (`--force`).
-    public var force = false
+    package var force = false
     /// Publish a UTC day that is not over yet, marked `partial` in its manifest (`--allow-open-day`).
-    public var allowOpenDay = false
+    package var allowOpenDay = false
     /// The current UTC day; days from it on are open. Settable for tests.
-    public var today = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
+    package var today = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
 
-    public static let defaultLookbackDays = 10
+    package static let defaultLookbackDays = 10
 
-    public init(dataDirectory: String, from: UTCDay, to: UTCDay, lookbackDays: Int = defaultLookbackDays, workers: Int,
-                toolVersion: String) {
+    package init(
+        dataDirectory: String, from: UTCDay, to: UTCDay, lookbackDays: Int = defaultLookbackDays, workers: Int,
+        toolVersion: String
+    ) {
         self.dataDirectory = dataDirectory
         self.from = from
         self.to = to
@@ -42,32 +45,32 @@ public struct AggregationRequest: Sendable {
 }
 
 /// What one day's run produced.
-public struct DaySummary: Sendable {
-    public var day: UTCDay
-    public var totals: DayTotals
-    public var campaignDailyRows: Int
-    public var campaignEventsDailyRows: Int
-    public var inputSegments: Int
-    public var inputBytes: Int
-    public var corruptLines: Int
-    public var tornTails: Int
-    public var sameDayDuplicates: Int
-    public var earlierDayDuplicates: Int
+package struct DaySummary: Sendable {
+    package var day: UTCDay
+    package var totals: DayTotals
+    package var campaignDailyRows: Int
+    package var campaignEventsDailyRows: Int
+    package var inputSegments: Int
+    package var inputBytes: Int
+    package var corruptLines: Int
+    package var tornTails: Int
+    package var sameDayDuplicates: Int
+    package var earlierDayDuplicates: Int
     /// `path:line: reason` for the first corrupt lines.
-    public var problems: [String]
-    public var manifestPath: String
+    package var problems: [String]
+    package var manifestPath: String
     /// Lines read by the fast path and by the full record parser (for profiling).
-    public var fastPathLines: Int
-    public var slowPathLines: Int
-    public var bucketCount: Int
-    public var largestBucket: Int
+    package var fastPathLines: Int
+    package var slowPathLines: Int
+    package var bucketCount: Int
+    package var largestBucket: Int
     /// Segments of the postbacks spool the day was built from: 0 is a day with no spool at all,
     /// published as explicitly empty (a gap in reports, not zeros).
-    public var spoolSegments: Int
+    package var spoolSegments: Int
     /// The day was not over when it was read (`--allow-open-day`).
-    public var partial: Bool
+    package var partial: Bool
     /// Postbacks in the day's quarantine (`raw/unverifiable/`): not counted; the manifest lists them.
-    public var quarantinedPostbacks: Int
+    package var quarantinedPostbacks: Int
 }
 
 /// The nightly job: for each day of the request, dedups the day's spool (across every writer's
@@ -81,12 +84,12 @@ public struct DaySummary: Sendable {
 /// rendered and written), so memory holds two days' rows at most; the lookback reads
 /// the key files of the previous days, built as each day is processed (days before the range are
 /// read for their keys only).
-public final class AggregationJob: Sendable {
-    public let request: AggregationRequest
-    public let catalog: SchemaCatalog
+package final class AggregationJob: Sendable {
+    package let request: AggregationRequest
+    package let catalog: SchemaCatalog
     private let layout: StoreLayout
 
-    public init(request: AggregationRequest, catalog: SchemaCatalog) {
+    package init(request: AggregationRequest, catalog: SchemaCatalog) {
         self.request = request
         self.catalog = catalog
         self.layout = StoreLayout(root: request.dataDirectory)
@@ -94,21 +97,24 @@ public final class AggregationJob: Sendable {
 
     /// Runs every day; `onDay` is called as each day is published.
     @discardableResult
-    public func run(onDay: (DaySummary) -> Void = { _ in }) throws(AggregationError) -> [DaySummary] {
+    package func run(onDay: (DaySummary) -> Void = { _ in }) throws(AggregationError) -> [DaySummary] {
         guard request.from <= request.to else { throw .usage("--from \(request.from) is after --to \(request.to)") }
         guard (0...400).contains(request.lookbackDays) else { throw .usage("lookback must be 0 to 400 days") }
         // Checked before anything is read: a day still being written would be published with only
         // part of its postbacks, and tomorrow's run would then look like a loss.
         if request.to >= request.today, !request.allowOpenDay { throw .openDay(max(request.from, request.today)) }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
             throw .usage("--data \(request.dataDirectory) is not a directory")
         }
         // A mistyped --data must not publish empty days over good ones: the receiver creates the
         // spool directory when it first starts, so a store without one is not a store.
         let spool = layout.spoolDirectory(.postbacks)
         guard FileManager.default.fileExists(atPath: spool, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .usage("--data \(request.dataDirectory) holds no spool (\(spool) is missing): is it the receiver's data directory? (--input aggregates a file of postbacks)")
+            throw .usage(
+                "--data \(request.dataDirectory) holds no spool (\(spool) is missing): is it the receiver's data directory? (--input aggregates a file of postbacks)"
+            )
         }
         return try withWorkDirectory { (work) throws(AggregationError) in try runDays(work: work, onDay: onDay) }
     }
@@ -137,11 +143,14 @@ public final class AggregationJob: Sendable {
         while day <= request.to {
             let keysOnly = day < request.from
             let tasks = try segmentTasks(day: day, includeRejected: !keysOnly)
-            let earlier = (1...max(1, request.lookbackDays)).compactMap { request.lookbackDays == 0 ? nil : keyFiles[day.adding(days: -$0)] }
+            let earlier = (1...max(1, request.lookbackDays)).compactMap {
+                request.lookbackDays == 0 ? nil : keyFiles[day.adding(days: -$0)]
+            }
             if !(keysOnly && tasks.isEmpty) {
                 let keyFile = "\(work)/keys-\(day).bin"
-                let table = try DayAggregator.run(day: day, tasks: tasks, keysOnly: keysOnly, earlierKeyFiles: earlier, keyFile: keyFile,
-                                                  workDirectory: work, workers: request.workers)
+                let table = try DayAggregator.run(
+                    day: day, tasks: tasks, keysOnly: keysOnly, earlierKeyFiles: earlier, keyFile: keyFile,
+                    workDirectory: work, workers: request.workers)
                 keyFiles[day] = keyFile
                 lookbackReports[day] = table.segments.filter { $0.spool == .postbacks }
                 if !keysOnly {
@@ -156,7 +165,10 @@ public final class AggregationJob: Sendable {
                     }
                     let handOver = UncheckedBox(table)  // the writer owns the table from here on
                     writer.start { () throws(AggregationError) -> DaySummary in
-                        try self.render(handOver.value, lookback: lookback, quarantine: QuarantineSummary.read(layout: self.layout, day: handOver.value.day)).write()
+                        try self.render(
+                            handOver.value, lookback: lookback,
+                            quarantine: QuarantineSummary.read(layout: self.layout, day: handOver.value.day)
+                        ).write()
                     }
                 }
             }
@@ -184,12 +196,15 @@ public final class AggregationJob: Sendable {
             do {
                 segments = try layout.segments(spool, day: day)
             } catch {
-                throw .system(SystemCallError(operation: "listing the spool partition", path: error.path, errorNumber: error.errorNumber))
+                throw .system(
+                    SystemCallError(operation: "listing the spool partition", path: error.path, errorNumber: error.errorNumber))
             }
             for segment in segments {
                 var status = stat()
                 let size = stat(segment.path, &status) == 0 ? Int(status.st_size) : 0
-                let name = "raw/\(spool.rawValue)/dt=\(day)/" + (segment.path.split(separator: "/").last.map(String.init) ?? segment.path)
+                let name =
+                    "raw/\(spool.rawValue)/dt=\(day)/"
+                    + (segment.path.split(separator: "/").last.map(String.init) ?? segment.path)
                 tasks.append(SegmentTask(path: segment.path, name: name, spool: spool, ordinal: tasks.count, size: size))
             }
         }
@@ -198,14 +213,17 @@ public final class AggregationJob: Sendable {
 
     /// Renders a day (on all workers) into a `PendingDay` that can be written on another thread.
     /// - Parameter quarantine: what the day's quarantine holds (nil with `--input`, which has none).
-    func render(_ table: DayTable, lookback: [SegmentReport], quarantine: QuarantineSummary? = nil) throws(AggregationError) -> PendingDay {
+    func render(_ table: DayTable, lookback: [SegmentReport], quarantine: QuarantineSummary? = nil) throws(AggregationError)
+        -> PendingDay
+    {
         var trace = PhaseTrace("\(table.day)")
         let rendered = try DayRenderer.render(table, catalog: catalog, workers: request.workers)
         trace.mark("render")
-        return PendingDay(day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
-                          schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
-                          toolVersion: request.toolVersion, lookbackDays: request.lookbackDays,
-                          partial: table.day >= request.today, force: request.force, quarantine: quarantine)
+        return PendingDay(
+            day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
+            schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
+            toolVersion: request.toolVersion, lookbackDays: request.lookbackDays,
+            partial: table.day >= request.today, force: request.force, quarantine: quarantine)
     }
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed

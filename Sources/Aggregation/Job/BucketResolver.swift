@@ -34,7 +34,9 @@ final class BucketResolver {
     ///     day is read for its keys only).
     ///   - earlier: the key files of the lookback days.
     /// - Returns: the bucket's distinct key hashes, sorted, for this day's key file.
-    func resolve(bucket: Int, bucketCount: Int, files: [(path: String, rows: [UInt32]?)], earlier: [KeyFile]) throws(AggregationError) -> [Hash128] {
+    func resolve(bucket: Int, bucketCount: Int, files: [(path: String, rows: [UInt32]?)], earlier: [KeyFile])
+        throws(AggregationError) -> [Hash128]
+    {
         var entries: [DedupEntry] = []
         for file in files {
             var part = try BucketSpill.read(path: file.path)
@@ -50,7 +52,10 @@ final class BucketResolver {
         // Group boundaries: entries of one key are adjacent, earliest copy first.
         var groupStarts: [Int] = []
         var hashes: [Hash128] = []
-        for index in entries.indices where index == 0 || entries[index].hashHigh != entries[index - 1].hashHigh || entries[index].hashLow != entries[index - 1].hashLow {
+        for index in entries.indices
+        where index == 0 || entries[index].hashHigh != entries[index - 1].hashHigh
+            || entries[index].hashLow != entries[index - 1].hashLow
+        {
             groupStarts.append(index)
             hashes.append(Hash128(high: entries[index].hashHigh, low: entries[index].hashLow))
         }
@@ -61,7 +66,8 @@ final class BucketResolver {
         let range = Self.highRange(bucket: bucket, bucketCount: bucketCount)
         for file in earlier {
             let previous = try file.hashes(highIn: range)
-            var i = 0, j = 0
+            var i = 0
+            var j = 0
             while i < hashes.count && j < previous.count {
                 if hashes[i] == previous[j] {
                     seenEarlier[i] = true
@@ -76,7 +82,10 @@ final class BucketResolver {
         }
 
         // Take the counters out of the object for the loop (unique, so no copy-on-write; no exclusivity checks).
-        var postbacks: [UInt32] = [], development: [UInt32] = [], duplicates: [UInt32] = [], flagged: [UInt32] = []
+        var postbacks: [UInt32] = []
+        var development: [UInt32] = []
+        var duplicates: [UInt32] = []
+        var flagged: [UInt32] = []
         swap(&postbacks, &self.postbacks)
         swap(&development, &self.development)
         swap(&duplicates, &self.duplicates)
@@ -88,7 +97,8 @@ final class BucketResolver {
             swap(&flagged, &self.flagged)
         }
         for group in hashes.indices {
-            let first = groupStarts[group], copies = groupStarts[group + 1] - first
+            let first = groupStarts[group]
+            let copies = groupStarts[group + 1] - first
             if seenEarlier[group] {
                 earlierDayDuplicates += copies
                 continue

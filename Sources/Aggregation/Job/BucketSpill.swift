@@ -1,7 +1,7 @@
 import Basics
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The dedup entries of one worker, partitioned by the top bits of the key hash into bucket files,
@@ -62,7 +62,8 @@ final class BucketSpill {
 
     private func flush(_ bucket: Int) throws(AggregationError) {
         if descriptors[bucket] < 0 { descriptors[bucket] = try FileIO.create(path(bucket: bucket)) }
-        let bytes = UnsafeRawBufferPointer(start: storage + bucket * Self.bufferEntries, count: counts[bucket] * MemoryLayout<DedupEntry>.stride)
+        let bytes = UnsafeRawBufferPointer(
+            start: storage + bucket * Self.bufferEntries, count: counts[bucket] * MemoryLayout<DedupEntry>.stride)
         try FileIO.writeAll(bytes, to: descriptors[bucket], path: path(bucket: bucket))
         counts[bucket] = 0
     }
@@ -78,7 +79,8 @@ final class BucketSpill {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .system(SystemCallError(operation: "stat", path: path, errorNumber: errno)) }
         let count = Int(status.st_size) / MemoryLayout<DedupEntry>.stride
-        var entries = [DedupEntry](repeating: DedupEntry(hashHigh: 0, hashLow: 0, receivedAt: 0, order: 0, row: 0, flags: 0), count: count)
+        var entries = [DedupEntry](
+            repeating: DedupEntry(hashHigh: 0, hashLow: 0, receivedAt: 0, order: 0, row: 0, flags: 0), count: count)
         let failure: SystemCallError? = entries.withUnsafeMutableBytes { bytes in
             do throws(SystemCallError) { try FileDescriptorIO.readFully(fd, into: bytes, path: path) } catch { return error }
             return nil

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Basics
 import Foundation
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What one day's spool adds up to, before schemas and formatting.
 final class DayTable {
@@ -59,8 +60,10 @@ enum DayAggregator {
     ///   - keysOnly: a lookback day before the requested range: only its keys are needed.
     ///   - earlierKeyFiles: key files of the days in this day's lookback window.
     ///   - keyFile: where to write this day's key file.
-    static func run(day: UTCDay, tasks: [SegmentTask], keysOnly: Bool, earlierKeyFiles: [String], keyFile: String,
-                    workDirectory: String, workers: Int) throws(AggregationError) -> DayTable {
+    static func run(
+        day: UTCDay, tasks: [SegmentTask], keysOnly: Bool, earlierKeyFiles: [String], keyFile: String,
+        workDirectory: String, workers: Int
+    ) throws(AggregationError) -> DayTable {
         let directory = "\(workDirectory)/day-\(day)"
         try makeDirectory(directory)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -68,7 +71,9 @@ enum DayAggregator {
         var trace = PhaseTrace("\(day)")
         let buckets = bucketCount(inputBytes: tasks.reduce(0) { $0 + $1.size })
         let workerCount = max(1, min(workers, tasks.count))
-        let scanners = (0..<workerCount).map { SegmentScanner(spill: BucketSpill(directory: directory, worker: $0, bucketCount: buckets), keysOnly: keysOnly) }
+        let scanners = (0..<workerCount).map {
+            SegmentScanner(spill: BucketSpill(directory: directory, worker: $0, bucketCount: buckets), keysOnly: keysOnly)
+        }
         // Largest first, so one big segment does not start last and run alone.
         let ordered = tasks.sorted { ($0.size, $1.ordinal) > ($1.size, $0.ordinal) }
         try Parallel.run(workers: workerCount, tasks: ordered.count) { (worker, task) throws(AggregationError) in
@@ -89,7 +94,9 @@ enum DayAggregator {
         table.bucketCount = buckets
         var rejected = [UInt32](repeating: 0, count: rows.count)
         for (worker, scanner) in scanners.enumerated() {
-            for (local, count) in scanner.rejectedCounts.enumerated() where count > 0 { rejected[Int(maps[worker][local])] += count }
+            for (local, count) in scanner.rejectedCounts.enumerated() where count > 0 {
+                rejected[Int(maps[worker][local])] += count
+            }
             table.segments.append(contentsOf: scanner.reports)
             for (status, count) in scanner.rejectedByStatus { table.rejectedByStatus[status, default: 0] += count }
             for (reason, count) in scanner.rejectedReasons { table.rejectedReasons[reason, default: 0] += count }
@@ -109,7 +116,10 @@ enum DayAggregator {
         }
         table.rejected = rejected
         // Summed in locals: each access to the table's array properties would be checked for exclusivity.
-        var postbacks = [UInt32](repeating: 0, count: rows.count), development = postbacks, duplicates = postbacks, flagged = postbacks
+        var postbacks = [UInt32](repeating: 0, count: rows.count)
+        var development = postbacks
+        var duplicates = postbacks
+        var flagged = postbacks
         for resolver in resolvers {
             let (p, d, u, f) = (resolver.postbacks, resolver.development, resolver.duplicates, resolver.flagged)
             for row in 0..<rows.count {
@@ -150,7 +160,9 @@ enum DayAggregator {
         defer { close(out) }
         for part in parts {
             defer { unlink(part) }
-            try FileIO.forEachChunk(of: part) { (chunk) throws(AggregationError) in try FileIO.writeAll(chunk, to: out, path: path) }
+            try FileIO.forEachChunk(of: part) { (chunk) throws(AggregationError) in
+                try FileIO.writeAll(chunk, to: out, path: path)
+            }
         }
     }
 }

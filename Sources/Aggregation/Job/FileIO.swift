@@ -1,7 +1,7 @@
 import Basics
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The few raw file operations the job needs, with the job's error type.
@@ -11,7 +11,9 @@ enum FileIO {
     }
 
     /// Reads `path` from start to end in chunks of up to 1 MiB.
-    static func forEachChunk(of path: String, _ body: (UnsafeRawBufferPointer) throws(AggregationError) -> Void) throws(AggregationError) {
+    static func forEachChunk(of path: String, _ body: (UnsafeRawBufferPointer) throws(AggregationError) -> Void)
+        throws(AggregationError)
+    {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .system(SystemCallError(operation: "open", path: path, errorNumber: errno)) }
         defer { close(fd) }

@@ -1,17 +1,18 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-public import Basics
+package import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
-public import Postbacks
+package import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 extension AggregationJob {
     /// The time given to every postback of an `--input` file: noon UTC of the requested day. Raw
     /// postbacks carry no receipt time, so the day is the user's; noon keeps the estimated install
     /// date from depending on an arbitrary hour.
-    public static func inputReceivedAt(_ day: UTCDay) -> UTCTimestamp {
+    package static func inputReceivedAt(_ day: UTCDay) -> UTCTimestamp {
         UTCTimestamp(microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + 12 * 3_600_000_000)
     }
 
@@ -23,23 +24,30 @@ extension AggregationJob {
     /// Internally the verdicts are written as spool records to a temporary segment, so the same code
     /// reads them as reads the receiver's spool.
     @discardableResult
-    public func runInput(files: [String], verifier: PostbackVerifier) throws(AggregationError) -> DaySummary {
+    package func runInput(files: [String], verifier: PostbackVerifier) throws(AggregationError) -> DaySummary {
         let day = request.from
         guard request.to == day else { throw .usage("--input aggregates one day: give --date, not a range") }
         guard !files.isEmpty else { throw .usage("no --input file given") }
-        return try withWorkDirectory { (work) throws(AggregationError) in try aggregateInput(files: files, verifier: verifier, day: day, work: work) }
+        return try withWorkDirectory { (work) throws(AggregationError) in
+            try aggregateInput(files: files, verifier: verifier, day: day, work: work)
+        }
     }
 
-    private func aggregateInput(files: [String], verifier: PostbackVerifier, day: UTCDay, work: String) throws(AggregationError) -> DaySummary {
-        let verifiedPath = "\(work)/input-verified.jsonl", rejectedPath = "\(work)/input-rejected.jsonl"
-        let verifiedOut = try OutputFile(path: verifiedPath), rejectedOut = try OutputFile(path: rejectedPath)
+    private func aggregateInput(files: [String], verifier: PostbackVerifier, day: UTCDay, work: String) throws(AggregationError)
+        -> DaySummary
+    {
+        let verifiedPath = "\(work)/input-verified.jsonl"
+        let rejectedPath = "\(work)/input-rejected.jsonl"
+        let verifiedOut = try OutputFile(path: verifiedPath)
+        let rejectedOut = try OutputFile(path: rejectedPath)
         var reports: [SegmentReport] = []
         let receivedAt = Self.inputReceivedAt(day)
         for file in files {
             var status = stat()
             if file != "-", stat(file, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
-                throw .usage("--input \(file) is a directory: give files of postbacks (JSON Lines, one postback per line); "
-                    + "to aggregate a receiver's store, use --data DIR without --input")
+                throw .usage(
+                    "--input \(file) is a directory: give files of postbacks (JSON Lines, one postback per line); "
+                        + "to aggregate a receiver's store, use --data DIR without --input")
             }
             let reader: RecordReader
             do {
@@ -54,9 +62,14 @@ extension AggregationJob {
                 let results = Self.verify(batch, verifier: verifier, workers: request.workers)
                 for (record, result) in zip(batch, results) {
                     // What a receiver would quarantine is not counted: it goes with the rejected, with its reason.
-                    let quarantine = result.quarantineReason.map { "quarantined (\($0.rawValue)): " + (result.reason ?? result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")) }
-                    let spoolRecord = SpoolRecord(receivedAt: receivedAt, writer: "input", route: "file-import", result: result, body: record.bytes,
-                                                  reason: quarantine)
+                    let quarantine = result.quarantineReason.map {
+                        "quarantined (\($0.rawValue)): "
+                            + (result.reason
+                                ?? result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; "))
+                    }
+                    let spoolRecord = SpoolRecord(
+                        receivedAt: receivedAt, writer: "input", route: "file-import", result: result, body: record.bytes,
+                        reason: quarantine)
                     if result.isVerified, quarantine == nil {
                         report.postbacks += 1
                         try verifiedOut.append(spoolRecord.encoded())
@@ -83,8 +96,9 @@ extension AggregationJob {
             try flush()
             // A file with no JSON object in it is the wrong file, not a day of rejected postbacks.
             guard objectRecords > 0 else {
-                throw .usage("--input \(file) holds no JSON postback (it is empty or not JSON): --input takes JSON Lines, "
-                    + "one postback object per line, or a file holding one postback")
+                throw .usage(
+                    "--input \(file) holds no JSON postback (it is empty or not JSON): --input takes JSON Lines, "
+                        + "one postback object per line, or a file holding one postback")
             }
             (report.bytes, report.sha256) = try Self.checksum(file)
             reports.append(report)
@@ -95,8 +109,9 @@ extension AggregationJob {
             SegmentTask(path: verifiedPath, name: "input", spool: .postbacks, ordinal: 0, size: verifiedOut.bytesWritten),
             SegmentTask(path: rejectedPath, name: "input-rejected", spool: .rejected, ordinal: 1, size: rejectedOut.bytesWritten),
         ]
-        let table = try DayAggregator.run(day: day, tasks: tasks, keysOnly: false, earlierKeyFiles: [], keyFile: "\(work)/keys.bin",
-                                          workDirectory: work, workers: request.workers)
+        let table = try DayAggregator.run(
+            day: day, tasks: tasks, keysOnly: false, earlierKeyFiles: [], keyFile: "\(work)/keys.bin",
+            workDirectory: work, workers: request.workers)
         table.segments = reports
         return try render(table, lookback: []).write()
     }

@@ -27,6 +27,8 @@ enum InstallDateEstimate {
     }
 
     static func day(receivedAtMicros: Int64, windows: Bool, sequenceIndex: Int) -> UTCDay {
-        UTCTimestamp(microsecondsSinceEpoch: receivedAtMicros - subtractedHours(windows: windows, sequenceIndex: sequenceIndex) * hour).day
+        UTCTimestamp(
+            microsecondsSinceEpoch: receivedAtMicros - subtractedHours(windows: windows, sequenceIndex: sequenceIndex) * hour
+        ).day
     }
 }

@@ -9,8 +9,12 @@ enum Introsort {
         quicksort(base, 0, buffer.count - 1, depth: 2 * (Int.bitWidth - buffer.count.leadingZeroBitCount), precedes)
     }
 
-    private static func quicksort<T>(_ a: UnsafeMutablePointer<T>, _ low: Int, _ high: Int, depth: Int, _ precedes: (T, T) -> Bool) {
-        var low = low, high = high, depth = depth
+    private static func quicksort<T>(
+        _ a: UnsafeMutablePointer<T>, _ low: Int, _ high: Int, depth: Int, _ precedes: (T, T) -> Bool
+    ) {
+        var low = low
+        var high = high
+        var depth = depth
         while high - low > 16 {
             if depth == 0 {
                 heapsort(a + low, high - low + 1, precedes)
@@ -22,7 +26,8 @@ enum Introsort {
             if precedes(a[high], a[low]) { exchange(a, high, low) }
             if precedes(a[high], a[middle]) { exchange(a, high, middle) }
             let pivot = a[middle]
-            var i = low, j = high
+            var i = low
+            var j = high
             while i <= j {
                 while precedes(a[i], pivot) { i += 1 }
                 while precedes(pivot, a[j]) { j -= 1 }

@@ -1,7 +1,7 @@
 import Basics
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The distinct dedup-key hashes of one day, sorted, 16 bytes each: how a later day's run learns
@@ -35,17 +35,21 @@ final class KeyFile {
         let last = range.upperBound == UInt64.max ? count : try lowerBound(range.upperBound + 1)
         guard last > first else { return [] }
         var words = [UInt64](repeating: 0, count: (last - first) * 2)
-        try words.withMutableBytes { (bytes) throws(AggregationError) in try readFully(into: bytes, at: first * Self.recordBytes) }
+        try words.withMutableBytes { (bytes) throws(AggregationError) in try readFully(into: bytes, at: first * Self.recordBytes)
+        }
         return (0..<(last - first)).map { Hash128(high: words[2 * $0], low: words[2 * $0 + 1]) }
     }
 
     /// Index of the first record whose high word is at least `high`.
     private func lowerBound(_ high: UInt64) throws(AggregationError) -> Int {
-        var low = 0, upper = count
+        var low = 0
+        var upper = count
         while low < upper {
             let middle = (low + upper) / 2
             var word: UInt64 = 0
-            try withMutableBytes(of: &word) { (bytes) throws(AggregationError) in try readFully(into: bytes, at: middle * Self.recordBytes) }
+            try withMutableBytes(of: &word) { (bytes) throws(AggregationError) in
+                try readFully(into: bytes, at: middle * Self.recordBytes)
+            }
             if word < high { low = middle + 1 } else { upper = middle }
         }
         return low

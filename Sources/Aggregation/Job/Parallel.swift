@@ -6,7 +6,9 @@ import Synchronization
 /// worker number without locking because one worker runs one task at a time. The first error stops
 /// the remaining tasks and is rethrown.
 package enum Parallel {
-    package static func run(workers: Int, tasks: Int, _ body: (_ worker: Int, _ task: Int) throws(AggregationError) -> Void) throws(AggregationError) {
+    package static func run(workers: Int, tasks: Int, _ body: (_ worker: Int, _ task: Int) throws(AggregationError) -> Void)
+        throws(AggregationError)
+    {
         guard tasks > 0 else { return }
         let next = Atomic<Int>(0)
         let failure = Mutex<AggregationError?>(nil)

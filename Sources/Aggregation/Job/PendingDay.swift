@@ -50,20 +50,27 @@ struct PendingDay: Sendable {
         let counted = facts.segments.filter { $0.spool != .rejected }
         if !force, let published = PublishedDay(manifestAt: manifestPath),
             let losses = published.regression(
-                to: PublishedDay(segments: counted.count, bytes: counted.reduce(0) { $0 + $1.bytes },
-                                 decodedPostbacks: rendered.totals.decodedPostbacks)) {
+                to: PublishedDay(
+                    segments: counted.count, bytes: counted.reduce(0) { $0 + $1.bytes },
+                    decodedPostbacks: rendered.totals.decodedPostbacks))
+        {
             throw .worseThanPublished(day: day, manifest: manifestPath, losses: losses)
         }
         var outputs: [ManifestWriter.Output] = []
-        for (name, bytes, rows) in [(AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
-                                    (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows)] {
+        for (name, bytes, rows) in [
+            (AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
+            (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows),
+        ] {
             try AggregationJob.publish(bytes, to: layout.aggregateFile(table: name, day: day))
-            outputs.append(ManifestWriter.Output(table: name, path: "agg/\(name)/dt=\(day)/part-00000.csv", rows: rows, bytes: bytes.count,
-                                                 sha256: SHA256.hash(bytes).description))
+            outputs.append(
+                ManifestWriter.Output(
+                    table: name, path: "agg/\(name)/dt=\(day)/part-00000.csv", rows: rows, bytes: bytes.count,
+                    sha256: SHA256.hash(bytes).description))
         }
-        let manifest = ManifestWriter.manifest(day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
-                                               lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals,
-                                               partial: partial, quarantine: quarantine)
+        let manifest = ManifestWriter.manifest(
+            day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
+            lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals,
+            partial: partial, quarantine: quarantine)
         try AggregationJob.publish(manifest, to: manifestPath)
         trace.mark("publish")
         var problems: [String] = []
@@ -73,11 +80,13 @@ struct PendingDay: Sendable {
         return DaySummary(
             day: day, totals: rendered.totals, campaignDailyRows: rendered.campaignDailyRows,
             campaignEventsDailyRows: rendered.campaignEventsDailyRows, inputSegments: facts.segments.count,
-            inputBytes: facts.segments.reduce(0) { $0 + $1.bytes }, corruptLines: facts.segments.reduce(0) { $0 + $1.corruptLines },
+            inputBytes: facts.segments.reduce(0) { $0 + $1.bytes },
+            corruptLines: facts.segments.reduce(0) { $0 + $1.corruptLines },
             tornTails: facts.segments.filter(\.tornTail).count, sameDayDuplicates: facts.sameDayDuplicates,
             earlierDayDuplicates: facts.earlierDayDuplicates, problems: problems, manifestPath: manifestPath,
             fastPathLines: facts.fastPathLines, slowPathLines: facts.slowPathLines, bucketCount: facts.bucketCount,
-            largestBucket: facts.largestBucket, spoolSegments: facts.segments.filter { $0.spool == .postbacks }.count, partial: partial,
+            largestBucket: facts.largestBucket, spoolSegments: facts.segments.filter { $0.spool == .postbacks }.count,
+            partial: partial,
             quarantinedPostbacks: quarantine?.postbacks.values.reduce(0, +) ?? 0)
     }
 }
@@ -90,7 +99,8 @@ final class BackgroundDayWriter {
 
     func start(_ work: @escaping @Sendable () throws(AggregationError) -> DaySummary) {
         precondition(inFlight == nil, "finish() the previous day first")
-        let group = DispatchGroup(), slot = ResultSlot<Result<DaySummary, AggregationError>>()
+        let group = DispatchGroup()
+        let slot = ResultSlot<Result<DaySummary, AggregationError>>()
         group.enter()
         DispatchQueue.global(qos: .userInitiated).async {
             slot.value = Result { () throws(AggregationError) -> DaySummary in try work() }

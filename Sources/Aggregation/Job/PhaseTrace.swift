@@ -14,7 +14,8 @@ struct PhaseTrace {
     mutating func mark(_ phase: String) {
         guard Self.enabled else { return }
         let now = DispatchTime.now().uptimeNanoseconds
-        FileHandle.standardError.write(Data("trace \(label) \(phase) \(String(format: "%.3f", Double(now - last) / 1e9)) s\n".utf8))
+        FileHandle.standardError.write(
+            Data("trace \(label) \(phase) \(String(format: "%.3f", Double(now - last) / 1e9)) s\n".utf8))
         last = now
     }
 }

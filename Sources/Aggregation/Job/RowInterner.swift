@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Gives each distinct row key a dense id, storing every key once in one byte arena.
@@ -28,8 +28,10 @@ final class RowInterner {
         while size < capacity * 2 { size <<= 1 }
         let slots = UnsafeMutablePointer<Int32>.allocate(capacity: size)
         slots.initialize(repeating: -1, count: size)
-        storage = Storage(arena: GrowableBuffer(capacity: capacity * 96), starts: GrowableBuffer(capacity: capacity),
-                          lengths: GrowableBuffer(capacity: capacity), hashes: GrowableBuffer(capacity: capacity), slots: slots, slotCount: size)
+        storage = Storage(
+            arena: GrowableBuffer(capacity: capacity * 96), starts: GrowableBuffer(capacity: capacity),
+            lengths: GrowableBuffer(capacity: capacity), hashes: GrowableBuffer(capacity: capacity), slots: slots, slotCount: size
+        )
     }
 
     deinit {
@@ -52,7 +54,8 @@ final class RowInterner {
             let id = Int(state.slots[slot])
             if id < 0 { break }
             if state.hashes[id] == hash && Int(state.lengths[id]) == key.count
-                && (key.count == 0 || memcmp(state.arena.base + state.starts[id], key.baseAddress!, key.count) == 0) {
+                && (key.count == 0 || memcmp(state.arena.base + state.starts[id], key.baseAddress!, key.count) == 0)
+            {
                 return UInt32(id)
             }
             slot = (slot + 1) & mask
@@ -121,7 +124,9 @@ struct GrowableBuffer<Element: BitwiseCopyable> {
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) where Element == UInt8 {
         if count + bytes.count > capacity { reserve(count + bytes.count) }
-        if bytes.count > 0 { (base + count).update(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: bytes.count) }
+        if bytes.count > 0 {
+            (base + count).update(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        }
         count += bytes.count
     }
 

@@ -107,13 +107,18 @@ final class RowKeyEncoder {
 
     @inline(__always)
     private static func appendOptional(_ value: Int64?, to out: inout GrowableBuffer<UInt8>) {
-        guard let value else { out.append(0); return }
+        guard let value else {
+            out.append(0)
+            return
+        }
         out.append(1)
         withUnsafeBytes(of: value.littleEndian) { out.append($0) }
     }
 
     @inline(__always)
-    private static func appendString(_ slice: ByteSlice?, base: UnsafeRawBufferPointer, lowercased: Bool = false, to out: inout GrowableBuffer<UInt8>) {
+    private static func appendString(
+        _ slice: ByteSlice?, base: UnsafeRawBufferPointer, lowercased: Bool = false, to out: inout GrowableBuffer<UInt8>
+    ) {
         guard let slice else {
             out.append(0xFF)
             out.append(0xFF)
@@ -137,7 +142,7 @@ final class RowKeyEncoder {
             return
         }
         var copy = text
-        copy.withUTF8 { utf8 in appendString(ByteSlice(start: 0, count: utf8.count), base: UnsafeRawBufferPointer(utf8), to: &out) }
+        copy.withUTF8 { utf8 in appendString(ByteSlice(start: 0, count: utf8.count), base: UnsafeRawBufferPointer(utf8), to: &out)
+        }
     }
 }
-

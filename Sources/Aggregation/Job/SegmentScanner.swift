@@ -1,11 +1,11 @@
 import Basics
-
-#if canImport(Glibc)
-import Glibc
-#endif
 import PostbackCrypto
 import PostbackStore
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One spool segment to read for a day.
 struct SegmentTask: Sendable {
@@ -73,9 +73,9 @@ final class SegmentScanner {
         defer { close(fd) }
         let hasher = SHA256Hasher()
         var report = SegmentReport(name: task.name, spool: task.spool)
-        var filled = 0          // bytes in buffer
-        var lineStart = 0       // start of the current (incomplete) line in buffer
-        var bufferOffset = 0    // file offset of buffer[0]
+        var filled = 0  // bytes in buffer
+        var lineStart = 0  // start of the current (incomplete) line in buffer
+        var bufferOffset = 0  // file offset of buffer[0]
         var lineNumber = 0
         var skippingLongLine = false
         var longLineLength = 0
@@ -95,7 +95,9 @@ final class SegmentScanner {
 
         while true {
             let got: Int
-            do { got = try FileDescriptorIO.read(fd, into: &buffer, from: filled, path: task.path) } catch { throw .system(error) }
+            do { got = try FileDescriptorIO.read(fd, into: &buffer, from: filled, path: task.path) } catch {
+                throw .system(error)
+            }
             if got == 0 {
                 // End of file: what is left has no newline, a torn write.
                 if skippingLongLine || filled > lineStart {
@@ -124,13 +126,16 @@ final class SegmentScanner {
                         skippingLongLine = false
                         report.corruptLines += 1
                         if report.problems.count < Self.problemsKept {
-                            report.problems.append((lineNumber, "line of \(longLineLength) bytes exceeds \(Self.maximumLineBytes)"))
+                            report.problems.append(
+                                (lineNumber, "line of \(longLineLength) bytes exceeds \(Self.maximumLineBytes)"))
                         }
                     } else {
                         var length = newline - lineStart
                         if length > 0, bytes[newline - 1] == 0x0D { length -= 1 }
                         let line = UnsafeRawBufferPointer(start: base + lineStart, count: length)
-                        if let failure = try handle(line, task: task, offset: bufferOffset + lineStart, report: &report, summary: &summary) {
+                        if let failure = try handle(
+                            line, task: task, offset: bufferOffset + lineStart, report: &report, summary: &summary)
+                        {
                             pendingFailure = (lineNumber, failure)
                         }
                     }
@@ -162,17 +167,23 @@ final class SegmentScanner {
 
     /// Processes one complete line; returns a reason when it is not a valid record (whether that is
     /// corruption or a torn tail depends on whether another line follows).
-    private func handle(_ line: UnsafeRawBufferPointer, task: SegmentTask, offset: Int, report: inout SegmentReport,
-                        summary: inout SpoolLineSummary) throws(AggregationError) -> String? {
+    private func handle(
+        _ line: UnsafeRawBufferPointer, task: SegmentTask, offset: Int, report: inout SegmentReport,
+        summary: inout SpoolLineSummary
+    ) throws(AggregationError) -> String? {
         switch decoder.decode(line, spool: task.spool, into: &summary) {
         case .corrupt(let reason):
             return reason
         case .rejected(let facts):
             report.rejected += 1
             guard !keysOnly else { return nil }
-            encoder.encodeRejected(appID: facts.appID, postbackProtocol: facts.postbackProtocol, version: facts.version, adNetworkID: facts.adNetworkID)
+            encoder.encodeRejected(
+                appID: facts.appID, postbackProtocol: facts.postbackProtocol, version: facts.version,
+                adNetworkID: facts.adNetworkID)
             let row = Int(interner.intern(encoder.bytes))
-            if row >= rejectedCounts.count { rejectedCounts.append(contentsOf: repeatElement(0, count: row + 1 - rejectedCounts.count)) }
+            if row >= rejectedCounts.count {
+                rejectedCounts.append(contentsOf: repeatElement(0, count: row + 1 - rejectedCounts.count))
+            }
             rejectedCounts[row] += 1
             rejectedByStatus[facts.status, default: 0] += 1
             let reason = facts.reason ?? "(no reason given)"
@@ -196,19 +207,24 @@ final class SegmentScanner {
     }
 
     @inline(__always)
-    private func emit(_ summary: SpoolLineSummary, base: UnsafeRawBufferPointer, task: SegmentTask, offset: Int) throws(AggregationError) {
+    private func emit(_ summary: SpoolLineSummary, base: UnsafeRawBufferPointer, task: SegmentTask, offset: Int)
+        throws(AggregationError)
+    {
         guard let key = summary.dedupKey, summary.hasFields else { return }
         let hash = Hash128.of(UnsafeRawBufferPointer(rebasing: base[key.start..<(key.start + key.count)]))
         var row = UInt32.max
         if !keysOnly {
-            let installDay = InstallDateEstimate.day(receivedAtMicros: summary.receivedAtMicros,
-                                                     windows: summary.fields.hasConversionWindows(in: base), sequenceIndex: summary.fields.sequenceIndex)
+            let installDay = InstallDateEstimate.day(
+                receivedAtMicros: summary.receivedAtMicros,
+                windows: summary.fields.hasConversionWindows(in: base), sequenceIndex: summary.fields.sequenceIndex)
             encoder.encodePostback(summary.fields, installDay: installDay, base: base)
             row = interner.intern(encoder.bytes)
         }
         let production = summary.isProduction && !summary.fields.isTestMode
-        try spill.append(DedupEntry(hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,
-                                    order: DedupEntry.order(segment: task.ordinal, offset: offset), row: row,
-                                    flags: (production ? 0 : DedupEntry.developmentFlag) | (summary.isFlagged ? DedupEntry.flaggedFlag : 0)))
+        try spill.append(
+            DedupEntry(
+                hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,
+                order: DedupEntry.order(segment: task.ordinal, offset: offset), row: row,
+                flags: (production ? 0 : DedupEntry.developmentFlag) | (summary.isFlagged ? DedupEntry.flaggedFlag : 0)))
     }
 }

@@ -8,14 +8,18 @@ extension Array {
         return try outcome!.get()
     }
 
-    mutating func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws(AggregationError) -> R) throws(AggregationError) -> R {
+    mutating func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws(AggregationError) -> R)
+        throws(AggregationError) -> R
+    {
         var outcome: Result<R, AggregationError>? = nil
         withUnsafeMutableBytes { bytes in outcome = Result { () throws(AggregationError) -> R in try body(bytes) } }
         return try outcome!.get()
     }
 }
 
-func withMutableBytes<T, R>(of value: inout T, _ body: (UnsafeMutableRawBufferPointer) throws(AggregationError) -> R) throws(AggregationError) -> R {
+func withMutableBytes<T, R>(of value: inout T, _ body: (UnsafeMutableRawBufferPointer) throws(AggregationError) -> R)
+    throws(AggregationError) -> R
+{
     var outcome: Result<R, AggregationError>? = nil
     withUnsafeMutableBytes(of: &value) { bytes in outcome = Result { () throws(AggregationError) -> R in try body(bytes) } }
     return try outcome!.get()

@@ -1,4 +1,4 @@
-public import PostbackStore
+package import PostbackStore
 
 /// The two output tables and their columns, in file order. Columns are only ever appended, never
 /// renamed or reordered, so readers that select by name keep working. The partition column `dt`
@@ -6,20 +6,21 @@ public import PostbackStore
 /// A column that shows a stored postback's field is `.field(…)`, named by the record's declaration
 /// (`AttributionField.column`); the renderer, the Spark job (spark/record-schema.json) and the report
 /// read these lists.
-public enum AggregateTables {
-    public static let campaignDaily = "campaign_daily"
-    public static let campaignEventsDaily = "campaign_events_daily"
+package enum AggregateTables {
+    package static let campaignDaily = "campaign_daily"
+    package static let campaignEventsDaily = "campaign_events_daily"
 
     /// The grain shared by both tables (everything that identifies a campaign-level row).
-    public static let dimensions: [AggregateColumn] = [
+    package static let dimensions: [AggregateColumn] = [
         .estInstallDate, .field(.appID), .field(.postbackProtocol), .field(.version), .field(.adNetworkID), .field(.campaignID),
-        .field(.sourceIdentifier), .sourceIdentifierDigits, .campaign, .geo, .placement, .field(.sourceAppID), .field(.sourceDomain),
+        .field(.sourceIdentifier), .sourceIdentifierDigits, .campaign, .geo, .placement, .field(.sourceAppID),
+        .field(.sourceDomain),
         .field(.marketplaceID), .field(.countryCode), .field(.interaction), .field(.conversionType), .field(.sequenceIndex),
         .field(.didWin),
     ]
 
     /// `campaign_daily`'s columns after the dimensions.
-    public static let campaignDailyMeasures: [AggregateColumn] = [
+    package static let campaignDailyMeasures: [AggregateColumn] = [
         .cvKind, .field(.fineValue), .field(.coarseValue), .decodedLabel, .schemaID,
         .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks,
         .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
@@ -29,30 +30,32 @@ public enum AggregateTables {
     ]
 
     /// `campaign_events_daily`'s columns after the dimensions.
-    public static let campaignEventsDailyMeasures: [AggregateColumn] = [
+    package static let campaignEventsDailyMeasures: [AggregateColumn] = [
         .schemaID, .eventName, .postbacks, .eventCountMinSum, .eventCountMaxSum,
         .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
     ]
 
     /// Every column of `campaign_daily`, in file order.
-    public static let campaignDailyInOrder = dimensions + campaignDailyMeasures
+    package static let campaignDailyInOrder = dimensions + campaignDailyMeasures
 
     /// `CREATE TABLE` statements for both tables, with every column's `sqlType` and the partition
     /// column `dt` last (as Hive-partitioned readers add it). docs/aggregate.md shows this text; a test
     /// keeps the two equal.
-    public static func createTableStatements() -> String {
-        [(campaignDaily, campaignDailyInOrder), (campaignEventsDaily, dimensions + campaignEventsDailyMeasures)].map { table, columns in
-            "CREATE TABLE \(table) (\n" + (columns.map { "    \($0.name) \($0.sqlType)" } + ["    dt DATE"]).joined(separator: ",\n") + "\n);\n"
+    package static func createTableStatements() -> String {
+        [(campaignDaily, campaignDailyInOrder), (campaignEventsDaily, dimensions + campaignEventsDailyMeasures)].map {
+            table, columns in
+            "CREATE TABLE \(table) (\n"
+                + (columns.map { "    \($0.name) \($0.sqlType)" } + ["    dt DATE"]).joined(separator: ",\n") + "\n);\n"
         }.joined(separator: "\n")
     }
 
-    public static let dimensionColumns = dimensions.map(\.name)
-    public static let campaignDailyColumns = campaignDailyInOrder.map(\.name)
-    public static let campaignEventsDailyColumns = (dimensions + campaignEventsDailyMeasures).map(\.name)
+    package static let dimensionColumns = dimensions.map(\.name)
+    package static let campaignDailyColumns = campaignDailyInOrder.map(\.name)
+    package static let campaignEventsDailyColumns = (dimensions + campaignEventsDailyMeasures).map(\.name)
 }
 
 /// One column of the aggregate tables.
-public enum AggregateColumn: Hashable, Sendable {
+package enum AggregateColumn: Hashable, Sendable {
     /// A stored postback's field, shown as stored (the ad network id lower-cased).
     case field(AttributionField)
     case estInstallDate, sourceIdentifierDigits, campaign, geo, placement
@@ -60,7 +63,7 @@ public enum AggregateColumn: Hashable, Sendable {
     case revenueMinSum, revenueMaxSum, revenueEstSum, currency, developmentPostbacks, rejectedPostbacks, duplicatesDropped
     case flaggedPostbacks, eventName, eventCountMinSum, eventCountMaxSum
 
-    public var name: String {
+    package var name: String {
         switch self {
         // Every field shown in a table has a column name (`testMode` has none and is in no list).
         case .field(let field): return field.column ?? field.spoolKey
@@ -93,10 +96,10 @@ public enum AggregateColumn: Hashable, Sendable {
     }
 
     /// A count of postbacks of `campaign_daily`: 0, never empty, on a rejected record's row.
-    public var isPostbackCount: Bool {
+    package var isPostbackCount: Bool {
         switch self {
         case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
-             .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
+            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
             return true
         default:
             return false
@@ -107,7 +110,7 @@ public enum AggregateColumn: Hashable, Sendable {
     /// of spark/record-schema.json). Identifiers Apple sends as strings stay text, whatever they look
     /// like: a source identifier "0042" read as a number would lose its zeros. Amounts are exact
     /// decimals with six places (the job sums micro-units), never floating point.
-    public var sqlType: String {
+    package var sqlType: String {
         switch self {
         case .field(let field):
             switch field.valueType {
@@ -121,11 +124,11 @@ public enum AggregateColumn: Hashable, Sendable {
         case .eventCountMinSum, .eventCountMaxSum: return "BIGINT"
         case .campaign, .geo, .placement, .cvKind, .decodedLabel, .schemaID, .currency, .eventName: return "VARCHAR"
         case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
-             .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
+            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
             return "BIGINT"
         }
     }
 
     /// An amount (written as the shortest exact decimal).
-    public var isMoney: Bool { self == .revenueMinSum || self == .revenueMaxSum || self == .revenueEstSum }
+    package var isMoney: Bool { self == .revenueMinSum || self == .revenueMaxSum || self == .revenueEstSum }
 }

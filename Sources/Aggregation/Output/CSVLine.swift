@@ -57,8 +57,17 @@ struct CSVLine: ~Copyable {
     mutating func field(_ flag: Bool?) {
         separate()
         guard let flag else { return }
-        if flag { appendByte(0x74); appendByte(0x72); appendByte(0x75); appendByte(0x65) } else {
-            appendByte(0x66); appendByte(0x61); appendByte(0x6C); appendByte(0x73); appendByte(0x65)
+        if flag {
+            appendByte(0x74)
+            appendByte(0x72)
+            appendByte(0x75)
+            appendByte(0x65)
+        } else {
+            appendByte(0x66)
+            appendByte(0x61)
+            appendByte(0x6C)
+            appendByte(0x73)
+            appendByte(0x65)
         }
     }
 
@@ -138,7 +147,10 @@ struct CSVLine: ~Copyable {
             needsQuotes = true
             break
         }
-        guard needsQuotes else { appendBytes(utf8); return }
+        guard needsQuotes else {
+            appendBytes(utf8)
+            return
+        }
         appendByte(0x22)
         for byte in utf8 {
             if byte == 0x22 { appendByte(0x22) }
@@ -148,7 +160,10 @@ struct CSVLine: ~Copyable {
     }
 
     private mutating func appendDecimal(_ value: Int64) {
-        if value == 0 { appendByte(0x30); return }
+        if value == 0 {
+            appendByte(0x30)
+            return
+        }
         reserve(20)
         if value < 0 { appendByte(0x2D) }
         var magnitude = value.magnitude

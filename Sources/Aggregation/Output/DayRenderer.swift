@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Basics
-import PostbackStore
-import Glibc
-#endif
 import Postbacks
+
+#if canImport(Glibc)
+    import Basics
+    import PostbackStore
+    import Glibc
+#endif
 
 /// The finished output of one day: both CSV files' bytes and what the manifest says about them.
 struct RenderedDay: Sendable {
@@ -88,7 +89,9 @@ enum DayRenderer {
         var schemaIDs: Set<String> = []
     }
 
-    private static func renderRows(_ rows: Range<Int>, of table: DayTable, catalog: SchemaCatalog) throws(AggregationError) -> RenderedPart {
+    private static func renderRows(_ rows: Range<Int>, of table: DayTable, catalog: SchemaCatalog) throws(AggregationError)
+        -> RenderedPart
+    {
         var part = RenderedPart()
         var line = CSVLine()
         var prefix = CSVLine()
@@ -96,12 +99,17 @@ enum DayRenderer {
         var dates = DateCache()
         var dimensions = DimensionCache()
         // Local references: reading a class's array properties in the loop would check exclusivity each time.
-        let counted = table.postbacks, developmentCounts = table.development, rejectedCounts = table.rejected, duplicateCounts = table.duplicates
+        let counted = table.postbacks
+        let developmentCounts = table.development
+        let rejectedCounts = table.rejected
+        let duplicateCounts = table.duplicates
         let flaggedCounts = table.flagged
         let keys = table.rows
         for row in rows {
             let postbacks = Int64(counted[row])
-            let development = Int64(developmentCounts[row]), rejected = Int64(rejectedCounts[row]), duplicates = Int64(duplicateCounts[row])
+            let development = Int64(developmentCounts[row])
+            let rejected = Int64(rejectedCounts[row])
+            let duplicates = Int64(duplicateCounts[row])
             guard postbacks + development + rejected + duplicates > 0 else { continue }
             let key = keys.key(row)
             let fields = RowView(key: key)
@@ -136,7 +144,8 @@ enum DayRenderer {
                 case .rejectedPostbacks: line.field(rejected)
                 case .duplicatesDropped: line.field(duplicates)
                 case .flaggedPostbacks: line.field(Int64(flaggedCounts[row]))
-                case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum, .eventCountMaxSum:
+                case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
+                    .eventCountMaxSum:
                     preconditionFailure("\(column.name) is not a campaign_daily measure")
                 }
             }
@@ -172,8 +181,10 @@ enum DayRenderer {
         return part
     }
 
-    private static func writeDimensions(_ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, dates: inout DateCache,
-                                        into line: inout CSVLine) {
+    private static func writeDimensions(
+        _ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, dates: inout DateCache,
+        into line: inout CSVLine
+    ) {
         for column in AggregateTables.dimensions {
             switch column {
             case .field(let field): fields.write(field, of: key, into: &line)
@@ -217,17 +228,22 @@ private struct RowFacts {
     var revenueMax: Money?
     var revenueEstimate: Money?
 
-    init(_ fields: RowView, key: UnsafeRawBufferPointer, catalog: SchemaCatalog, postbacks: Int64,
-         dimensions cache: inout DimensionCache) throws(AggregationError) {
+    init(
+        _ fields: RowView, key: UnsafeRawBufferPointer, catalog: SchemaCatalog, postbacks: Int64,
+        dimensions cache: inout DimensionCache
+    ) throws(AggregationError) {
         let window = fields.sequenceIndex ?? 0
         if let appID = fields.appID, let day = fields.installDay, let postbackProtocol = fields.postbackProtocol,
-           let conversionType = fields.conversionType,
-           let index = catalog.schemaIndex(appID: appID, day: day, postbackProtocol: postbackProtocol, conversionType: conversionType) {
+            let conversionType = fields.conversionType,
+            let index = catalog.schemaIndex(
+                appID: appID, day: day, postbackProtocol: postbackProtocol, conversionType: conversionType)
+        {
             let schema = catalog.schemas[index]
             self.schema = schema
             if let network = fields.adNetworkID, fields.sourceIdentifier != nil || fields.campaignID != nil {
-                dimensions = cache.dimensions(schemaIndex: index, schema: schema, day: day, network: key.slice(network),
-                                              sourceIdentifier: fields.sourceIdentifier.map { key.slice($0) }, campaignID: fields.campaignID)
+                dimensions = cache.dimensions(
+                    schemaIndex: index, schema: schema, day: day, network: key.slice(network),
+                    sourceIdentifier: fields.sourceIdentifier.map { key.slice($0) }, campaignID: fields.campaignID)
             }
         }
         let decoding: ValueDecoding?
@@ -304,7 +320,8 @@ private struct EventAccumulator {
         postbacks += other.postbacks
         countMin += other.countMin
         countMax = countMax.flatMap { total in other.countMax.map { total + $0 } }
-        guard let min = other.revenueMin.flatMap({ revenueMin?.plus($0) }), let estimate = other.revenueEstimate.flatMap({ revenueEstimate?.plus($0) })
+        guard let min = other.revenueMin.flatMap({ revenueMin?.plus($0) }),
+            let estimate = other.revenueEstimate.flatMap({ revenueEstimate?.plus($0) })
         else { throw .overflow("event revenue sum overflows") }
         revenueMin = min
         revenueEstimate = estimate
@@ -339,7 +356,9 @@ private struct LineSet {
                 return order != 0 ? order < 0 : a.count < b.count
             }
             output.reserveCapacity(output.count + text.count)
-            for range in ranges { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range.start..<(range.start + range.count)])) }
+            for range in ranges {
+                output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range.start..<(range.start + range.count)]))
+            }
         }
     }
 }
@@ -351,8 +370,10 @@ private struct DimensionCache {
     private var values: [DecodedDimensions] = []
     private var scratch: [UInt8] = []
 
-    mutating func dimensions(schemaIndex: Int, schema: ConversionSchema, day: UTCDay, network: UnsafeRawBufferPointer,
-                             sourceIdentifier: UnsafeRawBufferPointer?, campaignID: Int64?) -> DecodedDimensions {
+    mutating func dimensions(
+        schemaIndex: Int, schema: ConversionSchema, day: UTCDay, network: UnsafeRawBufferPointer,
+        sourceIdentifier: UnsafeRawBufferPointer?, campaignID: Int64?
+    ) -> DecodedDimensions {
         scratch.removeAll(keepingCapacity: true)
         withUnsafeBytes(of: Int32(truncatingIfNeeded: schemaIndex)) { scratch.append(contentsOf: $0) }
         withUnsafeBytes(of: Int32(truncatingIfNeeded: day.daysSinceEpoch)) { scratch.append(contentsOf: $0) }
@@ -388,5 +409,7 @@ private struct DateCache {
 }
 
 extension UnsafeRawBufferPointer {
-    func slice(_ slice: ByteSlice) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: self[slice.start..<(slice.start + slice.count)]) }
+    func slice(_ slice: ByteSlice) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: self[slice.start..<(slice.start + slice.count)])
+    }
 }

@@ -1,22 +1,22 @@
-public import Basics
+package import Basics
 import Postbacks
 
 /// Headline and side counts of a day, for the manifest and the command's summary.
-public struct DayTotals: Sendable, Equatable {
-    public var postbacks = 0
-    public var installs = 0
-    public var redownloads = 0
-    public var reengagements = 0
-    public var losses = 0
-    public var nullValuePostbacks = 0
-    public var developmentPostbacks = 0
-    public var rejectedPostbacks = 0
-    public var duplicatesDropped = 0
+package struct DayTotals: Sendable, Equatable {
+    package var postbacks = 0
+    package var installs = 0
+    package var redownloads = 0
+    package var reengagements = 0
+    package var losses = 0
+    package var nullValuePostbacks = 0
+    package var developmentPostbacks = 0
+    package var rejectedPostbacks = 0
+    package var duplicatesDropped = 0
     /// Postbacks that a schema decoded to a label (not `no_schema`, `undecoded` or a null value):
     /// a rerun that would publish fewer of these than the day has now is refused (a lost schema).
-    public var decodedPostbacks = 0
+    package var decodedPostbacks = 0
     /// The revenue estimate per ISO 4217 currency. Amounts in different currencies are never added.
-    public var revenueEstimateByCurrency: [String: Money] = [:]
+    package var revenueEstimateByCurrency: [String: Money] = [:]
 
     /// Adds a row's estimate to its currency's total.
     mutating func addRevenue(_ amount: Money, currency: String) throws(AggregationError) {
@@ -28,7 +28,7 @@ public struct DayTotals: Sendable, Equatable {
 
     /// `"revenue_est_by_currency": {"EUR": 13115, "USD": 11906.43}`, exact decimals, currencies in
     /// code order (the manifest and `--json` summaries).
-    public func writeRevenueByCurrency(into json: inout JSONWriter) {
+    package func writeRevenueByCurrency(into json: inout JSONWriter) {
         json.key("revenue_est_by_currency")
         json.beginObject()
         for (currency, amount) in revenueEstimateByCurrency.sorted(by: { $0.key < $1.key }) {
@@ -39,7 +39,7 @@ public struct DayTotals: Sendable, Equatable {
     }
 
     /// "EUR 13115, USD 11906.43" (currencies in code order), or "none".
-    public var revenueText: String {
+    package var revenueText: String {
         let parts = revenueEstimateByCurrency.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }

@@ -19,9 +19,11 @@ struct ManifestWriter {
         let sha256: String
     }
 
-    static func manifest(day: UTCDay, toolVersion: String, lookbackDays: Int, facts table: DayFacts, lookback: [SegmentReport],
-                         schemas: [ConversionSchema], outputs: [Output], totals: DayTotals, partial: Bool,
-                         quarantine: QuarantineSummary? = nil) -> [UInt8] {
+    static func manifest(
+        day: UTCDay, toolVersion: String, lookbackDays: Int, facts table: DayFacts, lookback: [SegmentReport],
+        schemas: [ConversionSchema], outputs: [Output], totals: DayTotals, partial: Bool,
+        quarantine: QuarantineSummary? = nil
+    ) -> [UInt8] {
         var json = JSONWriter(reservingCapacity: 4096)
         json.beginObject()
         json.field("format", formatVersion)

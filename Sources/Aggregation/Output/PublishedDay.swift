@@ -30,7 +30,9 @@ struct PublishedDay: Equatable {
         }
         self.segments = segments
         self.bytes = bytes
-        if case .object(let totals)? = root["totals"], case .number(let decoded)? = totals["decoded_postbacks"], let value = decoded.int64Value {
+        if case .object(let totals)? = root["totals"], case .number(let decoded)? = totals["decoded_postbacks"],
+            let value = decoded.int64Value
+        {
             decodedPostbacks = Int(value)
         }
     }
@@ -44,7 +46,9 @@ struct PublishedDay: Equatable {
     /// Why publishing `new` over this day would make it worse, or nil when it would not.
     func regression(to new: PublishedDay) -> String? {
         var losses: [String] = []
-        if new.segments < segments { losses.append("\(new.segments) input file\(new.segments == 1 ? "" : "s") instead of \(segments)") }
+        if new.segments < segments {
+            losses.append("\(new.segments) input file\(new.segments == 1 ? "" : "s") instead of \(segments)")
+        }
         if new.bytes < bytes { losses.append("\(new.bytes) input bytes instead of \(bytes)") }
         if let before = decodedPostbacks, let after = new.decodedPostbacks, after < before {
             losses.append("\(after) decoded postbacks instead of \(before) (a schema missing or changed?)")

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Basics
 import PostbackStore
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What a day's quarantine (`raw/unverifiable/`) holds, for the manifest: postbacks that are not
 /// counted because this release cannot check or read them yet, one row per reason and the value
@@ -41,7 +42,8 @@ struct QuarantineSummary: Sendable, Equatable {
         do {
             segments = try layout.segments(.unverifiable, day: day)
         } catch {
-            throw .system(SystemCallError(operation: "listing the quarantine partition", path: error.path, errorNumber: error.errorNumber))
+            throw .system(
+                SystemCallError(operation: "listing the quarantine partition", path: error.path, errorNumber: error.errorNumber))
         }
         var seenKeys = Set<String>()
         for segment in segments {
@@ -56,7 +58,8 @@ struct QuarantineSummary: Sendable, Equatable {
                     for row in rows(of: record) { summary.postbacks[row, default: 0] += 1 }
                 }
             } catch {
-                throw .system(SystemCallError(operation: "reading the quarantine (\(error.message))", path: error.path, errorNumber: EIO))
+                throw .system(
+                    SystemCallError(operation: "reading the quarantine (\(error.message))", path: error.path, errorNumber: EIO))
             }
         }
         return summary
@@ -67,7 +70,8 @@ struct QuarantineSummary: Sendable, Equatable {
     static func rows(of record: SpoolRecord) -> [Row] {
         let reason = record.quarantine ?? .unknownVersion
         func row(_ field: String, _ raw: String) -> Row {
-            Row(quarantine: reason.rawValue, postbackProtocol: record.postbackProtocol?.rawValue ?? "",
+            Row(
+                quarantine: reason.rawValue, postbackProtocol: record.postbackProtocol?.rawValue ?? "",
                 version: record.version ?? "", environment: record.environment?.rawValue ?? "", field: field, raw: raw)
         }
         switch reason {

@@ -1,15 +1,15 @@
 import Basics
-import Postbacks
 import PostbackStore
+import Postbacks
 
 /// The record and table declarations as JSON, for the engines that are not Swift: the Spark job
 /// reads `spark/record-schema.json`, which is this text (a test fails when the file is stale, and
 /// rewrites it with `POSTBACK_UPDATE_RECORD_SCHEMA=1`). One member per line, so a change reads
 /// well in a diff.
-public enum RecordSchemaExport {
-    public static let path = "spark/record-schema.json"
+package enum RecordSchemaExport {
+    package static let path = "spark/record-schema.json"
 
-    public static func json() -> [UInt8] {
+    package static func json() -> [UInt8] {
         var lines: [String] = []
         func member(_ name: String, _ write: (inout JSONWriter) -> Void) {
             var json = JSONWriter()
@@ -25,7 +25,11 @@ public enum RecordSchemaExport {
                 json.endArray()
             }
         }
-        member("generated_from") { $0.value("PostbackStore/RecordFields.swift, Aggregation/Output/AggregateTables.swift; do not edit (swift test regenerates it with POSTBACK_UPDATE_RECORD_SCHEMA=1)") }
+        member("generated_from") {
+            $0.value(
+                "PostbackStore/RecordFields.swift, Aggregation/Output/AggregateTables.swift; do not edit (swift test regenerates it with POSTBACK_UPDATE_RECORD_SCHEMA=1)"
+            )
+        }
         member("record_format") { $0.value(SpoolRecord.currentFormat) }
         func objects<Item>(_ name: String, _ items: [Item], _ write: @escaping (Item, inout JSONWriter) -> Void) {
             member(name) { json in
@@ -67,7 +71,8 @@ public enum RecordSchemaExport {
         member("column_types") { json in
             json.beginObject()
             var seen = Set<String>()
-            for column in AggregateTables.campaignDailyInOrder + AggregateTables.campaignEventsDailyMeasures where seen.insert(column.name).inserted {
+            for column in AggregateTables.campaignDailyInOrder + AggregateTables.campaignEventsDailyMeasures
+            where seen.insert(column.name).inserted {
                 json.field(column.name, column.sqlType)
             }
             json.endObject()

@@ -3,14 +3,16 @@ import PostbackCrypto
 import Postbacks
 
 extension ConversionSchema {
-    static let topLevelKeys = ["$schema", "schema_id", "description", "app_id", "effective_from", "effective_to", "currency",
-                               "applies_to", "revenue_estimate", "windows", "source_identifier_map"]
+    static let topLevelKeys = [
+        "$schema", "schema_id", "description", "app_id", "effective_from", "effective_to", "currency",
+        "applies_to", "revenue_estimate", "windows", "source_identifier_map",
+    ]
 
     /// Reads and validates a schema file's bytes.
     ///
     /// - Throws: `SchemaError` listing every problem found (unknown keys, wrong types, overlapping
     ///   values, bad ranges or dates, inheritance cycles…), each with its path in the document.
-    public init(json bytes: [UInt8], file: String) throws(SchemaError) {
+    package init(json bytes: [UInt8], file: String) throws(SchemaError) {
         let document: JSONValue
         do {
             document = try StrictJSONParser.parse(bytes, maximumDepth: 32)
@@ -24,7 +26,7 @@ extension ConversionSchema {
     }
 
     /// Reads a schema file from disk.
-    public init(contentsOf path: String) throws(SchemaError) {
+    package init(contentsOf path: String) throws(SchemaError) {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: path, limit: 4 << 20)
@@ -45,8 +47,12 @@ extension ConversionSchema {
         let to = top.day("effective_to")
         if let from, let to, to < from { log.add("effective_to", "\(to) is before effective_from \(from)") }
         let currency = top.string("currency", required: true)
-        if let currency, currency.utf8.count != 3 || !currency.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
-            log.add("currency", "must be an ISO 4217 code of three capital letters, got \"\(JSONWriter.escapedForMessage(currency))\"")
+        if let currency,
+            currency.utf8.count != 3 || !currency.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+        {
+            log.add(
+                "currency", "must be an ISO 4217 code of three capital letters, got \"\(JSONWriter.escapedForMessage(currency))\""
+            )
         }
         let policy = top.has("revenue_estimate") ? top.choice("revenue_estimate", RevenueEstimatePolicy.self) : .midpoint
 
@@ -63,20 +69,26 @@ extension ConversionSchema {
         var maps: [SourceIdentifierMap] = []
         for (index, element) in (top.array("source_identifier_map") ?? []).enumerated() {
             let path = "source_identifier_map[\(index)]"
-            guard let object = SchemaObject(element, path: path, log: log), let map = SourceIdentifierMap(object) else { continue }
+            guard let object = SchemaObject(element, path: path, log: log), let map = SourceIdentifierMap(object) else {
+                continue
+            }
             if let other = maps.firstIndex(where: { $0.overlaps(map) }) {
-                log.add(path, "\(map.adNetworkID) already has a map valid on some of the same days (source_identifier_map[\(other)])")
+                log.add(
+                    path, "\(map.adNetworkID) already has a map valid on some of the same days (source_identifier_map[\(other)])")
             }
             maps.append(map)
         }
 
         guard let schemaID, let appID, let from, let currency, let policy, let windows else { return nil }
-        return ConversionSchema(schemaID: schemaID, appID: appID, effectiveFrom: from, effectiveTo: to, currency: currency,
-                                protocols: protocols, conversionTypes: conversionTypes, revenueEstimate: policy,
-                                windows: windows, sourceIdentifierMaps: maps, file: file, digest: digest)
+        return ConversionSchema(
+            schemaID: schemaID, appID: appID, effectiveFrom: from, effectiveTo: to, currency: currency,
+            protocols: protocols, conversionTypes: conversionTypes, revenueEstimate: policy,
+            windows: windows, sourceIdentifierMaps: maps, file: file, digest: digest)
     }
 
-    private static func readChoices<T: RawRepresentable<String> & CaseIterable & Equatable>(_ object: SchemaObject, _ key: String, _ type: T.Type) -> [T]? {
+    private static func readChoices<T: RawRepresentable<String> & CaseIterable & Equatable>(
+        _ object: SchemaObject, _ key: String, _ type: T.Type
+    ) -> [T]? {
         guard let list = object.array(key) else { return nil }
         var result: [T] = []
         for (index, element) in list.enumerated() {
@@ -95,7 +107,8 @@ extension ConversionSchema {
 
     // MARK: Windows
 
-    private static func readWindows(_ object: SchemaObject?, policy: RevenueEstimatePolicy, log: ProblemLog) -> [WindowDecoding]? {
+    private static func readWindows(_ object: SchemaObject?, policy: RevenueEstimatePolicy, log: ProblemLog) -> [WindowDecoding]?
+    {
         guard let object else { return nil }
         object.allowOnly(["0", "1", "2"])
         var windows = [WindowDecoding](repeating: WindowDecoding(), count: 3)
@@ -141,7 +154,9 @@ extension ConversionSchema {
             var current = window
             while let parent = inherits[current] {
                 if chain.contains(parent) {
-                    log.add("windows.\(window).coarse.inherit", "inheritance cycle \(chain.map(String.init).joined(separator: " → ")) → \(parent)")
+                    log.add(
+                        "windows.\(window).coarse.inherit",
+                        "inheritance cycle \(chain.map(String.init).joined(separator: " → ")) → \(parent)")
                     chain = [window]
                     break
                 }

@@ -1,5 +1,5 @@
-public import Basics
-public import Postbacks
+package import Basics
+package import Postbacks
 
 /// How one app's conversion values are to be read during one period: the decoded meaning of every
 /// fine value (first window) and coarse value (each window), and how its ad networks' source
@@ -7,30 +7,32 @@ public import Postbacks
 ///
 /// Loaded from a JSON file (`schemas/<app-id>/<name>.json`, format in docs/aggregate.md) and fully
 /// validated then: once built, every lookup is a table index and cannot fail.
-public struct ConversionSchema: Sendable {
+package struct ConversionSchema: Sendable {
     /// Unique over the schema directory; written on every output row decoded with this schema.
-    public let schemaID: String
-    public let appID: Int64
+    package let schemaID: String
+    package let appID: Int64
     /// First day (UTC, inclusive) of the estimated install dates this schema decodes.
-    public let effectiveFrom: UTCDay
+    package let effectiveFrom: UTCDay
     /// Last day (inclusive); nil while the schema is still live.
-    public let effectiveTo: UTCDay?
+    package let effectiveTo: UTCDay?
     /// ISO 4217 code of every revenue amount in the schema.
-    public let currency: String
-    public let protocols: [PostbackProtocol]
-    public let conversionTypes: [ConversionType]
-    public let revenueEstimate: RevenueEstimatePolicy
+    package let currency: String
+    package let protocols: [PostbackProtocol]
+    package let conversionTypes: [ConversionType]
+    package let revenueEstimate: RevenueEstimatePolicy
     /// Indexed by postback sequence index (0, 1, 2).
-    public let windows: [WindowDecoding]
-    public let sourceIdentifierMaps: [SourceIdentifierMap]
+    package let windows: [WindowDecoding]
+    package let sourceIdentifierMaps: [SourceIdentifierMap]
     /// Where it was loaded from, for messages.
-    public let file: String
+    package let file: String
     /// SHA-256 of the file's bytes, recorded in manifests so a changed schema shows.
-    public let digest: String
+    package let digest: String
 
-    init(schemaID: String, appID: Int64, effectiveFrom: UTCDay, effectiveTo: UTCDay?, currency: String,
-         protocols: [PostbackProtocol], conversionTypes: [ConversionType], revenueEstimate: RevenueEstimatePolicy,
-         windows: [WindowDecoding], sourceIdentifierMaps: [SourceIdentifierMap], file: String, digest: String) {
+    init(
+        schemaID: String, appID: Int64, effectiveFrom: UTCDay, effectiveTo: UTCDay?, currency: String,
+        protocols: [PostbackProtocol], conversionTypes: [ConversionType], revenueEstimate: RevenueEstimatePolicy,
+        windows: [WindowDecoding], sourceIdentifierMaps: [SourceIdentifierMap], file: String, digest: String
+    ) {
         self.schemaID = schemaID
         self.appID = appID
         self.effectiveFrom = effectiveFrom
@@ -45,18 +47,18 @@ public struct ConversionSchema: Sendable {
         self.digest = digest
     }
 
-    public func covers(_ day: UTCDay) -> Bool {
+    package func covers(_ day: UTCDay) -> Bool {
         day >= effectiveFrom && (effectiveTo.map { day <= $0 } ?? true)
     }
 
-    public func applies(to postbackProtocol: PostbackProtocol, _ conversionType: ConversionType) -> Bool {
+    package func applies(to postbackProtocol: PostbackProtocol, _ conversionType: ConversionType) -> Bool {
         protocols.contains(postbackProtocol) && conversionTypes.contains(conversionType)
     }
 
     /// The meaning of fine value `value` (0–63) in window `window`. Fine values only come in the first
     /// postback, so only window 0 can map them; anything else is unmapped (never guessed from a
     /// neighbour, and never read with the coarse rules).
-    public func decode(fine value: Int, window: Int) -> ValueDecoding {
+    package func decode(fine value: Int, window: Int) -> ValueDecoding {
         guard windows.indices.contains(window) else { return .unmapped(label: WindowDecoding.defaultUnmappedLabel) }
         let decoding = windows[window]
         guard let table = decoding.fine, table.indices.contains(value), let decoded = table[value] else {
@@ -65,7 +67,7 @@ public struct ConversionSchema: Sendable {
         return .decoded(decoded)
     }
 
-    public func decode(coarse value: CoarseConversionValue, window: Int) -> ValueDecoding {
+    package func decode(coarse value: CoarseConversionValue, window: Int) -> ValueDecoding {
         guard windows.indices.contains(window) else { return .unmapped(label: WindowDecoding.defaultUnmappedLabel) }
         let decoding = windows[window]
         guard let decoded = decoding.coarse[value.tableIndex] else { return .unmapped(label: decoding.unmappedLabel) }
@@ -73,7 +75,7 @@ public struct ConversionSchema: Sendable {
     }
 
     /// The source-identifier map of `adNetworkID` (compared case-insensitively) valid on `day`.
-    public func sourceIdentifierMap(adNetworkID: String, day: UTCDay) -> SourceIdentifierMap? {
+    package func sourceIdentifierMap(adNetworkID: String, day: UTCDay) -> SourceIdentifierMap? {
         let network = adNetworkID.asciiLowercased
         return sourceIdentifierMaps.first { $0.adNetworkID == network && $0.covers(day) }
     }
@@ -87,24 +89,26 @@ public struct ConversionSchema: Sendable {
 }
 
 /// The result of looking a value up in a schema.
-public enum ValueDecoding: Sendable, Equatable {
+package enum ValueDecoding: Sendable, Equatable {
     case decoded(DecodedValue)
     /// The schema has no rule for the value; the label says so (default `undecoded`).
     case unmapped(label: String)
 }
 
 /// The decoding rules of one conversion window (postback sequence index).
-public struct WindowDecoding: Sendable {
-    public static let defaultUnmappedLabel = "undecoded"
+package struct WindowDecoding: Sendable {
+    package static let defaultUnmappedLabel = "undecoded"
 
     /// 64 slots, one per fine value; nil when the window maps no fine values.
-    public var fine: [DecodedValue?]?
+    package var fine: [DecodedValue?]?
     /// Three slots: low, medium, high.
-    public var coarse: [DecodedValue?]
+    package var coarse: [DecodedValue?]
     /// Label for values the window does not map.
-    public var unmappedLabel: String
+    package var unmappedLabel: String
 
-    public init(fine: [DecodedValue?]? = nil, coarse: [DecodedValue?] = [nil, nil, nil], unmappedLabel: String = defaultUnmappedLabel) {
+    package init(
+        fine: [DecodedValue?]? = nil, coarse: [DecodedValue?] = [nil, nil, nil], unmappedLabel: String = defaultUnmappedLabel
+    ) {
         self.fine = fine
         self.coarse = coarse
         self.unmappedLabel = unmappedLabel
@@ -113,7 +117,7 @@ public struct WindowDecoding: Sendable {
 
 extension CoarseConversionValue {
     /// Position in `WindowDecoding.coarse`.
-    public var tableIndex: Int {
+    package var tableIndex: Int {
         switch self {
         case .low: return 0
         case .medium: return 1

@@ -12,25 +12,30 @@ import Postbacks
 /// - `events`: the events each mapped value implies (join on `schema_id`, window, kind, value).
 /// - `sources`: every source identifier (2, 3 and 4 digits) and SKAdNetwork campaign id an ad
 ///   network's map decodes, with its campaign, geo and placement.
-public enum DecodeTable {
-    public enum Table: String, Sendable, CaseIterable {
+package enum DecodeTable {
+    package enum Table: String, Sendable, CaseIterable {
         case values, events, sources
     }
 
-    public static func columns(_ table: Table) -> [String] {
+    package static func columns(_ table: Table) -> [String] {
         switch table {
         case .values:
-            return ["schema_id", "app_id", "effective_from", "effective_to", "protocol", "conversion_type", "postback_sequence_index",
-                    "cv_kind", "cv_value", "mapped", "decoded_label", "revenue_min", "revenue_max", "revenue_est", "currency"]
+            return [
+                "schema_id", "app_id", "effective_from", "effective_to", "protocol", "conversion_type", "postback_sequence_index",
+                "cv_kind", "cv_value", "mapped", "decoded_label", "revenue_min", "revenue_max", "revenue_est", "currency",
+            ]
         case .events:
             return ["schema_id", "postback_sequence_index", "cv_kind", "cv_value", "event_name", "min_count", "max_count"]
         case .sources:
-            return ["schema_id", "app_id", "ad_network_id", "valid_from", "valid_to", "id_kind", "id_value", "campaign", "geo", "placement"]
+            return [
+                "schema_id", "app_id", "ad_network_id", "valid_from", "valid_to", "id_kind", "id_value", "campaign", "geo",
+                "placement",
+            ]
         }
     }
 
     /// The table as CSV with a header row (same conventions as the aggregate tables).
-    public static func csv(_ catalog: SchemaCatalog, table: Table) -> [UInt8] {
+    package static func csv(_ catalog: SchemaCatalog, table: Table) -> [UInt8] {
         var out = CSVLine.header(columns(table))
         var line = CSVLine()
         func emit(_ fill: (inout CSVLine) -> Void) {
@@ -126,7 +131,9 @@ public enum DecodeTable {
         var result: [(Int, String, String, ValueDecoding)] = []
         for window in 0..<3 {
             for value in 0..<64 { result.append((window, "fine", String(value), schema.decode(fine: value, window: window))) }
-            for coarse in CoarseConversionValue.allCases { result.append((window, "coarse", coarse.rawValue, schema.decode(coarse: coarse, window: window))) }
+            for coarse in CoarseConversionValue.allCases {
+                result.append((window, "coarse", coarse.rawValue, schema.decode(coarse: coarse, window: window)))
+            }
         }
         return result
     }

@@ -1,13 +1,13 @@
 /// What a conversion value means under a schema: the label reports show, the events it implies and
 /// the revenue it stands for. One of these exists for every (window, fine or coarse value) that a
 /// schema maps; `ConversionSchema.decodeTable` lists them flat.
-public struct DecodedValue: Sendable, Equatable {
-    public var label: String
-    public var events: [EventMapping]
+package struct DecodedValue: Sendable, Equatable {
+    package var label: String
+    package var events: [EventMapping]
     /// Zero when the schema gives no revenue for the value (the value says nothing was bought).
-    public var revenue: RevenueRange
+    package var revenue: RevenueRange
 
-    public init(label: String, events: [EventMapping] = [], revenue: RevenueRange = .zero) {
+    package init(label: String, events: [EventMapping] = [], revenue: RevenueRange = .zero) {
         self.label = label
         self.events = events
         self.revenue = revenue
@@ -15,19 +15,19 @@ public struct DecodedValue: Sendable, Equatable {
 }
 
 /// A revenue range in the schema's currency. `max` nil means open-ended ("100 or more").
-public struct RevenueRange: Sendable, Equatable {
-    public var min: Money
-    public var max: Money?
+package struct RevenueRange: Sendable, Equatable {
+    package var min: Money
+    package var max: Money?
     /// The point estimate reports sum; always within `min...max`.
-    public var estimate: Money
+    package var estimate: Money
 
-    public init(min: Money, max: Money?, estimate: Money) {
+    package init(min: Money, max: Money?, estimate: Money) {
         self.min = min
         self.max = max
         self.estimate = estimate
     }
 
-    public static let zero = RevenueRange(min: .zero, max: .zero, estimate: .zero)
+    package static let zero = RevenueRange(min: .zero, max: .zero, estimate: .zero)
 
     /// Field-wise sum (bit-field values add the revenue of each field); an open end stays open.
     func adding(_ other: RevenueRange) -> RevenueRange? {
@@ -43,12 +43,12 @@ public struct RevenueRange: Sendable, Equatable {
 
 /// An in-app event a conversion value implies, with how many times it happened at least (and at
 /// most, when the schema knows).
-public struct EventMapping: Sendable, Equatable {
-    public var name: String
-    public var minCount: Int
-    public var maxCount: Int?
+package struct EventMapping: Sendable, Equatable {
+    package var name: String
+    package var minCount: Int
+    package var maxCount: Int?
 
-    public init(name: String, minCount: Int = 1, maxCount: Int? = nil) {
+    package init(name: String, minCount: Int = 1, maxCount: Int? = nil) {
         self.name = name
         self.minCount = minCount
         self.maxCount = maxCount
@@ -56,7 +56,7 @@ public struct EventMapping: Sendable, Equatable {
 }
 
 /// How a schema turns a range's bucket into a point estimate when an entry does not give one.
-public enum RevenueEstimatePolicy: String, Sendable, CaseIterable {
+package enum RevenueEstimatePolicy: String, Sendable, CaseIterable {
     /// `(min + max) / 2`; an open-ended range must then give its estimate explicitly.
     case midpoint
     case min

@@ -38,8 +38,10 @@ struct FineValueTable {
     }
 
     /// Expands entries over `valueRange`; no two entries may cover the same value.
-    static func readEntries(_ list: [JSONValue], path: String, valueRange: ClosedRange<Int>, policy: RevenueEstimatePolicy,
-                            log: ProblemLog) -> [DecodedValue?]? {
+    static func readEntries(
+        _ list: [JSONValue], path: String, valueRange: ClosedRange<Int>, policy: RevenueEstimatePolicy,
+        log: ProblemLog
+    ) -> [DecodedValue?]? {
         var table = [DecodedValue?](repeating: nil, count: valueRange.count)
         var owner = [Int?](repeating: nil, count: valueRange.count)
         let problemsBefore = log.problems.count
@@ -56,9 +58,14 @@ struct FineValueTable {
             case (false, true):
                 if let pair = entry.array("values") {
                     if pair.count == 2,
-                       let low = SchemaObject.integer(pair[0], path: entry.child("values") + "[0]", in: bounds, log: log),
-                       let high = SchemaObject.integer(pair[1], path: entry.child("values") + "[1]", in: bounds, log: log) {
-                        if low <= high { range = Int(low)...Int(high) } else { log.add(entry.child("values"), "[\(low), \(high)] is not a range: the first must not exceed the last") }
+                        let low = SchemaObject.integer(pair[0], path: entry.child("values") + "[0]", in: bounds, log: log),
+                        let high = SchemaObject.integer(pair[1], path: entry.child("values") + "[1]", in: bounds, log: log)
+                    {
+                        if low <= high {
+                            range = Int(low)...Int(high)
+                        } else {
+                            log.add(entry.child("values"), "[\(low), \(high)] is not a range: the first must not exceed the last")
+                        }
                     } else if pair.count != 2 {
                         log.add(entry.child("values"), "must be [first, last], an inclusive range of two values")
                     }
@@ -82,9 +89,17 @@ struct FineValueTable {
                 fixedRevenue = ValueEntryReader.readRevenue(revenue, policy: policy)
             } else if let bucketObject = entry.object("revenue_buckets") {
                 bucketObject.allowOnly(["start", "width"])
-                if !isRange { log.add(bucketObject.path, "needs a range of values (\"values\": [first, last]) to spread buckets over") }
-                if let start = bucketObject.money("start", required: true), let width = bucketObject.money("width", required: true) {
-                    if width.micros == 0 { log.add(bucketObject.child("width"), "must be greater than 0") } else { buckets = (start, width) }
+                if !isRange {
+                    log.add(bucketObject.path, "needs a range of values (\"values\": [first, last]) to spread buckets over")
+                }
+                if let start = bucketObject.money("start", required: true),
+                    let width = bucketObject.money("width", required: true)
+                {
+                    if width.micros == 0 {
+                        log.add(bucketObject.child("width"), "must be greater than 0")
+                    } else {
+                        buckets = (start, width)
+                    }
                 }
                 if buckets == nil { fixedRevenue = nil }
             }
@@ -99,11 +114,14 @@ struct FineValueTable {
                 var revenue = fixedRevenue
                 if let buckets {
                     let bucket = Int64(value - range.lowerBound)
-                    guard let offset = buckets.width.times(bucket), let min = buckets.start.plus(offset), let max = min.plus(buckets.width) else {
+                    guard let offset = buckets.width.times(bucket), let min = buckets.start.plus(offset),
+                        let max = min.plus(buckets.width)
+                    else {
                         log.add(entryPath, "revenue bucket \(bucket) overflows")
                         continue
                     }
-                    revenue = RevenueRange(min: min, max: max, estimate: policy == .min ? min : Money(micros: (min.micros + max.micros) / 2))
+                    revenue = RevenueRange(
+                        min: min, max: max, estimate: policy == .min ? min : Money(micros: (min.micros + max.micros) / 2))
                 }
                 let filled = ValueEntryReader.expand(label, ["value": String(value), "bucket": String(value - range.lowerBound)])
                 table[slot] = DecodedValue(label: filled, events: events, revenue: revenue)
@@ -134,35 +152,55 @@ struct FineValueTable {
             field.allowOnly(["name", "bits", "entries", "description"])
             if field.has("description") { _ = field.string("description", maximumLength: 10_000) }
             let name = field.string("name", required: true, maximumLength: 40)
-            if let name, !name.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_") }) || name == "value" {
-                log.add(field.child("name"), "must be lower-case letters, digits and _ (and not \"value\"), to be usable as ${\(name)} in the label")
+            if let name,
+                !name.utf8.allSatisfy({
+                    ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                        || $0 == UInt8(ascii: "_")
+                }) || name == "value"
+            {
+                log.add(
+                    field.child("name"),
+                    "must be lower-case letters, digits and _ (and not \"value\"), to be usable as ${\(name)} in the label")
             }
-            if let name, fields.contains(where: { $0.name == name }) { log.add(field.child("name"), "field \"\(name)\" is defined twice") }
+            if let name, fields.contains(where: { $0.name == name }) {
+                log.add(field.child("name"), "field \"\(name)\" is defined twice")
+            }
             var span: (low: Int, high: Int)? = nil
             if let pair = field.array("bits", required: true) {
                 if pair.count == 2,
-                   let low = SchemaObject.integer(pair[0], path: field.child("bits") + "[0]", in: 0...5, log: log),
-                   let high = SchemaObject.integer(pair[1], path: field.child("bits") + "[1]", in: 0...5, log: log) {
-                    if low <= high { span = (Int(low), Int(high)) } else { log.add(field.child("bits"), "[\(low), \(high)]: the low bit must not exceed the high bit") }
+                    let low = SchemaObject.integer(pair[0], path: field.child("bits") + "[0]", in: 0...5, log: log),
+                    let high = SchemaObject.integer(pair[1], path: field.child("bits") + "[1]", in: 0...5, log: log)
+                {
+                    if low <= high {
+                        span = (Int(low), Int(high))
+                    } else {
+                        log.add(field.child("bits"), "[\(low), \(high)]: the low bit must not exceed the high bit")
+                    }
                 } else if pair.count != 2 {
                     log.add(field.child("bits"), "must be [low, high], bit positions 0 (least significant) to 5, inclusive")
                 }
             }
             if let span, let name {
                 for bit in span.low...span.high {
-                    if let other = usedBits[bit] { log.add(field.child("bits"), "bit \(bit) is already used by field \"\(other)\"") }
+                    if let other = usedBits[bit] {
+                        log.add(field.child("bits"), "bit \(bit) is already used by field \"\(other)\"")
+                    }
                     usedBits[bit] = name
                 }
             }
             guard let span, let name else { continue }
             let width = span.high - span.low + 1
             guard let entries = field.array("entries", required: true),
-                  let table = readEntries(entries, path: field.child("entries"), valueRange: 0...((1 << width) - 1), policy: policy, log: log)
+                let table = readEntries(
+                    entries, path: field.child("entries"), valueRange: 0...((1 << width) - 1), policy: policy, log: log)
             else { continue }
             fields.append(BitField(name: name, low: span.low, width: width, table: table))
         }
-        if fields.isEmpty && log.problems.count == problemsBefore { log.add(bits.child("fields"), "must define at least one field") }
-        let template = bits.has("label")
+        if fields.isEmpty && log.problems.count == problemsBefore {
+            log.add(bits.child("fields"), "must define at least one field")
+        }
+        let template =
+            bits.has("label")
             ? ValueEntryReader.readLabel(bits, allowed: Set(fields.map(\.name) + ["value"]))
             : fields.map { "${\($0.name)}" }.joined(separator: "+")
         guard log.problems.count == problemsBefore, let template else { return nil }

@@ -1,6 +1,6 @@
-public import Basics
+package import Basics
 import Foundation
-public import Postbacks
+package import Postbacks
 
 /// Every conversion schema of a schema directory, checked against each other, with the lookup
 /// aggregation uses: which schema decodes a postback of app A, protocol P and conversion type T whose
@@ -10,14 +10,14 @@ public import Postbacks
 /// README, editor backups) and hidden entries are ignored; a directory whose name is not an app id,
 /// a file whose `app_id` differs from its directory, a `.json` file directly in `DIR`, and a
 /// directory with no schema at all are errors (each would silently turn decoded days into `no_schema`).
-public struct SchemaCatalog: Sendable {
+package struct SchemaCatalog: Sendable {
     /// Sorted by app id, then effective date, then schema id.
-    public let schemas: [ConversionSchema]
+    package let schemas: [ConversionSchema]
     private let indicesByApp: [Int64: [Int]]
 
     /// Checks that schema ids are unique and that no two schemas of one app claim the same day for the
     /// same protocol and conversion type.
-    public init(schemas: [ConversionSchema], origin: String = "schemas") throws(SchemaError) {
+    package init(schemas: [ConversionSchema], origin: String = "schemas") throws(SchemaError) {
         let sorted = schemas.sorted { ($0.appID, $0.effectiveFrom, $0.schemaID) < ($1.appID, $1.effectiveFrom, $1.schemaID) }
         var problems: [String] = []
         var seenIDs: [String: String] = [:]
@@ -32,8 +32,11 @@ public struct SchemaCatalog: Sendable {
         for indices in byApp.values {
             for (offset, first) in indices.enumerated() {
                 for second in indices[(offset + 1)...] where Self.overlap(sorted[first], sorted[second]) {
-                    let a = sorted[first], b = sorted[second]
-                    problems.append("\(a.file) (\(a.schemaID)) and \(b.file) (\(b.schemaID)) both decode app \(a.appID) on \(Self.firstCommonDay(a, b)) for the same protocol and conversion type; narrow effective_from/effective_to or applies_to")
+                    let a = sorted[first]
+                    let b = sorted[second]
+                    problems.append(
+                        "\(a.file) (\(a.schemaID)) and \(b.file) (\(b.schemaID)) both decode app \(a.appID) on \(Self.firstCommonDay(a, b)) for the same protocol and conversion type; narrow effective_from/effective_to or applies_to"
+                    )
                 }
             }
         }
@@ -43,12 +46,12 @@ public struct SchemaCatalog: Sendable {
     }
 
     /// No schemas: every postback is reported as `no_schema`.
-    public static let empty = try! SchemaCatalog(schemas: [])
+    package static let empty = try! SchemaCatalog(schemas: [])
 
     /// Loads and validates every schema under `directory`.
     ///
     /// - Throws: `SchemaError` naming each bad file and each problem in it.
-    public static func load(directory: String) throws(SchemaError) -> SchemaCatalog {
+    package static func load(directory: String) throws(SchemaError) -> SchemaCatalog {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -68,7 +71,9 @@ public struct SchemaCatalog: Sendable {
                 // A schema dropped next to the app directories would otherwise be ignored, and a rerun
                 // would republish its app's days as `no_schema` with no revenue.
                 if app.hasSuffix(".json") {
-                    problems.append("\(appPath): schema files go in a directory named after the app id: \(Self.layoutHint(directory)); move it there")
+                    problems.append(
+                        "\(appPath): schema files go in a directory named after the app id: \(Self.layoutHint(directory)); move it there"
+                    )
                 }
                 continue
             }
@@ -76,7 +81,9 @@ public struct SchemaCatalog: Sendable {
                 problems.append("\(appPath): directory names must be app ids (digits), one directory per app")
                 continue
             }
-            let files = ((try? manager.contentsOfDirectory(atPath: appPath)) ?? []).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
+            let files = ((try? manager.contentsOfDirectory(atPath: appPath)) ?? []).filter {
+                $0.hasSuffix(".json") && !$0.hasPrefix(".")
+            }.sorted()
             for file in files {
                 do {
                     let schema = try ConversionSchema(contentsOf: appPath + "/" + file)
@@ -106,12 +113,18 @@ public struct SchemaCatalog: Sendable {
     }
 
     /// The schema for a postback, or nil when none applies (reported as `no_schema`).
-    public func schema(appID: Int64, day: UTCDay, postbackProtocol: PostbackProtocol, conversionType: ConversionType) -> ConversionSchema? {
-        schemaIndex(appID: appID, day: day, postbackProtocol: postbackProtocol, conversionType: conversionType).map { schemas[$0] }
+    package func schema(appID: Int64, day: UTCDay, postbackProtocol: PostbackProtocol, conversionType: ConversionType)
+        -> ConversionSchema?
+    {
+        schemaIndex(appID: appID, day: day, postbackProtocol: postbackProtocol, conversionType: conversionType).map {
+            schemas[$0]
+        }
     }
 
     /// The position in `schemas` of the schema for a postback.
-    public func schemaIndex(appID: Int64, day: UTCDay, postbackProtocol: PostbackProtocol, conversionType: ConversionType) -> Int? {
+    package func schemaIndex(appID: Int64, day: UTCDay, postbackProtocol: PostbackProtocol, conversionType: ConversionType)
+        -> Int?
+    {
         guard let indices = indicesByApp[appID] else { return nil }
         for index in indices {
             let schema = schemas[index]
@@ -121,11 +134,15 @@ public struct SchemaCatalog: Sendable {
     }
 
     private static func overlap(_ a: ConversionSchema, _ b: ConversionSchema) -> Bool {
-        let sharesKind = a.protocols.contains(where: b.protocols.contains) && a.conversionTypes.contains(where: b.conversionTypes.contains)
+        let sharesKind =
+            a.protocols.contains(where: b.protocols.contains) && a.conversionTypes.contains(where: b.conversionTypes.contains)
         let start = max(a.effectiveFrom, b.effectiveFrom)
-        let aEnd = a.effectiveTo?.daysSinceEpoch ?? Int.max, bEnd = b.effectiveTo?.daysSinceEpoch ?? Int.max
+        let aEnd = a.effectiveTo?.daysSinceEpoch ?? Int.max
+        let bEnd = b.effectiveTo?.daysSinceEpoch ?? Int.max
         return sharesKind && start.daysSinceEpoch <= min(aEnd, bEnd)
     }
 
-    private static func firstCommonDay(_ a: ConversionSchema, _ b: ConversionSchema) -> UTCDay { max(a.effectiveFrom, b.effectiveFrom) }
+    private static func firstCommonDay(_ a: ConversionSchema, _ b: ConversionSchema) -> UTCDay {
+        max(a.effectiveFrom, b.effectiveFrom)
+    }
 }

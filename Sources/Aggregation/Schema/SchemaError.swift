@@ -1,15 +1,15 @@
 /// A schema file (or the schema directory) that cannot be used, with every problem found, each
 /// prefixed by where it is (`windows.0.fine.entries[3].values: ...`).
-public struct SchemaError: Error, CustomStringConvertible, Sendable {
-    public let file: String
-    public let problems: [String]
+package struct SchemaError: Error, CustomStringConvertible, Sendable {
+    package let file: String
+    package let problems: [String]
 
-    public init(file: String, problems: [String]) {
+    package init(file: String, problems: [String]) {
         self.file = file
         self.problems = problems
     }
 
-    public var description: String {
+    package var description: String {
         problems.count == 1
             ? "\(file): \(problems[0])"
             : "\(file): \(problems.count) problems:\n" + problems.map { "  - \($0)" }.joined(separator: "\n")

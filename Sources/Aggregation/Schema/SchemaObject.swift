@@ -24,8 +24,10 @@ struct SchemaObject {
     func allowOnly(_ allowed: [String]) {
         for key in object.keys where !allowed.contains(key) {
             let suggestion = Suggestion.closest(to: key, in: allowed)
-            log.add(path, "unknown key \"\(JSONWriter.escapedForMessage(key))\"" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? "")
-                + "; allowed: \(allowed.joined(separator: ", "))")
+            log.add(
+                path,
+                "unknown key \"\(JSONWriter.escapedForMessage(key))\"" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? "")
+                    + "; allowed: \(allowed.joined(separator: ", "))")
         }
     }
 
@@ -141,7 +143,10 @@ struct SchemaObject {
     func choice<T: RawRepresentable<String> & CaseIterable>(_ key: String, _ type: T.Type) -> T? {
         guard let text = string(key) else { return nil }
         guard let choice = T(rawValue: text) else {
-            log.add(child(key), "must be one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), got \"\(JSONWriter.escapedForMessage(text))\"")
+            log.add(
+                child(key),
+                "must be one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), got \"\(JSONWriter.escapedForMessage(text))\""
+            )
             return nil
         }
         return choice

@@ -1,4 +1,4 @@
-public import Basics
+package import Basics
 import Postbacks
 
 /// What the digits of one ad network's source identifiers mean (SKAdNetwork 4 and AdAttributionKit),
@@ -7,9 +7,9 @@ import Postbacks
 /// Positions are the digits of the full four-digit identifier, numbered 1 to 4 from the left. A
 /// postback at a lower crowd-anonymity tier carries only two or three digits; `truncation` says
 /// which ones survive. A dimension is decoded only when all of its positions are present.
-public struct SourceIdentifierMap: Sendable {
+package struct SourceIdentifierMap: Sendable {
     /// Which digits a two- or three-digit source identifier keeps.
-    public enum Truncation: String, Sendable, CaseIterable {
+    package enum Truncation: String, Sendable, CaseIterable {
         /// The low-order digits (`5239` → `239` → `39`): Apple's example pair of postbacks
         /// (`5239` high tier, `39` low tier) and WWDC22 session 10038 describe this. The default.
         case keepsTrailing = "keeps_trailing"
@@ -18,33 +18,33 @@ public struct SourceIdentifierMap: Sendable {
     }
 
     /// The dimensions a digit group can decode to: the output columns `campaign`, `geo`, `placement`.
-    public enum Dimension: String, Sendable, CaseIterable {
+    package enum Dimension: String, Sendable, CaseIterable {
         case campaign, geo, placement
     }
 
-    public struct DigitGroup: Sendable {
-        public let dimension: Dimension
+    package struct DigitGroup: Sendable {
+        package let dimension: Dimension
         /// Ascending, each 1...4.
-        public let positions: [Int]
+        package let positions: [Int]
         /// Digits → name. Nil means the digits themselves are the value.
-        public let values: [String: String]?
+        package let values: [String: String]?
     }
 
     /// Lower-cased.
-    public let adNetworkID: String
-    public let validFrom: UTCDay?
-    public let validTo: UTCDay?
-    public let truncation: Truncation
-    public let groups: [DigitGroup]
+    package let adNetworkID: String
+    package let validFrom: UTCDay?
+    package let validTo: UTCDay?
+    package let truncation: Truncation
+    package let groups: [DigitGroup]
     /// SKAdNetwork 1.0–3.0 `campaign-id` → campaign name.
-    public let campaignIDs: [Int64: String]
+    package let campaignIDs: [Int64: String]
 
-    public func covers(_ day: UTCDay) -> Bool {
+    package func covers(_ day: UTCDay) -> Bool {
         (validFrom.map { day >= $0 } ?? true) && (validTo.map { day <= $0 } ?? true)
     }
 
     /// The decoded dimensions of a source identifier (2–4 digits, as received).
-    public func dimensions(sourceIdentifier: String) -> DecodedDimensions {
+    package func dimensions(sourceIdentifier: String) -> DecodedDimensions {
         var text = sourceIdentifier
         return text.withUTF8 { dimensions(sourceIdentifier: UnsafeRawBufferPointer($0)) }
     }
@@ -56,7 +56,10 @@ public struct SourceIdentifierMap: Sendable {
             var key: [UInt8] = []
             for position in group.positions {
                 let index = truncation == .keepsTrailing ? position - 1 - (4 - digits.count) : position - 1
-                guard index >= 0, index < digits.count else { key = []; break }
+                guard index >= 0, index < digits.count else {
+                    key = []
+                    break
+                }
                 key.append(digits[index])
             }
             guard !key.isEmpty else { continue }
@@ -67,7 +70,7 @@ public struct SourceIdentifierMap: Sendable {
     }
 
     /// The campaign name of a SKAdNetwork 1–3 campaign id.
-    public func dimensions(campaignID: Int64) -> DecodedDimensions {
+    package func dimensions(campaignID: Int64) -> DecodedDimensions {
         var result = DecodedDimensions()
         result.campaign = campaignIDs[campaignID]
         return result
@@ -75,18 +78,18 @@ public struct SourceIdentifierMap: Sendable {
 }
 
 /// Decoded `campaign`, `geo`, `placement`; nil when unknown.
-public struct DecodedDimensions: Sendable, Equatable {
-    public var campaign: String?
-    public var geo: String?
-    public var placement: String?
+package struct DecodedDimensions: Sendable, Equatable {
+    package var campaign: String?
+    package var geo: String?
+    package var placement: String?
 
-    public init(campaign: String? = nil, geo: String? = nil, placement: String? = nil) {
+    package init(campaign: String? = nil, geo: String? = nil, placement: String? = nil) {
         self.campaign = campaign
         self.geo = geo
         self.placement = placement
     }
 
-    public subscript(dimension: SourceIdentifierMap.Dimension) -> String? {
+    package subscript(dimension: SourceIdentifierMap.Dimension) -> String? {
         get {
             switch dimension {
             case .campaign: return campaign
@@ -131,7 +134,9 @@ extension SourceIdentifierMap {
             var positions: [Int] = []
             if let list = groupObject.array("positions", required: true) {
                 for (offset, value) in list.enumerated() {
-                    if let position = SchemaObject.integer(value, path: groupObject.child("positions") + "[\(offset)]", in: 1...4, log: log) {
+                    if let position = SchemaObject.integer(
+                        value, path: groupObject.child("positions") + "[\(offset)]", in: 1...4, log: log)
+                    {
                         positions.append(Int(position))
                     }
                 }
@@ -156,29 +161,40 @@ extension SourceIdentifierMap {
                 var table: [String: String] = [:]
                 for member in valuesObject.object.members {
                     let digits = member.key.utf8
-                    if digits.count != positions.count || !digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
-                        log.add(valuesObject.path, "key \"\(JSONWriter.escapedForMessage(member.key))\" must be \(positions.count) digit\(positions.count == 1 ? "" : "s") (one per position)")
+                    if digits.count != positions.count
+                        || !digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+                    {
+                        log.add(
+                            valuesObject.path,
+                            "key \"\(JSONWriter.escapedForMessage(member.key))\" must be \(positions.count) digit\(positions.count == 1 ? "" : "s") (one per position)"
+                        )
                     }
                     if let name = valuesObject.string(member.key, required: true) { table[member.key] = name }
                 }
                 values = table
             }
-            if let dimension, !positions.isEmpty { groups.append(DigitGroup(dimension: dimension, positions: positions, values: values)) }
+            if let dimension, !positions.isEmpty {
+                groups.append(DigitGroup(dimension: dimension, positions: positions, values: values))
+            }
         }
 
         var campaignIDs: [Int64: String] = [:]
         if let map = object.object("campaign_id_map") {
             for member in map.object.members {
                 guard let id = Int64(member.key), String(id) == member.key, (0...100).contains(id) else {
-                    log.add(map.path, "key \"\(JSONWriter.escapedForMessage(member.key))\" must be a SKAdNetwork campaign id, 0 to 100, without leading zeros")
+                    log.add(
+                        map.path,
+                        "key \"\(JSONWriter.escapedForMessage(member.key))\" must be a SKAdNetwork campaign id, 0 to 100, without leading zeros"
+                    )
                     continue
                 }
                 if let name = map.string(member.key, required: true) { campaignIDs[id] = name }
             }
         }
         guard let network, let truncation else { return nil }
-        self.init(adNetworkID: network.asciiLowercased, validFrom: validFrom, validTo: validTo, truncation: truncation,
-                  groups: groups, campaignIDs: campaignIDs)
+        self.init(
+            adNetworkID: network.asciiLowercased, validFrom: validFrom, validTo: validTo, truncation: truncation,
+            groups: groups, campaignIDs: campaignIDs)
     }
 
     /// True when the two maps are for the same network on at least one common day.

@@ -22,7 +22,9 @@ enum ValueEntryReader {
         guard let label = object.string("label", required: true, maximumLength: 200) else { return nil }
         for name in placeholders(in: label) where !allowed.contains(name) {
             let known = allowed.sorted().map { "${\($0)}" }.joined(separator: ", ")
-            object.log.add(object.child("label"), "unknown placeholder ${\(name)}" + (known.isEmpty ? "; this label takes none" : "; known here: \(known)"))
+            object.log.add(
+                object.child("label"),
+                "unknown placeholder ${\(name)}" + (known.isEmpty ? "; this label takes none" : "; known here: \(known)"))
         }
         return label
     }
@@ -50,7 +52,10 @@ enum ValueEntryReader {
         var ok = true
         for (index, element) in list.enumerated() {
             let path = object.child("events") + "[\(index)]"
-            guard let event = SchemaObject(element, path: path, log: object.log) else { ok = false; continue }
+            guard let event = SchemaObject(element, path: path, log: object.log) else {
+                ok = false
+                continue
+            }
             event.allowOnly(["name", "min_count", "max_count"])
             let name = event.string("name", required: true, maximumLength: 100)
             let minCount = event.has("min_count") ? event.integer("min_count", in: 0...1_000_000) : 1
@@ -59,7 +64,10 @@ enum ValueEntryReader {
                 object.log.add(event.child("max_count"), "\(maxCount) is less than min_count \(minCount)")
                 ok = false
             }
-            guard let name, let minCount, event.has("max_count") == (maxCount != nil) else { ok = false; continue }
+            guard let name, let minCount, event.has("max_count") == (maxCount != nil) else {
+                ok = false
+                continue
+            }
             if events.contains(where: { $0.name == name }) {
                 object.log.add(event.child("name"), "event \"\(name)\" is listed twice for this value")
                 ok = false
@@ -83,10 +91,14 @@ enum ValueEntryReader {
         return finish(min: min, max: max, estimate: estimate, policy: policy, object: object)
     }
 
-    static func finish(min: Money, max: Money?, estimate: Money?, policy: RevenueEstimatePolicy, object: SchemaObject) -> RevenueRange? {
+    static func finish(min: Money, max: Money?, estimate: Money?, policy: RevenueEstimatePolicy, object: SchemaObject)
+        -> RevenueRange?
+    {
         if let estimate {
             if estimate < min || (max.map { estimate > $0 } ?? false) {
-                object.log.add(object.child("estimate"), "\(estimate) lies outside \(min)…\(max.map(String.init(describing:)) ?? "open end")")
+                object.log.add(
+                    object.child("estimate"), "\(estimate) lies outside \(min)…\(max.map(String.init(describing:)) ?? "open end")"
+                )
                 return nil
             }
             return RevenueRange(min: min, max: max, estimate: estimate)
@@ -96,7 +108,8 @@ enum ValueEntryReader {
             return RevenueRange(min: min, max: max, estimate: min)
         case .midpoint:
             guard let max else {
-                object.log.add(object.path, "an open-ended range (no max) needs an explicit estimate under revenue_estimate \"midpoint\"")
+                object.log.add(
+                    object.path, "an open-ended range (no max) needs an explicit estimate under revenue_estimate \"midpoint\"")
                 return nil
             }
             // Rounded down to the micro-unit, the same in every engine.

@@ -50,17 +50,21 @@ final class SpoolLineDecoder {
         // A quarantined record is never counted, wherever it is found.
         if spool == .rejected || record.status != .verified || record.quarantine != nil {
             let attribution = record.attribution
-            return .rejected(RejectedRecordFacts(
-                status: record.status, reason: record.reason,
-                appID: attribution?.appID, postbackProtocol: attribution?.postbackProtocol ?? record.postbackProtocol,
-                version: attribution?.version ?? record.version, adNetworkID: attribution?.adNetworkID))
+            return .rejected(
+                RejectedRecordFacts(
+                    status: record.status, reason: record.reason,
+                    appID: attribution?.appID, postbackProtocol: attribution?.postbackProtocol ?? record.postbackProtocol,
+                    version: attribution?.version ?? record.version, adNetworkID: attribution?.adNetworkID))
         }
         var attribution = record.attribution
         var dedupKey = record.dedupKey
         if attribution == nil || dedupKey == nil {
             // An older or minimal record: the body was verified when stored, so its fields can be read again.
             guard let postback = try? Postback(body: record.body) else {
-                return .corrupt(reason: "verified record without \(attribution == nil ? "attribution" : "dedup_key"), and its body does not parse")
+                return .corrupt(
+                    reason:
+                        "verified record without \(attribution == nil ? "attribution" : "dedup_key"), and its body does not parse"
+                )
             }
             attribution = attribution ?? postback.attribution
             dedupKey = dedupKey ?? postback.dedupKey
@@ -84,8 +88,9 @@ final class SpoolLineDecoder {
     private func summarize(_ record: SpoolRecord, attribution: Attribution, dedupKey: String) -> SpoolLineSummary {
         scratch.removeAll(keepingCapacity: true)
         let fields = PostbackFields(attribution, storingTextIn: &scratch)
-        return SpoolLineSummary(receivedAtMicros: record.receivedAt.microsecondsSinceEpoch,
-                                isProduction: record.environment == .production, isFlagged: !record.flags.isEmpty,
-                                dedupKey: ByteSlice.appending(dedupKey, to: &scratch), hasFields: true, fields: fields)
+        return SpoolLineSummary(
+            receivedAtMicros: record.receivedAt.microsecondsSinceEpoch,
+            isProduction: record.environment == .production, isFlagged: !record.flags.isEmpty,
+            dedupKey: ByteSlice.appending(dedupKey, to: &scratch), hasFields: true, fields: fields)
     }
 }

@@ -4,20 +4,20 @@
 /// extra padding; a lax decoder turns one signature into many accepted spellings. These decoders
 /// accept only the canonical encoding: the right alphabet, exact padding (standard) or none (url),
 /// and zero bits in the unused tail.
-public enum Base64 {
-    public enum Alphabet: Sendable {
+package enum Base64 {
+    package enum Alphabet: Sendable {
         /// RFC 4648 §4, `+` and `/`, padded with `=`: SKAdNetwork's `attribution-signature`.
         case standard
         /// RFC 4648 §5, `-` and `_`, unpadded: JWS segments (RFC 7515 §2).
         case url
     }
 
-    public struct DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
-        public let reason: String
-        public var description: String { reason }
+    package struct DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+        package let reason: String
+        package var description: String { reason }
     }
 
-    public static func decode(_ text: String, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+    package static func decode(_ text: String, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
         var text = text
         var result: Result<[UInt8], DecodingError> = .success([])
         text.withUTF8 { utf8 in
@@ -26,7 +26,7 @@ public enum Base64 {
         return try result.get()
     }
 
-    public static func decode(_ utf8: [UInt8], alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+    package static func decode(_ utf8: [UInt8], alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
         var result: Result<[UInt8], DecodingError> = .success([])
         utf8.withUnsafeBytes { bytes in
             result = Result { () throws(DecodingError) in try decode(utf8: bytes, alphabet: alphabet) }
@@ -34,7 +34,7 @@ public enum Base64 {
         return try result.get()
     }
 
-    public static func decode(utf8 input: UnsafeRawBufferPointer, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+    package static func decode(utf8 input: UnsafeRawBufferPointer, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
         var length = input.count
         var padding = 0
         if alphabet == .standard {
@@ -63,8 +63,10 @@ public enum Base64 {
                 var position = 0
                 var written = 0
                 while position + 4 <= length {
-                    let a = table[Int(input[position])], b = table[Int(input[position + 1])]
-                    let c = table[Int(input[position + 2])], d = table[Int(input[position + 3])]
+                    let a = table[Int(input[position])]
+                    let b = table[Int(input[position + 1])]
+                    let c = table[Int(input[position + 2])]
+                    let d = table[Int(input[position + 3])]
                     guard (a | b | c | d) < 64 else {
                         badPosition = (position..<position + 4).first { table[Int(input[$0])] >= 64 }
                         return
@@ -100,7 +102,10 @@ public enum Base64 {
             }
         }
         if let badPosition {
-            throw DecodingError(reason: "character \(describe(input[badPosition])) at position \(badPosition) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet")
+            throw DecodingError(
+                reason:
+                    "character \(describe(input[badPosition])) at position \(badPosition) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet"
+            )
         }
         if unusedBitsSet {
             throw DecodingError(reason: "non-canonical encoding: the unused bits of the last character are not zero")
@@ -108,10 +113,11 @@ public enum Base64 {
         return output
     }
 
-    public static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet) -> String {
-        let table = Array((alphabet == .url
-            ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-            : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/").utf8)
+    package static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet) -> String {
+        let table = Array(
+            (alphabet == .url
+                ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/").utf8)
         let input = Array(bytes)
         var output = [UInt8]()
         output.reserveCapacity((input.count + 2) / 3 * 4)

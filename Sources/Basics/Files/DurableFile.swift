@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Replacing a file so that a crash leaves either the old or the new content, never a mix, and the
@@ -7,10 +7,10 @@ import Glibc
 ///
 /// The recipe is write temp → fsync(temp) → rename → fsync(directory). Foundation's
 /// `Data.write(options: .atomic)` skips the directory fsync on Linux, so the rename can be lost.
-public enum DurableFile {
-    public typealias WriteError = SystemCallError
+package enum DurableFile {
+    package typealias WriteError = SystemCallError
 
-    public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(WriteError) {
+    package static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(WriteError) {
         let temporary = temporaryPath(for: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
         guard fd >= 0 else { throw WriteError(operation: "open", path: temporary, errorNumber: errno) }
@@ -39,7 +39,7 @@ public enum DurableFile {
     }
 
     /// Removes temporary files a crashed writer of `path` left behind.
-    public static func removeStaleTemporaries(for path: String) {
+    package static func removeStaleTemporaries(for path: String) {
         let (directory, name) = split(path)
         guard let listing = opendir(directory) else { return }
         defer { closedir(listing) }
@@ -57,12 +57,12 @@ public enum DurableFile {
     }
 
     /// fsyncs the directory that holds `path`, making a create or rename in it durable.
-    public static func syncDirectory(containing path: String) throws(WriteError) {
+    package static func syncDirectory(containing path: String) throws(WriteError) {
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         try syncDirectory(directory.isEmpty ? "/" : directory)
     }
 
-    public static func syncDirectory(_ directory: String) throws(WriteError) {
+    package static func syncDirectory(_ directory: String) throws(WriteError) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw WriteError(operation: "open directory", path: directory, errorNumber: errno) }
         defer { close(fd) }
@@ -70,7 +70,7 @@ public enum DurableFile {
     }
 
     /// Creates `directory` and any missing parents (mode 0755), fsyncing each parent it changed.
-    public static func makeDirectories(_ directory: String) throws(WriteError) {
+    package static func makeDirectories(_ directory: String) throws(WriteError) {
         var path = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/") {
             let parent = path.isEmpty ? "/" : path

@@ -1,17 +1,17 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reading small files (keys, configuration, schemas) whole, with errors that name the file.
-public enum FileBytes {
-    public struct ReadError: Error, CustomStringConvertible {
-        public let path: String
-        public let message: String
-        public var description: String { "\(path): \(message)" }
+package enum FileBytes {
+    package struct ReadError: Error, CustomStringConvertible {
+        package let path: String
+        package let message: String
+        package var description: String { "\(path): \(message)" }
     }
 
     /// The file's bytes, refusing anything larger than `limit`. `-` reads standard input.
-    public static func read(path: String, limit: Int = 16 << 20) throws(ReadError) -> [UInt8] {
+    package static func read(path: String, limit: Int = 16 << 20) throws(ReadError) -> [UInt8] {
         let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ReadError(path: path, message: String(cString: strerror(errno))) }
         defer { if fd != 0 { close(fd) } }
@@ -35,7 +35,7 @@ public enum FileBytes {
     }
 
     /// The file as UTF-8 text.
-    public static func readText(path: String, limit: Int = 16 << 20) throws(ReadError) -> String {
+    package static func readText(path: String, limit: Int = 16 << 20) throws(ReadError) -> String {
         let bytes = try read(path: path, limit: limit)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ReadError(path: path, message: "is not valid UTF-8 text")

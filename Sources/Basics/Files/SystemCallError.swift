@@ -1,25 +1,25 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A failed system call: the operation, the path it was made on, and `errno`. Every module reports
 /// system failures in this one shape, so messages read alike and callers branch on `errorNumber`.
-public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let operation: String
-    public let path: String
-    public let errorNumber: Int32
+package struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let operation: String
+    package let path: String
+    package let errorNumber: Int32
 
-    public init(operation: String, path: String, errorNumber: Int32) {
+    package init(operation: String, path: String, errorNumber: Int32) {
         self.operation = operation
         self.path = path
         self.errorNumber = errorNumber
     }
 
     /// "PATH: OPERATION failed: REASON", and what to do about it where the error number says.
-    public var description: String { "\(path): \(reason)" }
+    package var description: String { "\(path): \(reason)" }
 
     /// The message without the path, for errors that put the path in front themselves.
-    public var reason: String {
+    package var reason: String {
         "\(operation) failed: \(String(cString: strerror(errorNumber)))" + (remedy.map { " (\($0))" } ?? "")
     }
 
@@ -39,10 +39,14 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
 /// those loops live.
 package enum FileDescriptorIO {
     /// One read into `buffer`, at `offset` when given (pread): the byte count, 0 at end of file.
-    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int? = nil,
-                             path: String) throws(SystemCallError) -> Int {
+    package static func read(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int? = nil,
+        path: String
+    ) throws(SystemCallError) -> Int {
         while true {
-            let got = offset.map { pread(fd, buffer.baseAddress, buffer.count, off_t($0)) } ?? Glibc.read(fd, buffer.baseAddress, buffer.count)
+            let got =
+                offset.map { pread(fd, buffer.baseAddress, buffer.count, off_t($0)) }
+                ?? Glibc.read(fd, buffer.baseAddress, buffer.count)
             if got >= 0 { return got }
             if errno != EINTR { throw SystemCallError(operation: "read", path: path, errorNumber: errno) }
         }
@@ -50,8 +54,10 @@ package enum FileDescriptorIO {
 
     /// Fills all of `buffer`, from `offset` when given; end of file first is EIO (the file is shorter
     /// than its caller knows it to be).
-    package static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int? = nil,
-                                  path: String) throws(SystemCallError) {
+    package static func readFully(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int? = nil,
+        path: String
+    ) throws(SystemCallError) {
         var done = 0
         while done < buffer.count {
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[done...])
@@ -63,8 +69,10 @@ package enum FileDescriptorIO {
 
     /// One read into `buffer` from index `start` on, at `offset` when given (pread): the byte count, 0 at
     /// end of file.
-    package static func read(_ fd: Int32, into buffer: inout [UInt8], from start: Int = 0, at offset: Int? = nil,
-                             path: String) throws(SystemCallError) -> Int {
+    package static func read(
+        _ fd: Int32, into buffer: inout [UInt8], from start: Int = 0, at offset: Int? = nil,
+        path: String
+    ) throws(SystemCallError) -> Int {
         // `withUnsafeMutableBytes` rethrows as `any Error`; a Result keeps the error typed.
         var outcome: Result<Int, SystemCallError>!
         buffer.withUnsafeMutableBytes { bytes in
@@ -76,8 +84,10 @@ package enum FileDescriptorIO {
     }
 
     /// Calls `body` with each chunk read from `fd`'s current offset to the end of the file.
-    package static func forEachChunk(of fd: Int32, path: String, chunkSize: Int = 1 << 20,
-                                     _ body: (UnsafeRawBufferPointer) -> Void) throws(SystemCallError) {
+    package static func forEachChunk(
+        of fd: Int32, path: String, chunkSize: Int = 1 << 20,
+        _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws(SystemCallError) {
         var chunk = [UInt8](repeating: 0, count: chunkSize)
         while true {
             let got = try read(fd, into: &chunk, path: path)
@@ -101,7 +111,9 @@ package enum FileDescriptorIO {
 
     package static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(SystemCallError) {
         var outcome: Result<Void, SystemCallError>!
-        bytes.withUnsafeBytes { buffer in outcome = Result { () throws(SystemCallError) in try writeAll(buffer, to: fd, path: path) } }
+        bytes.withUnsafeBytes { buffer in
+            outcome = Result { () throws(SystemCallError) in try writeAll(buffer, to: fd, path: path) }
+        }
         try outcome.get()
     }
 }

@@ -1,31 +1,31 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A UTC instant with microsecond precision, formatted as ISO 8601 (`2026-12-02T13:14:15.123456Z`).
 ///
 /// Written by hand (Howard Hinnant's civil-date algorithms) because Foundation's formatters are slow
 /// on the ingest path and depend on locale and time zone settings; everything here is UTC.
-public struct UTCTimestamp: Sendable, Comparable, Hashable, CustomStringConvertible {
-    public let microsecondsSinceEpoch: Int64
+package struct UTCTimestamp: Sendable, Comparable, Hashable, CustomStringConvertible {
+    package let microsecondsSinceEpoch: Int64
 
-    public init(microsecondsSinceEpoch: Int64) { self.microsecondsSinceEpoch = microsecondsSinceEpoch }
+    package init(microsecondsSinceEpoch: Int64) { self.microsecondsSinceEpoch = microsecondsSinceEpoch }
 
-    public static func now() -> UTCTimestamp {
+    package static func now() -> UTCTimestamp {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         return UTCTimestamp(microsecondsSinceEpoch: Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1000)
     }
 
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.microsecondsSinceEpoch < rhs.microsecondsSinceEpoch }
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.microsecondsSinceEpoch < rhs.microsecondsSinceEpoch }
 
     /// The UTC calendar day.
-    public var day: UTCDay {
+    package var day: UTCDay {
         UTCDay(daysSinceEpoch: Int(microsecondsSinceEpoch.floorDivided(by: 86_400_000_000)))
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`, written digit by digit: every stored record carries one.
-    public var description: String {
+    package var description: String {
         let micros = microsecondsSinceEpoch.floorModulo(86_400_000_000)
         let seconds = Int(micros / 1_000_000)
         let fraction = Int(micros % 1_000_000)
@@ -49,7 +49,9 @@ public struct UTCTimestamp: Sendable, Comparable, Hashable, CustomStringConverti
             put(seconds / 60 % 60, digits: 2, at: 14)
             put(seconds % 60, digits: 2, at: 17)
             put(fraction, digits: 6, at: 20)
-            for (offset, character) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (26, "Z")] as [(Int, Unicode.Scalar)] {
+            for (offset, character) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (26, "Z")]
+                as [(Int, Unicode.Scalar)]
+            {
                 buffer[offset] = UInt8(ascii: character)
             }
             return 27
@@ -57,26 +59,27 @@ public struct UTCTimestamp: Sendable, Comparable, Hashable, CustomStringConverti
     }
 
     /// Parses exactly the format `description` writes.
-    public init?(iso8601 text: String) {
+    package init?(iso8601 text: String) {
         let bytes = Array(text.utf8)
         guard bytes.count == 27, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              bytes[19] == UInt8(ascii: "."), bytes[26] == UInt8(ascii: "Z"),
-              let day = UTCDay(String(decoding: bytes[0..<10], as: UTF8.self)),
-              let hour = digits(bytes[11..<13]), let minute = digits(bytes[14..<16]), let second = digits(bytes[17..<19]),
-              let fraction = digits(bytes[20..<26]), hour < 24, minute < 60, second < 60
+            bytes[19] == UInt8(ascii: "."), bytes[26] == UInt8(ascii: "Z"),
+            let day = UTCDay(String(decoding: bytes[0..<10], as: UTF8.self)),
+            let hour = digits(bytes[11..<13]), let minute = digits(bytes[14..<16]), let second = digits(bytes[17..<19]),
+            let fraction = digits(bytes[20..<26]), hour < 24, minute < 60, second < 60
         else { return nil }
-        microsecondsSinceEpoch = Int64(day.daysSinceEpoch) * 86_400_000_000
+        microsecondsSinceEpoch =
+            Int64(day.daysSinceEpoch) * 86_400_000_000
             + Int64(hour * 3600 + minute * 60 + second) * 1_000_000 + Int64(fraction)
     }
 }
 
 /// A UTC calendar day (`YYYY-MM-DD`), the partition key of every store directory.
-public struct UTCDay: Sendable, Comparable, Hashable, CustomStringConvertible {
-    public let daysSinceEpoch: Int
+package struct UTCDay: Sendable, Comparable, Hashable, CustomStringConvertible {
+    package let daysSinceEpoch: Int
 
-    public init(daysSinceEpoch: Int) { self.daysSinceEpoch = daysSinceEpoch }
+    package init(daysSinceEpoch: Int) { self.daysSinceEpoch = daysSinceEpoch }
 
-    public init(year: Int, month: Int, day: Int) {
+    package init(year: Int, month: Int, day: Int) {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -86,18 +89,18 @@ public struct UTCDay: Sendable, Comparable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `YYYY-MM-DD`, rejecting impossible dates such as 2026-02-30.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let bytes = Array(text.utf8)
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              let year = digits(bytes[0..<4]), let month = digits(bytes[5..<7]), let day = digits(bytes[8..<10]),
-              (1...12).contains(month), day >= 1
+            let year = digits(bytes[0..<4]), let month = digits(bytes[5..<7]), let day = digits(bytes[8..<10]),
+            (1...12).contains(month), day >= 1
         else { return nil }
         let candidate = UTCDay(year: year, month: month, day: day)
         guard candidate.components == (year, month, day) else { return nil }
         self = candidate
     }
 
-    public var components: (year: Int, month: Int, day: Int) {
+    package var components: (year: Int, month: Int, day: Int) {
         let z = daysSinceEpoch + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
@@ -109,11 +112,11 @@ public struct UTCDay: Sendable, Comparable, Hashable, CustomStringConvertible {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.daysSinceEpoch < rhs.daysSinceEpoch }
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.daysSinceEpoch < rhs.daysSinceEpoch }
 
-    public func adding(days: Int) -> UTCDay { UTCDay(daysSinceEpoch: daysSinceEpoch + days) }
+    package func adding(days: Int) -> UTCDay { UTCDay(daysSinceEpoch: daysSinceEpoch + days) }
 
-    public var description: String {
+    package var description: String {
         let (year, month, day) = components
         return String(year).leftPadded(to: 4) + "-" + twoDigits(month) + "-" + twoDigits(day)
     }
@@ -130,13 +133,13 @@ private func digits(_ bytes: ArraySlice<UInt8>) -> Int? {
     return value
 }
 
-private extension Int64 {
-    func floorDivided(by divisor: Int64) -> Int64 {
+extension Int64 {
+    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
         let quotient = self / divisor
         return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
     }
 
-    func floorModulo(_ divisor: Int64) -> Int64 {
+    fileprivate func floorModulo(_ divisor: Int64) -> Int64 {
         let remainder = self % divisor
         return remainder < 0 ? remainder + divisor : remainder
     }

@@ -1,22 +1,22 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads a file descriptor line by line through a 1 MiB buffer, never keeping more than
 /// `maximumLineBytes` of one line: a longer line is reported (with its length) but not stored.
-public final class LineReader {
-    public struct Line: Sendable {
+package final class LineReader {
+    package struct Line: Sendable {
         /// 1-based.
-        public let number: Int
+        package let number: Int
         /// Without the newline (and without a CR before it).
-        public let bytes: [UInt8]
+        package let bytes: [UInt8]
         /// The full length, also when too long to keep.
-        public let length: Int
-        public let isTooLong: Bool
+        package let length: Int
+        package let isTooLong: Bool
         /// False only for a last line with no newline after it: in an append-only log, a torn write.
-        public let endsWithNewline: Bool
+        package let endsWithNewline: Bool
 
-        public var hasContent: Bool { bytes.contains { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D } }
+        package var hasContent: Bool { bytes.contains { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D } }
     }
 
     private let fd: Int32
@@ -29,16 +29,16 @@ public final class LineReader {
     private var lineNumber = 0
 
     /// Bytes consumed so far.
-    public private(set) var bytesRead = 0
+    package private(set) var bytesRead = 0
 
     /// Reads from `fd` (which the caller owns and closes); `path` is only for error messages.
-    public init(fd: Int32, path: String, maximumLineBytes: Int) {
+    package init(fd: Int32, path: String, maximumLineBytes: Int) {
         self.fd = fd
         self.path = path
         self.maximumLineBytes = maximumLineBytes
     }
 
-    public func next() throws(RecordReader.IOError) -> Line? {
+    package func next() throws(RecordReader.IOError) -> Line? {
         var collected: [UInt8] = []
         var length = 0
         var tooLong = false

@@ -1,17 +1,17 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The UTF-8 byte-order mark some editors put in front of a file; readers skip it.
 package let utf8ByteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
 /// One postback's bytes from an input file, with where it came from.
-public struct InputRecord: Sendable {
+package struct InputRecord: Sendable {
     /// `path` for a file holding one postback, `path:line` for JSON Lines (line of the record's start).
-    public let source: String
-    public let bytes: [UInt8]
+    package let source: String
+    package let bytes: [UInt8]
     /// Set when the record could not be read whole (too long); `bytes` is then empty.
-    public let problem: String?
+    package let problem: String?
 }
 
 /// Reads postbacks from a file or stdin as a stream, never holding more than one record.
@@ -29,19 +29,19 @@ public struct InputRecord: Sendable {
 ///
 /// A record longer than `maximumRecordBytes` is reported as a problem record and skipped without being
 /// buffered, so a 100 MB line costs no memory. Line endings may be LF or CRLF.
-public final class RecordReader {
-    public struct IOError: Error, CustomStringConvertible {
-        public let path: String
-        public let message: String
-        public var description: String { "\(path): \(message)" }
+package final class RecordReader {
+    package struct IOError: Error, CustomStringConvertible {
+        package let path: String
+        package let message: String
+        package var description: String { "\(path): \(message)" }
 
-        public init(path: String, message: String) {
+        package init(path: String, message: String) {
             self.path = path
             self.message = message
         }
     }
 
-    public static let defaultMaximumRecordBytes = 1 << 20
+    package static let defaultMaximumRecordBytes = 1 << 20
 
     private let path: String
     private let label: String
@@ -60,11 +60,11 @@ public final class RecordReader {
     private var pushedBack: LineReader.Line?
 
     /// Bytes consumed so far, and the file size when known, for progress display.
-    public var bytesRead: Int { lines.bytesRead }
-    public let totalBytes: Int?
+    package var bytesRead: Int { lines.bytesRead }
+    package let totalBytes: Int?
 
     /// Opens `path`; `-` means standard input.
-    public init(path: String, maximumRecordBytes: Int = RecordReader.defaultMaximumRecordBytes) throws(IOError) {
+    package init(path: String, maximumRecordBytes: Int = RecordReader.defaultMaximumRecordBytes) throws(IOError) {
         self.path = path
         self.maximumRecordBytes = maximumRecordBytes
         if path == "-" {
@@ -99,7 +99,7 @@ public final class RecordReader {
     }
 
     /// The next record, or nil at the end of input. Throws only for read errors.
-    public func next() throws(IOError) -> InputRecord? {
+    package func next() throws(IOError) -> InputRecord? {
         if !lookaheadPrimed {
             lookahead = try readRawRecord()
             lookaheadPrimed = true
@@ -135,8 +135,9 @@ public final class RecordReader {
         // Editors on Windows start files with a UTF-8 byte order mark: drop it, or a pretty-printed
         // postback would look like JSON Lines and become one malformed record per line.
         if line.number == 1, line.bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
-            return LineReader.Line(number: 1, bytes: Array(line.bytes.dropFirst(3)), length: line.length - 3,
-                                   isTooLong: line.isTooLong, endsWithNewline: line.endsWithNewline)
+            return LineReader.Line(
+                number: 1, bytes: Array(line.bytes.dropFirst(3)), length: line.length - 3,
+                isTooLong: line.isTooLong, endsWithNewline: line.endsWithNewline)
         }
         return line
     }
@@ -174,7 +175,11 @@ public final class RecordReader {
                 break
             }
             if line.isTooLong || bytes.count + line.bytes.count + 1 > maximumRecordBytes {
-                return RawRecord(line: first.number, bytes: [], problem: "the JSON value starting on line \(first.number) is longer than the \(maximumRecordBytes)-byte limit for one postback")
+                return RawRecord(
+                    line: first.number, bytes: [],
+                    problem:
+                        "the JSON value starting on line \(first.number) is longer than the \(maximumRecordBytes)-byte limit for one postback"
+                )
             }
             bytes.append(0x0A)
             bytes.append(contentsOf: line.bytes)
@@ -200,7 +205,8 @@ extension LineReader.Line {
     /// The line starts a JSON object or array that does not close on the same line.
     var startsUnclosedValue: Bool {
         guard let first = contentAfterByteOrderMark.first(where: { $0 != 0x20 && $0 != 0x09 }),
-              first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return false }
+            first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+        else { return false }
         var scanner = ValueScanner()
         scanner.scan(bytes)
         return !scanner.isComplete
@@ -220,7 +226,13 @@ struct ValueScanner {
         for byte in bytes {
             if isComplete { return }
             if isInString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { isInString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    isInString = false
+                }
                 continue
             }
             switch byte {

@@ -16,14 +16,19 @@ package enum ByteScan {
     /// Like `firstStringSpecial`, and also stopping at DEL (0x7F): where JSON output has to escape.
     @inlinable
     package static func firstToEscape(_ base: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
-        firstFlagged(base, from: start, end: end, word: { stringSpecials($0) | zeroBytes($0 ^ 0x7F7F_7F7F_7F7F_7F7F) & 0x8080_8080_8080_8080 }) { byte in
+        firstFlagged(
+            base, from: start, end: end,
+            word: { stringSpecials($0) | zeroBytes($0 ^ 0x7F7F_7F7F_7F7F_7F7F) & 0x8080_8080_8080_8080 }
+        ) { byte in
             byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x7F
         }
     }
 
     @inlinable @inline(__always)
-    static func firstFlagged(_ base: UnsafePointer<UInt8>, from start: Int, end: Int,
-                             word flags: (UInt64) -> UInt64, byte isFlagged: (UInt8) -> Bool) -> Int {
+    static func firstFlagged(
+        _ base: UnsafePointer<UInt8>, from start: Int, end: Int,
+        word flags: (UInt64) -> UInt64, byte isFlagged: (UInt8) -> Bool
+    ) -> Int {
         var position = start
         while position + 8 <= end {
             let found = flags(UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self).littleEndian)

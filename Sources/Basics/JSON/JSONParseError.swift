@@ -1,12 +1,12 @@
 /// Why a body is not acceptable JSON, with the byte offset where the problem starts.
-public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let offset: Int
-    public let reason: String
+package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let offset: Int
+    package let reason: String
 
-    public init(offset: Int, reason: String) {
+    package init(offset: Int, reason: String) {
         self.offset = offset
         self.reason = reason
     }
 
-    public var description: String { "\(reason) at byte \(offset)" }
+    package var description: String { "\(reason) at byte \(offset)" }
 }

@@ -3,78 +3,78 @@
 /// Strings are escaped so that output is safe to print: besides what JSON requires, control and
 /// invisible format characters (U+2063, U+202E, U+200B, …) become `\uXXXX`, so a hostile value cannot
 /// hide itself or rewrite a terminal line.
-public struct JSONWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+package struct JSONWriter: Sendable {
+    package private(set) var bytes: [UInt8] = []
     private var needsComma: [Bool] = [false]
 
-    public init(reservingCapacity capacity: Int = 256) {
+    package init(reservingCapacity capacity: Int = 256) {
         bytes.reserveCapacity(capacity)
     }
 
-    public var string: String { String(decoding: bytes, as: UTF8.self) }
+    package var string: String { String(decoding: bytes, as: UTF8.self) }
 
-    public mutating func beginObject() {
+    package mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
         needsComma.append(false)
     }
 
-    public mutating func endObject() {
+    package mutating func endObject() {
         needsComma.removeLast()
         bytes.append(UInt8(ascii: "}"))
     }
 
-    public mutating func beginArray() {
+    package mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
         needsComma.append(false)
     }
 
-    public mutating func endArray() {
+    package mutating func endArray() {
         needsComma.removeLast()
         bytes.append(UInt8(ascii: "]"))
     }
 
     /// Writes an object key; the next value call writes its value.
-    public mutating func key(_ key: String) {
+    package mutating func key(_ key: String) {
         separate()
         Self.appendQuoted(key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         needsComma[needsComma.count - 1] = false
     }
 
-    public mutating func value(_ string: String?) {
+    package mutating func value(_ string: String?) {
         separate()
         if let string { Self.appendQuoted(string, to: &bytes) } else { appendNull() }
     }
 
-    public mutating func value(_ number: Int64?) {
+    package mutating func value(_ number: Int64?) {
         separate()
         if let number { bytes.append(contentsOf: String(number).utf8) } else { appendNull() }
     }
 
-    public mutating func value(_ number: Int?) { value(number.map(Int64.init)) }
+    package mutating func value(_ number: Int?) { value(number.map(Int64.init)) }
 
-    public mutating func value(_ flag: Bool?) {
+    package mutating func value(_ flag: Bool?) {
         separate()
         if let flag { bytes.append(contentsOf: (flag ? "true" : "false").utf8) } else { appendNull() }
     }
 
     /// A number written from its decimal text (e.g. a `Decimal` sum), unquoted.
-    public mutating func value(numberText: String) {
+    package mutating func value(numberText: String) {
         separate()
         bytes.append(contentsOf: numberText.utf8)
     }
 
     /// Already-encoded JSON, inserted verbatim.
-    public mutating func value(rawJSON: some Collection<UInt8>) {
+    package mutating func value(rawJSON: some Collection<UInt8>) {
         separate()
         bytes.append(contentsOf: rawJSON)
     }
 
     /// A string value given as UTF-8 bytes; nil if they are not valid UTF-8 (nothing is written then).
     /// Saves building a `String` from a large body only to escape it.
-    public mutating func field(_ name: String, utf8 bytes: [UInt8]) -> Bool {
+    package mutating func field(_ name: String, utf8 bytes: [UInt8]) -> Bool {
         // Postback bodies are ASCII; only other text needs the full check.
         guard bytes.allSatisfy({ $0 < 0x80 }) || String(validating: bytes, as: UTF8.self) != nil else { return false }
         key(name)
@@ -85,13 +85,25 @@ public struct JSONWriter: Sendable {
         return true
     }
 
-    public mutating func field(_ name: String, _ string: String?) { key(name); value(string) }
-    public mutating func field(_ name: String, _ number: Int64?) { key(name); value(number) }
-    public mutating func field(_ name: String, _ number: Int?) { key(name); value(number) }
-    public mutating func field(_ name: String, _ flag: Bool?) { key(name); value(flag) }
+    package mutating func field(_ name: String, _ string: String?) {
+        key(name)
+        value(string)
+    }
+    package mutating func field(_ name: String, _ number: Int64?) {
+        key(name)
+        value(number)
+    }
+    package mutating func field(_ name: String, _ number: Int?) {
+        key(name)
+        value(number)
+    }
+    package mutating func field(_ name: String, _ flag: Bool?) {
+        key(name)
+        value(flag)
+    }
 
     /// Ends a line of JSON Lines output: a newline, after which the next value starts a new line.
-    public mutating func endLine() {
+    package mutating func endLine() {
         precondition(needsComma.count == 1, "endLine inside an unfinished object or array")
         bytes.append(0x0A)
         needsComma[0] = false
@@ -106,7 +118,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Appends `"string"` with JSON escapes; see the type's comment for what else is escaped.
-    public static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
+    package static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         appendEscaped(string, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
@@ -170,19 +182,21 @@ public struct JSONWriter: Sendable {
     }
 
     /// A value escaped for use inside an error message or a log line (without quotes).
-    public static func escapedForMessage(_ string: String, limit: Int = 80) -> String {
+    package static func escapedForMessage(_ string: String, limit: Int = 80) -> String {
         var bytes: [UInt8] = []
-        let clipped = string.unicodeScalars.count > limit ? String(String.UnicodeScalarView(string.unicodeScalars.prefix(limit))) + "…" : string
+        let clipped =
+            string.unicodeScalars.count > limit
+            ? String(String.UnicodeScalarView(string.unicodeScalars.prefix(limit))) + "…" : string
         appendEscaped(clipped, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 }
 
 /// Which characters may never appear in a signed value, and are escaped whenever we print one.
-public enum UnicodeSafety {
+package enum UnicodeSafety {
     /// Controls (Cc), invisible format characters (Cf: U+2063 INVISIBLE SEPARATOR, bidi overrides,
     /// zero-width spaces, the BOM), and the line/paragraph separators U+2028/U+2029.
-    public static func isControlOrInvisible(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isControlOrInvisible(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.value < 0x20 || scalar.value == 0x7F { return true }
         if scalar.value < 0x80 { return false }
         switch scalar.properties.generalCategory {
@@ -192,14 +206,14 @@ public enum UnicodeSafety {
     }
 
     /// The first forbidden scalar in `string`, if any.
-    public static func firstControlOrInvisible(in string: String) -> Unicode.Scalar? {
+    package static func firstControlOrInvisible(in string: String) -> Unicode.Scalar? {
         var string = string
         if string.withUTF8(ByteScan.isPrintableASCII) { return nil }
         return string.unicodeScalars.first(where: isControlOrInvisible)
     }
 
     /// `U+2063 INVISIBLE SEPARATOR`, for messages.
-    public static func describe(_ scalar: Unicode.Scalar) -> String {
+    package static func describe(_ scalar: Unicode.Scalar) -> String {
         let code = "U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4)
         if let name = scalar.properties.name { return "\(code) \(name)" }
         return code

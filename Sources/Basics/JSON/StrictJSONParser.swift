@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An RFC 8259 JSON parser that is stricter than Foundation's, because postbacks are attacker input.
@@ -14,11 +14,13 @@ import Glibc
 ///
 /// Escaped characters (`\u2063`, `\u0000`) are legal JSON and are decoded; which characters a *field*
 /// may hold is the postback parser's business, checked on the decoded value.
-public enum StrictJSONParser {
+package enum StrictJSONParser {
     /// Deep enough for relays that nest their own enrichment objects, far short of a stack risk.
-    public static let defaultMaximumDepth = 8
+    package static let defaultMaximumDepth = 8
 
-    public static func parse(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int = defaultMaximumDepth) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int = defaultMaximumDepth) throws(JSONParseError)
+        -> JSONValue
+    {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(offset: 0, reason: "empty input")
         }
@@ -26,7 +28,7 @@ public enum StrictJSONParser {
         return try parser.parseDocument()
     }
 
-    public static func parse(_ bytes: [UInt8], maximumDepth: Int = defaultMaximumDepth) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], maximumDepth: Int = defaultMaximumDepth) throws(JSONParseError) -> JSONValue {
         var result: Result<JSONValue, JSONParseError> = .success(.null)
         bytes.withUnsafeBytes { buffer in
             result = Result { () throws(JSONParseError) in try parse(buffer, maximumDepth: maximumDepth) }
@@ -68,7 +70,9 @@ private struct Parser {
             throw JSONParseError(offset: 0, reason: "UTF-16 byte order mark: only UTF-8 JSON is accepted")
         }
         if count >= 2, base[0] == 0 || base[1] == 0 {
-            throw JSONParseError(offset: base[0] == 0 ? 0 : 1, reason: "NUL byte: the input looks like UTF-16 or UTF-32; only UTF-8 JSON is accepted")
+            throw JSONParseError(
+                offset: base[0] == 0 ? 0 : 1,
+                reason: "NUL byte: the input looks like UTF-16 or UTF-32; only UTF-8 JSON is accepted")
         }
     }
 
@@ -80,9 +84,15 @@ private struct Parser {
         case UInt8(ascii: "{"): return .object(try parseObject(depth: depth + 1))
         case UInt8(ascii: "["): return .array(try parseArray(depth: depth + 1))
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw JSONParseError(offset: index, reason: "unexpected \(describe(index)), expected a value")
         }
@@ -112,7 +122,10 @@ private struct Parser {
             }
             skipWhitespace()
             guard index < count, base[index] == UInt8(ascii: ":") else {
-                throw JSONParseError(offset: index, reason: index < count ? "unexpected \(describe(index)), expected ':'" : "unexpected end of input, expected ':'")
+                throw JSONParseError(
+                    offset: index,
+                    reason: index < count
+                        ? "unexpected \(describe(index)), expected ':'" : "unexpected end of input, expected ':'")
             }
             index += 1
             skipWhitespace()
@@ -122,7 +135,9 @@ private struct Parser {
             guard index < count else { throw JSONParseError(offset: index, reason: "unexpected end of input inside an object") }
             switch base[index] {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return JSONObject(members: members)
+            case UInt8(ascii: "}"):
+                index += 1
+                return JSONObject(members: members)
             default: throw JSONParseError(offset: index, reason: "unexpected \(describe(index)), expected ',' or '}'")
             }
         }
@@ -157,7 +172,9 @@ private struct Parser {
             guard index < count else { throw JSONParseError(offset: index, reason: "unexpected end of input inside an array") }
             switch base[index] {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"): index += 1; return elements
+            case UInt8(ascii: "]"):
+                index += 1
+                return elements
             default: throw JSONParseError(offset: index, reason: "unexpected \(describe(index)), expected ',' or ']'")
             }
         }
@@ -228,7 +245,8 @@ private struct Parser {
     mutating func parseKey() throws(JSONParseError) -> String {
         let end = ByteScan.firstStringSpecial(base, from: index + 1, end: count)
         if end < count, base[end] == UInt8(ascii: "\""),
-           let known = KnownKeys.lookup(UnsafeBufferPointer(start: base + index + 1, count: end - index - 1)) {
+            let known = KnownKeys.lookup(UnsafeBufferPointer(start: base + index + 1, count: end - index - 1))
+        {
             index = end + 1
             return known
         }
@@ -300,13 +318,16 @@ private struct Parser {
             var scalar = try readHex4(at: escapeOffset)
             if (0xD800...0xDBFF).contains(scalar) {
                 guard index + 1 < count, base[index] == UInt8(ascii: "\\"), base[index + 1] == UInt8(ascii: "u") else {
-                    throw JSONParseError(offset: escapeOffset, reason: "lone high surrogate \\u\(hex4(scalar)) (no low surrogate follows)")
+                    throw JSONParseError(
+                        offset: escapeOffset, reason: "lone high surrogate \\u\(hex4(scalar)) (no low surrogate follows)")
                 }
                 let lowOffset = index
                 index += 2
                 let low = try readHex4(at: lowOffset)
                 guard (0xDC00...0xDFFF).contains(low) else {
-                    throw JSONParseError(offset: lowOffset, reason: "high surrogate \\u\(hex4(scalar)) followed by \\u\(hex4(low)), not a low surrogate")
+                    throw JSONParseError(
+                        offset: lowOffset,
+                        reason: "high surrogate \\u\(hex4(scalar)) followed by \\u\(hex4(low)), not a low surrogate")
                 }
                 scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
             } else if (0xDC00...0xDFFF).contains(scalar) {
@@ -344,12 +365,20 @@ private struct Parser {
         var secondRange: ClosedRange<UInt8> = 0x80...0xBF
         switch lead {
         case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; secondRange = 0xA0...0xBF
+        case 0xE0:
+            length = 3
+            secondRange = 0xA0...0xBF
         case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; secondRange = 0x80...0x9F  // U+D800..U+DFFF would be surrogates
-        case 0xF0: length = 4; secondRange = 0x90...0xBF
+        case 0xED:
+            length = 3
+            secondRange = 0x80...0x9F  // U+D800..U+DFFF would be surrogates
+        case 0xF0:
+            length = 4
+            secondRange = 0x90...0xBF
         case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; secondRange = 0x80...0x8F  // nothing past U+10FFFF
+        case 0xF4:
+            length = 4
+            secondRange = 0x80...0x8F  // nothing past U+10FFFF
         default:
             throw JSONParseError(offset: offset, reason: "invalid UTF-8: byte 0x\(hex2(lead)) cannot start a character")
         }
@@ -357,10 +386,13 @@ private struct Parser {
             throw JSONParseError(offset: offset, reason: "invalid UTF-8: truncated \(length)-byte sequence")
         }
         guard secondRange.contains(base[offset + 1]) else {
-            throw JSONParseError(offset: offset, reason: "invalid UTF-8: bad continuation byte 0x\(hex2(base[offset + 1])) (overlong, surrogate or out of range)")
+            throw JSONParseError(
+                offset: offset,
+                reason: "invalid UTF-8: bad continuation byte 0x\(hex2(base[offset + 1])) (overlong, surrogate or out of range)")
         }
         for next in 2..<length where !(0x80...0xBF).contains(base[offset + next]) {
-            throw JSONParseError(offset: offset + next, reason: "invalid UTF-8: bad continuation byte 0x\(hex2(base[offset + next]))")
+            throw JSONParseError(
+                offset: offset + next, reason: "invalid UTF-8: bad continuation byte 0x\(hex2(base[offset + next]))")
         }
         return length
     }
@@ -412,7 +444,8 @@ private enum KnownKeys {
 
     static func lookup(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard bytes.count < 32 else { return nil }
-        for candidate in byLength[bytes.count] where candidate.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+        for candidate in byLength[bytes.count]
+        where candidate.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
             return candidate.string
         }
         return nil

@@ -15,7 +15,8 @@ package enum Suggestion {
 
     /// Levenshtein distance over bytes (the words compared are ASCII keys and flags).
     package static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.utf8), b = Array(b.utf8)
+        let a = Array(a.utf8)
+        let b = Array(b.utf8)
         if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
         var previous = Array(0...b.count)
         for (i, x) in a.enumerated() {

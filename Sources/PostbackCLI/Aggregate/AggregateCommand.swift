@@ -1,8 +1,8 @@
 import Aggregation
 import Basics
-import PostbackClient
 import Dispatch
 import Foundation
+import PostbackClient
 import PostbackStore
 import Postbacks
 
@@ -46,8 +46,9 @@ enum AggregateCommand {
         manifest); 2 usage, schema or I/O error.
         """
 
-    static let syntax = CommandSyntax("aggregate", usage: usage, flags: ["--json", "--allow-dev", "--force", "--allow-open-day"],
-                                      options: ["--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key"])
+    static let syntax = CommandSyntax(
+        "aggregate", usage: usage, flags: ["--json", "--allow-dev", "--force", "--allow-open-day"],
+        options: ["--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         if words.first == "synthesize" { return SynthesizeCommand.run(Array(words.dropFirst()), io: io) }
@@ -73,14 +74,20 @@ enum AggregateCommand {
                 }
             } else {
                 guard from == to else { throw UsageError("--input aggregates one day: use --date, not --from/--to") }
-                guard !S3Location.isObjectStoreURL(data) else { throw UsageError("--input writes to a local --data DIR, not an s3:// store") }
+                guard !S3Location.isObjectStoreURL(data) else {
+                    throw UsageError("--input writes to a local --data DIR, not an s3:// store")
+                }
                 let keys = try TrustKeys.load(arguments.values("--trust-key"))
-                if !keys.isEmpty, !arguments.has("--allow-dev") { throw UsageError("--trust-key keys are test keys; add --allow-dev") }
-                verifier = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: keys))
+                if !keys.isEmpty, !arguments.has("--allow-dev") {
+                    throw UsageError("--trust-key keys are test keys; add --allow-dev")
+                }
+                verifier = PostbackVerifier(
+                    policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: keys))
             }
             var built = AggregationRequest(
                 dataDirectory: data, from: from, to: to,
-                lookbackDays: try arguments.integer("--lookback-days", default: AggregationRequest.defaultLookbackDays, in: 0...400),
+                lookbackDays: try arguments.integer(
+                    "--lookback-days", default: AggregationRequest.defaultLookbackDays, in: 0...400),
                 workers: try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64),
                 toolVersion: "postback \(PostbackCommand.version)")
             built.force = arguments.has("--force")
@@ -107,7 +114,9 @@ enum AggregateCommand {
             dayStarted = now
             if summary.corruptLines > 0 {
                 corrupt = true
-                io.printError("postback aggregate: \(summary.day): \(summary.corruptLines) corrupt line\(summary.corruptLines == 1 ? "" : "s") not counted:")
+                io.printError(
+                    "postback aggregate: \(summary.day): \(summary.corruptLines) corrupt line\(summary.corruptLines == 1 ? "" : "s") not counted:"
+                )
                 for problem in summary.problems.prefix(10) { io.printError("  \(problem)") }
             }
             io.print(json ? jsonSummary(summary, seconds: seconds) : textSummary(summary, seconds: seconds))
@@ -116,7 +125,9 @@ enum AggregateCommand {
             if let verifier {
                 report(try job.runInput(files: arguments.values("--input"), verifier: verifier))
             } else if S3Location.isObjectStoreURL(request.dataDirectory) {
-                try ObjectStoreJobs.aggregate(url: request.dataDirectory, from: request.from, to: request.to, lookbackDays: request.lookbackDays) { staged in
+                try ObjectStoreJobs.aggregate(
+                    url: request.dataDirectory, from: request.from, to: request.to, lookbackDays: request.lookbackDays
+                ) { staged in
                     var local = request
                     local.dataDirectory = staged
                     try AggregationJob(request: local, catalog: catalog).run(onDay: report)
@@ -137,12 +148,16 @@ enum AggregateCommand {
             guard let day = UTCDay(text) else { throw UsageError("\(option) must be a date YYYY-MM-DD, got '\(text)'") }
             return day
         }
-        let date = try day("--date"), from = try day("--from"), to = try day("--to")
+        let date = try day("--date")
+        let from = try day("--from")
+        let to = try day("--to")
         switch (date, from, to) {
         case (let date?, nil, nil): return (date, date)
         case (nil, let from?, let to?):
             guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
-            guard to.daysSinceEpoch - from.daysSinceEpoch < 3660 else { throw UsageError("--from/--to spans more than ten years") }
+            guard to.daysSinceEpoch - from.daysSinceEpoch < 3660 else {
+                throw UsageError("--from/--to spans more than ten years")
+            }
             return (from, to)
         case (nil, nil, nil): throw UsageError("give --date DAY, or --from DAY and --to DAY")
         case (_?, _, _): throw UsageError("give either --date or --from/--to, not both")
@@ -152,8 +167,11 @@ enum AggregateCommand {
 
     static func textSummary(_ summary: DaySummary, seconds: Double) -> String {
         let totals = summary.totals
-        func count(_ number: Int, _ noun: String, plural: String? = nil) -> String { "\(number) \(number == 1 ? noun : plural ?? noun + "s")" }
-        var text = "\(summary.day): \(count(totals.postbacks, "postback")) (\(count(totals.installs, "install")), "
+        func count(_ number: Int, _ noun: String, plural: String? = nil) -> String {
+            "\(number) \(number == 1 ? noun : plural ?? noun + "s")"
+        }
+        var text =
+            "\(summary.day): \(count(totals.postbacks, "postback")) (\(count(totals.installs, "install")), "
             + "\(count(totals.redownloads, "redownload")), \(count(totals.reengagements, "re-engagement")), \(count(totals.losses, "loss", plural: "losses"))"
             + ", \(count(totals.nullValuePostbacks, "null value"))), revenue estimate \(totals.revenueText); "
             + "\(totals.developmentPostbacks) development, \(totals.rejectedPostbacks) rejected, "
@@ -161,7 +179,8 @@ enum AggregateCommand {
             + "\(summary.campaignDailyRows) + \(summary.campaignEventsDailyRows) rows from \(count(summary.inputSegments, "file"))"
         if summary.tornTails > 0 { text += "; \(summary.tornTails) torn tail\(summary.tornTails == 1 ? "" : "s") skipped" }
         if summary.quarantinedPostbacks > 0 {
-            text += "; \(summary.quarantinedPostbacks) quarantined, not counted (listed in the manifest; postback reverify takes them back)"
+            text +=
+                "; \(summary.quarantinedPostbacks) quarantined, not counted (listed in the manifest; postback reverify takes them back)"
         }
         if summary.spoolSegments == 0 { text += "; no spool for this day: published as an empty day" }
         if summary.partial { text += "; the day is not over: published as partial" }

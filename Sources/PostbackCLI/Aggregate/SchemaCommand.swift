@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Aggregation
 import Basics
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `postback schema`: check conversion schemas, and export them as flat decode tables (issue 6).
 enum SchemaCommand {
@@ -50,7 +51,8 @@ enum SchemaCommand {
             }
             let isDirectory = (status.st_mode & S_IFMT) == S_IFDIR
             do {
-                let schemas = isDirectory ? try SchemaCatalog.load(directory: path).schemas : [try ConversionSchema(contentsOf: path)]
+                let schemas =
+                    isDirectory ? try SchemaCatalog.load(directory: path).schemas : [try ConversionSchema(contentsOf: path)]
                 for schema in schemas { io.print(describe(schema)) }
                 if schemas.isEmpty { io.print("\(path): no schemas") }
             } catch {
@@ -65,7 +67,8 @@ enum SchemaCommand {
     static func describe(_ schema: ConversionSchema) -> String {
         let fine = schema.windows[0].fine?.compactMap { $0 }.count ?? 0
         let coarseWindows = schema.windows.indices.filter { schema.windows[$0].coarse.contains { $0 != nil } }
-        return "\(schema.file): ok: \(schema.schemaID), app \(schema.appID), \(schema.effectiveFrom) to \(schema.effectiveTo?.description ?? "open"), "
+        return
+            "\(schema.file): ok: \(schema.schemaID), app \(schema.appID), \(schema.effectiveFrom) to \(schema.effectiveTo?.description ?? "open"), "
             + "\(schema.currency), \(fine) of 64 fine values, coarse in window\(coarseWindows.count == 1 ? "" : "s") "
             + "\(coarseWindows.isEmpty ? "none" : coarseWindows.map(String.init).joined(separator: ",")), "
             + "\(schema.sourceIdentifierMaps.count) source map\(schema.sourceIdentifierMaps.count == 1 ? "" : "s")"
@@ -80,7 +83,9 @@ enum SchemaCommand {
             try arguments.requireNoPositionals()
             guard let directory = arguments.value("--schemas") else { throw UsageError("--schemas DIR is required") }
             let name = arguments.value("--table") ?? "values"
-            guard let chosen = DecodeTable.Table(rawValue: name) else { throw UsageError("--table must be values, events or sources, got '\(name)'") }
+            guard let chosen = DecodeTable.Table(rawValue: name) else {
+                throw UsageError("--table must be values, events or sources, got '\(name)'")
+            }
             table = chosen
             out = arguments.value("--out")
             try UserPaths.requireDirectory(directory, option: "--schemas", holding: "<app-id>/*.json schema files")

@@ -16,8 +16,9 @@ enum SynthesizeCommand {
         Exit status: 0 written; 2 usage or I/O error.
         """
 
-    static let syntax = CommandSyntax("aggregate synthesize", usage: usage,
-                                      options: ["--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs"])
+    static let syntax = CommandSyntax(
+        "aggregate synthesize", usage: usage,
+        options: ["--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let data: String
@@ -29,7 +30,9 @@ enum SynthesizeCommand {
             let arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
             guard let directory = arguments.value("--data") else { throw UsageError("--data DIR is required") }
-            guard let text = arguments.value("--from"), let day = UTCDay(text) else { throw UsageError("--from YYYY-MM-DD is required") }
+            guard let text = arguments.value("--from"), let day = UTCDay(text) else {
+                throw UsageError("--from YYYY-MM-DD is required")
+            }
             data = directory
             first = day
             days = try arguments.integer("--days", default: 1, in: 1...3660)

@@ -1,5 +1,5 @@
-import Postbacks
 import PostbackClient
+import Postbacks
 import Reporting
 
 /// `postback report` (issue 6): argument handling and the summary line; the page is built in the
@@ -30,7 +30,8 @@ enum ReportCommand {
         aggregate, or no day of the range has aggregates (nothing written).
         """
 
-    static let syntax = CommandSyntax("report", usage: usage, options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app"])
+    static let syntax = CommandSyntax(
+        "report", usage: usage, options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         var request: ReportRequest
@@ -45,9 +46,10 @@ enum ReportCommand {
                 try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
             }
             try UserPaths.requireOutputFile(out, option: "--out")
-            request = ReportRequest(dataDirectory: data, from: from, to: to, outputPath: out, title: arguments.value("--title"),
-                                    topCampaigns: topCampaigns,
-                                    toolVersion: "postback \(PostbackCommand.version)")
+            request = ReportRequest(
+                dataDirectory: data, from: from, to: to, outputPath: out, title: arguments.value("--title"),
+                topCampaigns: topCampaigns,
+                toolVersion: "postback \(PostbackCommand.version)")
             if let app = arguments.value("--app") {
                 guard let number = Int64(app), number > 0, String(number) == app else {
                     throw UsageError("--app must be a numeric app id (the app-id of the postbacks), got '\(app)'")
@@ -84,13 +86,16 @@ enum ReportCommand {
             return .usageOrIOError
         }
         for day in summary.daysMissing { io.printError("postback report: \(day): no aggregates (shown as a gap)") }
-        for day in summary.daysWithoutSpool { io.printError("postback report: \(day): published with no spool, nothing received (shown as a gap)") }
+        for day in summary.daysWithoutSpool {
+            io.printError("postback report: \(day): published with no spool, nothing received (shown as a gap)")
+        }
         for day in summary.daysPartial { io.printError("postback report: \(day): aggregated before the day was over (partial)") }
         for day in summary.daysLeftOut { io.printError("postback report: \(day): aggregates left out (the page says why)") }
         let days = summary.daysIncluded.count
-        (toStandardOutput ? io.printError : io.print)("wrote \(toStandardOutput ? "standard output" : summary.outputPath) (\(summary.bytes) bytes): \(days) day\(days == 1 ? "" : "s"), "
-            + "\(summary.postbacks) postbacks, \(summary.installs) installs; \(summary.developmentPostbacks) development and "
-            + "\(summary.rejectedPostbacks) rejected kept apart")
+        (toStandardOutput ? io.printError : io.print)(
+            "wrote \(toStandardOutput ? "standard output" : summary.outputPath) (\(summary.bytes) bytes): \(days) day\(days == 1 ? "" : "s"), "
+                + "\(summary.postbacks) postbacks, \(summary.installs) installs; \(summary.developmentPostbacks) development and "
+                + "\(summary.rejectedPostbacks) rejected kept apart")
         return summary.isComplete ? .success : .failure
     }
 }

@@ -6,7 +6,7 @@ import Postbacks
 import SpoolDelivery
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `postback forward`: look at and repair the receiver's forwarding to partners (docs/forwarding.md).
@@ -35,7 +35,8 @@ enum ForwardCommand {
 
     static let syntax = CommandSyntax("forward", usage: usage)
     static let statusSyntax = CommandSyntax("forward status", usage: usage, options: ["--config"])
-    static let replaySyntax = CommandSyntax("forward replay", usage: usage, options: ["--config", "--destination", "--from", "--to"])
+    static let replaySyntax = CommandSyntax(
+        "forward replay", usage: usage, options: ["--config", "--destination", "--from", "--to"])
     static let retrySyntax = CommandSyntax("forward retry-dead-letters", usage: usage, options: ["--config", "--destination"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
@@ -44,14 +45,18 @@ enum ForwardCommand {
 
     /// The config and its destinations (`--destination` picks one, by name).
     private static func load(_ arguments: Arguments) throws -> (ServerConfiguration, [ForwardSettings]) {
-        guard let path = arguments.value("--config") else { throw UsageError("--config FILE is required (the receiver's config)") }
+        guard let path = arguments.value("--config") else {
+            throw UsageError("--config FILE is required (the receiver's config)")
+        }
         let configuration = try ServerConfiguration.load(path: path)
         guard let forward = configuration.forward else { throw UsageError("\(path) has no \"forward\" destinations") }
         var settings = try ForwardSettings.parseList(forward, relativeTo: configuration.configurationDirectory)
         if let name = arguments.value("--destination") {
             settings = settings.filter { $0.name == name }
             guard !settings.isEmpty else {
-                throw UsageError("no destination named \"\(name)\" in \(path); known: \(try ForwardSettings.parseList(forward, relativeTo: configuration.configurationDirectory).map(\.name).joined(separator: ", "))")
+                throw UsageError(
+                    "no destination named \"\(name)\" in \(path); known: \(try ForwardSettings.parseList(forward, relativeTo: configuration.configurationDirectory).map(\.name).joined(separator: ", "))"
+                )
             }
         }
         return (configuration, settings)
@@ -79,7 +84,8 @@ enum ForwardCommand {
             var delivered: Set<String> = []
             var offsets: [String: Int] = [:]
             let directory = "\(root)/raw/_delivery/\(destination.destinationName)"
-            for name in ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted() where name.hasSuffix(".ledger") {
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+            where name.hasSuffix(".ledger") {
                 guard let data = FileManager.default.contents(atPath: "\(directory)/\(name)") else { continue }
                 let parsed = DeliveryLedger.parse([UInt8](data))
                 delivered.formUnion(parsed.delivered)
@@ -89,11 +95,15 @@ enum ForwardCommand {
             let pending = relative.filter { !delivered.contains($0) }
             let dead = DeadLetterSpool.unresolved(root: root, destination: destination.destinationName)
             io.print("\(destination.name)  \(destination.urlForDisplay)")
-            io.print("  segments forwarded: \(relative.count - pending.count); not yet: \(pending.count) (the newest of each receiver may still be open)")
+            io.print(
+                "  segments forwarded: \(relative.count - pending.count); not yet: \(pending.count) (the newest of each receiver may still be open)"
+            )
             for (path, offset) in offsets.sorted(by: { $0.key < $1.key }) where !delivered.contains(path) {
                 io.print("  in progress: \(path) from byte \(offset)")
             }
-            io.print("  dead letters not resolved: \(dead.entries.count)" + (dead.entries.isEmpty ? "" : " (postback forward retry-dead-letters --destination \(destination.name))"))
+            io.print(
+                "  dead letters not resolved: \(dead.entries.count)"
+                    + (dead.entries.isEmpty ? "" : " (postback forward retry-dead-letters --destination \(destination.name))"))
             for problem in dead.problems { io.printError("  \(problem)") }
         }
         return .success
@@ -110,8 +120,12 @@ enum ForwardCommand {
             let loaded = try load(arguments)
             configuration = loaded.0
             destination = loaded.1[0]
-            guard let fromText = arguments.value("--from"), let day = UTCDay(fromText) else { throw UsageError("--from DAY is required, as YYYY-MM-DD") }
-            guard let toText = arguments.value("--to"), let last = UTCDay(toText) else { throw UsageError("--to DAY is required, as YYYY-MM-DD") }
+            guard let fromText = arguments.value("--from"), let day = UTCDay(fromText) else {
+                throw UsageError("--from DAY is required, as YYYY-MM-DD")
+            }
+            guard let toText = arguments.value("--to"), let last = UTCDay(toText) else {
+                throw UsageError("--to DAY is required, as YYYY-MM-DD")
+            }
             guard day <= last else { throw UsageError("--from \(fromText) is after --to \(toText)") }
             (from, to) = (day, last)
         } catch {
@@ -131,7 +145,8 @@ enum ForwardCommand {
                         for (record, outcome) in zip(batch, try sendWithRetries(sender, batch, io: io)) {
                             if case .refused(let status, let answer) = outcome {
                                 refused += 1
-                                io.printError("refused (\(status)): \(ForwardSender.idempotencyKey(record)): \(answer.prefix(200))")
+                                io.printError(
+                                    "refused (\(status)): \(ForwardSender.idempotencyKey(record)): \(answer.prefix(200))")
                             } else {
                                 sent += 1
                             }
@@ -180,7 +195,8 @@ enum ForwardCommand {
                     for (entry, outcome) in zip(entries, try sendWithRetries(sender, entries.map(\.record), io: io)) {
                         if case .refused(let status, let answer) = outcome {
                             refused += 1
-                            io.printError("\(destination.name): still refused (\(status)): \(entry.idempotencyKey): \(answer.prefix(200))")
+                            io.printError(
+                                "\(destination.name): still refused (\(status)): \(entry.idempotencyKey): \(answer.prefix(200))")
                         } else {
                             try spool.markResolved(entry)
                             resolved += 1
@@ -203,7 +219,9 @@ enum ForwardCommand {
 
     /// Sends one batch, waiting with backoff (and `Retry-After`) while the partner is unavailable;
     /// gives up after 8 attempts.
-    private static func sendWithRetries(_ sender: ForwardSender, _ records: [SpoolRecord], io: CommandIO) throws -> [ForwardSender.Outcome] {
+    private static func sendWithRetries(_ sender: ForwardSender, _ records: [SpoolRecord], io: CommandIO) throws -> [ForwardSender
+        .Outcome]
+    {
         let backoff = Backoff()
         var outcomes = sender.send(records)
         for attempt in 1...8 {

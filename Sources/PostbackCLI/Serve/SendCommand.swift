@@ -1,8 +1,8 @@
 import Basics
 import Foundation
 import Locking
-import Postbacks
 import PostbackClient
+import Postbacks
 import Synchronization
 
 /// `postback send`: POST postback files or JSON Lines to an endpoint, for testing a deployment and
@@ -37,7 +37,9 @@ enum SendCommand {
         do {
             let arguments = try syntax.parse(words)
             guard let given = arguments.value("--url") else { throw UsageError("--url is required") }
-            guard given.hasPrefix("http://") || given.hasPrefix("https://") else { throw UsageError("--url must start with http:// or https://") }
+            guard given.hasPrefix("http://") || given.hasPrefix("https://") else {
+                throw UsageError("--url must start with http:// or https://")
+            }
             url = given
             concurrency = try arguments.integer("--concurrency", default: 1, in: 1...1024)
             timeout = try arguments.integer("--timeout", default: 30, in: 1...3600)
@@ -56,8 +58,9 @@ enum SendCommand {
         let source = BodySource(paths: paths)
         let report: PostbackSender.Report
         do {
-            report = try PostbackSender.send(url: url, concurrency: concurrency, timeoutSeconds: Double(timeout),
-                                             caCertificatePath: caCertificatePath, next: { source.next() })
+            report = try PostbackSender.send(
+                url: url, concurrency: concurrency, timeoutSeconds: Double(timeout),
+                caCertificatePath: caCertificatePath, next: { source.next() })
         } catch {
             io.printError("postback send: \(error)")
             return .usageOrIOError
@@ -71,12 +74,18 @@ enum SendCommand {
     static func summary(_ report: PostbackSender.Report, url: String) -> String {
         let rate = report.seconds > 0 ? Double(report.answered) / report.seconds : 0
         let attempted = report.attempted
-        var lines = ["\(attempted) postback\(attempted == 1 ? "" : "s") to \(url): \(report.answered) answered, \(report.errors) without an answer, "
-            + "in \(format(report.seconds)) s (\(Int(rate.rounded()))/s)"]
+        var lines = [
+            "\(attempted) postback\(attempted == 1 ? "" : "s") to \(url): \(report.answered) answered, \(report.errors) without an answer, "
+                + "in \(format(report.seconds)) s (\(Int(rate.rounded()))/s)"
+        ]
         for (status, count) in report.statusCounts.sorted(by: { $0.key < $1.key }) {
             lines.append("  HTTP \(status): \(count)")
-            let reasons = report.rejectionCounts.filter { $0.key.status == status }.sorted { ($1.value, $0.key.reason) < ($0.value, $1.key.reason) }
-            for (rejection, count) in reasons.prefix(10) { lines.append("    \(count)  \(VerdictFormatter.printable(rejection.reason))") }
+            let reasons = report.rejectionCounts.filter { $0.key.status == status }.sorted {
+                ($1.value, $0.key.reason) < ($0.value, $1.key.reason)
+            }
+            for (rejection, count) in reasons.prefix(10) {
+                lines.append("    \(count)  \(VerdictFormatter.printable(rejection.reason))")
+            }
             if reasons.count > 10 { lines.append("    … \(reasons.count - 10) more reasons") }
         }
         if report.errors > 0 {

@@ -1,10 +1,10 @@
-import Postbacks
 import PostbackServer
 import PostbackStore
+import Postbacks
 import SpoolDelivery
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `postback serve`: the webhook receiver (the server itself is `PostbackServer`).
@@ -42,8 +42,9 @@ enum ServeCommand {
         writer id).
         """
 
-    static let syntax = CommandSyntax("serve", usage: usage, flags: ["--allow-dev"],
-                                      options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level", "--log-format", "--ship-to"])
+    static let syntax = CommandSyntax(
+        "serve", usage: usage, flags: ["--allow-dev"],
+        options: ["--config", "--listen", "--data", "--writer-id", "--trust-key", "--log-level", "--log-format", "--ship-to"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         // Block the stop signals before any thread starts, so every thread inherits the mask and
@@ -138,7 +139,9 @@ enum ServeCommand {
         if let url = arguments.value("--ship-to") { configuration.shipTo = url }
         configuration.trustKeyPaths += arguments.values("--trust-key")
         if let name = arguments.value("--log-level") {
-            guard let level = ServerLog.Level(name: name) else { throw UsageError("--log-level must be debug, info, warning or error, got '\(name)'") }
+            guard let level = ServerLog.Level(name: name) else {
+                throw UsageError("--log-level must be debug, info, warning or error, got '\(name)'")
+            }
             configuration.logLevel = level
         }
         try configuration.validate()

@@ -2,11 +2,11 @@ import Basics
 import Postbacks
 
 /// A command line that is wrong: printed with a pointer to the command's `--help`, exit code 2.
-public struct UsageError: Error, CustomStringConvertible {
-    public let message: String
+package struct UsageError: Error, CustomStringConvertible {
+    package let message: String
     /// `-h` or `--help` was given: not an error, the usage is printed on stdout (exit 0).
     let isHelpRequest: Bool
-    public init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
         self.isHelpRequest = false
     }
@@ -15,7 +15,7 @@ public struct UsageError: Error, CustomStringConvertible {
         self.isHelpRequest = true
     }
     static let helpRequested = UsageError(helpRequest: ())
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// What one command (or subcommand) accepts, and the conventions every command line shares
@@ -59,7 +59,9 @@ struct CommandSyntax: Sendable {
     }
 
     /// Dispatches to a subcommand by name, with help and "did you mean" for the parent command.
-    func dispatch(_ words: [String], io: CommandIO, to subcommands: [(name: String, run: ([String], CommandIO) -> ExitStatus)]) -> ExitStatus {
+    func dispatch(_ words: [String], io: CommandIO, to subcommands: [(name: String, run: ([String], CommandIO) -> ExitStatus)])
+        -> ExitStatus
+    {
         guard let word = words.first else {
             io.printError(usage)
             return .usageOrIOError
@@ -74,8 +76,9 @@ struct CommandSyntax: Sendable {
         let known = subcommands.map(\.name)
         let hint = Suggestion.closest(to: word, in: known).map { " (did you mean '\($0)'?)" } ?? ""
         let command = name.isEmpty ? "postback" : "postback \(name)"
-        io.printError("\(command): unknown \(name.isEmpty ? "command" : "subcommand") '\(word)'\(hint); "
-            + "known: \(known.joined(separator: ", "))\nRun '\(command) --help' for usage.")
+        io.printError(
+            "\(command): unknown \(name.isEmpty ? "command" : "subcommand") '\(word)'\(hint); "
+                + "known: \(known.joined(separator: ", "))\nRun '\(command) --help' for usage.")
         return .usageOrIOError
     }
 }

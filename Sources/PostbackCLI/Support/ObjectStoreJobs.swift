@@ -8,7 +8,7 @@ import PostbackCrypto
 import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `aggregate --data s3://…` and `report --data s3://…`: the local job, run over exactly the objects
@@ -42,12 +42,15 @@ enum ObjectStoreJobs {
     }
 
     /// Runs the nightly job against the bucket; `body` runs it on the staged directory.
-    static func aggregate(url: String, from: UTCDay, to: UTCDay, lookbackDays: Int, environment: [String: String]? = nil,
-                          body: (String) throws -> Void) throws {
+    static func aggregate(
+        url: String, from: UTCDay, to: UTCDay, lookbackDays: Int, environment: [String: String]? = nil,
+        body: (String) throws -> Void
+    ) throws {
         let client = try client(url, environment: environment)
         // As for a local store: a mistyped URL must not publish empty days over good ones.
         guard try !client.list(relativePrefix: "raw/postbacks/", pageSize: 1, firstPageOnly: true).isEmpty else {
-            throw UsageError("--data \(client.location) holds no spool (no raw/postbacks/ objects): is it where the receivers ship to?")
+            throw UsageError(
+                "--data \(client.location) holds no spool (no raw/postbacks/ objects): is it where the receivers ship to?")
         }
         let lease = try Lease.acquire(client: client)
         defer { lease.release() }
@@ -68,14 +71,18 @@ enum ObjectStoreJobs {
         day = from
         while day <= to {
             let manifest = "agg/_manifests/dt=\(day).json"
-            let outputs = try localFiles(under: staged.root, relative: "agg").filter { $0.contains("/dt=\(day)/") && !$0.hasPrefix("agg/_") }
+            let outputs = try localFiles(under: staged.root, relative: "agg").filter {
+                $0.contains("/dt=\(day)/") && !$0.hasPrefix("agg/_")
+            }
             for path in outputs.sorted() + [manifest] { try publish(path, from: staged) }
             day = day.adding(days: 1)
         }
     }
 
     /// Runs the report against the bucket; `body` runs it on the staged directory.
-    static func report(url: String, from: UTCDay, to: UTCDay, environment: [String: String]? = nil, body: (String) throws -> Void) throws {
+    static func report(url: String, from: UTCDay, to: UTCDay, environment: [String: String]? = nil, body: (String) throws -> Void)
+        throws
+    {
         var staged = try Staged(client: client(url, environment: environment), root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
         var keys: [String] = []
@@ -116,22 +123,27 @@ enum ObjectStoreJobs {
         // Keys are store paths; nothing may climb out of the staging directory.
         guard !key.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }), !key.hasSuffix("/") else { return nil }
         let path = root + "/" + key
-        try FileManager.default.createDirectory(atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw UsageError("\(path): cannot create: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let hasher = SHA256Hasher()
         var writeError: SystemCallError? = nil
         var received: Result<Bool, S3Error> = .success(true)
-        received = Result { () throws(S3Error) -> Bool in try client.get(relativeKey: key) { chunk in
-            hasher.update(chunk)
-            do throws(SystemCallError) { try FileDescriptorIO.writeAll(chunk, to: fd, path: path) } catch {
-                writeError = error
-                return false
+        received = Result { () throws(S3Error) -> Bool in
+            try client.get(relativeKey: key) { chunk in
+                hasher.update(chunk)
+                do throws(SystemCallError) { try FileDescriptorIO.writeAll(chunk, to: fd, path: path) } catch {
+                    writeError = error
+                    return false
+                }
+                return true
             }
-            return true
-        } }
-        if let writeError { throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(writeError.errorNumber)))") }
+        }
+        if let writeError {
+            throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(writeError.errorNumber)))")
+        }
         _ = try received.get()
         return Data(hasher.finalize().bytes).base64EncodedString()
     }
@@ -142,8 +154,9 @@ enum ObjectStoreJobs {
         guard let bytes = try? FileBytes.read(path: path, limit: 1 << 34) else { return }
         let checksum = Data(SHA256.hash(bytes).bytes).base64EncodedString()
         if staged.downloaded[relativePath] == checksum { return }
-        try staged.client.putBytes(relativeKey: relativePath, bytes: bytes, checksumSHA256: checksum,
-                                   contentType: relativePath.hasSuffix(".json") ? "application/json" : "text/csv")
+        try staged.client.putBytes(
+            relativeKey: relativePath, bytes: bytes, checksumSHA256: checksum,
+            contentType: relativePath.hasSuffix(".json") ? "application/json" : "text/csv")
     }
 
     private static func localFiles(under root: String, relative: String) throws -> [String] {
@@ -153,7 +166,8 @@ enum ObjectStoreJobs {
             var isDirectory: ObjCBool = false
             let full = root + "/" + relative + "/" + next
             if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
-               !next.split(separator: "/").last!.hasPrefix(".") {
+                !next.split(separator: "/").last!.hasPrefix(".")
+            {
                 files.append(relative + "/" + next)
             }
         }
@@ -162,7 +176,9 @@ enum ObjectStoreJobs {
 
     private static func makeWorkDirectory() throws -> String {
         var template = Array((NSTemporaryDirectory() + "postback-s3-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a work directory: \(String(cString: strerror(errno)))") }
+        guard let made = mkdtemp(&template) else {
+            throw UsageError("cannot create a work directory: \(String(cString: strerror(errno)))")
+        }
         return String(cString: made)
     }
 
@@ -181,21 +197,26 @@ enum ObjectStoreJobs {
             var host = [CChar](repeating: 0, count: 256)
             gethostname(&host, host.count)
             let holder = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":\(getpid())"
-            let bytes = Array("{\"holder\":\"\(holder)\",\"acquired\":\(Int(now)),\"expires\":\(Int(now + ObjectStoreJobs.leaseSeconds))}\n".utf8)
+            let bytes = Array(
+                "{\"holder\":\"\(holder)\",\"acquired\":\(Int(now)),\"expires\":\(Int(now + ObjectStoreJobs.leaseSeconds))}\n"
+                    .utf8)
             let checksum = Data(SHA256.hash(bytes).bytes).base64EncodedString()
             for attempt in 0..<2 {
                 do {
-                    try client.putBytes(relativeKey: ObjectStoreJobs.leaseKey, bytes: bytes, checksumSHA256: checksum, createOnly: true,
-                                        contentType: "application/json")
+                    try client.putBytes(
+                        relativeKey: ObjectStoreJobs.leaseKey, bytes: bytes, checksumSHA256: checksum, createOnly: true,
+                        contentType: "application/json")
                     return Lease(client: client, bytes: bytes)
                 } catch {
                     guard case .alreadyExists = error else { throw error }
                     let existing = try client.getBytes(relativeKey: ObjectStoreJobs.leaseKey) ?? []
                     let text = String(decoding: existing, as: UTF8.self)
-                    let expires = text.range(of: "\"expires\":").flatMap { Double(text[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
+                    let expires =
+                        text.range(of: "\"expires\":").flatMap { Double(text[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
                     guard attempt == 0, expires < now else {
-                        throw UsageError("another aggregate job holds \(client.location.key(ObjectStoreJobs.leaseKey)) (\(text.trimmingCharacters(in: .whitespacesAndNewlines))); "
-                            + "wait for it, or delete that object if no job is running")
+                        throw UsageError(
+                            "another aggregate job holds \(client.location.key(ObjectStoreJobs.leaseKey)) (\(text.trimmingCharacters(in: .whitespacesAndNewlines))); "
+                                + "wait for it, or delete that object if no job is running")
                     }
                     // Expired: its job died. Take it over (the conditional create still decides between two takers).
                     try client.delete(relativeKey: ObjectStoreJobs.leaseKey)
@@ -208,7 +229,9 @@ enum ObjectStoreJobs {
         func release() {
             guard held else { return }
             held = false
-            if (try? client.getBytes(relativeKey: ObjectStoreJobs.leaseKey)) == bytes { try? client.delete(relativeKey: ObjectStoreJobs.leaseKey) }
+            if (try? client.getBytes(relativeKey: ObjectStoreJobs.leaseKey)) == bytes {
+                try? client.delete(relativeKey: ObjectStoreJobs.leaseKey)
+            }
         }
 
         deinit { release() }

@@ -1,6 +1,6 @@
 import Basics
-import Postbacks
 import PostbackCrypto
+import Postbacks
 
 /// Loads `--trust-key FILE` arguments: PEM public keys (a private key PEM is accepted too, and only its
 /// public half is kept). Each key is named `test:<file name>` in output.
@@ -16,14 +16,17 @@ enum TrustKeys {
             }
             let key: ECDSAPublicKey
             do {
-                key = text.contains("PRIVATE KEY")
+                key =
+                    text.contains("PRIVATE KEY")
                     ? try ECDSAPrivateKey(pemRepresentation: text).publicKey
                     : try ECDSAPublicKey(pemRepresentation: text)
             } catch {
                 throw UsageError("--trust-key \(path): not a P-192 or P-256 PEM key (\(error))")
             }
-            if let apple = AppleKey.allCases.first(where: { AppleKeyring.shared[$0].derRepresentation == key.derRepresentation }) {
-                throw UsageError("--trust-key \(path) is Apple's key \(apple.name), which is built in; a trusted test key must be your own")
+            if let apple = AppleKey.allCases.first(where: { AppleKeyring.shared[$0].derRepresentation == key.derRepresentation })
+            {
+                throw UsageError(
+                    "--trust-key \(path) is Apple's key \(apple.name), which is built in; a trusted test key must be your own")
             }
             let name = "test:" + (path.split(separator: "/").last.map(String.init) ?? path)
             keys.append(TrustedTestKey(name: name, key: key))
@@ -40,7 +43,9 @@ enum TrustKeys {
                 throw UsageError("--trust-kid must be KID=PEM, e.g. apple-cas-identifier/1=new-key.pem; got '\(value)'")
             }
             let keyID = String(value[..<equals])
-            guard AppleKey(keyID: keyID) == nil else { throw UsageError("--trust-kid \(keyID) is one of Apple's keys, which are built in") }
+            guard AppleKey(keyID: keyID) == nil else {
+                throw UsageError("--trust-kid \(keyID) is one of Apple's keys, which are built in")
+            }
             let key = try load([String(value[value.index(after: equals)...])])[0]
             standIns[keyID] = TrustedTestKey(name: key.name + " for kid " + keyID, key: key.key)
         }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Checks of paths the user typed, made before any work starts, so the error names the option and
@@ -50,7 +50,9 @@ enum UserPaths {
         switch kind(of: directory) {
         case .directory: return
         case .missing:
-            throw UsageError("\(option) \(path): directory \(directory) does not exist; create it first (mkdir -p \(directory)) or give '-' for standard output")
+            throw UsageError(
+                "\(option) \(path): directory \(directory) does not exist; create it first (mkdir -p \(directory)) or give '-' for standard output"
+            )
         case .file, .other: throw UsageError("\(option) \(path): \(directory) is not a directory")
         }
     }

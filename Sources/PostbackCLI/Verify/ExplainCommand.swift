@@ -25,7 +25,8 @@ enum ExplainCommand {
             if !testKeys.isEmpty, !arguments.has("--allow-dev") {
                 throw UsageError("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
             }
-            verifier = PostbackVerifier(policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys))
+            verifier = PostbackVerifier(
+                policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys))
         } catch {
             return syntax.finish(error, io: io)
         }
@@ -74,11 +75,15 @@ enum ExplainCommand {
         out.section("signature checks")
         if attempts.isEmpty { out.block(["(none: the postback was rejected before any key was tried)"]) }
         for attempt in attempts {
-            out.block(["\(attempt.isValid ? "valid  " : "invalid")  key \(attempt.keyName), message \(attempt.variant) (\(attempt.message.count) bytes)"])
+            out.block([
+                "\(attempt.isValid ? "valid  " : "invalid")  key \(attempt.keyName), message \(attempt.variant) (\(attempt.message.count) bytes)"
+            ])
         }
         out.add("dedup key", show(postback.dedupKey))
         var verdict = result.status.rawValue
-        if let environment = result.environment { verdict += " (\(environment.rawValue)\(result.isTestMode ? ", test mode" : ""))" }
+        if let environment = result.environment {
+            verdict += " (\(environment.rawValue)\(result.isTestMode ? ", test mode" : ""))"
+        }
         if let key = result.keyName, result.isVerified { verdict += " with key \(key)" }
         if let reason = result.reason { verdict += ": \(reason)" }
         out.add("verdict", verdict)
@@ -92,7 +97,8 @@ enum ExplainCommand {
     /// What `postback serve` does with a postback it cannot judge or count yet.
     private static func quarantineNote(_ reason: QuarantineReason?) -> String? {
         guard let reason else { return nil }
-        return "answers 200 and keeps it in raw/unverifiable/ (\(reason.rawValue)), never counted; postback reverify takes it back once a release knows it"
+        return
+            "answers 200 and keeps it in raw/unverifiable/ (\(reason.rawValue)), never counted; postback reverify takes it back once a release knows it"
     }
 
     /// `"com.apple.ads" (Apple Ads)` for networks known by name.
@@ -102,7 +108,10 @@ enum ExplainCommand {
 
     private static func describe(_ skan: SKAdNetworkPostback, into out: inout Lines) {
         out.add("protocol", "skadnetwork \(skan.version.rawValue)\(skan.versionField == nil ? " (no version field)" : "")")
-        out.add("key", "\(AppleKey(for: skan.version).name) (\(skan.version.curve.rawValue); \(skan.isTestMode ? "test mode: development" : "production"))")
+        out.add(
+            "key",
+            "\(AppleKey(for: skan.version).name) (\(skan.version.curve.rawValue); \(skan.isTestMode ? "test mode: development" : "production"))"
+        )
         if let network = KnownAdNetwork.describe(adNetworkID: skan.adNetworkID, campaignID: skan.campaignID) {
             out.add("network", network)
         }
@@ -118,10 +127,14 @@ enum ExplainCommand {
         if let value = skan.countryCode { unsigned.append("country-code".padding(to: 29) + show(value)) }
         out.block(unsigned.isEmpty ? ["(none)"] : unsigned)
         let message = skan.signedMessage()
-        out.section("signed message (\(fields.count) fields, \(message.count) bytes; \\u2063 marks each U+2063 INVISIBLE SEPARATOR)")
+        out.section(
+            "signed message (\(fields.count) fields, \(message.count) bytes; \\u2063 marks each U+2063 INVISIBLE SEPARATOR)")
         out.block([visible(message)])
         if skan.isTestMode {
-            out.block(["test mode (source-app-id 0) variant, without that field:", visible(skan.signedMessage(omittingZeroSourceAppID: true))])
+            out.block([
+                "test mode (source-app-id 0) variant, without that field:",
+                visible(skan.signedMessage(omittingZeroSourceAppID: true)),
+            ])
         }
         out.add("signature", "DER, \(skan.attributionSignature.count) bytes: \(Hex.encode(skan.attributionSignature))")
     }
@@ -153,7 +166,8 @@ enum ExplainCommand {
         if let value = aak.adInteraction { unsigned.append("ad-interaction-type".padding(to: 29) + value.rawValue) }
         if let value = aak.countryCode { unsigned.append("country-code".padding(to: 29) + show(value)) }
         out.block(unsigned.isEmpty ? ["(none)"] : unsigned)
-        out.section("signed message (JWS signing input: header and payload segments as received, \(aak.jws.signingInput.count) bytes)")
+        out.section(
+            "signed message (JWS signing input: header and payload segments as received, \(aak.jws.signingInput.count) bytes)")
         out.block([String(decoding: aak.jws.signingInput, as: UTF8.self)])
         out.add("signature", "raw r ‖ s, \(aak.jws.signature.count) bytes: \(Hex.encode(aak.jws.signature))")
     }
@@ -168,9 +182,10 @@ enum ExplainCommand {
 
     private static func show(_ text: String) -> String { "\"" + JSONWriter.escapedForMessage(text, limit: 400) + "\"" }
 
-
     private static func jsonErrorOffset(in reason: String) -> Int? {
-        guard reason.hasPrefix("invalid JSON:"), let range = reason.range(of: " at byte ", options: .backwards) else { return nil }
+        guard reason.hasPrefix("invalid JSON:"), let range = reason.range(of: " at byte ", options: .backwards) else {
+            return nil
+        }
         return Int(reason[range.upperBound...])
     }
 

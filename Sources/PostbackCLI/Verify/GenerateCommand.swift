@@ -41,8 +41,10 @@ enum GenerateCommand {
 
     static let syntax = CommandSyntax(
         "generate", usage: usage, flags: ["--create-key"],
-        options: ["--key", "--count", "--kinds", "--seed", "--start", "--app", "--schema", "--ad-network", "--source-identifier",
-                  "--null-share", "--reengagement-share", "--windows"])
+        options: [
+            "--key", "--count", "--kinds", "--seed", "--start", "--app", "--schema", "--ad-network", "--source-identifier",
+            "--null-share", "--reengagement-share", "--windows",
+        ])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let signer: TestPostbackSigner
@@ -52,14 +54,18 @@ enum GenerateCommand {
         let generator: SyntheticPostbacks
         do {
             let arguments = try syntax.parse(words)
-            guard let keyPath = arguments.value("--key") else { throw UsageError("--key PEM is required (add --create-key to make a new one)") }
+            guard let keyPath = arguments.value("--key") else {
+                throw UsageError("--key PEM is required (add --create-key to make a new one)")
+            }
             count = try arguments.integer("--count", default: 1000, in: 0...100_000_000)
             start = try arguments.integer("--start", default: 0, in: 0...Int.max / 2)
             seed = UInt64(try arguments.integer("--seed", default: 1, in: 0...Int.max))
             var kinds: [SyntheticPostbacks.Kind] = []
             for name in (arguments.value("--kinds") ?? "3.0,4.0,aak").split(separator: ",") {
                 guard let kind = SyntheticPostbacks.Kind(rawValue: String(name)) else {
-                    throw UsageError("unknown kind '\(name)' in --kinds (known: \(SyntheticPostbacks.Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
+                    throw UsageError(
+                        "unknown kind '\(name)' in --kinds (known: \(SyntheticPostbacks.Kind.allCases.map(\.rawValue).joined(separator: ", ")))"
+                    )
                 }
                 kinds.append(kind)
             }
@@ -67,14 +73,16 @@ enum GenerateCommand {
             // SKAdNetwork 1.0 and 2.0 are signed with P-192, everything later with P-256: one key cannot do both.
             let needsP192 = kinds.map { $0 == .skan1_0 || $0 == .skan2_0 }
             guard Set(needsP192).count == 1 else {
-                throw UsageError("--kinds mixes 1.0/2.0 (signed with P-192) and later kinds (P-256); one key cannot sign both: "
-                    + "run generate twice, with two keys (e.g. --key p192.pem --create-key --kinds 1.0,2.0)")
+                throw UsageError(
+                    "--kinds mixes 1.0/2.0 (signed with P-192) and later kinds (P-256); one key cannot sign both: "
+                        + "run generate twice, with two keys (e.g. --key p192.pem --create-key --kinds 1.0,2.0)")
             }
             let curve: Curve = needsP192[0] ? .p192 : .p256
             signer = TestPostbackSigner(key: try loadOrCreateKey(keyPath, curve: curve, create: arguments.has("--create-key")))
             guard signer.key.curve == curve else {
-                throw UsageError("--kinds \(kinds.map(\.rawValue).joined(separator: ",")) needs a \(curve.rawValue) key; --key \(keyPath) is \(signer.key.curve.rawValue) "
-                    + "(give a new file with --create-key to make a \(curve.rawValue) key)")
+                throw UsageError(
+                    "--kinds \(kinds.map(\.rawValue).joined(separator: ",")) needs a \(curve.rawValue) key; --key \(keyPath) is \(signer.key.curve.rawValue) "
+                        + "(give a new file with --create-key to make a \(curve.rawValue) key)")
             }
             generator = try shapedTraffic(SyntheticPostbacks(kinds: kinds), arguments)
         } catch {
@@ -125,7 +133,9 @@ enum GenerateCommand {
             do {
                 schema = try ConversionSchema(contentsOf: path)
             } catch {
-                throw UsageError("--schema \(path) is not a valid conversion schema (check it with 'postback schema check \(path)'):\n\(error)")
+                throw UsageError(
+                    "--schema \(path) is not a valid conversion schema (check it with 'postback schema check \(path)'):\n\(error)"
+                )
             }
             if apps.isEmpty { apps = [schema.appID] }
             let mapped = (schema.windows.first?.fine ?? []).enumerated().compactMap { $0.element == nil ? nil : $0.offset }
@@ -144,7 +154,9 @@ enum GenerateCommand {
         if !sources.isEmpty { traffic.sourceIdentifiers = sources }
         func share(_ option: String) throws -> Double? {
             guard let text = arguments.value(option) else { return nil }
-            guard let value = Double(text), (0...1).contains(value) else { throw UsageError("\(option) must be a number from 0 to 1, got '\(text)'") }
+            guard let value = Double(text), (0...1).contains(value) else {
+                throw UsageError("\(option) must be a number from 0 to 1, got '\(text)'")
+            }
             return value
         }
         traffic.nullShare = try share("--null-share")
@@ -164,7 +176,9 @@ enum GenerateCommand {
             return try ECDSAPrivateKey(pemRepresentation: try FileBytes.readText(path: path, limit: 1 << 20))
         } catch let error as FileBytes.ReadError {
             guard create, UserPaths.kind(of: path) == .missing else {
-                throw UsageError("--key \(error)" + (UserPaths.kind(of: path) == .missing ? "; add --create-key to create a new key there" : ""))
+                throw UsageError(
+                    "--key \(error)"
+                        + (UserPaths.kind(of: path) == .missing ? "; add --create-key to create a new key there" : ""))
             }
             try UserPaths.requireOutputFile(path, option: "--key")
             let key = try ECDSAPrivateKey(generatingOn: curve)

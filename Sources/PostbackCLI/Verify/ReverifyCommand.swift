@@ -26,8 +26,9 @@ enum ReverifyCommand {
         Exit status: 0 done (whether or not anything moved), 2 usage or I/O error.
         """
 
-    static let syntax = CommandSyntax("reverify", usage: usage, flags: ["--allow-dev"],
-                                      options: ["--data", "--date", "--from", "--to", "--trust-key", "--trust-kid"])
+    static let syntax = CommandSyntax(
+        "reverify", usage: usage, flags: ["--allow-dev"],
+        options: ["--data", "--date", "--from", "--to", "--trust-key", "--trust-kid"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let arguments: Arguments
@@ -41,37 +42,48 @@ enum ReverifyCommand {
             days = try AggregateCommand.dayRange(arguments)
             let latest = Reverification.latestDay()
             guard days.1 <= latest else {
-                throw UsageError("--to \(days.1) is too recent: receivers may still append to that day; the latest day reverify takes now is \(latest)")
+                throw UsageError(
+                    "--to \(days.1) is too recent: receivers may still append to that day; the latest day reverify takes now is \(latest)"
+                )
             }
             let testKeys = try TrustKeys.load(arguments.values("--trust-key"))
             let standIns = try TrustKeys.loadStandIns(arguments.values("--trust-kid"))
             if !(testKeys.isEmpty && standIns.isEmpty), !arguments.has("--allow-dev") {
                 throw UsageError("--trust-key and --trust-kid keys are test keys; add --allow-dev to accept postbacks they sign")
             }
-            verifier = PostbackVerifier(policy: VerificationPolicy(
-                allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys, standInKeyIDs: standIns))
+            verifier = PostbackVerifier(
+                policy: VerificationPolicy(
+                    allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys, standInKeyIDs: standIns))
         } catch {
             return syntax.finish(error, io: io)
         }
         let report: Reverification.Report
         do {
-            report = try Reverification(layout: StoreLayout(root: arguments.value("--data")!), verifier: verifier).run(from: days.0, to: days.1)
+            report = try Reverification(layout: StoreLayout(root: arguments.value("--data")!), verifier: verifier).run(
+                from: days.0, to: days.1)
         } catch {
             io.printError("postback reverify: \(error)")
             return .usageOrIOError
         }
         for moved in report.moved {
             let was = moved.previousStatus.rawValue + (moved.previousReason.map { ": " + VerdictFormatter.printable($0) } ?? "")
-            io.print("moved    \(moved.source):\(moved.line) -> \(moved.destination)  dedup \(VerdictFormatter.printable(moved.dedupKey))  received \(moved.receivedAt)  (was \(was))")
+            io.print(
+                "moved    \(moved.source):\(moved.line) -> \(moved.destination)  dedup \(VerdictFormatter.printable(moved.dedupKey))  received \(moved.receivedAt)  (was \(was))"
+            )
         }
         for skipped in report.alreadyStored {
-            io.print("kept     \(skipped.source):\(skipped.line)  dedup \(VerdictFormatter.printable(skipped.dedupKey)): verifies now, but a receiver stored this key already")
+            io.print(
+                "kept     \(skipped.source):\(skipped.line)  dedup \(VerdictFormatter.printable(skipped.dedupKey)): verifies now, but a receiver stored this key already"
+            )
         }
         let unchanged = report.unchanged.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-        io.print("\(report.moved.count) moved, \(report.completed) finished from an interrupted run, \(report.alreadyStored.count) already stored; "
-            + "not verified now: \(unchanged.isEmpty ? "none" : unchanged)"
-            + (report.unreadable > 0 ? "; \(report.unreadable) lines that are not records left as they are" : ""))
-        if !report.moved.isEmpty { io.print("rerun postback aggregate for \(days.0 == days.1 ? "\(days.0)" : "\(days.0) to \(days.1)") to count them") }
+        io.print(
+            "\(report.moved.count) moved, \(report.completed) finished from an interrupted run, \(report.alreadyStored.count) already stored; "
+                + "not verified now: \(unchanged.isEmpty ? "none" : unchanged)"
+                + (report.unreadable > 0 ? "; \(report.unreadable) lines that are not records left as they are" : ""))
+        if !report.moved.isEmpty {
+            io.print("rerun postback aggregate for \(days.0 == days.1 ? "\(days.0)" : "\(days.0) to \(days.1)") to count them")
+        }
         return .success
     }
 }

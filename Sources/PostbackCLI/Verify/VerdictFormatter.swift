@@ -38,7 +38,9 @@ enum VerdictFormatter {
         }
         if result.isVerified {
             if let key = result.keyName { details.append("key \(key)") }
-            if let environment = result.environment { details.append(environment.rawValue + (result.isTestMode ? " (test mode)" : "")) }
+            if let environment = result.environment {
+                details.append(environment.rawValue + (result.isTestMode ? " (test mode)" : ""))
+            }
             if let dedup = result.dedupKey { details.append("dedup \(printable(dedup))") }
         }
         if !details.isEmpty { line += "  " + details.joined(separator: "  ") }

@@ -1,11 +1,11 @@
 import Basics
 import Dispatch
 import Foundation
-import Postbacks
 import Locking
+import Postbacks
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `postback verify`: check postback files offline and report a verdict for each postback.
@@ -25,7 +25,8 @@ enum VerifyCommand {
         Exit status: 0 every postback verified, 1 any did not, 2 usage or I/O error.
         """
 
-    static let syntax = CommandSyntax("verify", usage: usage, flags: ["--json", "--allow-dev"], options: ["--trust-key", "--jobs"])
+    static let syntax = CommandSyntax(
+        "verify", usage: usage, flags: ["--json", "--allow-dev"], options: ["--trust-key", "--jobs"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let arguments: Arguments

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Basics
 internal import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What aggregation needs from one verified spool line. Filled in place (it is a few hundred
 /// bytes, and copying it per postback showed up as memcpy in profiles).
@@ -17,8 +18,10 @@ package struct SpoolLineSummary {
 
     package init() {}
 
-    package init(receivedAtMicros: Int64, isProduction: Bool, isFlagged: Bool = false, dedupKey: ByteSlice?, hasFields: Bool,
-                 fields: PostbackFields) {
+    package init(
+        receivedAtMicros: Int64, isProduction: Bool, isFlagged: Bool = false, dedupKey: ByteSlice?, hasFields: Bool,
+        fields: PostbackFields
+    ) {
         self.receivedAtMicros = receivedAtMicros
         self.isProduction = isProduction
         self.isFlagged = isFlagged
@@ -68,7 +71,9 @@ package struct FastSpoolLineParser {
     }
 
     /// Fills `summary` (reset first) and returns true, or returns false to leave the line to the full parser.
-    package static func parse(_ line: UnsafeRawBufferPointer, into summary: inout SpoolLineSummary, literals: SpoolLiterals = .shared) -> Bool {
+    package static func parse(
+        _ line: UnsafeRawBufferPointer, into summary: inout SpoolLineSummary, literals: SpoolLiterals = .shared
+    ) -> Bool {
         summary.reset()
         guard line.count > 2 else { return false }
         var parser = FastSpoolLineParser(line: line, literals: literals)
@@ -144,33 +149,83 @@ package struct FastSpoolLineParser {
                 switch key {
                 case .postbackProtocol:
                     guard let text = simpleString() else { return false }
-                    if equals(text, .skadnetwork) { fields.postbackProtocol = .skadnetwork } else if equals(text, .adattributionkit) { fields.postbackProtocol = .adattributionkit } else { return false }
-                case .version: guard let text = simpleString() else { return false }; fields.version = text
-                case .appID: guard let value = integer() else { return false }; fields.appID = value
-                case .adNetworkID: guard let text = simpleString() else { return false }; fields.adNetworkID = text
-                case .campaignID: guard let value = integer() else { return false }; fields.campaignID = value
-                case .sourceIdentifier: guard let text = simpleString() else { return false }; fields.sourceIdentifier = text
-                case .sourceAppID: guard let value = integer() else { return false }; fields.sourceAppID = value
-                case .sourceDomain: guard let text = simpleString() else { return false }; fields.sourceDomain = text
-                case .marketplaceID: guard let text = simpleString() else { return false }; fields.marketplaceID = text
-                case .countryCode: guard let text = simpleString() else { return false }; fields.countryCode = text
+                    if equals(text, .skadnetwork) {
+                        fields.postbackProtocol = .skadnetwork
+                    } else if equals(text, .adattributionkit) {
+                        fields.postbackProtocol = .adattributionkit
+                    } else {
+                        return false
+                    }
+                case .version:
+                    guard let text = simpleString() else { return false }
+                    fields.version = text
+                case .appID:
+                    guard let value = integer() else { return false }
+                    fields.appID = value
+                case .adNetworkID:
+                    guard let text = simpleString() else { return false }
+                    fields.adNetworkID = text
+                case .campaignID:
+                    guard let value = integer() else { return false }
+                    fields.campaignID = value
+                case .sourceIdentifier:
+                    guard let text = simpleString() else { return false }
+                    fields.sourceIdentifier = text
+                case .sourceAppID:
+                    guard let value = integer() else { return false }
+                    fields.sourceAppID = value
+                case .sourceDomain:
+                    guard let text = simpleString() else { return false }
+                    fields.sourceDomain = text
+                case .marketplaceID:
+                    guard let text = simpleString() else { return false }
+                    fields.marketplaceID = text
+                case .countryCode:
+                    guard let text = simpleString() else { return false }
+                    fields.countryCode = text
                 case .interaction:
                     guard let text = simpleString() else { return false }
-                    if equals(text, .click) { fields.interaction = .click } else if equals(text, .view) { fields.interaction = .view } else { return false }
+                    if equals(text, .click) {
+                        fields.interaction = .click
+                    } else if equals(text, .view) {
+                        fields.interaction = .view
+                    } else {
+                        return false
+                    }
                 case .conversionType:
                     guard let text = simpleString() else { return false }
-                    if equals(text, .download) { fields.conversionType = .download } else if equals(text, .redownload) { fields.conversionType = .redownload } else if equals(text, .reengagement) { fields.conversionType = .reengagement } else { return false }
+                    if equals(text, .download) {
+                        fields.conversionType = .download
+                    } else if equals(text, .redownload) {
+                        fields.conversionType = .redownload
+                    } else if equals(text, .reengagement) {
+                        fields.conversionType = .reengagement
+                    } else {
+                        return false
+                    }
                 case .sequenceIndex:
                     guard let value = integer(), let small = Int(exactly: value) else { return false }
                     fields.sequenceIndex = small
-                case .didWin: guard let flag = boolean() else { return false }; fields.didWin = flag
+                case .didWin:
+                    guard let flag = boolean() else { return false }
+                    fields.didWin = flag
                 case .fineValue:
                     guard let value = integer(), let small = Int(exactly: value) else { return false }
                     fields.fineValue = small
                 case .coarseValue:
                     guard let text = simpleString() else { return false }
-                    if equals(text, .low) { fields.coarseValue = .low } else if equals(text, .medium) { fields.coarseValue = .medium } else if equals(text, .high) { fields.coarseValue = .high } else { return false }
-                case .testMode: guard let flag = boolean() else { return false }; fields.isTestMode = flag
+                    if equals(text, .low) {
+                        fields.coarseValue = .low
+                    } else if equals(text, .medium) {
+                        fields.coarseValue = .medium
+                    } else if equals(text, .high) {
+                        fields.coarseValue = .high
+                    } else {
+                        return false
+                    }
+                case .testMode:
+                    guard let flag = boolean() else { return false }
+                    fields.isTestMode = flag
                 }
             }
             guard index < end else { return false }
@@ -184,7 +239,9 @@ package struct FastSpoolLineParser {
         }
     }
 
-    private static let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) { $0 | 1 << $1.rawValue }
+    private static let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) {
+        $0 | 1 << $1.rawValue
+    }
 
     /// Where key matching stands in one object: the key expected next (the encoder's order) and
     /// the keys seen so far (a repeated key gives up: the strict parser rejects duplicates).
@@ -246,20 +303,27 @@ package struct FastSpoolLineParser {
     /// per key was a tenth of the parse.
     @inline(__always)
     package static func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-        let x = UnsafeRawPointer(a), y = UnsafeRawPointer(b)
+        let x = UnsafeRawPointer(a)
+        let y = UnsafeRawPointer(b)
         if count >= 8 {
             var offset = 0
             while offset + 8 <= count {
-                if x.loadUnaligned(fromByteOffset: offset, as: UInt64.self) != y.loadUnaligned(fromByteOffset: offset, as: UInt64.self) { return false }
+                if x.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    != y.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                {
+                    return false
+                }
                 offset += 8
             }
             // The last word overlaps the previous one when the length is not a multiple of eight.
             return offset == count
-                || x.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) == y.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                || x.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    == y.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
         }
         if count >= 4 {
             return x.loadUnaligned(as: UInt32.self) == y.loadUnaligned(as: UInt32.self)
-                && x.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self) == y.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                && x.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                    == y.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
         }
         for offset in 0..<count where a[offset] != b[offset] { return false }
         return true
@@ -293,7 +357,9 @@ package struct FastSpoolLineParser {
         }
         let digitCount = position - digitsStart
         guard digitCount > 0, !(digitCount > 1 && base[digitsStart] == UInt8(ascii: "0")) else { return nil }
-        if position < end, base[position] == UInt8(ascii: ".") || base[position] == UInt8(ascii: "e") || base[position] == UInt8(ascii: "E") {
+        if position < end,
+            base[position] == UInt8(ascii: ".") || base[position] == UInt8(ascii: "e") || base[position] == UInt8(ascii: "E")
+        {
             return nil
         }
         let value: Int64
@@ -340,7 +406,7 @@ package struct FastSpoolLineParser {
                 guard stop + 1 < end else { return false }
                 switch base[stop + 1] {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                     UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     index = stop + 2
                 default:
                     return false
@@ -362,7 +428,8 @@ package struct FastSpoolLineParser {
     /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`, with the checks of `UTCTimestamp(iso8601:)`.
     package static func timestamp(_ text: UnsafePointer<UInt8>, _ count: Int) -> Int64? {
         guard count == 27, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
-              text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."), text[26] == UInt8(ascii: "Z")
+            text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."),
+            text[26] == UInt8(ascii: "Z")
         else { return nil }
         @inline(__always) func digits(_ from: Int, _ length: Int) -> Int? {
             var value = 0
@@ -374,12 +441,13 @@ package struct FastSpoolLineParser {
             return value
         }
         guard let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2), let hour = digits(11, 2),
-              let minute = digits(14, 2), let second = digits(17, 2), let fraction = digits(20, 6),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+            let minute = digits(14, 2), let second = digits(17, 2), let fraction = digits(20, 6),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
         else { return nil }
         let date = UTCDay(year: year, month: month, day: day)
         // Impossible dates (2026-02-30) do not survive the round trip.
         if day > 28 { guard date.components == (year, month, day) else { return nil } }
-        return Int64(date.daysSinceEpoch) * 86_400_000_000 + Int64(hour * 3600 + minute * 60 + second) * 1_000_000 + Int64(fraction)
+        return Int64(date.daysSinceEpoch) * 86_400_000_000 + Int64(hour * 3600 + minute * 60 + second) * 1_000_000
+            + Int64(fraction)
     }
 }

@@ -72,6 +72,7 @@ package struct PostbackFields {
     package func hasConversionWindows(in base: UnsafeRawBufferPointer) -> Bool {
         guard postbackProtocol == .skadnetwork else { return true }
         guard let version else { return false }
-        return SKAdNetworkVersion.hasConversionWindows(versionText: UnsafeRawBufferPointer(rebasing: base[version.start..<(version.start + version.count)]))
+        return SKAdNetworkVersion.hasConversionWindows(
+            versionText: UnsafeRawBufferPointer(rebasing: base[version.start..<(version.start + version.count)]))
     }
 }

@@ -13,8 +13,10 @@ package final class SpoolLiterals: Sendable {
     /// Declared in `RecordKey` and `AttributionField`; the parser's key positions are their raw values.
     package static let recordKeyNames = RecordKey.allCases.map(\.spoolKey)
     package static let attributionKeyNames = AttributionField.allCases.map(\.spoolKey)
-    package static let valueNames = ["verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
-                             "re-engagement", "low", "medium", "high", "null", "true", "false"]
+    package static let valueNames = [
+        "verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
+        "re-engagement", "low", "medium", "high", "null", "true", "false",
+    ]
 
     /// `"name":` for each record key, indexed like `recordKeyNames`. These tables are written only in
     /// init and read-only afterwards, so sharing them between threads is safe; they are pointers so
@@ -43,7 +45,8 @@ package final class SpoolLiterals: Sendable {
             return pointer
         }
         recordKeys = table(literals[0..<Self.recordKeyNames.count])
-        attributionKeys = table(literals[Self.recordKeyNames.count..<(Self.recordKeyNames.count + Self.attributionKeyNames.count)])
+        attributionKeys = table(
+            literals[Self.recordKeyNames.count..<(Self.recordKeyNames.count + Self.attributionKeyNames.count)])
         values = table(literals[(Self.recordKeyNames.count + Self.attributionKeyNames.count)...])
     }
 
@@ -55,7 +58,8 @@ package final class SpoolLiterals: Sendable {
     }
 
     package enum Value: Int {
-        case verified, production, skadnetwork, adattributionkit, click, view, download, redownload, reengagement, low, medium, high
+        case verified, production, skadnetwork, adattributionkit, click, view, download, redownload, reengagement, low, medium,
+            high
         case null, `true`, `false`
     }
 

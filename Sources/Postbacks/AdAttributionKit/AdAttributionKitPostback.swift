@@ -1,38 +1,39 @@
-public import Basics
+package import Basics
+
 /// An AdAttributionKit postback: the JSON "stanza" holding `jws-string`, plus unsigned outer fields.
 ///
 /// Only the JWS claims are authenticated. `conversion-value`, `coarse-conversion-value`,
 /// `ad-interaction-type` and `country-code` sit outside the signature.
 /// See https://developer.apple.com/documentation/adattributionkit/identifying-the-parameters-in-a-postback
-public struct AdAttributionKitPostback: Sendable, Equatable {
-    public let jws: CompactJWS
+package struct AdAttributionKitPostback: Sendable, Equatable {
+    package let jws: CompactJWS
     /// The JWS header `kid`, JSON-decoded (so `\/` is `/`), compared exactly against the pinned table.
-    public let keyID: String
+    package let keyID: String
 
     // Signed claims. Values we do not know yet are kept verbatim and flagged `unrecognized`.
-    public let impressionType: String
-    public let adNetworkID: String
-    public let sourceIdentifier: String
-    public let advertisedItemID: Int64
+    package let impressionType: String
+    package let adNetworkID: String
+    package let sourceIdentifier: String
+    package let advertisedItemID: Int64
     /// Nil when Apple signed a conversion type we do not know; `conversionTypeText` has it verbatim.
-    public let conversionType: ConversionType?
-    public let conversionTypeText: String
-    public let postbackIdentifier: String
-    public let didWin: Bool
-    public let postbackSequenceIndex: Int64
-    public let marketplaceID: String?
-    public let publisherItemID: Int64?
+    package let conversionType: ConversionType?
+    package let conversionTypeText: String
+    package let postbackIdentifier: String
+    package let didWin: Bool
+    package let postbackSequenceIndex: Int64
+    package let marketplaceID: String?
+    package let publisherItemID: Int64?
 
     // Unsigned observations, never fatal.
-    public let conversionValue: Int?
-    public let coarseConversionValue: CoarseConversionValue?
-    public let adInteraction: AdInteraction?
-    public let countryCode: String?
+    package let conversionValue: Int?
+    package let coarseConversionValue: CoarseConversionValue?
+    package let adInteraction: AdInteraction?
+    package let countryCode: String?
     /// Every value not taken exactly as sent (see `PostbackFlag`).
-    public let flags: [PostbackFlag]
+    package let flags: [PostbackFlag]
 
     /// `postback-identifier` plus the conversion window.
-    public var dedupKey: String { "\(postbackIdentifier):\(postbackSequenceIndex)" }
+    package var dedupKey: String { "\(postbackIdentifier):\(postbackSequenceIndex)" }
 
     /// The claims of Apple's documented payload (spec §4.4); any other claim is flagged.
     static let knownClaims: Set<String> = [
@@ -44,7 +45,7 @@ public struct AdAttributionKitPostback: Sendable, Equatable {
     /// into using the attacker's key (or skipping a check they do not understand).
     static let refusedHeaderMembers: Set<String> = ["crit", "jku", "jwk", "x5u", "x5c"]
 
-    public init(parsing object: JSONObject, leadingFlags: [PostbackFlag] = []) throws(PostbackRejection) {
+    package init(parsing object: JSONObject, leadingFlags: [PostbackFlag] = []) throws(PostbackRejection) {
         do {
             try self.init(checking: object, flags: leadingFlags)
         } catch var rejection {
@@ -64,10 +65,14 @@ public struct AdAttributionKitPostback: Sendable, Equatable {
         let header = FieldReader(jws.header, place: "JWS header ")
         for member in jws.header.members where member.key != "alg" && member.key != "kid" {
             if Self.refusedHeaderMembers.contains(member.key) {
-                throw .malformed("JWS header member \"\(JSONWriter.escapedForMessage(member.key))\" is not allowed (it could name another key or demand checks we do not make)")
+                throw .malformed(
+                    "JWS header member \"\(JSONWriter.escapedForMessage(member.key))\" is not allowed (it could name another key or demand checks we do not make)"
+                )
             }
             if member.key != "typ" && member.key != "cty" {
-                flags.append(PostbackFlag(field: .jwsHeader, action: .unrecognized, raw: member.key, note: "unknown JWS header member, ignored"))
+                flags.append(
+                    PostbackFlag(
+                        field: .jwsHeader, action: .unrecognized, raw: member.key, note: "unknown JWS header member, ignored"))
             }
         }
         let algorithm = try header.requiredString("alg")
@@ -79,25 +84,40 @@ public struct AdAttributionKitPostback: Sendable, Equatable {
         let claims = FieldReader(jws.payload, place: "JWS payload ")
         impressionType = try claims.requiredString("impression-type")
         if impressionType != "app-impression" {
-            flags.append(PostbackFlag(field: .impressionType, action: .unrecognized, raw: FieldReader.rawText(.string(impressionType)), note: "not app-impression; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .impressionType, action: .unrecognized, raw: FieldReader.rawText(.string(impressionType)),
+                    note: "not app-impression; kept as signed"))
         }
         adNetworkID = try claims.requiredString("ad-network-identifier")
         sourceIdentifier = try claims.requiredString("source-identifier")
         if !FieldReader.isKnownSourceIdentifier(sourceIdentifier) {
-            flags.append(PostbackFlag(field: .sourceIdentifier, action: .unrecognized, raw: FieldReader.rawText(.string(sourceIdentifier)), note: "not 2 to 4 digits; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .sourceIdentifier, action: .unrecognized, raw: FieldReader.rawText(.string(sourceIdentifier)),
+                    note: "not 2 to 4 digits; kept as signed"))
         }
-        advertisedItemID = try claims.requiredSignedInteger("advertised-item-identifier", field: .advertisedItemIdentifier, flags: &flags)
+        advertisedItemID = try claims.requiredSignedInteger(
+            "advertised-item-identifier", field: .advertisedItemIdentifier, flags: &flags)
         conversionTypeText = try claims.requiredString("conversion-type")
         // Apple's prose once spells it reengagement; its payloads say re-engagement (spec §8).
-        conversionType = ConversionType(rawValue: conversionTypeText) ?? (conversionTypeText == "reengagement" ? .reengagement : nil)
+        conversionType =
+            ConversionType(rawValue: conversionTypeText) ?? (conversionTypeText == "reengagement" ? .reengagement : nil)
         if conversionType == nil {
-            flags.append(PostbackFlag(field: .conversionType, action: .unrecognized, raw: FieldReader.rawText(.string(conversionTypeText)), note: "unknown conversion type; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .conversionType, action: .unrecognized, raw: FieldReader.rawText(.string(conversionTypeText)),
+                    note: "unknown conversion type; kept as signed"))
         }
         postbackIdentifier = try claims.requiredString("postback-identifier")
         didWin = try claims.requiredSignedBool("did-win", field: .didWin, flags: &flags)
-        postbackSequenceIndex = try claims.requiredSignedInteger("postback-sequence-index", field: .postbackSequenceIndex, flags: &flags)
+        postbackSequenceIndex = try claims.requiredSignedInteger(
+            "postback-sequence-index", field: .postbackSequenceIndex, flags: &flags)
         if postbackSequenceIndex > 2 {
-            flags.append(PostbackFlag(field: .postbackSequenceIndex, action: .unrecognized, raw: String(postbackSequenceIndex), note: "not 0, 1 or 2; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .postbackSequenceIndex, action: .unrecognized, raw: String(postbackSequenceIndex),
+                    note: "not 0, 1 or 2; kept as signed"))
         }
         marketplaceID = try claims.string("marketplace-identifier")
         publisherItemID = try claims.signedInteger("publisher-item-identifier", field: .publisherItemIdentifier, flags: &flags)
@@ -106,14 +126,16 @@ public struct AdAttributionKitPostback: Sendable, Equatable {
         let claimsRead = 8 + (marketplaceID == nil ? 0 : 1) + (publisherItemID == nil ? 0 : 1)
         if jws.payload.members.count > claimsRead {
             for member in jws.payload.members where !Self.knownClaims.contains(member.key) {
-                flags.append(PostbackFlag(field: .jwsClaim, action: .unrecognized, raw: member.key, note: "unknown claim; kept as signed"))
+                flags.append(
+                    PostbackFlag(field: .jwsClaim, action: .unrecognized, raw: member.key, note: "unknown claim; kept as signed"))
             }
         }
 
         // Unsigned outer fields; they cannot throw.
         let values = outer.conversionValues(
             fineAllowed: postbackSequenceIndex == 0, coarseAllowed: true,
-            whyNoFine: "only the first postback carries a fine value; postback-sequence-index is \(postbackSequenceIndex)", flags: &flags)
+            whyNoFine: "only the first postback carries a fine value; postback-sequence-index is \(postbackSequenceIndex)",
+            flags: &flags)
         conversionValue = values.fine
         coarseConversionValue = values.coarse
         adInteraction = outer.adInteraction(flags: &flags)

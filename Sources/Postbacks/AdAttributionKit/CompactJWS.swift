@@ -1,4 +1,5 @@
-public import Basics
+package import Basics
+
 /// A compact JWS (RFC 7515 §7.1) as AdAttributionKit sends it in `jws-string`:
 ///
 ///     BASE64URL(header) "." BASE64URL(payload) "." BASE64URL(signature)
@@ -7,18 +8,18 @@ public import Basics
 /// payload strict JSON objects. The signing input is the first two segments *as received*: Apple's
 /// genuine header escapes the slash in its `kid` (`apple-development-identifier\/1`), so re-encoding
 /// the JSON would change the bytes.
-public struct CompactJWS: Sendable, Equatable {
+package struct CompactJWS: Sendable, Equatable {
     /// The ASCII bytes of `header "." payload`, which the signature covers.
-    public let signingInput: [UInt8]
-    public let header: JSONObject
-    public let payload: JSONObject
+    package let signingInput: [UInt8]
+    package let header: JSONObject
+    package let payload: JSONObject
     /// The decoded third segment; 64 bytes (raw r ‖ s) for a well-formed ES256 signature.
-    public let signature: [UInt8]
+    package let signature: [UInt8]
     /// The decoded header and payload JSON text, for `explain`.
-    public let headerJSON: String
-    public let payloadJSON: String
+    package let headerJSON: String
+    package let payloadJSON: String
 
-    public init(parsing text: String) throws(PostbackRejection) {
+    package init(parsing text: String) throws(PostbackRejection) {
         var text = text
         var parts: Result<(decoded: [[UInt8]], signingInput: [UInt8]), PostbackRejection> = .failure(.malformed("empty"))
         text.withUTF8 { utf8 in
@@ -34,7 +35,9 @@ public struct CompactJWS: Sendable, Equatable {
     }
 
     /// Splits the compact form at its two dots and decodes the three segments, straight from the bytes.
-    private static func split(_ utf8: UnsafeRawBufferPointer) throws(PostbackRejection) -> (decoded: [[UInt8]], signingInput: [UInt8]) {
+    private static func split(_ utf8: UnsafeRawBufferPointer) throws(PostbackRejection) -> (
+        decoded: [[UInt8]], signingInput: [UInt8]
+    ) {
         var dots: [Int] = []
         for index in 0..<utf8.count where utf8[index] == UInt8(ascii: ".") {
             dots.append(index)

@@ -1,45 +1,48 @@
-public import Basics
+import Basics
+
 /// What a verified postback says, in one shape for both frameworks: the fields aggregation and
 /// reports group by. Derived from the parsed postback; every value traces back to what Apple sent.
-public struct Attribution: Sendable, Equatable {
-    public var postbackProtocol: PostbackProtocol
+package struct Attribution: Sendable, Equatable {
+    package var postbackProtocol: PostbackProtocol
     /// SKAdNetwork version; nil for AdAttributionKit.
-    public var version: String?
+    package var version: String?
     /// `app-id` / `advertised-item-identifier`.
-    public var appID: Int64
+    package var appID: Int64
     /// Verbatim (the case Apple signed).
-    public var adNetworkID: String
+    package var adNetworkID: String
     /// SKAdNetwork 1.0–3.0 `campaign-id`.
-    public var campaignID: Int64?
+    package var campaignID: Int64?
     /// SKAdNetwork 4.0 / AdAttributionKit `source-identifier`, 2–4 digits.
-    public var sourceIdentifier: String?
+    package var sourceIdentifier: String?
     /// SKAdNetwork `source-app-id` / AdAttributionKit `publisher-item-identifier`.
-    public var sourceAppID: Int64?
-    public var sourceDomain: String?
-    public var marketplaceID: String?
+    package var sourceAppID: Int64?
+    package var sourceDomain: String?
+    package var marketplaceID: String?
     /// Unsigned.
-    public var countryCode: String?
+    package var countryCode: String?
     /// `fidelity-type` (2.2+) or `ad-interaction-type`; nil when the postback does not say.
-    public var interaction: AdInteraction?
+    package var interaction: AdInteraction?
     /// SKAdNetwork: `redownload` true → redownload, otherwise download.
-    public var conversionType: ConversionType
+    package var conversionType: ConversionType
     /// 0 for SKAdNetwork before 4.0, which has one postback.
-    public var postbackSequenceIndex: Int
+    package var postbackSequenceIndex: Int
     /// nil before SKAdNetwork 3.0 (every postback then is the winner's).
-    public var didWin: Bool?
+    package var didWin: Bool?
     /// Unsigned.
-    public var fineValue: Int?
+    package var fineValue: Int?
     /// Unsigned.
-    public var coarseValue: CoarseConversionValue?
+    package var coarseValue: CoarseConversionValue?
     /// SKAdNetwork test scenario (`source-app-id` 0).
-    public var isTestMode: Bool
+    package var isTestMode: Bool
 
-    public init(postbackProtocol: PostbackProtocol, version: String?, appID: Int64, adNetworkID: String,
-                campaignID: Int64? = nil, sourceIdentifier: String? = nil, sourceAppID: Int64? = nil,
-                sourceDomain: String? = nil, marketplaceID: String? = nil, countryCode: String? = nil,
-                interaction: AdInteraction? = nil, conversionType: ConversionType = .download,
-                postbackSequenceIndex: Int = 0, didWin: Bool? = nil, fineValue: Int? = nil,
-                coarseValue: CoarseConversionValue? = nil, isTestMode: Bool = false) {
+    package init(
+        postbackProtocol: PostbackProtocol, version: String?, appID: Int64, adNetworkID: String,
+        campaignID: Int64? = nil, sourceIdentifier: String? = nil, sourceAppID: Int64? = nil,
+        sourceDomain: String? = nil, marketplaceID: String? = nil, countryCode: String? = nil,
+        interaction: AdInteraction? = nil, conversionType: ConversionType = .download,
+        postbackSequenceIndex: Int = 0, didWin: Bool? = nil, fineValue: Int? = nil,
+        coarseValue: CoarseConversionValue? = nil, isTestMode: Bool = false
+    ) {
         self.postbackProtocol = postbackProtocol
         self.version = version
         self.appID = appID
@@ -60,20 +63,20 @@ public struct Attribution: Sendable, Equatable {
     }
 
     /// The postback counts for the advertiser: a winner (or a pre-3.0 postback, which always is).
-    public var isWinning: Bool { didWin != false }
+    package var isWinning: Bool { didWin != false }
 
     /// Why a stored `attribution` object could not be read (PostbackStore reads and writes it,
     /// from its declared list of fields, `AttributionField`).
-    public struct DecodingError: Error, CustomStringConvertible {
-        public let description: String
+    package struct DecodingError: Error, CustomStringConvertible {
+        package let description: String
 
-        public init(description: String) { self.description = description }
+        package init(description: String) { self.description = description }
     }
 }
 
 extension Postback {
     /// The normalized fields of this postback.
-    public var attribution: Attribution {
+    package var attribution: Attribution {
         switch self {
         case .skadnetwork(let skan):
             return Attribution(

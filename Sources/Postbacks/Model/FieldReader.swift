@@ -1,4 +1,5 @@
 import Basics
+
 /// Typed access to the members of a postback object. Signed fields are strict where the signed text
 /// is at stake (no control or invisible characters, canonical digits) and tolerant of another JSON form
 /// of the same text; unsigned fields are never fatal: normalized or dropped, with a `PostbackFlag`.
@@ -74,7 +75,8 @@ struct FieldReader {
             text = number.text
         case .string(let string):
             guard !string.isEmpty, string.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-                throw .malformed("\(place)\(name) must be an integer or a string of digits, got \"\(JSONWriter.escapedForMessage(string))\"")
+                throw .malformed(
+                    "\(place)\(name) must be an integer or a string of digits, got \"\(JSONWriter.escapedForMessage(string))\"")
             }
             guard string == "0" || string.utf8.first != UInt8(ascii: "0") else {
                 throw .malformed("\(place)\(name) \"\(string)\" has a leading zero")
@@ -99,28 +101,38 @@ struct FieldReader {
     /// a canonical digit string, which is signed as the same digits. The string form is flagged
     /// `normalized`; anything else (negative, exponent, leading zero) cannot be rendered as Apple
     /// signed it and stays malformed.
-    func signedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64? {
+    func signedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64?
+    {
         guard let value = value(name) else { return nil }
         let number = try identifier(name, value: value)
         if case .string = value {
-            flags.append(PostbackFlag(field: field, action: .normalized, raw: Self.rawText(value), note: "digit string read as the integer it signs"))
+            flags.append(
+                PostbackFlag(
+                    field: field, action: .normalized, raw: Self.rawText(value), note: "digit string read as the integer it signs"
+                ))
         }
         return number
     }
 
-    func requiredSignedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Int64 {
+    func requiredSignedInteger(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection)
+        -> Int64
+    {
         guard let number = try signedInteger(name, field: field, flags: &flags) else { throw missing(name) }
         return number
     }
 
     /// A signed boolean: JSON `true`/`false`, or the strings `"true"`/`"false"` (the same signed text,
     /// flagged `normalized`). `1`, `0`, `"True"` are not the signed text and stay malformed.
-    func requiredSignedBool(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection) -> Bool {
+    func requiredSignedBool(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection)
+        -> Bool
+    {
         guard let value = value(name) else { throw missing(name) }
         switch value {
         case .bool(let flag): return flag
         case .string("true"), .string("false"):
-            flags.append(PostbackFlag(field: field, action: .normalized, raw: Self.rawText(value), note: "string read as the boolean it signs"))
+            flags.append(
+                PostbackFlag(
+                    field: field, action: .normalized, raw: Self.rawText(value), note: "string read as the boolean it signs"))
             return value == .string("true")
         default:
             throw wrongType(name, expected: "a JSON boolean (true or false, or the strings \"true\"/\"false\")", got: value)
@@ -133,11 +145,16 @@ struct FieldReader {
     private func unsignedString(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) -> String? {
         guard let value = value(name) else { return nil }
         guard case .string(let string) = value, !string.isEmpty else {
-            flags.append(PostbackFlag(field: field, action: .dropped, raw: Self.rawText(value), note: "expected a non-empty string, got \(value.kindDescription)"))
+            flags.append(
+                PostbackFlag(
+                    field: field, action: .dropped, raw: Self.rawText(value),
+                    note: "expected a non-empty string, got \(value.kindDescription)"))
             return nil
         }
         if let bad = UnicodeSafety.firstControlOrInvisible(in: string) {
-            flags.append(PostbackFlag(field: field, action: .dropped, raw: Self.rawText(value), note: "contains \(UnicodeSafety.describe(bad))"))
+            flags.append(
+                PostbackFlag(
+                    field: field, action: .dropped, raw: Self.rawText(value), note: "contains \(UnicodeSafety.describe(bad))"))
             return nil
         }
         return string
@@ -146,7 +163,9 @@ struct FieldReader {
     /// `conversion-value` (0–63) and `coarse-conversion-value` (`low`/`medium`/`high`, any case).
     /// A fine value is only sent in the first window of a winning postback; Apple sends at most one
     /// of the two, and when both come the fine one is kept (it says more).
-    func conversionValues(fineAllowed: Bool, coarseAllowed: Bool, whyNoFine: String, flags: inout [PostbackFlag]) -> (fine: Int?, coarse: CoarseConversionValue?) {
+    func conversionValues(fineAllowed: Bool, coarseAllowed: Bool, whyNoFine: String, flags: inout [PostbackFlag]) -> (
+        fine: Int?, coarse: CoarseConversionValue?
+    ) {
         var fine: Int? = nil
         if let value = value("conversion-value") {
             let raw = Self.rawText(value)
@@ -154,13 +173,20 @@ struct FieldReader {
             switch value {
             case .number(let number) where number.isInteger:
                 parsed = Int(number.text)
-            case .string(let text) where !text.isEmpty && text.utf8.count <= 3 && text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }):
+            case .string(let text)
+            where !text.isEmpty && text.utf8.count <= 3
+                && text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }):
                 parsed = Int(text)
                 if let number = parsed, (0...63).contains(number), fineAllowed {
-                    flags.append(PostbackFlag(field: .conversionValue, action: .normalized, raw: raw, note: "digit string read as \(number)"))
+                    flags.append(
+                        PostbackFlag(
+                            field: .conversionValue, action: .normalized, raw: raw, note: "digit string read as \(number)"))
                 }
             default:
-                flags.append(PostbackFlag(field: .conversionValue, action: .dropped, raw: raw, note: "expected an integer 0–63, got \(value.kindDescription)"))
+                flags.append(
+                    PostbackFlag(
+                        field: .conversionValue, action: .dropped, raw: raw,
+                        note: "expected an integer 0–63, got \(value.kindDescription)"))
             }
             if let number = parsed {
                 if !(0...63).contains(number) {
@@ -179,16 +205,24 @@ struct FieldReader {
                 coarse = known
             } else if let folded = CoarseConversionValue(rawValue: text.asciiLowercased) {
                 coarse = folded
-                flags.append(PostbackFlag(field: .coarseConversionValue, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
+                flags.append(
+                    PostbackFlag(
+                        field: .coarseConversionValue, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
             } else {
-                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "not low, medium or high"))
+                flags.append(
+                    PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "not low, medium or high"))
             }
             if coarse != nil, !coarseAllowed {
                 coarse = nil
-                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "this version has no coarse value"))
+                flags.append(
+                    PostbackFlag(
+                        field: .coarseConversionValue, action: .dropped, raw: raw, note: "this version has no coarse value"))
             } else if coarse != nil, fine != nil {
                 coarse = nil
-                flags.append(PostbackFlag(field: .coarseConversionValue, action: .dropped, raw: raw, note: "sent together with conversion-value; Apple sends at most one, the fine value is kept"))
+                flags.append(
+                    PostbackFlag(
+                        field: .coarseConversionValue, action: .dropped, raw: raw,
+                        note: "sent together with conversion-value; Apple sends at most one, the fine value is kept"))
             }
         }
         return (fine, coarse)
@@ -199,12 +233,15 @@ struct FieldReader {
     func countryCode(flags: inout [PostbackFlag]) -> String? {
         guard let code = unsignedString("country-code", field: .countryCode, flags: &flags) else { return nil }
         let raw = Self.rawText(.string(code))
-        guard code.utf8.count == 2, code.utf8.allSatisfy({ ($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z") }) else {
+        guard code.utf8.count == 2, code.utf8.allSatisfy({ ($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z") })
+        else {
             flags.append(PostbackFlag(field: .countryCode, action: .dropped, raw: raw, note: "not a two-letter country code"))
             return nil
         }
         let upper = code.asciiUppercased
-        if upper != code { flags.append(PostbackFlag(field: .countryCode, action: .normalized, raw: raw, note: "upper-cased to \(upper)")) }
+        if upper != code {
+            flags.append(PostbackFlag(field: .countryCode, action: .normalized, raw: raw, note: "upper-cased to \(upper)"))
+        }
         return upper
     }
 
@@ -214,7 +251,8 @@ struct FieldReader {
         let raw = Self.rawText(.string(text))
         if let known = AdInteraction(rawValue: text) { return known }
         if let folded = AdInteraction(rawValue: text.asciiLowercased) {
-            flags.append(PostbackFlag(field: .adInteractionType, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
+            flags.append(
+                PostbackFlag(field: .adInteractionType, action: .normalized, raw: raw, note: "case-folded to \(folded.rawValue)"))
             return folded
         }
         flags.append(PostbackFlag(field: .adInteractionType, action: .dropped, raw: raw, note: "not click or view"))
@@ -240,11 +278,11 @@ struct FieldReader {
 extension String {
     /// ASCII-only case mapping: Unicode case rules must not turn a sender's text into a known value,
     /// and grouping (ad network ids in aggregation) must not depend on the platform's tables.
-    public var asciiLowercased: String {
+    package var asciiLowercased: String {
         String(decoding: utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
-    public var asciiUppercased: String {
+    package var asciiUppercased: String {
         String(decoding: utf8.map { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") ? $0 & ~0x20 : $0 }, as: UTF8.self)
     }
 }

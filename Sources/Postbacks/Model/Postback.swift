@@ -1,10 +1,11 @@
-public import Basics
+package import Basics
+
 /// A postback of either framework, parsed but not yet verified.
-public enum Postback: Sendable, Equatable {
+package enum Postback: Sendable, Equatable {
     case skadnetwork(SKAdNetworkPostback)
     case adAttributionKit(AdAttributionKitPostback)
 
-    public var postbackProtocol: PostbackProtocol {
+    package var postbackProtocol: PostbackProtocol {
         switch self {
         case .skadnetwork: return .skadnetwork
         case .adAttributionKit: return .adattributionkit
@@ -12,7 +13,7 @@ public enum Postback: Sendable, Equatable {
     }
 
     /// The SKAdNetwork version ("1.0" … "4.0"); nil for AdAttributionKit, which has no version field.
-    public var version: String? {
+    package var version: String? {
         switch self {
         case .skadnetwork(let postback): return postback.version.rawValue
         case .adAttributionKit: return nil
@@ -20,7 +21,7 @@ public enum Postback: Sendable, Equatable {
     }
 
     /// The signed identifier plus conversion window that makes a postback unique (spec §1, §7.9).
-    public var dedupKey: String {
+    package var dedupKey: String {
         switch self {
         case .skadnetwork(let postback): return postback.dedupKey
         case .adAttributionKit(let postback): return postback.dedupKey
@@ -28,7 +29,7 @@ public enum Postback: Sendable, Equatable {
     }
 
     /// Every value not taken exactly as sent, in the order they were read.
-    public var flags: [PostbackFlag] {
+    package var flags: [PostbackFlag] {
         switch self {
         case .skadnetwork(let postback): return postback.flags
         case .adAttributionKit(let postback): return postback.flags
@@ -42,7 +43,7 @@ public enum Postback: Sendable, Equatable {
     /// `jws-string` (AdAttributionKit).
     /// A UTF-8 byte-order mark in front is skipped (and flagged): it is outside the JSON, so outside
     /// anything Apple signed.
-    public init(body: UnsafeRawBufferPointer) throws(PostbackRejection) {
+    package init(body: UnsafeRawBufferPointer) throws(PostbackRejection) {
         let hasByteOrderMark = body.count >= 3 && body[0] == 0xEF && body[1] == 0xBB && body[2] == 0xBF
         let json = hasByteOrderMark ? UnsafeRawBufferPointer(rebasing: body[3...]) : body
         let value: JSONValue
@@ -54,20 +55,23 @@ public enum Postback: Sendable, Equatable {
         guard case .object(let object) = value else {
             // An array is the usual way to put several postbacks in one file: say what works instead.
             let isArray = if case .array = value { true } else { false }
-            let hint = isArray ? " (several postbacks go one JSON object per line: JSON Lines in a file, one per request over HTTP)" : ""
+            let hint =
+                isArray ? " (several postbacks go one JSON object per line: JSON Lines in a file, one per request over HTTP)" : ""
             throw .malformed("a postback must be a JSON object, got \(value.kindDescription)\(hint)")
         }
-        try self.init(object: object, leadingFlags: hasByteOrderMark
-            ? [PostbackFlag(field: .body, action: .normalized, raw: "EF BB BF", note: "UTF-8 byte-order mark skipped")] : [])
+        try self.init(
+            object: object,
+            leadingFlags: hasByteOrderMark
+                ? [PostbackFlag(field: .body, action: .normalized, raw: "EF BB BF", note: "UTF-8 byte-order mark skipped")] : [])
     }
 
-    public init(body: [UInt8]) throws(PostbackRejection) {
+    package init(body: [UInt8]) throws(PostbackRejection) {
         var result: Result<Postback, PostbackRejection> = .failure(.malformed("empty input"))
         body.withUnsafeBytes { bytes in result = Result { () throws(PostbackRejection) in try Postback(body: bytes) } }
         self = try result.get()
     }
 
-    public init(object: JSONObject) throws(PostbackRejection) {
+    package init(object: JSONObject) throws(PostbackRejection) {
         try self.init(object: object, leadingFlags: [])
     }
 
@@ -76,7 +80,8 @@ public enum Postback: Sendable, Equatable {
         if isAdAttributionKit, object["attribution-signature"] != nil {
             throw .malformed("both jws-string (AdAttributionKit) and attribution-signature (SKAdNetwork) are present")
         }
-        self = isAdAttributionKit
+        self =
+            isAdAttributionKit
             ? .adAttributionKit(try AdAttributionKitPostback(parsing: object, leadingFlags: leadingFlags))
             : .skadnetwork(try SKAdNetworkPostback(parsing: object, leadingFlags: leadingFlags))
     }

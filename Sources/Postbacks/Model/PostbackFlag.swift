@@ -1,9 +1,10 @@
-public import Basics
+package import Basics
+
 /// A field that was not taken exactly as sent. Flags never change the verdict: the signature alone
 /// decides authenticity (spec §11); a flag says what was done with a value so a user can see it.
-public struct PostbackFlag: Sendable, Equatable {
+package struct PostbackFlag: Sendable, Equatable {
     /// What was done with the value.
-    public enum Action: String, Sendable, CaseIterable, Codable {
+    package enum Action: String, Sendable, CaseIterable, Codable {
         /// Used after normalizing it: an unsigned value case-folded (`HIGH` → `high`, `us` → `US`) or
         /// sent as a digit string (`"63"`), or a signed value sent in another JSON form of the same
         /// signed text (`"1"` for `1`, `"true"` for `true`).
@@ -18,7 +19,7 @@ public struct PostbackFlag: Sendable, Equatable {
     }
 
     /// The fields a flag can name: a closed set, so metric labels never carry input text.
-    public enum Field: String, Sendable, CaseIterable, Codable {
+    package enum Field: String, Sendable, CaseIterable, Codable {
         case version
         case appID = "app-id"
         case campaignID = "campaign-id"
@@ -44,14 +45,14 @@ public struct PostbackFlag: Sendable, Equatable {
         case body
     }
 
-    public let field: Field
-    public let action: Action
+    package let field: Field
+    package let action: Action
     /// The value as sent (its JSON text, at most 64 bytes of it), or a member's name.
-    public let raw: String
+    package let raw: String
     /// What was done, in words: "case-folded to high", "out of range 0–63".
-    public let note: String
+    package let note: String
 
-    public init(field: Field, action: Action, raw: String, note: String) {
+    package init(field: Field, action: Action, raw: String, note: String) {
         self.field = field
         self.action = action
         self.raw = Self.shortened(raw)
@@ -67,10 +68,10 @@ public struct PostbackFlag: Sendable, Equatable {
     }
 
     /// One line for people: `conversion-value 64 dropped (out of range 0–63)`.
-    public var summary: String { "\(field.rawValue) \(raw) \(action.rawValue) (\(note))" }
+    package var summary: String { "\(field.rawValue) \(raw) \(action.rawValue) (\(note))" }
 
     /// Writes `{"field":…,"action":…,"raw":…,"note":…}`.
-    public func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.beginObject()
         json.field("field", field.rawValue)
         json.field("action", action.rawValue)
@@ -79,15 +80,15 @@ public struct PostbackFlag: Sendable, Equatable {
         json.endObject()
     }
 
-    public struct DecodingError: Error, CustomStringConvertible {
-        public let description: String
+    package struct DecodingError: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Reads what `write(to:)` wrote.
-    public init(json object: JSONObject) throws(DecodingError) {
+    package init(json object: JSONObject) throws(DecodingError) {
         guard case .string(let fieldText)? = object["field"], let field = Field(rawValue: fieldText),
-              case .string(let actionText)? = object["action"], let action = Action(rawValue: actionText),
-              case .string(let raw)? = object["raw"]
+            case .string(let actionText)? = object["action"], let action = Action(rawValue: actionText),
+            case .string(let raw)? = object["raw"]
         else { throw DecodingError(description: "flag needs a known field, a known action and raw") }
         var note = ""
         if case .string(let text)? = object["note"] { note = text }
@@ -97,5 +98,5 @@ public struct PostbackFlag: Sendable, Equatable {
 
 extension Array where Element == PostbackFlag {
     /// A signed value was kept that we do not know: the postback stays out of the headline numbers.
-    public var hasUnrecognized: Bool { contains { $0.action == .unrecognized } }
+    package var hasUnrecognized: Bool { contains { $0.action == .unrecognized } }
 }

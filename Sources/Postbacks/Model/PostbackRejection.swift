@@ -1,12 +1,14 @@
 /// Why a postback was not accepted, in words a user can act on.
-public struct PostbackRejection: Error, Sendable, Equatable, CustomStringConvertible {
-    public let status: VerificationStatus
-    public let reason: String
+package struct PostbackRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    package let status: VerificationStatus
+    package let reason: String
     /// What could be told about the postback before the problem, for reports on rejected input.
-    public var postbackProtocol: PostbackProtocol?
-    public var version: String?
+    package var postbackProtocol: PostbackProtocol?
+    package var version: String?
 
-    public init(_ status: VerificationStatus, _ reason: String, protocol postbackProtocol: PostbackProtocol? = nil, version: String? = nil) {
+    package init(
+        _ status: VerificationStatus, _ reason: String, protocol postbackProtocol: PostbackProtocol? = nil, version: String? = nil
+    ) {
         self.status = status
         self.reason = reason
         self.postbackProtocol = postbackProtocol
@@ -15,11 +17,11 @@ public struct PostbackRejection: Error, Sendable, Equatable, CustomStringConvert
 
     static func malformed(_ reason: String) -> PostbackRejection { PostbackRejection(.malformed, reason) }
 
-    public var description: String { "\(status.rawValue): \(reason)" }
+    package var description: String { "\(status.rawValue): \(reason)" }
 }
 
 /// The verdict on one postback. Exactly one of these, named as in the CLI's `--json` output.
-public enum VerificationStatus: String, Sendable, CaseIterable, Codable {
+package enum VerificationStatus: String, Sendable, CaseIterable, Codable {
     /// Apple's (or an allowed test key's) signature verifies over the exact signed message.
     case verified
     /// Well-formed, but the signature does not verify with the key the postback calls for.
@@ -33,7 +35,7 @@ public enum VerificationStatus: String, Sendable, CaseIterable, Codable {
 }
 
 /// Why a postback went to the quarantine spool (`raw/unverifiable/`): a closed set, used as a metric label.
-public enum QuarantineReason: String, Sendable, CaseIterable {
+package enum QuarantineReason: String, Sendable, CaseIterable {
     /// A SKAdNetwork `version` with no documented signature layout.
     case unknownVersion = "unknown-version"
     /// An AdAttributionKit `kid` that is not one of Apple's keys.

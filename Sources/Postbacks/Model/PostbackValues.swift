@@ -1,17 +1,17 @@
 /// Which Apple framework produced a postback.
-public enum PostbackProtocol: String, Sendable, CaseIterable, Codable {
+package enum PostbackProtocol: String, Sendable, CaseIterable, Codable {
     case skadnetwork
     case adattributionkit
 }
 
 /// SKAdNetwork 4 / AdAttributionKit coarse conversion value. Apple gives the three levels no meaning;
 /// each app's schema does.
-public enum CoarseConversionValue: String, Sendable, CaseIterable, Codable {
+package enum CoarseConversionValue: String, Sendable, CaseIterable, Codable {
     case low, medium, high
 }
 
 /// What kind of conversion a postback reports.
-public enum ConversionType: String, Sendable, CaseIterable, Codable {
+package enum ConversionType: String, Sendable, CaseIterable, Codable {
     case download
     case redownload
     /// AdAttributionKit only. Apple's payloads spell it `re-engagement`; its prose once says
@@ -20,12 +20,12 @@ public enum ConversionType: String, Sendable, CaseIterable, Codable {
 }
 
 /// How the user met the ad: SKAdNetwork `fidelity-type` 0/1, AdAttributionKit `ad-interaction-type`.
-public enum AdInteraction: String, Sendable, CaseIterable, Codable {
+package enum AdInteraction: String, Sendable, CaseIterable, Codable {
     case view, click
 }
 
 /// Whether a postback counts in production numbers.
-public enum PostbackEnvironment: String, Sendable, CaseIterable, Codable {
+package enum PostbackEnvironment: String, Sendable, CaseIterable, Codable {
     /// Signed with Apple's production key and not a test-mode postback.
     case production
     /// Signed with an Apple development key or a user-supplied test key, or a SKAdNetwork test-mode

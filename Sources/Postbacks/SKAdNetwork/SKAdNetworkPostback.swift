@@ -1,52 +1,53 @@
-public import Basics
+package import Basics
+
 /// An SKAdNetwork install-validation postback, parsed and checked field by field.
 ///
 /// Fields that a version does not define are ignored, as are unknown keys (relays add their own).
 /// See https://developer.apple.com/documentation/storekit/identifying-the-parameters-in-install-validation-postbacks
-public struct SKAdNetworkPostback: Sendable, Equatable {
-    public let version: SKAdNetworkVersion
+package struct SKAdNetworkPostback: Sendable, Equatable {
+    package let version: SKAdNetworkVersion
     /// The `version` text as received; nil for a 1.0 postback without one.
-    public let versionField: String?
+    package let versionField: String?
     /// Verbatim, never lower-cased: the signature covers the case Apple used.
-    public let adNetworkID: String
+    package let adNetworkID: String
     /// Versions 1.0–3.0.
-    public let campaignID: Int64?
+    package let campaignID: Int64?
     /// Version 4.0: 2–4 digits as a string.
-    public let sourceIdentifier: String?
-    public let appID: Int64
-    public let transactionID: String
+    package let sourceIdentifier: String?
+    package let appID: Int64
+    package let transactionID: String
     /// 2.0 and later.
-    public let redownload: Bool?
+    package let redownload: Bool?
     /// The publisher app; optional (tier-controlled), never in non-winning postbacks, 0 in test mode.
-    public let sourceAppID: Int64?
+    package let sourceAppID: Int64?
     /// 4.0 web ads, in place of `sourceAppID`.
-    public let sourceDomain: String?
+    package let sourceDomain: String?
     /// 2.2 and later: 1 StoreKit-rendered or web click, 0 view-through; any other signed value is
     /// kept verbatim (and flagged `unrecognized`).
-    public let fidelityType: Int64?
+    package let fidelityType: Int64?
     /// 3.0 and later.
-    public let didWin: Bool?
+    package let didWin: Bool?
     /// 4.0: conversion window 0, 1 or 2 (a later window Apple may add is kept and flagged).
-    public let postbackSequenceIndex: Int64?
+    package let postbackSequenceIndex: Int64?
     // Unsigned observations: anyone holding a genuine postback can change these. Read after the
     // signed fields and never fatal: what cannot be used is dropped and flagged.
-    public let conversionValue: Int?
-    public let coarseConversionValue: CoarseConversionValue?
-    public let countryCode: String?
+    package let conversionValue: Int?
+    package let coarseConversionValue: CoarseConversionValue?
+    package let countryCode: String?
     /// The DER ECDSA signature, Base64-decoded.
-    public let attributionSignature: [UInt8]
+    package let attributionSignature: [UInt8]
     /// Every value not taken exactly as sent (see `PostbackFlag`).
-    public let flags: [PostbackFlag]
+    package let flags: [PostbackFlag]
 
     /// Apple's test scenario: "the postback always contains the source-app-id and conversion-value
     /// parameters with values of 0" (spec §2, §10).
-    public var isTestMode: Bool { sourceAppID == 0 }
+    package var isTestMode: Bool { sourceAppID == 0 }
 
     /// `transaction-id` plus the conversion window: the three SKAdNetwork 4 postbacks of one install
     /// may share a transaction id, so the window is part of the key.
-    public var dedupKey: String { "\(transactionID):\(postbackSequenceIndex ?? 0)" }
+    package var dedupKey: String { "\(transactionID):\(postbackSequenceIndex ?? 0)" }
 
-    public init(parsing object: JSONObject, leadingFlags: [PostbackFlag] = []) throws(PostbackRejection) {
+    package init(parsing object: JSONObject, leadingFlags: [PostbackFlag] = []) throws(PostbackRejection) {
         let fields = FieldReader(object)
         var flags = leadingFlags
         let versionField: String?
@@ -57,14 +58,17 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         // The number 4.0 has the text Apple signs; 4 or 4.00 would not, and are unsupported below.
         case .number(let number)?:
             versionField = number.text
-            flags.append(PostbackFlag(field: .version, action: .normalized, raw: number.text, note: "number read as the version text it signs"))
+            flags.append(
+                PostbackFlag(
+                    field: .version, action: .normalized, raw: number.text, note: "number read as the version text it signs"))
         case let other?:
             throw .malformed("version must be a string such as \"4.0\", got \(other.kindDescription)")
         }
         let version: SKAdNetworkVersion
         if let versionField {
             guard let known = SKAdNetworkVersion(rawValue: versionField) else {
-                throw PostbackRejection(.unsupportedVersion,
+                throw PostbackRejection(
+                    .unsupportedVersion,
                     "version \"\(JSONWriter.escapedForMessage(versionField))\" has no documented signature layout (known: "
                         + SKAdNetworkVersion.allCases.map(\.rawValue).joined(separator: ", ") + ")",
                     protocol: .skadnetwork, version: versionField)
@@ -84,7 +88,9 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
 
     /// Signed fields first: only they can make the postback malformed, and only when the signed
     /// message cannot be built from them. Signed values we do not know are kept and flagged.
-    private init(version: SKAdNetworkVersion, versionField: String?, fields: FieldReader, flags: [PostbackFlag]) throws(PostbackRejection) {
+    private init(version: SKAdNetworkVersion, versionField: String?, fields: FieldReader, flags: [PostbackFlag])
+        throws(PostbackRejection)
+    {
         var flags = flags
         self.version = version
         self.versionField = versionField
@@ -92,7 +98,10 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         if version.hasSourceIdentifier {
             let identifier = try fields.requiredString("source-identifier")
             if !FieldReader.isKnownSourceIdentifier(identifier) {
-                flags.append(PostbackFlag(field: .sourceIdentifier, action: .unrecognized, raw: FieldReader.rawText(.string(identifier)), note: "not 2 to 4 digits; kept as signed"))
+                flags.append(
+                    PostbackFlag(
+                        field: .sourceIdentifier, action: .unrecognized, raw: FieldReader.rawText(.string(identifier)),
+                        note: "not 2 to 4 digits; kept as signed"))
             }
             sourceIdentifier = identifier
             campaignID = nil
@@ -100,7 +109,10 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
             // Apple's campaign identifiers are "an integer between 1 and 100".
             let campaign = try fields.requiredSignedInteger("campaign-id", field: .campaignID, flags: &flags)
             if !(1...100).contains(campaign) {
-                flags.append(PostbackFlag(field: .campaignID, action: .unrecognized, raw: String(campaign), note: "outside Apple's 1–100; kept as signed"))
+                flags.append(
+                    PostbackFlag(
+                        field: .campaignID, action: .unrecognized, raw: String(campaign),
+                        note: "outside Apple's 1–100; kept as signed"))
             }
             campaignID = campaign
             sourceIdentifier = nil
@@ -112,21 +124,35 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         sourceAppID = version.hasSourceAppID ? try fields.signedInteger("source-app-id", field: .sourceAppID, flags: &flags) : nil
         sourceDomain = version.hasSourceDomain ? try fields.string("source-domain") : nil
         if let sourceAppID, sourceDomain != nil {
-            flags.append(PostbackFlag(field: .sourceAppID, action: .unrecognized, raw: String(sourceAppID), note: "sent together with source-domain; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .sourceAppID, action: .unrecognized, raw: String(sourceAppID),
+                    note: "sent together with source-domain; kept as signed"))
         }
-        let fidelity = version.hasFidelityType ? try fields.requiredSignedInteger("fidelity-type", field: .fidelityType, flags: &flags) : nil
+        let fidelity =
+            version.hasFidelityType ? try fields.requiredSignedInteger("fidelity-type", field: .fidelityType, flags: &flags) : nil
         if let fidelity, fidelity > 1 {
-            flags.append(PostbackFlag(field: .fidelityType, action: .unrecognized, raw: String(fidelity), note: "not 0 or 1; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .fidelityType, action: .unrecognized, raw: String(fidelity), note: "not 0 or 1; kept as signed"))
         }
         fidelityType = fidelity
         didWin = version.hasDidWin ? try fields.requiredSignedBool("did-win", field: .didWin, flags: &flags) : nil
-        let sequenceIndex = version.hasConversionWindows ? try fields.requiredSignedInteger("postback-sequence-index", field: .postbackSequenceIndex, flags: &flags) : nil
+        let sequenceIndex =
+            version.hasConversionWindows
+            ? try fields.requiredSignedInteger("postback-sequence-index", field: .postbackSequenceIndex, flags: &flags) : nil
         if let sequenceIndex, sequenceIndex > 2 {
-            flags.append(PostbackFlag(field: .postbackSequenceIndex, action: .unrecognized, raw: String(sequenceIndex), note: "not 0, 1 or 2; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .postbackSequenceIndex, action: .unrecognized, raw: String(sequenceIndex),
+                    note: "not 0, 1 or 2; kept as signed"))
         }
         postbackSequenceIndex = sequenceIndex
         if didWin == false, let sourceAppID {
-            flags.append(PostbackFlag(field: .sourceAppID, action: .unrecognized, raw: String(sourceAppID), note: "a non-winning postback never carries source-app-id; kept as signed"))
+            flags.append(
+                PostbackFlag(
+                    field: .sourceAppID, action: .unrecognized, raw: String(sourceAppID),
+                    note: "a non-winning postback never carries source-app-id; kept as signed"))
         }
 
         let signatureText = try fields.requiredString("attribution-signature")
@@ -139,7 +165,9 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
 
         // Unsigned fields last; they cannot throw.
         if version.hasConversionValue {
-            let whyNoFine = didWin == false ? "a non-winning postback never carries conversion-value"
+            let whyNoFine =
+                didWin == false
+                ? "a non-winning postback never carries conversion-value"
                 : "only the first postback carries a fine value; postback-sequence-index is \(sequenceIndex ?? 0)"
             let values = fields.conversionValues(
                 fineAllowed: didWin != false && (sequenceIndex ?? 0) == 0, coarseAllowed: version.hasCoarseValues,
@@ -166,7 +194,7 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
     ///
     /// - Parameter omittingZeroSourceAppID: build the test-mode variant, in which Apple leaves a
     ///   `source-app-id` of 0 out of the message (spec §10).
-    public func signedFields(omittingZeroSourceAppID: Bool = false) -> [(name: String, value: String)] {
+    package func signedFields(omittingZeroSourceAppID: Bool = false) -> [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(10)
         forEachSignedField(omittingZeroSourceAppID: omittingZeroSourceAppID) { fields.append(($0, $1)) }
@@ -194,7 +222,7 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
 
     /// The exact bytes Apple signs: the signed field values joined with U+2063 INVISIBLE SEPARATOR
     /// (UTF-8 `E2 81 A3`), with no separator at either end.
-    public func signedMessage(omittingZeroSourceAppID: Bool = false) -> [UInt8] {
+    package func signedMessage(omittingZeroSourceAppID: Bool = false) -> [UInt8] {
         var message: [UInt8] = []
         message.reserveCapacity(192)
         var isFirst = true
@@ -207,7 +235,7 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
     }
 
     /// Joins values with U+2063, as Apple does.
-    public static func join(_ values: [String]) -> [UInt8] {
+    package static func join(_ values: [String]) -> [UInt8] {
         var message: [UInt8] = []
         message.reserveCapacity(values.reduce(0) { $0 + $1.utf8.count + 3 })
         for (index, value) in values.enumerated() {
@@ -218,5 +246,5 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
     }
 
     /// U+2063 INVISIBLE SEPARATOR in UTF-8.
-    public static let separator: [UInt8] = [0xE2, 0x81, 0xA3]
+    package static let separator: [UInt8] = [0xE2, 0x81, 0xA3]
 }

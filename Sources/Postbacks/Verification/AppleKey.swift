@@ -1,10 +1,10 @@
 import Basics
-public import PostbackCrypto
+package import PostbackCrypto
 
 /// Apple's published postback verification keys, compiled in so the binary works on its own.
 ///
 /// The same keys are in `Keys/*.pem` with their sources; a test checks the two copies agree.
-public enum AppleKey: String, Sendable, CaseIterable {
+package enum AppleKey: String, Sendable, CaseIterable {
     /// SKAdNetwork 1.0 and 2.0 (P-192).
     /// https://developer.apple.com/documentation/storekit/skadnetwork-1-release-notes and
     /// https://developer.apple.com/documentation/storekit/skadnetwork-2-release-notes
@@ -21,9 +21,9 @@ public enum AppleKey: String, Sendable, CaseIterable {
     case developmentIdentifier1 = "apple-development-identifier/1"
 
     /// The key's name: for AdAttributionKit keys, the exact JWS `kid`.
-    public var name: String { rawValue }
+    package var name: String { rawValue }
 
-    public var environment: PostbackEnvironment {
+    package var environment: PostbackEnvironment {
         switch self {
         case .skadnetworkP192, .skadnetworkP256, .casIdentifier0: return .production
         case .developmentIdentifier0, .developmentIdentifier1: return .development
@@ -31,24 +31,27 @@ public enum AppleKey: String, Sendable, CaseIterable {
     }
 
     /// The file in `Keys/` holding this key as PEM.
-    public var fileName: String { rawValue.replacingSlashes + ".pem" }
+    package var fileName: String { rawValue.replacingSlashes + ".pem" }
 
     /// Base64 DER SubjectPublicKeyInfo, verbatim from Apple's pages (spec §3.3, §4.3).
-    public var subjectPublicKeyInfoBase64: String {
+    package var subjectPublicKeyInfoBase64: String {
         switch self {
         case .skadnetworkP192:
             return "MEkwEwYHKoZIzj0CAQYIKoZIzj0DAQEDMgAEMyHD625uvsmGq4C43cQ9BnfN2xslVT5V1nOmAMP6qaRRUll3PB1JYmgSm+62sosG"
         case .skadnetworkP256, .casIdentifier0:
-            return "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWdp8GPcGqmhgzEFj9Z2nSpQVddayaPe4FMzqM9wib1+aHaaIzoHoLN9zW4K8y4SPykE3YVK3sVqW6Af0lfx3gg=="
+            return
+                "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWdp8GPcGqmhgzEFj9Z2nSpQVddayaPe4FMzqM9wib1+aHaaIzoHoLN9zW4K8y4SPykE3YVK3sVqW6Af0lfx3gg=="
         case .developmentIdentifier0:
-            return "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAELeEDzpJEP+/qRSE5hJVC1p1J0ssUnQGMzBBbvnACBok8OVGGLgxL0myrKiy6lvRtSlLRsWit87i+vftD8AEqeQ=="
+            return
+                "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAELeEDzpJEP+/qRSE5hJVC1p1J0ssUnQGMzBBbvnACBok8OVGGLgxL0myrKiy6lvRtSlLRsWit87i+vftD8AEqeQ=="
         case .developmentIdentifier1:
-            return "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE8YzdO7eM97s/IJ25kdW5CZ3A14USE5IJ5Ha/vhWaxI6UBI1ZxCEvjrKxVluVGe6qWwF1BDFq+QHqKfH5u+wxHQ=="
+            return
+                "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE8YzdO7eM97s/IJ25kdW5CZ3A14USE5IJ5Ha/vhWaxI6UBI1ZxCEvjrKxVluVGe6qWwF1BDFq+QHqKfH5u+wxHQ=="
         }
     }
 
     /// The AdAttributionKit key for a JWS `kid`, compared exactly (after JSON unescaping).
-    public init?(keyID: String) {
+    package init?(keyID: String) {
         switch keyID {
         case AppleKey.casIdentifier0.rawValue: self = .casIdentifier0
         case AppleKey.developmentIdentifier0.rawValue: self = .developmentIdentifier0
@@ -58,19 +61,19 @@ public enum AppleKey: String, Sendable, CaseIterable {
     }
 
     /// The SKAdNetwork key for a version.
-    public init(for version: SKAdNetworkVersion) {
+    package init(for version: SKAdNetworkVersion) {
         self = version.curve == .p192 ? .skadnetworkP192 : .skadnetworkP256
     }
 }
 
-private extension String {
-    var replacingSlashes: String { String(map { $0 == "/" ? "-" : $0 }) }
+extension String {
+    fileprivate var replacingSlashes: String { String(map { $0 == "/" ? "-" : $0 }) }
 }
 
 /// The parsed Apple keys, loaded once per process. Loading checks each point is on its curve; a key
 /// that fails to load is a build defect, so it stops the process rather than verifying nothing.
-public final class AppleKeyring: Sendable {
-    public static let shared = AppleKeyring()
+package final class AppleKeyring: Sendable {
+    package static let shared = AppleKeyring()
 
     private let keys: [AppleKey: ECDSAPublicKey]
 
@@ -87,27 +90,27 @@ public final class AppleKeyring: Sendable {
         self.keys = keys
     }
 
-    public subscript(key: AppleKey) -> ECDSAPublicKey { keys[key]! }
+    package subscript(key: AppleKey) -> ECDSAPublicKey { keys[key]! }
 }
 
 /// Ad networks known by name. Apple Ads sends SKAdNetwork 1.0–3.0 postbacks since April 2025 with
 /// `ad-network-id` `com.apple.ads` and one `campaign-id` per placement (docs/postback-spec.md §12).
-public enum KnownAdNetwork {
-    public static let appleAdsID = "com.apple.ads"
+package enum KnownAdNetwork {
+    package static let appleAdsID = "com.apple.ads"
 
     /// Apple Ads' campaign ids, one per placement, as measurement partners document them.
-    public static let appleAdsPlacements: [Int64: String] = [
+    package static let appleAdsPlacements: [Int64: String] = [
         10: "search results", 20: "search tab", 30: "Today tab", 40: "product pages",
     ]
 
     /// "Apple Ads" for Apple's own network; nil for any other id. Compared ASCII case-insensitively,
     /// as ad network ids are (the signature still covers the case that was sent).
-    public static func name(of adNetworkID: String) -> String? {
+    package static func name(of adNetworkID: String) -> String? {
         adNetworkID.asciiLowercased == appleAdsID ? "Apple Ads" : nil
     }
 
     /// "Apple Ads, search results" for an Apple Ads campaign id; nil otherwise.
-    public static func describe(adNetworkID: String, campaignID: Int64?) -> String? {
+    package static func describe(adNetworkID: String, campaignID: Int64?) -> String? {
         guard let name = name(of: adNetworkID) else { return nil }
         guard let campaignID, let placement = appleAdsPlacements[campaignID] else { return name }
         return "\(name), \(placement)"

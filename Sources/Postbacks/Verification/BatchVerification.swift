@@ -1,11 +1,11 @@
-public import Basics
+package import Basics
 import PostbackCrypto
 
 extension PostbackVerifier {
     /// Verifies many bodies: each result is exactly what `verify(body:)` gives it, but the batch's
     /// P-256 signatures share one modular inversion (`ECDSABatch.withSharedInversion`), about a third
     /// of a verify once the key's table is built. For `postback verify`, which reads in batches.
-    public func verify(batch bodies: [[UInt8]]) -> [VerificationResult] {
+    package func verify(batch bodies: [[UInt8]]) -> [VerificationResult] {
         let parsed = bodies.map { body -> Result<Postback, PostbackRejection> in
             do throws(PostbackRejection) { return .success(try Postback(body: body)) } catch { return .failure(error) }
         }
@@ -28,7 +28,7 @@ extension PostbackVerifier {
 
     /// Verifies records as read by `RecordReader`: a record that could not be read whole is
     /// malformed, the others are verified together as one batch.
-    public func verify(records: some Collection<InputRecord>) -> [VerificationResult] {
+    package func verify(records: some Collection<InputRecord>) -> [VerificationResult] {
         var verified = verify(batch: records.filter { $0.problem == nil }.map(\.bytes)).makeIterator()
         return records.map { record in record.problem.map { VerificationResult.malformed(reason: $0) } ?? verified.next()! }
     }

@@ -4,26 +4,26 @@ import PostbackCrypto
 /// Checks postbacks against Apple's keys: parse strictly, build the exact signed message, verify.
 ///
 /// Immutable and `Sendable`: build one at start-up and share it between threads.
-public struct PostbackVerifier: Sendable {
-    public let policy: VerificationPolicy
+package struct PostbackVerifier: Sendable {
+    package let policy: VerificationPolicy
     private let keyring: AppleKeyring
 
-    public init(policy: VerificationPolicy = .production) {
+    package init(policy: VerificationPolicy = .production) {
         self.policy = policy
         self.keyring = .shared
     }
 
     /// One signature check that was made, for `postback explain`.
-    public struct Attempt: Sendable {
-        public let keyName: String
+    package struct Attempt: Sendable {
+        package let keyName: String
         /// "as received", or "test mode: source-app-id 0 left out".
-        public let variant: String
-        public let message: [UInt8]
-        public let isValid: Bool
+        package let variant: String
+        package let message: [UInt8]
+        package let isValid: Bool
     }
 
     /// Parses and verifies one postback body.
-    public func verify(body: UnsafeRawBufferPointer) -> VerificationResult {
+    package func verify(body: UnsafeRawBufferPointer) -> VerificationResult {
         let postback: Postback
         do {
             postback = try Postback(body: body)
@@ -33,17 +33,17 @@ public struct PostbackVerifier: Sendable {
         return verify(postback)
     }
 
-    public func verify(body: [UInt8]) -> VerificationResult {
+    package func verify(body: [UInt8]) -> VerificationResult {
         body.withUnsafeBytes { verify(body: $0) }
     }
 
     /// Verifies an already parsed postback.
-    public func verify(_ postback: Postback) -> VerificationResult {
+    package func verify(_ postback: Postback) -> VerificationResult {
         verify(postback) { _ in }
     }
 
     /// Verifies and also returns every signature check made, in order, for `postback explain`.
-    public func verifyRecordingAttempts(_ postback: Postback) -> (result: VerificationResult, attempts: [Attempt]) {
+    package func verifyRecordingAttempts(_ postback: Postback) -> (result: VerificationResult, attempts: [Attempt]) {
         var attempts: [Attempt] = []
         let result = verify(postback) { attempts.append($0) }
         return (result, attempts)
@@ -86,7 +86,8 @@ public struct PostbackVerifier: Sendable {
         return VerificationResult(
             status: .invalidSignature, postback: postback, keyName: candidates.map(\.name).joined(separator: ","),
             environment: environmentIfApple,
-            reason: "attribution-signature does not verify with \(describe(candidates)) over the SKAdNetwork \(skan.version.rawValue) message of \(fieldCount) fields"
+            reason:
+                "attribution-signature does not verify with \(describe(candidates)) over the SKAdNetwork \(skan.version.rawValue) message of \(fieldCount) fields"
                 + (skan.isTestMode ? " (also tried without the test-mode source-app-id 0)" : ""))
     }
 
@@ -99,12 +100,16 @@ public struct PostbackVerifier: Sendable {
             }
             return VerificationResult(
                 status: .untrustedKey, postback: postback, keyName: aak.keyID, environment: nil,
-                reason: "JWS kid \"\(JSONWriter.escapedForMessage(aak.keyID))\" is not one of Apple's keys (apple-cas-identifier/0, apple-development-identifier/0, apple-development-identifier/1)")
+                reason:
+                    "JWS kid \"\(JSONWriter.escapedForMessage(aak.keyID))\" is not one of Apple's keys (apple-cas-identifier/0, apple-development-identifier/0, apple-development-identifier/1)"
+            )
         }
         if appleKey.environment == .development, !policy.allowsDevelopment {
             return VerificationResult(
                 status: .untrustedKey, postback: postback, keyName: appleKey.name, environment: .development,
-                reason: "\(appleKey.name) is a development key; development postbacks are accepted only when allowed (postback verify --allow-dev, serve's allow_development)")
+                reason:
+                    "\(appleKey.name) is a development key; development postbacks are accepted only when allowed (postback verify --allow-dev, serve's allow_development)"
+            )
         }
         let candidates = candidateKeys(apple: appleKey, curve: .p256)
         guard let der = ECDSASignature.derFromRaw(aak.jws.signature, curve: .p256) else {
@@ -129,18 +134,25 @@ public struct PostbackVerifier: Sendable {
     }
 
     /// A kid this release does not know, checked with the key the user says stands in for it.
-    private func verify(_ aak: AdAttributionKitPostback, postback: Postback, standIn: TrustedTestKey,
-                        record: (Attempt) -> Void) -> VerificationResult {
+    private func verify(
+        _ aak: AdAttributionKitPostback, postback: Postback, standIn: TrustedTestKey,
+        record: (Attempt) -> Void
+    ) -> VerificationResult {
         guard standIn.key.curve == .p256, let der = ECDSASignature.derFromRaw(aak.jws.signature, curve: .p256) else {
             return VerificationResult(
                 status: .invalidSignature, postback: postback, keyName: standIn.name, environment: .development,
                 reason: "JWS signature is not a 64-byte ES256 signature, or \(standIn.name) is not a P-256 key")
         }
-        let valid = der.withUnsafeBytes { standIn.key.isValidSignature(derSignature: $0, digest: SHA256.hash(aak.jws.signingInput)) }
+        let valid = der.withUnsafeBytes {
+            standIn.key.isValidSignature(derSignature: $0, digest: SHA256.hash(aak.jws.signingInput))
+        }
         record(Attempt(keyName: standIn.name, variant: "JWS signing input", message: aak.jws.signingInput, isValid: valid))
         return VerificationResult(
             status: valid ? .verified : .invalidSignature, postback: postback, keyName: standIn.name, environment: .development,
-            reason: valid ? nil : "JWS signature does not verify with \(standIn.name), standing in for kid \"\(JSONWriter.escapedForMessage(aak.keyID))\"")
+            reason: valid
+                ? nil
+                : "JWS signature does not verify with \(standIn.name), standing in for kid \"\(JSONWriter.escapedForMessage(aak.keyID))\""
+        )
     }
 
     // MARK: Keys

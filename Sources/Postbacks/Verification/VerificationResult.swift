@@ -1,29 +1,29 @@
 /// The outcome of checking one postback: a result, not an error, because rejecting forged or broken
 /// input is the verifier's ordinary work.
-public struct VerificationResult: Sendable {
-    public let status: VerificationStatus
+package struct VerificationResult: Sendable {
+    package let status: VerificationStatus
     /// The parsed postback; nil when it could not be parsed.
-    public let postback: Postback?
-    public let postbackProtocol: PostbackProtocol?
-    public let version: String?
+    package let postback: Postback?
+    package let postbackProtocol: PostbackProtocol?
+    package let version: String?
     /// The key that verified it, or for a failed check the key(s) it was checked against.
-    public let keyName: String?
+    package let keyName: String?
     /// Nil only when the body could not be read far enough to tell.
-    public let environment: PostbackEnvironment?
+    package let environment: PostbackEnvironment?
     /// Why it was not verified; nil when verified.
-    public let reason: String?
+    package let reason: String?
     /// A SKAdNetwork test-mode postback (`source-app-id` 0): test traffic, reported as development.
-    public let isTestMode: Bool
+    package let isTestMode: Bool
 
-    public var isVerified: Bool { status == .verified }
-    public var dedupKey: String? { postback?.dedupKey }
+    package var isVerified: Bool { status == .verified }
+    package var dedupKey: String? { postback?.dedupKey }
     /// Values not taken exactly as sent. They never change `status`: the signature alone does.
-    public var flags: [PostbackFlag] { postback?.flags ?? [] }
+    package var flags: [PostbackFlag] { postback?.flags ?? [] }
 
     /// Why this postback cannot be judged or counted *yet*, or nil. A receiver answers 200 and keeps
     /// such a postback in `raw/unverifiable/` (never counted) instead of refusing it: it usually means
     /// Apple shipped something new, and `postback reverify` can take it back once we know it.
-    public var quarantineReason: QuarantineReason? {
+    package var quarantineReason: QuarantineReason? {
         switch status {
         case .unsupportedVersion: return .unknownVersion
         // An unknown kid; a development key that was not allowed is a refusal, not news from Apple.
@@ -33,8 +33,10 @@ public struct VerificationResult: Sendable {
         }
     }
 
-    init(status: VerificationStatus, postback: Postback?, keyName: String?, environment: PostbackEnvironment?,
-         reason: String?, isTestMode: Bool = false) {
+    init(
+        status: VerificationStatus, postback: Postback?, keyName: String?, environment: PostbackEnvironment?,
+        reason: String?, isTestMode: Bool = false
+    ) {
         self.status = status
         self.postback = postback
         self.postbackProtocol = postback?.postbackProtocol
@@ -46,11 +48,11 @@ public struct VerificationResult: Sendable {
     }
 
     /// A verdict for input that never got as far as the parser (an over-long line, empty input).
-    public static func malformed(reason: String) -> VerificationResult {
+    package static func malformed(reason: String) -> VerificationResult {
         VerificationResult(rejection: PostbackRejection(.malformed, reason))
     }
 
-    public init(rejection: PostbackRejection) {
+    package init(rejection: PostbackRejection) {
         self.status = rejection.status
         self.postback = nil
         self.postbackProtocol = rejection.postbackProtocol

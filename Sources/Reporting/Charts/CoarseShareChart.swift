@@ -27,8 +27,9 @@ struct CoarseShareChart {
             for window in 0..<3 {
                 let total = row.counts[window].reduce(0, +)
                 guard total > 0 else {
-                    layout.drawNote(&html, "–", window: window, row: index,
-                                    tooltip: "\(row.label) · \(WindowPanelLayout.titles[window]): no coarse values")
+                    layout.drawNote(
+                        &html, "–", window: window, row: index,
+                        tooltip: "\(row.label) · \(WindowPanelLayout.titles[window]): no coarse values")
                     continue
                 }
                 let area = layout.panel(window)
@@ -40,14 +41,21 @@ struct CoarseShareChart {
                     // Ends are placed from the running sum, so rounding never leaves a gap or overlap.
                     let end = area.x + area.width * Double(used) / Double(total)
                     let label = row.labels[window][level]
-                    SVGChart.bar(&html, SVGChart.Area(x: x, y: layout.rowCenter(index) - 9, width: end - x, height: 18), style: "coarse-\(level)",
-                                 tooltip: "\(row.label) · \(WindowPanelLayout.titles[window]) · \(Self.levelNames[level])"
-                                     + (label.isEmpty ? "" : " (\(label))")
-                                     + ": \(NumberFormat.count(count)) of \(NumberFormat.count(total)) coarse values (\(NumberFormat.percent(count, of: total)))")
+                    SVGChart.bar(
+                        &html, SVGChart.Area(x: x, y: layout.rowCenter(index) - 9, width: end - x, height: 18),
+                        style: "coarse-\(level)",
+                        tooltip: "\(row.label) · \(WindowPanelLayout.titles[window]) · \(Self.levelNames[level])"
+                            + (label.isEmpty ? "" : " (\(label))")
+                            + ": \(NumberFormat.count(count)) of \(NumberFormat.count(total)) coarse values (\(NumberFormat.percent(count, of: total)))"
+                    )
                     if end - x >= 34 {
-                        html.element("text", ["class": "in-bar coarse-text-\(level)", "x": NumberFormat.svg((x + end) / 2),
-                                              "y": NumberFormat.svg(layout.rowCenter(index) + 4), "text-anchor": "middle"],
-                                     text: NumberFormat.wholePercent(count, of: total))
+                        html.element(
+                            "text",
+                            [
+                                "class": "in-bar coarse-text-\(level)", "x": NumberFormat.svg((x + end) / 2),
+                                "y": NumberFormat.svg(layout.rowCenter(index) + 4), "text-anchor": "middle",
+                            ],
+                            text: NumberFormat.wholePercent(count, of: total))
                     }
                     x = end
                 }

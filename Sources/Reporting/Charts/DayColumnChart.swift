@@ -35,20 +35,26 @@ struct DayColumnChart {
         for (index, day) in days.enumerated() {
             let x = plot.x + slot * Double(index) + (slot - barWidth) / 2
             if unavailable.contains(day) {
-                SVGChart.bar(&html, SVGChart.Area(x: x, y: plot.y, width: barWidth, height: plot.height), style: "unavailable",
-                             tooltip: "\(NumberFormat.longDay(day)): no aggregates for this day")
+                SVGChart.bar(
+                    &html, SVGChart.Area(x: x, y: plot.y, width: barWidth, height: plot.height), style: "unavailable",
+                    tooltip: "\(NumberFormat.longDay(day)): no aggregates for this day")
                 continue
             }
             var top = plot.bottom
             for entry in series where entry.values[index] > 0 {
                 let height = scale.position(Double(entry.values[index]), length: plot.height)
                 top -= height
-                SVGChart.bar(&html, SVGChart.Area(x: x, y: top, width: barWidth, height: height), style: entry.style,
-                             tooltip: "\(NumberFormat.longDay(day)) · \(entry.name): \(NumberFormat.count(entry.values[index])) \(noun)")
+                SVGChart.bar(
+                    &html, SVGChart.Area(x: x, y: top, width: barWidth, height: height), style: entry.style,
+                    tooltip: "\(NumberFormat.longDay(day)) · \(entry.name): \(NumberFormat.count(entry.values[index])) \(noun)")
             }
             if showTotals, totals[index] > 0 {
-                html.element("text", ["class": "value-label", "x": NumberFormat.svg(x + barWidth / 2), "y": NumberFormat.svg(top - 4),
-                                      "text-anchor": "middle"], text: NumberFormat.count(totals[index]))
+                html.element(
+                    "text",
+                    [
+                        "class": "value-label", "x": NumberFormat.svg(x + barWidth / 2), "y": NumberFormat.svg(top - 4),
+                        "text-anchor": "middle",
+                    ], text: NumberFormat.count(totals[index]))
             }
         }
         SVGChart.dayAxis(&html, days: days, plot: plot)

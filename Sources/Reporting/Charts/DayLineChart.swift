@@ -37,10 +37,15 @@ struct DayLineChart {
         }
         let scale = NiceScale(covering: min(100, max(5, largest)), tickCount: 5, integral: false)
         SVGChart.open(&html, id: id, height: Self.height, title: title, description: description)
-        SVGChart.valueAxisLeft(&html, scale: scale, plot: plot) { NumberFormat.tick($0, fractionDigits: scale.fractionDigits) + "%" }
+        SVGChart.valueAxisLeft(&html, scale: scale, plot: plot) {
+            NumberFormat.tick($0, fractionDigits: scale.fractionDigits) + "%"
+        }
         let slot = plot.width / Double(max(1, days.count))
         func position(_ index: Int, _ point: Point) -> (Double, Double) {
-            (plot.x + slot * (Double(index) + 0.5), plot.bottom - scale.position(NumberFormat.ratio(point.part, of: point.whole) * 100, length: plot.height))
+            (
+                plot.x + slot * (Double(index) + 0.5),
+                plot.bottom - scale.position(NumberFormat.ratio(point.part, of: point.whole) * 100, length: plot.height)
+            )
         }
         for entry in series {
             var path = ""
@@ -60,9 +65,12 @@ struct DayLineChart {
             for (index, point) in entry.points.enumerated() {
                 guard let point else { continue }
                 let (x, y) = position(index, point)
-                html.shape("circle", ["class": "marker \(entry.style)", "cx": NumberFormat.svg(x), "cy": NumberFormat.svg(y), "r": "3.5"],
-                           tooltip: "\(NumberFormat.longDay(days[index])) · \(entry.name): \(NumberFormat.percent(point.part, of: point.whole)) "
-                               + "(\(NumberFormat.count(point.part)) \(partNoun) \(NumberFormat.count(point.whole)) \(wholeNoun))")
+                html.shape(
+                    "circle",
+                    ["class": "marker \(entry.style)", "cx": NumberFormat.svg(x), "cy": NumberFormat.svg(y), "r": "3.5"],
+                    tooltip:
+                        "\(NumberFormat.longDay(days[index])) · \(entry.name): \(NumberFormat.percent(point.part, of: point.whole)) "
+                        + "(\(NumberFormat.count(point.part)) \(partNoun) \(NumberFormat.count(point.whole)) \(wholeNoun))")
             }
         }
         SVGChart.dayAxis(&html, days: days, plot: plot)

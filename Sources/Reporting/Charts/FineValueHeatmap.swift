@@ -30,8 +30,12 @@ struct FineValueHeatmap {
         let height = Self.top + Self.rowHeight * Double(rows.count) + 6
         SVGChart.open(&html, id: id, height: height, title: title, description: description)
         for value in [0, 8, 16, 24, 32, 40, 48, 56, 63] {
-            html.element("text", ["class": "tick", "x": NumberFormat.svg(left + Self.cellWidth * (Double(value) + 0.5)), "y": "16",
-                                  "text-anchor": "middle"], text: String(value))
+            html.element(
+                "text",
+                [
+                    "class": "tick", "x": NumberFormat.svg(left + Self.cellWidth * (Double(value) + 0.5)), "y": "16",
+                    "text-anchor": "middle",
+                ], text: String(value))
         }
         html.element("text", ["class": "tick", "x": NumberFormat.svg(left + 64 * Self.cellWidth + 8), "y": "16"], text: "n")
         for (index, row) in rows.enumerated() {
@@ -39,18 +43,30 @@ struct FineValueHeatmap {
             let center = y + Self.rowHeight / 2
             SVGChart.rowLabel(&html, label: row.label, sublabel: row.sublabel, x: left - 8, centerY: center)
             let total = row.counts.reduce(0, +)
-            html.empty("rect", ["class": "heat-0", "x": NumberFormat.svg(left), "y": NumberFormat.svg(y + 3),
-                                "width": NumberFormat.svg(64 * Self.cellWidth), "height": NumberFormat.svg(Self.rowHeight - 6)])
+            html.empty(
+                "rect",
+                [
+                    "class": "heat-0", "x": NumberFormat.svg(left), "y": NumberFormat.svg(y + 3),
+                    "width": NumberFormat.svg(64 * Self.cellWidth), "height": NumberFormat.svg(Self.rowHeight - 6),
+                ])
             for (value, count) in row.counts.enumerated() where count > 0 {
                 let bin = Self.bin(count, of: total)
                 let label = row.labels[value].map { " (\($0))" } ?? ""
-                SVGChart.bar(&html, SVGChart.Area(x: left + Self.cellWidth * Double(value), y: y + 3, width: Self.cellWidth - 1, height: Self.rowHeight - 6),
-                             style: "heat-\(bin + 1)",
-                             tooltip: "\(row.label) · fine value \(value)\(label): \(NumberFormat.count(count)) of "
-                                 + "\(NumberFormat.count(total)) fine values (\(NumberFormat.percent(count, of: total)))")
+                SVGChart.bar(
+                    &html,
+                    SVGChart.Area(
+                        x: left + Self.cellWidth * Double(value), y: y + 3, width: Self.cellWidth - 1, height: Self.rowHeight - 6),
+                    style: "heat-\(bin + 1)",
+                    tooltip: "\(row.label) · fine value \(value)\(label): \(NumberFormat.count(count)) of "
+                        + "\(NumberFormat.count(total)) fine values (\(NumberFormat.percent(count, of: total)))")
             }
-            html.element("text", ["class": "value-label", "x": NumberFormat.svg(left + 64 * Self.cellWidth + 8), "y": NumberFormat.svg(center + 4)],
-                         text: NumberFormat.count(total))
+            html.element(
+                "text",
+                [
+                    "class": "value-label", "x": NumberFormat.svg(left + 64 * Self.cellWidth + 8),
+                    "y": NumberFormat.svg(center + 4),
+                ],
+                text: NumberFormat.count(total))
         }
         SVGChart.close(&html)
     }

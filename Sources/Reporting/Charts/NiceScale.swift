@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An axis from 0 to a round number at or above the data's maximum, with ticks at steps of 1, 2,
@@ -22,7 +22,17 @@ struct NiceScale {
         let magnitude = pow(10, floor(log10(rough)))
         let residual = rough / magnitude
         let nice: Double
-        if residual <= 1 { nice = 1 } else if residual <= 2 { nice = 2 } else if residual <= 2.5 { nice = 2.5 } else if residual <= 5 { nice = 5 } else { nice = 10 }
+        if residual <= 1 {
+            nice = 1
+        } else if residual <= 2 {
+            nice = 2
+        } else if residual <= 2.5 {
+            nice = 2.5
+        } else if residual <= 5 {
+            nice = 5
+        } else {
+            nice = 10
+        }
         var step = nice * magnitude
         if integral {
             // Counts get whole ticks: 0.5 becomes 1, 2.5 becomes 2.

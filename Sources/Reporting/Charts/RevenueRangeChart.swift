@@ -22,13 +22,16 @@ struct RevenueRangeChart {
         var largest = 0.0
         for row in rows {
             for case let cell? in row.cells where cell.valuedPostbacks > 0 {
-                largest = max(largest, Self.amount(cell.estimate), Self.amount(cell.maximum ?? cell.estimate), Self.amount(cell.minimum))
+                largest = max(
+                    largest, Self.amount(cell.estimate), Self.amount(cell.maximum ?? cell.estimate), Self.amount(cell.minimum))
             }
         }
         let scale = NiceScale(covering: largest, tickCount: 2, integral: false)
         SVGChart.open(&html, id: id, height: layout.height, title: title, description: description)
         layout.drawTitles(&html)
-        layout.drawTicks(&html, scale.ticks.map { (scale.position($0, length: 1), NumberFormat.tick($0, fractionDigits: scale.fractionDigits)) })
+        layout.drawTicks(
+            &html,
+            scale.ticks.map { (scale.position($0, length: 1), NumberFormat.tick($0, fractionDigits: scale.fractionDigits)) })
         layout.drawRowLabels(&html, labels: rows.map { ($0.label, $0.sublabel) })
         for (index, row) in rows.enumerated() {
             for window in 0..<3 {
@@ -37,40 +40,62 @@ struct RevenueRangeChart {
                     layout.drawNote(&html, "–", window: window, row: index, tooltip: "\(place): no postbacks with a value")
                     continue
                 }
-                let unknown = cell.unknownPostbacks > 0
-                    ? "; \(NumberFormat.count(cell.unknownPostbacks)) more with an unknown value (withheld or undecoded: not counted as zero)" : ""
+                let unknown =
+                    cell.unknownPostbacks > 0
+                    ? "; \(NumberFormat.count(cell.unknownPostbacks)) more with an unknown value (withheld or undecoded: not counted as zero)"
+                    : ""
                 guard cell.valuedPostbacks > 0 else {
                     layout.drawNote(&html, "unknown", window: window, row: index, tooltip: "\(place): no decoded value\(unknown)")
                     continue
                 }
-                drawCell(&html, cell, area: layout.panel(window), centerY: layout.rowCenter(index), scale: scale,
-                         tooltip: "\(place): estimate \(NumberFormat.money(cell.estimate)) \(currency), range "
-                             + "\(NumberFormat.money(cell.minimum))–\(cell.maximum.map(NumberFormat.money) ?? "no upper bound") \(currency), "
-                             + "from \(NumberFormat.count(cell.valuedPostbacks)) postbacks with a decoded value\(unknown)")
+                drawCell(
+                    &html, cell, area: layout.panel(window), centerY: layout.rowCenter(index), scale: scale,
+                    tooltip: "\(place): estimate \(NumberFormat.money(cell.estimate)) \(currency), range "
+                        + "\(NumberFormat.money(cell.minimum))–\(cell.maximum.map(NumberFormat.money) ?? "no upper bound") \(currency), "
+                        + "from \(NumberFormat.count(cell.valuedPostbacks)) postbacks with a decoded value\(unknown)")
             }
         }
         SVGChart.close(&html)
     }
 
-    private func drawCell(_ html: inout HTMLWriter, _ cell: RevenueSum, area: SVGChart.Area, centerY: Double, scale: NiceScale, tooltip: String) {
+    private func drawCell(
+        _ html: inout HTMLWriter, _ cell: RevenueSum, area: SVGChart.Area, centerY: Double, scale: NiceScale, tooltip: String
+    ) {
         let estimate = area.x + scale.position(Self.amount(cell.estimate), length: area.width)
         let low = area.x + scale.position(Self.amount(cell.minimum), length: area.width)
         let high = cell.maximum.map { area.x + scale.position(Self.amount($0), length: area.width) } ?? area.right
         html.open("g", ["class": "revenue-cell"])
         html.element("title", text: tooltip)
-        html.empty("rect", ["class": "estimate", "x": NumberFormat.svg(area.x), "y": NumberFormat.svg(centerY - 7),
-                            "width": NumberFormat.svg(max(1, estimate - area.x)), "height": "14"])
+        html.empty(
+            "rect",
+            [
+                "class": "estimate", "x": NumberFormat.svg(area.x), "y": NumberFormat.svg(centerY - 7),
+                "width": NumberFormat.svg(max(1, estimate - area.x)), "height": "14",
+            ])
         let y = NumberFormat.svg(centerY)
         html.empty("line", ["class": "range", "x1": NumberFormat.svg(low), "x2": NumberFormat.svg(high), "y1": y, "y2": y])
-        html.empty("line", ["class": "range", "x1": NumberFormat.svg(low), "x2": NumberFormat.svg(low),
-                            "y1": NumberFormat.svg(centerY - 6), "y2": NumberFormat.svg(centerY + 6)])
+        html.empty(
+            "line",
+            [
+                "class": "range", "x1": NumberFormat.svg(low), "x2": NumberFormat.svg(low),
+                "y1": NumberFormat.svg(centerY - 6), "y2": NumberFormat.svg(centerY + 6),
+            ])
         if cell.maximum != nil {
-            html.empty("line", ["class": "range", "x1": NumberFormat.svg(high), "x2": NumberFormat.svg(high),
-                                "y1": NumberFormat.svg(centerY - 6), "y2": NumberFormat.svg(centerY + 6)])
+            html.empty(
+                "line",
+                [
+                    "class": "range", "x1": NumberFormat.svg(high), "x2": NumberFormat.svg(high),
+                    "y1": NumberFormat.svg(centerY - 6), "y2": NumberFormat.svg(centerY + 6),
+                ])
         } else {
             let tip = NumberFormat.svg(high)
-            html.empty("polygon", ["class": "range-arrow",
-                                   "points": "\(NumberFormat.svg(high - 7)),\(NumberFormat.svg(centerY - 5)) \(tip),\(y) \(NumberFormat.svg(high - 7)),\(NumberFormat.svg(centerY + 5))"])
+            html.empty(
+                "polygon",
+                [
+                    "class": "range-arrow",
+                    "points":
+                        "\(NumberFormat.svg(high - 7)),\(NumberFormat.svg(centerY - 5)) \(tip),\(y) \(NumberFormat.svg(high - 7)),\(NumberFormat.svg(centerY + 5))",
+                ])
         }
         html.close("g")
     }

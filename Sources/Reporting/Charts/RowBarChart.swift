@@ -31,9 +31,11 @@ struct RowBarChart {
     func render(into html: inout HTMLWriter) {
         let rowHeight = rows.contains { $0.sublabel != nil } ? 32.0 : 24.0
         let labelWidth = hasWideLabels ? 320.0 : 220.0
-        let plot = SVGChart.Area(x: labelWidth, y: 24, width: SVGChart.width - labelWidth - 64, height: rowHeight * Double(rows.count))
+        let plot = SVGChart.Area(
+            x: labelWidth, y: 24, width: SVGChart.width - labelWidth - 64, height: rowHeight * Double(rows.count))
         let largest = rows.map(\.value).max() ?? 0
-        let scale = isPercent
+        let scale =
+            isPercent
             ? NiceScale(covering: min(100, max(5, largest)), tickCount: 4, integral: false)
             : NiceScale(covering: largest, tickCount: 4)
         SVGChart.open(&html, id: id, height: plot.bottom + 8, title: title, description: description)
@@ -45,9 +47,11 @@ struct RowBarChart {
             let center = top + rowHeight / 2
             SVGChart.rowLabel(&html, label: row.label, sublabel: row.sublabel, x: labelWidth - 8, centerY: center)
             let length = scale.position(row.value, length: plot.width)
-            SVGChart.bar(&html, SVGChart.Area(x: plot.x, y: center - 8, width: length, height: 16), style: row.style, tooltip: row.tooltip)
-            html.element("text", ["class": "value-label", "x": NumberFormat.svg(plot.x + length + 5), "y": NumberFormat.svg(center + 4)],
-                         text: row.valueText)
+            SVGChart.bar(
+                &html, SVGChart.Area(x: plot.x, y: center - 8, width: length, height: 16), style: row.style, tooltip: row.tooltip)
+            html.element(
+                "text", ["class": "value-label", "x": NumberFormat.svg(plot.x + length + 5), "y": NumberFormat.svg(center + 4)],
+                text: row.valueText)
         }
         SVGChart.close(&html)
     }

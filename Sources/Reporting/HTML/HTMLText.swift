@@ -48,7 +48,9 @@ enum HTMLText {
     /// part before it is cut: an identifier cut short names a different thing, a network name cut
     /// short is still recognisable. Falls back to `clipped` when the kept part alone does not fit.
     static func clipped(_ text: String, to limit: Int, keepingAfterLast separator: String) -> String {
-        guard text.count > limit, let range = text.range(of: separator, options: .backwards) else { return clipped(text, to: limit) }
+        guard text.count > limit, let range = text.range(of: separator, options: .backwards) else {
+            return clipped(text, to: limit)
+        }
         let kept = String(text[range.lowerBound...])
         let room = limit - kept.count
         guard room >= 2 else { return clipped(text, to: limit) }

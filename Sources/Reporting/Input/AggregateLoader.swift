@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Aggregation
 import Basics
 import PostbackCrypto
 import PostbackStore
 import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Reads the published aggregates of a range of days into a `ReportModel`.
 ///
@@ -37,8 +38,9 @@ struct AggregateLoader {
         }
         // Days published as empty (no spool) still make a page: one that says so and draws gaps.
         guard !model.days.isEmpty || !model.emptyDays.isEmpty else {
-            throw .noAggregates(directory: layout.root, from: from.description, to: to.description,
-                                leftOut: model.leftOutDays.map { "\($0.day): \($0.reason)" })
+            throw .noAggregates(
+                directory: layout.root, from: from.description, to: to.description,
+                leftOut: model.leftOutDays.map { "\($0.day): \($0.reason)" })
         }
         return model
     }
@@ -56,7 +58,9 @@ struct AggregateLoader {
         let csvPath = layout.aggregateFile(table: AggregateTables.campaignDaily, day: day)
         guard exists(manifestPath) else {
             return exists(csvPath)
-                ? .leftOut("campaign_daily has no manifest: the day was not completely published (run 'postback aggregate' for it again)")
+                ? .leftOut(
+                    "campaign_daily has no manifest: the day was not completely published (run 'postback aggregate' for it again)"
+                )
                 : .missing
         }
         let manifest: DayManifest
@@ -80,10 +84,13 @@ struct AggregateLoader {
         defer { close(fd) }
         let (bytes, digest) = try checksum(fd: fd, path: csvPath)
         guard bytes == manifest.campaignDaily.bytes, digest == manifest.campaignDaily.sha256 else {
-            return .leftOut("campaign_daily does not match its manifest (a run of 'postback aggregate' may be in progress or "
-                + "was interrupted): rerun it for this day")
+            return .leftOut(
+                "campaign_daily does not match its manifest (a run of 'postback aggregate' may be in progress or "
+                    + "was interrupted): rerun it for this day")
         }
-        guard lseek(fd, 0, SEEK_SET) == 0 else { throw .io(path: csvPath, message: "seek failed: \(String(cString: strerror(errno)))") }
+        guard lseek(fd, 0, SEEK_SET) == 0 else {
+            throw .io(path: csvPath, message: "seek failed: \(String(cString: strerror(errno)))")
+        }
 
         let reader = CSVRecordReader(fd: fd, path: csvPath)
         guard let header = try reader.next() else { throw .malformed(path: csvPath, line: 1, reason: "empty file: no header") }

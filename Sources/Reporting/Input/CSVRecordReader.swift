@@ -1,7 +1,7 @@
 import Basics
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads an RFC 4180 CSV file record by record through a fixed buffer, so a large partition never
@@ -37,9 +37,9 @@ final class CSVRecordReader {
         var fields: [String?] = []
         var field: [UInt8] = []
         var recordBytes = 0
-        var quoted = false          // the field began with a quote
-        var inQuotes = false        // inside the quotes of a quoted field
-        var quoteSeen = false       // inside quotes, just read a quote: an escaped quote or the closing one
+        var quoted = false  // the field began with a quote
+        var inQuotes = false  // inside the quotes of a quoted field
+        var quoteSeen = false  // inside quotes, just read a quote: an escaped quote or the closing one
         var started = false
         recordLine = line
         while true {
@@ -114,7 +114,9 @@ final class CSVRecordReader {
         position = 0
         end = 0
         let count: Int
-        do { count = try FileDescriptorIO.read(fd, into: &buffer, path: path) } catch { throw .io(path: path, message: error.reason) }
+        do { count = try FileDescriptorIO.read(fd, into: &buffer, path: path) } catch {
+            throw .io(path: path, message: error.reason)
+        }
         if count == 0 { atEOF = true }
         end = count
     }

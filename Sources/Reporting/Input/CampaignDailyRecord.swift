@@ -50,7 +50,8 @@ struct CampaignDailyRecord {
         let columnCount: Int
 
         static let required: [AggregateColumn] = [
-            .field(.appID), .field(.adNetworkID), .field(.campaignID), .field(.sourceIdentifier), .campaign, .field(.sequenceIndex), .cvKind,
+            .field(.appID), .field(.adNetworkID), .field(.campaignID), .field(.sourceIdentifier), .campaign,
+            .field(.sequenceIndex), .cvKind,
             .field(.fineValue), .field(.coarseValue), .decodedLabel, .postbacks, .installs, .redownloads, .reengagements, .losses,
             .nullValuePostbacks, .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
             .developmentPostbacks, .rejectedPostbacks, .duplicatesDropped,
@@ -64,7 +65,8 @@ struct CampaignDailyRecord {
             }
             let missing = Self.required.map(\.name).filter { indices[$0] == nil }
             guard missing.isEmpty else {
-                throw .malformed(path: path, line: 1, reason: "not a campaign_daily table: no column \(missing.joined(separator: ", "))")
+                throw .malformed(
+                    path: path, line: 1, reason: "not a campaign_daily table: no column \(missing.joined(separator: ", "))")
             }
             self.indices = indices
             columnCount = header.count
@@ -100,7 +102,9 @@ struct CampaignDailyRecord {
             }
             var fine: Int? = nil
             if let value = text(.field(.fineValue)) {
-                guard let number = Int(value), (0...63).contains(number) else { throw bad(.field(.fineValue), "a value from 0 to 63") }
+                guard let number = Int(value), (0...63).contains(number) else {
+                    throw bad(.field(.fineValue), "a value from 0 to 63")
+                }
                 fine = number
             }
             var coarse: Int? = nil

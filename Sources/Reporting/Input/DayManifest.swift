@@ -66,22 +66,27 @@ struct DayManifest {
 
         let format = try integer(root, "format", in: "")
         guard Self.supportedFormats.contains(format) else {
-            throw bad("manifest format \(format) is not one this postback reads (\(Self.supportedFormats.lowerBound) to "
-                + "\(Self.supportedFormats.upperBound)); use a newer postback")
+            throw bad(
+                "manifest format \(format) is not one this postback reads (\(Self.supportedFormats.lowerBound) to "
+                    + "\(Self.supportedFormats.upperBound)); use a newer postback")
         }
         spoolSegments = format >= 2 ? try integer(root, "spool_segments", in: "") : nil
         if case .bool(let flag)? = root["partial"] { partial = flag } else { partial = false }
         if case .array(let rows)? = root["quarantined"] {
             for case .object(let row) in rows {
-                quarantined.append((try string(row, "quarantine", in: "quarantined[]."), try string(row, "field", in: "quarantined[]."),
-                                    try string(row, "raw", in: "quarantined[]."), try integer(row, "postbacks", in: "quarantined[].")))
+                quarantined.append(
+                    (
+                        try string(row, "quarantine", in: "quarantined[]."), try string(row, "field", in: "quarantined[]."),
+                        try string(row, "raw", in: "quarantined[]."), try integer(row, "postbacks", in: "quarantined[].")
+                    ))
             }
         }
         tool = try string(root, "tool", in: "")
         var output: Output? = nil
         for entry in try array("outputs") where try string(entry, "table", in: "outputs[].") == "campaign_daily" {
-            output = Output(rows: try integer(entry, "rows", in: "outputs[]."), bytes: try integer(entry, "bytes", in: "outputs[]."),
-                            sha256: try string(entry, "sha256", in: "outputs[]."))
+            output = Output(
+                rows: try integer(entry, "rows", in: "outputs[]."), bytes: try integer(entry, "bytes", in: "outputs[]."),
+                sha256: try string(entry, "sha256", in: "outputs[]."))
         }
         guard let output else { throw bad("outputs lists no campaign_daily file") }
         campaignDaily = output
@@ -95,14 +100,17 @@ struct DayManifest {
         tornTails = try integer(totals, "torn_tails", in: "totals.")
         rejectedPostbacks = try integer(totals, "rejected_postbacks", in: "totals.")
 
-        guard case .object(let statuses)? = root["rejected_by_status"] else { throw bad("rejected_by_status is missing or not an object") }
+        guard case .object(let statuses)? = root["rejected_by_status"] else {
+            throw bad("rejected_by_status is missing or not an object")
+        }
         rejectedByStatus = []
         for member in statuses.members {
             rejectedByStatus.append((member.key, try integer(statuses, member.key, in: "rejected_by_status.")))
         }
         rejectedReasons = []
         for entry in try array("rejected_reasons") {
-            rejectedReasons.append((try string(entry, "reason", in: "rejected_reasons[]."), try integer(entry, "count", in: "rejected_reasons[].")))
+            rejectedReasons.append(
+                (try string(entry, "reason", in: "rejected_reasons[]."), try integer(entry, "count", in: "rejected_reasons[].")))
         }
     }
 }

@@ -33,6 +33,8 @@ struct CampaignKey: Hashable, Comparable {
     }
 
     static func < (lhs: CampaignKey, rhs: CampaignKey) -> Bool {
-        (lhs.name, lhs.adNetworkID, lhs.appID, lhs.isDecoded ? 1 : 0) < (rhs.name, rhs.adNetworkID, rhs.appID, rhs.isDecoded ? 1 : 0)
+        (lhs.name, lhs.adNetworkID, lhs.appID, lhs.isDecoded ? 1 : 0) < (
+            rhs.name, rhs.adNetworkID, rhs.appID, rhs.isDecoded ? 1 : 0
+        )
     }
 }

@@ -121,6 +121,8 @@ struct ReportModel {
             listed += count
         }
         rejectedUnlisted += max(0, manifest.rejectedPostbacks - listed)
-        for row in manifest.quarantined { quarantined["\(row.reason)\u{1F}\(row.field)\u{1F}\(row.raw)", default: 0] += row.postbacks }
+        for row in manifest.quarantined {
+            quarantined["\(row.reason)\u{1F}\(row.field)\u{1F}\(row.raw)", default: 0] += row.postbacks
+        }
     }
 }

@@ -31,7 +31,9 @@ struct RevenueSum: Equatable {
         try add(minimum: other.minimum, maximum: other.maximum, estimate: other.estimate)
     }
 
-    private mutating func add(minimum addedMinimum: Money, maximum addedMaximum: Money?, estimate addedEstimate: Money) throws(ReportError) {
+    private mutating func add(minimum addedMinimum: Money, maximum addedMaximum: Money?, estimate addedEstimate: Money)
+        throws(ReportError)
+    {
         guard let newMinimum = minimum.plus(addedMinimum), let newEstimate = estimate.plus(addedEstimate) else {
             throw .overflow("revenue sum overflows 64 bits")
         }

@@ -6,7 +6,8 @@ enum Legend {
         html.element("ul", ["class": "legend"]) { html in
             for entry in entries {
                 html.element("li") { html in
-                    html.element("span", ["class": "\(isLine ? "swatch-line" : "swatch") \(entry.style)", "aria-hidden": "true"], text: "")
+                    html.element(
+                        "span", ["class": "\(isLine ? "swatch-line" : "swatch") \(entry.style)", "aria-hidden": "true"], text: "")
                     html.text(entry.name)
                 }
             }

@@ -5,41 +5,51 @@ import Postbacks
 /// revenue, and where installs come from.
 extension ReportPage {
     func renderCampaigns(_ html: inout HTMLWriter) {
-        section(&html, id: "campaigns", title: "Campaigns",
-                note: "Every campaign of each app, most postbacks first (production postbacks only). Revenue is the sum of the "
-                    + "decoded values' estimates, with their min–max range, per currency and postback window (windows are "
-                    + "not added: a schema's later windows may restate earlier revenue). Null share = null values ÷ winning "
-                    + "postbacks; non-winning share = non-winning ÷ all postbacks; the coarse mix of windows 2 and 3 is "
-                    + "low / medium / high as shares of the window's coarse values.") { html in
+        section(
+            &html, id: "campaigns", title: "Campaigns",
+            note: "Every campaign of each app, most postbacks first (production postbacks only). Revenue is the sum of the "
+                + "decoded values' estimates, with their min–max range, per currency and postback window (windows are "
+                + "not added: a schema's later windows may restate earlier revenue). Null share = null values ÷ winning "
+                + "postbacks; non-winning share = non-winning ÷ all postbacks; the coarse mix of windows 2 and 3 is "
+                + "low / medium / high as shares of the window's coarse values."
+        ) { html in
             var apps: [String: NetworkDayCounts] = [:]
             for (key, stats) in model.campaigns { apps[key.appID, default: NetworkDayCounts()].add(stats.counts) }
             guard !apps.isEmpty else {
                 emptyState(&html, "No production postbacks in this range.")
                 return
             }
-            let ranked = apps.keys.sorted { apps[$0]!.postbacks != apps[$1]!.postbacks ? apps[$0]!.postbacks > apps[$1]!.postbacks : $0 < $1 }
+            let ranked = apps.keys.sorted {
+                apps[$0]!.postbacks != apps[$1]!.postbacks ? apps[$0]!.postbacks > apps[$1]!.postbacks : $0 < $1
+            }
             for app in ranked {
                 html.element("h3", text: "App \(app)")
                 var table = FiguresTable(
                     id: "table-campaigns-\(app)", caption: "Campaigns of app \(app)",
-                    columns: [.name("Campaign"), .name("Ad network"), .number("Postbacks"), .number("Installs"),
-                              .number("Redownloads"), .number("Re-engagements"), .longText("Revenue estimate (min–max)"),
-                              .number("Null share"), .number("Non-winning share"), .mix("Coarse mix, window 2"),
-                              .mix("Coarse mix, window 3")])
+                    columns: [
+                        .name("Campaign"), .name("Ad network"), .number("Postbacks"), .number("Installs"),
+                        .number("Redownloads"), .number("Re-engagements"), .longText("Revenue estimate (min–max)"),
+                        .number("Null share"), .number("Non-winning share"), .mix("Coarse mix, window 2"),
+                        .mix("Coarse mix, window 3"),
+                    ])
                 for key in model.campaignsByVolume where key.appID == app {
                     let stats = model.campaigns[key]!
-                    table.add([key.name, Self.networkName(key.adNetworkID), NumberFormat.count(stats.counts.postbacks),
-                               NumberFormat.count(stats.counts.installs), NumberFormat.count(stats.counts.redownloads),
-                               NumberFormat.count(stats.counts.reengagements), Self.revenueText(stats.revenue),
-                               NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
-                               NumberFormat.percent(stats.counts.losses, of: stats.counts.postbacks),
-                               Self.coarseMix(stats, window: 1), Self.coarseMix(stats, window: 2)])
+                    table.add([
+                        key.name, Self.networkName(key.adNetworkID), NumberFormat.count(stats.counts.postbacks),
+                        NumberFormat.count(stats.counts.installs), NumberFormat.count(stats.counts.redownloads),
+                        NumberFormat.count(stats.counts.reengagements), Self.revenueText(stats.revenue),
+                        NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
+                        NumberFormat.percent(stats.counts.losses, of: stats.counts.postbacks),
+                        Self.coarseMix(stats, window: 1), Self.coarseMix(stats, window: 2),
+                    ])
                 }
                 let total = apps[app]!
-                table.footer = ["All campaigns", "", NumberFormat.count(total.postbacks), NumberFormat.count(total.installs),
-                                NumberFormat.count(total.redownloads), NumberFormat.count(total.reengagements), "",
-                                NumberFormat.percent(total.nullValues, of: total.winners),
-                                NumberFormat.percent(total.losses, of: total.postbacks), "", ""]
+                table.footer = [
+                    "All campaigns", "", NumberFormat.count(total.postbacks), NumberFormat.count(total.installs),
+                    NumberFormat.count(total.redownloads), NumberFormat.count(total.reengagements), "",
+                    NumberFormat.percent(total.nullValues, of: total.winners),
+                    NumberFormat.percent(total.losses, of: total.postbacks), "", "",
+                ]
                 table.render(into: &html)
             }
         }
@@ -54,7 +64,9 @@ extension ReportPage {
             let prefix = key.window == 0 ? "" : "window \(key.window + 1): "
             if sum.valuedPostbacks > 0 {
                 let maximum = sum.maximum.map(NumberFormat.money) ?? "open"
-                parts.append("\(prefix)\(key.currency) \(NumberFormat.money(sum.estimate)) (\(NumberFormat.money(sum.minimum))–\(maximum))")
+                parts.append(
+                    "\(prefix)\(key.currency) \(NumberFormat.money(sum.estimate)) (\(NumberFormat.money(sum.minimum))–\(maximum))"
+                )
             }
         }
         return parts.isEmpty ? "unknown" : parts.joined(separator: "; ")
@@ -64,78 +76,114 @@ extension ReportPage {
     static func coarseMix(_ stats: CampaignStats, window: Int) -> String {
         let total = stats.coarseTotal(window: window)
         guard total > 0 else { return "–" }
-        return zip(["L", "M", "H"], stats.coarse[window]).map { "\($0) \(NumberFormat.wholePercent($1, of: total))" }.joined(separator: " · ")
+        return zip(["L", "M", "H"], stats.coarse[window]).map { "\($0) \(NumberFormat.wholePercent($1, of: total))" }.joined(
+            separator: " · ")
     }
 
     func renderTrend(_ html: inout HTMLWriter) {
         let days = model.rangeDays
         let currencies = model.dayRevenue.keys.filter { !$0.isEmpty }.sorted()
-        section(&html, id: "trend", title: "Installs and revenue per day",
-                note: "Installs (winning first postbacks of downloads) per UTC day received, with the day's revenue estimate per "
-                    + "currency. Days without aggregates are gaps, not zeros.") { html in
-            var table = FiguresTable(id: "table-trend", caption: "Installs and revenue per day",
-                                     columns: [.text("Day"), .number("Postbacks"), .number("Installs"), .number("Redownloads"),
-                                               .number("Re-engagements")] + currencies.map { .number("Revenue estimate, \($0)") })
+        section(
+            &html, id: "trend", title: "Installs and revenue per day",
+            note: "Installs (winning first postbacks of downloads) per UTC day received, with the day's revenue estimate per "
+                + "currency. Days without aggregates are gaps, not zeros."
+        ) { html in
+            var table = FiguresTable(
+                id: "table-trend", caption: "Installs and revenue per day",
+                columns: [
+                    .text("Day"), .number("Postbacks"), .number("Installs"), .number("Redownloads"),
+                    .number("Re-engagements"),
+                ] + currencies.map { .number("Revenue estimate, \($0)") })
             for day in days {
                 if model.unavailableDays.contains(day) {
                     table.add([day.description, "–", "–", "–", "–"] + currencies.map { _ in "–" })
                     continue
                 }
                 let counts = model.dayTotals[day] ?? NetworkDayCounts()
-                table.add([day.description, NumberFormat.count(counts.postbacks), NumberFormat.count(counts.installs),
-                           NumberFormat.count(counts.redownloads), NumberFormat.count(counts.reengagements)]
-                          + currencies.map { NumberFormat.money(model.dayRevenue[$0]?[day]?.estimate ?? .zero) })
+                table.add(
+                    [
+                        day.description, NumberFormat.count(counts.postbacks), NumberFormat.count(counts.installs),
+                        NumberFormat.count(counts.redownloads), NumberFormat.count(counts.reengagements),
+                    ]
+                        + currencies.map { NumberFormat.money(model.dayRevenue[$0]?[day]?.estimate ?? .zero) })
             }
-            table.footer = ["Total", NumberFormat.count(model.totals.postbacks), NumberFormat.count(model.totals.installs),
-                            NumberFormat.count(model.totals.redownloads), NumberFormat.count(model.totals.reengagements)]
+            table.footer =
+                [
+                    "Total", NumberFormat.count(model.totals.postbacks), NumberFormat.count(model.totals.installs),
+                    NumberFormat.count(model.totals.redownloads), NumberFormat.count(model.totals.reengagements),
+                ]
                 + currencies.map { NumberFormat.money(model.revenueByCurrency[$0]?.estimate ?? .zero) }
-            panel(&html, chart: { html in
-                guard model.totals.installs > 0 else {
-                    emptyState(&html, "No installs in this range.")
-                    return
-                }
-                DayColumnChart(id: "chart-trend-installs", title: "Installs per day",
-                               description: "Columns, one per day from \(model.from) to \(model.to); "
-                                   + "\(NumberFormat.count(model.totals.installs)) installs in all.",
-                               days: days, unavailable: model.unavailableDays,
-                               series: [DayColumnChart.Series(name: "Installs", style: "s0",
-                                                              values: days.map { model.dayTotals[$0]?.installs ?? 0 })],
-                               noun: "installs").render(into: &html)
-            }, table: table)
+            panel(
+                &html,
+                chart: { html in
+                    guard model.totals.installs > 0 else {
+                        emptyState(&html, "No installs in this range.")
+                        return
+                    }
+                    DayColumnChart(
+                        id: "chart-trend-installs", title: "Installs per day",
+                        description: "Columns, one per day from \(model.from) to \(model.to); "
+                            + "\(NumberFormat.count(model.totals.installs)) installs in all.",
+                        days: days, unavailable: model.unavailableDays,
+                        series: [
+                            DayColumnChart.Series(
+                                name: "Installs", style: "s0",
+                                values: days.map { model.dayTotals[$0]?.installs ?? 0 })
+                        ],
+                        noun: "installs"
+                    ).render(into: &html)
+                }, table: table)
         }
     }
 
     /// Only when some postback carries `country_code` (AdAttributionKit and SKAdNetwork since 2025).
     func renderCountries(_ html: inout HTMLWriter) {
         guard !model.countries.isEmpty else { return }
-        section(&html, id: "countries", title: "Countries",
-                note: "Production postbacks by the country_code Apple sends (when the crowd is large enough); postbacks without "
-                    + "one are counted apart, not spread over the countries.") { html in
+        section(
+            &html, id: "countries", title: "Countries",
+            note: "Production postbacks by the country_code Apple sends (when the crowd is large enough); postbacks without "
+                + "one are counted apart, not spread over the countries."
+        ) { html in
             let total = model.totals.postbacks
             let ranked = model.countries.keys.sorted {
-                model.countries[$0]!.postbacks != model.countries[$1]!.postbacks ? model.countries[$0]!.postbacks > model.countries[$1]!.postbacks : $0 < $1
+                model.countries[$0]!.postbacks != model.countries[$1]!.postbacks
+                    ? model.countries[$0]!.postbacks > model.countries[$1]!.postbacks : $0 < $1
             }
-            var table = FiguresTable(id: "table-countries", caption: "Postbacks and installs by country",
-                                     columns: [.text("Country"), .number("Postbacks"), .number("Installs"), .number("Share")])
+            var table = FiguresTable(
+                id: "table-countries", caption: "Postbacks and installs by country",
+                columns: [.text("Country"), .number("Postbacks"), .number("Installs"), .number("Share")])
             var rows: [RowBarChart.Row] = []
             for country in ranked {
                 let counts = model.countries[country]!
-                table.add([country, NumberFormat.count(counts.postbacks), NumberFormat.count(counts.installs),
-                           NumberFormat.percent(counts.postbacks, of: total)])
-                rows.append(RowBarChart.Row(label: country, sublabel: nil, value: Double(counts.postbacks),
-                                            valueText: NumberFormat.count(counts.postbacks),
-                                            tooltip: "\(country): \(NumberFormat.count(counts.postbacks)) postbacks", style: "s0"))
+                table.add([
+                    country, NumberFormat.count(counts.postbacks), NumberFormat.count(counts.installs),
+                    NumberFormat.percent(counts.postbacks, of: total),
+                ])
+                rows.append(
+                    RowBarChart.Row(
+                        label: country, sublabel: nil, value: Double(counts.postbacks),
+                        valueText: NumberFormat.count(counts.postbacks),
+                        tooltip: "\(country): \(NumberFormat.count(counts.postbacks)) postbacks", style: "s0"))
             }
             if model.withoutCountry.postbacks > 0 {
-                table.add(["(no country)", NumberFormat.count(model.withoutCountry.postbacks), NumberFormat.count(model.withoutCountry.installs),
-                           NumberFormat.percent(model.withoutCountry.postbacks, of: total)])
+                table.add([
+                    "(no country)", NumberFormat.count(model.withoutCountry.postbacks),
+                    NumberFormat.count(model.withoutCountry.installs),
+                    NumberFormat.percent(model.withoutCountry.postbacks, of: total),
+                ])
             }
-            table.footer = ["Total", NumberFormat.count(total), NumberFormat.count(model.totals.installs), total > 0 ? "100.0%" : "–"]
-            panel(&html, chart: { html in
-                RowBarChart(id: "chart-countries", title: "Postbacks by country",
-                            description: "Horizontal bars, one per country, most postbacks first.",
-                            rows: Array(rows.prefix(20)), isPercent: false, hasWideLabels: false).render(into: &html)
-            }, table: table)
+            table.footer = [
+                "Total", NumberFormat.count(total), NumberFormat.count(model.totals.installs), total > 0 ? "100.0%" : "–",
+            ]
+            panel(
+                &html,
+                chart: { html in
+                    RowBarChart(
+                        id: "chart-countries", title: "Postbacks by country",
+                        description: "Horizontal bars, one per country, most postbacks first.",
+                        rows: Array(rows.prefix(20)), isPercent: false, hasWideLabels: false
+                    ).render(into: &html)
+                }, table: table)
         }
     }
 }

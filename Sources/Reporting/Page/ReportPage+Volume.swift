@@ -4,11 +4,13 @@ import Postbacks
 /// Postbacks and installs per day, stacked by ad network.
 extension ReportPage {
     func renderVolume(_ html: inout HTMLWriter) {
-        section(&html, id: "volume", title: "Postbacks and installs per day",
-                note: "Production postbacks (the first copy of each postback signed with Apple's production keys) by the UTC day "
-                    + "they were received, stacked by ad network. Installs are the winning first postbacks of downloads; "
-                    + "redownloads and re-engagements are in the tables. Development and rejected postbacks are not included. "
-                    + "Shaded days have no aggregates: unknown, not zero.") { html in
+        section(
+            &html, id: "volume", title: "Postbacks and installs per day",
+            note: "Production postbacks (the first copy of each postback signed with Apple's production keys) by the UTC day "
+                + "they were received, stacked by ad network. Installs are the winning first postbacks of downloads; "
+                + "redownloads and re-engagements are in the tables. Development and rejected postbacks are not included. "
+                + "Shaded days have no aggregates: unknown, not zero."
+        ) { html in
             html.element("h3", text: "Postbacks")
             dayPanel(&html, id: "postbacks-per-day", noun: "postbacks", value: \.postbacks)
             html.element("h3", text: "Installs")
@@ -29,12 +31,15 @@ extension ReportPage {
             DayColumnChart.Series(name: entry.name, style: entry.style, values: days.map { count([network], $0) })
         }
         if !others.isEmpty {
-            series.append(DayColumnChart.Series(name: "\(others.count) other networks", style: "s-other", values: days.map { count(others, $0) }))
+            series.append(
+                DayColumnChart.Series(
+                    name: "\(others.count) other networks", style: "s-other", values: days.map { count(others, $0) }))
         }
 
         // One row per day and network (long rather than wide, so many networks still fit beside the chart).
-        var table = FiguresTable(id: "table-\(id)", caption: "\(noun.capitalizedFirst) per day and ad network",
-                                 columns: [.text("Day"), .text("Ad network"), .number(noun.capitalizedFirst)])
+        var table = FiguresTable(
+            id: "table-\(id)", caption: "\(noun.capitalizedFirst) per day and ad network",
+            columns: [.text("Day"), .text("Ad network"), .number(noun.capitalizedFirst)])
         for day in days {
             if unavailable.contains(day) {
                 table.add([day.description, model.emptyDays.contains(day) ? "no spool" : "no aggregates", "–"])
@@ -48,16 +53,21 @@ extension ReportPage {
         table.footer = ["Total", "all networks", NumberFormat.count(model.totals[keyPath: value])]
 
         let total = model.totals[keyPath: value]
-        panel(&html, chart: { html in
-            guard total > 0 else {
-                emptyState(&html, "No production \(noun) in this range.")
-                return
-            }
-            Legend.render(series.map { ($0.style, $0.name) }, into: &html)
-            DayColumnChart(id: "chart-\(id)", title: "\(noun.capitalizedFirst) per day by ad network",
-                           description: "Stacked columns, one per day from \(model.from) to \(model.to); \(NumberFormat.count(total)) \(noun) in all.",
-                           days: days, unavailable: unavailable, series: series, noun: noun).render(into: &html)
-        }, table: table)
+        panel(
+            &html,
+            chart: { html in
+                guard total > 0 else {
+                    emptyState(&html, "No production \(noun) in this range.")
+                    return
+                }
+                Legend.render(series.map { ($0.style, $0.name) }, into: &html)
+                DayColumnChart(
+                    id: "chart-\(id)", title: "\(noun.capitalizedFirst) per day by ad network",
+                    description:
+                        "Stacked columns, one per day from \(model.from) to \(model.to); \(NumberFormat.count(total)) \(noun) in all.",
+                    days: days, unavailable: unavailable, series: series, noun: noun
+                ).render(into: &html)
+            }, table: table)
     }
 }
 

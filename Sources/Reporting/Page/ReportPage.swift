@@ -49,8 +49,9 @@ struct ReportPage {
         html.close("main")
         html.newline()
         html.element("footer") { html in
-            html.text("Made by \(request.toolVersion) from the campaign_daily tables and day manifests that 'postback aggregate' "
-                + "published. The page holds no scripts and loads nothing; the same aggregates always give the same page.")
+            html.text(
+                "Made by \(request.toolVersion) from the campaign_daily tables and day manifests that 'postback aggregate' "
+                    + "published. The page holds no scripts and loads nothing; the same aggregates always give the same page.")
         }
         html.newline()
         html.close("body")
@@ -72,8 +73,12 @@ struct ReportPage {
         html.newline()
         html.empty("meta", ["charset": "utf-8"])
         html.empty("meta", ["name": "viewport", "content": "width=device-width, initial-scale=1"])
-        html.empty("meta", ["http-equiv": "Content-Security-Policy",
-                            "content": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'"])
+        html.empty(
+            "meta",
+            [
+                "http-equiv": "Content-Security-Policy",
+                "content": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'",
+            ])
         html.empty("meta", ["name": "generator", "content": request.toolVersion])
         html.newline()
         html.element("title", text: "\(title) · \(rangeText)")
@@ -92,10 +97,11 @@ struct ReportPage {
         html.element("header", ["class": "top"]) { html in
             html.element("h1", text: title)
             let count = model.rangeDays.count
-            html.element("p", ["class": "meta"],
-                         text: "\(rangeText) · \(count) day\(count == 1 ? "" : "s") by the UTC day postbacks were received · "
-                             + "\(model.days.count) with aggregates"
-                             + (request.appID.map { " · app \($0) only (rejected reasons and duplicates are the whole store's)" } ?? ""))
+            html.element(
+                "p", ["class": "meta"],
+                text: "\(rangeText) · \(count) day\(count == 1 ? "" : "s") by the UTC day postbacks were received · "
+                    + "\(model.days.count) with aggregates"
+                    + (request.appID.map { " · app \($0) only (rejected reasons and duplicates are the whole store's)" } ?? ""))
         }
         html.newline()
     }
@@ -104,25 +110,35 @@ struct ReportPage {
         let totals = model.totals
         html.element("section", ["id": "summary", "aria-label": "Headline"]) { html in
             html.element("div", ["class": "cards"]) { html in
-                card(&html, "Postbacks", metric: "postbacks", value: NumberFormat.count(totals.postbacks),
-                     detail: "verified, production, first copies")
-                card(&html, "Installs", metric: "installs", value: NumberFormat.count(totals.installs),
-                     detail: "winning first postbacks of downloads")
+                card(
+                    &html, "Postbacks", metric: "postbacks", value: NumberFormat.count(totals.postbacks),
+                    detail: "verified, production, first copies")
+                card(
+                    &html, "Installs", metric: "installs", value: NumberFormat.count(totals.installs),
+                    detail: "winning first postbacks of downloads")
                 card(&html, "Redownloads", metric: "redownloads", value: NumberFormat.count(totals.redownloads), detail: nil)
-                card(&html, "Re-engagements", metric: "reengagements", value: NumberFormat.count(totals.reengagements), detail: nil)
-                card(&html, "Non-winning", metric: "losses", value: NumberFormat.count(totals.losses),
-                     detail: "\(NumberFormat.percent(totals.losses, of: totals.postbacks)) of postbacks")
-                card(&html, "Null values", metric: "null_cv_postbacks", value: NumberFormat.count(totals.nullValues),
-                     detail: "\(NumberFormat.percent(totals.nullValues, of: totals.winners)) of winners: revenue unknown")
+                card(
+                    &html, "Re-engagements", metric: "reengagements", value: NumberFormat.count(totals.reengagements), detail: nil
+                )
+                card(
+                    &html, "Non-winning", metric: "losses", value: NumberFormat.count(totals.losses),
+                    detail: "\(NumberFormat.percent(totals.losses, of: totals.postbacks)) of postbacks")
+                card(
+                    &html, "Null values", metric: "null_cv_postbacks", value: NumberFormat.count(totals.nullValues),
+                    detail: "\(NumberFormat.percent(totals.nullValues, of: totals.winners)) of winners: revenue unknown")
                 for currency in model.revenueByCurrency.keys.sorted() where !currency.isEmpty {
                     let sum = model.revenueByCurrency[currency]!
-                    card(&html, "Revenue estimate, \(currency)", metric: "revenue_est_sum:\(currency)", value: NumberFormat.money(sum.estimate),
-                         detail: "range \(NumberFormat.money(sum.minimum))–\(sum.maximum.map(NumberFormat.money) ?? "no upper bound"); "
-                             + "\(NumberFormat.count(sum.unknownPostbacks)) with unknown value")
+                    card(
+                        &html, "Revenue estimate, \(currency)", metric: "revenue_est_sum:\(currency)",
+                        value: NumberFormat.money(sum.estimate),
+                        detail:
+                            "range \(NumberFormat.money(sum.minimum))–\(sum.maximum.map(NumberFormat.money) ?? "no upper bound"); "
+                            + "\(NumberFormat.count(sum.unknownPostbacks)) with unknown value")
                 }
                 if let unscheduled = model.revenueByCurrency[""], unscheduled.unknownPostbacks > 0 {
-                    card(&html, "Without a schema", metric: "no_schema", value: NumberFormat.count(unscheduled.unknownPostbacks),
-                         detail: "postbacks whose value no schema decodes")
+                    card(
+                        &html, "Without a schema", metric: "no_schema", value: NumberFormat.count(unscheduled.unknownPostbacks),
+                        detail: "postbacks whose value no schema decodes")
                 }
             }
             html.element("p", ["class": "aside"]) { html in
@@ -157,26 +173,34 @@ struct ReportPage {
     private func renderNotices(_ html: inout HTMLWriter) {
         if model.totals.postbacks == 0 {
             html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element("p", text: "No production postbacks in this range: the charts below are empty. "
-                    + "Development and rejected postbacks, if any, are counted in the last section.")
+                html.element(
+                    "p",
+                    text: "No production postbacks in this range: the charts below are empty. "
+                        + "Development and rejected postbacks, if any, are counted in the last section.")
             }
         }
         if !model.missingDays.isEmpty {
             html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element("p", text: "No aggregates for \(Self.dayList(model.missingDays)): those days are shown as gaps, not as "
-                    + "zero. Run 'postback aggregate' for them, or check that the range is right.")
+                html.element(
+                    "p",
+                    text: "No aggregates for \(Self.dayList(model.missingDays)): those days are shown as gaps, not as "
+                        + "zero. Run 'postback aggregate' for them, or check that the range is right.")
             }
         }
         if !model.emptyDays.isEmpty {
             html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element("p", text: "No spool for \(Self.dayList(model.emptyDays)): nothing was received, or the receiver's "
-                    + "store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.")
+                html.element(
+                    "p",
+                    text: "No spool for \(Self.dayList(model.emptyDays)): nothing was received, or the receiver's "
+                        + "store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.")
             }
         }
         if !model.partialDays.isEmpty {
             html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element("p", text: "Partial: \(Self.dayList(model.partialDays)) were aggregated before the day was over "
-                    + "(--allow-open-day); their figures will grow when the day is aggregated again.")
+                html.element(
+                    "p",
+                    text: "Partial: \(Self.dayList(model.partialDays)) were aggregated before the day was over "
+                        + "(--allow-open-day); their figures will grow when the day is aggregated again.")
             }
         }
         if !model.leftOutDays.isEmpty {
@@ -192,10 +216,12 @@ struct ReportPage {
 
     private func renderContents(_ html: inout HTMLWriter) {
         html.element("nav", ["class": "contents", "aria-label": "Sections"]) { html in
-            for (anchor, name) in [("volume", "Postbacks and installs"), ("campaigns", "Campaigns"), ("trend", "Daily trend"),
-                                   ("countries", "Countries"), ("fine", "Fine values"), ("coarse", "Coarse values"),
-                                   ("revenue", "Revenue"), ("null-share", "Null values"), ("non-winning", "Non-winning"),
-                                   ("rejected", "Rejected and development"), ("sources", "About the data")] {
+            for (anchor, name) in [
+                ("volume", "Postbacks and installs"), ("campaigns", "Campaigns"), ("trend", "Daily trend"),
+                ("countries", "Countries"), ("fine", "Fine values"), ("coarse", "Coarse values"),
+                ("revenue", "Revenue"), ("null-share", "Null values"), ("non-winning", "Non-winning"),
+                ("rejected", "Rejected and development"), ("sources", "About the data"),
+            ] {
                 html.element("a", ["href": "#\(anchor)"], text: name)
             }
         }
@@ -203,11 +229,14 @@ struct ReportPage {
     }
 
     private func renderSources(_ html: inout HTMLWriter) {
-        section(&html, id: "sources", title: "About the data",
-                note: "Each day is one partition of the aggregate tables (docs/aggregate.md). A day is used only when its manifest "
-                    + "exists and its campaign_daily file has the checksum the manifest lists.") { html in
-            var table = FiguresTable(id: "table-sources", caption: "What the page was made from",
-                                     columns: [.text("Item"), .longText("Value")])
+        section(
+            &html, id: "sources", title: "About the data",
+            note: "Each day is one partition of the aggregate tables (docs/aggregate.md). A day is used only when its manifest "
+                + "exists and its campaign_daily file has the checksum the manifest lists."
+        ) { html in
+            var table = FiguresTable(
+                id: "table-sources", caption: "What the page was made from",
+                columns: [.text("Item"), .longText("Value")])
             table.add(["Days with aggregates", model.days.isEmpty ? "none" : Self.dayList(model.days)])
             table.add(["Days without aggregates", model.missingDays.isEmpty ? "none" : Self.dayList(model.missingDays)])
             table.add(["Days with no spool", model.emptyDays.isEmpty ? "none" : Self.dayList(model.emptyDays)])
@@ -248,7 +277,9 @@ struct ReportPage {
 
     /// The ad networks the day charts name, with their colours; the rest are summed as "other".
     var namedNetworks: [(name: String, style: String)] {
-        model.networksByVolume.prefix(ReportStyle.seriesColours).enumerated().map { (Self.networkName($0.element), ReportStyle.series($0.offset)) }
+        model.networksByVolume.prefix(ReportStyle.seriesColours).enumerated().map {
+            (Self.networkName($0.element), ReportStyle.series($0.offset))
+        }
     }
 
     /// Networks known by name are named ("Apple Ads (com.apple.ads)"); others show their id.
@@ -259,8 +290,10 @@ struct ReportPage {
 
     /// The `topCampaigns` largest campaigns passing `include` (by postbacks, or by `rank`), then one
     /// row summing the others that pass it.
-    func campaignRows(including include: (CampaignStats) -> Bool,
-                      rankedBy rank: ((CampaignStats) -> Int)? = nil) throws(ReportError) -> [CampaignRow] {
+    func campaignRows(
+        including include: (CampaignStats) -> Bool,
+        rankedBy rank: ((CampaignStats) -> Int)? = nil
+    ) throws(ReportError) -> [CampaignRow] {
         var keys = model.campaignsByVolume.filter { include(model.campaigns[$0]!) }
         if let rank {
             let scores = Dictionary(uniqueKeysWithValues: keys.map { ($0, rank(model.campaigns[$0]!)) })
@@ -268,15 +301,18 @@ struct ReportPage {
         }
         let showsApp = model.appIDs.count > 1
         var rows = keys.prefix(request.topCampaigns).map { key in
-            CampaignRow(label: key.name, sublabel: Self.networkName(key.adNetworkID) + (showsApp ? " · app \(key.appID)" : ""),
-                        network: key.adNetworkID, app: key.appID, stats: model.campaigns[key]!)
+            CampaignRow(
+                label: key.name, sublabel: Self.networkName(key.adNetworkID) + (showsApp ? " · app \(key.appID)" : ""),
+                network: key.adNetworkID, app: key.appID, stats: model.campaigns[key]!)
         }
         let rest = keys.dropFirst(request.topCampaigns)
         if !rest.isEmpty {
             var sum = CampaignStats()
             for key in rest { try sum.add(model.campaigns[key]!) }
-            rows.append(CampaignRow(label: "Other campaigns", sublabel: "\(NumberFormat.count(rest.count)) campaigns", network: "", app: "",
-                                    stats: sum, isOthers: true))
+            rows.append(
+                CampaignRow(
+                    label: "Other campaigns", sublabel: "\(NumberFormat.count(rest.count)) campaigns", network: "", app: "",
+                    stats: sum, isOthers: true))
         }
         return rows
     }
