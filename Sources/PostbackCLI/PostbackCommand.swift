@@ -22,6 +22,7 @@ package enum PostbackCommand {
           schema     check or export conversion schemas
           report     a self-contained HTML report of the aggregates
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
+          demo       the whole pipeline on this machine: receiver, traffic, nightly job, report
 
         options:
           -h, --help     this help; 'postback <command> --help' (or 'postback help <command>')
@@ -65,6 +66,7 @@ package enum PostbackCommand {
                 ("schema", SchemaCommand.run),
                 ("report", ReportCommand.run),
                 ("generate", GenerateCommand.run),
+                ("demo", DemoCommand.run),
             ])
     }
 }

@@ -1,0 +1,238 @@
+import Aggregation
+import Basics
+import Foundation
+import PostbackClient
+import PostbackCrypto
+import PostbackServer
+import PostbackTesting
+import Postbacks
+import Synchronization
+
+/// `postback demo`: the whole pipeline on this machine, composed from the other commands' parts:
+/// a receiver on loopback, shaped test traffic sent to it over HTTP, the nightly job, the report.
+enum DemoCommand {
+    static let usage = """
+        usage: postback demo [--dir DIR] [--count N]
+
+        Shows the whole pipeline in a minute, on this machine only: starts a receiver on
+        127.0.0.1 (a free port), mints N postbacks for the example schema's app (several ad
+        networks and campaigns, fine and coarse values, null values, re-engagements), signs them
+        with a new test key, POSTs them to the receiver, runs the nightly job and writes the
+        report. Then prints where the store, the aggregates and the report are.
+
+          --dir DIR    where to put everything (default ./postback-demo); must be missing or empty
+          --count N    how many postbacks (default 3000)
+
+        The postbacks are signed with a test key, so they are development postbacks: the report
+        counts them as development, apart from production figures.
+
+        Exit status: 0 done; 2 usage or I/O error (DIR not empty, a step failed).
+        """
+
+    static let syntax = CommandSyntax("demo", usage: usage, options: ["--dir", "--count"])
+
+    /// The example schema the demo's traffic is shaped by (Samples/schemas/1229670720): the binary
+    /// is installed alone, so it carries its own copy.
+    static let schemaAppID = "1229670720"
+    static let schemaFileName = "2026-01-01.json"
+    static let schema = """
+        {
+          "schema_id": "example-shop/2026-01-01",
+          "description": "Example of the bit-field encoding (Singular-style): bits 0-3 a revenue bucket, bit 4 'added to cart', bit 5 'day 1 return'.",
+          "app_id": 1229670720,
+          "effective_from": "2026-01-01",
+          "currency": "EUR",
+          "revenue_estimate": "min",
+          "windows": {
+            "0": {
+              "fine": {
+                "bits": {
+                  "label": "rev${revenue}_${cart}_${returned}",
+                  "fields": [
+                    { "name": "revenue", "bits": [0, 3],
+                      "entries": [
+                        { "value": 0, "label": "0" },
+                        { "values": [1, 14], "label": "${value}", "revenue_buckets": { "start": 0.0, "width": 5.0 },
+                          "events": [{ "name": "purchase" }] },
+                        { "value": 15, "label": "70plus", "revenue": { "min": 70.0 }, "events": [{ "name": "purchase" }] }
+                      ] },
+                    { "name": "cart", "bits": [4, 4],
+                      "entries": [ { "value": 0, "label": "nocart" }, { "value": 1, "label": "cart", "events": [{ "name": "add_to_cart" }] } ] },
+                    { "name": "returned", "bits": [5, 5],
+                      "entries": [ { "value": 0, "label": "d0" }, { "value": 1, "label": "d1", "events": [{ "name": "day1_return" }] } ] }
+                  ]
+                }
+              },
+              "coarse": {
+                "low": { "label": "browsed" },
+                "medium": { "label": "carted", "events": [{ "name": "add_to_cart" }] },
+                "high": { "label": "bought", "events": [{ "name": "purchase" }], "revenue": { "min": 5.0, "max": null } }
+              }
+            },
+            "1": { "coarse": { "inherit": "0" } },
+            "2": { "coarse": { "inherit": "0" } }
+          }
+        }
+
+        """
+
+    /// Where the demo put things, for the closing message and for tests.
+    struct Layout {
+        let directory: String
+        var store: String { directory + "/store" }
+        var schemas: String { directory + "/schemas" }
+        var key: String { directory + "/demo-key.pem" }
+        var report: String { directory + "/report.html" }
+        var aggregates: String { store + "/agg" }
+    }
+
+    static func run(_ words: [String], io: CommandIO) -> ExitStatus {
+        let layout: Layout
+        let count: Int
+        do {
+            let arguments = try syntax.parse(words)
+            try arguments.requireNoPositionals()
+            count = try arguments.integer("--count", default: 3000, in: 1...1_000_000)
+            layout = Layout(directory: try prepareDirectory(arguments.value("--dir") ?? "postback-demo"))
+        } catch {
+            return syntax.finish(error, io: io)
+        }
+        do {
+            return try run(layout, count: count, io: io)
+        } catch {
+            io.printError("postback demo: \(error)")
+            io.printError("postback demo: what was made so far is in \(layout.directory); remove it before running again")
+            return .usageOrIOError
+        }
+    }
+
+    /// DIR must be missing (it is created) or an empty directory: the demo never mixes its store
+    /// with anything already there.
+    static func prepareDirectory(_ path: String) throws -> String {
+        switch UserPaths.kind(of: path) {
+        case .missing:
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw UsageError(
+                    "--dir \(path): cannot create it (\(error.localizedDescription)); give a directory you can write")
+            }
+        case .directory:
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            guard entries.isEmpty else {
+                throw UsageError(
+                    "--dir \(path) is not empty; give a new or empty directory (e.g. --dir \(path)-2), or remove \(path) first")
+            }
+            guard access(path, W_OK) == 0 else {
+                throw UsageError("--dir \(path) is not writable; give a directory you can write")
+            }
+        case .file, .other:
+            throw UsageError("--dir \(path) is a file; give a new or empty directory")
+        }
+        return path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    }
+
+    private struct StepFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static func run(_ layout: Layout, count: Int, io: CommandIO) throws -> ExitStatus {
+        // The schema and a new test key.
+        let schemaPath = layout.schemas + "/" + schemaAppID + "/" + schemaFileName
+        try FileManager.default.createDirectory(atPath: layout.schemas + "/" + schemaAppID, withIntermediateDirectories: true)
+        try DurableFile.write(Array(schema.utf8), to: schemaPath)
+        let key = try ECDSAPrivateKey(generatingOn: .p256)
+        try DurableFile.write(Array(key.pemRepresentation.utf8), to: layout.key, mode: 0o600)
+        let signer = TestPostbackSigner(key: key)
+
+        // Traffic shaped by the schema, as `postback generate --schema` shapes it.
+        let traffic = try GenerateCommand.shapedTraffic(
+            SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0]),
+            try GenerateCommand.syntax.parse([
+                "--schema", schemaPath, "--ad-network", "demo-network-a.skadnetwork",
+                "--ad-network", "demo-network-b.skadnetwork", "--ad-network", "demo-network-c.adattributionkit",
+                "--source-identifier", "1201", "--source-identifier", "1202", "--source-identifier", "3307",
+                "--source-identifier", "4410", "--source-identifier", "5512",
+            ]))
+        var bodies: [[UInt8]] = []
+        bodies.reserveCapacity(count)
+        for index in 0..<count { bodies.append(try signer.sign(traffic.postback(index, seed: 14))) }
+
+        // A receiver on loopback, on a port the kernel picks, trusting only the demo's key.
+        var configuration = ServerConfiguration()
+        configuration.listen = "127.0.0.1:0"
+        configuration.dataDirectory = layout.store
+        configuration.writerID = "demo"
+        configuration.allowsDevelopment = true
+        configuration.trustKeyPaths = [layout.key]
+        configuration.testKeys = [TrustedTestKey(name: "test:demo-key.pem", key: key.publicKey)]
+        configuration.logLevel = .warning
+        configuration.reservedFreeBytes = 0
+        let sink = io.standardError
+        let server = try PostbackServer.start(
+            configuration: configuration, log: ServerLog(minimumLevel: .warning) { sink.write($0) })
+        let url = "http://127.0.0.1:\(server.port)/.well-known/skadnetwork/report-attribution/"
+        let firstDay = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
+        io.print("receiver listening on http://127.0.0.1:\(server.port), storing in \(layout.store)")
+
+        let report: PostbackSender.Report
+        do {
+            report = try send(bodies, to: url, io: io)
+        } catch {
+            server.shutdown()
+            throw error
+        }
+        server.shutdown()
+        io.print(SendCommand.summary(report, url: url))
+        guard report.allOK else {
+            throw StepFailed(description: "the receiver did not accept every postback (see above)")
+        }
+
+        // The nightly job over the days the postbacks were received (today, or yesterday too when
+        // the demo ran across midnight UTC), then the report.
+        let lastDay = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
+        let days = ["--from", firstDay.description, "--to", lastDay.description]
+        let aggregated = AggregateCommand.run(
+            ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day"] + days, io: io)
+        guard aggregated == .success else { throw StepFailed(description: "'postback aggregate' failed (see above)") }
+        let reported = ReportCommand.run(
+            ["--data", layout.store, "--out", layout.report, "--title", "postback demo"] + days, io: io)
+        guard reported == .success else { throw StepFailed(description: "'postback report' failed (see above)") }
+
+        io.print(
+            """
+
+            Done. Everything is in \(layout.directory):
+              store (spool, as 'postback serve' writes it)  \(layout.store)/raw
+              aggregates (CSV and manifests)                \(layout.aggregates)
+              schema                                        \(schemaPath)
+              test key that signed the postbacks            \(layout.key)
+              report                                        \(layout.report)
+            Open the report in a browser, e.g.: xdg-open \(layout.report)
+            (or copy it to your own machine: it is one self-contained HTML file).
+            """)
+        return .success
+    }
+
+    /// POSTs every body over a few connections, with a progress line on a terminal only.
+    private static func send(_ bodies: [[UInt8]], to url: String, io: CommandIO) throws -> PostbackSender.Report {
+        let next = Atomic<Int>(0)
+        let answered = Atomic<Int>(0)
+        let showProgress = io.standardError.isTerminal
+        let total = bodies.count
+        let report = try PostbackSender.send(
+            url: url, concurrency: 4,
+            next: {
+                let index = next.add(1, ordering: .relaxed).oldValue
+                return index < total ? bodies[index] : nil
+            },
+            onResponse: { _ in
+                let done = answered.add(1, ordering: .relaxed).newValue
+                if showProgress, done % 100 == 0 || done == total {
+                    io.standardError.write(Array("\rsent \(done) of \(total) postbacks".utf8))
+                    if done == total { io.standardError.write([0x0A]) }
+                }
+            })
+        return report
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import PostbackCLI
+
+/// `postback demo` (issue 14): the whole pipeline end to end on loopback.
+@Suite struct DemoCommandTests {
+    /// Every line of every file under `directory` (the spool's segments hold one record a line).
+    func lineCount(under directory: String) throws -> Int {
+        let files = try #require(FileManager.default.enumerator(atPath: directory)?.allObjects as? [String])
+        var lines = 0
+        for file in files where UserPaths.kind(of: directory + "/" + file) == .file {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file)), as: UTF8.self)
+            lines += text.split(separator: "\n").count
+        }
+        return lines
+    }
+
+    @Test func theDemoReceivesStoresAggregatesAndReportsEveryPostback() throws {
+        let parent = TemporaryDirectory("demo")
+        let dir = parent.path + "/demo"
+        let demo = run(["demo", "--dir", dir, "--count", "400"])
+        #expect(demo.status == .success, "\(demo.stderr)")
+        // Every postback sent was acknowledged and stored once; nothing was rejected.
+        #expect(demo.stdout.contains("HTTP 200: 400"), "\(demo.stdout)")
+        #expect(try lineCount(under: dir + "/store/raw/postbacks") == 400)
+        let rejected = dir + "/store/raw/rejected"
+        let rejectedLines = FileManager.default.fileExists(atPath: rejected) ? try lineCount(under: rejected) : 0
+        #expect(rejectedLines == 0)
+        // The nightly job published the day, and the report counts the demo's development postbacks.
+        let manifests = try FileManager.default.contentsOfDirectory(atPath: dir + "/store/agg/_manifests")
+        #expect(!manifests.isEmpty)
+        let page = String(decoding: try Data(contentsOf: URL(fileURLWithPath: dir + "/report.html")), as: UTF8.self)
+        #expect(page.contains("postback demo"))
+        #expect(demo.stdout.contains("400 development"), "\(demo.stdout)")
+        // The closing message says where everything is.
+        for place in [dir + "/store/raw", dir + "/store/agg", dir + "/report.html", "xdg-open"] {
+            #expect(demo.stdout.contains(place), "missing \(place) in \(demo.stdout)")
+        }
+        // No progress line when standard error is not a terminal.
+        #expect(!demo.stderr.contains("sent 400 of 400"))
+    }
+
+    @Test func aDirectoryThatIsNotEmptyIsRefusedAndLeftAlone() throws {
+        let dir = TemporaryDirectory("demo")
+        try dir.write("keep me", to: "notes.txt")
+        let demo = run(["demo", "--dir", dir.path])
+        #expect(demo.status == .usageOrIOError)
+        #expect(demo.stderr.contains("--dir \(dir.path) is not empty"), "\(demo.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["notes.txt"])
+
+        try dir.write("x", to: "file")
+        let onFile = run(["demo", "--dir", dir.path + "/file"])
+        #expect(onFile.status == .usageOrIOError)
+        #expect(onFile.stderr.contains("is a file"), "\(onFile.stderr)")
+    }
+
+    /// The binary carries its own copy of the example schema; it must stay the sample's.
+    @Test func theEmbeddedSchemaIsTheSampleSchema() throws {
+        let sample = try String(
+            contentsOfFile: Fixtures.sampleSchemas + "/\(DemoCommand.schemaAppID)/\(DemoCommand.schemaFileName)", encoding: .utf8)
+        #expect(
+            DemoCommand.schema.trimmingCharacters(in: .whitespacesAndNewlines)
+                == sample.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
