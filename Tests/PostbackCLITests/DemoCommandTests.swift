@@ -42,6 +42,18 @@ import Testing
         #expect(!demo.stderr.contains("sent 400 of 400"))
     }
 
+    @Test func progressIsShownOnlyOnATerminal() throws {
+        let parent = TemporaryDirectory("demo")
+        let out = MemorySink()
+        let terminal = MemorySink(isTerminal: true)
+        let status = PostbackCommand.run(
+            ["demo", "--dir", parent.path + "/demo", "--count", "200"],
+            io: CommandIO(standardOutput: out, standardError: terminal))
+        #expect(status == .success, "\(terminal.text)")
+        #expect(terminal.text.contains("\rsent 200 of 200 postbacks\n"), "\(terminal.text)")
+        #expect(!out.text.contains("sent 200 of 200"))
+    }
+
     @Test func aDirectoryThatIsNotEmptyIsRefusedAndLeftAlone() throws {
         let dir = TemporaryDirectory("demo")
         try dir.write("keep me", to: "notes.txt")

@@ -167,6 +167,7 @@ enum DemoCommand {
         configuration.trustKeyPaths = [layout.key]
         configuration.testKeys = [TrustedTestKey(name: "test:demo-key.pem", key: key.publicKey)]
         configuration.logLevel = .warning
+        // A few megabytes of demo data need no 256 MiB reserve; a nearly full disk still fails loudly (500s).
         configuration.reservedFreeBytes = 0
         let sink = io.standardError
         let server = try PostbackServer.start(
