@@ -22,7 +22,7 @@ import Testing
 
     static let commands: [[String]] = [
         [], ["verify"], ["explain"], ["reverify"], ["serve"], ["send"], ["aggregate"], ["aggregate", "synthesize"],
-        ["schema"], ["schema", "check"], ["schema", "export"], ["report"], ["generate"],
+        ["schema"], ["schema", "check"], ["schema", "export"], ["report"], ["generate"], ["demo"],
     ]
 
     @Test(arguments: commands)
