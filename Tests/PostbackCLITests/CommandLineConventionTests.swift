@@ -22,7 +22,8 @@ import Testing
 
     static let commands: [[String]] = [
         [], ["verify"], ["explain"], ["reverify"], ["serve"], ["send"], ["aggregate"], ["aggregate", "synthesize"],
-        ["schema"], ["schema", "check"], ["schema", "export"], ["report"], ["generate"], ["demo"],
+        ["schema"], ["schema", "check"], ["schema", "export"], ["report"], ["generate"], ["demo"], ["forward"],
+        ["forward", "status"], ["forward", "replay"], ["forward", "retry-dead-letters"],
     ]
 
     @Test(arguments: commands)
