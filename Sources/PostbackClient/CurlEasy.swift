@@ -16,13 +16,23 @@ final class CurlEasy {
         let message: String
     }
 
+    /// libcurl writes a failed transfer's message here; it lives as long as the handle, since a
+    /// transfer run by `CurlMulti` outlives any one call's stack frame.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
     /// Nil when libcurl cannot be initialized.
     init?() {
-        guard Self.globalSetup, let handle = curl_easy_init() else { return nil }
+        guard Self.globalSetup, let handle = curl_easy_init() else {
+            errorBuffer.deallocate()
+            return nil
+        }
         self.handle = handle
     }
 
-    deinit { curl_easy_cleanup(handle) }
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
 
     func set(_ option: CURLoption, _ value: Int) {
         postback_curl_set_long(handle, option.rawValue, value)
@@ -38,29 +48,34 @@ final class CurlEasy {
         url: String, timeoutSeconds: Double, headers: UnsafeMutablePointer<curl_slist>?,
         configure: () -> Void
     ) throws(Failure) -> HTTPResponse {
-        sink.reset()
-        let context = Unmanaged.passUnretained(sink).toOpaque()
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let start = DispatchTime.now().uptimeNanoseconds
-        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
-            url.withCString { urlPointer in
-                set(CURLOPT_URL, pointer: urlPointer)
-                set(CURLOPT_NOSIGNAL, 1)
-                set(CURLOPT_TIMEOUT_MS, Int(timeoutSeconds * 1000))
-                set(CURLOPT_ERRORBUFFER, pointer: errorPointer.baseAddress)
-                set(CURLOPT_HTTPHEADER, pointer: headers)
-                set(CURLOPT_WRITEDATA, pointer: context)
-                set(CURLOPT_HEADERDATA, pointer: context)
-                postback_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION.rawValue, ResponseSink.bodyCallback)
-                postback_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION.rawValue, ResponseSink.headerCallback)
-                configure()
-                defer { set(CURLOPT_ERRORBUFFER, pointer: nil) }
-                return curl_easy_perform(handle)
-            }
-        }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        prepare(url: url, timeoutSeconds: timeoutSeconds, headers: headers, configure: configure)
+        let code = curl_easy_perform(handle)
+        return try response(code, seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+
+    /// Sets what every request shares (libcurl copies the URL), then the request's own options.
+    /// `perform` or `CurlMulti.performAll` then runs the transfer.
+    func prepare(url: String, timeoutSeconds: Double, headers: UnsafeMutablePointer<curl_slist>?, configure: () -> Void) {
+        sink.reset()
+        errorBuffer[0] = 0
+        let context = Unmanaged.passUnretained(sink).toOpaque()
+        url.withCString { set(CURLOPT_URL, pointer: $0) }
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_TIMEOUT_MS, Int(timeoutSeconds * 1000))
+        set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
+        set(CURLOPT_HTTPHEADER, pointer: headers)
+        set(CURLOPT_WRITEDATA, pointer: context)
+        set(CURLOPT_HEADERDATA, pointer: context)
+        postback_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION.rawValue, ResponseSink.bodyCallback)
+        postback_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION.rawValue, ResponseSink.headerCallback)
+        configure()
+    }
+
+    /// The response of a finished transfer, or why there is none.
+    func response(_ code: CURLcode, seconds: Double) throws(Failure) -> HTTPResponse {
         guard code == CURLE_OK else {
-            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let detail = String(cString: errorBuffer)
             throw Failure(message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
         }
         var status = 0

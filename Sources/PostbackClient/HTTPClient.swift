@@ -23,7 +23,7 @@ package struct HTTPClientError: Error, Sendable, CustomStringConvertible {
 
 /// A libcurl easy handle: one connection, kept alive between requests. Use one per thread.
 package final class HTTPClient {
-    private let easy: CurlEasy
+    fileprivate let easy: CurlEasy
     private var headerList: UnsafeMutablePointer<curl_slist>?
     package var timeoutSeconds: Double
 
@@ -90,6 +90,55 @@ package final class HTTPClient {
             }
         }
         do { return try outcome.get() } catch { throw HTTPClientError(error.message) }
+    }
+}
+
+extension HTTPClient {
+    /// One POST of `postAll`.
+    package struct Post {
+        package let client: HTTPClient
+        package let url: String
+        package let body: [UInt8]
+        /// `Name: value` lines added to this request.
+        package let headers: [String]
+
+        package init(client: HTTPClient, url: String, body: [UInt8], headers: [String]) {
+            self.client = client
+            self.url = url
+            self.body = body
+            self.headers = headers
+        }
+    }
+
+    /// Sends every POST at once, each on its own client's connection, with libcurl's multi interface
+    /// on the calling thread; results in order. A client must appear at most once.
+    package static func postAll(_ posts: [Post]) -> [Result<HTTPResponse, HTTPClientError>] {
+        var lists: [UnsafeMutablePointer<curl_slist>?] = []
+        defer { lists.forEach { curl_slist_free_all($0) } }
+        let start = DispatchTime.now().uptimeNanoseconds
+        for post in posts {
+            var list = curl_slist_append(nil, "Expect:")
+            list = curl_slist_append(list, "Content-Type: application/json")
+            for header in post.headers { list = curl_slist_append(list, header) }
+            lists.append(list)
+            let easy = post.client.easy
+            easy.prepare(url: post.url, timeoutSeconds: post.client.timeoutSeconds, headers: list) {
+                easy.set(CURLOPT_POST, 1)
+                easy.set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+                // Set the size first: COPYPOSTFIELDS copies that many bytes, so the body need not outlive the call.
+                postback_curl_set_offset(easy.handle, CURLOPT_POSTFIELDSIZE_LARGE.rawValue, Int64(post.body.count))
+                post.body.withUnsafeBytes { bytes in
+                    let empty: StaticString = ""
+                    easy.set(CURLOPT_COPYPOSTFIELDS, pointer: bytes.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
+                }
+            }
+        }
+        let codes = CurlMulti.performAll(posts.map(\.client.easy))
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return zip(posts, codes).map { post, code in
+            Result { () throws(CurlEasy.Failure) in try post.client.easy.response(code, seconds: seconds) }
+                .mapError { HTTPClientError($0.message) }
+        }
     }
 }
 

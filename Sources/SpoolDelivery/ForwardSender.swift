@@ -9,7 +9,8 @@ import Postbacks
 
 /// Posts verified postbacks to one partner: Apple's body byte for byte (plus the configured
 /// enrichment after Apple's fields), an `Idempotency-Key` header (the dedup key) and the configured
-/// headers. Up to `concurrency` requests at once, each on its own libcurl handle (kept alive).
+/// headers. Up to `concurrency` requests at once, each on its own libcurl handle (kept alive), all
+/// driven by libcurl's multi interface from the one delivery thread.
 ///
 /// Shared by the receiver's forwarder, `forward replay` and `forward retry-dead-letters`, so all
 /// three send exactly the same request for a postback.
@@ -85,32 +86,24 @@ package final class ForwardSender: @unchecked Sendable {
         return body
     }
 
-    /// Sends the records at once (one per handle, at most `concurrency`); outcomes in the same order.
+    /// Sends the records at once (one per handle, at most `concurrency`) with libcurl's multi
+    /// interface on the calling thread; outcomes in the same order.
     package func send(_ records: [SpoolRecord]) -> [Outcome] {
         precondition(records.count <= clients.count, "a batch is at most `concurrency` records")
-        if records.count == 1 { return [post(records[0], with: clients[0])] }
-        let outcomes = Locked([Outcome?](repeating: nil, count: records.count))
-        let group = DispatchGroup()
-        for index in records.indices {
-            DispatchQueue.global().async(group: group) {
-                let outcome = self.post(records[index], with: self.clients[index])
-                outcomes.withLock { $0[index] = outcome }
+        let posts = records.indices.map { index in
+            HTTPClient.Post(
+                client: clients[index], url: settings.url, body: body(for: records[index]), headers: headers(for: records[index]))
+        }
+        return HTTPClient.postAll(posts).map { result in
+            switch result {
+            case .success(let response): return Self.classify(response, destination: settings.name)
+            case .failure(let error): return .retry("\(settings.name): \(error.description)", retryAfterSeconds: nil)
             }
         }
-        group.wait()
-        return outcomes.withLock { $0.map { $0! } }
     }
 
-    private func post(_ record: SpoolRecord, with client: HTTPClient) -> Outcome {
-        var headers = ["Idempotency-Key: \(Self.idempotencyKey(record))"]
-        for header in settings.headers { headers.append("\(header.name): \(header.value)") }
-        let response: HTTPResponse
-        do {
-            response = try client.perform(method: "POST", url: settings.url, body: body(for: record), headers: headers)
-        } catch {
-            return .retry("\(settings.name): \(error.description)", retryAfterSeconds: nil)
-        }
-        return Self.classify(response, destination: settings.name)
+    private func headers(for record: SpoolRecord) -> [String] {
+        ["Idempotency-Key: \(Self.idempotencyKey(record))"] + settings.headers.map { "\($0.name): \($0.value)" }
     }
 
     static func classify(_ response: HTTPResponse, destination: String) -> Outcome {

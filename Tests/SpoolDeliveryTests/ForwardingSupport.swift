@@ -64,6 +64,11 @@ final class PartnerServer: @unchecked Sendable {
         _ = try HTTPClient().post("http://127.0.0.1:\(port)/_default", body: Array("\"\(action)\"".utf8))
     }
 
+    /// The most postback requests the partner was answering at once.
+    func maxInFlight() throws -> Int {
+        Int(try HTTPClient().get("http://127.0.0.1:\(port)/_max_in_flight").text) ?? 0
+    }
+
     var requests: [Request] {
         let text = (try? String(contentsOfFile: recordFile, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in

@@ -119,6 +119,21 @@ struct ForwardingTests {
     }
 
     /// Only the postbacks the filters pick; enrichment after Apple's fields, Apple's bytes unchanged.
+    /// `concurrency` requests are in flight at once (libcurl's multi interface on the delivery
+    /// thread), never more: the partner holds each one, so overlapping requests are counted.
+    @Test func concurrencyRequestsAreInFlightAtOnce() throws {
+        let partner = try PartnerServer()
+        try partner.setDefault("hang:0.5")
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "slow", "url": "\(partner.url)", "concurrency": 4, "timeout_seconds": 10}]
+                """)
+        defer { receiver.stop() }
+        for index in 0..<12 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 9)) == 200) }
+        #expect(eventually(30) { partner.acceptedKeys.count == 12 })
+        #expect(try partner.maxInFlight() == 4)
+    }
+
     @Test func filtersAndEnrichment() throws {
         let partner = try PartnerServer()
         let receiver = try ForwardingReceiver(
