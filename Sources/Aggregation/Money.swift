@@ -45,18 +45,25 @@ package struct Money: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// The shortest exact decimal: `2.99`, `150`, `0.000001`. No exponent, no trailing zeros.
     package var description: String {
-        let sign = micros < 0 ? "-" : ""
+        let parts = shortestDecimal
+        let sign = parts.isNegative ? "-" : ""
+        guard parts.fractionDigits > 0 else { return sign + String(parts.whole) }
+        let digits = String(parts.fraction)
+        return sign + String(parts.whole) + "." + String(repeating: "0", count: parts.fractionDigits - digits.count) + digits
+    }
+
+    /// The parts of the shortest exact decimal (`description`; the CSV writer writes them without a
+    /// String): the fraction without trailing zeros, shown with `fractionDigits` digits (0: no point).
+    package var shortestDecimal: (isNegative: Bool, whole: UInt64, fraction: UInt64, fractionDigits: Int) {
         let magnitude = micros.magnitude
-        let whole = magnitude / 1_000_000
         var fraction = magnitude % 1_000_000
-        guard fraction != 0 else { return sign + String(whole) }
+        guard fraction != 0 else { return (micros < 0, magnitude / 1_000_000, 0, 0) }
         var width = 6
         while fraction % 10 == 0 {
             fraction /= 10
             width -= 1
         }
-        let digits = String(fraction)
-        return sign + String(whole) + "." + String(repeating: "0", count: width - digits.count) + digits
+        return (micros < 0, magnitude / 1_000_000, fraction, width)
     }
 
     /// `self × count`, nil on overflow.

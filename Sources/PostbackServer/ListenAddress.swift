@@ -1,3 +1,4 @@
+package import Basics
 import PostbackStore
 
 #if canImport(Glibc)
@@ -61,28 +62,23 @@ struct ListenAddress: Sendable, CustomStringConvertible {
         let fd = socket(
             first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0
         )
-        guard fd >= 0 else { throw ServerError("socket: \(String(cString: strerror(errno)))") }
+        // A failed call throws the one system-call error shape, with the address as its path.
+        func failure(_ operation: String, closing: Bool = true) -> ServerError {
+            let error = ServerError(systemCall: SystemCallError(operation: operation, path: description, errorNumber: errno))
+            if closing { close(fd) }
+            return error
+        }
+        guard fd >= 0 else { throw failure("socket", closing: false) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard Glibc.bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
-            let message = String(cString: strerror(errno))
-            close(fd)
-            throw ServerError("cannot listen on \(description): \(message)")
-        }
-        guard listen(fd, 1024) == 0 else {
-            let message = String(cString: strerror(errno))
-            close(fd)
-            throw ServerError("listen on \(description): \(message)")
-        }
+        guard Glibc.bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { throw failure("bind") }
+        guard listen(fd, 1024) == 0 else { throw failure("listen") }
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let bound = withUnsafeMutablePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        guard bound == 0 else {
-            close(fd)
-            throw ServerError("getsockname: \(String(cString: strerror(errno)))")
-        }
+        guard bound == 0 else { throw failure("getsockname") }
         let family = Int32(storage.ss_family)
         let port: UInt16 = withUnsafePointer(to: &storage) { pointer in
             if family == AF_INET6 {
@@ -94,8 +90,20 @@ struct ListenAddress: Sendable, CustomStringConvertible {
     }
 }
 
-/// The server could not start (or was misused); the message says why.
+/// The server could not start (or was misused); the message says why. A message carrier: `serve`
+/// prints it and exits. A failed system call keeps its `SystemCallError` for a caller that branches on `errno`.
 package struct ServerError: Error, Sendable, CustomStringConvertible {
     package let description: String
-    package init(_ description: String) { self.description = description }
+    package let systemCall: SystemCallError?
+
+    package init(_ description: String) {
+        self.description = description
+        systemCall = nil
+    }
+
+    /// "cannot listen on ADDRESS: OPERATION failed: REASON".
+    package init(systemCall: SystemCallError) {
+        description = "cannot listen on \(systemCall.path): \(systemCall.reason)"
+        self.systemCall = systemCall
+    }
 }

@@ -46,9 +46,6 @@ package struct ServerLog: Sendable {
         self.sink = sink
     }
 
-    /// Discards everything.
-    package static let silent = ServerLog(minimumLevel: .error) { _ in }
-
     package func isEnabled(_ level: Level) -> Bool { level >= minimumLevel }
 
     package func log(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, Value> = [:]) {

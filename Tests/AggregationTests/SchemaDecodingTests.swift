@@ -268,6 +268,15 @@ import Testing
         #expect(Money(micros: Int64.max).times(2) == nil, "overflow is reported, not wrapped")
     }
 
+    @Test(arguments: [
+        0, 1, 990_000, 100_000_000, 123_450_000, 4_500_000, -500_000, -1, -2_000_000, -1_250_000, Int64.max, Int64.min,
+    ])
+    func aCSVAmountIsMoneysDescription(micros: Int64) {
+        var line = CSVLine()
+        line.field(Money(micros: micros))
+        #expect(String(decoding: line.array, as: UTF8.self) == Money(micros: micros).description)
+    }
+
     @Test func hashMatchesMurmurHash3Reference() {
         // Reference values from the `mmh3` Python package (MurmurHash3_x64_128, seed 0).
         #expect(Hash128.of(Array("".utf8)) == Hash128(high: 0, low: 0))

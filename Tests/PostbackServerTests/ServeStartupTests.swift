@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import PostbackServer
 import TestSupport
@@ -47,6 +48,23 @@ import Testing
         #expect(result.status == .usageOrIOError)
         #expect(result.errors.contains("give each receiver sharing a store its own --writer-id"), "\(result.errors)")
         #expect(!result.errors.hasPrefix("{"))
+    }
+
+    @Test func aTakenPortIsASystemCallErrorNamingTheAddress() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let address = "127.0.0.1:\(server.server.port)"
+        var configuration = ServerConfiguration()
+        configuration.listen = address
+        configuration.dataDirectory = TestServer.temporaryDirectory()
+        do {
+            let second = try PostbackServer.start(configuration: configuration, log: ServerLog { _ in })
+            second.shutdown()
+            Issue.record("a second server bound \(address)")
+        } catch {
+            #expect(error.systemCall == SystemCallError(operation: "bind", path: address, errorNumber: EADDRINUSE))
+            #expect(error.description.hasPrefix("cannot listen on \(address): bind failed: "), "\(error)")
+        }
     }
 
     @Test func configPathsAreRelativeToTheConfigFile() throws {

@@ -74,23 +74,15 @@ struct CSVLine: ~Copyable {
     /// An amount as its shortest exact decimal (`Money.description`), without building a String.
     mutating func field(_ money: Money?) {
         separate()
-        guard let money else { return }
-        let micros = money.micros
-        let whole = micros / 1_000_000
-        var fraction = (micros % 1_000_000).magnitude
-        if micros < 0 && whole == 0 { appendByte(0x2D) }
-        appendDecimal(whole)
-        guard fraction != 0 else { return }
-        var width = 6
-        while fraction % 10 == 0 {
-            fraction /= 10
-            width -= 1
-        }
+        guard let parts = money?.shortestDecimal else { return }
+        if parts.isNegative { appendByte(0x2D) }
+        appendDecimal(Int64(parts.whole))
+        guard parts.fractionDigits > 0 else { return }
         appendByte(0x2E)
         var divisor: UInt64 = 1
-        for _ in 1..<width { divisor *= 10 }
+        for _ in 1..<parts.fractionDigits { divisor *= 10 }
         while divisor > 0 {
-            appendByte(UInt8(fraction / divisor % 10) + 0x30)
+            appendByte(UInt8(parts.fraction / divisor % 10) + 0x30)
             divisor /= 10
         }
     }

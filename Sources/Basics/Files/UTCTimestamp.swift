@@ -60,16 +60,39 @@ package struct UTCTimestamp: Sendable, Comparable, Hashable, CustomStringConvert
 
     /// Parses exactly the format `description` writes.
     package init?(iso8601 text: String) {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 27, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-            bytes[19] == UInt8(ascii: "."), bytes[26] == UInt8(ascii: "Z"),
-            let day = UTCDay(String(decoding: bytes[0..<10], as: UTF8.self)),
-            let hour = digits(bytes[11..<13]), let minute = digits(bytes[14..<16]), let second = digits(bytes[17..<19]),
-            let fraction = digits(bytes[20..<26]), hour < 24, minute < 60, second < 60
+        var text = text
+        guard
+            let micros = text.withUTF8({ utf8 in utf8.baseAddress.flatMap { Self.microseconds(iso8601: $0, count: utf8.count) } })
         else { return nil }
-        microsecondsSinceEpoch =
-            Int64(day.daysSinceEpoch) * 86_400_000_000
-            + Int64(hour * 3600 + minute * 60 + second) * 1_000_000 + Int64(fraction)
+        microsecondsSinceEpoch = micros
+    }
+
+    /// The one parser of `YYYY-MM-DDTHH:MM:SS.ffffffZ`, on bytes: the fast spool reader calls it for
+    /// every record (inlinable so that costs no String and no call).
+    @inlinable
+    package static func microseconds(iso8601 text: UnsafePointer<UInt8>, count: Int) -> Int64? {
+        guard count == 27, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
+            text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."),
+            text[26] == UInt8(ascii: "Z")
+        else { return nil }
+        @inline(__always) func digits(_ from: Int, _ length: Int) -> Int? {
+            var value = 0
+            for offset in from..<(from + length) {
+                let digit = text[offset] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int(digit)
+            }
+            return value
+        }
+        guard let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2), let hour = digits(11, 2),
+            let minute = digits(14, 2), let second = digits(17, 2), let fraction = digits(20, 6),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+        else { return nil }
+        let date = UTCDay(year: year, month: month, day: day)
+        // Impossible dates (2026-02-30) do not survive the round trip.
+        if day > 28 { guard date.components == (year, month, day) else { return nil } }
+        return Int64(date.daysSinceEpoch) * 86_400_000_000 + Int64(hour * 3600 + minute * 60 + second) * 1_000_000
+            + Int64(fraction)
     }
 }
 

@@ -103,7 +103,9 @@ package struct FastSpoolLineParser {
                 // Only rejected records or bodies that are not UTF-8 have these: the full parser's.
                 return false
             case .receivedAt:
-                guard let text = simpleString(), let micros = Self.timestamp(base + text.start, text.count) else { return false }
+                guard let text = simpleString(),
+                    let micros = UTCTimestamp.microseconds(iso8601: base + text.start, count: text.count)
+                else { return false }
                 summary.receivedAtMicros = micros
             case .status:
                 guard let text = simpleString(), equals(text, .verified) else { return false }
@@ -421,33 +423,5 @@ package struct FastSpoolLineParser {
     private func equals(_ slice: ByteSlice, _ value: SpoolLiterals.Value) -> Bool {
         let literal = values[value.rawValue]
         return slice.count == literal.count && Self.bytesEqual(base + slice.start, literal.pointer, slice.count)
-    }
-
-    // MARK: Timestamps
-
-    /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`, with the checks of `UTCTimestamp(iso8601:)`.
-    package static func timestamp(_ text: UnsafePointer<UInt8>, _ count: Int) -> Int64? {
-        guard count == 27, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
-            text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."),
-            text[26] == UInt8(ascii: "Z")
-        else { return nil }
-        @inline(__always) func digits(_ from: Int, _ length: Int) -> Int? {
-            var value = 0
-            for offset in from..<(from + length) {
-                let digit = text[offset] &- UInt8(ascii: "0")
-                guard digit < 10 else { return nil }
-                value = value * 10 + Int(digit)
-            }
-            return value
-        }
-        guard let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2), let hour = digits(11, 2),
-            let minute = digits(14, 2), let second = digits(17, 2), let fraction = digits(20, 6),
-            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
-        else { return nil }
-        let date = UTCDay(year: year, month: month, day: day)
-        // Impossible dates (2026-02-30) do not survive the round trip.
-        if day > 28 { guard date.components == (year, month, day) else { return nil } }
-        return Int64(date.daysSinceEpoch) * 86_400_000_000 + Int64(hour * 3600 + minute * 60 + second) * 1_000_000
-            + Int64(fraction)
     }
 }
