@@ -81,9 +81,9 @@ enum DayAggregator {
         defer { prefetch?.stop() }
         try Parallel.run(workers: workerCount, tasks: ordered.count) { (worker, task) throws(AggregationError) in
             if let prefetch {
-                let bytes = try prefetch.take(task)
+                let stream = try prefetch.take(task)
                 defer { prefetch.release() }
-                try scanners[worker].scan(ordered[task], bytes: bytes)
+                try scanners[worker].scan(ordered[task], stream: stream)
             } else {
                 try scanners[worker].scan(ordered[task])
             }

@@ -67,14 +67,13 @@ final class SegmentScanner {
     var fastPathLines: Int { decoder.fastPathLines }
     var slowPathLines: Int { decoder.slowPathLines }
 
-    /// - Parameter fetched: the segment's bytes when they come from an object store (nil: read the file).
-    func scan(_ task: SegmentTask, bytes fetched: [UInt8]? = nil) throws(AggregationError) {
-        let fd = fetched == nil ? open(task.path, O_RDONLY | O_CLOEXEC) : -1
-        guard fd >= 0 || fetched != nil else {
+    /// - Parameter stream: the segment's bytes as they download from an object store (nil: read the file).
+    func scan(_ task: SegmentTask, stream: SegmentStream? = nil) throws(AggregationError) {
+        let fd = stream == nil ? open(task.path, O_RDONLY | O_CLOEXEC) : -1
+        guard fd >= 0 || stream != nil else {
             throw .system(SystemCallError(operation: "open", path: task.path, errorNumber: errno))
         }
         defer { if fd >= 0 { close(fd) } }
-        var fetchedOffset = 0
         let hasher = SHA256Hasher()
         var report = SegmentReport(name: task.name, spool: task.spool)
         var filled = 0  // bytes in buffer
@@ -99,18 +98,12 @@ final class SegmentScanner {
 
         while true {
             let got: Int
-            if let fetched {
+            if let stream {
                 // The same chunks a file read gives, so the line handling below is shared.
-                got = min(fetched.count - fetchedOffset, Self.readChunk, buffer.count - filled)
-                if got > 0 {
-                    buffer.withUnsafeMutableBytes { target in
-                        fetched.withUnsafeBytes { source in
-                            target.baseAddress!.advanced(by: filled).copyMemory(
-                                from: source.baseAddress!.advanced(by: fetchedOffset), byteCount: got)
-                        }
-                    }
+                let room = min(Self.readChunk, buffer.count - filled)
+                got = try buffer.withMutableBytes { (target) throws(AggregationError) -> Int in
+                    try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: target[filled..<(filled + room)]))
                 }
-                fetchedOffset += got
             } else {
                 do { got = try FileDescriptorIO.read(fd, into: &buffer, from: filled, path: task.path) } catch {
                     throw .system(error)

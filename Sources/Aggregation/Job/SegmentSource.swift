@@ -17,13 +17,67 @@ package protocol SegmentSource: Sendable {
 }
 
 package protocol SegmentFetcher {
-    func fetch(_ name: String, size: Int) throws(AggregationError) -> [UInt8]
+    /// Streams the segment's bytes to `receive` as they arrive.
+    func fetch(_ name: String, size: Int, receive: @escaping (UnsafeRawBufferPointer) -> Void) throws(AggregationError)
+}
+
+/// One segment's bytes as they arrive: the scanner reads while the download runs.
+final class SegmentStream: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var chunks: [[UInt8]] = []
+    private var head = 0
+    private var headOffset = 0
+    private var finished = false
+    private var failure: AggregationError? = nil
+
+    func append(_ chunk: UnsafeRawBufferPointer) {
+        let copy = [UInt8](chunk)
+        condition.lock()
+        chunks.append(copy)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func finish(_ error: AggregationError?) {
+        condition.lock()
+        finished = true
+        failure = error
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Copies up to `target.count` bytes into `target`, waiting for them; 0 at the end.
+    func read(into target: UnsafeMutableRawBufferPointer) throws(AggregationError) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        while head == chunks.count && !finished { condition.wait() }
+        if head == chunks.count {
+            if let failure { throw failure }
+            return 0
+        }
+        var copied = 0
+        while copied < target.count && head < chunks.count {
+            let count = min(target.count - copied, chunks[head].count - headOffset)
+            chunks[head].withUnsafeBytes { source in
+                target.baseAddress!.advanced(by: copied).copyMemory(
+                    from: source.baseAddress!.advanced(by: headOffset), byteCount: count)
+            }
+            copied += count
+            headOffset += count
+            if headOffset == chunks[head].count {
+                chunks[head] = []  // read: its memory goes back now
+                head += 1
+                headOffset = 0
+            }
+        }
+        return copied
+    }
 }
 
 /// Downloads a day's segments on `source.connections` threads ahead of the scanners, in the order
 /// the scanners take them, holding at most `window` segments (downloading, waiting or being
 /// scanned) in memory: memory is bounded by `window` × the largest segment, and nothing is written
-/// to disk.
+/// to disk. A scanner reads a segment while it is still downloading.
 ///
 /// A download thread takes a slot before it claims the next segment, so the slots are always held by
 /// the lowest unscanned segments and the scanner waiting for the next one can never be starved.
@@ -31,7 +85,7 @@ final class SegmentPrefetch: @unchecked Sendable {
     private let condition = NSCondition()
     private let tasks: [SegmentTask]
     private let window: Int
-    private var fetched: [Int: [UInt8]] = [:]
+    private var streams: [Int: SegmentStream] = [:]
     private var failure: AggregationError? = nil
     private var nextToClaim = 0
     private var slotsHeld = 0
@@ -51,12 +105,12 @@ final class SegmentPrefetch: @unchecked Sendable {
         }
     }
 
-    /// The bytes of `tasks[position]`, waiting for its download; call `release()` when it is scanned.
-    func take(_ position: Int) throws(AggregationError) -> [UInt8] {
+    /// The bytes of `tasks[position]` as they download; call `release()` when it is scanned.
+    func take(_ position: Int) throws(AggregationError) -> SegmentStream {
         condition.lock()
         defer { condition.unlock() }
-        while fetched[position] == nil && failure == nil { condition.wait() }
-        if let bytes = fetched.removeValue(forKey: position) { return bytes }
+        while streams[position] == nil && failure == nil { condition.wait() }
+        if let stream = streams.removeValue(forKey: position) { return stream }
         throw failure!
     }
 
@@ -99,14 +153,15 @@ final class SegmentPrefetch: @unchecked Sendable {
             let position = nextToClaim
             nextToClaim += 1
             slotsHeld += 1
+            let stream = SegmentStream()
+            streams[position] = stream
+            condition.broadcast()
             condition.unlock()
             do {
-                let bytes = try fetcher.fetch(tasks[position].name, size: tasks[position].size)
-                condition.lock()
-                fetched[position] = bytes
-                condition.broadcast()
-                condition.unlock()
+                try fetcher.fetch(tasks[position].name, size: tasks[position].size) { stream.append($0) }
+                stream.finish(nil)
             } catch {
+                stream.finish(error)
                 fail(error)
                 return
             }

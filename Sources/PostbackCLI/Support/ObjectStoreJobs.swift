@@ -269,13 +269,11 @@ struct ObjectStoreSegments: SegmentSource {
         let client: S3Client
         init(client: S3Client) { self.client = client }
 
-        func fetch(_ name: String, size: Int) throws(AggregationError) -> [UInt8] {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(size)
+        func fetch(_ name: String, size: Int, receive: @escaping (UnsafeRawBufferPointer) -> Void) throws(AggregationError) {
             let found: Bool
             do {
                 found = try client.get(relativeKey: name) { chunk in
-                    bytes.append(contentsOf: chunk)
+                    receive(chunk)
                     return true
                 }
             } catch {
@@ -283,7 +281,6 @@ struct ObjectStoreSegments: SegmentSource {
             }
             // Listed a moment ago: only someone deleting the spool makes it vanish.
             guard found else { throw .usage("\(client.location)\(name): the segment vanished while the job ran; run it again") }
-            return bytes
         }
     }
 }
