@@ -116,7 +116,7 @@ package struct StoreLayout: Sendable {
         }
     }
 
-    static func parseSegmentName(_ name: String) -> (writer: String, sequence: Int)? {
+    package static func parseSegmentName(_ name: String) -> (writer: String, sequence: Int)? {
         guard name.hasPrefix("part-"), name.hasSuffix(".jsonl") else { return nil }
         let stem = name.dropFirst(5).dropLast(6)
         guard let dash = stem.lastIndex(of: "-"), let sequence = Int(stem[stem.index(after: dash)...]) else { return nil }

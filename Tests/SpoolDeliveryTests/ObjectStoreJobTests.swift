@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import PostbackClient
 import PostbackCrypto
@@ -133,5 +134,122 @@ struct ObjectStoreJobTests {
         let denied = run(["report", "--data", url, "--date", "2026-03-02", "--out", NSTemporaryDirectory() + "denied.html"])
         #expect(denied.status == .usageOrIOError)
         #expect(denied.stderr.contains("403") && denied.stderr.contains("AWS_SECRET_ACCESS_KEY"))
+    }
+
+    /// A reader that is not `postback`: pyarrow (in `.build/venv`, from scripts/requirements-test.txt)
+    /// reads the published `campaign_daily` partitions straight from the bucket with its own S3
+    /// client, typed with the documented `column_types` (spark/record-schema.json, docs/aggregate.md
+    /// "Column types"); its sums must equal the manifests' totals, revenue one total per currency.
+    @Test func pyarrowReadsThePublishedAggregatesFromTheBucketWithTheDocumentedTypes() throws {
+        let store = try ObjectStoreServer()
+        defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
+        useStore(store)
+        _ = try spool(store, prefix: "tables")
+        let days = ["2026-03-02", "2026-03-03", "2026-03-04"]
+        let published = run([
+            "aggregate", "--data", "s3://\(store.bucket)/tables", "--from", days.first!, "--to", days.last!, "--schemas",
+            Self.schemas,
+        ])
+        #expect(published.status == .success, "\(published.stderr)")
+
+        let script = """
+            import json, sys
+            from decimal import Decimal
+            import pyarrow as pa, pyarrow.csv as csv, pyarrow.fs as pafs
+            endpoint, bucket, access, secret, schema_file = sys.argv[1:6]
+            documented = json.load(open(schema_file))["column_types"]
+            def arrow_type(sql):
+                if sql.startswith("DECIMAL("):
+                    precision, scale = (int(n) for n in sql[len("DECIMAL("):-1].split(","))
+                    return pa.decimal128(precision, scale)
+                return {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(),
+                        "BOOLEAN": pa.bool_(), "DATE": pa.date32()}[sql]
+            s3 = pafs.S3FileSystem(endpoint_override=endpoint, scheme="http", access_key=access, secret_key=secret,
+                                   region="us-east-1")
+            infos = s3.get_file_info(pafs.FileSelector(f"{bucket}/tables/agg/campaign_daily", recursive=True))
+            counts = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
+                      "development_postbacks", "rejected_postbacks"]
+            sums, revenue = {}, {}
+            for info in sorted((i for i in infos if i.type == pafs.FileType.File), key=lambda i: i.path):
+                dt = next(part[3:] for part in info.path.split("/") if part.startswith("dt="))
+                with s3.open_input_stream(info.path) as stream:
+                    header = stream.read(1 << 16).split(b"\\n", 1)[0].decode().split(",")
+                undocumented = [c for c in header if c not in documented]
+                if undocumented:
+                    sys.exit(f"{info.path}: columns without a documented type: {undocumented}")
+                types = {c: arrow_type(documented[c]) for c in header}
+                with s3.open_input_stream(info.path) as stream:
+                    table = csv.read_csv(stream, convert_options=csv.ConvertOptions(column_types=types))
+                for c in header:
+                    if table.schema.field(c).type != types[c]:
+                        sys.exit(f"{c}: read as {table.schema.field(c).type}, documented {types[c]}")
+                row = sums.setdefault(dt, [0] * (len(counts) + 1))
+                for n, c in enumerate(counts):
+                    row[n] += sum(v for v in table.column(c).to_pylist() if v is not None)
+                row[-1] += table.num_rows
+                for amount, currency in zip(table.column("revenue_est_sum").to_pylist(), table.column("currency").to_pylist()):
+                    if amount is not None and currency:
+                        revenue[(dt, currency)] = revenue.get((dt, currency), Decimal(0)) + amount
+            print(json.dumps({"sums": [[dt] + [str(n) for n in row] for dt, row in sorted(sums.items())],
+                              "revenue": [[dt, cur, str(amount)] for (dt, cur), amount in sorted(revenue.items())]}))
+            """
+        let python = ObjectStoreServer.repository + "/.build/venv/bin/python3"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [
+            "-c", script, "127.0.0.1:\(store.port)", store.bucket, ObjectStoreServer.accessKey, ObjectStoreServer.secretKey,
+            ObjectStoreServer.repository + "/spark/record-schema.json",
+        ]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try #require(
+            process.terminationStatus == 0,
+            "pyarrow failed (pip install -r scripts/requirements-test.txt into .build/venv): \(problem)")
+        guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let sums = result["sums"] as? [[String]], let revenue = result["revenue"] as? [[String]]
+        else {
+            Issue.record("unexpected pyarrow output: \(text)")
+            return
+        }
+
+        let client = try store.client(prefix: "tables/")
+        var expectedSums: [[String]] = []
+        var expectedRevenue: [[String]] = []
+        for day in days {
+            let manifestBytes = try #require(try client.getBytes(relativeKey: "agg/_manifests/dt=\(day).json"))
+            guard case .object(let manifest) = try StrictJSONParser.parse(Array(manifestBytes.dropLast())),
+                case .object(let totals)? = manifest["totals"], case .array(let outputs)? = manifest["outputs"],
+                case .object(let daily) = outputs[0], case .number(let rows)? = daily["rows"],
+                case .object(let byCurrency)? = totals["revenue_est_by_currency"]
+            else {
+                Issue.record("manifest of \(day)")
+                return
+            }
+            let keys = [
+                "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks",
+                "rejected_postbacks",
+            ]
+            expectedSums.append(
+                [day]
+                    + keys.map { key -> String in
+                        if case .number(let n)? = totals[key] { return n.text }
+                        return "?"
+                    } + [rows.text])
+            for member in byCurrency.members {
+                guard case .number(let amount) = member.value else { continue }
+                expectedRevenue.append([day, member.key, amount.text])
+            }
+        }
+        #expect(sums == expectedSums)
+        #expect(!expectedRevenue.isEmpty)
+        // Python prints the decimals with their six places, the manifest without trailing zeros: compare as numbers.
+        #expect(revenue.map { [$0[0], $0[1]] } == expectedRevenue.map { [$0[0], $0[1]] })
+        #expect(revenue.map { Decimal(string: $0[2]) } == expectedRevenue.map { Decimal(string: $0[2]) })
     }
 }

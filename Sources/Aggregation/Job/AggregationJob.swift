@@ -28,6 +28,9 @@ package struct AggregationRequest: Sendable {
     package var allowOpenDay = false
     /// The current UTC day; days from it on are open. Settable for tests.
     package var today = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
+    /// Where the spool segments are read from when not from `DATA/raw/…` (an object store); the
+    /// aggregates are still written under `DATA/agg/…`.
+    package var segmentSource: (any SegmentSource)? = nil
 
     package static let defaultLookbackDays = 10
 
@@ -150,7 +153,7 @@ package final class AggregationJob: Sendable {
                 let keyFile = "\(work)/keys-\(day).bin"
                 let table = try DayAggregator.run(
                     day: day, tasks: tasks, keysOnly: keysOnly, earlierKeyFiles: earlier, keyFile: keyFile,
-                    workDirectory: work, workers: request.workers)
+                    workDirectory: work, workers: request.workers, source: request.segmentSource)
                 keyFiles[day] = keyFile
                 lookbackReports[day] = table.segments.filter { $0.spool == .postbacks }
                 if !keysOnly {
@@ -192,6 +195,17 @@ package final class AggregationJob: Sendable {
         var tasks: [SegmentTask] = []
         let spools: [StoreLayout.Spool] = includeRejected ? [.postbacks, .rejected] : [.postbacks]
         for spool in spools {
+            if let source = request.segmentSource {
+                // Sorted the way the local listing sorts (writer, then sequence): the order is the tie-breaker.
+                let listed = try source.segments(spool, day: day).compactMap { listed in
+                    StoreLayout.parseSegmentName(listed.fileName).map { (writer: $0.writer, sequence: $0.sequence, listed) }
+                }
+                for segment in listed.sorted(by: { ($0.writer, $0.sequence) < ($1.writer, $1.sequence) }) {
+                    let name = "raw/\(spool.rawValue)/dt=\(day)/\(segment.2.fileName)"
+                    tasks.append(SegmentTask(path: name, name: name, spool: spool, ordinal: tasks.count, size: segment.2.size))
+                }
+                continue
+            }
             let segments: [StoreLayout.Segment]
             do {
                 segments = try layout.segments(spool, day: day)

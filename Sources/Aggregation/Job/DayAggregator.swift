@@ -62,7 +62,7 @@ enum DayAggregator {
     ///   - keyFile: where to write this day's key file.
     static func run(
         day: UTCDay, tasks: [SegmentTask], keysOnly: Bool, earlierKeyFiles: [String], keyFile: String,
-        workDirectory: String, workers: Int
+        workDirectory: String, workers: Int, source: (any SegmentSource)? = nil
     ) throws(AggregationError) -> DayTable {
         let directory = "\(workDirectory)/day-\(day)"
         try makeDirectory(directory)
@@ -76,8 +76,17 @@ enum DayAggregator {
         }
         // Largest first, so one big segment does not start last and run alone.
         let ordered = tasks.sorted { ($0.size, $1.ordinal) > ($1.size, $0.ordinal) }
+        // From an object store: downloads run ahead of the scanners, a bounded number of segments in memory.
+        let prefetch = source.map { SegmentPrefetch(source: $0, tasks: ordered, window: workerCount + $0.connections) }
+        defer { prefetch?.stop() }
         try Parallel.run(workers: workerCount, tasks: ordered.count) { (worker, task) throws(AggregationError) in
-            try scanners[worker].scan(ordered[task])
+            if let prefetch {
+                let stream = try prefetch.take(task)
+                defer { prefetch.release() }
+                try scanners[worker].scan(ordered[task], stream: stream)
+            } else {
+                try scanners[worker].scan(ordered[task])
+            }
         }
         for scanner in scanners { try scanner.spill.finish() }
         trace.mark(keysOnly ? "scan (keys only)" : "scan")

@@ -67,10 +67,13 @@ final class SegmentScanner {
     var fastPathLines: Int { decoder.fastPathLines }
     var slowPathLines: Int { decoder.slowPathLines }
 
-    func scan(_ task: SegmentTask) throws(AggregationError) {
-        let fd = open(task.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .system(SystemCallError(operation: "open", path: task.path, errorNumber: errno)) }
-        defer { close(fd) }
+    /// - Parameter stream: the segment's bytes as they download from an object store (nil: read the file).
+    func scan(_ task: SegmentTask, stream: SegmentStream? = nil) throws(AggregationError) {
+        let fd = stream == nil ? open(task.path, O_RDONLY | O_CLOEXEC) : -1
+        guard fd >= 0 || stream != nil else {
+            throw .system(SystemCallError(operation: "open", path: task.path, errorNumber: errno))
+        }
+        defer { if fd >= 0 { close(fd) } }
         let hasher = SHA256Hasher()
         var report = SegmentReport(name: task.name, spool: task.spool)
         var filled = 0  // bytes in buffer
@@ -95,8 +98,16 @@ final class SegmentScanner {
 
         while true {
             let got: Int
-            do { got = try FileDescriptorIO.read(fd, into: &buffer, from: filled, path: task.path) } catch {
-                throw .system(error)
+            if let stream {
+                // The same chunks a file read gives, so the line handling below is shared.
+                let room = min(Self.readChunk, buffer.count - filled)
+                got = try buffer.withMutableBytes { (target) throws(AggregationError) -> Int in
+                    try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: target[filled..<(filled + room)]))
+                }
+            } else {
+                do { got = try FileDescriptorIO.read(fd, into: &buffer, from: filled, path: task.path) } catch {
+                    throw .system(error)
+                }
             }
             if got == 0 {
                 // End of file: what is left has no newline, a torn write.

@@ -127,9 +127,10 @@ enum AggregateCommand {
             } else if S3Location.isObjectStoreURL(request.dataDirectory) {
                 try ObjectStoreJobs.aggregate(
                     url: request.dataDirectory, from: request.from, to: request.to, lookbackDays: request.lookbackDays
-                ) { staged in
+                ) { staged, segments in
                     var local = request
                     local.dataDirectory = staged
+                    local.segmentSource = segments
                     try AggregationJob(request: local, catalog: catalog).run(onDay: report)
                 }
             } else {

@@ -5,21 +5,24 @@ import Foundation
 import Locking
 import PostbackClient
 import PostbackCrypto
+import PostbackStore
 import Postbacks
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// `aggregate --data s3://…` and `report --data s3://…`: the local job, run over exactly the objects
-/// it needs, staged one object at a time (streamed, bounded memory) into a private work directory
-/// that is removed afterwards, then the outputs published back: data files first, each day's
-/// manifest last (the commit record readers trust), unchanged objects left alone.
+/// `aggregate --data s3://…` and `report --data s3://…`: the local job, run against the bucket, then
+/// the outputs published back: data files first, each day's manifest last (the commit record
+/// readers trust), unchanged objects left alone.
 ///
-/// The staged set is the run's window only: `raw/postbacks` of the lookback days and the range,
-/// `raw/rejected` and the existing `agg/` partitions of the range. The local job's result over those
-/// files is the result over the bucket, so a run from the bucket is byte-identical to a run over the
-/// same segments on disk (tested).
+/// `aggregate` streams the spool: the job lists each day's segments in the bucket and downloads them
+/// on `parallelDownloads` connections ahead of its scanners, a bounded number in memory
+/// (`SegmentPrefetch`), never on disk. Only the range's existing `agg/` partitions (small; the rerun
+/// rules compare against them) are staged into a private work directory, which also receives the new
+/// outputs and is removed afterwards. `report` stages the range's `agg/` partitions. The job's result
+/// depends only on the segments' names and bytes, so a run from the bucket is byte-identical to a run
+/// over the same segments on disk (tested).
 ///
 /// Object stores have no `flock`: `aggregate` takes a lease object, `agg/_lease.json`, by conditional
 /// create (`If-None-Match: *`). A second job finds it and stops with an error naming the holder; a
@@ -44,7 +47,7 @@ enum ObjectStoreJobs {
     /// Runs the nightly job against the bucket; `body` runs it on the staged directory.
     static func aggregate(
         url: String, from: UTCDay, to: UTCDay, lookbackDays: Int, environment: [String: String]? = nil,
-        body: (String) throws -> Void
+        body: (_ stagedRoot: String, _ segments: any SegmentSource) throws -> Void
     ) throws {
         let client = try client(url, environment: environment)
         // As for a local store: a mistyped URL must not publish empty days over good ones.
@@ -57,17 +60,15 @@ enum ObjectStoreJobs {
         var staged = try Staged(client: client, root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
         var keys: [String] = []
-        var day = from.adding(days: -lookbackDays)
+        var day = from
         while day <= to {
-            keys += try staged.client.list(relativePrefix: "raw/postbacks/dt=\(day)/").map(\.relativeKey)
-            if day >= from {
-                keys += try staged.client.list(relativePrefix: "raw/rejected/dt=\(day)/").map(\.relativeKey)
-                keys += try aggregateKeys(staged.client, day: day)
-            }
+            keys += try aggregateKeys(staged.client, day: day)
             day = day.adding(days: 1)
         }
         try download(keys, into: &staged)
-        try body(staged.root)
+        // The local job checks that the store has a spool; its segments come from the bucket.
+        try FileManager.default.createDirectory(atPath: staged.root + "/raw/postbacks", withIntermediateDirectories: true)
+        try body(staged.root, ObjectStoreSegments(location: client.location, settings: client.settings))
         day = from
         while day <= to {
             let manifest = "agg/_manifests/dt=\(day).json"
@@ -235,5 +236,51 @@ enum ObjectStoreJobs {
         }
 
         deinit { release() }
+    }
+}
+
+/// The bucket's spool segments for the job: listed per partition, fetched whole on one connection
+/// per download thread.
+struct ObjectStoreSegments: SegmentSource {
+    let location: S3Location
+    let settings: S3Settings
+    var connections: Int { ObjectStoreJobs.parallelDownloads }
+
+    func segments(_ spool: StoreLayout.Spool, day: UTCDay) throws(AggregationError) -> [(fileName: String, size: Int)] {
+        let prefix = "raw/\(spool.rawValue)/dt=\(day)/"
+        do {
+            let client = try S3Client(location: location, settings: settings)
+            return try client.list(relativePrefix: prefix).compactMap { object in
+                let fileName = object.relativeKey.dropFirst(prefix.count)
+                return fileName.contains("/") ? nil : (String(fileName), object.size)
+            }
+        } catch {
+            throw .usage("\(location)\(prefix): cannot list the spool: \(error)")
+        }
+    }
+
+    func makeFetcher() throws(AggregationError) -> any SegmentFetcher {
+        do { return Fetcher(client: try S3Client(location: location, settings: settings)) } catch {
+            throw .usage("\(location): \(error)")
+        }
+    }
+
+    final class Fetcher: SegmentFetcher {
+        let client: S3Client
+        init(client: S3Client) { self.client = client }
+
+        func fetch(_ name: String, size: Int, receive: @escaping (UnsafeRawBufferPointer) -> Void) throws(AggregationError) {
+            let found: Bool
+            do {
+                found = try client.get(relativeKey: name) { chunk in
+                    receive(chunk)
+                    return true
+                }
+            } catch {
+                throw .usage("\(client.location)\(name): cannot download the segment: \(error)")
+            }
+            // Listed a moment ago: only someone deleting the spool makes it vanish.
+            guard found else { throw .usage("\(client.location)\(name): the segment vanished while the job ran; run it again") }
+        }
     }
 }
