@@ -5,10 +5,11 @@ Reads the Hive-partitioned spool the receivers write (`DATA/raw/postbacks/dt=D/p
 and `DATA/raw/rejected/...`), keeps the first received copy of every dedup key (across writers, and
 not again if the key came in during the lookback days), decodes conversion values and source
 identifiers by joining the flat decode table that `postback schema export` writes, and publishes
-the same two tables as `postback aggregate`, byte for byte:
+the same tables as `postback aggregate`, byte for byte:
 
     OUT/campaign_daily/dt=D/part-00000.csv
     OUT/campaign_events_daily/dt=D/part-00000.csv
+    OUT/campaign_daily_development/dt=D/part-00000.csv
     OUT/_manifests/dt=D.json            (written last: totals, inputs, outputs)
 
 Usage:
@@ -67,6 +68,8 @@ RECORD_SCHEMA = load_record_schema()
 DIMENSION_COLUMNS = RECORD_SCHEMA["dimension_columns"]
 CAMPAIGN_DAILY_COLUMNS = RECORD_SCHEMA["campaign_daily_columns"]
 CAMPAIGN_EVENTS_DAILY_COLUMNS = RECORD_SCHEMA["campaign_events_daily_columns"]
+# The published tables, in the order they are written (campaign_daily_development has campaign_daily's columns).
+TABLES = RECORD_SCHEMA["tables"]
 MONEY_COLUMNS = set(RECORD_SCHEMA["money_columns"])
 # Counts of campaign_daily: 0 (never empty) on a rejected record's row.
 POSTBACK_COUNT_COLUMNS = set(RECORD_SCHEMA["postback_count_columns"])
@@ -630,6 +633,18 @@ def decode_rows(rows, tables):
         F.col("v_revenue_min").alias("_revenue_min"), F.col("v_revenue_max").alias("_revenue_max"), F.col("v_revenue_est").alias("_revenue_est"))
 
 
+def development_rows(rows):
+    """campaign_daily_development's rows before decoding: the rows with development postbacks, their
+    development count as `postbacks` and the other counts 0 (DayRenderer: RowFacts with the development
+    count), so decode_rows works out installs, losses and revenue from it."""
+    from pyspark.sql import functions as F
+
+    zero = F.lit(0).cast("long")
+    return (rows.filter(F.col("development_postbacks") > 0)
+            .withColumn("postbacks", F.col("development_postbacks"))
+            .withColumn("development_postbacks", zero).withColumn("duplicates_dropped", zero).withColumn("flagged_postbacks", zero))
+
+
 def rejected_rows(classified, first_day):
     """Rejected records: every delivery counts (no dedup), on a row keyed by app, protocol, version
     and ad network (RowKeyEncoder.encodeRejected); everything else is empty."""
@@ -772,7 +787,7 @@ def list_names(fs, directory):
 # Manifests and summaries
 
 
-def day_facts(classified, firsts, daily, events, segments, days):
+def day_facts(classified, firsts, daily, events, development, segments, days):
     """Per day: the manifest's inputs, totals and rejected-by-status (one small Spark job each)."""
     from pyspark.sql import functions as F
 
@@ -799,6 +814,7 @@ def day_facts(classified, firsts, daily, events, segments, days):
                 .groupBy("dt", "currency").agg(F.sum("revenue_est_sum").alias("revenue")).collect()):
         revenue_by_currency.setdefault(row["dt"], {})[row["currency"]] = int(row["revenue"])
     event_rows = {row["dt"]: row["rows"] for row in events.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
+    development_rows_by_day = {row["dt"]: row["rows"] for row in development.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
     statuses = {}
     for row in classified.filter((F.col("state") == "rejected")).groupBy("dt", "status").count().collect():
         statuses.setdefault(row["dt"], {})[row["status"]] = row["count"]
@@ -830,7 +846,8 @@ def day_facts(classified, firsts, daily, events, segments, days):
                 "duplicates_of_earlier_days": int(duplicates[day]["earlier_days"]) if day in duplicates else 0,
                 "corrupt_lines": sum(i["corrupt_lines"] for i in inputs), "torn_tails": sum(1 for i in inputs if i["torn_tail"]),
                 "unreadable_lines": sum(i["unreadable_lines"] for i in inputs)},
-            "rows": {"campaign_daily": int(day_totals["rows"]) if day_totals else 0, "campaign_events_daily": int(event_rows.get(day, 0))},
+            "rows": {"campaign_daily": int(day_totals["rows"]) if day_totals else 0, "campaign_events_daily": int(event_rows.get(day, 0)),
+                     "campaign_daily_development": int(development_rows_by_day.get(day, 0))},
             "rejected_by_status": {s: statuses.get(day, {})[s] for s in VERIFICATION_STATUSES if s in statuses.get(day, {})},
         }
     return facts
@@ -853,7 +870,7 @@ def write_manifest(fs, args, day, facts, segments, published, output_format, tab
                             if s["spool"] == "postbacks" and window_start <= s["dt"] < day.isoformat()],
         "decode_table": [{"table": t, "sha256": tables["digests"][t]} for t in DECODE_TABLES],
         "outputs": [{"table": table, "path": store_relative(args, published[table][day.isoformat()]), "rows": facts["rows"][table],
-                     "bytes": fs_size(fs, published[table][day.isoformat()])} for table in ("campaign_daily", "campaign_events_daily")],
+                     "bytes": fs_size(fs, published[table][day.isoformat()])} for table in TABLES],
         "totals": facts["totals"],
         "rejected_by_status": facts["rejected_by_status"],
     }
@@ -972,14 +989,19 @@ def run(args):
         # Parsed once, used by the dedup, the rejected rows and the manifests.
         classified = classify_lines(read_spool_lines(spark, segments)).persist(StorageLevel.MEMORY_AND_DISK)
         firsts = first_copies(classified, args.first, args.lookback_days).persist(StorageLevel.MEMORY_AND_DISK)
-        decoded = decode_rows(postback_rows(firsts), tables).persist(StorageLevel.MEMORY_AND_DISK)
+        rows = postback_rows(firsts).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = decode_rows(rows, tables).persist(StorageLevel.MEMORY_AND_DISK)
         daily = campaign_daily(decoded, rejected_rows(classified, args.first)).persist(StorageLevel.MEMORY_AND_DISK)
         events = campaign_events_daily(decoded, tables).persist(StorageLevel.MEMORY_AND_DISK)
+        development = decode_rows(development_rows(rows), tables).select("dt", *CAMPAIGN_DAILY_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+        frames = {"campaign_daily": (daily, CAMPAIGN_DAILY_COLUMNS), "campaign_events_daily": (events, CAMPAIGN_EVENTS_DAILY_COLUMNS),
+                  "campaign_daily_development": (development, CAMPAIGN_DAILY_COLUMNS)}
         published = {}
-        for table, frame, columns in [("campaign_daily", daily, CAMPAIGN_DAILY_COLUMNS), ("campaign_events_daily", events, CAMPAIGN_EVENTS_DAILY_COLUMNS)]:
+        for table in TABLES:
+            frame, columns = frames[table]
             published[table] = write_table(spark, fs, frame, table, columns, days, staging, args.out, args.format)
             trace.mark(f"{table} written")
-        facts = day_facts(classified, firsts, daily, events, segments, days)
+        facts = day_facts(classified, firsts, daily, events, development, segments, days)
         trace.mark("manifest facts")
         problems = 0
         for day in days:

@@ -43,7 +43,7 @@ SPOOL_FIRST = datetime.date(2026, 3, 1)
 SPOOL_DAYS = 7
 RANGE = (datetime.date(2026, 3, 3), datetime.date(2026, 3, 8))   # 03-08 has no spool: header-only files
 LOOKBACK_DAYS = 2
-TABLES = ("campaign_daily", "campaign_events_daily")
+TABLES = ("campaign_daily", "campaign_events_daily", "campaign_daily_development")
 
 
 class Checks:
@@ -397,6 +397,10 @@ def check_coverage(checks, swift_out):
         "decoded campaigns from source identifiers and campaign ids": having(campaign_id="", campaign=tuple(f"campaign_{c}" for c in range(10, 30)))
         and any(row["campaign"].startswith(("c1", "c2", "old_")) and row["campaign_id"] for row in rows),
         "development and rejected postbacks": any(row["development_postbacks"] != "0" for row in rows) and any(row["rejected_postbacks"] != "0" for row in rows),
+        "development postbacks decoded in campaign_daily_development": any(
+            row["revenue_est_sum"] != "" and row["postbacks"] != "0"
+            for day in range_days()
+            for row in csv.DictReader(open(f"{swift_out}/campaign_daily_development/dt={day.isoformat()}/part-00000.csv", newline=""))),
         "same-day and earlier-day duplicates": totals["duplicates_same_day"] > 0 and totals["duplicates_of_earlier_days"] > 0,
         "ties broken by writer and by line": having(country_code="FIRST") and having(country_code="EARLY")
         and any(r["country_code"].startswith("TIE-rx2") for r in rows),

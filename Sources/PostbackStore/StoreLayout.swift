@@ -13,6 +13,7 @@ import Postbacks
 ///     DATA/raw/unverifiable/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl  quarantined: answered 200, never counted
 ///     DATA/agg/campaign_daily/dt=YYYY-MM-DD/part-00000.csv
 ///     DATA/agg/campaign_events_daily/dt=YYYY-MM-DD/part-00000.csv
+///     DATA/agg/campaign_daily_development/dt=YYYY-MM-DD/part-00000.csv
 ///     DATA/agg/_manifests/dt=YYYY-MM-DD.json
 ///
 /// Each receiver writes only files named with its own writer id, so several can share one store.

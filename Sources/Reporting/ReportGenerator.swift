@@ -1,3 +1,4 @@
+import Aggregation
 import Basics
 import Postbacks
 
@@ -27,7 +28,7 @@ package enum ReportGenerator {
     package static func build(_ request: ReportRequest) throws(ReportError) -> (page: [UInt8], summary: ReportSummary) {
         let model = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
             from: request.from, to: request.to)
-        let bytes = Array(try render(model, request: request).utf8)
+        let bytes = Array(try render(model, development: try developmentModel(request), request: request).utf8)
         let summary = ReportSummary(
             outputPath: request.outputPath, bytes: bytes.count, daysIncluded: model.days, daysMissing: model.missingDays,
             daysWithoutSpool: model.emptyDays, daysPartial: model.partialDays,
@@ -40,10 +41,25 @@ package enum ReportGenerator {
     package static func page(_ request: ReportRequest) throws(ReportError) -> String {
         try render(
             try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
-                from: request.from, to: request.to), request: request)
+                from: request.from, to: request.to), development: try developmentModel(request), request: request)
     }
 
-    static func render(_ model: ReportModel, request: ReportRequest) throws(ReportError) -> String {
-        try ReportPage(model: model, request: request).render()
+    /// `campaign_daily_development` of the range (`--include-development`); nil without the flag.
+    static func developmentModel(_ request: ReportRequest) throws(ReportError) -> ReportModel? {
+        guard request.includeDevelopment else { return nil }
+        let loader = AggregateLoader(
+            dataDirectory: request.dataDirectory, appID: request.appID, table: AggregateTables.campaignDailyDevelopment)
+        do {
+            return try loader.load(from: request.from, to: request.to)
+        } catch .noAggregates {
+            // No day has the table: the section says so (the production figures decide whether there is a page).
+            return ReportModel(from: request.from, to: request.to)
+        }
+    }
+
+    static func render(_ model: ReportModel, development: ReportModel? = nil, request: ReportRequest) throws(ReportError)
+        -> String
+    {
+        try ReportPage(model: model, request: request, development: development).render()
     }
 }

@@ -19,6 +19,10 @@ package struct ReportRequest: Sendable {
     /// Only this app's rows (`--app ID`); the manifests' rejected reasons and side counts are the
     /// store's and are labelled as such.
     package var appID: String? = nil
+    /// Also read `campaign_daily_development` and show its decoded development postbacks in a
+    /// section of their own, labelled development (`--include-development`); never in the
+    /// production figures. Off: the page is exactly the one without development figures.
+    package var includeDevelopment = false
 
     package static let defaultTopCampaigns = 12
 

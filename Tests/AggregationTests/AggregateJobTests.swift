@@ -292,6 +292,32 @@ import Testing
         #expect(!store.exists("agg/_work"), "the work directory is removed")
     }
 
+    /// `campaign_daily_development`: C's row decoded with its one development postback (G) as
+    /// `postbacks`; its own development, rejected, duplicate and flagged counts 0; no other row.
+    @Test func developmentTableDecodesTheDevelopmentPostbacks() throws {
+        let store = TemporaryDirectory()
+        try Self.buildSpool(root: store.path)
+        _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10")
+        let expected = Self.line(
+            Self.skanRow([
+                "est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
+                "placement": "feed", "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low",
+                "decoded_label": "low1", "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0",
+            ]))
+        let development = try store.read("agg/campaign_daily_development/dt=2026-03-10/part-00000.csv")
+        #expect(development.hasPrefix(AggregateTables.campaignDailyColumns.joined(separator: ",") + "\n"))
+        #expect(Self.dataLines(development) == [expected], "\n\(development)")
+        for day in ["2026-03-08", "2026-03-09", "2026-03-10"] {
+            let daily = CSVText.rows(try store.read("agg/campaign_daily/dt=\(day)/part-00000.csv"))
+            let rows = CSVText.rows(try store.read("agg/campaign_daily_development/dt=\(day)/part-00000.csv"))
+            let sum = { (rows: [[String: String]], column: String) in rows.reduce(0) { $0 + Int($1[column]!)! } }
+            #expect(sum(rows, "postbacks") == sum(daily, "development_postbacks"), "\(day)")
+            #expect(rows.allSatisfy { $0["development_postbacks"] == "0" && $0["rejected_postbacks"] == "0" }, "\(day)")
+        }
+        let manifest = try store.read("agg/_manifests/dt=2026-03-10.json")
+        #expect(manifest.contains("\"path\":\"agg/campaign_daily_development/dt=2026-03-10/part-00000.csv\""), "\(manifest)")
+    }
+
     @Test func manifestListsInputsOutputsAndCounts() throws {
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)

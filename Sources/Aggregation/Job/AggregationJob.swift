@@ -78,7 +78,8 @@ package struct DaySummary: Sendable {
 
 /// The nightly job: for each day of the request, dedups the day's spool (across every writer's
 /// segments and against the lookback days), decodes with the schemas, and publishes
-/// `agg/campaign_daily/dt=D/part-00000.csv`, `agg/campaign_events_daily/dt=D/part-00000.csv` and,
+/// `agg/campaign_daily/dt=D/part-00000.csv`, `agg/campaign_events_daily/dt=D/part-00000.csv`,
+/// `agg/campaign_daily_development/dt=D/part-00000.csv` and,
 /// last, `agg/_manifests/dt=D.json`, each written to a temporary file, fsynced, renamed and its
 /// directory fsynced. A crash leaves each file either old or new; the manifest (which lists the
 /// outputs' checksums) says which run a partition is from.

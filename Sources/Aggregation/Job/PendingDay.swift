@@ -60,6 +60,10 @@ struct PendingDay: Sendable {
         for (name, bytes, rows) in [
             (AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
             (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows),
+            (
+                AggregateTables.campaignDailyDevelopment, rendered.campaignDailyDevelopment,
+                rendered.campaignDailyDevelopmentRows
+            ),
         ] {
             try AggregationJob.publish(bytes, to: layout.aggregateFile(table: name, day: day))
             outputs.append(

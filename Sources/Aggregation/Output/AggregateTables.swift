@@ -1,6 +1,6 @@
 package import PostbackStore
 
-/// The two output tables and their columns, in file order. Columns are only ever appended, never
+/// The output tables and their columns, in file order. Columns are only ever appended, never
 /// renamed or reordered, so readers that select by name keep working. The partition column `dt`
 /// is in the directory name (`dt=YYYY-MM-DD`), not in the files, as Hive, Spark and BigQuery expect.
 /// A column that shows a stored postback's field is `.field(…)`, named by the record's declaration
@@ -9,6 +9,12 @@ package import PostbackStore
 package enum AggregateTables {
     package static let campaignDaily = "campaign_daily"
     package static let campaignEventsDaily = "campaign_events_daily"
+    /// `campaign_daily`'s rows and columns for development postbacks only (Apple development keys,
+    /// `--trust-key` test keys, SKAdNetwork test mode): `postbacks` and the counts and revenue derived
+    /// from it are the row's development postbacks; never part of `campaign_daily`'s figures.
+    package static let campaignDailyDevelopment = "campaign_daily_development"
+    /// Every table a day publishes, in the order they are written (before the manifest).
+    package static let all = [campaignDaily, campaignEventsDaily, campaignDailyDevelopment]
 
     /// The grain shared by both tables (everything that identifies a campaign-level row).
     package static let dimensions: [AggregateColumn] = [
@@ -38,11 +44,14 @@ package enum AggregateTables {
     /// Every column of `campaign_daily`, in file order.
     package static let campaignDailyInOrder = dimensions + campaignDailyMeasures
 
-    /// `CREATE TABLE` statements for both tables, with every column's `sqlType` and the partition
+    /// `CREATE TABLE` statements for every table, with every column's `sqlType` and the partition
     /// column `dt` last (as Hive-partitioned readers add it). docs/aggregate.md shows this text; a test
     /// keeps the two equal.
     package static func createTableStatements() -> String {
-        [(campaignDaily, campaignDailyInOrder), (campaignEventsDaily, dimensions + campaignEventsDailyMeasures)].map {
+        [
+            (campaignDaily, campaignDailyInOrder), (campaignEventsDaily, dimensions + campaignEventsDailyMeasures),
+            (campaignDailyDevelopment, campaignDailyInOrder),
+        ].map {
             table, columns in
             "CREATE TABLE \(table) (\n"
                 + (columns.map { "    \($0.name) \($0.sqlType)" } + ["    dt DATE"]).joined(separator: ",\n") + "\n);\n"

@@ -10,7 +10,10 @@ import Postbacks
 struct RenderedDay: Sendable {
     var campaignDaily: [UInt8] = []
     var campaignEventsDaily: [UInt8] = []
+    /// `campaign_daily_development`: the development postbacks of `campaign_daily`'s rows, decoded.
+    var campaignDailyDevelopment: [UInt8] = []
     var campaignDailyRows = 0
+    var campaignDailyDevelopmentRows = 0
     var campaignEventsDailyRows = 0
     var schemaIDs: Set<String> = []
     var totals = DayTotals()
@@ -29,7 +32,10 @@ struct RenderedDay: Sendable {
 /// - installs, redownloads and re-engagements count winning postbacks of the first window by
 ///   conversion type; losses count `did_win` false; development postbacks are counted only in
 ///   `development_postbacks`, rejected records only in `rejected_postbacks`; `flagged_postbacks`
-///   counts those of `postbacks` stored with flags.
+///   counts those of `postbacks` stored with flags;
+/// - `campaign_daily_development` has the same rows and columns, decoded with the row's development
+///   count as `postbacks` (its development, rejected, duplicate and flagged counts are 0); rows
+///   without development postbacks are left out. It never adds to the day's totals.
 enum DayRenderer {
     static func render(_ table: DayTable, catalog: SchemaCatalog, workers: Int) throws(AggregationError) -> RenderedDay {
         let rowCount = table.rows.count
@@ -42,11 +48,13 @@ enum DayRenderer {
 
         var output = RenderedDay()
         var lines = LineSet()
+        var developmentLines = LineSet()
         let eventKeys = RowInterner(capacity: 1024)
         var events: [EventAccumulator] = []
         for slot in slots {
             guard let part = slot.value else { continue }
             lines.append(contentsOf: part.lines)
+            developmentLines.append(contentsOf: part.developmentLines)
             try output.totals.add(part.totals)
             output.schemaIDs.formUnion(part.schemaIDs)
             for (index, accumulator) in part.events.enumerated() {
@@ -57,6 +65,9 @@ enum DayRenderer {
         output.campaignDaily = CSVLine.header(AggregateTables.campaignDailyColumns)
         lines.appendSorted(to: &output.campaignDaily)
         output.campaignDailyRows = lines.count
+        output.campaignDailyDevelopment = CSVLine.header(AggregateTables.campaignDailyColumns)
+        developmentLines.appendSorted(to: &output.campaignDailyDevelopment)
+        output.campaignDailyDevelopmentRows = developmentLines.count
 
         var eventLines = LineSet()
         var line = CSVLine()
@@ -83,6 +94,7 @@ enum DayRenderer {
     /// One worker's share of the rows.
     private struct RenderedPart {
         var lines = LineSet()
+        var developmentLines = LineSet()
         var eventKeys = RowInterner(capacity: 256)
         var events: [EventAccumulator] = []
         var totals = DayTotals()
@@ -124,34 +136,23 @@ enum DayRenderer {
             let facts = try RowFacts(fields, key: key, catalog: catalog, postbacks: postbacks, dimensions: &dimensions)
             writeDimensions(fields, key: key, facts: facts, dates: &dates, into: &prefix)
             line.appendRaw(prefix.bytes)
-            for column in AggregateTables.campaignDailyMeasures {
-                switch column {
-                case .field(let field): fields.write(field, of: key, into: &line)
-                case .cvKind: line.field(facts.kind)
-                case .decodedLabel: line.field(facts.label)
-                case .schemaID: line.field(facts.schema?.schemaID)
-                case .postbacks: line.field(postbacks)
-                case .installs: line.field(facts.installs)
-                case .redownloads: line.field(facts.redownloads)
-                case .reengagements: line.field(facts.reengagements)
-                case .losses: line.field(facts.losses)
-                case .nullValuePostbacks: line.field(facts.nullValues)
-                case .revenueMinSum: line.field(facts.revenueMin)
-                case .revenueMaxSum: line.field(facts.revenueMax)
-                case .revenueEstSum: line.field(facts.revenueEstimate)
-                case .currency: line.field(facts.schema?.currency)
-                case .developmentPostbacks: line.field(development)
-                case .rejectedPostbacks: line.field(rejected)
-                case .duplicatesDropped: line.field(duplicates)
-                case .flaggedPostbacks: line.field(Int64(flaggedCounts[row]))
-                case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
-                    .eventCountMaxSum:
-                    preconditionFailure("\(column.name) is not a campaign_daily measure")
-                }
-            }
+            writeMeasures(
+                fields, key: key, facts: facts, postbacks: postbacks, development: development, rejected: rejected,
+                duplicates: duplicates, flagged: Int64(flaggedCounts[row]), into: &line)
             line.endLine()
             part.lines.append(line.bytes)
             if let schema = facts.schema { part.schemaIDs.insert(schema.schemaID) }
+            if development > 0 {
+                let developmentFacts = try RowFacts(
+                    fields, key: key, catalog: catalog, postbacks: development, dimensions: &dimensions)
+                line.reset()
+                line.appendRaw(prefix.bytes)
+                writeMeasures(
+                    fields, key: key, facts: developmentFacts, postbacks: development, development: 0, rejected: 0,
+                    duplicates: 0, flagged: 0, into: &line)
+                line.endLine()
+                part.developmentLines.append(line.bytes)
+            }
 
             part.totals.postbacks += Int(postbacks)
             part.totals.installs += Int(facts.installs)
@@ -179,6 +180,38 @@ enum DayRenderer {
             }
         }
         return part
+    }
+
+    /// `campaign_daily`'s measures of one row (without the line end).
+    private static func writeMeasures(
+        _ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, postbacks: Int64, development: Int64,
+        rejected: Int64, duplicates: Int64, flagged: Int64, into line: inout CSVLine
+    ) {
+        for column in AggregateTables.campaignDailyMeasures {
+            switch column {
+            case .field(let field): fields.write(field, of: key, into: &line)
+            case .cvKind: line.field(facts.kind)
+            case .decodedLabel: line.field(facts.label)
+            case .schemaID: line.field(facts.schema?.schemaID)
+            case .postbacks: line.field(postbacks)
+            case .installs: line.field(facts.installs)
+            case .redownloads: line.field(facts.redownloads)
+            case .reengagements: line.field(facts.reengagements)
+            case .losses: line.field(facts.losses)
+            case .nullValuePostbacks: line.field(facts.nullValues)
+            case .revenueMinSum: line.field(facts.revenueMin)
+            case .revenueMaxSum: line.field(facts.revenueMax)
+            case .revenueEstSum: line.field(facts.revenueEstimate)
+            case .currency: line.field(facts.schema?.currency)
+            case .developmentPostbacks: line.field(development)
+            case .rejectedPostbacks: line.field(rejected)
+            case .duplicatesDropped: line.field(duplicates)
+            case .flaggedPostbacks: line.field(flagged)
+            case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
+                .eventCountMaxSum:
+                preconditionFailure("\(column.name) is not a campaign_daily measure")
+            }
+        }
     }
 
     private static func writeDimensions(

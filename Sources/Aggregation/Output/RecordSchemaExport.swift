@@ -65,6 +65,7 @@ package enum RecordSchemaExport {
         }
         strings("row_grain", RowKeyEncoder.grain.map(\.spoolKey))
         strings("rejected_row_fields", RowKeyEncoder.grain.filter(RowKeyEncoder.rejectedFields.contains).map(\.spoolKey))
+        strings("tables", AggregateTables.all)
         strings("dimension_columns", AggregateTables.dimensionColumns)
         strings("campaign_daily_columns", AggregateTables.campaignDailyColumns)
         strings("campaign_events_daily_columns", AggregateTables.campaignEventsDailyColumns)

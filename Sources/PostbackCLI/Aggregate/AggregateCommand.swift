@@ -20,6 +20,7 @@ enum AggregateCommand {
         conversion values with the schemas, and writes
           DIR/agg/campaign_daily/dt=DAY/part-00000.csv
           DIR/agg/campaign_events_daily/dt=DAY/part-00000.csv
+          DIR/agg/campaign_daily_development/dt=DAY/part-00000.csv
           DIR/agg/_manifests/dt=DAY.json        (written last)
         atomically. Rerunning a day over the same input rewrites the same bytes. A rerun that would
         replace a published day with one built from fewer input files or bytes, or with fewer

@@ -24,7 +24,8 @@ enum DemoCommand {
           --count N    how many postbacks (default 3000)
 
         The postbacks are signed with a test key, so they are development postbacks: the report
-        counts them as development, apart from production figures.
+        (--include-development) shows them decoded in its development section, apart from the
+        production figures, which stay empty.
 
         Exit status: 0 done; 2 usage or I/O error (DIR not empty, a step failed).
         """
@@ -197,7 +198,8 @@ enum DemoCommand {
             ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day"] + days, io: io)
         guard aggregated == .success else { throw StepFailed(description: "'postback aggregate' failed (see above)") }
         let reported = ReportCommand.run(
-            ["--data", layout.store, "--out", layout.report, "--title", "postback demo"] + days, io: io)
+            ["--data", layout.store, "--out", layout.report, "--title", "postback demo", "--include-development"] + days,
+            io: io)
         guard reported == .success else { throw StepFailed(description: "'postback report' failed (see above)") }
 
         io.print(

@@ -7,7 +7,7 @@ import Reporting
 enum ReportCommand {
     static let usage = """
         usage: postback report --data DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD) --out FILE|-
-                               [--title TEXT] [--top N] [--app ID]
+                               [--title TEXT] [--top N] [--app ID] [--include-development]
 
         Writes one self-contained HTML page (inline SVG charts, no scripts, nothing loaded from
         elsewhere) from the aggregates 'postback aggregate' published under DIR/agg: postbacks and
@@ -24,6 +24,11 @@ enum ReportCommand {
                               (default \(ReportRequest.defaultTopCampaigns))
           --app ID            only this app's campaigns, counts and charts (rejected reasons and
                               duplicates stay the whole store's: the manifests do not split them)
+          --include-development
+                              also show development postbacks (Apple development keys, --trust-key
+                              test keys, SKAdNetwork test mode) decoded from
+                              DIR/agg/campaign_daily_development, in a section of their own labelled
+                              development; never added to the production figures (off by default)
 
         Exit status: 0 written, every day of the range included; 1 written, but some days have no
         aggregates or could not be trusted (the page lists them); 2 usage or I/O error, a malformed
@@ -31,7 +36,8 @@ enum ReportCommand {
         """
 
     static let syntax = CommandSyntax(
-        "report", usage: usage, options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app"])
+        "report", usage: usage, flags: ["--include-development"],
+        options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         var request: ReportRequest
@@ -56,6 +62,7 @@ enum ReportCommand {
                 }
                 request.appID = app
             }
+            request.includeDevelopment = arguments.flags.contains("--include-development")
         } catch {
             return syntax.finish(error, io: io)
         }

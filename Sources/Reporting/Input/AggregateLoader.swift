@@ -20,10 +20,15 @@ struct AggregateLoader {
     let layout: StoreLayout
     /// Rows of other apps are skipped (`report --app`).
     let appID: String?
+    /// `campaign_daily`, or `campaign_daily_development` (`report --include-development`): then the
+    /// manifests' side counts are not added again, and a day published before that table existed is
+    /// left out with the remedy.
+    let table: String
 
-    init(dataDirectory: String, appID: String? = nil) {
+    init(dataDirectory: String, appID: String? = nil, table: String = AggregateTables.campaignDaily) {
         layout = StoreLayout(root: dataDirectory)
         self.appID = appID
+        self.table = table
     }
 
     func load(from: UTCDay, to: UTCDay) throws(ReportError) -> ReportModel {
@@ -55,11 +60,11 @@ struct AggregateLoader {
 
     private func loadDay(_ day: UTCDay, into model: inout ReportModel) throws(ReportError) -> DayOutcome {
         let manifestPath = layout.manifest(day: day)
-        let csvPath = layout.aggregateFile(table: AggregateTables.campaignDaily, day: day)
+        let csvPath = layout.aggregateFile(table: table, day: day)
         guard exists(manifestPath) else {
             return exists(csvPath)
                 ? .leftOut(
-                    "campaign_daily has no manifest: the day was not completely published (run 'postback aggregate' for it again)"
+                    "\(table) has no manifest: the day was not completely published (run 'postback aggregate' for it again)"
                 )
                 : .missing
         }
@@ -75,17 +80,20 @@ struct AggregateLoader {
         }
         if manifest.spoolSegments == 0 { return .empty }
         if manifest.partial { model.partialDays.append(day) }
+        guard let output = manifest.outputs[table] else {
+            return .leftOut("its manifest lists no \(table) (published before it existed): run 'postback aggregate' for it again")
+        }
 
         let fd = open(csvPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT { return .leftOut("the manifest lists campaign_daily, but the file is missing") }
+            if errno == ENOENT { return .leftOut("the manifest lists \(table), but the file is missing") }
             throw .io(path: csvPath, message: "open failed: \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         let (bytes, digest) = try checksum(fd: fd, path: csvPath)
-        guard bytes == manifest.campaignDaily.bytes, digest == manifest.campaignDaily.sha256 else {
+        guard bytes == output.bytes, digest == output.sha256 else {
             return .leftOut(
-                "campaign_daily does not match its manifest (a run of 'postback aggregate' may be in progress or "
+                "\(table) does not match its manifest (a run of 'postback aggregate' may be in progress or "
                     + "was interrupted): rerun it for this day")
         }
         guard lseek(fd, 0, SEEK_SET) == 0 else {
@@ -102,10 +110,10 @@ struct AggregateLoader {
             if let appID, record.appID != appID { continue }
             try model.add(record, day: day)
         }
-        guard rows == manifest.campaignDaily.rows else {
-            throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(manifest.campaignDaily.rows)")
+        guard rows == output.rows else {
+            throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(output.rows)")
         }
-        model.add(manifest)
+        if table == AggregateTables.campaignDaily { model.add(manifest) }
         return .included
     }
 

@@ -17,6 +17,8 @@ struct DayManifest {
 
     var tool: String
     var campaignDaily: Output
+    /// Every output the manifest lists, by table.
+    var outputs: [String: Output]
     var schemaIDs: [String]
     var duplicatesSameDay: Int
     var duplicatesOfEarlierDays: Int
@@ -82,13 +84,13 @@ struct DayManifest {
             }
         }
         tool = try string(root, "tool", in: "")
-        var output: Output? = nil
-        for entry in try array("outputs") where try string(entry, "table", in: "outputs[].") == "campaign_daily" {
-            output = Output(
+        outputs = [:]
+        for entry in try array("outputs") {
+            outputs[try string(entry, "table", in: "outputs[].")] = Output(
                 rows: try integer(entry, "rows", in: "outputs[]."), bytes: try integer(entry, "bytes", in: "outputs[]."),
                 sha256: try string(entry, "sha256", in: "outputs[]."))
         }
-        guard let output else { throw bad("outputs lists no campaign_daily file") }
+        guard let output = outputs["campaign_daily"] else { throw bad("outputs lists no campaign_daily file") }
         campaignDaily = output
         schemaIDs = []
         for schema in try array("schemas") { schemaIDs.append(try string(schema, "schema_id", in: "schemas[].")) }

@@ -9,6 +9,8 @@ import Postbacks
 struct ReportPage {
     let model: ReportModel
     let request: ReportRequest
+    /// `campaign_daily_development` (`--include-development`), shown apart and labelled; nil without the flag.
+    var development: ReportModel? = nil
 
     /// A campaign (or the sum of the campaigns not shown by name) as a chart row.
     struct CampaignRow {
@@ -46,6 +48,7 @@ struct ReportPage {
         renderNonWinning(&html)
         renderRejected(&html)
         renderSources(&html)
+        renderDevelopment(&html)
         html.close("main")
         html.newline()
         html.element("footer") { html in
@@ -221,7 +224,7 @@ struct ReportPage {
                 ("countries", "Countries"), ("fine", "Fine values"), ("coarse", "Coarse values"),
                 ("revenue", "Revenue"), ("null-share", "Null values"), ("non-winning", "Non-winning"),
                 ("rejected", "Rejected and development"), ("sources", "About the data"),
-            ] {
+            ] + (development == nil ? [] : [("development-decoded", "Development (decoded)")]) {
                 html.element("a", ["href": "#\(anchor)"], text: name)
             }
         }
