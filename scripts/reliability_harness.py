@@ -314,7 +314,7 @@ def aggregate(binary, data_dir, days, schemas=None):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     tables = {}
     agg = os.path.join(data_dir, "agg")
-    for table in ("campaign_daily", "campaign_events_daily"):
+    for table in ("campaign_daily", "campaign_events_daily", "campaign_daily_development"):
         for day in days:
             path = os.path.join(agg, table, f"dt={day}", "part-00000.csv")
             if os.path.exists(path):

@@ -99,7 +99,7 @@ enum ObjectStoreJobs {
     /// The keys of a day's published aggregates: its manifest and every table's partition.
     private static func aggregateKeys(_ client: S3Client, day: UTCDay) throws -> [String] {
         var keys = try client.list(relativePrefix: "agg/_manifests/dt=\(day).json").map(\.relativeKey)
-        for table in [AggregateTables.campaignDaily, AggregateTables.campaignEventsDaily] {
+        for table in AggregateTables.all {
             keys += try client.list(relativePrefix: "agg/\(table)/dt=\(day)/").map(\.relativeKey)
         }
         return keys
