@@ -305,6 +305,10 @@ def parse_record(line):
     return record
 
 
+# The tables `postback aggregate` publishes (AggregateTables.all): the checks compare every one.
+AGGREGATE_TABLES = ("campaign_daily", "campaign_events_daily", "campaign_daily_development")
+
+
 def aggregate(binary, data_dir, days, schemas=None):
     """Runs `postback aggregate` over `days`; returns (exit status, {relative CSV path: bytes}, output)."""
     schemas = schemas or os.path.join(ROOT, "Samples", "schemas")
@@ -314,7 +318,7 @@ def aggregate(binary, data_dir, days, schemas=None):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     tables = {}
     agg = os.path.join(data_dir, "agg")
-    for table in ("campaign_daily", "campaign_events_daily", "campaign_daily_development"):
+    for table in AGGREGATE_TABLES:
         for day in days:
             path = os.path.join(agg, table, f"dt={day}", "part-00000.csv")
             if os.path.exists(path):
