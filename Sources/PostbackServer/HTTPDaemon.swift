@@ -57,9 +57,9 @@ final class HTTPDaemon: @unchecked Sendable {
         settings.request_completed_context = context
         settings.connection_notify = { context, connection, socketContext, code in
             guard let context, let connection, let socketContext else { return }
+            // Code 0 is MHD_CONNECTION_NOTIFY_STARTED (the macro does not reach Swift).
             RequestHandler.from(context).connectionNotification(
-                connection: connection, socketContext: socketContext,
-                started: code == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
+                connection: connection, socketContext: socketContext, started: code == 0)
         }
         settings.connection_notify_context = context
         settings.uri_log = { context, _, connection in

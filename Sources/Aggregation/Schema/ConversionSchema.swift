@@ -28,25 +28,6 @@ package struct ConversionSchema: Sendable {
     /// SHA-256 of the file's bytes, recorded in manifests so a changed schema shows.
     package let digest: String
 
-    init(
-        schemaID: String, appID: Int64, effectiveFrom: UTCDay, effectiveTo: UTCDay?, currency: String,
-        protocols: [PostbackProtocol], conversionTypes: [ConversionType], revenueEstimate: RevenueEstimatePolicy,
-        windows: [WindowDecoding], sourceIdentifierMaps: [SourceIdentifierMap], file: String, digest: String
-    ) {
-        self.schemaID = schemaID
-        self.appID = appID
-        self.effectiveFrom = effectiveFrom
-        self.effectiveTo = effectiveTo
-        self.currency = currency
-        self.protocols = protocols
-        self.conversionTypes = conversionTypes
-        self.revenueEstimate = revenueEstimate
-        self.windows = windows
-        self.sourceIdentifierMaps = sourceIdentifierMaps
-        self.file = file
-        self.digest = digest
-    }
-
     package func covers(_ day: UTCDay) -> Bool {
         day >= effectiveFrom && (effectiveTo.map { day <= $0 } ?? true)
     }
