@@ -59,17 +59,11 @@ enum ObjectStoreJobs {
         defer { lease.release() }
         var staged = try Staged(client: client, root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
-        var keys: [String] = []
-        var day = from
-        while day <= to {
-            keys += try aggregateKeys(staged.client, day: day)
-            day = day.adding(days: 1)
-        }
-        try download(keys, into: &staged)
+        try stageAggregates(from: from, to: to, into: &staged)
         // The local job checks that the store has a spool; its segments come from the bucket.
         try FileManager.default.createDirectory(atPath: staged.root + "/raw/postbacks", withIntermediateDirectories: true)
         try body(staged.root, ObjectStoreSegments(location: client.location, settings: client.settings))
-        day = from
+        var day = from
         while day <= to {
             let manifest = "agg/_manifests/dt=\(day).json"
             let outputs = try localFiles(under: staged.root, relative: "agg").filter {
@@ -86,6 +80,13 @@ enum ObjectStoreJobs {
     {
         var staged = try Staged(client: client(url, environment: environment), root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        try stageAggregates(from: from, to: to, into: &staged)
+        try body(staged.root)
+    }
+
+    /// Downloads the range's published aggregates (manifests and every table's partitions: small)
+    /// into the staging directory.
+    private static func stageAggregates(from: UTCDay, to: UTCDay, into staged: inout Staged) throws {
         var keys: [String] = []
         var day = from
         while day <= to {
@@ -93,7 +94,6 @@ enum ObjectStoreJobs {
             day = day.adding(days: 1)
         }
         try download(keys, into: &staged)
-        try body(staged.root)
     }
 
     /// The keys of a day's published aggregates: its manifest and every table's partition.
