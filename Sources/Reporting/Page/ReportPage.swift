@@ -175,36 +175,24 @@ struct ReportPage {
 
     private func renderNotices(_ html: inout HTMLWriter) {
         if model.totals.postbacks == 0 {
-            html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element(
-                    "p",
-                    text: "No production postbacks in this range: the charts below are empty. "
-                        + "Development and rejected postbacks, if any, are counted in the last section.")
-            }
+            Self.notice(
+                "No production postbacks in this range: the charts below are empty. "
+                    + "Development and rejected postbacks, if any, are counted in the last section.", in: &html)
         }
         if !model.missingDays.isEmpty {
-            html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element(
-                    "p",
-                    text: "No aggregates for \(Self.dayList(model.missingDays)): those days are shown as gaps, not as "
-                        + "zero. Run 'postback aggregate' for them, or check that the range is right.")
-            }
+            Self.notice(
+                "No aggregates for \(Self.dayList(model.missingDays)): those days are shown as gaps, not as "
+                    + "zero. Run 'postback aggregate' for them, or check that the range is right.", in: &html)
         }
         if !model.emptyDays.isEmpty {
-            html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element(
-                    "p",
-                    text: "No spool for \(Self.dayList(model.emptyDays)): nothing was received, or the receiver's "
-                        + "store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.")
-            }
+            Self.notice(
+                "No spool for \(Self.dayList(model.emptyDays)): nothing was received, or the receiver's "
+                    + "store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.", in: &html)
         }
         if !model.partialDays.isEmpty {
-            html.element("div", ["class": "notice", "role": "note"]) { html in
-                html.element(
-                    "p",
-                    text: "Partial: \(Self.dayList(model.partialDays)) were aggregated before the day was over "
-                        + "(--allow-open-day); their figures will grow when the day is aggregated again.")
-            }
+            Self.notice(
+                "Partial: \(Self.dayList(model.partialDays)) were aggregated before the day was over "
+                    + "(--allow-open-day); their figures will grow when the day is aggregated again.", in: &html)
         }
         if !model.leftOutDays.isEmpty {
             html.element("div", ["class": "notice", "role": "note"]) { html in
@@ -331,6 +319,11 @@ struct ReportPage {
     }
 
     /// `Mar 1–3, Mar 7` style list of days (ISO dates, runs joined).
+    /// One paragraph in a note box above the charts (a gap, a partial day, an empty range).
+    static func notice(_ text: String, in html: inout HTMLWriter) {
+        html.element("div", ["class": "notice", "role": "note"]) { html in html.element("p", text: text) }
+    }
+
     static func dayList(_ days: [UTCDay]) -> String {
         var parts: [String] = []
         var index = 0
