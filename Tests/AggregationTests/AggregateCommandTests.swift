@@ -145,7 +145,7 @@ import Testing
             result.stdout.contains(#""postbacks":1,"#) && result.stdout.contains(#""development_postbacks":5,"#)
                 && result.stdout.contains(#""rejected_postbacks":2,"#) && result.stdout.contains(#""duplicates_same_day":1,"#),
             "\(result.stdout)")
-        let rows = CSVText.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
+        let rows = CSVText.rows(try store.read("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv"))
         let test = try #require(rows.first { $0["app_id"] == "111" && $0["development_postbacks"] == "5" })
         #expect(
             test["postbacks"] == "0" && test["decoded_label"] == "rev_1" && test["est_install_date"] == "2026-03-07",
@@ -227,7 +227,7 @@ import Testing
             import duckdb, json, sys
             root = sys.argv[1]
             con = duckdb.connect()
-            daily = f"read_csv('{root}/agg/campaign_daily/*/*.csv', hive_partitioning = true, header = true, all_varchar = true)"
+            daily = f"read_csv('{root}/agg/postback_detail_daily/*/*.csv', hive_partitioning = true, header = true, all_varchar = true)"
             sums = con.execute(f'''
                 SELECT CAST(dt AS VARCHAR), sum(CAST(postbacks AS BIGINT)), sum(CAST(installs AS BIGINT)), sum(CAST(redownloads AS BIGINT)),
                        sum(CAST(reengagements AS BIGINT)), sum(CAST(losses AS BIGINT)), sum(CAST(null_cv_postbacks AS BIGINT)),

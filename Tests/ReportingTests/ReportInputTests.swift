@@ -58,11 +58,11 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.root).isEmpty, "no temporary file left behind")
     }
 
-    /// A `campaign_daily` file that is not the one its manifest lists (a rerun in progress, a crash
+    /// A detail file that is not the one its manifest lists (a rerun in progress, a crash
     /// between the renames, an edit) is left out, with the reason, and its rows are not counted.
     @Test func aPartitionThatDoesNotMatchItsManifestIsLeftOut() throws {
         let store = try TestStore.make(perDay: 200)
-        let csv = store.path("agg/campaign_daily/dt=2026-03-02/part-00000.csv")
+        let csv = store.path("agg/postback_detail_daily/dt=2026-03-02/part-00000.csv")
         let original = try String(contentsOfFile: csv, encoding: .utf8)
         let lines = original.split(separator: "\n")
         try (lines.dropLast().joined(separator: "\n") + "\n").write(toFile: csv, atomically: false, encoding: .utf8)
@@ -72,8 +72,8 @@ import Testing
         #expect(summary.daysIncluded.map(\.description) == ["2026-03-01"])
         #expect(summary.daysLeftOut.map(\.description) == ["2026-03-02", "2026-03-03"])
         let html = try store.text("report.html")
-        #expect(html.contains("2026-03-02: campaign_daily does not match its manifest"))
-        #expect(html.contains("2026-03-03: campaign_daily has no manifest"))
+        #expect(html.contains("2026-03-02: postback_detail_daily does not match its manifest"))
+        #expect(html.contains("2026-03-03: postback_detail_daily has no manifest"))
         let first = try AggregateCSV.campaignDaily(store, days: ["2026-03-01"])
         #expect(PageFigures(html: html).count("postbacks") == first.reduce(0) { $0 + $1.row.int("postbacks") })
 
@@ -83,8 +83,8 @@ import Testing
         } throws: { error in
             let text = "\(error)"
             return text.contains("no published aggregates for 2026-03-02 to 2026-03-03")
-                && text.contains("2026-03-02: campaign_daily does not match its manifest")
-                && text.contains("2026-03-03: campaign_daily has no manifest")
+                && text.contains("2026-03-02: postback_detail_daily does not match its manifest")
+                && text.contains("2026-03-03: postback_detail_daily has no manifest")
         }
     }
 
@@ -110,10 +110,10 @@ import Testing
 
     @Test func aManifestOfAnotherFormatIsAnError() throws {
         let store = ScratchStore("format")
-        try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 3)
+        try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 4)
         #expect {
             try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01"))
-        } throws: { error in "\(error)".contains("manifest format 3 is not one this postback reads (1 to 2)") }
+        } throws: { error in "\(error)".contains("manifest format 4 is not one this postback reads (1 to 3)") }
     }
 
     @Test func anUnwritableOutputIsAnIOError() throws {
@@ -127,10 +127,10 @@ import Testing
         }
     }
 
-    static let header = AggregateTables.campaignDailyColumns.joined(separator: ",")
+    static let header = AggregateTables.detailColumns.joined(separator: ",")
 
     static func row(postbacks: String) -> String {
-        AggregateTables.campaignDailyColumns.map { $0 == "postbacks" ? postbacks : $0 == "app_id" ? "1" : "" }.joined(
+        AggregateTables.detailColumns.map { $0 == "postbacks" ? postbacks : $0 == "app_id" ? "1" : "" }.joined(
             separator: ",")
     }
 

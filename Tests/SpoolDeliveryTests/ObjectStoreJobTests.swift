@@ -137,7 +137,7 @@ struct ObjectStoreJobTests {
     }
 
     /// A reader that is not `postback`: pyarrow (in `.build/venv`, from scripts/requirements-test.txt)
-    /// reads the published `campaign_daily` partitions straight from the bucket with its own S3
+    /// reads the published `postback_detail_daily` partitions straight from the bucket with its own S3
     /// client, typed with the documented `column_types` (spark/record-schema.json, docs/aggregate.md
     /// "Column types"); its sums must equal the manifests' totals, revenue one total per currency.
     @Test func pyarrowReadsThePublishedAggregatesFromTheBucketWithTheDocumentedTypes() throws {
@@ -166,7 +166,7 @@ struct ObjectStoreJobTests {
                         "BOOLEAN": pa.bool_(), "DATE": pa.date32()}[sql]
             s3 = pafs.S3FileSystem(endpoint_override=endpoint, scheme="http", access_key=access, secret_key=secret,
                                    region="us-east-1")
-            infos = s3.get_file_info(pafs.FileSelector(f"{bucket}/tables/agg/campaign_daily", recursive=True))
+            infos = s3.get_file_info(pafs.FileSelector(f"{bucket}/tables/agg/postback_detail_daily", recursive=True))
             counts = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
                       "development_postbacks", "rejected_postbacks"]
             sums, revenue = {}, {}
