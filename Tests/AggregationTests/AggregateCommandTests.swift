@@ -253,24 +253,11 @@ import Testing
             print(json.dumps({"sums": [[str(x) for x in row] for row in sums], "revenue": [[str(x) for x in row] for row in revenue],
                               "mismatches": mismatches, "joined": joined}))
             """
-        try Data(script.utf8).write(to: URL(fileURLWithPath: store.path + "/check.py"))
-        let process = Process()
         // DuckDB lives in the project's virtual environment (scripts/setup --test), not the system's Python.
-        let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .appendingPathComponent(".build/venv/bin/python3")
-        try #require(FileManager.default.isExecutableFile(atPath: python.path), "no \(python.path): run scripts/setup --test")
-        process.executableURL = python
-        process.arguments = [store.path + "/check.py", store.path]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        try #require(process.terminationStatus == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        let (status, text, problem) = try VenvPython.run(script: script, arguments: [store.path])
+        try #require(status == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
         guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
             let sums = result["sums"] as? [[String]],
             let revenue = result["revenue"] as? [[String]]

@@ -88,6 +88,39 @@ import Testing
         }
     }
 
+    /// A day published before the rollups (manifest format 2: its detail rows are `campaign_daily`, and
+    /// there is no `postback_detail_daily`) still loads, and makes the page the format-3 day makes.
+    @Test func aDayPublishedBeforeTheRollupsStillLoads() throws {
+        let store = try TestStore.make(perDay: 200)
+        let request = store.request(from: TestStore.first, to: TestStore.last)
+        let current = try ReportGenerator.page(request)
+        let files = FileManager.default
+        let rollups = AggregateTables.rollups.map(\.table)
+        for day in ReportFiguresTests.days {
+            for table in rollups { try files.removeItem(atPath: store.path("agg/\(table)/dt=\(day)")) }
+            try files.moveItem(
+                atPath: store.path("agg/\(AggregateTables.postbackDetailDaily)/dt=\(day)"),
+                toPath: store.path("agg/campaign_daily/dt=\(day)"))
+            let path = store.path("agg/_manifests/dt=\(day).json")
+            var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+            manifest["format"] = 2
+            manifest["outputs"] = (manifest["outputs"] as! [[String: Any]]).compactMap { output -> [String: Any]? in
+                let table = output["table"] as! String
+                if rollups.contains(table) { return nil }
+                guard table == AggregateTables.postbackDetailDaily else { return output }
+                var renamed = output
+                renamed["table"] = "campaign_daily"
+                renamed["path"] = "agg/campaign_daily/dt=\(day)/part-00000.csv"
+                return renamed
+            }
+            try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: path))
+        }
+        #expect(!files.fileExists(atPath: store.path("agg/\(AggregateTables.postbackDetailDaily)/dt=\(TestStore.first)")))
+        let legacy = try ReportGenerator.page(request)
+        #expect(legacy == current)
+        #expect((PageFigures(html: legacy).count("postbacks") ?? 0) > 0)
+    }
+
     /// A file that matches its manifest but does not read as the table (another tool wrote both, or a
     /// newer format) is an error naming the file and line, not a silently wrong page.
     @Test(arguments: [
