@@ -75,7 +75,11 @@ import Testing
             let rows = try Self.table(table, date)
             let expected = try Self.regroup(detail, kept: rollup.kept.map(\.name), measures: measures)
             #expect(rows.count <= detail.count)
-            #expect(Self.sorted(rows, columns) == Self.sorted(expected, columns), "\(table) \(date)")
+            let (actualLines, expectedLines) = (Self.sorted(rows, columns), Self.sorted(expected, columns))
+            let same = actualLines == expectedLines  // the difference, not two thousand rows, in the message
+            let missing = Set(expectedLines).subtracting(actualLines).prefix(3)
+            let unexpected = Set(actualLines).subtracting(expectedLines).prefix(3)
+            #expect(same, "\(table) \(date): missing \(missing), unexpected \(unexpected)")
             merged = merged || rows.count < detail.count
             let text = try Self.read("agg/\(table)/dt=\(date)/part-00000.csv")
             let lines = text.split(separator: "\n").dropFirst().map(String.init)
