@@ -6,17 +6,65 @@
 struct RollupSet {
     private(set) var accumulators: [RollupAccumulator]
     private var fields: [Range<Int>] = []
+    /// The measures of the line being added, by detail column (parsed once for every rollup).
+    private var counts: [Int64]
+    private var amounts: [Money?]
+    private static let detail = AggregateTables.detailInOrder
+    private static let countColumns = detail.indices.filter { detail[$0].isMeasure && !detail[$0].isMoney }
+    private static let moneyColumns = detail.indices.filter { detail[$0].isMoney }
 
-    init(_ rollups: [Rollup]) { accumulators = rollups.map(RollupAccumulator.init) }
+    init(_ rollups: [Rollup]) {
+        accumulators = rollups.map(RollupAccumulator.init)
+        counts = Array(repeating: 0, count: Self.detail.count)
+        amounts = Array(repeating: nil, count: Self.detail.count)
+    }
 
     /// Adds one detail line (with or without its line end).
     mutating func add(_ line: UnsafeRawBufferPointer) throws(AggregationError) {
         Self.splitFields(line, into: &fields)
-        for index in accumulators.indices { try accumulators[index].add(line, fields: fields) }
+        for index in Self.countColumns {
+            guard let value = Self.count(UnsafeRawBufferPointer(rebasing: line[fields[index]])) else {
+                throw .overflow("\(Self.detail[index].name) of a detail line is not a count or overflows")
+            }
+            counts[index] = value
+        }
+        for index in Self.moneyColumns {
+            let text = UnsafeRawBufferPointer(rebasing: line[fields[index]])
+            if text.isEmpty {
+                amounts[index] = nil
+            } else {
+                guard let value = Money(decimalUTF8: text) else {
+                    throw .overflow("\(Self.detail[index].name) of a detail line is not a decimal of six places")
+                }
+                amounts[index] = value
+            }
+        }
+        for index in accumulators.indices {
+            try accumulators[index].add(line, fields: fields, counts: counts, amounts: amounts)
+        }
     }
 
+    /// Merges another worker's sets; the first one merged is taken as it is.
     mutating func merge(_ other: RollupSet) throws(AggregationError) {
+        guard accumulators.contains(where: { $0.groups > 0 }) else {
+            accumulators = other.accumulators
+            return
+        }
         for index in accumulators.indices { try accumulators[index].merge(other.accumulators[index]) }
+    }
+
+    /// A non-negative decimal integer (counts are never empty or negative).
+    private static func count(_ text: UnsafeRawBufferPointer) -> Int64? {
+        guard !text.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in text {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - 0x30))
+            guard !overflow, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
     }
 
     /// The byte ranges of the fields of a line as `CSVLine` writes it (quoted fields keep their quotes).
@@ -98,7 +146,12 @@ struct RollupAccumulator {
 
     var groups: Int { keys.count }
 
-    mutating func add(_ line: UnsafeRawBufferPointer, fields: [Range<Int>]) throws(AggregationError) {
+    /// Adds a detail line whose measures are already parsed (`counts`, `amounts`: by detail column).
+    mutating func add(
+        _ line: UnsafeRawBufferPointer, fields: [Range<Int>], counts lineCounts: [Int64], amounts lineAmounts: [Money?]
+    )
+        throws(AggregationError)
+    {
         key.removeAll(keepingCapacity: true)
         for (position, index) in keptDetailIndexes.enumerated() {
             if position > 0 { key.append(0x2C) }
@@ -106,17 +159,10 @@ struct RollupAccumulator {
         }
         let group = makeSums(for: key.withUnsafeBytes { keys.intern($0) })
         for (position, index) in countDetailIndexes.enumerated() {
-            let field = UnsafeRawBufferPointer(rebasing: line[fields[index]])
-            guard let value = Self.count(field) else {
-                throw .overflow("\(rollup.table): a count of the detail table is not an integer or overflows")
-            }
-            try addCount(value, at: group * countDetailIndexes.count + position)
+            try addCount(lineCounts[index], at: group * countDetailIndexes.count + position)
         }
-        for (position, index) in moneyDetailIndexes.enumerated() where !fields[index].isEmpty {
-            guard let value = Money(decimalUTF8: UnsafeRawBufferPointer(rebasing: line[fields[index]])) else {
-                throw .overflow("\(rollup.table): an amount of the detail table is not a decimal of six places")
-            }
-            try addAmount(value, at: group * moneyDetailIndexes.count + position)
+        for (position, index) in moneyDetailIndexes.enumerated() {
+            if let amount = lineAmounts[index] { try addAmount(amount, at: group * moneyDetailIndexes.count + position) }
         }
     }
 
@@ -179,19 +225,5 @@ struct RollupAccumulator {
     private mutating func addAmount(_ value: Money, at index: Int) throws(AggregationError) {
         guard let sum = (amounts[index] ?? .zero).plus(value) else { throw .overflow("\(rollup.table): an amount overflows") }
         amounts[index] = sum
-    }
-
-    /// A non-negative decimal integer (counts are never empty or negative).
-    private static func count(_ text: UnsafeRawBufferPointer) -> Int64? {
-        guard !text.isEmpty else { return nil }
-        var value: Int64 = 0
-        for byte in text {
-            guard byte >= 0x30, byte <= 0x39 else { return nil }
-            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - 0x30))
-            guard !overflow, !overflow2 else { return nil }
-            value = sum
-        }
-        return value
     }
 }
