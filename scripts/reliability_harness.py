@@ -306,7 +306,8 @@ def parse_record(line):
 
 
 # The tables `postback aggregate` publishes (AggregateTables.all): the checks compare every one.
-AGGREGATE_TABLES = ("campaign_daily", "campaign_events_daily", "campaign_daily_development")
+AGGREGATE_TABLES = ("postback_detail_daily", "campaign_daily", "publisher_daily", "country_daily", "campaign_events_daily",
+                    "campaign_daily_development")
 
 
 def aggregate(binary, data_dir, days, schemas=None):

@@ -7,9 +7,12 @@ not again if the key came in during the lookback days), decodes conversion value
 identifiers by joining the flat decode table that `postback schema export` writes, and publishes
 the same tables as `postback aggregate`, byte for byte:
 
-    OUT/campaign_daily/dt=D/part-00000.csv
+    OUT/postback_detail_daily/dt=D/part-00000.csv   (the detail grain)
+    OUT/campaign_daily/dt=D/part-00000.csv          (rollups of the detail table: record-schema.json "rollups")
+    OUT/publisher_daily/dt=D/part-00000.csv
+    OUT/country_daily/dt=D/part-00000.csv
     OUT/campaign_events_daily/dt=D/part-00000.csv
-    OUT/campaign_daily_development/dt=D/part-00000.csv
+    OUT/campaign_daily_development/dt=D/part-00000.csv  (the development rows, rolled up like campaign_daily)
     OUT/_manifests/dt=D.json            (written last: totals, inputs, outputs)
 
 Usage:
@@ -66,12 +69,18 @@ def load_record_schema():
 RECORD_SCHEMA = load_record_schema()
 # Output columns, in file order (the output contract; the equivalence test compares the headers too).
 DIMENSION_COLUMNS = RECORD_SCHEMA["dimension_columns"]
-CAMPAIGN_DAILY_COLUMNS = RECORD_SCHEMA["campaign_daily_columns"]
+DETAIL_COLUMNS = RECORD_SCHEMA["detail_columns"]
 CAMPAIGN_EVENTS_DAILY_COLUMNS = RECORD_SCHEMA["campaign_events_daily_columns"]
-# The published tables, in the order they are written (campaign_daily_development has campaign_daily's columns).
+# The published tables, in the order they are written.
 TABLES = RECORD_SCHEMA["tables"]
+DETAIL_TABLE = TABLES[0]
+# Each rollup of the detail table: its table, the detail columns it groups by (`kept`) and its file
+# columns (kept + every measure, in detail order); campaign_daily_development rolls up the development
+# rows like DEVELOPMENT_ROLLUP.
+ROLLUPS = RECORD_SCHEMA["rollups"]
+DEVELOPMENT_ROLLUP = next(rollup for rollup in ROLLUPS if rollup["table"] == RECORD_SCHEMA["development_rollup"])
 MONEY_COLUMNS = set(RECORD_SCHEMA["money_columns"])
-# Counts of campaign_daily: 0 (never empty) on a rejected record's row.
+# Counts of the detail table: 0 (never empty) on a rejected record's row.
 POSTBACK_COUNT_COLUMNS = set(RECORD_SCHEMA["postback_count_columns"])
 # What a rejected record's row keeps: what it claims to be (RowKeyEncoder.rejectedFields).
 REJECTED_ROW_FIELDS = RECORD_SCHEMA["rejected_row_fields"]
@@ -627,7 +636,7 @@ def decode_rows(rows, tables):
         return (computed[name] if name in computed else F.col(stored.get(name, name))).alias(name)
 
     return mapped.select(
-        "dt", *[column(name) for name in CAMPAIGN_DAILY_COLUMNS],
+        "dt", *[column(name) for name in DETAIL_COLUMNS],
         # Kept for the events table, dropped before writing.
         F.col("v_schema_id").alias("_value_schema"), "cv_value", decoded.alias("_decoded"),
         F.col("v_revenue_min").alias("_revenue_min"), F.col("v_revenue_max").alias("_revenue_max"), F.col("v_revenue_est").alias("_revenue_est"))
@@ -654,7 +663,7 @@ def rejected_rows(classified, first_day):
               .groupBy("dt", *["claimed_version" if key == "version" else key for key in REJECTED_ROW_FIELDS]).agg(F.count(F.lit(1)).cast("long").alias("rejected_postbacks")))
     zero = F.lit(0).cast("long")
     columns = []
-    for name in CAMPAIGN_DAILY_COLUMNS:
+    for name in DETAIL_COLUMNS:
         if name == "version":
             columns.append(F.col("claimed_version").alias("version"))
         elif name in REJECTED_ROW_FIELDS or name == "rejected_postbacks":
@@ -666,13 +675,25 @@ def rejected_rows(classified, first_day):
     return counts.select("dt", *columns)
 
 
-def campaign_daily(decoded, rejected):
+def postback_detail_daily(decoded, rejected):
     from pyspark.sql import functions as F
 
-    typed = decoded.select("dt", *CAMPAIGN_DAILY_COLUMNS)
+    typed = decoded.select("dt", *DETAIL_COLUMNS)
     types = {field.name: field.dataType for field in typed.schema.fields}  # one analysis, not one per column
-    rejected = rejected.select("dt", *[F.col(c).cast(types[c]).alias(c) for c in CAMPAIGN_DAILY_COLUMNS])
+    rejected = rejected.select("dt", *[F.col(c).cast(types[c]).alias(c) for c in DETAIL_COLUMNS])
     return typed.unionByName(rejected)
+
+
+def rollup_rows(detail, rollup):
+    """A rollup of the detail rows (DayRenderer's RollupSet): grouped by its kept columns, every
+    measure summed; counts as integers, an amount as SQL SUM does it (the non-empty values, empty when
+    all are), which is the Swift job's rule."""
+    from pyspark.sql import functions as F
+
+    kept = set(rollup["kept"])
+    measures = [c for c in rollup["columns"] if c not in kept]
+    return detail.groupBy("dt", *rollup["kept"]).agg(
+        *[(F.sum(c) if c in MONEY_COLUMNS else F.sum(c).cast("long")).alias(c) for c in measures]).select("dt", *rollup["columns"])
 
 
 def campaign_events_daily(decoded, tables):
@@ -787,7 +808,7 @@ def list_names(fs, directory):
 # Manifests and summaries
 
 
-def day_facts(classified, firsts, daily, events, development, segments, days):
+def day_facts(classified, firsts, daily, frames, segments, days):
     """Per day: the manifest's inputs, totals and rejected-by-status (one small Spark job each)."""
     from pyspark.sql import functions as F
 
@@ -813,8 +834,9 @@ def day_facts(classified, firsts, daily, events, development, segments, days):
     for row in (daily.filter(F.col("revenue_est_sum").isNotNull() & F.col("currency").isNotNull())
                 .groupBy("dt", "currency").agg(F.sum("revenue_est_sum").alias("revenue")).collect()):
         revenue_by_currency.setdefault(row["dt"], {})[row["currency"]] = int(row["revenue"])
-    event_rows = {row["dt"]: row["rows"] for row in events.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
-    development_rows_by_day = {row["dt"]: row["rows"] for row in development.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
+    # Rows of every table but the detail's (counted with its totals above).
+    rows_by_table = {table: {row["dt"]: row["rows"] for row in frame.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
+                     for table, (frame, _) in frames.items() if table != DETAIL_TABLE}
     statuses = {}
     for row in classified.filter((F.col("state") == "rejected")).groupBy("dt", "status").count().collect():
         statuses.setdefault(row["dt"], {})[row["status"]] = row["count"]
@@ -846,8 +868,8 @@ def day_facts(classified, firsts, daily, events, development, segments, days):
                 "duplicates_of_earlier_days": int(duplicates[day]["earlier_days"]) if day in duplicates else 0,
                 "corrupt_lines": sum(i["corrupt_lines"] for i in inputs), "torn_tails": sum(1 for i in inputs if i["torn_tail"]),
                 "unreadable_lines": sum(i["unreadable_lines"] for i in inputs)},
-            "rows": {"campaign_daily": int(day_totals["rows"]) if day_totals else 0, "campaign_events_daily": int(event_rows.get(day, 0)),
-                     "campaign_daily_development": int(development_rows_by_day.get(day, 0))},
+            "rows": {DETAIL_TABLE: int(day_totals["rows"]) if day_totals else 0,
+                     **{table: int(rows.get(day, 0)) for table, rows in rows_by_table.items()}},
             "rejected_by_status": {s: statuses.get(day, {})[s] for s in VERIFICATION_STATUSES if s in statuses.get(day, {})},
         }
     return facts
@@ -859,10 +881,10 @@ def money_text(micros):
 
 
 def write_manifest(fs, args, day, facts, segments, published, output_format, tables, spark_version):
-    """`_manifests/dt=D.json`, written after both tables (its presence marks a complete day)."""
+    """`_manifests/dt=D.json`, written after every table (its presence marks a complete day)."""
     window_start = (day - datetime.timedelta(days=args.lookback_days)).isoformat()
     manifest = {
-        "format": 2, "dt": day.isoformat(), "tool": f"{TOOL} (Apache Spark {spark_version})", "lookback_days": args.lookback_days,
+        "format": 3, "dt": day.isoformat(), "tool": f"{TOOL} (Apache Spark {spark_version})", "lookback_days": args.lookback_days,
         "spool_segments": facts["spool_segments"], "partial": False,
         "output_format": output_format,
         "inputs": facts["inputs"],
@@ -919,12 +941,13 @@ def revenue_text(by_currency):
 
 
 def text_summary(day, manifest):
-    totals, outputs = manifest["totals"], manifest["outputs"]
+    totals = manifest["totals"]
+    rows = {output["table"]: output["rows"] for output in manifest["outputs"]}
     text = (f"{day}: {totals['postbacks']} postbacks ({totals['installs']} installs, {totals['redownloads']} redownloads, "
             f"{totals['reengagements']} re-engagements, {totals['losses']} losses, {totals['null_cv_postbacks']} null values), "
             f"revenue estimate {revenue_text(totals['revenue_est_by_currency'])}; {totals['development_postbacks']} development, {totals['rejected_postbacks']} rejected, "
             f"{totals['duplicates_same_day'] + totals['duplicates_of_earlier_days']} duplicates dropped; "
-            f"{outputs[0]['rows']} + {outputs[1]['rows']} rows from {len(manifest['inputs'])} files")
+            f"{rows[DETAIL_TABLE]} + {rows['campaign_events_daily']} rows from {len(manifest['inputs'])} files")
     if totals["torn_tails"]:
         text += f"; {totals['torn_tails']} torn tails skipped"
     return text
@@ -991,17 +1014,19 @@ def run(args):
         firsts = first_copies(classified, args.first, args.lookback_days).persist(StorageLevel.MEMORY_AND_DISK)
         rows = postback_rows(firsts).persist(StorageLevel.MEMORY_AND_DISK)
         decoded = decode_rows(rows, tables).persist(StorageLevel.MEMORY_AND_DISK)
-        daily = campaign_daily(decoded, rejected_rows(classified, args.first)).persist(StorageLevel.MEMORY_AND_DISK)
+        daily = postback_detail_daily(decoded, rejected_rows(classified, args.first)).persist(StorageLevel.MEMORY_AND_DISK)
         events = campaign_events_daily(decoded, tables).persist(StorageLevel.MEMORY_AND_DISK)
-        development = decode_rows(development_rows(rows), tables).select("dt", *CAMPAIGN_DAILY_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
-        frames = {"campaign_daily": (daily, CAMPAIGN_DAILY_COLUMNS), "campaign_events_daily": (events, CAMPAIGN_EVENTS_DAILY_COLUMNS),
-                  "campaign_daily_development": (development, CAMPAIGN_DAILY_COLUMNS)}
+        development = rollup_rows(decode_rows(development_rows(rows), tables).select("dt", *DETAIL_COLUMNS), DEVELOPMENT_ROLLUP)
+        frames = {DETAIL_TABLE: (daily, DETAIL_COLUMNS), "campaign_events_daily": (events, CAMPAIGN_EVENTS_DAILY_COLUMNS),
+                  "campaign_daily_development": (development.persist(StorageLevel.MEMORY_AND_DISK), DEVELOPMENT_ROLLUP["columns"]),
+                  **{rollup["table"]: (rollup_rows(daily, rollup).persist(StorageLevel.MEMORY_AND_DISK), rollup["columns"])
+                     for rollup in ROLLUPS}}
         published = {}
         for table in TABLES:
             frame, columns = frames[table]
             published[table] = write_table(spark, fs, frame, table, columns, days, staging, args.out, args.format)
             trace.mark(f"{table} written")
-        facts = day_facts(classified, firsts, daily, events, development, segments, days)
+        facts = day_facts(classified, firsts, daily, frames, segments, days)
         trace.mark("manifest facts")
         problems = 0
         for day in days:
@@ -1013,8 +1038,10 @@ def run(args):
             if totals["unreadable_lines"]:
                 print(f"postback_aggregate: {day}: {totals['unreadable_lines']} verified records without dedup_key or attribution "
                       "not counted (run postback aggregate for them)", file=sys.stderr)
-            summary = {"dt": day.isoformat(), **totals, "campaign_daily_rows": manifest["outputs"][0]["rows"],
-                       "campaign_events_daily_rows": manifest["outputs"][1]["rows"]}
+            rows = {output["table"]: output["rows"] for output in manifest["outputs"]}
+            # `postback aggregate --json`'s names: campaign_daily_rows counts the detail table's rows.
+            summary = {"dt": day.isoformat(), **totals, "campaign_daily_rows": rows[DETAIL_TABLE],
+                       "campaign_events_daily_rows": rows["campaign_events_daily"]}
             print(json_with_exact_revenue(summary) if args.json else text_summary(day, manifest), flush=True)
         return 1 if problems else 0
     finally:

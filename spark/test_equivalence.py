@@ -43,7 +43,11 @@ SPOOL_FIRST = datetime.date(2026, 3, 1)
 SPOOL_DAYS = 7
 RANGE = (datetime.date(2026, 3, 3), datetime.date(2026, 3, 8))   # 03-08 has no spool: header-only files
 LOOKBACK_DAYS = 2
-TABLES = ("campaign_daily", "campaign_events_daily", "campaign_daily_development")
+# Every table a day publishes, as `postback` declares them (AggregateTables.all): each one is compared.
+with open(os.path.join(HERE, "record-schema.json"), encoding="utf-8") as _file:
+    RECORD_SCHEMA = json.load(_file)
+TABLES = tuple(RECORD_SCHEMA["tables"])
+DETAIL_TABLE = TABLES[0]
 
 
 class Checks:
@@ -370,13 +374,47 @@ def compare_parquet(checks, swift_out, parquet_out):
                          first_differences(expected, actual))
 
 
+def check_rollup_sums(checks, swift_out):
+    """Per day and currency, every measure summed over each rollup equals its sum over the detail table
+    (the development rollup: over the development rows, read as the detail rows' development_postbacks),
+    and a rollup never has more rows than the detail table. Exact decimals, never floats."""
+    import csv
+
+    def read(table, day):
+        with open(f"{swift_out}/{table}/dt={day.isoformat()}/part-00000.csv", newline="") as file:
+            return list(csv.DictReader(file))
+
+    def sums(rows, measures):
+        totals = {}
+        for row in rows:
+            per_currency = totals.setdefault(row["currency"], {})
+            for measure in measures:
+                if row[measure] != "":
+                    per_currency[measure] = per_currency.get(measure, decimal.Decimal(0)) + decimal.Decimal(row[measure])
+        return totals
+
+    merged = False
+    for day in range_days():
+        detail = read(DETAIL_TABLE, day)
+        for rollup in RECORD_SCHEMA["rollups"]:
+            rows = read(rollup["table"], day)
+            measures = [c for c in rollup["columns"] if c not in rollup["kept"]]
+            merged = merged or len(rows) < len(detail)
+            checks.check(sums(rows, measures) == sums(detail, measures) and len(rows) <= len(detail),
+                         f"{rollup['table']}/dt={day}: every measure's sum per currency is the detail table's ({len(rows)} of {len(detail)} rows)")
+        development = read("campaign_daily_development", day)
+        checks.check(sum(int(r["postbacks"]) for r in development) == sum(int(r["development_postbacks"]) for r in detail),
+                     f"campaign_daily_development/dt={day}: its postbacks are the detail table's development postbacks")
+    checks.check(merged, "a rollup merged detail rows (the grouping was exercised)")
+
+
 def check_coverage(checks, swift_out):
     """What the spool must have exercised, read off the Swift output (not expected values)."""
     import csv
 
     rows = []
     for day in range_days():
-        with open(f"{swift_out}/campaign_daily/dt={day.isoformat()}/part-00000.csv", newline="") as file:
+        with open(f"{swift_out}/{DETAIL_TABLE}/dt={day.isoformat()}/part-00000.csv", newline="") as file:
             rows += list(csv.DictReader(file))
     manifests = [json.loads(read_or_none(f"{swift_out}/_manifests/dt={day.isoformat()}.json")) for day in range_days()]
     totals = {key: sum(m["totals"][key] for m in manifests) for key in ("duplicates_same_day", "duplicates_of_earlier_days", "corrupt_lines", "torn_tails")}
@@ -405,7 +443,7 @@ def check_coverage(checks, swift_out):
         "ties broken by writer and by line": having(country_code="FIRST") and having(country_code="EARLY")
         and any(r["country_code"].startswith("TIE-rx2") for r in rows),
         "corrupt lines and torn tails": totals["corrupt_lines"] > 0 and totals["torn_tails"] >= 3,
-        "a day without input (header only)": not any(True for _ in open(f"{swift_out}/campaign_daily/dt={RANGE[1].isoformat()}/part-00000.csv").readlines()[1:]),
+        "a day without input (header only)": not any(True for _ in open(f"{swift_out}/{DETAIL_TABLE}/dt={RANGE[1].isoformat()}/part-00000.csv").readlines()[1:]),
     }
     for what, covered in coverage.items():
         checks.check(covered, f"spool covers {what}")
@@ -451,6 +489,7 @@ def main():
         compare_csv(checks, f"{data}/agg", f"{work}/spark-csv")
         compare_manifests(checks, f"{data}/agg", f"{work}/spark-csv")
         check_coverage(checks, f"{data}/agg")
+        check_rollup_sums(checks, f"{data}/agg")
 
         os.makedirs(decode)
         for table in ("values", "events", "sources"):

@@ -14,13 +14,16 @@ package struct Money: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// Parses a non-negative decimal such as `0.99`, `100` or `4.500000` (what a JSON number literal
     /// holds). Exponents, signs and more than six decimals give nil.
-    package init?(decimal text: String) {
+    package init?(decimal text: String) { self.init(decimalUTF8: text.utf8) }
+
+    /// `init(decimal:)` over UTF-8 bytes (a field of a CSV line, without building a String).
+    package init?(decimalUTF8 text: some Sequence<UInt8>) {
         var whole: Int64 = 0
         var fraction: Int64 = 0
         var fractionDigits = 0
         var seenPoint = false
         var digits = 0
-        for byte in text.utf8 {
+        for byte in text {
             if byte == UInt8(ascii: ".") {
                 guard !seenPoint, digits > 0 else { return nil }
                 seenPoint = true

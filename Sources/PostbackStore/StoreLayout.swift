@@ -11,7 +11,8 @@ import Postbacks
 ///     DATA/raw/postbacks/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl     verified postbacks
 ///     DATA/raw/rejected/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl      refused, with reasons
 ///     DATA/raw/unverifiable/dt=YYYY-MM-DD/part-<writer-id>-<seq>.jsonl  quarantined: answered 200, never counted
-///     DATA/agg/campaign_daily/dt=YYYY-MM-DD/part-00000.csv
+///     DATA/agg/postback_detail_daily/dt=YYYY-MM-DD/part-00000.csv
+///     DATA/agg/campaign_daily/dt=YYYY-MM-DD/part-00000.csv       (and publisher_daily, country_daily)
 ///     DATA/agg/campaign_events_daily/dt=YYYY-MM-DD/part-00000.csv
 ///     DATA/agg/campaign_daily_development/dt=YYYY-MM-DD/part-00000.csv
 ///     DATA/agg/_manifests/dt=YYYY-MM-DD.json

@@ -145,7 +145,7 @@ import Testing
             result.stdout.contains(#""postbacks":1,"#) && result.stdout.contains(#""development_postbacks":5,"#)
                 && result.stdout.contains(#""rejected_postbacks":2,"#) && result.stdout.contains(#""duplicates_same_day":1,"#),
             "\(result.stdout)")
-        let rows = CSVText.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
+        let rows = CSVText.rows(try store.read("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv"))
         let test = try #require(rows.first { $0["app_id"] == "111" && $0["development_postbacks"] == "5" })
         #expect(
             test["postbacks"] == "0" && test["decoded_label"] == "rev_1" && test["est_install_date"] == "2026-03-07",
@@ -227,7 +227,7 @@ import Testing
             import duckdb, json, sys
             root = sys.argv[1]
             con = duckdb.connect()
-            daily = f"read_csv('{root}/agg/campaign_daily/*/*.csv', hive_partitioning = true, header = true, all_varchar = true)"
+            daily = f"read_csv('{root}/agg/postback_detail_daily/*/*.csv', hive_partitioning = true, header = true, all_varchar = true)"
             sums = con.execute(f'''
                 SELECT CAST(dt AS VARCHAR), sum(CAST(postbacks AS BIGINT)), sum(CAST(installs AS BIGINT)), sum(CAST(redownloads AS BIGINT)),
                        sum(CAST(reengagements AS BIGINT)), sum(CAST(losses AS BIGINT)), sum(CAST(null_cv_postbacks AS BIGINT)),
@@ -253,24 +253,11 @@ import Testing
             print(json.dumps({"sums": [[str(x) for x in row] for row in sums], "revenue": [[str(x) for x in row] for row in revenue],
                               "mismatches": mismatches, "joined": joined}))
             """
-        try Data(script.utf8).write(to: URL(fileURLWithPath: store.path + "/check.py"))
-        let process = Process()
         // DuckDB lives in the project's virtual environment (scripts/setup --test), not the system's Python.
-        let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .appendingPathComponent(".build/venv/bin/python3")
-        try #require(FileManager.default.isExecutableFile(atPath: python.path), "no \(python.path): run scripts/setup --test")
-        process.executableURL = python
-        process.arguments = [store.path + "/check.py", store.path]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        try #require(process.terminationStatus == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        let (status, text, problem) = try VenvPython.run(script: script, arguments: [store.path])
+        try #require(status == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
         guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
             let sums = result["sums"] as? [[String]],
             let revenue = result["revenue"] as? [[String]]

@@ -125,13 +125,15 @@ import Testing
     }
 
     /// One expected row, by column name; absent columns are empty.
-    static func line(_ values: [String: String], columns: [String] = AggregateTables.campaignDailyColumns) -> String {
+    static func line(_ values: [String: String], columns: [String] = AggregateTables.detailColumns) -> String {
         let zeros = [
             "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks",
             "rejected_postbacks", "duplicates_dropped", "flagged_postbacks",
         ]
+        // The counts of the detail table and its rollups are 0, never empty; the events table has no such default.
+        let countsDefaultToZero = columns != AggregateTables.campaignEventsDailyColumns
         return columns.map { column in
-            values[column] ?? (columns == AggregateTables.campaignDailyColumns && zeros.contains(column) ? "0" : "")
+            values[column] ?? (countsDefaultToZero && zeros.contains(column) ? "0" : "")
         }.joined(separator: ",")
     }
 
@@ -263,8 +265,8 @@ import Testing
         let summaries = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10")
         #expect(summaries.map(\.day.description) == ["2026-03-08", "2026-03-09", "2026-03-10"])
 
-        let daily = try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv")
-        #expect(daily.hasPrefix(AggregateTables.campaignDailyColumns.joined(separator: ",") + "\n"))
+        let daily = try store.read("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv")
+        #expect(daily.hasPrefix(AggregateTables.detailColumns.joined(separator: ",") + "\n"))
         #expect(Self.dataLines(daily) == Self.bytewiseSorted(Self.expectedDaily), "\n\(daily)")
         let events = try store.read("agg/campaign_events_daily/dt=2026-03-10/part-00000.csv")
         #expect(Self.dataLines(events) == Self.bytewiseSorted(Self.expectedEvents), "\n\(events)")
@@ -286,14 +288,15 @@ import Testing
             last.problems.first?.hasPrefix("raw/postbacks/dt=2026-03-10/part-rx1-000001.jsonl:3: ") == true, "\(last.problems)")
 
         // The earlier day counts I once; the empty day still gets (empty) outputs and a manifest.
-        #expect(Self.dataLines(try store.read("agg/campaign_daily/dt=2026-03-08/part-00000.csv")).count == 1)
-        #expect(Self.dataLines(try store.read("agg/campaign_daily/dt=2026-03-09/part-00000.csv")).isEmpty)
+        #expect(Self.dataLines(try store.read("agg/postback_detail_daily/dt=2026-03-08/part-00000.csv")).count == 1)
+        #expect(Self.dataLines(try store.read("agg/postback_detail_daily/dt=2026-03-09/part-00000.csv")).isEmpty)
         #expect(store.exists("agg/_manifests/dt=2026-03-09.json"))
         #expect(!store.exists("agg/_work"), "the work directory is removed")
     }
 
     /// `campaign_daily_development`: C's row decoded with its one development postback (G) as
-    /// `postbacks`; its own development, rejected, duplicate and flagged counts 0; no other row.
+    /// `postbacks`, at `campaign_daily`'s grain; its own development, rejected, duplicate and flagged
+    /// counts 0; no other row.
     @Test func developmentTableDecodesTheDevelopmentPostbacks() throws {
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)
@@ -303,12 +306,12 @@ import Testing
                 "est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
                 "placement": "feed", "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low",
                 "decoded_label": "low1", "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0",
-            ]))
+            ]), columns: AggregateTables.campaignDailyRollup.columns.map(\.name))
         let development = try store.read("agg/campaign_daily_development/dt=2026-03-10/part-00000.csv")
-        #expect(development.hasPrefix(AggregateTables.campaignDailyColumns.joined(separator: ",") + "\n"))
+        #expect(development.hasPrefix(AggregateTables.campaignDailyRollup.columns.map(\.name).joined(separator: ",") + "\n"))
         #expect(Self.dataLines(development) == [expected], "\n\(development)")
         for day in ["2026-03-08", "2026-03-09", "2026-03-10"] {
-            let daily = CSVText.rows(try store.read("agg/campaign_daily/dt=\(day)/part-00000.csv"))
+            let daily = CSVText.rows(try store.read("agg/postback_detail_daily/dt=\(day)/part-00000.csv"))
             let rows = CSVText.rows(try store.read("agg/campaign_daily_development/dt=\(day)/part-00000.csv"))
             let sum = { (rows: [[String: String]], column: String) in rows.reduce(0) { $0 + Int($1[column]!)! } }
             #expect(sum(rows, "postbacks") == sum(daily, "development_postbacks"), "\(day)")
@@ -385,18 +388,18 @@ import Testing
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)
         let files = [
-            "agg/campaign_daily/dt=2026-03-10/part-00000.csv", "agg/campaign_events_daily/dt=2026-03-10/part-00000.csv",
-            "agg/_manifests/dt=2026-03-10.json", "agg/campaign_daily/dt=2026-03-08/part-00000.csv",
+            "agg/postback_detail_daily/dt=2026-03-10/part-00000.csv", "agg/campaign_events_daily/dt=2026-03-10/part-00000.csv",
+            "agg/_manifests/dt=2026-03-10.json", "agg/postback_detail_daily/dt=2026-03-08/part-00000.csv",
             "agg/_manifests/dt=2026-03-08.json",
         ]
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10", workers: 2)
         let first = try files.map { try store.bytes($0) }
         // What a crash would leave: a temp file next to an output, and the work directory.
-        try store.write("partial", to: "agg/campaign_daily/dt=2026-03-10/.part-00000.csv.tmp-424242")
+        try store.write("partial", to: "agg/postback_detail_daily/dt=2026-03-10/.part-00000.csv.tmp-424242")
         try store.write("x", to: "agg/_work/day-2026-03-10/w0-b0.bin")
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10", workers: 1)
         #expect(try files.map { try store.bytes($0) } == first, "same input, same bytes, whatever the thread count")
-        #expect(!store.exists("agg/campaign_daily/dt=2026-03-10/.part-00000.csv.tmp-424242"))
+        #expect(!store.exists("agg/postback_detail_daily/dt=2026-03-10/.part-00000.csv.tmp-424242"))
         #expect(!store.exists("agg/_work"))
         // A day run on its own gives the same partition as the range run (its lookback reads the 8th).
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
@@ -407,7 +410,7 @@ import Testing
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
-        let before = try store.bytes("agg/campaign_daily/dt=2026-03-10/part-00000.csv")
+        let before = try store.bytes("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv")
         let manifest = try store.bytes("agg/_manifests/dt=2026-03-10.json")
         // Make a segment unreadable in the middle of the run (a directory where a file should be).
         let segment = store.path + "/raw/postbacks/dt=2026-03-10/part-rx2-000001.jsonl"
@@ -416,7 +419,7 @@ import Testing
         #expect(throws: AggregationError.self) {
             try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
         }
-        #expect(try store.bytes("agg/campaign_daily/dt=2026-03-10/part-00000.csv") == before)
+        #expect(try store.bytes("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv") == before)
         #expect(try store.bytes("agg/_manifests/dt=2026-03-10.json") == manifest)
     }
 
@@ -424,7 +427,7 @@ import Testing
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
-        let before = try store.bytes("agg/campaign_daily/dt=2026-03-10/part-00000.csv")
+        let before = try store.bytes("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv")
         // A file where the day's partition directory should be: opendir fails with ENOTDIR.
         let partition = store.path + "/raw/postbacks/dt=2026-03-10"
         try FileManager.default.removeItem(atPath: partition)
@@ -435,7 +438,7 @@ import Testing
         } catch let error as AggregationError {
             #expect(error.description.contains("dt=2026-03-10: listing the spool partition failed: Not a directory"), "\(error)")
         }
-        #expect(try store.bytes("agg/campaign_daily/dt=2026-03-10/part-00000.csv") == before, "the good output stays")
+        #expect(try store.bytes("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv") == before, "the good output stays")
     }
 
     @Test func aDataDirectoryWithoutASpoolIsRefused() throws {
@@ -446,7 +449,7 @@ import Testing
         } catch let error as AggregationError {
             #expect(error.description.contains("holds no spool"), "\(error)")
         }
-        #expect(!FileManager.default.fileExists(atPath: store.path + "/agg/campaign_daily"), "nothing published")
+        #expect(!FileManager.default.fileExists(atPath: store.path + "/agg/postback_detail_daily"), "nothing published")
     }
 
     @Test func aSecondRunOnTheSameStoreIsRefused() throws {
@@ -482,7 +485,7 @@ import Testing
         try spool.write(to: StoreLayout(root: store.path), first: day("2026-03-01"), days: 3)
         let summaries = try run(
             store.path, catalog: SchemaCatalog.load(directory: Fixtures.sampleSchemas), from: "2026-03-01", to: "2026-03-03")
-        let reference = try store.bytes("agg/campaign_daily/dt=2026-03-03/part-00000.csv")
+        let reference = try store.bytes("agg/postback_detail_daily/dt=2026-03-03/part-00000.csv")
         // Count by hand: distinct verified keys per day, first copy wins, lookback over earlier days.
         var seen: Set<String> = []
         var expected: [Int] = []
@@ -501,6 +504,6 @@ import Testing
         let bucketed = AggregationRequest(
             dataDirectory: store.path, from: day("2026-03-03"), to: day("2026-03-03"), workers: 1, toolVersion: "postback test")
         _ = try AggregationJob(request: bucketed, catalog: SchemaCatalog.load(directory: Fixtures.sampleSchemas)).run()
-        #expect(try store.bytes("agg/campaign_daily/dt=2026-03-03/part-00000.csv") == reference)
+        #expect(try store.bytes("agg/postback_detail_daily/dt=2026-03-03/part-00000.csv") == reference)
     }
 }

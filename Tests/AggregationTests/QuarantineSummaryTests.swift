@@ -93,8 +93,8 @@ import Testing
         try FileManager.default.copyItem(atPath: store.path + "/raw/rejected", toPath: withoutQuarantine.path + "/raw/rejected")
         _ = TestSupport.run(["aggregate", "--data", withoutQuarantine.path, "--schemas", schemas.path, "--date", "2026-03-10"])
         #expect(
-            try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv")
-                == (try withoutQuarantine.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv")))
+            try store.read("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv")
+                == (try withoutQuarantine.read("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv")))
         guard
             case .object(let plainTotals)? =
                 (try StrictJSONParser.parse(Array(try withoutQuarantine.bytes("agg/_manifests/dt=2026-03-10.json").dropLast())))

@@ -124,10 +124,10 @@ import Testing
 
     /// Every column a field shows is named by the record's declaration, and no name is used twice.
     @Test func columnsAreNamedOnce() {
-        for columns in [AggregateTables.campaignDailyColumns, AggregateTables.campaignEventsDailyColumns] {
+        for columns in [AggregateTables.detailColumns, AggregateTables.campaignEventsDailyColumns] {
             #expect(Set(columns).count == columns.count)
         }
-        for case .field(let field) in AggregateTables.campaignDailyInOrder {
+        for case .field(let field) in AggregateTables.detailInOrder {
             #expect(field.column != nil, "\(field) is shown but has no column name")
         }
     }

@@ -165,7 +165,7 @@ import Testing
         try schemas.write(Self.euroSchema, to: "222/t2.json")
         let text = aggregate(store, schemas)
         // App 111's rows are in dollars, app 222's in euros: the totals must be the CSV's, per currency.
-        let daily = CSVText.rows(try store.read("agg/campaign_daily/dt=2026-03-10/part-00000.csv"))
+        let daily = CSVText.rows(try store.read("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv"))
         var sums: [String: Money] = [:]
         for row in daily where row["revenue_est_sum"] != "" && row["currency"] != "" {
             sums[row["currency"]!] = sums[row["currency"]!, default: .zero].plus(Money(decimal: row["revenue_est_sum"]!)!)

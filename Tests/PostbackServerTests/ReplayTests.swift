@@ -29,7 +29,7 @@ import Testing
     /// The rows of a day's campaign_daily table as column → value.
     static func campaignDaily(_ data: String) throws -> [[String: String]] {
         let day = UTCTimestamp.now().day
-        let text = try String(contentsOfFile: "\(data)/agg/campaign_daily/dt=\(day)/part-00000.csv", encoding: .utf8)
+        let text = try String(contentsOfFile: "\(data)/agg/postback_detail_daily/dt=\(day)/part-00000.csv", encoding: .utf8)
         let lines = text.split(separator: "\n").map {
             $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         }

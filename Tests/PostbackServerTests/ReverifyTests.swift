@@ -63,7 +63,8 @@ import Testing
             PostbackCommand.run(
                 ["aggregate", "--data", server.dataDirectory, "--schemas", schemas, "--date", "\(today)", "--allow-open-day"],
                 io: io) != .usageOrIOError)
-        let csv = try String(contentsOfFile: server.layout.aggregateFile(table: "campaign_daily", day: today), encoding: .utf8)
+        let csv = try String(
+            contentsOfFile: server.layout.aggregateFile(table: "postback_detail_daily", day: today), encoding: .utf8)
         let lines = csv.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
         let header = lines[0]
         let rows = lines.dropFirst().filter { $0[header.firstIndex(of: "protocol")!] == "adattributionkit" }

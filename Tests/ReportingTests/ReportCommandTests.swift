@@ -116,7 +116,7 @@ import Testing
         let request = store.request(from: TestStore.first, to: TestStore.last)
         let before = try ReportGenerator.page(request)
         for day in ReportFiguresTests.days {
-            let path = store.path("agg/campaign_daily/dt=\(day)/part-00000.csv")
+            let path = store.path("agg/postback_detail_daily/dt=\(day)/part-00000.csv")
             let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
             let shuffled = [lines[0]] + lines.dropFirst().reversed()
             let text = shuffled.joined(separator: "\n") + "\n"

@@ -58,11 +58,11 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.root).isEmpty, "no temporary file left behind")
     }
 
-    /// A `campaign_daily` file that is not the one its manifest lists (a rerun in progress, a crash
+    /// A detail file that is not the one its manifest lists (a rerun in progress, a crash
     /// between the renames, an edit) is left out, with the reason, and its rows are not counted.
     @Test func aPartitionThatDoesNotMatchItsManifestIsLeftOut() throws {
         let store = try TestStore.make(perDay: 200)
-        let csv = store.path("agg/campaign_daily/dt=2026-03-02/part-00000.csv")
+        let csv = store.path("agg/postback_detail_daily/dt=2026-03-02/part-00000.csv")
         let original = try String(contentsOfFile: csv, encoding: .utf8)
         let lines = original.split(separator: "\n")
         try (lines.dropLast().joined(separator: "\n") + "\n").write(toFile: csv, atomically: false, encoding: .utf8)
@@ -72,8 +72,8 @@ import Testing
         #expect(summary.daysIncluded.map(\.description) == ["2026-03-01"])
         #expect(summary.daysLeftOut.map(\.description) == ["2026-03-02", "2026-03-03"])
         let html = try store.text("report.html")
-        #expect(html.contains("2026-03-02: campaign_daily does not match its manifest"))
-        #expect(html.contains("2026-03-03: campaign_daily has no manifest"))
+        #expect(html.contains("2026-03-02: postback_detail_daily does not match its manifest"))
+        #expect(html.contains("2026-03-03: postback_detail_daily has no manifest"))
         let first = try AggregateCSV.campaignDaily(store, days: ["2026-03-01"])
         #expect(PageFigures(html: html).count("postbacks") == first.reduce(0) { $0 + $1.row.int("postbacks") })
 
@@ -83,9 +83,42 @@ import Testing
         } throws: { error in
             let text = "\(error)"
             return text.contains("no published aggregates for 2026-03-02 to 2026-03-03")
-                && text.contains("2026-03-02: campaign_daily does not match its manifest")
-                && text.contains("2026-03-03: campaign_daily has no manifest")
+                && text.contains("2026-03-02: postback_detail_daily does not match its manifest")
+                && text.contains("2026-03-03: postback_detail_daily has no manifest")
         }
+    }
+
+    /// A day published before the rollups (manifest format 2: its detail rows are `campaign_daily`, and
+    /// there is no `postback_detail_daily`) still loads, and makes the page the format-3 day makes.
+    @Test func aDayPublishedBeforeTheRollupsStillLoads() throws {
+        let store = try TestStore.make(perDay: 200)
+        let request = store.request(from: TestStore.first, to: TestStore.last)
+        let current = try ReportGenerator.page(request)
+        let files = FileManager.default
+        let rollups = AggregateTables.rollups.map(\.table)
+        for day in ReportFiguresTests.days {
+            for table in rollups { try files.removeItem(atPath: store.path("agg/\(table)/dt=\(day)")) }
+            try files.moveItem(
+                atPath: store.path("agg/\(AggregateTables.postbackDetailDaily)/dt=\(day)"),
+                toPath: store.path("agg/campaign_daily/dt=\(day)"))
+            let path = store.path("agg/_manifests/dt=\(day).json")
+            var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+            manifest["format"] = 2
+            manifest["outputs"] = (manifest["outputs"] as! [[String: Any]]).compactMap { output -> [String: Any]? in
+                let table = output["table"] as! String
+                if rollups.contains(table) { return nil }
+                guard table == AggregateTables.postbackDetailDaily else { return output }
+                var renamed = output
+                renamed["table"] = "campaign_daily"
+                renamed["path"] = "agg/campaign_daily/dt=\(day)/part-00000.csv"
+                return renamed
+            }
+            try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: path))
+        }
+        #expect(!files.fileExists(atPath: store.path("agg/\(AggregateTables.postbackDetailDaily)/dt=\(TestStore.first)")))
+        let legacy = try ReportGenerator.page(request)
+        #expect(legacy == current)
+        #expect((PageFigures(html: legacy).count("postbacks") ?? 0) > 0)
     }
 
     /// A file that matches its manifest but does not read as the table (another tool wrote both, or a
@@ -110,10 +143,10 @@ import Testing
 
     @Test func aManifestOfAnotherFormatIsAnError() throws {
         let store = ScratchStore("format")
-        try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 3)
+        try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 4)
         #expect {
             try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01"))
-        } throws: { error in "\(error)".contains("manifest format 3 is not one this postback reads (1 to 2)") }
+        } throws: { error in "\(error)".contains("manifest format 4 is not one this postback reads (1 to 3)") }
     }
 
     @Test func anUnwritableOutputIsAnIOError() throws {
@@ -127,10 +160,10 @@ import Testing
         }
     }
 
-    static let header = AggregateTables.campaignDailyColumns.joined(separator: ",")
+    static let header = AggregateTables.detailColumns.joined(separator: ",")
 
     static func row(postbacks: String) -> String {
-        AggregateTables.campaignDailyColumns.map { $0 == "postbacks" ? postbacks : $0 == "app_id" ? "1" : "" }.joined(
+        AggregateTables.detailColumns.map { $0 == "postbacks" ? postbacks : $0 == "app_id" ? "1" : "" }.joined(
             separator: ",")
     }
 

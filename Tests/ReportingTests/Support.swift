@@ -161,7 +161,7 @@ enum AggregateCSV {
     /// Every `campaign_daily` row of the store's days, with its day.
     static func campaignDaily(_ store: ScratchStore, days: [String]) throws -> [(day: String, row: [String: String?])] {
         try days.flatMap { day in
-            try CSVText.rowsKeepingNulls(store.text("agg/campaign_daily/dt=\(day)/part-00000.csv")).map { (day, $0) }
+            try CSVText.rowsKeepingNulls(store.text("agg/postback_detail_daily/dt=\(day)/part-00000.csv")).map { (day, $0) }
         }
     }
 }

@@ -137,7 +137,7 @@ struct ObjectStoreJobTests {
     }
 
     /// A reader that is not `postback`: pyarrow (in `.build/venv`, from scripts/requirements-test.txt)
-    /// reads the published `campaign_daily` partitions straight from the bucket with its own S3
+    /// reads the published `postback_detail_daily` partitions straight from the bucket with its own S3
     /// client, typed with the documented `column_types` (spark/record-schema.json, docs/aggregate.md
     /// "Column types"); its sums must equal the manifests' totals, revenue one total per currency.
     @Test func pyarrowReadsThePublishedAggregatesFromTheBucketWithTheDocumentedTypes() throws {
@@ -166,7 +166,7 @@ struct ObjectStoreJobTests {
                         "BOOLEAN": pa.bool_(), "DATE": pa.date32()}[sql]
             s3 = pafs.S3FileSystem(endpoint_override=endpoint, scheme="http", access_key=access, secret_key=secret,
                                    region="us-east-1")
-            infos = s3.get_file_info(pafs.FileSelector(f"{bucket}/tables/agg/campaign_daily", recursive=True))
+            infos = s3.get_file_info(pafs.FileSelector(f"{bucket}/tables/agg/postback_detail_daily", recursive=True))
             counts = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
                       "development_postbacks", "rejected_postbacks"]
             sums, revenue = {}, {}
@@ -193,24 +193,13 @@ struct ObjectStoreJobTests {
             print(json.dumps({"sums": [[dt] + [str(n) for n in row] for dt, row in sorted(sums.items())],
                               "revenue": [[dt, cur, str(amount)] for (dt, cur), amount in sorted(revenue.items())]}))
             """
-        let python = ObjectStoreServer.repository + "/.build/venv/bin/python3"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [
-            "-c", script, "127.0.0.1:\(store.port)", store.bucket, ObjectStoreServer.accessKey, ObjectStoreServer.secretKey,
-            ObjectStoreServer.repository + "/spark/record-schema.json",
-        ]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        try #require(
-            process.terminationStatus == 0,
-            "pyarrow failed (pip install -r scripts/requirements-test.txt into .build/venv): \(problem)")
+        let (status, text, problem) = try VenvPython.run(
+            script: script,
+            arguments: [
+                "127.0.0.1:\(store.port)", store.bucket, ObjectStoreServer.accessKey, ObjectStoreServer.secretKey,
+                ObjectStoreServer.repository + "/spark/record-schema.json",
+            ])
+        try #require(status == 0, "pyarrow failed (pip install -r scripts/requirements-test.txt into .build/venv): \(problem)")
         guard let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
             let sums = result["sums"] as? [[String]], let revenue = result["revenue"] as? [[String]]
         else {

@@ -51,3 +51,26 @@ package final class TemporaryDirectory {
 
     package func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: path + "/" + relative) }
 }
+
+/// Runs a Python script with the project's virtual environment (`.build/venv`, from
+/// scripts/requirements-test.txt: DuckDB, pyarrow…), never the system's Python.
+package enum VenvPython {
+    package static let path = Fixtures.root.appendingPathComponent(".build/venv/bin/python3").path
+
+    /// The script's exit status, standard output and standard error.
+    package static func run(script: String, arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["-c", script] + arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        // Scripts write a small JSON answer and short errors: neither pipe fills while the other is read.
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text, problem)
+    }
+}

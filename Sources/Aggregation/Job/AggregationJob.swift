@@ -51,6 +51,8 @@ package struct AggregationRequest: Sendable {
 package struct DaySummary: Sendable {
     package var day: UTCDay
     package var totals: DayTotals
+    /// Rows of `postback_detail_daily` (the table that was `campaign_daily` before rollups; the CLI's
+    /// summary keeps its `campaign_daily_rows` name for the scripts that read it).
     package var campaignDailyRows: Int
     package var campaignEventsDailyRows: Int
     package var inputSegments: Int
@@ -78,9 +80,8 @@ package struct DaySummary: Sendable {
 
 /// The nightly job: for each day of the request, dedups the day's spool (across every writer's
 /// segments and against the lookback days), decodes with the schemas, and publishes
-/// `agg/campaign_daily/dt=D/part-00000.csv`, `agg/campaign_events_daily/dt=D/part-00000.csv`,
-/// `agg/campaign_daily_development/dt=D/part-00000.csv` and,
-/// last, `agg/_manifests/dt=D.json`, each written to a temporary file, fsynced, renamed and its
+/// `agg/TABLE/dt=D/part-00000.csv` for every table of `AggregateTables.all` (the detail table, its
+/// rollups, the events table, the development rollup) and, last, `agg/_manifests/dt=D.json`, each written to a temporary file, fsynced, renamed and its
 /// directory fsynced. A crash leaves each file either old or new; the manifest (which lists the
 /// outputs' checksums) says which run a partition is from.
 ///

@@ -57,14 +57,7 @@ struct PendingDay: Sendable {
             throw .worseThanPublished(day: day, manifest: manifestPath, losses: losses)
         }
         var outputs: [ManifestWriter.Output] = []
-        for (name, bytes, rows) in [
-            (AggregateTables.campaignDaily, rendered.campaignDaily, rendered.campaignDailyRows),
-            (AggregateTables.campaignEventsDaily, rendered.campaignEventsDaily, rendered.campaignEventsDailyRows),
-            (
-                AggregateTables.campaignDailyDevelopment, rendered.campaignDailyDevelopment,
-                rendered.campaignDailyDevelopmentRows
-            ),
-        ] {
+        for (name, bytes, rows) in rendered.tables {
             try AggregationJob.publish(bytes, to: layout.aggregateFile(table: name, day: day))
             outputs.append(
                 ManifestWriter.Output(
@@ -82,7 +75,7 @@ struct PendingDay: Sendable {
             for problem in segment.problems { problems.append("\(segment.name):\(problem.line): \(problem.reason)") }
         }
         return DaySummary(
-            day: day, totals: rendered.totals, campaignDailyRows: rendered.campaignDailyRows,
+            day: day, totals: rendered.totals, campaignDailyRows: rendered.postbackDetailDailyRows,
             campaignEventsDailyRows: rendered.campaignEventsDailyRows, inputSegments: facts.segments.count,
             inputBytes: facts.segments.reduce(0) { $0 + $1.bytes },
             corruptLines: facts.segments.reduce(0) { $0 + $1.corruptLines },

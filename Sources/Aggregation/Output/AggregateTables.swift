@@ -7,16 +7,23 @@ package import PostbackStore
 /// (`AttributionField.column`); the renderer, the Spark job (spark/record-schema.json) and the report
 /// read these lists.
 package enum AggregateTables {
+    /// Every postback-level row at the full detail grain (what `campaign_daily` was before rollups),
+    /// for analysts who need a dimension the rollups drop.
+    package static let postbackDetailDaily = "postback_detail_daily"
     package static let campaignDaily = "campaign_daily"
+    package static let publisherDaily = "publisher_daily"
+    package static let countryDaily = "country_daily"
     package static let campaignEventsDaily = "campaign_events_daily"
-    /// `campaign_daily`'s rows and columns for development postbacks only (Apple development keys,
-    /// `--trust-key` test keys, SKAdNetwork test mode): `postbacks` and the counts and revenue derived
-    /// from it are the row's development postbacks; never part of `campaign_daily`'s figures.
+    /// The development postbacks (Apple development keys, `--trust-key` test keys, SKAdNetwork test
+    /// mode) at `campaign_daily`'s grain and columns: `postbacks` and the counts and revenue derived
+    /// from it are the row's development postbacks; never part of the other tables' figures.
     package static let campaignDailyDevelopment = "campaign_daily_development"
     /// Every table a day publishes, in the order they are written (before the manifest).
-    package static let all = [campaignDaily, campaignEventsDaily, campaignDailyDevelopment]
+    package static let all = [
+        postbackDetailDaily, campaignDaily, publisherDaily, countryDaily, campaignEventsDaily, campaignDailyDevelopment,
+    ]
 
-    /// The grain shared by both tables (everything that identifies a campaign-level row).
+    /// The grain shared by the detail and events tables (everything that identifies a postback-level row).
     package static let dimensions: [AggregateColumn] = [
         .estInstallDate, .field(.appID), .field(.postbackProtocol), .field(.version), .field(.adNetworkID), .field(.campaignID),
         .field(.sourceIdentifier), .sourceIdentifierDigits, .campaign, .geo, .placement, .field(.sourceAppID),
@@ -25,8 +32,8 @@ package enum AggregateTables {
         .field(.didWin),
     ]
 
-    /// `campaign_daily`'s columns after the dimensions.
-    package static let campaignDailyMeasures: [AggregateColumn] = [
+    /// `postback_detail_daily`'s columns after the dimensions.
+    package static let detailMeasures: [AggregateColumn] = [
         .cvKind, .field(.fineValue), .field(.coarseValue), .decodedLabel, .schemaID,
         .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks,
         .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
@@ -41,17 +48,51 @@ package enum AggregateTables {
         .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
     ]
 
-    /// Every column of `campaign_daily`, in file order.
-    package static let campaignDailyInOrder = dimensions + campaignDailyMeasures
+    /// Every column of `postback_detail_daily`, in file order.
+    package static let detailInOrder = dimensions + detailMeasures
+
+    /// `campaign_daily`: the grain people report at (no version, publisher, country, interaction or
+    /// win columns), one row per campaign, window and conversion value.
+    package static let campaignDailyRollup = Rollup(
+        table: campaignDaily,
+        kept: [
+            .estInstallDate, .field(.appID), .field(.postbackProtocol), .field(.adNetworkID), .field(.campaignID),
+            .field(.sourceIdentifier), .sourceIdentifierDigits, .campaign, .geo, .placement, .field(.conversionType),
+            .field(.sequenceIndex), .cvKind, .field(.fineValue), .field(.coarseValue), .decodedLabel, .schemaID, .currency,
+        ])
+    /// `publisher_daily`: where the ads ran (source app or web domain) per campaign and window.
+    package static let publisherDailyRollup = Rollup(
+        table: publisherDaily,
+        kept: [
+            .field(.appID), .field(.postbackProtocol), .field(.adNetworkID), .field(.campaignID), .field(.sourceIdentifier),
+            .sourceIdentifierDigits, .campaign, .field(.sourceAppID), .field(.sourceDomain), .field(.sequenceIndex),
+            .currency,
+        ])
+    /// `country_daily`: the storefront country per campaign and window.
+    package static let countryDailyRollup = Rollup(
+        table: countryDaily,
+        kept: [
+            .field(.appID), .field(.postbackProtocol), .field(.adNetworkID), .field(.campaignID), .field(.sourceIdentifier),
+            .sourceIdentifierDigits, .campaign, .field(.countryCode), .field(.sequenceIndex), .currency,
+        ])
+    /// The rollups of the detail table, in write order (`campaign_daily_development` is
+    /// `campaignDailyRollup` over the development rows).
+    package static let rollups = [campaignDailyRollup, publisherDailyRollup, countryDailyRollup]
+
+    /// Every table's columns, in `all`'s order.
+    package static let columnsByTable: [(table: String, columns: [AggregateColumn])] =
+        [
+            (postbackDetailDaily, detailInOrder)
+        ] + rollups.map { ($0.table, $0.columns) } + [
+            (campaignEventsDaily, dimensions + campaignEventsDailyMeasures),
+            (campaignDailyDevelopment, campaignDailyRollup.columns),
+        ]
 
     /// `CREATE TABLE` statements for every table, with every column's `sqlType` and the partition
     /// column `dt` last (as Hive-partitioned readers add it). docs/aggregate.md shows this text; a test
     /// keeps the two equal.
     package static func createTableStatements() -> String {
-        [
-            (campaignDaily, campaignDailyInOrder), (campaignEventsDaily, dimensions + campaignEventsDailyMeasures),
-            (campaignDailyDevelopment, campaignDailyInOrder),
-        ].map {
+        columnsByTable.map {
             table, columns in
             "CREATE TABLE \(table) (\n"
                 + (columns.map { "    \($0.name) \($0.sqlType)" } + ["    dt DATE"]).joined(separator: ",\n") + "\n);\n"
@@ -59,8 +100,21 @@ package enum AggregateTables {
     }
 
     package static let dimensionColumns = dimensions.map(\.name)
-    package static let campaignDailyColumns = campaignDailyInOrder.map(\.name)
+    package static let detailColumns = detailInOrder.map(\.name)
     package static let campaignEventsDailyColumns = (dimensions + campaignEventsDailyMeasures).map(\.name)
+}
+
+/// A table of the detail rows grouped by the detail columns it keeps, every measure summed: counts
+/// as integers, amounts as the exact sum of the non-empty values (empty when all are, as SQL SUM).
+package struct Rollup: Sendable {
+    package let table: String
+    /// The detail columns it groups by.
+    package let kept: [AggregateColumn]
+
+    /// The kept columns and every measure, in the detail table's order.
+    package var columns: [AggregateColumn] {
+        AggregateTables.detailInOrder.filter { kept.contains($0) || $0.isMeasure }
+    }
 }
 
 /// One column of the aggregate tables.
@@ -104,7 +158,7 @@ package enum AggregateColumn: Hashable, Sendable {
         }
     }
 
-    /// A count of postbacks of `campaign_daily`: 0, never empty, on a rejected record's row.
+    /// A count of postbacks of the detail table: 0, never empty, on a rejected record's row.
     package var isPostbackCount: Bool {
         switch self {
         case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
@@ -140,4 +194,7 @@ package enum AggregateColumn: Hashable, Sendable {
 
     /// An amount (written as the shortest exact decimal).
     package var isMoney: Bool { self == .revenueMinSum || self == .revenueMaxSum || self == .revenueEstSum }
+
+    /// A column of the detail table that a rollup sums (every count and amount).
+    package var isMeasure: Bool { isPostbackCount || isMoney }
 }

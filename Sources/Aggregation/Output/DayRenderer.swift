@@ -6,17 +6,30 @@ import Postbacks
     import Glibc
 #endif
 
-/// The finished output of one day: both CSV files' bytes and what the manifest says about them.
+/// The finished output of one day: every CSV file's bytes and what the manifest says about them.
 struct RenderedDay: Sendable {
-    var campaignDaily: [UInt8] = []
+    var postbackDetailDaily: [UInt8] = []
+    var postbackDetailDailyRows = 0
+    /// The files of `AggregateTables.rollups`, in that order.
+    var rollups: [(bytes: [UInt8], rows: Int)] = []
     var campaignEventsDaily: [UInt8] = []
-    /// `campaign_daily_development`: the development postbacks of `campaign_daily`'s rows, decoded.
-    var campaignDailyDevelopment: [UInt8] = []
-    var campaignDailyRows = 0
-    var campaignDailyDevelopmentRows = 0
     var campaignEventsDailyRows = 0
+    /// `campaign_daily_development`: the development postbacks of the detail rows, decoded, rolled
+    /// up like `campaign_daily`.
+    var campaignDailyDevelopment: [UInt8] = []
+    var campaignDailyDevelopmentRows = 0
     var schemaIDs: Set<String> = []
     var totals = DayTotals()
+
+    /// Every table's name, bytes and rows, in `AggregateTables.all`'s (write) order.
+    var tables: [(name: String, bytes: [UInt8], rows: Int)] {
+        [(AggregateTables.postbackDetailDaily, postbackDetailDaily, postbackDetailDailyRows)]
+            + zip(AggregateTables.rollups, rollups).map { ($0.table, $1.bytes, $1.rows) }
+            + [
+                (AggregateTables.campaignEventsDaily, campaignEventsDaily, campaignEventsDailyRows),
+                (AggregateTables.campaignDailyDevelopment, campaignDailyDevelopment, campaignDailyDevelopmentRows),
+            ]
+    }
 }
 
 /// Turns a day's counted rows into CSV: decodes each row once with its schema (label, revenue,
@@ -33,9 +46,11 @@ struct RenderedDay: Sendable {
 ///   conversion type; losses count `did_win` false; development postbacks are counted only in
 ///   `development_postbacks`, rejected records only in `rejected_postbacks`; `flagged_postbacks`
 ///   counts those of `postbacks` stored with flags;
-/// - `campaign_daily_development` has the same rows and columns, decoded with the row's development
-///   count as `postbacks` (its development, rejected, duplicate and flagged counts are 0); rows
-///   without development postbacks are left out. It never adds to the day's totals.
+/// - the rollups (`campaign_daily`, `publisher_daily`, `country_daily`) group the detail lines by
+///   their kept columns' bytes and sum the measures (`RollupSet`);
+/// - `campaign_daily_development` rolls up, like `campaign_daily`, the detail rows decoded with the
+///   row's development count as `postbacks` (its development, rejected, duplicate and flagged counts
+///   are 0); rows without development postbacks are left out. It never adds to the day's totals.
 enum DayRenderer {
     static func render(_ table: DayTable, catalog: SchemaCatalog, workers: Int) throws(AggregationError) -> RenderedDay {
         let rowCount = table.rows.count
@@ -48,13 +63,15 @@ enum DayRenderer {
 
         var output = RenderedDay()
         var lines = LineSet()
-        var developmentLines = LineSet()
+        var rollups = RollupSet(AggregateTables.rollups)
+        var development = RollupSet([AggregateTables.campaignDailyRollup])
         let eventKeys = RowInterner(capacity: 1024)
         var events: [EventAccumulator] = []
         for slot in slots {
             guard let part = slot.value else { continue }
             lines.append(contentsOf: part.lines)
-            developmentLines.append(contentsOf: part.developmentLines)
+            try rollups.merge(part.rollups)
+            try development.merge(part.development)
             try output.totals.add(part.totals)
             output.schemaIDs.formUnion(part.schemaIDs)
             for (index, accumulator) in part.events.enumerated() {
@@ -62,12 +79,11 @@ enum DayRenderer {
                 if id == events.count { events.append(accumulator) } else { try events[id].merge(accumulator) }
             }
         }
-        output.campaignDaily = CSVLine.header(AggregateTables.campaignDailyColumns)
-        lines.appendSorted(to: &output.campaignDaily)
-        output.campaignDailyRows = lines.count
-        output.campaignDailyDevelopment = CSVLine.header(AggregateTables.campaignDailyColumns)
-        developmentLines.appendSorted(to: &output.campaignDailyDevelopment)
-        output.campaignDailyDevelopmentRows = developmentLines.count
+        output.postbackDetailDaily = CSVLine.header(AggregateTables.detailColumns)
+        lines.appendSorted(to: &output.postbackDetailDaily)
+        output.postbackDetailDailyRows = lines.count
+        output.rollups = rollups.accumulators.map { $0.render() }
+        (output.campaignDailyDevelopment, output.campaignDailyDevelopmentRows) = development.accumulators[0].render()
 
         var eventLines = LineSet()
         var line = CSVLine()
@@ -94,7 +110,9 @@ enum DayRenderer {
     /// One worker's share of the rows.
     private struct RenderedPart {
         var lines = LineSet()
-        var developmentLines = LineSet()
+        var rollups = RollupSet(AggregateTables.rollups)
+        /// The development rows, rolled up like `campaign_daily`.
+        var development = RollupSet([AggregateTables.campaignDailyRollup])
         var eventKeys = RowInterner(capacity: 256)
         var events: [EventAccumulator] = []
         var totals = DayTotals()
@@ -131,6 +149,7 @@ enum DayRenderer {
                 writeRejected(fields, key: key, rejected: rejected, into: &line)
                 part.totals.rejectedPostbacks += Int(rejected)
                 part.lines.append(line.bytes)
+                try part.rollups.add(line.bytes)
                 continue
             }
             let facts = try RowFacts(fields, key: key, catalog: catalog, postbacks: postbacks, dimensions: &dimensions)
@@ -141,6 +160,7 @@ enum DayRenderer {
                 duplicates: duplicates, flagged: Int64(flaggedCounts[row]), into: &line)
             line.endLine()
             part.lines.append(line.bytes)
+            try part.rollups.add(line.bytes)
             if let schema = facts.schema { part.schemaIDs.insert(schema.schemaID) }
             if development > 0 {
                 let developmentFacts = try RowFacts(
@@ -151,7 +171,7 @@ enum DayRenderer {
                     fields, key: key, facts: developmentFacts, postbacks: development, development: 0, rejected: 0,
                     duplicates: 0, flagged: 0, into: &line)
                 line.endLine()
-                part.developmentLines.append(line.bytes)
+                try part.development.add(line.bytes)
             }
 
             part.totals.postbacks += Int(postbacks)
@@ -182,12 +202,12 @@ enum DayRenderer {
         return part
     }
 
-    /// `campaign_daily`'s measures of one row (without the line end).
+    /// The detail table's measures of one row (without the line end).
     private static func writeMeasures(
         _ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, postbacks: Int64, development: Int64,
         rejected: Int64, duplicates: Int64, flagged: Int64, into line: inout CSVLine
     ) {
-        for column in AggregateTables.campaignDailyMeasures {
+        for column in AggregateTables.detailMeasures {
             switch column {
             case .field(let field): fields.write(field, of: key, into: &line)
             case .cvKind: line.field(facts.kind)
@@ -209,7 +229,7 @@ enum DayRenderer {
             case .flaggedPostbacks: line.field(flagged)
             case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
                 .eventCountMaxSum:
-                preconditionFailure("\(column.name) is not a campaign_daily measure")
+                preconditionFailure("\(column.name) is not a detail measure")
             }
         }
     }
@@ -233,7 +253,7 @@ enum DayRenderer {
 
     private static func writeRejected(_ fields: RowView, key: UnsafeRawBufferPointer, rejected: Int64, into line: inout CSVLine) {
         // Only what the record claims to be (the fields of `RowKeyEncoder.rejectedFields`) and the count.
-        for column in AggregateTables.campaignDailyInOrder {
+        for column in AggregateTables.detailInOrder {
             switch column {
             case .field(let field) where RowKeyEncoder.rejectedFields.contains(field): fields.write(field, of: key, into: &line)
             case .rejectedPostbacks: line.field(rejected)
@@ -364,7 +384,7 @@ private struct EventAccumulator {
 
 /// Output lines kept in one buffer and sorted by their bytes (memcmp), so a partition's rows come
 /// out in the same order on every run.
-private struct LineSet {
+struct LineSet {
     private var text: [UInt8] = []
     private var ranges: [(start: Int, count: Int)] = []
 

@@ -6,8 +6,10 @@ import Postbacks
 /// wall-clock time appears in it, so a rerun over the same inputs writes the same bytes.
 struct ManifestWriter {
     /// 2: per-currency revenue totals (`revenue_est_by_currency` instead of `revenue_est_sum`),
-    /// `spool_segments`, `partial` and `totals.decoded_postbacks`.
-    static let formatVersion = 2
+    /// `spool_segments`, `partial` and `totals.decoded_postbacks`. 3: the detail table is
+    /// `postback_detail_daily`; `campaign_daily`, `publisher_daily`, `country_daily` and
+    /// `campaign_daily_development` are its rollups (`AggregateTables.all`).
+    static let formatVersion = 3
     static let problemsListed = 50
     static let reasonsListed = 50
 

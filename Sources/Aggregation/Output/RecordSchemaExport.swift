@@ -67,19 +67,30 @@ package enum RecordSchemaExport {
         strings("rejected_row_fields", RowKeyEncoder.grain.filter(RowKeyEncoder.rejectedFields.contains).map(\.spoolKey))
         strings("tables", AggregateTables.all)
         strings("dimension_columns", AggregateTables.dimensionColumns)
-        strings("campaign_daily_columns", AggregateTables.campaignDailyColumns)
+        strings("detail_columns", AggregateTables.detailColumns)
         strings("campaign_events_daily_columns", AggregateTables.campaignEventsDailyColumns)
+        // Each rollup's group-by columns and its file columns (kept + measures, in detail order).
+        objects("rollups", AggregateTables.rollups) { rollup, json in
+            json.field("table", rollup.table)
+            for (name, columns) in [("kept", rollup.kept), ("columns", rollup.columns)] {
+                json.key(name)
+                json.beginArray()
+                for column in columns { json.value(column.name) }
+                json.endArray()
+            }
+        }
+        member("development_rollup") { $0.value(AggregateTables.campaignDailyRollup.table) }
         member("column_types") { json in
             json.beginObject()
             var seen = Set<String>()
-            for column in AggregateTables.campaignDailyInOrder + AggregateTables.campaignEventsDailyMeasures
+            for column in AggregateTables.detailInOrder + AggregateTables.campaignEventsDailyMeasures
             where seen.insert(column.name).inserted {
                 json.field(column.name, column.sqlType)
             }
             json.endObject()
         }
-        strings("postback_count_columns", AggregateTables.campaignDailyInOrder.filter(\.isPostbackCount).map(\.name))
-        strings("money_columns", AggregateTables.campaignDailyInOrder.filter(\.isMoney).map(\.name))
+        strings("postback_count_columns", AggregateTables.detailInOrder.filter(\.isPostbackCount).map(\.name))
+        strings("money_columns", AggregateTables.detailInOrder.filter(\.isMoney).map(\.name))
         strings("versions_with_conversion_windows", SKAdNetworkVersion.allCases.filter(\.hasConversionWindows).map(\.rawValue))
         return Array(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
     }

@@ -18,7 +18,10 @@ enum AggregateCommand {
         Decodes stored postbacks into daily campaign aggregates: for each UTC day, reads every
         receiver's segments in DIR/raw/, keeps the first received copy of each postback, decodes
         conversion values with the schemas, and writes
-          DIR/agg/campaign_daily/dt=DAY/part-00000.csv
+          DIR/agg/postback_detail_daily/dt=DAY/part-00000.csv   (every dimension)
+          DIR/agg/campaign_daily/dt=DAY/part-00000.csv          (its rollups: campaign,
+          DIR/agg/publisher_daily/dt=DAY/part-00000.csv          publisher and country
+          DIR/agg/country_daily/dt=DAY/part-00000.csv            grains)
           DIR/agg/campaign_events_daily/dt=DAY/part-00000.csv
           DIR/agg/campaign_daily_development/dt=DAY/part-00000.csv
           DIR/agg/_manifests/dt=DAY.json        (written last)

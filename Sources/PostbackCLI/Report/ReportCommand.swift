@@ -15,7 +15,7 @@ enum ReportCommand {
         null-value and non-winning shares, rejected and development postbacks. The page is written
         atomically, and the same aggregates always give the same bytes.
 
-          --data DIR          the store (reads DIR/agg/campaign_daily and DIR/agg/_manifests);
+          --data DIR          the store (reads DIR/agg/postback_detail_daily and DIR/agg/_manifests);
                               or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
           --date DAY          one day; or --from DAY --to DAY, inclusive (the UTC day received)
           --out FILE          the page to write ('-': standard output, the summary then on stderr)

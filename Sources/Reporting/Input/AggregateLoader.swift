@@ -12,7 +12,7 @@ import Postbacks
 ///
 /// A day counts only when it is completely published: `postback aggregate` writes the CSV files
 /// first and the manifest last, and the manifest holds the CSV's SHA-256. So a day without a
-/// manifest is missing (or was interrupted), and a day whose `campaign_daily` file does not match
+/// manifest is missing (or was interrupted), and a day whose table file does not match
 /// its manifest (a rerun in progress, a crash between the two renames, a hand edit) is left out with
 /// the reason, rather than mixing two runs. The file is checksummed and then parsed through the same
 /// descriptor, so the rows read are the bytes checked even if a rerun replaces the file meanwhile.
@@ -20,12 +20,13 @@ struct AggregateLoader {
     let layout: StoreLayout
     /// Rows of other apps are skipped (`report --app`).
     let appID: String?
-    /// `campaign_daily`, or `campaign_daily_development` (`report --include-development`): then the
-    /// manifests' side counts are not added again, and a day published before that table existed is
-    /// left out with the remedy.
+    /// `postback_detail_daily` (read as `campaign_daily` in days published before the rollups, when that
+    /// was the detail table), or `campaign_daily_development` (`report --include-development`): then
+    /// the manifests' side counts are not added again, and a day published before that table existed
+    /// is left out with the remedy.
     let table: String
 
-    init(dataDirectory: String, appID: String? = nil, table: String = AggregateTables.campaignDaily) {
+    init(dataDirectory: String, appID: String? = nil, table: String = AggregateTables.postbackDetailDaily) {
         layout = StoreLayout(root: dataDirectory)
         self.appID = appID
         self.table = table
@@ -60,9 +61,14 @@ struct AggregateLoader {
 
     private func loadDay(_ day: UTCDay, into model: inout ReportModel) throws(ReportError) -> DayOutcome {
         let manifestPath = layout.manifest(day: day)
-        let csvPath = layout.aggregateFile(table: table, day: day)
+        let readsDetail = table == AggregateTables.postbackDetailDaily
         guard exists(manifestPath) else {
-            return exists(csvPath)
+            // A day from before the rollups has its detail rows in campaign_daily.
+            let legacyDetail =
+                readsDetail && !exists(layout.aggregateFile(table: table, day: day))
+                && exists(layout.aggregateFile(table: AggregateTables.campaignDaily, day: day))
+            let table = legacyDetail ? AggregateTables.campaignDaily : table
+            return exists(layout.aggregateFile(table: table, day: day))
                 ? .leftOut(
                     "\(table) has no manifest: the day was not completely published (run 'postback aggregate' for it again)"
                 )
@@ -79,6 +85,8 @@ struct AggregateLoader {
             throw .io(path: manifestPath, message: "\(error)")
         }
         if manifest.spoolSegments == 0 { return .empty }
+        let table = readsDetail ? manifest.detailTable : table
+        let csvPath = layout.aggregateFile(table: table, day: day)
         if manifest.partial { model.partialDays.append(day) }
         guard let output = manifest.outputs[table] else {
             return .leftOut("its manifest lists no \(table) (published before it existed): run 'postback aggregate' for it again")
@@ -113,7 +121,7 @@ struct AggregateLoader {
         guard rows == output.rows else {
             throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(output.rows)")
         }
-        if table == AggregateTables.campaignDaily { model.add(manifest) }
+        if readsDetail { model.add(manifest) }
         return .included
     }
 

@@ -1,8 +1,9 @@
+import Aggregation
 import Basics
 import Postbacks
 
 /// What the report reads from a day's manifest (`agg/_manifests/dt=D.json`, docs/aggregate.md "The
-/// manifest"): the checksum of the `campaign_daily` file it published, the side counts that are not
+/// manifest"): the checksums of the files it published, the side counts that are not
 /// in the table (duplicates, corrupt lines, torn tails), and the rejected records by status and
 /// reason, which the table does not break down.
 struct DayManifest {
@@ -12,11 +13,14 @@ struct DayManifest {
         let sha256: String
     }
 
-    /// Format 2 added per-currency totals, `spool_segments` and `partial`; both are read.
-    static let supportedFormats = 1...2
+    /// Format 2 added per-currency totals, `spool_segments` and `partial`; format 3 renamed the detail
+    /// table `postback_detail_daily` and made `campaign_daily` its rollup. All are read.
+    static let supportedFormats = 1...3
 
     var tool: String
-    var campaignDaily: Output
+    /// The table at the full detail grain: `postback_detail_daily`, or `campaign_daily` in a day
+    /// published before the rollups (format 2 and older), which was that table.
+    var detailTable: String
     /// Every output the manifest lists, by table.
     var outputs: [String: Output]
     var schemaIDs: [String]
@@ -90,8 +94,12 @@ struct DayManifest {
                 rows: try integer(entry, "rows", in: "outputs[]."), bytes: try integer(entry, "bytes", in: "outputs[]."),
                 sha256: try string(entry, "sha256", in: "outputs[]."))
         }
-        guard let output = outputs["campaign_daily"] else { throw bad("outputs lists no campaign_daily file") }
-        campaignDaily = output
+        detailTable =
+            outputs[AggregateTables.postbackDetailDaily] != nil
+            ? AggregateTables.postbackDetailDaily : AggregateTables.campaignDaily
+        guard outputs[detailTable] != nil else {
+            throw bad("outputs lists no \(AggregateTables.postbackDetailDaily) (or, before format 3, campaign_daily) file")
+        }
         schemaIDs = []
         for schema in try array("schemas") { schemaIDs.append(try string(schema, "schema_id", in: "schemas[].")) }
 

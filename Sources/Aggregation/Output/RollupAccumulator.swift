@@ -1,0 +1,229 @@
+/// The rollups of a day's detail lines (`AggregateTables.rollups`): each rendered detail line is split
+/// once, its kept fields' bytes are the group key, and its measures are added to the group's sums.
+/// Working on the rendered bytes keeps every rollup consistent with the detail table by construction
+/// (the same text in the kept columns, the same numbers summed). Each worker fills its own set; the
+/// sets are merged like the events table's accumulators.
+struct RollupSet {
+    private(set) var accumulators: [RollupAccumulator]
+    private var fields: [Range<Int>] = []
+    /// The measures of the line being added, by detail column (parsed once for every rollup).
+    private var counts: [Int64]
+    private var amounts: [Money?]
+    private static let detail = AggregateTables.detailInOrder
+    private static let countColumns = detail.indices.filter { detail[$0].isMeasure && !detail[$0].isMoney }
+    private static let moneyColumns = detail.indices.filter { detail[$0].isMoney }
+
+    init(_ rollups: [Rollup]) {
+        accumulators = rollups.map(RollupAccumulator.init)
+        counts = Array(repeating: 0, count: Self.detail.count)
+        amounts = Array(repeating: nil, count: Self.detail.count)
+    }
+
+    /// Adds one detail line (with or without its line end).
+    mutating func add(_ line: UnsafeRawBufferPointer) throws(AggregationError) {
+        Self.splitFields(line, into: &fields)
+        for index in Self.countColumns {
+            guard let value = Self.count(UnsafeRawBufferPointer(rebasing: line[fields[index]])) else {
+                throw .overflow("\(Self.detail[index].name) of a detail line is not a count or overflows")
+            }
+            counts[index] = value
+        }
+        for index in Self.moneyColumns {
+            let text = UnsafeRawBufferPointer(rebasing: line[fields[index]])
+            if text.isEmpty {
+                amounts[index] = nil
+            } else {
+                guard let value = Money(decimalUTF8: text) else {
+                    throw .overflow("\(Self.detail[index].name) of a detail line is not a decimal of six places")
+                }
+                amounts[index] = value
+            }
+        }
+        for index in accumulators.indices {
+            try accumulators[index].add(line, fields: fields, counts: counts, amounts: amounts)
+        }
+    }
+
+    /// Merges another worker's sets; the first one merged is taken as it is.
+    mutating func merge(_ other: RollupSet) throws(AggregationError) {
+        guard accumulators.contains(where: { $0.groups > 0 }) else {
+            accumulators = other.accumulators
+            return
+        }
+        for index in accumulators.indices { try accumulators[index].merge(other.accumulators[index]) }
+    }
+
+    /// A non-negative decimal integer (counts are never empty or negative).
+    private static func count(_ text: UnsafeRawBufferPointer) -> Int64? {
+        guard !text.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in text {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - 0x30))
+            guard !overflow, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// The byte ranges of the fields of a line as `CSVLine` writes it (quoted fields keep their quotes).
+    static func splitFields(_ line: UnsafeRawBufferPointer, into fields: inout [Range<Int>]) {
+        fields.removeAll(keepingCapacity: true)
+        var end = line.count
+        if end > 0, line[end - 1] == 0x0A { end -= 1 }
+        var position = 0
+        while true {
+            let start = position
+            if position < end, line[position] == 0x22 {
+                position += 1
+                while position < end {
+                    if line[position] == 0x22 {
+                        if position + 1 < end, line[position + 1] == 0x22 {
+                            position += 2
+                            continue
+                        }
+                        position += 1
+                        break
+                    }
+                    position += 1
+                }
+            }
+            while position < end, line[position] != 0x2C { position += 1 }
+            fields.append(start..<position)
+            guard position < end else { return }
+            position += 1
+        }
+    }
+}
+
+/// One rollup's groups and sums.
+struct RollupAccumulator {
+    private enum Slot {
+        /// The n-th field of the group key.
+        case kept(Int)
+        case count(Int)
+        case money(Int)
+    }
+
+    let rollup: Rollup
+    private let keptDetailIndexes: [Int]
+    private let countDetailIndexes: [Int]
+    private let moneyDetailIndexes: [Int]
+    /// The rollup's columns, in file order.
+    private let slots: [Slot]
+    private let keys = RowInterner(capacity: 256)
+    private var counts: [Int64] = []
+    /// Nil while every value of the group was empty.
+    private var amounts: [Money?] = []
+    private var key: [UInt8] = []
+
+    init(_ rollup: Rollup) {
+        self.rollup = rollup
+        let detail = AggregateTables.detailInOrder
+        var kept: [Int] = []
+        var counted: [Int] = []
+        var money: [Int] = []
+        var slots: [Slot] = []
+        for column in rollup.columns {
+            let index = detail.firstIndex(of: column)!
+            if rollup.kept.contains(column) {
+                slots.append(.kept(kept.count))
+                kept.append(index)
+            } else if column.isMoney {
+                slots.append(.money(money.count))
+                money.append(index)
+            } else {
+                slots.append(.count(counted.count))
+                counted.append(index)
+            }
+        }
+        keptDetailIndexes = kept
+        countDetailIndexes = counted
+        moneyDetailIndexes = money
+        self.slots = slots
+    }
+
+    var groups: Int { keys.count }
+
+    /// Adds a detail line whose measures are already parsed (`counts`, `amounts`: by detail column).
+    mutating func add(
+        _ line: UnsafeRawBufferPointer, fields: [Range<Int>], counts lineCounts: [Int64], amounts lineAmounts: [Money?]
+    )
+        throws(AggregationError)
+    {
+        key.removeAll(keepingCapacity: true)
+        for (position, index) in keptDetailIndexes.enumerated() {
+            if position > 0 { key.append(0x2C) }
+            key.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[fields[index]]))
+        }
+        let group = makeSums(for: key.withUnsafeBytes { keys.intern($0) })
+        for (position, index) in countDetailIndexes.enumerated() {
+            try addCount(lineCounts[index], at: group * countDetailIndexes.count + position)
+        }
+        for (position, index) in moneyDetailIndexes.enumerated() {
+            if let amount = lineAmounts[index] { try addAmount(amount, at: group * moneyDetailIndexes.count + position) }
+        }
+    }
+
+    mutating func merge(_ other: RollupAccumulator) throws(AggregationError) {
+        for id in 0..<other.keys.count {
+            let group = makeSums(for: keys.intern(other.keys.key(id)))
+            for position in countDetailIndexes.indices {
+                try addCount(
+                    other.counts[id * countDetailIndexes.count + position],
+                    at: group * countDetailIndexes.count + position)
+            }
+            for position in moneyDetailIndexes.indices {
+                if let amount = other.amounts[id * moneyDetailIndexes.count + position] {
+                    try addAmount(amount, at: group * moneyDetailIndexes.count + position)
+                }
+            }
+        }
+    }
+
+    /// The table's bytes (header and lines sorted by their bytes) and its row count.
+    func render() -> (bytes: [UInt8], rows: Int) {
+        var lines = LineSet()
+        var line = CSVLine()
+        var keyFields: [Range<Int>] = []
+        for id in 0..<keys.count {
+            let key = keys.key(id)
+            RollupSet.splitFields(key, into: &keyFields)
+            line.reset()
+            for slot in slots {
+                switch slot {
+                case .kept(let position): line.appendRaw(UnsafeRawBufferPointer(rebasing: key[keyFields[position]]))
+                case .count(let position): line.field(counts[id * countDetailIndexes.count + position])
+                case .money(let position): line.field(amounts[id * moneyDetailIndexes.count + position])
+                }
+            }
+            line.endLine()
+            lines.append(line.bytes)
+        }
+        var bytes = CSVLine.header(rollup.columns.map(\.name))
+        lines.appendSorted(to: &bytes)
+        return (bytes, keys.count)
+    }
+
+    /// The group of an interned key, with zero sums if it is new.
+    private mutating func makeSums(for interned: UInt32) -> Int {
+        let id = Int(interned)
+        if id * countDetailIndexes.count == counts.count {
+            counts.append(contentsOf: repeatElement(0, count: countDetailIndexes.count))
+            amounts.append(contentsOf: repeatElement(nil, count: moneyDetailIndexes.count))
+        }
+        return id
+    }
+
+    private mutating func addCount(_ value: Int64, at index: Int) throws(AggregationError) {
+        let (sum, overflow) = counts[index].addingReportingOverflow(value)
+        guard !overflow else { throw .overflow("\(rollup.table): a count overflows") }
+        counts[index] = sum
+    }
+
+    private mutating func addAmount(_ value: Money, at index: Int) throws(AggregationError) {
+        guard let sum = (amounts[index] ?? .zero).plus(value) else { throw .overflow("\(rollup.table): an amount overflows") }
+        amounts[index] = sum
+    }
+}
