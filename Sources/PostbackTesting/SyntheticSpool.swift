@@ -20,7 +20,16 @@ import Synchronization
 /// coarse and withheld values; winners and non-winners; two receivers (`rx1`, `rx2`) writing
 /// segments that roll at `segmentBytes`. A fraction of postbacks arrives twice (the second copy
 /// from the other receiver, seconds to three days later), a few are development and a few rejected.
+///
+/// `shape` `.uniform` (the default: every test spool and golden output) draws those fields uniformly,
+/// so nearly every postback is a row of its own at the detail grain; `.realistic` draws them the way
+/// real traffic falls (`RealisticShape`), so rollups group many postbacks per row (bench/aggregate
+/// reports how many rows each table has).
 package struct SyntheticSpool: Sendable {
+    package enum Shape: String, Sendable, CaseIterable {
+        case uniform, realistic
+    }
+
     package var seed: UInt64 = 1
     package var postbacksPerDay = 1000
     package var apps: [Int64] = [525_463_029, 1_229_670_720]
@@ -30,6 +39,7 @@ package struct SyntheticSpool: Sendable {
     package var developmentRate = 0.005
     package var rejectedRate = 0.005
     package var segmentBytes = 32 << 20
+    package var shape = Shape.uniform
 
     package init() {}
 
@@ -49,13 +59,14 @@ package struct SyntheticSpool: Sendable {
     {
         var lines: [(Int64, Int, StoreLayout.Spool, [UInt8])] = []
         lines.reserveCapacity(postbacksPerDay + postbacksPerDay / 20)
+        let realistic = shape == .realistic ? RealisticShape(apps: apps.count, adNetworks: adNetworks) : nil
         for back in 0...3 {
             let origin = day.adding(days: -back)
             guard origin >= first else { continue }
             for index in 0..<postbacksPerDay {
                 var random = SplitMix64(
                     seed: seed ^ UInt64(origin.daysSinceEpoch) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(index) &* 0xD1B5_4A32_D192_ED03)
-                let record = makeRecord(day: origin, index: index, random: &random)
+                let record = makeRecord(day: origin, index: index, realistic: realistic, random: &random)
                 let writer = Int(random.next() % 2)
                 if back == 0 {
                     lines.append(
@@ -104,18 +115,21 @@ package struct SyntheticSpool: Sendable {
         return lines.count
     }
 
-    private func makeRecord(day: UTCDay, index: Int, random: inout SplitMix64) -> SpoolRecord {
+    private func makeRecord(day: UTCDay, index: Int, realistic: RealisticShape?, random: inout SplitMix64) -> SpoolRecord {
         func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
         let receivedAt = UTCTimestamp(
             microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + Int64(random.next() % 86_400_000_000))
         let id = random.uuid()
         let kind = random.next() % 10  // 0–5 SKAN 4.0, 6–8 AAK, 9 SKAN 3.0
-        let app = pick(apps)
-        let network = Int(random.next() % UInt64(adNetworks))
-        let campaign = 10 + Int(random.next() % UInt64(campaigns))
-        let geo = 1 + Int(random.next() % 3)
-        let placement = 1 + Int(random.next() % 2)
+        // Each `realistic?.…` draw replaces the uniform one in place (`??` draws only when it is nil),
+        // so the default spool stays byte for byte what it was.
+        let appIndex = realistic?.app.rank(random.next()) ?? Int(random.next() % UInt64(apps.count))
+        let app = apps[appIndex]
+        let network = realistic?.network(app: appIndex, random.next()) ?? Int(random.next() % UInt64(adNetworks))
+        let campaign = 10 + (realistic?.campaign.rank(random.next()) ?? Int(random.next() % UInt64(campaigns)))
+        let geo = 1 + (realistic?.geo.rank(random.next()) ?? Int(random.next() % 3))
+        let placement = 1 + (realistic?.placement.rank(random.next()) ?? Int(random.next() % 2))
         let didWin = !chance(10)
         let window = didWin ? (chance(60) ? 0 : chance(60) ? 1 : 2) : 0
         let tier = window == 0 ? Int(random.next() % 4) : 1 + Int(random.next() % 3)
@@ -130,8 +144,10 @@ package struct SyntheticSpool: Sendable {
         attribution.conversionType = chance(10) ? .redownload : .download
         if kind == 9 {
             attribution.campaignID = Int64(campaign)
-            if didWin, !withheld { attribution.fineValue = Int(random.next() % 64) }
-            if didWin, chance(40) { attribution.sourceAppID = 1_000_000 + Int64(random.next() % 10) }
+            if didWin, !withheld { attribution.fineValue = realistic?.fineValue.rank(random.next()) ?? Int(random.next() % 64) }
+            if didWin, chance(40) {
+                attribution.sourceAppID = realistic?.sourceApp(random.next()) ?? 1_000_000 + Int64(random.next() % 10)
+            }
         } else {
             let full = String(campaign) + String(geo) + String(placement)
             let digits = window == 0 && tier >= 2 ? (chance(50) ? 4 : 3) : 2
@@ -144,20 +160,23 @@ package struct SyntheticSpool: Sendable {
                     attribution.interaction = .click
                 }
                 if tier >= 1 { attribution.marketplaceID = "com.apple.AppStore" }
-                if tier == 3 && didWin && window == 0 { attribution.countryCode = pick(["US", "GB", "DE", "JP", "BR"]) }
+                if tier == 3 && didWin && window == 0 {
+                    attribution.countryCode = realistic?.country(random.next()) ?? pick(["US", "GB", "DE", "JP", "BR"])
+                }
             }
             if didWin, window == 0, tier == 3 {
                 if attribution.postbackProtocol == .skadnetwork, chance(20) {
-                    attribution.sourceDomain = "news\(network).example"
+                    attribution.sourceDomain = realistic?.sourceDomain(random.next()) ?? "news\(network).example"
                 } else {
-                    attribution.sourceAppID = 1_000_000 + Int64(random.next() % 10)
+                    attribution.sourceAppID = realistic?.sourceApp(random.next()) ?? 1_000_000 + Int64(random.next() % 10)
                 }
             }
             if attribution.didWin != false, !withheld, tier >= 1 {
                 if window == 0, tier >= 2 {
-                    attribution.fineValue = Int(min(63, random.next() % 40 + (chance(10) ? 24 : 0)))
+                    attribution.fineValue =
+                        realistic?.fineValue.rank(random.next()) ?? Int(min(63, random.next() % 40 + (chance(10) ? 24 : 0)))
                 } else {
-                    attribution.coarseValue = pick(CoarseConversionValue.allCases)
+                    attribution.coarseValue = realistic?.coarse(random.next()) ?? pick(CoarseConversionValue.allCases)
                 }
             }
         }
@@ -228,4 +247,40 @@ package struct SyntheticSpool: Sendable {
         json.endObject()
         return json.bytes
     }
+}
+
+/// The draws of `SyntheticSpool.Shape.realistic`: Zipf-like (exponent 1.1) apps, campaigns (40:
+/// ids 10–49, each with three geos and two placements), publishers (2,000 source apps, 200 source
+/// domains), countries (40) and values (fine 0–63, coarse low > medium > high), and per-app ad
+/// networks (each app buys from two of them, its first one most). Ad networks and campaigns of real
+/// traffic are few per app and lopsided; publishers and values have long tails.
+struct RealisticShape: Sendable {
+    static let countries = [
+        "US", "GB", "DE", "JP", "BR", "FR", "CA", "AU", "KR", "IN", "IT", "ES", "MX", "NL", "SE", "TR", "PL", "ID", "RU", "CH",
+        "SA", "AE", "TW", "TH", "BE", "AT", "NO", "DK", "FI", "IE", "PT", "SG", "HK", "NZ", "ZA", "AR", "CL", "CO", "PH", "VN",
+    ]
+    let app: ZipfDistribution
+    let adNetworks: Int
+    let networksPerApp: ZipfDistribution
+    let campaign = ZipfDistribution(count: 40)
+    let geo = ZipfDistribution(count: 3)
+    let placement = ZipfDistribution(count: 2)
+    let fineValue = ZipfDistribution(count: 64)
+    let coarseValue = ZipfDistribution(count: 3)
+    let sourceApps = ZipfDistribution(count: 2000)
+    let sourceDomains = ZipfDistribution(count: 200)
+    let countryCode = ZipfDistribution(count: countries.count)
+
+    init(apps: Int, adNetworks: Int) {
+        app = ZipfDistribution(count: apps)
+        self.adNetworks = adNetworks
+        networksPerApp = ZipfDistribution(count: min(2, adNetworks))
+    }
+
+    /// App number `app` buys from networks app, app + 1 (mod the network count), the first most.
+    func network(app: Int, _ draw: UInt64) -> Int { (app + networksPerApp.rank(draw)) % adNetworks }
+    func sourceApp(_ draw: UInt64) -> Int64 { 1_000_000 + Int64(sourceApps.rank(draw)) }
+    func sourceDomain(_ draw: UInt64) -> String { "publisher\(sourceDomains.rank(draw)).example" }
+    func country(_ draw: UInt64) -> String { Self.countries[countryCode.rank(draw)] }
+    func coarse(_ draw: UInt64) -> CoarseConversionValue { CoarseConversionValue.allCases[coarseValue.rank(draw)] }
 }

@@ -124,14 +124,18 @@ import Testing
         return visit
     }
 
-    @Test func thePageRendersWithoutConsoleErrorsAndIsScreenshotted() throws {
+    /// With `--include-development` too: its section's charts and tables must fit as well.
+    @Test(arguments: [false, true]) func thePageRendersWithoutConsoleErrorsAndIsScreenshotted(development: Bool) throws {
         let store = try TestStore.shared.get()
         try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
-        let page = TestPaths.output + "/report.html"
-        let screenshot = TestPaths.output + "/report.png"
+        let name = development ? "report-development" : "report"
+        let page = TestPaths.output + "/\(name).html"
+        let screenshot = TestPaths.output + "/\(name).png"
         try? FileManager.default.removeItem(atPath: screenshot)
         // One day more than the store has, so the page also shows how a missing day looks.
-        _ = try ReportGenerator.generate(store.request(from: TestStore.first, to: "2026-03-04", out: page, top: 12))
+        var request = store.request(from: TestStore.first, to: "2026-03-04", out: page, top: 12)
+        request.includeDevelopment = development
+        _ = try ReportGenerator.generate(request)
         let html = try String(contentsOfFile: page, encoding: .utf8)
 
         let visit = try Self.visit(page, screenshot: screenshot)
@@ -142,7 +146,8 @@ import Testing
         #expect(
             visit.requests == [URL(fileURLWithPath: page).absoluteString], "the page loads nothing but itself: \(visit.requests)")
         let svgs = html.components(separatedBy: "<svg ").count - 1
-        #expect(svgs >= 9)
+        #expect(svgs >= (development ? 12 : 9))
+        #expect(html.contains("chart-development-fine") == development)
         #expect(visit.facts["svgs"] as? Int == svgs)
         #expect(visit.facts["tinySvgs"] as? Int == 0, "every chart is drawn at a readable size")
         #expect(visit.facts["tables"] as? Int == html.components(separatedBy: "<table ").count - 1)
@@ -165,11 +170,13 @@ import Testing
     }
 
     /// At a wide window too, no table scrolls and no figure is cut or off the page.
-    @Test func tablesNeverHideAFigureAt1920Pixels() throws {
+    @Test(arguments: [false, true]) func tablesNeverHideAFigureAt1920Pixels(development: Bool) throws {
         let store = try TestStore.shared.get()
         try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
-        let page = TestPaths.output + "/report-1920.html"
-        _ = try ReportGenerator.generate(store.request(from: TestStore.first, to: "2026-03-03", out: page, top: 12))
+        let page = TestPaths.output + "/report-1920\(development ? "-development" : "").html"
+        var request = store.request(from: TestStore.first, to: "2026-03-03", out: page, top: 12)
+        request.includeDevelopment = development
+        _ = try ReportGenerator.generate(request)
         let visit = try Self.visit(page, screenshot: nil, width: 1920)
         #expect(visit.facts["overflow"] as? Bool == false)
         #expect((visit.facts["scrollers"] as? [Any])?.isEmpty == true, "no table scrolls: \(visit.facts["scrollers"] ?? "?")")

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Testing
 
@@ -54,5 +55,72 @@ import Testing
         for label in decodedLabels {
             #expect(campaigns.rows.contains { $0[labels].contains(label) }, "\(label)")
         }
+    }
+
+    /// The text between `open` and the next `close` after it, for every occurrence of `open` in `text`.
+    static func pieces(of text: String, from open: String, to close: String) -> [String] {
+        text.components(separatedBy: open).dropFirst().compactMap { after in
+            after.range(of: close).map { String(after[..<$0.lowerBound]) }
+        }
+    }
+
+    @Test func developmentChartsAppearOnlyWithTheFlagEqualTheirTablesAndSayDevelopment() throws {
+        let (without, with, rows) = try pages()
+        #expect(!without.contains("chart-development-"))
+        let start = try #require(with.range(of: "<section id=\"development-decoded\""))
+        let end = try #require(with.range(of: "</section>\n", range: start.upperBound..<with.endIndex))
+        let section = String(with[start.lowerBound..<end.upperBound])
+        let figures = PageFigures(html: section)
+
+        // Every chart title, figure tooltip, legend, caption and subheading of the section says development
+        // (the other tooltips are a campaign's full name, like the production charts').
+        let charts = Self.pieces(of: section, from: "<svg ", to: "</svg>")
+        #expect(charts.count == 3)
+        let titles = charts.flatMap { Self.pieces(of: $0, from: "<title", to: "</title>") }
+        let chartTitles = titles.filter { $0.hasPrefix(" id=") }
+        #expect(chartTitles.count == 3)
+        let figureTooltips = titles.filter { $0.contains(": ") }
+        let legends = Self.pieces(of: section, from: "<ul class=\"legend\">", to: "</ul>")
+        let captions = Self.pieces(of: section, from: "<caption>", to: "</caption>")
+        let subheadings = Self.pieces(of: section, from: "<h3>", to: "</h3>")
+        #expect(legends.count == 3 && captions.count >= 5 && subheadings.count == 3 && figureTooltips.count > 10)
+        for text in chartTitles + figureTooltips + legends + captions + subheadings {
+            #expect(text.lowercased().contains("development"), "\(text)")
+        }
+
+        // Postbacks and installs per day: each day's column segments add up to the day's row of the table.
+        let days = try #require(figures.table("table-development-days"))
+        #expect(!days.rows.isEmpty)
+        for (id, column, noun) in [
+            ("chart-development-postbacks-per-day", 1, "development postbacks"),
+            ("chart-development-installs-per-day", 2, "development installs"),
+        ] {
+            let chart = try #require(charts.first { $0.contains("id=\"\(id)\"") }, "\(id)")
+            var perDay: [String: Int] = [:]
+            for tooltip in Self.pieces(of: chart, from: "<title>", to: "</title>") {
+                let parts = tooltip.components(separatedBy: ": ")
+                let (place, figure) = (parts.dropLast().joined(separator: ": "), try #require(parts.last))
+                #expect(figure.hasSuffix(" " + noun), "\(tooltip)")
+                let day = try #require(place.components(separatedBy: " · ").first)
+                perDay[day, default: 0] += number(String(figure.dropLast(noun.count + 1)))
+            }
+            for row in days.rows {
+                #expect(perDay[NumberFormat.longDay(UTCDay(row[0])!), default: 0] == number(row[column]), "\(id) \(row[0])")
+            }
+            #expect(perDay.values.reduce(0, +) == number(days.footer![column]))
+        }
+
+        // Fine values: each heat map row's n is its campaign's development fine values, summing to the
+        // table's and to campaign_daily's development postbacks with a fine value.
+        let fineChart = try #require(charts.first { $0.contains("id=\"chart-development-fine\"") })
+        let fineTable = try #require(figures.table("table-development-fine"))
+        let postbacks = try #require(fineTable.column("Development postbacks"))
+        let fromRows = rows.filter { $0.row.text("cv_kind") == "fine" }.reduce(0) { $0 + $1.row.int("development_postbacks") }
+        let heatTotals = Self.pieces(of: fineChart, from: "class=\"value-label\"", to: "</text>").map {
+            number(String($0.split(separator: ">").last!))
+        }
+        #expect(fromRows > 0)
+        #expect(heatTotals.reduce(0, +) == fromRows)
+        #expect(fineTable.rows.reduce(0) { $0 + number($1[postbacks]) } == fromRows)
     }
 }

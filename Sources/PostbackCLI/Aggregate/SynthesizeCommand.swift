@@ -9,16 +9,23 @@ enum SynthesizeCommand {
     static let usage = """
         usage: postback aggregate synthesize --data DIR --from YYYY-MM-DD --days N --per-day N
                                              [--seed N] [--segment-mb N] [--duplicate-percent N] [--jobs N]
+                                             [--shape uniform|realistic]
 
         Writes a reproducible spool of synthetic postback records (placeholder signatures: for
         benchmarking aggregation only) under DIR/raw/, one partition per day.
+
+        --shape uniform (default) draws campaigns, publishers, countries and values uniformly, so
+        nearly every postback is a row of its own; realistic draws them Zipf-like (a few campaigns
+        and publishers get most postbacks) with two ad networks per app, as real traffic falls.
 
         Exit status: 0 written; 2 usage or I/O error.
         """
 
     static let syntax = CommandSyntax(
         "aggregate synthesize", usage: usage,
-        options: ["--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs"])
+        options: [
+            "--data", "--from", "--days", "--per-day", "--seed", "--segment-mb", "--duplicate-percent", "--jobs", "--shape",
+        ])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         let data: String
@@ -41,6 +48,12 @@ enum SynthesizeCommand {
             spool.segmentBytes = try arguments.integer("--segment-mb", default: 32, in: 1...4096) << 20
             spool.duplicateRate = Double(try arguments.integer("--duplicate-percent", default: 2, in: 0...100)) / 100
             workers = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64)
+            if let name = arguments.value("--shape") {
+                guard let shape = SyntheticSpool.Shape(rawValue: name) else {
+                    throw UsageError("--shape must be uniform or realistic, got '\(name)'")
+                }
+                spool.shape = shape
+            }
         } catch {
             return syntax.finish(error, io: io)
         }

@@ -20,6 +20,8 @@ struct FineValueHeatmap {
     let title: String
     let description: String
     let rows: [Row]
+    /// What a row's counts are, in tooltips ("development fine values" in the development section).
+    var valuesNoun = "fine values"
 
     private static let cellWidth = 8.0
     private static let rowHeight = 30.0
@@ -58,7 +60,7 @@ struct FineValueHeatmap {
                         x: left + Self.cellWidth * Double(value), y: y + 3, width: Self.cellWidth - 1, height: Self.rowHeight - 6),
                     style: "heat-\(bin + 1)",
                     tooltip: "\(row.label) · fine value \(value)\(label): \(NumberFormat.count(count)) of "
-                        + "\(NumberFormat.count(total)) fine values (\(NumberFormat.percent(count, of: total)))")
+                        + "\(NumberFormat.count(total)) \(valuesNoun) (\(NumberFormat.percent(count, of: total)))")
             }
             html.element(
                 "text",

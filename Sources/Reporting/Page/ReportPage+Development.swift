@@ -3,11 +3,16 @@ import Basics
 
 /// `--include-development`: the development postbacks of `campaign_daily_development` (Apple
 /// development keys, `--trust-key` test keys, SKAdNetwork test mode), decoded with the schemas and
-/// shown in a section of their own. Every heading, caption and column says "development"; nothing
-/// here is added to the production figures above.
+/// shown in a section of their own: the production sections' charts of postbacks and installs per
+/// day and of fine values, drawn from these rows alone, and their tables. Every heading, caption,
+/// legend and column says "development"; nothing here is added to the production figures above.
 extension ReportPage {
-    func renderDevelopment(_ html: inout HTMLWriter) {
+    func renderDevelopment(_ html: inout HTMLWriter) throws(ReportError) {
         guard let development else { return }
+        // The production panels, over the development rows and labelled as such (only the columns every
+        // grain of campaign_daily_development keeps: day, app, ad network, campaign, values, counts).
+        let page = ReportPage(model: development, request: request, labelsDevelopment: true)
+        let fineRows = try page.campaignRows { $0.fineTotal > 0 }
         section(
             &html, id: "development-decoded", title: "Development postbacks, decoded (development)",
             note: "Development postbacks (Apple development keys, --trust-key test keys, SKAdNetwork test mode) decoded "
@@ -24,6 +29,10 @@ extension ReportPage {
                 html.element("p", ["class": "note"], text: "No development postbacks in this range.")
                 return
             }
+            html.element("h3", text: "Development postbacks per day (development)")
+            page.dayPanel(&html, id: "development-postbacks-per-day", noun: "development postbacks", value: \.postbacks)
+            html.element("h3", text: "Development installs per day (development)")
+            page.dayPanel(&html, id: "development-installs-per-day", noun: "development installs", value: \.installs)
             var days = FiguresTable(
                 id: "table-development-days", caption: "Development postbacks and installs per day (development)",
                 columns: [.text("Day"), .number("Development postbacks"), .number("Development installs")])
@@ -66,6 +75,8 @@ extension ReportPage {
                 ])
             }
             campaigns.render(into: &html)
+            html.element("h3", text: "Development fine conversion values per campaign (development)")
+            page.fineValuePanel(&html, rows: fineRows)
         }
     }
 }

@@ -9,51 +9,64 @@ extension ReportPage {
                 + "Apple to send them. Each row is one campaign; a cell is shaded by that value's share of the campaign's fine "
                 + "values, so large and small campaigns compare. Hover a cell for its count and the schema's label. Postbacks "
                 + "with a coarse value or none are not in this chart."
-        ) { html in
-            var table = FiguresTable(
-                id: "table-fine", caption: "Postbacks by campaign and fine value",
-                columns: campaignColumns + [
-                    .number("Value"), .longText("Label"),
-                    .number("Postbacks"), .number("Share"),
-                ])
-            for row in rows {
-                let total = row.stats.fineTotal
-                for (value, count) in row.stats.fine.enumerated() where count > 0 {
-                    table.add(
-                        campaignCells(row) + [
-                            String(value), Self.labels(row.stats.fineLabels[value]),
-                            NumberFormat.count(count), NumberFormat.percent(count, of: total),
-                        ])
-                }
+        ) { html in fineValuePanel(&html, rows: rows) }
+    }
+
+    /// The fine-value heat map of `rows` beside its table. On a development page (`labelsDevelopment`)
+    /// the ids, title, caption, legend and columns say development.
+    func fineValuePanel(_ html: inout HTMLWriter, rows: [CampaignRow]) {
+        let (prefix, postbacks) = labelsDevelopment ? ("development-", "Development postbacks") : ("", "Postbacks")
+        let fineValues = labelsDevelopment ? "development fine values" : "fine values"
+        var table = FiguresTable(
+            id: "table-\(prefix)fine",
+            caption: labelsDevelopment
+                ? "Development postbacks by campaign and fine value (development)" : "Postbacks by campaign and fine value",
+            columns: campaignColumns + [
+                .number("Value"), .longText(labelsDevelopment ? "Label (development schema decode)" : "Label"),
+                .number(postbacks), .number(labelsDevelopment ? "Share of development fine values" : "Share"),
+            ])
+        for row in rows {
+            let total = row.stats.fineTotal
+            for (value, count) in row.stats.fine.enumerated() where count > 0 {
+                table.add(
+                    campaignCells(row) + [
+                        String(value), Self.labels(row.stats.fineLabels[value]),
+                        NumberFormat.count(count), NumberFormat.percent(count, of: total),
+                    ])
             }
-            panel(
-                &html,
-                chart: { html in
-                    guard !rows.isEmpty else {
-                        emptyState(&html, "No fine conversion values in this range.")
-                        return
-                    }
-                    html.element("ul", ["class": "legend"]) { html in
-                        for (bin, name) in FineValueHeatmap.binLegends.enumerated() {
-                            html.element("li") { html in
-                                html.element("span", ["class": "swatch heat-\(bin + 1)", "aria-hidden": "true"], text: "")
-                                html.text(name)
-                            }
-                        }
-                        html.element("li", text: "of the campaign's fine values; n = fine values")
-                    }
-                    FineValueHeatmap(
-                        id: "chart-fine", title: "Fine conversion values per campaign",
-                        description:
-                            "Heat map: rows are campaigns, columns the fine values 0 to 63, shaded by share of the campaign's fine values.",
-                        rows: rows.map { row in
-                            FineValueHeatmap.Row(
-                                label: row.label, sublabel: row.sublabel, counts: row.stats.fine,
-                                labels: row.stats.fineLabels.mapValues { Self.labels($0) })
-                        }
-                    ).render(into: &html)
-                }, table: table)
         }
+        panel(
+            &html,
+            chart: { html in
+                guard !rows.isEmpty else {
+                    emptyState(
+                        &html,
+                        labelsDevelopment
+                            ? "No development fine conversion values in this range." : "No fine conversion values in this range.")
+                    return
+                }
+                html.element("ul", ["class": "legend"]) { html in
+                    for (bin, name) in FineValueHeatmap.binLegends.enumerated() {
+                        html.element("li") { html in
+                            html.element("span", ["class": "swatch heat-\(bin + 1)", "aria-hidden": "true"], text: "")
+                            html.text(name)
+                        }
+                    }
+                    html.element("li", text: "of the campaign's \(fineValues); n = \(fineValues)")
+                }
+                FineValueHeatmap(
+                    id: "chart-\(prefix)fine",
+                    title: labelsDevelopment
+                        ? "Development fine conversion values per campaign (development)" : "Fine conversion values per campaign",
+                    description:
+                        "Heat map: rows are campaigns, columns the fine values 0 to 63, shaded by share of the campaign's \(fineValues).",
+                    rows: rows.map { row in
+                        FineValueHeatmap.Row(
+                            label: row.label, sublabel: row.sublabel, counts: row.stats.fine,
+                            labels: row.stats.fineLabels.mapValues { Self.labels($0) })
+                    }, valuesNoun: fineValues
+                ).render(into: &html)
+            }, table: table)
     }
 
     func renderCoarseValues(_ html: inout HTMLWriter) throws(ReportError) {

@@ -18,7 +18,9 @@ extension ReportPage {
         }
     }
 
-    private func dayPanel(_ html: inout HTMLWriter, id: String, noun: String, value: KeyPath<NetworkDayCounts, Int>) {
+    /// Columns of `value` per day stacked by ad network, beside a table of the same per day and network.
+    /// On a development page (`labelsDevelopment`) the series and the empty state say development too.
+    func dayPanel(_ html: inout HTMLWriter, id: String, noun: String, value: KeyPath<NetworkDayCounts, Int>) {
         let days = model.rangeDays
         let unavailable = model.unavailableDays
         let named = namedNetworks
@@ -27,13 +29,14 @@ extension ReportPage {
         func count(_ networks: [String], _ day: UTCDay) -> Int {
             networks.reduce(0) { $0 + (model.networkDays[$1]?[day]?[keyPath: value] ?? 0) }
         }
+        let suffix = labelsDevelopment ? " (development)" : ""
         var series = zip(named, ranked).map { entry, network in
-            DayColumnChart.Series(name: entry.name, style: entry.style, values: days.map { count([network], $0) })
+            DayColumnChart.Series(name: entry.name + suffix, style: entry.style, values: days.map { count([network], $0) })
         }
         if !others.isEmpty {
             series.append(
                 DayColumnChart.Series(
-                    name: "\(others.count) other networks", style: "s-other", values: days.map { count(others, $0) }))
+                    name: "\(others.count) other networks\(suffix)", style: "s-other", values: days.map { count(others, $0) }))
         }
 
         // One row per day and network (long rather than wide, so many networks still fit beside the chart).
@@ -57,7 +60,7 @@ extension ReportPage {
             &html,
             chart: { html in
                 guard total > 0 else {
-                    emptyState(&html, "No production \(noun) in this range.")
+                    emptyState(&html, labelsDevelopment ? "No \(noun) in this range." : "No production \(noun) in this range.")
                     return
                 }
                 Legend.render(series.map { ($0.style, $0.name) }, into: &html)

@@ -11,6 +11,9 @@ struct ReportPage {
     let request: ReportRequest
     /// `campaign_daily_development` (`--include-development`), shown apart and labelled; nil without the flag.
     var development: ReportModel? = nil
+    /// True for the page over `development` that draws the development section's charts: series,
+    /// legends, captions and empty states that production panels share with it say "development".
+    var labelsDevelopment = false
 
     /// A campaign (or the sum of the campaigns not shown by name) as a chart row.
     struct CampaignRow {
@@ -48,7 +51,7 @@ struct ReportPage {
         renderNonWinning(&html)
         renderRejected(&html)
         renderSources(&html)
-        renderDevelopment(&html)
+        try renderDevelopment(&html)
         html.close("main")
         html.newline()
         html.element("footer") { html in
