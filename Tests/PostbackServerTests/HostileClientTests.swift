@@ -205,6 +205,31 @@ import Testing
         #expect(check([("Content-Length ", "5")]) == 400)
         #expect(check([("Transfer-Encoding", "gzip")]) == 501)
         #expect(check([("Transfer-Encoding", "gzip, chunked")]) == 501)
+        // The one-Content-Length fast path agrees with the general rules at its edges.
+        #expect(check([("CONTENT-LENGTH", "12")]) == nil)
+        #expect(check([("Content-Length", " 7 ")]) == nil)
+        #expect(check([("Content-Length", "123456789012345678")]) == nil)
+        #expect(check([("Content-Length", "1234567890123456789")]) == 400)
+        #expect(check([("Content-Length", "\u{0663}")]) == 400)
+        #expect(check([("Content-Length", "5 5")]) == 400)
+        #expect(check([("Content-Lengt", "5")]) == nil)
+        #expect(check([("Transfer-Encoding", "5")]) == 501)
+        #expect(check([("Content\u{0D}Length", "5")]) == nil)
+    }
+
+    @Test func routesIgnoreOneTrailingSlash() {
+        #expect(Route(path: "/.well-known/skadnetwork/report-attribution/", adNetworkPath: nil) == .skadnetwork)
+        #expect(Route(path: "/.well-known/appattribution/report-attribution", adNetworkPath: nil) == .appAttribution)
+        #expect(Route(path: "/livez/", adNetworkPath: nil) == .livez)
+        #expect(Route(path: "/livez//", adNetworkPath: nil) == .unknown)
+        #expect(Route.normalize("/") == "/")
+        #expect(Route.normalize("//") == "/")
+        #expect(Route.normalize("/postbacks/") == "/postbacks")
+        #expect(Route(path: "/postbacks/", adNetworkPath: "/postbacks") == .adNetwork)
+        // Not ASCII: characters decide. U+0600 (a prepended mark) and "/" form one character, so
+        // the path does not end in a "/" character and keeps its last byte.
+        #expect(Route.normalize("/caf\u{E9}/") == "/caf\u{E9}")
+        #expect(Route.normalize("/\u{0600}/") == "/\u{0600}/")
     }
 
     // MARK: 6. Client address

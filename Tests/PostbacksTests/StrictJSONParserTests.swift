@@ -102,6 +102,26 @@ import Testing
         // And it parses back to the same value.
         #expect(throws: Never.self) { try StrictJSONParser.parse(writer.bytes) }
     }
+
+    @Test func bodyFieldTakesOnlyValidUTF8() {
+        func written(_ body: [UInt8]) -> Bool {
+            var writer = JSONWriter()
+            writer.beginObject()
+            return writer.field("body", utf8: body)
+        }
+        let ascii = Array(#"{"version":"4.0","a":"\"quoted\""}"#.utf8)
+        #expect(written([]))
+        #expect(written(ascii))
+        // A non-ASCII byte at every position of the 8-byte scan and its tail.
+        for position in 0..<ascii.count {
+            var valid = ascii
+            valid.replaceSubrange(position..<position + 1, with: Array("é".utf8))
+            #expect(written(valid), "é at \(position)")
+            var invalid = ascii
+            invalid[position] = 0xC3
+            #expect(!written(invalid), "lone 0xC3 at \(position)")
+        }
+    }
 }
 
 extension JSONWriterTests {
@@ -139,9 +159,14 @@ extension JSONWriterTests {
             0x22, 0x5C, 0x0A, 0x0D, 0x09, 0x00, 0x1F, 0x7F, 0x41, 0x7B, 0xE9, 0xAD, 0x2028, 0x2063, 0x202E, 0xFEFF, 0x1F600,
             0xE0001, 0x4E2D,
         ]
-        var cases = [#"{"version":"4.0","a":"\"quoted\""}"#, "", "plain ascii"]
+        var cases = [
+            #"{"version":"4.0","a":"\"quoted\""}"#, "", "plain ascii", "\"", "\\", #"ends with a quote""#,
+            #""starts with a quote then é"#,
+            String(repeating: #"a\"b"#, count: 30) + "\u{2063}" + String(repeating: "x\"", count: 9),
+        ]
         for _ in 0..<2000 {
-            let length = Int(random.next() % 12)
+            // Up to 40 scalars: runs longer than the 8-byte scan between quotes and other escapes.
+            let length = Int(random.next() % 40)
             cases.append(
                 String(
                     String.UnicodeScalarView(

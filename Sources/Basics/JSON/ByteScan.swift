@@ -49,6 +49,13 @@ package enum ByteScan {
         return firstFlagged(base, from: 0, end: bytes.count, word: nonPrintables) { $0 < 0x20 || $0 >= 0x7F } == bytes.count
     }
 
+    /// Whether every byte is ASCII (< 0x80), eight at a time.
+    @inlinable
+    package static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        return firstFlagged(base, from: 0, end: bytes.count, word: { $0 & 0x8080_8080_8080_8080 }) { $0 >= 0x80 } == bytes.count
+    }
+
     /// High bit set in each byte of `word` (and possibly above it) that is `"`, `\`, < 0x20 or >= 0x80.
     @inlinable
     package static func stringSpecials(_ word: UInt64) -> UInt64 {

@@ -76,7 +76,9 @@ package struct JSONWriter: Sendable {
     /// Saves building a `String` from a large body only to escape it.
     package mutating func field(_ name: String, utf8 bytes: [UInt8]) -> Bool {
         // Postback bodies are ASCII; only other text needs the full check.
-        guard bytes.allSatisfy({ $0 < 0x80 }) || String(validating: bytes, as: UTF8.self) != nil else { return false }
+        guard bytes.withUnsafeBufferPointer(ByteScan.isASCII) || String(validating: bytes, as: UTF8.self) != nil else {
+            return false
+        }
         key(name)
         separate()
         self.bytes.append(UInt8(ascii: "\""))
