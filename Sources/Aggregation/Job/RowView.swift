@@ -3,27 +3,14 @@ import PostbackStore
 import Postbacks
 
 /// A row key read back for output: numbers decoded, strings left as byte ranges of the key, so
-/// rendering a row allocates nothing.
+/// rendering a row allocates nothing. The fields are read in `RowKeyEncoder.grain` order, each as
+/// its declared kind, into `PostbackFields` slots (string slices point into the key).
 struct RowView {
     var kind: RowKeyEncoder.Kind
     /// Nil for rejected rows.
     var installDay: UTCDay?
-    var appID: Int64?
-    var postbackProtocol: PostbackProtocol?
-    var version: ByteSlice?
-    var adNetworkID: ByteSlice?
-    var campaignID: Int64?
-    var sourceIdentifier: ByteSlice?
-    var sourceAppID: Int64?
-    var sourceDomain: ByteSlice?
-    var marketplaceID: ByteSlice?
-    var countryCode: ByteSlice?
-    var interaction: AdInteraction?
-    var conversionType: ConversionType?
-    var sequenceIndex: Int?
-    var didWin: Bool?
-    var fineValue: Int?
-    var coarseValue: CoarseConversionValue?
+    /// The grain's fields; a field not in the grain, or absent from the row, has no value.
+    private(set) var fields = PostbackFields()
 
     init(key: UnsafeRawBufferPointer) {
         var reader = KeyReader(bytes: key)
@@ -31,62 +18,38 @@ struct RowView {
         let day = reader.int32()
         installDay = day == Int32.min ? nil : UTCDay(daysSinceEpoch: Int(day))
         for field in RowKeyEncoder.grain {
-            switch field {
-            case .appID: appID = reader.optional()
-            case .postbackProtocol:
+            switch field.storage {
+            case .slice: fields.set(field, reader.string())
+            case .integer: fields.set(field, reader.optional())
+            case .boolean:
                 let code = reader.byte()
-                postbackProtocol = code == 0 ? .skadnetwork : code == 1 ? .adattributionkit : nil
-            case .version: version = reader.string()
-            case .adNetworkID: adNetworkID = reader.string()
-            case .campaignID: campaignID = reader.optional()
-            case .sourceIdentifier: sourceIdentifier = reader.string()
-            case .sourceAppID: sourceAppID = reader.optional()
-            case .sourceDomain: sourceDomain = reader.string()
-            case .marketplaceID: marketplaceID = reader.string()
-            case .countryCode: countryCode = reader.string()
-            case .interaction:
+                fields.set(field, code == 0 ? nil : code == 2)
+            case .choice:
                 let code = reader.byte()
-                interaction = code == 1 ? .view : code == 2 ? .click : nil
-            case .conversionType:
-                let code = reader.byte()
-                conversionType = code == 0 ? .download : code == 1 ? .redownload : code == 2 ? .reengagement : nil
-            case .sequenceIndex:
-                let sequence = reader.byte()
-                sequenceIndex = sequence == 0xFF ? nil : Int(sequence)
-            case .didWin:
-                let win = reader.byte()
-                didWin = win == 0 ? nil : win == 2
-            case .fineValue:
-                let fine = reader.byte()
-                fineValue = fine == 0xFF ? nil : Int(fine)
-            case .coarseValue:
-                let coarse = reader.byte()
-                coarseValue = coarse == 0 ? nil : CoarseConversionValue.allCases[Int(coarse) - 1]
-            case .testMode: break
+                fields.setChoice(field, code == 0 ? nil : Int(code) - 1)
             }
         }
     }
 
-    /// Writes `field` as its CSV column shows it (strings as stored in the key).
+    // What the renderer's rules read by name (schema lookup, decoding, counts).
+    var appID: Int64? { fields.appID }
+    var postbackProtocol: PostbackProtocol? { fields.postbackProtocol }
+    var adNetworkID: ByteSlice? { fields.adNetworkID }
+    var campaignID: Int64? { fields.campaignID }
+    var sourceIdentifier: ByteSlice? { fields.sourceIdentifier }
+    var conversionType: ConversionType? { fields.conversionType }
+    var sequenceIndex: Int? { fields.sequenceIndex }
+    var didWin: Bool? { fields.didWin }
+    var fineValue: Int? { fields.fineValue }
+    var coarseValue: CoarseConversionValue? { fields.coarseValue }
+
+    /// Writes `field` as its CSV column shows it: as stored in the key, a choice as its declared text.
     func write(_ field: AttributionField, of key: UnsafeRawBufferPointer, into line: inout CSVLine) {
-        switch field {
-        case .appID: line.field(appID)
-        case .postbackProtocol: line.field(postbackProtocol?.rawValue)
-        case .version: line.field(slice: version, of: key)
-        case .adNetworkID: line.field(slice: adNetworkID, of: key)
-        case .campaignID: line.field(campaignID)
-        case .sourceIdentifier: line.field(slice: sourceIdentifier, of: key)
-        case .sourceAppID: line.field(sourceAppID)
-        case .sourceDomain: line.field(slice: sourceDomain, of: key)
-        case .marketplaceID: line.field(slice: marketplaceID, of: key)
-        case .countryCode: line.field(slice: countryCode, of: key)
-        case .interaction: line.field(interaction?.rawValue)
-        case .conversionType: line.field(conversionType?.rawValue)
-        case .sequenceIndex: line.field(sequenceIndex)
-        case .didWin: line.field(didWin)
-        case .fineValue: line.field(fineValue)
-        case .coarseValue: line.field(coarseValue?.rawValue)
-        case .testMode: preconditionFailure("test mode has no column")
+        switch field.storage {
+        case .slice: line.field(slice: fields.slice(field), of: key)
+        case .integer: line.field(fields.integer(field))
+        case .boolean: line.field(fields.boolean(field))
+        case .choice: line.field(fields.choiceText(field))
         }
     }
 
@@ -104,10 +67,14 @@ struct RowView {
             return Int32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         }
 
+        /// `RowKeyEncoder.appendOptional`'s byte count and low bytes.
         mutating func optional() -> Int64? {
-            guard byte() == 1 else { return nil }
-            defer { offset += 8 }
-            return Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int64.self))
+            let count = Int(byte())
+            guard count > 0 else { return nil }
+            var value: UInt64 = 0
+            for index in 0..<count { value |= UInt64(bytes[offset + index]) << (8 * index) }
+            offset += count
+            return Int64(bitPattern: value)
         }
 
         mutating func string() -> ByteSlice? {

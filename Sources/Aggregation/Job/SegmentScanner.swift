@@ -227,7 +227,7 @@ final class SegmentScanner {
         if !keysOnly {
             let installDay = InstallDateEstimate.day(
                 receivedAtMicros: summary.receivedAtMicros,
-                windows: summary.fields.hasConversionWindows(in: base), sequenceIndex: summary.fields.sequenceIndex)
+                windows: summary.fields.hasConversionWindows(in: base), sequenceIndex: summary.fields.sequenceIndex ?? 0)
             encoder.encodePostback(summary.fields, installDay: installDay, base: base)
             row = interner.intern(encoder.bytes)
         }

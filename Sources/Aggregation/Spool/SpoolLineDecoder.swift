@@ -77,11 +77,11 @@ final class SpoolLineDecoder {
 
     private static func check(_ summary: SpoolLineSummary) -> String? {
         guard summary.hasFields else { return nil }
-        let fields = summary.fields
-        if !(0...2).contains(fields.sequenceIndex) {
-            return "attribution.postback_sequence_index \(fields.sequenceIndex) is not 0, 1 or 2"
+        let sequenceIndex = summary.fields.sequenceIndex ?? 0
+        if !(0...2).contains(sequenceIndex) {
+            return "attribution.postback_sequence_index \(sequenceIndex) is not 0, 1 or 2"
         }
-        if let fine = fields.fineValue, !(0...63).contains(fine) { return "attribution.fine_value \(fine) is not 0–63" }
+        if let fine = summary.fields.fineValue, !(0...63).contains(fine) { return "attribution.fine_value \(fine) is not 0–63" }
         return nil
     }
 
