@@ -3,16 +3,17 @@ package import Postbacks
 /// A run of bytes inside a backing buffer (a spool line, or scratch space for decoded records).
 /// 32-bit offsets keep `PostbackFields`, which is copied per postback, small (lines are < 4 MiB).
 package struct ByteSlice: Equatable {
-    private let storedStart: Int32
-    private let storedCount: Int32
+    @usableFromInline let storedStart: Int32
+    @usableFromInline let storedCount: Int32
 
+    @inlinable @inline(__always)
     package init(start: Int, count: Int) {
         storedStart = Int32(truncatingIfNeeded: start)
         storedCount = Int32(truncatingIfNeeded: count)
     }
 
-    package var start: Int { Int(storedStart) }
-    package var count: Int { Int(storedCount) }
+    @inlinable package var start: Int { Int(storedStart) }
+    @inlinable package var count: Int { Int(storedCount) }
 
     /// Appends `text`'s UTF-8 to `scratch` and returns where it is; nil for nil.
     package static func appending(_ text: String?, to scratch: inout [UInt8]) -> ByteSlice? {
@@ -23,9 +24,11 @@ package struct ByteSlice: Equatable {
     }
 
     /// The slice packed into one `PostbackFields` slot (start in the low half, count in the high).
-    fileprivate var slot: Int64 { Int64(UInt32(bitPattern: storedStart)) | Int64(storedCount) << 32 }
+    @inlinable
+    var slot: Int64 { Int64(UInt32(bitPattern: storedStart)) | Int64(storedCount) << 32 }
 
-    fileprivate init(slot: Int64) {
+    @inlinable
+    init(slot: Int64) {
         storedStart = Int32(truncatingIfNeeded: slot)
         storedCount = Int32(truncatingIfNeeded: slot >> 32)
     }
@@ -41,8 +44,10 @@ package struct PostbackFields {
     package static let capacity = 32
 
     /// One bit per field that has a value (a clear bit is `null`, whatever the slot holds).
-    private var present: UInt32 = 0
-    private var slots = InlineArray<32, Int64>(repeating: 0)
+    // Inlinable with their accessors: the aggregation module reads fields per postback, and a call
+    // across modules copied the whole struct each time.
+    @usableFromInline var present: UInt32 = 0
+    @usableFromInline var slots = InlineArray<32, Int64>(repeating: 0)
 
     package init() {}
 
@@ -63,10 +68,10 @@ package struct PostbackFields {
     }
 
     /// No field has a value.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func clear() { present = 0 }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package func has(_ field: AttributionField) -> Bool { present & 1 << UInt32(field.rawValue) != 0 }
 
     /// Gives the fields without a value what a record without them reads as
@@ -95,37 +100,40 @@ package struct PostbackFields {
 
     // MARK: Slots by kind
 
-    @inline(__always)
-    private mutating func store(_ field: AttributionField, _ value: Int64?) {
+    @inlinable @inline(__always)
+    mutating func store(_ field: AttributionField, _ value: Int64?) {
         let bit = UInt32(1) << UInt32(field.rawValue)
         if let value {
-            slots[unchecked: field.rawValue] = value
+            // Through a pointer: the subscript's setter copied the whole array in and out.
+            withUnsafeMutablePointer(to: &slots) {
+                UnsafeMutableRawPointer($0).storeBytes(of: value, toByteOffset: field.rawValue &* 8, as: Int64.self)
+            }
             present |= bit
         } else {
             present &= ~bit
         }
     }
 
-    @inline(__always)
-    private func load(_ field: AttributionField) -> Int64? { has(field) ? slots[unchecked: field.rawValue] : nil }
+    @inlinable @inline(__always)
+    func load(_ field: AttributionField) -> Int64? { has(field) ? slots[unchecked: field.rawValue] : nil }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func set(_ field: AttributionField, _ slice: ByteSlice?) { store(field, slice?.slot) }
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func set(_ field: AttributionField, _ number: Int64?) { store(field, number) }
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func set(_ field: AttributionField, _ flag: Bool?) { store(field, flag.map { $0 ? 1 : 0 }) }
     /// A choice field's value as its index in the field's `choices`.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func setChoice(_ field: AttributionField, _ index: Int?) { store(field, index.map { Int64($0) }) }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package func slice(_ field: AttributionField) -> ByteSlice? { load(field).map(ByteSlice.init(slot:)) }
-    @inline(__always)
+    @inlinable @inline(__always)
     package func integer(_ field: AttributionField) -> Int64? { load(field) }
-    @inline(__always)
+    @inlinable @inline(__always)
     package func boolean(_ field: AttributionField) -> Bool? { load(field).map { $0 != 0 } }
-    @inline(__always)
+    @inlinable @inline(__always)
     package func choiceIndex(_ field: AttributionField) -> Int? { load(field).map { Int(truncatingIfNeeded: $0) } }
 
     /// A choice field's value as its declared text.
@@ -133,26 +141,26 @@ package struct PostbackFields {
         choiceIndex(field).flatMap { AttributionField.declaredChoices[field.rawValue]?[$0] }
     }
 
-    @inline(__always)
-    package func choice<Choice: CaseIterable>(_ field: AttributionField, as type: Choice.Type) -> Choice?
-    where Choice.AllCases == [Choice] {
-        choiceIndex(field).map { Choice.allCases[$0] }
-    }
+    // The cases of the choice fields the pipeline reads, indexed like their declared choices
+    // (`allCases` order); built once, since `allCases` makes a new array per call.
+    @usableFromInline static let protocols = PostbackProtocol.allCases
+    @usableFromInline static let conversionTypes = ConversionType.allCases
+    @usableFromInline static let coarseValues = CoarseConversionValue.allCases
 
     // MARK: The fields the pipeline's rules read by name
 
-    package var postbackProtocol: PostbackProtocol? { choice(.postbackProtocol, as: PostbackProtocol.self) }
-    package var version: ByteSlice? { slice(.version) }
-    package var appID: Int64? { integer(.appID) }
-    package var adNetworkID: ByteSlice? { slice(.adNetworkID) }
-    package var campaignID: Int64? { integer(.campaignID) }
-    package var sourceIdentifier: ByteSlice? { slice(.sourceIdentifier) }
-    package var conversionType: ConversionType? { choice(.conversionType, as: ConversionType.self) }
-    package var sequenceIndex: Int? { integer(.sequenceIndex).map { Int(truncatingIfNeeded: $0) } }
-    package var didWin: Bool? { boolean(.didWin) }
-    package var fineValue: Int? { integer(.fineValue).map { Int(truncatingIfNeeded: $0) } }
-    package var coarseValue: CoarseConversionValue? { choice(.coarseValue, as: CoarseConversionValue.self) }
-    package var isTestMode: Bool { boolean(.testMode) ?? false }
+    @inlinable package var postbackProtocol: PostbackProtocol? { choiceIndex(.postbackProtocol).map { Self.protocols[$0] } }
+    @inlinable package var version: ByteSlice? { slice(.version) }
+    @inlinable package var appID: Int64? { integer(.appID) }
+    @inlinable package var adNetworkID: ByteSlice? { slice(.adNetworkID) }
+    @inlinable package var campaignID: Int64? { integer(.campaignID) }
+    @inlinable package var sourceIdentifier: ByteSlice? { slice(.sourceIdentifier) }
+    @inlinable package var conversionType: ConversionType? { choiceIndex(.conversionType).map { Self.conversionTypes[$0] } }
+    @inlinable package var sequenceIndex: Int? { integer(.sequenceIndex).map { Int(truncatingIfNeeded: $0) } }
+    @inlinable package var didWin: Bool? { boolean(.didWin) }
+    @inlinable package var fineValue: Int? { integer(.fineValue).map { Int(truncatingIfNeeded: $0) } }
+    @inlinable package var coarseValue: CoarseConversionValue? { choiceIndex(.coarseValue).map { Self.coarseValues[$0] } }
+    @inlinable package var isTestMode: Bool { boolean(.testMode) ?? false }
 
     /// AdAttributionKit and SKAdNetwork from 4.0 have three conversion windows; earlier versions one.
     package func hasConversionWindows(in base: UnsafeRawBufferPointer) -> Bool {
@@ -169,7 +177,16 @@ extension AttributionField {
         case slice, integer, boolean, choice
     }
 
-    package var storage: Storage {
+    /// Looked up per field and row: a table, not the declaration's switches.
+    package var storage: Storage { Self.storageTable[rawValue] }
+
+    nonisolated(unsafe) private static let storageTable: UnsafeMutablePointer<Storage> = {
+        let table = UnsafeMutablePointer<Storage>.allocate(capacity: allCases.count)
+        table.initialize(from: allCases.map(\.declaredStorage), count: allCases.count)
+        return table
+    }()
+
+    private var declaredStorage: Storage {
         switch valueType {
         case .integer: return .integer
         case .boolean: return .boolean
