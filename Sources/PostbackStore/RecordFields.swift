@@ -78,7 +78,6 @@ package enum AttributionValue: Equatable, Sendable {
 package enum AttributionField: Int, CaseIterable, Sendable {
     case postbackProtocol, version, appID, adNetworkID, campaignID, sourceIdentifier, sourceAppID, sourceDomain, marketplaceID
     case countryCode, interaction, conversionType, sequenceIndex, didWin, fineValue, coarseValue, testMode
-    case impressionType
 
     /// The member name in the spool record's `attribution` object.
     package var spoolKey: String {
@@ -100,7 +99,6 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: return "fine_value"
         case .coarseValue: return "coarse_value"
         case .testMode: return "test_mode"
-        case .impressionType: return "impression_type"
         }
     }
 
@@ -165,7 +163,6 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: return "SKAdNetwork 2.0+, AdAttributionKit"
         case .coarseValue: return "SKAdNetwork 4.0, AdAttributionKit"
         case .testMode: return "SKAdNetwork"
-        case .impressionType: return "AdAttributionKit"
         }
     }
 
@@ -189,7 +186,6 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: return .integer(attribution.fineValue.map { Int64($0) })
         case .coarseValue: return .string(attribution.coarseValue?.rawValue)
         case .testMode: return .boolean(attribution.isTestMode)
-        case .impressionType: return .string(attribution.impressionType)
         }
     }
 
@@ -234,7 +230,6 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: attribution.fineValue = (try member.integer()).map { Int($0) }
         case .coarseValue: attribution.coarseValue = try member.choice(CoarseConversionValue.self)
         case .testMode: attribution.isTestMode = try member.bool() ?? false
-        case .impressionType: attribution.impressionType = try member.string()
         }
     }
 }

@@ -33,8 +33,6 @@ package enum AggregateTables {
         .developmentPostbacks, .rejectedPostbacks, .duplicatesDropped,
         // Of `postbacks`, those stored with flags (a value normalized or dropped; docs/postback-spec.md §11).
         .flaggedPostbacks,
-        // AdAttributionKit's signed `impression-type`, as stored.
-        .field(.impressionType),
     ]
 
     /// `campaign_events_daily`'s columns after the dimensions.

@@ -34,8 +34,6 @@ package struct Attribution: Sendable, Equatable {
     package var coarseValue: CoarseConversionValue?
     /// SKAdNetwork test scenario (`source-app-id` 0).
     package var isTestMode: Bool
-    /// AdAttributionKit `impression-type` (signed; `app-impression` so far); nil for SKAdNetwork.
-    package var impressionType: String?
 
     package init(
         postbackProtocol: PostbackProtocol, version: String?, appID: Int64, adNetworkID: String,
@@ -43,7 +41,7 @@ package struct Attribution: Sendable, Equatable {
         sourceDomain: String? = nil, marketplaceID: String? = nil, countryCode: String? = nil,
         interaction: AdInteraction? = nil, conversionType: ConversionType = .download,
         postbackSequenceIndex: Int = 0, didWin: Bool? = nil, fineValue: Int? = nil,
-        coarseValue: CoarseConversionValue? = nil, isTestMode: Bool = false, impressionType: String? = nil
+        coarseValue: CoarseConversionValue? = nil, isTestMode: Bool = false
     ) {
         self.postbackProtocol = postbackProtocol
         self.version = version
@@ -62,7 +60,6 @@ package struct Attribution: Sendable, Equatable {
         self.fineValue = fineValue
         self.coarseValue = coarseValue
         self.isTestMode = isTestMode
-        self.impressionType = impressionType
     }
 
     /// The postback counts for the advertiser: a winner (or a pre-3.0 postback, which always is).
@@ -98,7 +95,7 @@ extension Postback {
                 // aggregated (they are quarantined); `download` here only fills the slot.
                 countryCode: aak.countryCode, interaction: aak.adInteraction, conversionType: aak.conversionType ?? .download,
                 postbackSequenceIndex: Int(clamping: aak.postbackSequenceIndex), didWin: aak.didWin,
-                fineValue: aak.conversionValue, coarseValue: aak.coarseConversionValue, impressionType: aak.impressionType)
+                fineValue: aak.conversionValue, coarseValue: aak.coarseConversionValue)
         }
     }
 }
