@@ -19,16 +19,20 @@ final class RowKeyEncoder {
         if case .field(let field) = $0 { return field } else { return nil }
     }
 
-    /// `grain` with each field's kind, as a table the per-postback loop reads without reference
-    /// counting; written once here and only read afterwards, so threads share it safely.
-    nonisolated(unsafe) private static let grainSteps: UnsafeMutableBufferPointer<Step> = {
+    /// `grain` with each field's kind, as a table the per-postback loop (and `RowView`, per row)
+    /// reads without reference counting; written once here and only read afterwards, so threads
+    /// share it safely.
+    nonisolated(unsafe) static let grainSteps: UnsafeMutableBufferPointer<Step> = {
         let steps = UnsafeMutableBufferPointer<Step>.allocate(capacity: grain.count)
-        _ = steps.initialize(from: grain.map { Step(field: $0, storage: $0.storage, lowercased: $0 == .adNetworkID) })
+        _ = steps.initialize(
+            from: grain.map { Step(field: $0, slot: $0.rawValue, storage: $0.storage, lowercased: $0 == .adNetworkID) })
         return steps
     }()
 
-    private struct Step {
+    struct Step {
         let field: AttributionField
+        /// `field.rawValue`: its slot. The enum's `rawValue` is a call from this module.
+        let slot: Int
         let storage: AttributionField.Storage
         /// Ad network ids group case-insensitively: Apple's own examples differ in case.
         let lowercased: Bool
@@ -76,12 +80,14 @@ final class RowKeyEncoder {
         out.removeAll()
         out.append(kind.rawValue)
         Self.appendInt32(installDay, to: &out)
-        for step in UnsafeBufferPointer(Self.grainSteps) {
-            switch step.storage {
-            case .slice: Self.appendString(fields.slice(step.field), base: base, lowercased: step.lowercased, to: &out)
-            case .integer: Self.appendOptional(fields.integer(step.field), to: &out)
-            case .boolean: out.append(fields.boolean(step.field).map { $0 ? 2 : 1 } ?? 0)
-            case .choice: out.append(fields.choiceIndex(step.field).map { UInt8(truncatingIfNeeded: $0 + 1) } ?? 0)
+        FieldSlots.reading(fields) { slots in
+            for step in UnsafeBufferPointer(Self.grainSteps) {
+                switch step.storage {
+                case .slice: Self.appendString(slots.slice(step.slot), base: base, lowercased: step.lowercased, to: &out)
+                case .integer: Self.appendOptional(slots.value(step.slot), to: &out)
+                case .boolean: out.append(slots.value(step.slot).map { $0 != 0 ? 2 : 1 } ?? 0)
+                case .choice: out.append(slots.value(step.slot).map { UInt8(truncatingIfNeeded: $0 + 1) } ?? 0)
+                }
             }
         }
         buffer = out

@@ -3,53 +3,89 @@ import PostbackStore
 import Postbacks
 
 /// A row key read back for output: numbers decoded, strings left as byte ranges of the key, so
-/// rendering a row allocates nothing. The fields are read in `RowKeyEncoder.grain` order, each as
-/// its declared kind, into `PostbackFields` slots (string slices point into the key).
+/// rendering a row allocates only its value list. The fields are read in `RowKeyEncoder.grain`
+/// order, each as its declared kind (string slices point into the key).
 struct RowView {
     var kind: RowKeyEncoder.Kind
     /// Nil for rejected rows.
     var installDay: UTCDay?
-    /// The grain's fields; a field not in the grain, or absent from the row, has no value.
-    private(set) var fields = PostbackFields()
+    /// The grain's values, indexed by `AttributionField.rawValue`; a field not in the grain, or
+    /// absent from the row, is `.absent`. Kept here, not in `PostbackFields`: its accessors are
+    /// calls across modules that copy it (see `FieldSlots`), and the renderer reads per column.
+    private var values: [Value]
+
+    private enum Value {
+        case absent
+        case slice(ByteSlice)
+        case integer(Int64)
+        case boolean(Bool)
+        case choice(Int)
+    }
 
     init(key: UnsafeRawBufferPointer) {
         var reader = KeyReader(bytes: key)
         kind = RowKeyEncoder.Kind(rawValue: reader.byte()) ?? .postback
         let day = reader.int32()
         installDay = day == Int32.min ? nil : UTCDay(daysSinceEpoch: Int(day))
-        for field in RowKeyEncoder.grain {
-            switch field.storage {
-            case .slice: fields.set(field, reader.string())
-            case .integer: fields.set(field, reader.optional())
+        values = Array(repeating: .absent, count: PostbackFields.capacity)
+        for step in UnsafeBufferPointer(RowKeyEncoder.grainSteps) {
+            let value: Value
+            switch step.storage {
+            case .slice: value = reader.string().map { .slice($0) } ?? .absent
+            case .integer: value = reader.optional().map { .integer($0) } ?? .absent
             case .boolean:
                 let code = reader.byte()
-                fields.set(field, code == 0 ? nil : code == 2)
+                value = code == 0 ? .absent : .boolean(code == 2)
             case .choice:
                 let code = reader.byte()
-                fields.setChoice(field, code == 0 ? nil : Int(code) - 1)
+                value = code == 0 ? .absent : .choice(Int(code) - 1)
             }
+            values[step.slot] = value
         }
     }
 
-    // What the renderer's rules read by name (schema lookup, decoding, counts).
-    var appID: Int64? { fields.appID }
-    var postbackProtocol: PostbackProtocol? { fields.postbackProtocol }
-    var adNetworkID: ByteSlice? { fields.adNetworkID }
-    var campaignID: Int64? { fields.campaignID }
-    var sourceIdentifier: ByteSlice? { fields.sourceIdentifier }
-    var conversionType: ConversionType? { fields.conversionType }
-    var sequenceIndex: Int? { fields.sequenceIndex }
-    var didWin: Bool? { fields.didWin }
-    var fineValue: Int? { fields.fineValue }
-    var coarseValue: CoarseConversionValue? { fields.coarseValue }
+    private func slice(_ field: AttributionField) -> ByteSlice? {
+        if case .slice(let slice) = values[field.rawValue] { slice } else { nil }
+    }
+
+    private func integer(_ field: AttributionField) -> Int64? {
+        if case .integer(let number) = values[field.rawValue] { number } else { nil }
+    }
+
+    private func boolean(_ field: AttributionField) -> Bool? {
+        if case .boolean(let flag) = values[field.rawValue] { flag } else { nil }
+    }
+
+    private func choice<Choice>(_ field: AttributionField, _ cases: [Choice]) -> Choice? {
+        if case .choice(let index) = values[field.rawValue] { cases[index] } else { nil }
+    }
+
+    // What the renderer's rules read by name (schema lookup, decoding, counts). The choices'
+    // cases are indexed like their declared choices (`allCases` order).
+    var appID: Int64? { integer(.appID) }
+    var postbackProtocol: PostbackProtocol? { choice(.postbackProtocol, Self.protocols) }
+    var adNetworkID: ByteSlice? { slice(.adNetworkID) }
+    var campaignID: Int64? { integer(.campaignID) }
+    var sourceIdentifier: ByteSlice? { slice(.sourceIdentifier) }
+    var conversionType: ConversionType? { choice(.conversionType, Self.conversionTypes) }
+    var sequenceIndex: Int? { integer(.sequenceIndex).map { Int(truncatingIfNeeded: $0) } }
+    var didWin: Bool? { boolean(.didWin) }
+    var fineValue: Int? { integer(.fineValue).map { Int(truncatingIfNeeded: $0) } }
+    var coarseValue: CoarseConversionValue? { choice(.coarseValue, Self.coarseValues) }
+
+    // Built once: `allCases` makes a new array per call.
+    private static let protocols = PostbackProtocol.allCases
+    private static let conversionTypes = ConversionType.allCases
+    private static let coarseValues = CoarseConversionValue.allCases
 
     /// Writes `field` as its CSV column shows it: as stored in the key, a choice as its declared text.
     func write(_ field: AttributionField, of key: UnsafeRawBufferPointer, into line: inout CSVLine) {
-        switch field.storage {
-        case .slice: line.field(slice: fields.slice(field), of: key)
-        case .integer: line.field(fields.integer(field))
-        case .boolean: line.field(fields.boolean(field))
-        case .choice: line.field(fields.choiceText(field))
+        switch values[field.rawValue] {
+        case .absent: line.field(nil as String?)
+        case .slice(let slice): line.field(slice: slice, of: key)
+        case .integer(let number): line.field(number)
+        case .boolean(let flag): line.field(flag)
+        case .choice(let index): line.field(AttributionField.declaredChoices[field.rawValue]?[index])
         }
     }
 

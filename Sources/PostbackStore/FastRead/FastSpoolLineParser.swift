@@ -149,12 +149,13 @@ package struct FastSpoolLineParser {
         guard take(UInt8(ascii: "{")) else { return false }
         var keys = KeyCursor(attributionKeys, count: SpoolLiterals.attributionKeyNames.count)
         while true {
-            guard let position = nextKey(&keys), let field = AttributionField(rawValue: position) else { return false }
+            guard let position = nextKey(&keys) else { return false }
             if takeNull() {
                 // Required members: let the full parser produce the error.
                 if Self.requiredAttributionKeys & 1 << position != 0 { return false }
             } else {
                 let reading = fieldReadings[position]
+                let field = reading.field
                 switch reading.storage {
                 case .slice:
                     guard let text = simpleString() else { return false }

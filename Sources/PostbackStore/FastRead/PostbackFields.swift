@@ -3,17 +3,17 @@ package import Postbacks
 /// A run of bytes inside a backing buffer (a spool line, or scratch space for decoded records).
 /// 32-bit offsets keep `PostbackFields`, which is copied per postback, small (lines are < 4 MiB).
 package struct ByteSlice: Equatable {
-    @usableFromInline let storedStart: Int32
-    @usableFromInline let storedCount: Int32
+    let storedStart: Int32
+    let storedCount: Int32
 
-    @inlinable @inline(__always)
+    @inline(__always)
     package init(start: Int, count: Int) {
         storedStart = Int32(truncatingIfNeeded: start)
         storedCount = Int32(truncatingIfNeeded: count)
     }
 
-    @inlinable package var start: Int { Int(storedStart) }
-    @inlinable package var count: Int { Int(storedCount) }
+    package var start: Int { Int(storedStart) }
+    package var count: Int { Int(storedCount) }
 
     /// Appends `text`'s UTF-8 to `scratch` and returns where it is; nil for nil.
     package static func appending(_ text: String?, to scratch: inout [UInt8]) -> ByteSlice? {
@@ -24,11 +24,11 @@ package struct ByteSlice: Equatable {
     }
 
     /// The slice packed into one `PostbackFields` slot (start in the low half, count in the high).
-    @inlinable
+    @inline(__always)
     var slot: Int64 { Int64(UInt32(bitPattern: storedStart)) | Int64(storedCount) << 32 }
 
-    @inlinable
-    init(slot: Int64) {
+    @inline(__always)
+    package init(slot: Int64) {
         storedStart = Int32(truncatingIfNeeded: slot)
         storedCount = Int32(truncatingIfNeeded: slot >> 32)
     }
@@ -44,10 +44,12 @@ package struct PostbackFields {
     package static let capacity = 32
 
     /// One bit per field that has a value (a clear bit is `null`, whatever the slot holds).
-    // Inlinable with their accessors: the aggregation module reads fields per postback, and a call
-    // across modules copied the whole struct each time.
-    @usableFromInline var present: UInt32 = 0
-    @usableFromInline var slots = InlineArray<32, Int64>(repeating: 0)
+    // Readable stored properties, so another module can read slots on its hot path: Swift 6.3 does
+    // not inline `@inlinable package` functions across modules (each call copied this 264-byte
+    // struct), while a stored property of a package struct is read in place. Aggregation's
+    // `FieldSlots` reads them.
+    package private(set) var present: UInt32 = 0
+    package private(set) var slots = InlineArray<32, Int64>(repeating: 0)
 
     package init() {}
 
@@ -68,10 +70,10 @@ package struct PostbackFields {
     }
 
     /// No field has a value.
-    @inlinable @inline(__always)
+    @inline(__always)
     package mutating func clear() { present = 0 }
 
-    @inlinable @inline(__always)
+    @inline(__always)
     package func has(_ field: AttributionField) -> Bool { present & 1 << UInt32(field.rawValue) != 0 }
 
     /// Gives the fields without a value what a record without them reads as
@@ -100,7 +102,7 @@ package struct PostbackFields {
 
     // MARK: Slots by kind
 
-    @inlinable @inline(__always)
+    @inline(__always)
     mutating func store(_ field: AttributionField, _ value: Int64?) {
         let bit = UInt32(1) << UInt32(field.rawValue)
         if let value {
@@ -114,26 +116,26 @@ package struct PostbackFields {
         }
     }
 
-    @inlinable @inline(__always)
+    @inline(__always)
     func load(_ field: AttributionField) -> Int64? { has(field) ? slots[unchecked: field.rawValue] : nil }
 
-    @inlinable @inline(__always)
+    @inline(__always)
     package mutating func set(_ field: AttributionField, _ slice: ByteSlice?) { store(field, slice?.slot) }
-    @inlinable @inline(__always)
+    @inline(__always)
     package mutating func set(_ field: AttributionField, _ number: Int64?) { store(field, number) }
-    @inlinable @inline(__always)
+    @inline(__always)
     package mutating func set(_ field: AttributionField, _ flag: Bool?) { store(field, flag.map { $0 ? 1 : 0 }) }
     /// A choice field's value as its index in the field's `choices`.
-    @inlinable @inline(__always)
+    @inline(__always)
     package mutating func setChoice(_ field: AttributionField, _ index: Int?) { store(field, index.map { Int64($0) }) }
 
-    @inlinable @inline(__always)
+    @inline(__always)
     package func slice(_ field: AttributionField) -> ByteSlice? { load(field).map(ByteSlice.init(slot:)) }
-    @inlinable @inline(__always)
+    @inline(__always)
     package func integer(_ field: AttributionField) -> Int64? { load(field) }
-    @inlinable @inline(__always)
+    @inline(__always)
     package func boolean(_ field: AttributionField) -> Bool? { load(field).map { $0 != 0 } }
-    @inlinable @inline(__always)
+    @inline(__always)
     package func choiceIndex(_ field: AttributionField) -> Int? { load(field).map { Int(truncatingIfNeeded: $0) } }
 
     /// A choice field's value as its declared text.
@@ -143,24 +145,24 @@ package struct PostbackFields {
 
     // The cases of the choice fields the pipeline reads, indexed like their declared choices
     // (`allCases` order); built once, since `allCases` makes a new array per call.
-    @usableFromInline static let protocols = PostbackProtocol.allCases
-    @usableFromInline static let conversionTypes = ConversionType.allCases
-    @usableFromInline static let coarseValues = CoarseConversionValue.allCases
+    static let protocols = PostbackProtocol.allCases
+    static let conversionTypes = ConversionType.allCases
+    static let coarseValues = CoarseConversionValue.allCases
 
     // MARK: The fields the pipeline's rules read by name
 
-    @inlinable package var postbackProtocol: PostbackProtocol? { choiceIndex(.postbackProtocol).map { Self.protocols[$0] } }
-    @inlinable package var version: ByteSlice? { slice(.version) }
-    @inlinable package var appID: Int64? { integer(.appID) }
-    @inlinable package var adNetworkID: ByteSlice? { slice(.adNetworkID) }
-    @inlinable package var campaignID: Int64? { integer(.campaignID) }
-    @inlinable package var sourceIdentifier: ByteSlice? { slice(.sourceIdentifier) }
-    @inlinable package var conversionType: ConversionType? { choiceIndex(.conversionType).map { Self.conversionTypes[$0] } }
-    @inlinable package var sequenceIndex: Int? { integer(.sequenceIndex).map { Int(truncatingIfNeeded: $0) } }
-    @inlinable package var didWin: Bool? { boolean(.didWin) }
-    @inlinable package var fineValue: Int? { integer(.fineValue).map { Int(truncatingIfNeeded: $0) } }
-    @inlinable package var coarseValue: CoarseConversionValue? { choiceIndex(.coarseValue).map { Self.coarseValues[$0] } }
-    @inlinable package var isTestMode: Bool { boolean(.testMode) ?? false }
+    package var postbackProtocol: PostbackProtocol? { choiceIndex(.postbackProtocol).map { Self.protocols[$0] } }
+    package var version: ByteSlice? { slice(.version) }
+    package var appID: Int64? { integer(.appID) }
+    package var adNetworkID: ByteSlice? { slice(.adNetworkID) }
+    package var campaignID: Int64? { integer(.campaignID) }
+    package var sourceIdentifier: ByteSlice? { slice(.sourceIdentifier) }
+    package var conversionType: ConversionType? { choiceIndex(.conversionType).map { Self.conversionTypes[$0] } }
+    package var sequenceIndex: Int? { integer(.sequenceIndex).map { Int(truncatingIfNeeded: $0) } }
+    package var didWin: Bool? { boolean(.didWin) }
+    package var fineValue: Int? { integer(.fineValue).map { Int(truncatingIfNeeded: $0) } }
+    package var coarseValue: CoarseConversionValue? { choiceIndex(.coarseValue).map { Self.coarseValues[$0] } }
+    package var isTestMode: Bool { boolean(.testMode) ?? false }
 
     /// AdAttributionKit and SKAdNetwork from 4.0 have three conversion windows; earlier versions one.
     package func hasConversionWindows(in base: UnsafeRawBufferPointer) -> Bool {

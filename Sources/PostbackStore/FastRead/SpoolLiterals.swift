@@ -12,6 +12,8 @@ package final class SpoolLiterals: Sendable {
     /// How the parser reads one attribution member, from its declaration: the slot kind, and for a
     /// choice field where its choices are in `choices`.
     package struct FieldReading: @unchecked Sendable {
+        /// The field at this position (`AttributionField(rawValue:)` per member was a call per member).
+        let field: AttributionField
         let storage: AttributionField.Storage
         let firstChoice: Int
         let choiceCount: Int
@@ -72,7 +74,7 @@ package final class SpoolLiterals: Sendable {
             AttributionField.allCases.map { field in
                 let count = AttributionField.declaredChoices[field.rawValue]?.count ?? 0
                 defer { firstChoice += count }
-                return FieldReading(storage: field.storage, firstChoice: firstChoice, choiceCount: count)
+                return FieldReading(field: field, storage: field.storage, firstChoice: firstChoice, choiceCount: count)
             })
     }
 
