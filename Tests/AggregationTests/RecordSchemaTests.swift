@@ -92,7 +92,9 @@ import Testing
         fields.set(.fineValue, Int64(17))
         fields.setChoice(.coarseValue, CoarseConversionValue.allCases.firstIndex(of: .medium))
         let encoder = RowKeyEncoder()
-        line.withUnsafeBytes { base in encoder.encodePostback(fields, installDay: UTCDay(daysSinceEpoch: 20_000), base: base) }
+        line.withUnsafeBytes { base in
+            FieldSlots.reading(fields) { encoder.encodePostback($0, installDay: UTCDay(daysSinceEpoch: 20_000), base: base) }
+        }
         let key = encoder.bytes
         let view = RowView(key: key)
         #expect(view.kind == .postback && view.installDay == UTCDay(daysSinceEpoch: 20_000))

@@ -29,4 +29,10 @@ struct FieldSlots {
 
     @inline(__always)
     func slice(_ slot: Int) -> ByteSlice? { value(slot).map(ByteSlice.init(slot:)) }
+
+    @inline(__always)
+    func integer(_ field: AttributionField) -> Int? { value(field.rawValue).map { Int(truncatingIfNeeded: $0) } }
+
+    @inline(__always)
+    func boolean(_ field: AttributionField) -> Bool? { value(field.rawValue).map { $0 != 0 } }
 }

@@ -60,7 +60,7 @@ final class RowKeyEncoder {
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: buffer.base, count: buffer.count) }
 
     /// Encodes a verified postback's fields; strings are read from `base`.
-    func encodePostback(_ fields: PostbackFields, installDay: UTCDay, base: UnsafeRawBufferPointer) {
+    func encodePostback(_ fields: FieldSlots, installDay: UTCDay, base: UnsafeRawBufferPointer) {
         encode(.postback, installDay: Int32(truncatingIfNeeded: installDay.daysSinceEpoch), fields, base: base)
     }
 
@@ -72,22 +72,22 @@ final class RowKeyEncoder {
         fields.setChoice(.postbackProtocol, postbackProtocol.flatMap { PostbackProtocol.allCases.firstIndex(of: $0) })
         fields.set(.version, ByteSlice.appending(version, to: &scratch))
         fields.set(.adNetworkID, ByteSlice.appending(adNetworkID, to: &scratch))
-        scratch.withUnsafeBytes { encode(.rejected, installDay: Int32.min, fields, base: $0) }
+        FieldSlots.reading(fields) { slots in
+            scratch.withUnsafeBytes { encode(.rejected, installDay: Int32.min, slots, base: $0) }
+        }
     }
 
-    private func encode(_ kind: Kind, installDay: Int32, _ fields: PostbackFields, base: UnsafeRawBufferPointer) {
+    private func encode(_ kind: Kind, installDay: Int32, _ slots: FieldSlots, base: UnsafeRawBufferPointer) {
         var out = buffer
         out.removeAll()
         out.append(kind.rawValue)
         Self.appendInt32(installDay, to: &out)
-        FieldSlots.reading(fields) { slots in
-            for step in UnsafeBufferPointer(Self.grainSteps) {
-                switch step.storage {
-                case .slice: Self.appendString(slots.slice(step.slot), base: base, lowercased: step.lowercased, to: &out)
-                case .integer: Self.appendOptional(slots.value(step.slot), to: &out)
-                case .boolean: out.append(slots.value(step.slot).map { $0 != 0 ? 2 : 1 } ?? 0)
-                case .choice: out.append(slots.value(step.slot).map { UInt8(truncatingIfNeeded: $0 + 1) } ?? 0)
-                }
+        for step in UnsafeBufferPointer(Self.grainSteps) {
+            switch step.storage {
+            case .slice: Self.appendString(slots.slice(step.slot), base: base, lowercased: step.lowercased, to: &out)
+            case .integer: Self.appendOptional(slots.value(step.slot), to: &out)
+            case .boolean: out.append(slots.value(step.slot).map { $0 != 0 ? 2 : 1 } ?? 0)
+            case .choice: out.append(slots.value(step.slot).map { UInt8(truncatingIfNeeded: $0 + 1) } ?? 0)
             }
         }
         buffer = out

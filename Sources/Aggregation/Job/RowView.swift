@@ -44,6 +44,21 @@ struct RowView {
         }
     }
 
+    /// The row's values as `PostbackFields` (slices into the key): for checks, not the render path.
+    var fields: PostbackFields {
+        var fields = PostbackFields()
+        for field in AttributionField.allCases {
+            switch values[field.rawValue] {
+            case .absent: break
+            case .slice(let slice): fields.set(field, slice)
+            case .integer(let number): fields.set(field, number)
+            case .boolean(let flag): fields.set(field, flag)
+            case .choice(let index): fields.setChoice(field, index)
+            }
+        }
+        return fields
+    }
+
     private func slice(_ field: AttributionField) -> ByteSlice? {
         if case .slice(let slice) = values[field.rawValue] { slice } else { nil }
     }

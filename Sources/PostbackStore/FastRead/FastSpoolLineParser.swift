@@ -148,11 +148,13 @@ package struct FastSpoolLineParser {
     private mutating func parseAttribution(into fields: inout PostbackFields) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
         var keys = KeyCursor(attributionKeys, count: SpoolLiterals.attributionKeyNames.count)
+        // Read once: each access to a static `let` is a `swift_once` call.
+        let requiredKeys = Self.requiredAttributionKeys
         while true {
             guard let position = nextKey(&keys) else { return false }
             if takeNull() {
                 // Required members: let the full parser produce the error.
-                if Self.requiredAttributionKeys & 1 << position != 0 { return false }
+                if requiredKeys & 1 << position != 0 { return false }
             } else {
                 let reading = fieldReadings[position]
                 let field = reading.field
@@ -179,7 +181,7 @@ package struct FastSpoolLineParser {
             }
             guard base[index] == UInt8(ascii: "}") else { return false }
             index += 1
-            guard keys.seen & Self.requiredAttributionKeys == Self.requiredAttributionKeys else { return false }
+            guard keys.seen & requiredKeys == requiredKeys else { return false }
             fields.fillValuesWhenAbsent()
             return true
         }
