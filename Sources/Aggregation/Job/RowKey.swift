@@ -107,7 +107,7 @@ final class RowKeyEncoder {
         }
         let count = max(1, 8 - UInt64(bitPattern: value).leadingZeroBitCount / 8)
         out.append(UInt8(count))
-        withUnsafeBytes(of: value.littleEndian) { out.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        out.appendLowBytes(of: UInt64(bitPattern: value), count: count)
     }
 
     @inline(__always)
