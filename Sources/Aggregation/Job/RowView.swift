@@ -12,8 +12,23 @@ struct RowView {
     /// The grain's values, indexed by `AttributionField.rawValue`; a field not in the grain, or
     /// absent from the row, is `.absent`. Kept here, not in `PostbackFields`: its accessors are
     /// calls across modules that copy it (see `FieldSlots`), and the renderer reads per column.
-    private var values: [Value]
+    private let values: Values
 
+    /// Tail-allocated: an Array of a module's own enum looked up its generic metadata per row.
+    private final class Values: ManagedBuffer<Void, Value> {
+        static func make() -> Values {
+            let values = unsafeDowncast(create(minimumCapacity: PostbackFields.capacity) { _ in }, to: Values.self)
+            values.withUnsafeMutablePointerToElements { $0.initialize(repeating: .absent, count: PostbackFields.capacity) }
+            return values
+        }
+
+        subscript(slot: Int) -> Value {
+            get { withUnsafeMutablePointerToElements { $0[slot] } }
+            set { withUnsafeMutablePointerToElements { $0[slot] = newValue } }
+        }
+    }
+
+    // Trivial (no references), so `Values` needs no deinitialization.
     private enum Value {
         case absent
         case slice(ByteSlice)
@@ -27,7 +42,7 @@ struct RowView {
         kind = RowKeyEncoder.Kind(rawValue: reader.byte()) ?? .postback
         let day = reader.int32()
         installDay = day == Int32.min ? nil : UTCDay(daysSinceEpoch: Int(day))
-        values = Array(repeating: .absent, count: PostbackFields.capacity)
+        values = Values.make()
         for step in UnsafeBufferPointer(RowKeyEncoder.grainSteps) {
             let value: Value
             switch step.storage {
