@@ -48,7 +48,9 @@ package final class S3Client {
         throws(S3Error)
     {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw S3Error.configuration("\(path): cannot open: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw S3Error.configuration(SystemCallError(operation: "open", path: path, errorNumber: errno).description)
+        }
         defer { close(fd) }
         let source = UploadSource(descriptor: fd, bytes: [])
         try put(relativeKey: relativeKey, source: source, size: size, checksum: base64, createOnly: createOnly)
@@ -249,7 +251,7 @@ private final class UploadSource {
             return try FileDescriptorIO.read(
                 source.descriptor, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: "")
         } catch {
-            source.failure = "reading the file to upload failed: \(String(cString: strerror(error.errorNumber)))"
+            source.failure = "reading the file to upload failed: \(error.reason)"
             return Int(CURL_READFUNC_ABORT)
         }
     }

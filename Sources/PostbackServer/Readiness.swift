@@ -1,3 +1,4 @@
+import Basics
 import PostbackStore
 
 #if canImport(Glibc)
@@ -26,7 +27,9 @@ struct Readiness: Sendable {
         }
         var info = statvfs()
         if statvfs(dataDirectory, &info) != 0 {
-            problems.append("data directory cannot be examined: \(String(cString: strerror(errno)))")
+            problems.append(
+                "data directory cannot be examined: \(SystemCallError(operation: "statvfs", path: dataDirectory, errorNumber: errno))"
+            )
         } else {
             if info.f_flag & UInt(ST_RDONLY) != 0 { problems.append("data directory is on a read-only file system") }
             // Room for at least two records of the largest accepted body, plus their metadata.

@@ -64,6 +64,14 @@ package enum RecordValueType: String, Sendable {
     case string, integer, boolean, object, array
 }
 
+/// One attribution field's stored value, typed as the field declares it (`valueType`; a choice is
+/// its text); nil is `null`.
+package enum AttributionValue: Equatable, Sendable {
+    case string(String?)
+    case integer(Int64?)
+    case boolean(Bool?)
+}
+
 /// The members of a record's `attribution` object: the normalized fields of a verified postback
 /// that aggregation groups by (`Attribution`), in the order they are written. `null` stands for
 /// absent; every member is written on every record.
@@ -158,27 +166,48 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         }
     }
 
+    /// The value the record stores for this field of `attribution` (a choice as its text).
+    package func value(in attribution: Attribution) -> AttributionValue {
+        switch self {
+        case .postbackProtocol: return .string(attribution.postbackProtocol.rawValue)
+        case .version: return .string(attribution.version)
+        case .appID: return .integer(attribution.appID)
+        case .adNetworkID: return .string(attribution.adNetworkID)
+        case .campaignID: return .integer(attribution.campaignID)
+        case .sourceIdentifier: return .string(attribution.sourceIdentifier)
+        case .sourceAppID: return .integer(attribution.sourceAppID)
+        case .sourceDomain: return .string(attribution.sourceDomain)
+        case .marketplaceID: return .string(attribution.marketplaceID)
+        case .countryCode: return .string(attribution.countryCode)
+        case .interaction: return .string(attribution.interaction?.rawValue)
+        case .conversionType: return .string(attribution.conversionType.rawValue)
+        case .sequenceIndex: return .integer(Int64(attribution.postbackSequenceIndex))
+        case .didWin: return .boolean(attribution.didWin)
+        case .fineValue: return .integer(attribution.fineValue.map { Int64($0) })
+        case .coarseValue: return .string(attribution.coarseValue?.rawValue)
+        case .testMode: return .boolean(attribution.isTestMode)
+        }
+    }
+
+    /// What a record without the member (or with `null`) reads as, for the fields whose model value
+    /// is not optional (`read(from:into:)` leaves the model's default); nil: absent.
+    package var valueWhenAbsent: AttributionValue? {
+        switch self {
+        case .sequenceIndex: return .integer(0)
+        case .testMode: return .boolean(false)
+        default: return nil
+        }
+    }
+
+    /// `choices`, computed once per field (the readers look them up per record).
+    package static let declaredChoices: [[String]?] = allCases.map(\.choices)
+
     /// Writes this member of `attribution`'s object.
     func write(_ attribution: Attribution, to json: inout JSONWriter) {
-        let name = spoolKey
-        switch self {
-        case .postbackProtocol: json.field(name, attribution.postbackProtocol.rawValue)
-        case .version: json.field(name, attribution.version)
-        case .appID: json.field(name, attribution.appID)
-        case .adNetworkID: json.field(name, attribution.adNetworkID)
-        case .campaignID: json.field(name, attribution.campaignID)
-        case .sourceIdentifier: json.field(name, attribution.sourceIdentifier)
-        case .sourceAppID: json.field(name, attribution.sourceAppID)
-        case .sourceDomain: json.field(name, attribution.sourceDomain)
-        case .marketplaceID: json.field(name, attribution.marketplaceID)
-        case .countryCode: json.field(name, attribution.countryCode)
-        case .interaction: json.field(name, attribution.interaction?.rawValue)
-        case .conversionType: json.field(name, attribution.conversionType.rawValue)
-        case .sequenceIndex: json.field(name, attribution.postbackSequenceIndex)
-        case .didWin: json.field(name, attribution.didWin)
-        case .fineValue: json.field(name, attribution.fineValue)
-        case .coarseValue: json.field(name, attribution.coarseValue?.rawValue)
-        case .testMode: json.field(name, attribution.isTestMode)
+        switch value(in: attribution) {
+        case .string(let text): json.field(spoolKey, text)
+        case .integer(let number): json.field(spoolKey, number)
+        case .boolean(let flag): json.field(spoolKey, flag)
         }
     }
 

@@ -62,7 +62,9 @@ package final class PartnerForwardDestination: ResumableDeliveryDestination, @un
     package func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure) {
         guard segment.spool == .postbacks else { return }  // verified only, always
         let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw DeliveryFailure(.retry, "\(segment.path): cannot open: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw DeliveryFailure(.retry, SystemCallError(operation: "open", path: segment.path, errorNumber: errno).description)
+        }
         defer { close(fd) }
         let start = cursor.offset
         guard lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {

@@ -78,33 +78,38 @@ import Testing
             return ByteSlice(start: start, count: text.utf8.count)
         }
         var fields = PostbackFields()
-        fields.postbackProtocol = .adattributionkit
-        fields.version = slice("4.0")
-        fields.appID = 42
-        fields.adNetworkID = slice("Example.SKAdNetwork")
-        fields.sourceIdentifier = slice("5239")
-        fields.sourceAppID = 9
-        fields.countryCode = slice("US")
-        fields.interaction = .view
-        fields.conversionType = .reengagement
-        fields.sequenceIndex = 2
-        fields.didWin = false
-        fields.fineValue = 17
-        fields.coarseValue = .medium
+        fields.setChoice(.postbackProtocol, PostbackProtocol.allCases.firstIndex(of: .adattributionkit))
+        fields.set(.version, slice("4.0"))
+        fields.set(.appID, 42)
+        fields.set(.adNetworkID, slice("Example.SKAdNetwork"))
+        fields.set(.sourceIdentifier, slice("5239"))
+        fields.set(.sourceAppID, Int64(9))
+        fields.set(.countryCode, slice("US"))
+        fields.setChoice(.interaction, AdInteraction.allCases.firstIndex(of: .view))
+        fields.setChoice(.conversionType, ConversionType.allCases.firstIndex(of: .reengagement))
+        fields.set(.sequenceIndex, Int64(2))
+        fields.set(.didWin, false)
+        fields.set(.fineValue, Int64(17))
+        fields.setChoice(.coarseValue, CoarseConversionValue.allCases.firstIndex(of: .medium))
         let encoder = RowKeyEncoder()
-        line.withUnsafeBytes { base in encoder.encodePostback(fields, installDay: UTCDay(daysSinceEpoch: 20_000), base: base) }
+        line.withUnsafeBytes { base in
+            FieldSlots.reading(fields) { encoder.encodePostback($0, installDay: UTCDay(daysSinceEpoch: 20_000), base: base) }
+        }
         let key = encoder.bytes
         let view = RowView(key: key)
-        func text(_ slice: ByteSlice?) -> String? { slice.map { String(decoding: key.slice($0), as: UTF8.self) } }
         #expect(view.kind == .postback && view.installDay == UTCDay(daysSinceEpoch: 20_000))
-        #expect(view.appID == 42 && view.postbackProtocol == .adattributionkit && text(view.version) == "4.0")
-        #expect(
-            text(view.adNetworkID) == "example.skadnetwork" && view.campaignID == nil && text(view.sourceIdentifier) == "5239")
-        #expect(view.sourceAppID == 9 && view.sourceDomain == nil && view.marketplaceID == nil && text(view.countryCode) == "US")
-        #expect(
-            view.interaction == .view && view.conversionType == .reengagement && view.sequenceIndex == 2 && view.didWin == false)
+        // Every grain field reads back as written (strings as text, the ad network id lower-cased).
+        line.withUnsafeBytes { base in
+            for field in RowKeyEncoder.grain {
+                let written = Self.describe(field, of: fields, in: base)
+                #expect(
+                    Self.describe(field, of: view.fields, in: key)
+                        == (field == .adNetworkID ? written.lowercased() : written), "\(field)")
+            }
+        }
+        #expect(view.appID == 42 && view.postbackProtocol == .adattributionkit && view.campaignID == nil)
+        #expect(view.conversionType == .reengagement && view.sequenceIndex == 2 && view.didWin == false)
         #expect(view.fineValue == 17 && view.coarseValue == .medium)
-        #expect(view.kind == .postback && key.count == encoder.bytes.count)
 
         encoder.encodeRejected(appID: 5, postbackProtocol: .skadnetwork, version: "9.9", adNetworkID: "ABC")
         let rejected = RowView(key: encoder.bytes)
@@ -112,14 +117,34 @@ import Testing
             rejected.kind == .rejected && rejected.installDay == nil && rejected.appID == 5
                 && rejected.postbackProtocol == .skadnetwork)
         #expect(String(decoding: encoder.bytes.slice(rejected.adNetworkID!), as: UTF8.self) == "abc")
-        #expect(String(decoding: encoder.bytes.slice(rejected.version!), as: UTF8.self) == "9.9")
-        #expect(
-            rejected.campaignID == nil && rejected.sourceIdentifier == nil && rejected.countryCode == nil
-                && rejected.interaction == nil)
-        #expect(
-            rejected.conversionType == nil && rejected.sequenceIndex == nil && rejected.didWin == nil && rejected.fineValue == nil
-        )
-        #expect(rejected.coarseValue == nil)
+        #expect(String(decoding: encoder.bytes.slice(rejected.fields.version!), as: UTF8.self) == "9.9")
+        // Everything else is absent: the row claims nothing more.
+        for field in RowKeyEncoder.grain where !RowKeyEncoder.rejectedFields.contains(field) {
+            #expect(!rejected.fields.has(field), "\(field)")
+        }
+    }
+
+    /// A field's value in `fields`, as text (strings read from `base`).
+    static func describe(_ field: AttributionField, of fields: PostbackFields, in base: UnsafeRawBufferPointer) -> String {
+        switch field.storage {
+        case .slice: return fields.slice(field).map { String(decoding: base.slice($0), as: UTF8.self) } ?? "nil"
+        case .integer: return fields.integer(field).map { String($0) } ?? "nil"
+        case .boolean: return fields.boolean(field).map { String($0) } ?? "nil"
+        case .choice: return fields.choiceText(field) ?? "nil"
+        }
+    }
+
+    /// The row grain is what the tables show, and the slots have room for every declared field.
+    @Test func grainIsEveryShownField() {
+        let shown = AggregateTables.detailInOrder.compactMap { column -> AttributionField? in
+            if case .field(let field) = column { return field } else { return nil }
+        }
+        #expect(RowKeyEncoder.grain == shown)
+        for case .field(let field) in AggregateTables.dimensions + AggregateTables.campaignEventsDailyMeasures {
+            #expect(shown.contains(field), "\(field) is shown but not in the grain")
+        }
+        #expect(AttributionField.allCases.count <= PostbackFields.capacity)
+        #expect(AttributionField.allCases.map(\.rawValue) == Array(AttributionField.allCases.indices))
     }
 
     /// Every column a field shows is named by the record's declaration, and no name is used twice.

@@ -16,34 +16,30 @@ import Testing
         return String(decoding: UnsafeRawBufferPointer(rebasing: base[slice.start..<(slice.start + slice.count)]), as: UTF8.self)
     }
 
-    /// A canonical description of what the fast path extracted.
+    /// A canonical description of what the fast path extracted: every declared field, in order.
     static func describe(_ summary: SpoolLineSummary, _ base: UnsafeRawBufferPointer) -> String {
         guard summary.hasFields else { return "no attribution" }
-        let f = summary.fields
-        return [
-            String(summary.receivedAtMicros), String(summary.isProduction), text(summary.dedupKey, base),
-            f.postbackProtocol.rawValue,
-            text(f.version, base), String(describing: f.appID), text(f.adNetworkID, base), String(describing: f.campaignID),
-            text(f.sourceIdentifier, base), String(describing: f.sourceAppID), text(f.sourceDomain, base),
-            text(f.marketplaceID, base),
-            text(f.countryCode, base), String(describing: f.interaction), f.conversionType.rawValue, String(f.sequenceIndex),
-            String(describing: f.didWin), String(describing: f.fineValue), String(describing: f.coarseValue),
-            String(f.isTestMode),
-        ].joined(separator: "|")
+        let fields = summary.fields
+        let values = AttributionField.allCases.map { RecordSchemaTests.describe($0, of: fields, in: base) }
+        return ([String(summary.receivedAtMicros), String(summary.isProduction), text(summary.dedupKey, base)] + values)
+            .joined(separator: "|")
     }
 
     /// The same, from the full parser's record.
     static func describe(_ record: SpoolRecord) -> String {
-        guard let a = record.attribution else { return "no attribution" }
-        return [
-            String(record.receivedAt.microsecondsSinceEpoch), String(record.environment == .production), record.dedupKey ?? "nil",
-            a.postbackProtocol.rawValue, a.version ?? "nil", String(describing: Optional(a.appID)), a.adNetworkID,
-            String(describing: a.campaignID), a.sourceIdentifier ?? "nil", String(describing: a.sourceAppID),
-            a.sourceDomain ?? "nil",
-            a.marketplaceID ?? "nil", a.countryCode ?? "nil", String(describing: a.interaction), a.conversionType.rawValue,
-            String(a.postbackSequenceIndex), String(describing: a.didWin), String(describing: a.fineValue),
-            String(describing: a.coarseValue), String(a.isTestMode),
-        ].joined(separator: "|")
+        guard let attribution = record.attribution else { return "no attribution" }
+        let values = AttributionField.allCases.map { field -> String in
+            switch field.value(in: attribution) {
+            case .string(let text): return text ?? "nil"
+            case .integer(let number): return number.map { String($0) } ?? "nil"
+            case .boolean(let flag): return flag.map { String($0) } ?? "nil"
+            }
+        }
+        return
+            ([
+                String(record.receivedAt.microsecondsSinceEpoch), String(record.environment == .production),
+                record.dedupKey ?? "nil",
+            ] + values).joined(separator: "|")
     }
 
     /// nil when the fast path declines; otherwise its description, after checking the full parser agrees.
@@ -151,6 +147,10 @@ import Testing
             return
         }
         #expect(!inScratch)
+        // Members left out read as the full parser reads them (window 0, not test mode).
+        let (fast, full) = Self.fastAgreesWithFull(Array(reordered.utf8))
+        #expect(fast != nil && fast == full)
+        #expect(summary.fields.sequenceIndex == 0 && summary.fields.isTestMode == false)
     }
 
     @Test func decoderRulesOnTopOfTheRecordFormat() throws {

@@ -105,7 +105,7 @@ import Testing
         // 2: a PATH that does not exist (an I/O error, as --help says), naming the path.
         let missing = run(["schema", "check", directory + "/missing"])
         #expect(missing.status == .usageOrIOError)
-        #expect(missing.stderr.contains(directory + "/missing: No such file or directory"))
+        #expect(missing.stderr.contains(directory + "/missing: stat failed: No such file or directory"))
         // 1: a schema that is invalid.
         try write(#"{"schema_id": 1}"#, to: directory + "/bad.json")
         #expect(run(["schema", "check", directory + "/bad.json"]).status == .failure)
@@ -172,7 +172,7 @@ import Testing
         let directory = try temporaryDirectory()
         let missing = run(["generate", "--key", directory + "/new.pem", "--count", "1"])
         #expect(missing.status == .usageOrIOError)
-        #expect(missing.stderr.contains("new.pem: No such file or directory; add --create-key"), "\(missing.stderr)")
+        #expect(missing.stderr.contains("new.pem: open failed: No such file or directory; add --create-key"), "\(missing.stderr)")
 
         // --create-key makes the curve the kinds need: P-192 for SKAdNetwork 1.0/2.0.
         let p192 = run(["generate", "--key", directory + "/p192.pem", "--create-key", "--kinds", "1.0,2.0", "--count", "2"])

@@ -147,7 +147,7 @@ import Testing
         #expect(run(["nonsense"]).status == .usageOrIOError)
         let missing = run(["verify", try sampleFiles()[0], "/nonexistent/postback.json"])
         #expect(missing.status == .usageOrIOError)
-        #expect(missing.stderr.text.contains("/nonexistent/postback.json: No such file or directory"))
+        #expect(missing.stderr.text.contains("/nonexistent/postback.json: open failed: No such file or directory"))
         #expect(missing.stdout.text.contains("verified"), "the readable file is still verified")
     }
 

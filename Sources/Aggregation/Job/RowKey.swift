@@ -7,15 +7,36 @@ import Postbacks
 ///
 /// Everything that decides a row's columns is in it; what the schema derives (label, revenue,
 /// campaign/geo/placement) is not, because it follows from these fields and is computed once per row
-/// at the end. Layout: kind, est-install day, then the stored fields of `grain` in that order (the
-/// ad network id lower-cased). Strings are a 16-bit length (0xFFFF = absent) and their bytes;
-/// optional integers a presence byte and eight bytes; choices one code byte.
+/// at the end. Layout: kind, est-install day, then the stored fields of `grain` in that order, each
+/// as its declared kind (`AttributionField.storage`): a string as a 16-bit length (0xFFFF = absent)
+/// and its bytes (the ad network id lower-cased); an integer as its byte count (0 = absent) and that
+/// many little-endian bytes; a boolean or a choice as one byte (0 = absent).
 final class RowKeyEncoder {
-    /// The stored fields that place a postback in a row, in key order (`RowView` reads them back in it).
-    static let grain: [AttributionField] = [
-        .appID, .postbackProtocol, .version, .adNetworkID, .campaignID, .sourceIdentifier, .sourceAppID, .sourceDomain,
-        .marketplaceID, .countryCode, .interaction, .conversionType, .sequenceIndex, .didWin, .fineValue, .coarseValue,
-    ]
+    /// The stored fields that place a postback in a row, in key order (`RowView` reads them back in
+    /// it): every field a column of `postback_detail_daily` shows, in column order. A field is in the grain
+    /// exactly when a table shows it, so a row never splits on a value no column shows.
+    static let grain: [AttributionField] = AggregateTables.detailInOrder.compactMap {
+        if case .field(let field) = $0 { return field } else { return nil }
+    }
+
+    /// `grain` with each field's kind, as a table the per-postback loop (and `RowView`, per row)
+    /// reads without reference counting; written once here and only read afterwards, so threads
+    /// share it safely.
+    nonisolated(unsafe) static let grainSteps: UnsafeMutableBufferPointer<Step> = {
+        let steps = UnsafeMutableBufferPointer<Step>.allocate(capacity: grain.count)
+        _ = steps.initialize(
+            from: grain.map { Step(field: $0, slot: $0.rawValue, storage: $0.storage, lowercased: $0 == .adNetworkID) })
+        return steps
+    }()
+
+    struct Step {
+        let field: AttributionField
+        /// `field.rawValue`: its slot. The enum's `rawValue` is a call from this module.
+        let slot: Int
+        let storage: AttributionField.Storage
+        /// Ad network ids group case-insensitively: Apple's own examples differ in case.
+        let lowercased: Bool
+    }
 
     /// What a rejected record's row keeps of `grain`: what the record claims to be. The rest is absent.
     static let rejectedFields: Set<AttributionField> = [.appID, .postbackProtocol, .version, .adNetworkID]
@@ -30,74 +51,46 @@ final class RowKeyEncoder {
     /// Manually managed: encoding runs once per postback, and appending to an array held by a class
     /// pays a uniqueness and an exclusivity check per byte.
     private var buffer = GrowableBuffer<UInt8>(capacity: 256)
+    /// The text of a rejected record's fields, for `encodeRejected`.
+    private var scratch: [UInt8] = []
 
     deinit { buffer.free() }
 
     /// The last encoded key, valid until the next encode.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: buffer.base, count: buffer.count) }
 
-    /// Encodes a verified postback's fields; strings are read from `base`. Written out field by field
-    /// in `grain` order rather than looped over it: this runs once per postback.
-    func encodePostback(_ fields: PostbackFields, installDay: UTCDay, base: UnsafeRawBufferPointer) {
-        var out = buffer
-        out.removeAll()
-        out.append(Kind.postback.rawValue)
-        Self.appendInt32(Int32(truncatingIfNeeded: installDay.daysSinceEpoch), to: &out)
-        Self.appendOptional(fields.appID, to: &out)
-        out.append(fields.postbackProtocol == .skadnetwork ? 0 : 1)
-        Self.appendString(fields.version, base: base, to: &out)
-        Self.appendString(fields.adNetworkID, base: base, lowercased: true, to: &out)
-        Self.appendOptional(fields.campaignID, to: &out)
-        Self.appendString(fields.sourceIdentifier, base: base, to: &out)
-        Self.appendOptional(fields.sourceAppID, to: &out)
-        Self.appendString(fields.sourceDomain, base: base, to: &out)
-        Self.appendString(fields.marketplaceID, base: base, to: &out)
-        Self.appendString(fields.countryCode, base: base, to: &out)
-        out.append(fields.interaction.map { $0 == .view ? 1 : 2 } ?? 0)
-        out.append(Self.code(fields.conversionType))
-        out.append(UInt8(truncatingIfNeeded: fields.sequenceIndex))
-        out.append(fields.didWin.map { $0 ? 2 : 1 } ?? 0)
-        out.append(fields.fineValue.map { UInt8(truncatingIfNeeded: $0) } ?? 0xFF)
-        out.append(fields.coarseValue.map { UInt8($0.tableIndex + 1) } ?? 0)
-        buffer = out
+    /// Encodes a verified postback's fields; strings are read from `base`.
+    func encodePostback(_ fields: FieldSlots, installDay: UTCDay, base: UnsafeRawBufferPointer) {
+        encode(.postback, installDay: Int32(truncatingIfNeeded: installDay.daysSinceEpoch), fields, base: base)
     }
 
     /// Encodes a rejected record's row: only what it claims to identify, the rest absent.
     func encodeRejected(appID: Int64?, postbackProtocol: PostbackProtocol?, version: String?, adNetworkID: String?) {
+        scratch.removeAll(keepingCapacity: true)
+        var fields = PostbackFields()
+        fields.set(.appID, appID)
+        fields.setChoice(.postbackProtocol, postbackProtocol.flatMap { PostbackProtocol.allCases.firstIndex(of: $0) })
+        fields.set(.version, ByteSlice.appending(version, to: &scratch))
+        fields.set(.adNetworkID, ByteSlice.appending(adNetworkID, to: &scratch))
+        FieldSlots.reading(fields) { slots in
+            scratch.withUnsafeBytes { encode(.rejected, installDay: Int32.min, slots, base: $0) }
+        }
+    }
+
+    private func encode(_ kind: Kind, installDay: Int32, _ slots: FieldSlots, base: UnsafeRawBufferPointer) {
         var out = buffer
         out.removeAll()
-        out.append(Kind.rejected.rawValue)
-        Self.appendInt32(Int32.min, to: &out)
-        for field in Self.grain {
-            switch field {
-            case .appID: Self.appendOptional(appID, to: &out)
-            case .postbackProtocol: out.append(postbackProtocol.map { $0 == .skadnetwork ? 0 : 1 } ?? 0xFF)
-            case .version: Self.appendText(version, to: &out)
-            case .adNetworkID: Self.appendText(adNetworkID.map(\.asciiLowercased), to: &out)
-            default: Self.appendAbsent(field, to: &out)
+        out.append(kind.rawValue)
+        Self.appendInt32(installDay, to: &out)
+        for step in UnsafeBufferPointer(Self.grainSteps) {
+            switch step.storage {
+            case .slice: Self.appendString(slots.slice(step.slot), base: base, lowercased: step.lowercased, to: &out)
+            case .integer: Self.appendOptional(slots.value(step.slot), to: &out)
+            case .boolean: out.append(slots.value(step.slot).map { $0 != 0 ? 2 : 1 } ?? 0)
+            case .choice: out.append(slots.value(step.slot).map { UInt8(truncatingIfNeeded: $0 + 1) } ?? 0)
             }
         }
         buffer = out
-    }
-
-    /// The encoding of an absent value of `field` (what `RowView` reads as nil).
-    private static func appendAbsent(_ field: AttributionField, to out: inout GrowableBuffer<UInt8>) {
-        switch field {
-        case .appID, .campaignID, .sourceAppID: appendOptional(nil, to: &out)
-        case .version, .adNetworkID, .sourceIdentifier, .sourceDomain, .marketplaceID, .countryCode: appendText(nil, to: &out)
-        case .interaction, .didWin, .coarseValue: out.append(0)
-        case .conversionType: out.append(0xFE)
-        case .postbackProtocol, .sequenceIndex, .fineValue: out.append(0xFF)
-        case .testMode: preconditionFailure("test mode is not in a row key")
-        }
-    }
-
-    static func code(_ type: ConversionType) -> UInt8 {
-        switch type {
-        case .download: return 0
-        case .redownload: return 1
-        case .reengagement: return 2
-        }
     }
 
     @inline(__always)
@@ -105,14 +98,16 @@ final class RowKeyEncoder {
         withUnsafeBytes(of: value.littleEndian) { out.append($0) }
     }
 
+    /// The byte count of `value` (1–8, so that small numbers take few bytes), then its low bytes.
     @inline(__always)
     private static func appendOptional(_ value: Int64?, to out: inout GrowableBuffer<UInt8>) {
         guard let value else {
             out.append(0)
             return
         }
-        out.append(1)
-        withUnsafeBytes(of: value.littleEndian) { out.append($0) }
+        let count = max(1, 8 - UInt64(bitPattern: value).leadingZeroBitCount / 8)
+        out.append(UInt8(count))
+        out.appendLowBytes(of: UInt64(bitPattern: value), count: count)
     }
 
     @inline(__always)
@@ -132,17 +127,6 @@ final class RowKeyEncoder {
             for byte in source { out.append(byte &- 0x41 < 26 ? byte | 0x20 : byte) }
         } else {
             out.append(source)
-        }
-    }
-
-    private static func appendText(_ text: String?, to out: inout GrowableBuffer<UInt8>) {
-        guard let text else {
-            out.append(0xFF)
-            out.append(0xFF)
-            return
-        }
-        var copy = text
-        copy.withUTF8 { utf8 in appendString(ByteSlice(start: 0, count: utf8.count), base: UnsafeRawBufferPointer(utf8), to: &out)
         }
     }
 }

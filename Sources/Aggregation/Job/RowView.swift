@@ -3,90 +3,119 @@ import PostbackStore
 import Postbacks
 
 /// A row key read back for output: numbers decoded, strings left as byte ranges of the key, so
-/// rendering a row allocates nothing.
+/// rendering a row allocates only its value list. The fields are read in `RowKeyEncoder.grain`
+/// order, each as its declared kind (string slices point into the key).
 struct RowView {
     var kind: RowKeyEncoder.Kind
     /// Nil for rejected rows.
     var installDay: UTCDay?
-    var appID: Int64?
-    var postbackProtocol: PostbackProtocol?
-    var version: ByteSlice?
-    var adNetworkID: ByteSlice?
-    var campaignID: Int64?
-    var sourceIdentifier: ByteSlice?
-    var sourceAppID: Int64?
-    var sourceDomain: ByteSlice?
-    var marketplaceID: ByteSlice?
-    var countryCode: ByteSlice?
-    var interaction: AdInteraction?
-    var conversionType: ConversionType?
-    var sequenceIndex: Int?
-    var didWin: Bool?
-    var fineValue: Int?
-    var coarseValue: CoarseConversionValue?
+    /// The grain's values, indexed by `AttributionField.rawValue`; a field not in the grain, or
+    /// absent from the row, is `.absent`. Kept here, not in `PostbackFields`: its accessors are
+    /// calls across modules that copy it (see `FieldSlots`), and the renderer reads per column.
+    private let values: Values
+
+    /// Tail-allocated: an Array of a module's own enum looked up its generic metadata per row.
+    private final class Values: ManagedBuffer<Void, Value> {
+        static func make() -> Values {
+            let values = unsafeDowncast(create(minimumCapacity: PostbackFields.capacity) { _ in }, to: Values.self)
+            values.withUnsafeMutablePointerToElements { $0.initialize(repeating: .absent, count: PostbackFields.capacity) }
+            return values
+        }
+
+        subscript(slot: Int) -> Value {
+            get { withUnsafeMutablePointerToElements { $0[slot] } }
+            set { withUnsafeMutablePointerToElements { $0[slot] = newValue } }
+        }
+    }
+
+    // Trivial (no references), so `Values` needs no deinitialization.
+    private enum Value {
+        case absent
+        case slice(ByteSlice)
+        case integer(Int64)
+        case boolean(Bool)
+        case choice(Int)
+    }
 
     init(key: UnsafeRawBufferPointer) {
         var reader = KeyReader(bytes: key)
         kind = RowKeyEncoder.Kind(rawValue: reader.byte()) ?? .postback
         let day = reader.int32()
         installDay = day == Int32.min ? nil : UTCDay(daysSinceEpoch: Int(day))
-        for field in RowKeyEncoder.grain {
-            switch field {
-            case .appID: appID = reader.optional()
-            case .postbackProtocol:
+        values = Values.make()
+        for step in UnsafeBufferPointer(RowKeyEncoder.grainSteps) {
+            let value: Value
+            switch step.storage {
+            case .slice: value = reader.string().map { .slice($0) } ?? .absent
+            case .integer: value = reader.optional().map { .integer($0) } ?? .absent
+            case .boolean:
                 let code = reader.byte()
-                postbackProtocol = code == 0 ? .skadnetwork : code == 1 ? .adattributionkit : nil
-            case .version: version = reader.string()
-            case .adNetworkID: adNetworkID = reader.string()
-            case .campaignID: campaignID = reader.optional()
-            case .sourceIdentifier: sourceIdentifier = reader.string()
-            case .sourceAppID: sourceAppID = reader.optional()
-            case .sourceDomain: sourceDomain = reader.string()
-            case .marketplaceID: marketplaceID = reader.string()
-            case .countryCode: countryCode = reader.string()
-            case .interaction:
+                value = code == 0 ? .absent : .boolean(code == 2)
+            case .choice:
                 let code = reader.byte()
-                interaction = code == 1 ? .view : code == 2 ? .click : nil
-            case .conversionType:
-                let code = reader.byte()
-                conversionType = code == 0 ? .download : code == 1 ? .redownload : code == 2 ? .reengagement : nil
-            case .sequenceIndex:
-                let sequence = reader.byte()
-                sequenceIndex = sequence == 0xFF ? nil : Int(sequence)
-            case .didWin:
-                let win = reader.byte()
-                didWin = win == 0 ? nil : win == 2
-            case .fineValue:
-                let fine = reader.byte()
-                fineValue = fine == 0xFF ? nil : Int(fine)
-            case .coarseValue:
-                let coarse = reader.byte()
-                coarseValue = coarse == 0 ? nil : CoarseConversionValue.allCases[Int(coarse) - 1]
-            case .testMode: break
+                value = code == 0 ? .absent : .choice(Int(code) - 1)
             }
+            values[step.slot] = value
         }
     }
 
-    /// Writes `field` as its CSV column shows it (strings as stored in the key).
+    /// The row's values as `PostbackFields` (slices into the key): for checks, not the render path.
+    var fields: PostbackFields {
+        var fields = PostbackFields()
+        for field in AttributionField.allCases {
+            switch values[field.rawValue] {
+            case .absent: break
+            case .slice(let slice): fields.set(field, slice)
+            case .integer(let number): fields.set(field, number)
+            case .boolean(let flag): fields.set(field, flag)
+            case .choice(let index): fields.setChoice(field, index)
+            }
+        }
+        return fields
+    }
+
+    private func slice(_ field: AttributionField) -> ByteSlice? {
+        if case .slice(let slice) = values[field.rawValue] { slice } else { nil }
+    }
+
+    private func integer(_ field: AttributionField) -> Int64? {
+        if case .integer(let number) = values[field.rawValue] { number } else { nil }
+    }
+
+    private func boolean(_ field: AttributionField) -> Bool? {
+        if case .boolean(let flag) = values[field.rawValue] { flag } else { nil }
+    }
+
+    private func choice<Choice>(_ field: AttributionField, _ cases: [Choice]) -> Choice? {
+        if case .choice(let index) = values[field.rawValue] { cases[index] } else { nil }
+    }
+
+    // What the renderer's rules read by name (schema lookup, decoding, counts). The choices'
+    // cases are indexed like their declared choices (`allCases` order).
+    var appID: Int64? { integer(.appID) }
+    var postbackProtocol: PostbackProtocol? { choice(.postbackProtocol, Self.protocols) }
+    var adNetworkID: ByteSlice? { slice(.adNetworkID) }
+    var campaignID: Int64? { integer(.campaignID) }
+    var sourceIdentifier: ByteSlice? { slice(.sourceIdentifier) }
+    var conversionType: ConversionType? { choice(.conversionType, Self.conversionTypes) }
+    var sequenceIndex: Int? { integer(.sequenceIndex).map { Int(truncatingIfNeeded: $0) } }
+    var didWin: Bool? { boolean(.didWin) }
+    var fineValue: Int? { integer(.fineValue).map { Int(truncatingIfNeeded: $0) } }
+    var coarseValue: CoarseConversionValue? { choice(.coarseValue, Self.coarseValues) }
+
+    // Built once: `allCases` makes a new array per call.
+    private static let protocols = PostbackProtocol.allCases
+    private static let conversionTypes = ConversionType.allCases
+    private static let coarseValues = CoarseConversionValue.allCases
+
+    /// Writes `field` as its CSV column shows it: as stored in the key, a choice as its declared text.
     func write(_ field: AttributionField, of key: UnsafeRawBufferPointer, into line: inout CSVLine) {
-        switch field {
-        case .appID: line.field(appID)
-        case .postbackProtocol: line.field(postbackProtocol?.rawValue)
-        case .version: line.field(slice: version, of: key)
-        case .adNetworkID: line.field(slice: adNetworkID, of: key)
-        case .campaignID: line.field(campaignID)
-        case .sourceIdentifier: line.field(slice: sourceIdentifier, of: key)
-        case .sourceAppID: line.field(sourceAppID)
-        case .sourceDomain: line.field(slice: sourceDomain, of: key)
-        case .marketplaceID: line.field(slice: marketplaceID, of: key)
-        case .countryCode: line.field(slice: countryCode, of: key)
-        case .interaction: line.field(interaction?.rawValue)
-        case .conversionType: line.field(conversionType?.rawValue)
-        case .sequenceIndex: line.field(sequenceIndex)
-        case .didWin: line.field(didWin)
-        case .fineValue: line.field(fineValue)
-        case .coarseValue: line.field(coarseValue?.rawValue)
-        case .testMode: preconditionFailure("test mode has no column")
+        switch values[field.rawValue] {
+        case .absent: line.field(nil as String?)
+        case .slice(let slice): line.field(slice: slice, of: key)
+        case .integer(let number): line.field(number)
+        case .boolean(let flag): line.field(flag)
+        case .choice(let index): line.field(AttributionField.declaredChoices[field.rawValue]?[index])
         }
     }
 
@@ -104,10 +133,14 @@ struct RowView {
             return Int32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         }
 
+        /// `RowKeyEncoder.appendOptional`'s byte count and low bytes.
         mutating func optional() -> Int64? {
-            guard byte() == 1 else { return nil }
-            defer { offset += 8 }
-            return Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int64.self))
+            let count = Int(byte())
+            guard count > 0 else { return nil }
+            var value: UInt64 = 0
+            for index in 0..<count { value |= UInt64(bytes[offset + index]) << (8 * index) }
+            offset += count
+            return Int64(bitPattern: value)
         }
 
         mutating func string() -> ByteSlice? {

@@ -224,14 +224,18 @@ final class SegmentScanner {
         guard let key = summary.dedupKey, summary.hasFields else { return }
         let hash = Hash128.of(UnsafeRawBufferPointer(rebasing: base[key.start..<(key.start + key.count)]))
         var row = UInt32.max
-        if !keysOnly {
-            let installDay = InstallDateEstimate.day(
-                receivedAtMicros: summary.receivedAtMicros,
-                windows: summary.fields.hasConversionWindows(in: base), sequenceIndex: summary.fields.sequenceIndex)
-            encoder.encodePostback(summary.fields, installDay: installDay, base: base)
-            row = interner.intern(encoder.bytes)
+        let isTestMode = FieldSlots.reading(summary.fields) { fields in
+            if !keysOnly {
+                let installDay = InstallDateEstimate.day(
+                    receivedAtMicros: summary.receivedAtMicros,
+                    windows: summary.fields.hasConversionWindows(in: base),
+                    sequenceIndex: fields.integer(.sequenceIndex) ?? 0)
+                encoder.encodePostback(fields, installDay: installDay, base: base)
+                row = interner.intern(encoder.bytes)
+            }
+            return fields.boolean(.testMode) ?? false
         }
-        let production = summary.isProduction && !summary.fields.isTestMode
+        let production = summary.isProduction && !isTestMode
         try spill.append(
             DedupEntry(
                 hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,

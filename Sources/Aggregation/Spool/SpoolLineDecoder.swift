@@ -77,12 +77,16 @@ final class SpoolLineDecoder {
 
     private static func check(_ summary: SpoolLineSummary) -> String? {
         guard summary.hasFields else { return nil }
-        let fields = summary.fields
-        if !(0...2).contains(fields.sequenceIndex) {
-            return "attribution.postback_sequence_index \(fields.sequenceIndex) is not 0, 1 or 2"
+        return FieldSlots.reading(summary.fields) { fields in
+            let sequenceIndex = fields.integer(.sequenceIndex) ?? 0
+            if !(0...2).contains(sequenceIndex) {
+                return "attribution.postback_sequence_index \(sequenceIndex) is not 0, 1 or 2"
+            }
+            if let fine = fields.integer(.fineValue), !(0...63).contains(fine) {
+                return "attribution.fine_value \(fine) is not 0–63"
+            }
+            return nil
         }
-        if let fine = fields.fineValue, !(0...63).contains(fine) { return "attribution.fine_value \(fine) is not 0–63" }
-        return nil
     }
 
     private func summarize(_ record: SpoolRecord, attribution: Attribution, dedupKey: String) -> SpoolLineSummary {

@@ -8,12 +8,19 @@ package enum FileBytes {
         package let path: String
         package let message: String
         package var description: String { "\(path): \(message)" }
+
+        init(path: String, message: String) {
+            self.path = path
+            self.message = message
+        }
+
+        init(_ error: SystemCallError) { self.init(path: error.path, message: error.reason) }
     }
 
     /// The file's bytes, refusing anything larger than `limit`. `-` reads standard input.
     package static func read(path: String, limit: Int = 16 << 20) throws(ReadError) -> [UInt8] {
         let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ReadError(path: path, message: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw ReadError(SystemCallError(operation: "open", path: path, errorNumber: errno)) }
         defer { if fd != 0 { close(fd) } }
         var status = stat()
         if fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
@@ -26,7 +33,7 @@ package enum FileBytes {
             do {
                 count = try FileDescriptorIO.read(fd, into: &chunk, path: path)
             } catch {
-                throw ReadError(path: path, message: error.reason)
+                throw ReadError(error)
             }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])

@@ -39,6 +39,8 @@ package final class RecordReader {
             self.path = path
             self.message = message
         }
+
+        package init(_ error: SystemCallError) { self.init(path: error.path, message: error.reason) }
     }
 
     package static let defaultMaximumRecordBytes = 1 << 20
@@ -75,12 +77,12 @@ package final class RecordReader {
             lines = LineReader(fd: 0, path: path, maximumLineBytes: maximumRecordBytes)
         } else {
             let opened = open(path, O_RDONLY | O_CLOEXEC)
-            guard opened >= 0 else { throw IOError(path: path, message: String(cString: strerror(errno))) }
+            guard opened >= 0 else { throw IOError(SystemCallError(operation: "open", path: path, errorNumber: errno)) }
             var status = stat()
             guard fstat(opened, &status) == 0 else {
-                let message = String(cString: strerror(errno))
+                let error = SystemCallError(operation: "fstat", path: path, errorNumber: errno)
                 close(opened)
-                throw IOError(path: path, message: message)
+                throw IOError(error)
             }
             if (status.st_mode & S_IFMT) == S_IFDIR {
                 close(opened)

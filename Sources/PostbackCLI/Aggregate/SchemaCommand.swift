@@ -45,7 +45,7 @@ enum SchemaCommand {
         for path in arguments.positionals {
             var status = stat()
             guard stat(path, &status) == 0 else {
-                io.printError("postback schema check: \(path): \(String(cString: strerror(errno)))")
+                io.printError("postback schema check: \(SystemCallError(operation: "stat", path: path, errorNumber: errno))")
                 unreadable = true
                 continue
             }

@@ -127,7 +127,10 @@ enum ObjectStoreJobs {
         try FileManager.default.createDirectory(
             atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw UsageError("\(path): cannot create: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw UsageError(
+                "staging a copy from the bucket: \(SystemCallError(operation: "create", path: path, errorNumber: errno))")
+        }
         defer { close(fd) }
         let hasher = SHA256Hasher()
         var writeError: SystemCallError? = nil
@@ -143,7 +146,7 @@ enum ObjectStoreJobs {
             }
         }
         if let writeError {
-            throw UsageError("\(path): cannot write the staged copy: \(String(cString: strerror(writeError.errorNumber)))")
+            throw UsageError("staging a copy from the bucket: \(writeError)")
         }
         _ = try received.get()
         return Data(hasher.finalize().bytes).base64EncodedString()
@@ -176,9 +179,12 @@ enum ObjectStoreJobs {
     }
 
     private static func makeWorkDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() + "postback-s3-XXXXXX").utf8CString)
+        let directory = NSTemporaryDirectory()
+        var template = Array((directory + "postback-s3-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw UsageError("cannot create a work directory: \(String(cString: strerror(errno)))")
+            throw UsageError(
+                "cannot create a work directory (set TMPDIR to another directory): "
+                    + "\(SystemCallError(operation: "mkdtemp", path: directory, errorNumber: errno))")
         }
         return String(cString: made)
     }

@@ -36,7 +36,7 @@ package struct SpoolLineSummary {
         isFlagged = false
         dedupKey = nil
         hasFields = false
-        fields = PostbackFields()
+        fields.clear()
     }
 }
 
@@ -61,6 +61,8 @@ package struct FastSpoolLineParser {
     private let recordKeys: UnsafePointer<SpoolLiterals.Literal>
     private let attributionKeys: UnsafePointer<SpoolLiterals.Literal>
     private let values: UnsafePointer<SpoolLiterals.Literal>
+    private let choices: UnsafePointer<SpoolLiterals.Literal>
+    private let fieldReadings: UnsafePointer<SpoolLiterals.FieldReading>
 
     private init(line: UnsafeRawBufferPointer, literals: SpoolLiterals) {
         base = line.baseAddress!.assumingMemoryBound(to: UInt8.self)
@@ -68,6 +70,8 @@ package struct FastSpoolLineParser {
         recordKeys = UnsafePointer(literals.recordKeys)
         attributionKeys = UnsafePointer(literals.attributionKeys)
         values = UnsafePointer(literals.values)
+        choices = UnsafePointer(literals.choices)
+        fieldReadings = UnsafePointer(literals.fieldReadings)
     }
 
     /// Fills `summary` (reset first) and returns true, or returns false to leave the line to the full parser.
@@ -139,95 +143,35 @@ package struct FastSpoolLineParser {
 
     // MARK: The attribution object (`Attribution.writeSpoolJSON(to:)`)
 
+    /// Each member is read as its declaration says (`SpoolLiterals.FieldReading`): a string as a
+    /// slice of the line, an integer, a boolean, or a choice as its index among the declared choices.
     private mutating func parseAttribution(into fields: inout PostbackFields) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
         var keys = KeyCursor(attributionKeys, count: SpoolLiterals.attributionKeyNames.count)
+        // Read once: each access to a static `let` is a `swift_once` call.
+        let requiredKeys = Self.requiredAttributionKeys
         while true {
-            guard let position = nextKey(&keys), let key = AttributionField(rawValue: position) else { return false }
+            guard let position = nextKey(&keys) else { return false }
             if takeNull() {
                 // Required members: let the full parser produce the error.
-                if key.isRequired { return false }
+                if requiredKeys & 1 << position != 0 { return false }
             } else {
-                switch key {
-                case .postbackProtocol:
+                let reading = fieldReadings[position]
+                let field = reading.field
+                switch reading.storage {
+                case .slice:
                     guard let text = simpleString() else { return false }
-                    if equals(text, .skadnetwork) {
-                        fields.postbackProtocol = .skadnetwork
-                    } else if equals(text, .adattributionkit) {
-                        fields.postbackProtocol = .adattributionkit
-                    } else {
-                        return false
-                    }
-                case .version:
-                    guard let text = simpleString() else { return false }
-                    fields.version = text
-                case .appID:
+                    fields.set(field, text)
+                case .integer:
                     guard let value = integer() else { return false }
-                    fields.appID = value
-                case .adNetworkID:
-                    guard let text = simpleString() else { return false }
-                    fields.adNetworkID = text
-                case .campaignID:
-                    guard let value = integer() else { return false }
-                    fields.campaignID = value
-                case .sourceIdentifier:
-                    guard let text = simpleString() else { return false }
-                    fields.sourceIdentifier = text
-                case .sourceAppID:
-                    guard let value = integer() else { return false }
-                    fields.sourceAppID = value
-                case .sourceDomain:
-                    guard let text = simpleString() else { return false }
-                    fields.sourceDomain = text
-                case .marketplaceID:
-                    guard let text = simpleString() else { return false }
-                    fields.marketplaceID = text
-                case .countryCode:
-                    guard let text = simpleString() else { return false }
-                    fields.countryCode = text
-                case .interaction:
-                    guard let text = simpleString() else { return false }
-                    if equals(text, .click) {
-                        fields.interaction = .click
-                    } else if equals(text, .view) {
-                        fields.interaction = .view
-                    } else {
-                        return false
-                    }
-                case .conversionType:
-                    guard let text = simpleString() else { return false }
-                    if equals(text, .download) {
-                        fields.conversionType = .download
-                    } else if equals(text, .redownload) {
-                        fields.conversionType = .redownload
-                    } else if equals(text, .reengagement) {
-                        fields.conversionType = .reengagement
-                    } else {
-                        return false
-                    }
-                case .sequenceIndex:
-                    guard let value = integer(), let small = Int(exactly: value) else { return false }
-                    fields.sequenceIndex = small
-                case .didWin:
+                    fields.set(field, value)
+                case .boolean:
                     guard let flag = boolean() else { return false }
-                    fields.didWin = flag
-                case .fineValue:
-                    guard let value = integer(), let small = Int(exactly: value) else { return false }
-                    fields.fineValue = small
-                case .coarseValue:
-                    guard let text = simpleString() else { return false }
-                    if equals(text, .low) {
-                        fields.coarseValue = .low
-                    } else if equals(text, .medium) {
-                        fields.coarseValue = .medium
-                    } else if equals(text, .high) {
-                        fields.coarseValue = .high
-                    } else {
-                        return false
-                    }
-                case .testMode:
-                    guard let flag = boolean() else { return false }
-                    fields.isTestMode = flag
+                    fields.set(field, flag)
+                case .choice:
+                    // A value outside the declared choices is the full parser's to refuse.
+                    guard let text = simpleString(), let index = choiceIndex(text, reading) else { return false }
+                    fields.setChoice(field, index)
                 }
             }
             guard index < end else { return false }
@@ -237,12 +181,24 @@ package struct FastSpoolLineParser {
             }
             guard base[index] == UInt8(ascii: "}") else { return false }
             index += 1
-            return keys.seen & Self.requiredAttributionKeys == Self.requiredAttributionKeys
+            guard keys.seen & requiredKeys == requiredKeys else { return false }
+            fields.fillValuesWhenAbsent()
+            return true
         }
     }
 
     private static let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) {
         $0 | 1 << $1.rawValue
+    }
+
+    /// The position of `text` among the field's declared choices.
+    @inline(__always)
+    private func choiceIndex(_ text: ByteSlice, _ reading: SpoolLiterals.FieldReading) -> Int? {
+        for offset in 0..<reading.choiceCount {
+            let literal = choices[reading.firstChoice + offset]
+            if text.count == literal.count, Self.bytesEqual(base + text.start, literal.pointer, literal.count) { return offset }
+        }
+        return nil
     }
 
     /// Where key matching stands in one object: the key expected next (the encoder's order) and

@@ -1,6 +1,7 @@
 /// The byte strings the fast spool parser compares against: JSON keys (with their quotes and
-/// colon) in the order `SpoolRecord.encoded()` writes them (`RecordKey`, `AttributionField`), and the
-/// enumeration values. Built once; the parser holds a reference and reads them through pointers.
+/// colon) in the order `SpoolRecord.encoded()` writes them (`RecordKey`, `AttributionField`), the
+/// few record values it checks, and each choice field's choices. Built once from the declaration;
+/// the parser holds a reference and reads them through pointers.
 package final class SpoolLiterals: Sendable {
     package struct Literal: @unchecked Sendable {
         // Points into `storage`, which lives as long as the table and is never written after init.
@@ -8,15 +9,23 @@ package final class SpoolLiterals: Sendable {
         let count: Int
     }
 
+    /// How the parser reads one attribution member, from its declaration: the slot kind, and for a
+    /// choice field where its choices are in `choices`.
+    package struct FieldReading: @unchecked Sendable {
+        /// The field at this position (`AttributionField(rawValue:)` per member was a call per member).
+        let field: AttributionField
+        let storage: AttributionField.Storage
+        let firstChoice: Int
+        let choiceCount: Int
+    }
+
     package static let shared = SpoolLiterals()
 
     /// Declared in `RecordKey` and `AttributionField`; the parser's key positions are their raw values.
     package static let recordKeyNames = RecordKey.allCases.map(\.spoolKey)
     package static let attributionKeyNames = AttributionField.allCases.map(\.spoolKey)
-    package static let valueNames = [
-        "verified", "production", "skadnetwork", "adattributionkit", "click", "view", "download", "redownload",
-        "re-engagement", "low", "medium", "high", "null", "true", "false",
-    ]
+    /// The record-level words the parser compares values with (`Value`).
+    package static let valueNames = ["verified", "production", "null", "true", "false"]
 
     /// `"name":` for each record key, indexed like `recordKeyNames`. These tables are written only in
     /// init and read-only afterwards, so sharing them between threads is safe; they are pointers so
@@ -25,10 +34,17 @@ package final class SpoolLiterals: Sendable {
     package nonisolated(unsafe) let attributionKeys: UnsafeMutablePointer<Literal>
     /// The bare words of `valueNames`.
     package nonisolated(unsafe) let values: UnsafeMutablePointer<Literal>
+    /// Every choice field's choices, one run per field (`FieldReading.firstChoice`), in declared order.
+    package nonisolated(unsafe) let choices: UnsafeMutablePointer<Literal>
+    /// One per attribution field, indexed by its raw value.
+    package nonisolated(unsafe) let fieldReadings: UnsafeMutablePointer<FieldReading>
     nonisolated(unsafe) private let storage: UnsafeMutablePointer<UInt8>
 
     private init() {
-        let texts = Self.recordKeyNames.map { "\"\($0)\":" } + Self.attributionKeyNames.map { "\"\($0)\":" } + Self.valueNames
+        let choiceNames = AttributionField.declaredChoices.flatMap { $0 ?? [] }
+        let texts =
+            Self.recordKeyNames.map { "\"\($0)\":" } + Self.attributionKeyNames.map { "\"\($0)\":" } + Self.valueNames
+            + choiceNames
         let total = texts.reduce(0) { $0 + $1.utf8.count }
         storage = .allocate(capacity: total)
         var literals: [Literal] = []
@@ -39,15 +55,27 @@ package final class SpoolLiterals: Sendable {
             literals.append(Literal(pointer: UnsafePointer(storage + offset), count: bytes.count))
             offset += bytes.count
         }
-        func table(_ slice: ArraySlice<Literal>) -> UnsafeMutablePointer<Literal> {
-            let pointer = UnsafeMutablePointer<Literal>.allocate(capacity: slice.count)
-            pointer.initialize(from: Array(slice), count: slice.count)
+        func table<Element>(_ elements: some Collection<Element>) -> UnsafeMutablePointer<Element> {
+            let pointer = UnsafeMutablePointer<Element>.allocate(capacity: max(1, elements.count))
+            pointer.initialize(from: Array(elements), count: elements.count)
             return pointer
         }
-        recordKeys = table(literals[0..<Self.recordKeyNames.count])
-        attributionKeys = table(
-            literals[Self.recordKeyNames.count..<(Self.recordKeyNames.count + Self.attributionKeyNames.count)])
-        values = table(literals[(Self.recordKeyNames.count + Self.attributionKeyNames.count)...])
+        var rest = literals[...]
+        func take(_ count: Int) -> ArraySlice<Literal> {
+            defer { rest = rest.dropFirst(count) }
+            return rest.prefix(count)
+        }
+        recordKeys = table(take(Self.recordKeyNames.count))
+        attributionKeys = table(take(Self.attributionKeyNames.count))
+        values = table(take(Self.valueNames.count))
+        choices = table(take(choiceNames.count))
+        var firstChoice = 0
+        fieldReadings = table(
+            AttributionField.allCases.map { field in
+                let count = AttributionField.declaredChoices[field.rawValue]?.count ?? 0
+                defer { firstChoice += count }
+                return FieldReading(field: field, storage: field.storage, firstChoice: firstChoice, choiceCount: count)
+            })
     }
 
     deinit {
@@ -55,12 +83,12 @@ package final class SpoolLiterals: Sendable {
         recordKeys.deallocate()
         attributionKeys.deallocate()
         values.deallocate()
+        choices.deallocate()
+        fieldReadings.deallocate()
     }
 
     package enum Value: Int {
-        case verified, production, skadnetwork, adattributionkit, click, view, download, redownload, reengagement, low, medium,
-            high
-        case null, `true`, `false`
+        case verified, production, null, `true`, `false`
     }
 
     package func value(_ value: Value) -> Literal { values[value.rawValue] }

@@ -95,7 +95,7 @@ struct AggregateLoader {
         let fd = open(csvPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return .leftOut("the manifest lists \(table), but the file is missing") }
-            throw .io(path: csvPath, message: "open failed: \(String(cString: strerror(errno)))")
+            throw .io(path: csvPath, message: SystemCallError(operation: "open", path: csvPath, errorNumber: errno).reason)
         }
         defer { close(fd) }
         let (bytes, digest) = try checksum(fd: fd, path: csvPath)
@@ -105,7 +105,7 @@ struct AggregateLoader {
                     + "was interrupted): rerun it for this day")
         }
         guard lseek(fd, 0, SEEK_SET) == 0 else {
-            throw .io(path: csvPath, message: "seek failed: \(String(cString: strerror(errno)))")
+            throw .io(path: csvPath, message: SystemCallError(operation: "seek", path: csvPath, errorNumber: errno).reason)
         }
 
         let reader = CSVRecordReader(fd: fd, path: csvPath)
