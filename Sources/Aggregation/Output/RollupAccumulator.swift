@@ -5,7 +5,8 @@
 /// sets are merged like the events table's accumulators.
 struct RollupSet {
     private(set) var accumulators: [RollupAccumulator]
-    private var fields: [Range<Int>] = []
+    /// The byte ranges of the line being added, one per detail column.
+    private var fields: [Range<Int>]
     /// The measures of the line being added, by detail column (parsed once for every rollup).
     private var counts: [Int64]
     private var amounts: [Money?]
@@ -15,13 +16,16 @@ struct RollupSet {
 
     init(_ rollups: [Rollup]) {
         accumulators = rollups.map(RollupAccumulator.init)
+        fields = Array(repeating: 0..<0, count: Self.detail.count)
         counts = Array(repeating: 0, count: Self.detail.count)
         amounts = Array(repeating: nil, count: Self.detail.count)
     }
 
     /// Adds one detail line (with or without its line end).
     mutating func add(_ line: UnsafeRawBufferPointer) throws(AggregationError) {
-        Self.splitFields(line, into: &fields)
+        guard Self.splitFields(line, into: &fields) == Self.detail.count else {
+            throw .overflow("a detail line does not have the detail table's \(Self.detail.count) columns")
+        }
         for index in Self.countColumns {
             guard let value = Self.count(UnsafeRawBufferPointer(rebasing: line[fields[index]])) else {
                 throw .overflow("\(Self.detail[index].name) of a detail line is not a count or overflows")
@@ -67,32 +71,38 @@ struct RollupSet {
         return value
     }
 
-    /// The byte ranges of the fields of a line as `CSVLine` writes it (quoted fields keep their quotes).
-    static func splitFields(_ line: UnsafeRawBufferPointer, into fields: inout [Range<Int>]) {
-        fields.removeAll(keepingCapacity: true)
+    /// The byte ranges of the fields of a line as `CSVLine` writes it (quoted fields keep their quotes),
+    /// written into `fields` from its start; returns how many fields the line has. `fields` keeps its
+    /// size (callers size it for the columns they expect), so a line with more fields than that reports
+    /// its count without writing past the end.
+    static func splitFields(_ line: UnsafeRawBufferPointer, into fields: inout [Range<Int>]) -> Int {
         var end = line.count
         if end > 0, line[end - 1] == 0x0A { end -= 1 }
-        var position = 0
-        while true {
-            let start = position
-            if position < end, line[position] == 0x22 {
-                position += 1
-                while position < end {
-                    if line[position] == 0x22 {
-                        if position + 1 < end, line[position + 1] == 0x22 {
-                            position += 2
-                            continue
+        return fields.withUnsafeMutableBufferPointer { fields in
+            var count = 0
+            var position = 0
+            while true {
+                let start = position
+                if position < end, line[position] == 0x22 {
+                    position += 1
+                    while position < end {
+                        if line[position] == 0x22 {
+                            if position + 1 < end, line[position + 1] == 0x22 {
+                                position += 2
+                                continue
+                            }
+                            position += 1
+                            break
                         }
                         position += 1
-                        break
                     }
-                    position += 1
                 }
+                while position < end, line[position] != 0x2C { position += 1 }
+                if count < fields.count { fields[count] = start..<position }
+                count += 1
+                guard position < end else { return count }
+                position += 1
             }
-            while position < end, line[position] != 0x2C { position += 1 }
-            fields.append(start..<position)
-            guard position < end else { return }
-            position += 1
         }
     }
 }
@@ -112,10 +122,15 @@ struct RollupAccumulator {
     private let moneyDetailIndexes: [Int]
     /// The rollup's columns, in file order.
     private let slots: [Slot]
+    /// The kept detail columns as runs of adjacent columns: each run is one byte range of the line
+    /// (its fields and the commas between them), so a key is a few copies rather than one per field.
+    private let keptRuns: [ClosedRange<Int>]
     private let keys = RowInterner(capacity: 256)
+    /// The sums of group `id` are at `id * countDetailIndexes.count` (and likewise for amounts).
     private var counts: [Int64] = []
     /// Nil while every value of the group was empty.
     private var amounts: [Money?] = []
+    /// Reused for every line's key; never shorter than the longest line seen (a key is part of a line).
     private var key: [UInt8] = []
 
     init(_ rollup: Rollup) {
@@ -139,6 +154,15 @@ struct RollupAccumulator {
             }
         }
         keptDetailIndexes = kept
+        var runs: [ClosedRange<Int>] = []
+        for index in kept {
+            if let last = runs.last, last.upperBound + 1 == index {
+                runs[runs.count - 1] = last.lowerBound...index
+            } else {
+                runs.append(index...index)
+            }
+        }
+        keptRuns = runs
         countDetailIndexes = counted
         moneyDetailIndexes = money
         self.slots = slots
@@ -152,18 +176,46 @@ struct RollupAccumulator {
     )
         throws(AggregationError)
     {
-        key.removeAll(keepingCapacity: true)
-        for (position, index) in keptDetailIndexes.enumerated() {
-            if position > 0 { key.append(0x2C) }
-            key.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[fields[index]]))
+        if key.count < line.count { key = Array(repeating: 0, count: max(line.count, 2 * key.count)) }
+        let keys = self.keys
+        let runs = keptRuns
+        let interned = key.withUnsafeMutableBytes { buffer in
+            var length = 0
+            for run in runs {
+                if length > 0 {
+                    buffer[length] = 0x2C
+                    length += 1
+                }
+                let bytes = UnsafeRawBufferPointer(
+                    rebasing: line[fields[run.lowerBound].lowerBound..<fields[run.upperBound].upperBound])
+                UnsafeMutableRawBufferPointer(rebasing: buffer[length..<length + bytes.count]).copyMemory(from: bytes)
+                length += bytes.count
+            }
+            return keys.intern(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
         }
-        let group = makeSums(for: key.withUnsafeBytes { keys.intern($0) })
-        for (position, index) in countDetailIndexes.enumerated() {
-            try addCount(lineCounts[index], at: group * countDetailIndexes.count + position)
+        let group = makeSums(for: interned)
+        let countBase = group * countDetailIndexes.count
+        let countIndexes = countDetailIndexes
+        let overflowed = counts.withUnsafeMutableBufferPointer { sums in
+            for (position, index) in countIndexes.enumerated() {
+                let (sum, overflow) = sums[countBase + position].addingReportingOverflow(lineCounts[index])
+                guard !overflow else { return true }
+                sums[countBase + position] = sum
+            }
+            return false
         }
-        for (position, index) in moneyDetailIndexes.enumerated() {
-            if let amount = lineAmounts[index] { try addAmount(amount, at: group * moneyDetailIndexes.count + position) }
+        guard !overflowed else { throw .overflow("\(rollup.table): a count overflows") }
+        let moneyBase = group * moneyDetailIndexes.count
+        let moneyIndexes = moneyDetailIndexes
+        let amountOverflowed = amounts.withUnsafeMutableBufferPointer { sums in
+            for (position, index) in moneyIndexes.enumerated() {
+                guard let amount = lineAmounts[index] else { continue }
+                guard let sum = (sums[moneyBase + position] ?? .zero).plus(amount) else { return true }
+                sums[moneyBase + position] = sum
+            }
+            return false
         }
+        guard !amountOverflowed else { throw .overflow("\(rollup.table): an amount overflows") }
     }
 
     mutating func merge(_ other: RollupAccumulator) throws(AggregationError) {
@@ -186,10 +238,11 @@ struct RollupAccumulator {
     func render() -> (bytes: [UInt8], rows: Int) {
         var lines = LineSet()
         var line = CSVLine()
-        var keyFields: [Range<Int>] = []
+        var keyFields = Array(repeating: 0..<0, count: keptDetailIndexes.count)
         for id in 0..<keys.count {
             let key = keys.key(id)
-            RollupSet.splitFields(key, into: &keyFields)
+            // Kept values are whole CSV fields, so the key splits back into exactly its kept fields.
+            _ = RollupSet.splitFields(key, into: &keyFields)
             line.reset()
             for slot in slots {
                 switch slot {
