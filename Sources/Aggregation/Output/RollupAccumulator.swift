@@ -110,14 +110,13 @@ struct RollupSet {
 /// One rollup's groups and sums.
 struct RollupAccumulator {
     private enum Slot {
-        /// The n-th field of the group key.
-        case kept(Int)
+        /// The n-th run of kept columns (`keptRuns`) of the group key.
+        case keptRun(Int)
         case count(Int)
         case money(Int)
     }
 
     let rollup: Rollup
-    private let keptDetailIndexes: [Int]
     private let countDetailIndexes: [Int]
     private let moneyDetailIndexes: [Int]
     /// The rollup's columns, in file order.
@@ -130,36 +129,35 @@ struct RollupAccumulator {
     private var counts: [Int64] = []
     /// Nil while every value of the group was empty.
     private var amounts: [Money?] = []
+    /// Where each run of kept columns ends in group `id`'s key: `keptRuns.count` offsets from
+    /// `id * keptRuns.count` (a run starts after the previous run's end and its comma).
+    private var runEnds: [Int] = []
     /// Reused for every line's key; never shorter than the longest line seen (a key is part of a line).
     private var key: [UInt8] = []
 
     init(_ rollup: Rollup) {
         self.rollup = rollup
         let detail = AggregateTables.detailInOrder
-        var kept: [Int] = []
+        var runs: [ClosedRange<Int>] = []
         var counted: [Int] = []
         var money: [Int] = []
         var slots: [Slot] = []
         for column in rollup.columns {
             let index = detail.firstIndex(of: column)!
             if rollup.kept.contains(column) {
-                slots.append(.kept(kept.count))
-                kept.append(index)
+                // Columns are in detail order, so a kept column right after the previous one extends its run.
+                if let last = runs.last, last.upperBound + 1 == index {
+                    runs[runs.count - 1] = last.lowerBound...index
+                } else {
+                    slots.append(.keptRun(runs.count))
+                    runs.append(index...index)
+                }
             } else if column.isMoney {
                 slots.append(.money(money.count))
                 money.append(index)
             } else {
                 slots.append(.count(counted.count))
                 counted.append(index)
-            }
-        }
-        keptDetailIndexes = kept
-        var runs: [ClosedRange<Int>] = []
-        for index in kept {
-            if let last = runs.last, last.upperBound + 1 == index {
-                runs[runs.count - 1] = last.lowerBound...index
-            } else {
-                runs.append(index...index)
             }
         }
         keptRuns = runs
@@ -194,6 +192,13 @@ struct RollupAccumulator {
             return keys.intern(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
         }
         let group = makeSums(for: interned)
+        if runEnds.count == group * runs.count {
+            var end = -1
+            for run in runs {
+                end += 1 + fields[run.upperBound].upperBound - fields[run.lowerBound].lowerBound
+                runEnds.append(end)
+            }
+        }
         let countBase = group * countDetailIndexes.count
         let countIndexes = countDetailIndexes
         let overflowed = counts.withUnsafeMutableBufferPointer { sums in
@@ -221,6 +226,9 @@ struct RollupAccumulator {
     mutating func merge(_ other: RollupAccumulator) throws(AggregationError) {
         for id in 0..<other.keys.count {
             let group = makeSums(for: keys.intern(other.keys.key(id)))
+            if runEnds.count == group * keptRuns.count {
+                runEnds.append(contentsOf: other.runEnds[id * keptRuns.count..<(id + 1) * keptRuns.count])
+            }
             for position in countDetailIndexes.indices {
                 try addCount(
                     other.counts[id * countDetailIndexes.count + position],
@@ -238,15 +246,14 @@ struct RollupAccumulator {
     func render() -> (bytes: [UInt8], rows: Int) {
         var lines = LineSet()
         var line = CSVLine()
-        var keyFields = Array(repeating: 0..<0, count: keptDetailIndexes.count)
         for id in 0..<keys.count {
             let key = keys.key(id)
-            // Kept values are whole CSV fields, so the key splits back into exactly its kept fields.
-            _ = RollupSet.splitFields(key, into: &keyFields)
             line.reset()
             for slot in slots {
                 switch slot {
-                case .kept(let position): line.appendRaw(UnsafeRawBufferPointer(rebasing: key[keyFields[position]]))
+                case .keptRun(let run):
+                    let start = run == 0 ? 0 : runEnds[id * keptRuns.count + run - 1] + 1
+                    line.appendRaw(UnsafeRawBufferPointer(rebasing: key[start..<runEnds[id * keptRuns.count + run]]))
                 case .count(let position): line.field(counts[id * countDetailIndexes.count + position])
                 case .money(let position): line.field(amounts[id * moneyDetailIndexes.count + position])
                 }
