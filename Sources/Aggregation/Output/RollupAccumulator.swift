@@ -43,8 +43,15 @@ struct RollupSet {
                 amounts[index] = value
             }
         }
-        for index in accumulators.indices {
-            try accumulators[index].add(line, fields: fields, counts: counts, amounts: amounts)
+        // Buffer pointers: the accumulators read these per kept run and measure, without retaining the arrays.
+        try fields.withUnsafeBufferPointer { (fields) throws(AggregationError) in
+            try counts.withUnsafeBufferPointer { (counts) throws(AggregationError) in
+                try amounts.withUnsafeBufferPointer { (amounts) throws(AggregationError) in
+                    for index in accumulators.indices {
+                        try accumulators[index].add(line, fields: fields, counts: counts, amounts: amounts)
+                    }
+                }
+            }
         }
     }
 
@@ -170,7 +177,8 @@ struct RollupAccumulator {
 
     /// Adds a detail line whose measures are already parsed (`counts`, `amounts`: by detail column).
     mutating func add(
-        _ line: UnsafeRawBufferPointer, fields: [Range<Int>], counts lineCounts: [Int64], amounts lineAmounts: [Money?]
+        _ line: UnsafeRawBufferPointer, fields: UnsafeBufferPointer<Range<Int>>,
+        counts lineCounts: UnsafeBufferPointer<Int64>, amounts lineAmounts: UnsafeBufferPointer<Money?>
     )
         throws(AggregationError)
     {
