@@ -96,8 +96,6 @@ UNREAD_RECORD_KEYS = {"client", "body_kept", "body_sha256", "body_bytes"}
 VERSIONS_WITH_CONVERSION_WINDOWS = RECORD_SCHEMA["versions_with_conversion_windows"]
 DECODE_TABLES = ("values", "events", "sources")
 VERIFICATION_STATUSES = ["verified", "invalid-signature", "malformed", "unsupported-version", "untrusted-key"]
-# SpoolRecord: the newest record format this job reads (format 1 records have no `format` key).
-CURRENT_RECORD_FORMAT = 2
 # PostbackFlag.Field and .Action, and QuarantineReason: a record naming anything else is not valid.
 FLAG_FIELDS = ["version", "app-id", "campaign-id", "source-identifier", "source-app-id", "redownload", "fidelity-type", "did-win",
                "postback-sequence-index", "conversion-value", "coarse-conversion-value", "country-code", "ad-interaction-type",
