@@ -18,7 +18,8 @@ package import Postbacks
 ///      "rejected_bytes_per_client_per_day": 4194304, "rejected_body_keep_bytes": 4096,
 ///      "reserved_free_bytes": 268435456,
 ///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
-///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168}
+///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168,
+///      "shutdown_delivery_seconds": 20}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 package struct ServerConfiguration: Sendable {
@@ -85,6 +86,9 @@ package struct ServerConfiguration: Sendable {
     /// UTC days (today and the days before) of every receiver's shipped segments whose keys join the
     /// live dedup index at start-up; nil: 2 when shipping; 0: none.
     package var sharedDedupDays: Int?
+    /// At shutdown, after the last segments are sealed: how long to keep shipping and forwarding
+    /// them before exiting (what is left waits on local disk for the next start); 0: do not wait.
+    package var shutdownDeliverySeconds = 20.0
     /// Partner destinations (`forward`, docs/forwarding.md): kept as written here, parsed by
     /// `ForwardSettings.parseList` in `SpoolDelivery` when the receiver starts.
     package var forward: JSONValue?
@@ -179,6 +183,7 @@ package struct ServerConfiguration: Sendable {
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
             case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
             case "shared_dedup_days": configuration.sharedDedupDays = try reader.integer(in: 0...400)
+            case "shutdown_delivery_seconds": configuration.shutdownDeliverySeconds = try reader.seconds(allowingZero: true)
             case "forward":
                 guard case .array = member.value else { throw reader.fail("an array of destinations (docs/forwarding.md)") }
                 configuration.forward = member.value
@@ -209,7 +214,7 @@ package struct ServerConfiguration: Sendable {
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
         "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint", "object_store_region",
         "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level",
-        "forward",
+        "forward", "shutdown_delivery_seconds",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -326,9 +331,12 @@ private struct ValueReader {
         return milliseconds / 1000
     }
 
-    func seconds() throws(ServerConfiguration.ConfigurationError) -> Double {
-        guard case .number(let number) = value, let seconds = Double(number.text), seconds > 0, seconds <= 86_400 else {
-            throw ServerConfiguration.ConfigurationError("\(key) must be a number of seconds above 0 and at most 86400")
+    func seconds(allowingZero: Bool = false) throws(ServerConfiguration.ConfigurationError) -> Double {
+        guard case .number(let number) = value, let seconds = Double(number.text), allowingZero ? seconds >= 0 : seconds > 0,
+            seconds <= 86_400
+        else {
+            throw ServerConfiguration.ConfigurationError(
+                "\(key) must be a number of seconds \(allowingZero ? "from 0" : "above 0") and at most 86400")
         }
         return seconds
     }

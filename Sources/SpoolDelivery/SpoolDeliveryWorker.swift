@@ -79,6 +79,11 @@ package final class SpoolDeliveryWorker: Sendable {
         package var lastError: String?
         /// False until the first pass listed the spool: the pending figures mean nothing before.
         package var scanned = false
+        /// Passes begun and ended since start, and whether the last one ended with nothing left to
+        /// deliver (`deliverPending(within:)` waits for a pass begun after its call).
+        package var passesStarted = 0
+        package var passesFinished = 0
+        package var lastPassDeliveredAll = false
     }
 
     package let destination: any DeliveryDestination
@@ -87,6 +92,7 @@ package final class SpoolDeliveryWorker: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let wakeup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    private let passEnded = DispatchSemaphore(value: 0)
 
     /// Opens the ledger (an error here means the data directory is unusable) and starts the thread.
     package init(
@@ -109,6 +115,30 @@ package final class SpoolDeliveryWorker: Sendable {
 
     /// Starts a pass now (tests; after a segment is sealed).
     package func wake() { wakeup.signal() }
+
+    /// At shutdown, once the writer has sealed its last segments: wakes the worker and waits until a
+    /// pass begun after this call has delivered everything pending, or `seconds` have passed (a
+    /// failed pass is retried about once a second meanwhile, backoff notwithstanding). True when
+    /// nothing is left. The worker keeps running: `stop()` after.
+    package func deliverPending(within seconds: Double) -> Bool {
+        let requested = status.passesStarted
+        let deadline = DispatchTime.now() + seconds
+        wake()
+        while true {
+            _ = passEnded.wait(timeout: deadline)  // signalled at the end of every pass, also earlier ones
+            let current = status
+            let answered = current.passesFinished > requested
+            if answered, current.lastPassDeliveredAll { return true }
+            if DispatchTime.now() >= deadline { return false }
+            if answered {
+                // It failed: retry in a second rather than after the backoff (the process is about to exit).
+                let now = DispatchTime.now().uptimeNanoseconds
+                let left = deadline.uptimeNanoseconds > now ? Double(deadline.uptimeNanoseconds - now) / 1e9 : 0
+                Thread.sleep(forTimeInterval: min(1, left))
+                wake()
+            }
+        }
+    }
 
     /// Stops after the delivery in progress (if any); returns when the thread is done. What is not
     /// delivered stays pending in the local spool for the next start.
@@ -171,6 +201,7 @@ package final class SpoolDeliveryWorker: Sendable {
     fileprivate func sleep(_ seconds: Double) { _ = wakeup.wait(timeout: .now() + seconds) }
     fileprivate func update(_ body: (inout Status) -> Void) { state.withLock { body(&$0) } }
     fileprivate func didFinish() { finished.signal() }
+    fileprivate func passDidEnd() { passEnded.signal() }
     fileprivate var settings: Configuration { configuration }
 }
 
@@ -194,7 +225,13 @@ private final class DeliveryPass: @unchecked Sendable {
     func run() {
         let configuration = owner.settings
         while !owner.isStopping {
+            owner.update { $0.passesStarted += 1 }
             let succeeded = pass(configuration)
+            owner.update { status in
+                status.passesFinished += 1
+                status.lastPassDeliveredAll = succeeded && (status.pendingSegments.values.reduce(0, +) == 0)
+            }
+            owner.passDidEnd()
             if owner.isStopping { break }
             owner.sleep(
                 succeeded

@@ -135,11 +135,16 @@ import Testing
         ] {
             #expect(unit.contains(directive), "\(directive)")
         }
-        // systemd's stop timeout covers the deployed config's shutdown grace, with time left to close.
+        // systemd's stop timeout covers the deployed config's shutdown grace (and, when it ships or
+        // forwards, the delivery of the last segments), with time left to close.
         let config = try Data(contentsOf: Self.root.appendingPathComponent("deploy/config.json"))
-        let grace = try #require(
-            (try JSONSerialization.jsonObject(with: config) as? [String: Any])?["shutdown_grace_seconds"] as? Int)
-        #expect(unit.contains("TimeoutStopSec=\(grace + 5)\n"), "TimeoutStopSec = shutdown grace \(grace) s + 5 s")
+        let settings = try #require(try JSONSerialization.jsonObject(with: config) as? [String: Any])
+        let grace = try #require(settings["shutdown_grace_seconds"] as? Int)
+        let delivers = settings["ship_to"] != nil || settings["forward"] != nil
+        let delivery = delivers ? (settings["shutdown_delivery_seconds"] as? Int ?? 20) : 0
+        #expect(
+            unit.contains("TimeoutStopSec=\(grace + delivery + 5)\n"),
+            "TimeoutStopSec = shutdown grace \(grace) s + delivery \(delivery) s + 5 s")
         #expect(!unit.contains("ExecReload"), "the receiver does not reload; no ExecReload that would kill it")
 
         let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {

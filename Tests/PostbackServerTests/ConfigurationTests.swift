@@ -87,4 +87,25 @@ import Testing
             #expect(error.description.contains(expected), "\(text): \(error.description)")
         }
     }
+
+    /// `shutdown_delivery_seconds` takes 0 (no delivery at exit), unlike the other timeouts.
+    @Test func shutdownDeliverySecondsAcceptsZeroNotLess() throws {
+        #expect(try parse("{}").shutdownDeliverySeconds == 20)
+        #expect(try parse(#"{"shutdown_delivery_seconds": 0}"#).shutdownDeliverySeconds == 0)
+        #expect(try parse(#"{"shutdown_delivery_seconds": 45.5}"#).shutdownDeliverySeconds == 45.5)
+        for bad in [#"{"shutdown_delivery_seconds": -1}"#, #"{"shutdown_delivery_seconds": "20"}"#] {
+            do throws(ServerConfiguration.ConfigurationError) {
+                _ = try parse(bad)
+                Issue.record("accepted \(bad)")
+            } catch {
+                #expect(error.description.contains("shutdown_delivery_seconds must be a number of seconds from 0"), "\(error)")
+            }
+        }
+        do throws(ServerConfiguration.ConfigurationError) {
+            _ = try parse(#"{"header_timeout_seconds": 0}"#)
+            Issue.record("accepted a zero header timeout")
+        } catch {
+            #expect(error.description.contains("above 0"))
+        }
+    }
 }

@@ -1,3 +1,5 @@
+import Dispatch
+import Locking
 import PostbackServer
 import PostbackStore
 import Postbacks
@@ -120,9 +122,40 @@ enum ServeCommand {
         let reason = waitForStop(server)
         log.info("stop requested", ["signal": .string(reason)])
         server.shutdown()
+        deliverSealedSegments(
+            shipping: shipping, forwarding: forwarding, within: server.configuration.shutdownDeliverySeconds, log: log)
         shipping?.stop()
         forwarding?.stop()
         return .success
+    }
+
+    /// After the shutdown sealed the last segments: ships and forwards them before exiting, for at
+    /// most `seconds` (all destinations at once), so a receiver scaled down does not leave its last
+    /// minutes on a disk nobody may start again. What is left is logged; the next start delivers it.
+    static func deliverSealedSegments(
+        shipping: SpoolDeliveryWorker?, forwarding: PartnerForwarding?, within seconds: Double, log: ServerLog
+    ) {
+        let workers =
+            (shipping.map { [("object store", $0)] } ?? [])
+            + (forwarding?.forwarders ?? []).map { ($0.destination.name, $0.worker) }
+        guard !workers.isEmpty, seconds > 0 else { return }
+        log.info("delivering the sealed segments before exit", ["within_seconds": .double(seconds)])
+        let delivered = Locked([Bool](repeating: false, count: workers.count))
+        DispatchQueue.concurrentPerform(iterations: workers.count) { index in
+            let done = workers[index].1.deliverPending(within: seconds)
+            delivered.withLock { $0[index] = done }
+        }
+        for (index, done) in delivered.withLock({ $0 }).enumerated() {
+            let (name, worker) = workers[index]
+            if done {
+                log.info("every sealed segment delivered before exit", ["destination": .string(name)])
+            } else {
+                let left = worker.status.pendingSegments.values.reduce(0, +)
+                log.warning(
+                    "segments not delivered before exit: they stay on local disk and are delivered at the next start",
+                    ["destination": .string(name), "segments": .int(left), "within_seconds": .double(seconds)])
+            }
+        }
     }
 
     /// The configuration from `--config` and the flags that override it.
