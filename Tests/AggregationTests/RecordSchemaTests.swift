@@ -96,7 +96,9 @@ import Testing
             FieldSlots.reading(fields) { encoder.encodePostback($0, installDay: UTCDay(daysSinceEpoch: 20_000), base: base) }
         }
         let key = encoder.bytes
-        let view = RowView(key: key)
+        // One storage for both views, as the renderer reuses it for every row.
+        let storage = RowView.Storage()
+        let view = RowView(key: key, storage: storage)
         #expect(view.kind == .postback && view.installDay == UTCDay(daysSinceEpoch: 20_000))
         // Every grain field reads back as written (strings as text, the ad network id lower-cased).
         line.withUnsafeBytes { base in
@@ -112,7 +114,7 @@ import Testing
         #expect(view.fineValue == 17 && view.coarseValue == .medium)
 
         encoder.encodeRejected(appID: 5, postbackProtocol: .skadnetwork, version: "9.9", adNetworkID: "ABC")
-        let rejected = RowView(key: encoder.bytes)
+        let rejected = RowView(key: encoder.bytes, storage: storage)
         #expect(
             rejected.kind == .rejected && rejected.installDay == nil && rejected.appID == 5
                 && rejected.postbackProtocol == .skadnetwork)
@@ -122,6 +124,7 @@ import Testing
         for field in RowKeyEncoder.grain where !RowKeyEncoder.rejectedFields.contains(field) {
             #expect(!rejected.fields.has(field), "\(field)")
         }
+        withExtendedLifetime(storage) {}
     }
 
     /// A field's value in `fields`, as text (strings read from `base`).

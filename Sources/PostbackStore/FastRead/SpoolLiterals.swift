@@ -5,8 +5,9 @@
 package final class SpoolLiterals: Sendable {
     package struct Literal: @unchecked Sendable {
         // Points into `storage`, which lives as long as the table and is never written after init.
-        let pointer: UnsafePointer<UInt8>
-        let count: Int
+        // Stored and package: other modules (the renderer's choice texts) read them in place.
+        package let pointer: UnsafePointer<UInt8>
+        package let count: Int
     }
 
     /// How the parser reads one attribution member, from its declaration: the slot kind, and for a
@@ -15,7 +16,7 @@ package final class SpoolLiterals: Sendable {
         /// The field at this position (`AttributionField(rawValue:)` per member was a call per member).
         let field: AttributionField
         let storage: AttributionField.Storage
-        let firstChoice: Int
+        package let firstChoice: Int
         let choiceCount: Int
     }
 
