@@ -70,6 +70,29 @@ import Testing
         }
     }
 
+    /// The row key copies and lower-cases strings eight bytes at a time; both must agree with a byte
+    /// loop for every length (the last word overlaps) and every byte value (UTF-8 left alone).
+    @Test func rowKeyStringCopyMatchesByteLoop() {
+        let bytes = (0..<256).map { UInt8($0) } + Array("Example.SKAdNetwork-ABCXYZ@[`{".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let expected = byte &- 0x41 < 26 ? byte | 0x20 : byte
+            #expect(UInt8(truncatingIfNeeded: RowKeyEncoder.asciiLowercased(UInt64(byte))) == expected, "\(byte)")
+        }
+        bytes.withUnsafeBytes { source in
+            for start in stride(from: 0, to: bytes.count - 20, by: 7) {
+                for count in 0...20 {
+                    var buffer = GrowableBuffer<UInt8>(capacity: 16)
+                    defer { buffer.free() }
+                    buffer.append(0x2A)
+                    buffer.appendWords(from: source.baseAddress! + start, count: count, RowKeyEncoder.asciiLowercased)
+                    let written = Array(UnsafeBufferPointer(start: buffer.base, count: buffer.count))
+                    let expected = [0x2A] + bytes[start..<(start + count)].map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }
+                    #expect(written == expected, "start \(start), count \(count)")
+                }
+            }
+        }
+    }
+
     /// The row key is written (per postback, unrolled) and read back (`RowView`, by `grain`) alike.
     @Test func rowKeyRoundTrips() {
         let line = Array("\"4.0\"Example.SKAdNetwork\"5239\"US\"".utf8)

@@ -63,6 +63,10 @@ package struct FastSpoolLineParser {
     private let values: UnsafePointer<SpoolLiterals.Literal>
     private let choices: UnsafePointer<SpoolLiterals.Literal>
     private let fieldReadings: UnsafePointer<SpoolLiterals.FieldReading>
+    private let recordKeyCount: Int
+    private let attributionKeyCount: Int
+    private let requiredAttributionKeys: Int
+    private let fieldsWithValueWhenAbsent: UInt32
 
     private init(line: UnsafeRawBufferPointer, literals: SpoolLiterals) {
         base = line.baseAddress!.assumingMemoryBound(to: UInt8.self)
@@ -72,6 +76,10 @@ package struct FastSpoolLineParser {
         values = UnsafePointer(literals.values)
         choices = UnsafePointer(literals.choices)
         fieldReadings = UnsafePointer(literals.fieldReadings)
+        recordKeyCount = literals.recordKeyCount
+        attributionKeyCount = literals.attributionKeyCount
+        requiredAttributionKeys = literals.requiredAttributionKeys
+        fieldsWithValueWhenAbsent = literals.fieldsWithValueWhenAbsent
     }
 
     /// Fills `summary` (reset first) and returns true, or returns false to leave the line to the full parser.
@@ -93,7 +101,7 @@ package struct FastSpoolLineParser {
 
     private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        var keys = KeyCursor(recordKeys, count: SpoolLiterals.recordKeyNames.count)
+        var keys = KeyCursor(recordKeys, count: recordKeyCount)
         while true {
             guard let position = nextKey(&keys), let key = RecordKey(rawValue: position) else { return false }
             switch key {
@@ -147,9 +155,8 @@ package struct FastSpoolLineParser {
     /// slice of the line, an integer, a boolean, or a choice as its index among the declared choices.
     private mutating func parseAttribution(into fields: inout PostbackFields) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        var keys = KeyCursor(attributionKeys, count: SpoolLiterals.attributionKeyNames.count)
-        // Read once: each access to a static `let` is a `swift_once` call.
-        let requiredKeys = Self.requiredAttributionKeys
+        var keys = KeyCursor(attributionKeys, count: attributionKeyCount)
+        let requiredKeys = requiredAttributionKeys
         while true {
             guard let position = nextKey(&keys) else { return false }
             if takeNull() {
@@ -182,13 +189,10 @@ package struct FastSpoolLineParser {
             guard base[index] == UInt8(ascii: "}") else { return false }
             index += 1
             guard keys.seen & requiredKeys == requiredKeys else { return false }
-            fields.fillValuesWhenAbsent()
+            // `fillValuesWhenAbsent`'s own test, without its `swift_once`: most lines have every such field.
+            if fields.present & fieldsWithValueWhenAbsent != fieldsWithValueWhenAbsent { fields.fillValuesWhenAbsent() }
             return true
         }
-    }
-
-    private static let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) {
-        $0 | 1 << $1.rawValue
     }
 
     /// The position of `text` among the field's declared choices.
@@ -265,13 +269,14 @@ package struct FastSpoolLineParser {
         let y = UnsafeRawPointer(b)
         if count >= 8 {
             var offset = 0
-            while offset + 8 <= count {
+            // Unchecked arithmetic: offsets stay below `count`.
+            while offset &+ 8 <= count {
                 if x.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                     != y.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                 {
                     return false
                 }
-                offset += 8
+                offset &+= 8
             }
             // The last word overlaps the previous one when the length is not a multiple of eight.
             return offset == count

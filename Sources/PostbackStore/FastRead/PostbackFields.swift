@@ -93,7 +93,7 @@ package struct PostbackFields {
         }
     }
 
-    private static let fieldsWithValueWhenAbsent = AttributionField.allCases.filter { $0.valueWhenAbsent != nil }.reduce(
+    static let fieldsWithValueWhenAbsent = AttributionField.allCases.filter { $0.valueWhenAbsent != nil }.reduce(
         UInt32(0)
     ) { $0 | 1 << UInt32($1.rawValue) }
 

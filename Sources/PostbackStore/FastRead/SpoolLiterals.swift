@@ -40,6 +40,13 @@ package final class SpoolLiterals: Sendable {
     /// One per attribution field, indexed by its raw value.
     package nonisolated(unsafe) let fieldReadings: UnsafeMutablePointer<FieldReading>
     nonisolated(unsafe) private let storage: UnsafeMutablePointer<UInt8>
+    // Copies of static lets, so the parser reads them per line without a `swift_once` call each.
+    let recordKeyCount = recordKeyNames.count
+    let attributionKeyCount = attributionKeyNames.count
+    /// One bit per required attribution member (by raw value).
+    let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) { $0 | 1 << $1.rawValue }
+    /// `PostbackFields.fieldsWithValueWhenAbsent`.
+    let fieldsWithValueWhenAbsent = PostbackFields.fieldsWithValueWhenAbsent
 
     private init() {
         let choiceNames = AttributionField.declaredChoices.flatMap { $0 ?? [] }
