@@ -69,6 +69,21 @@ package struct LineSplitter: ~Copyable {
         return chunk
     }
 
+    /// Takes `chunk` (of any size, as a stream delivers it) and calls `body` with each line it
+    /// completes: `fill` and `next()` for a caller that is handed its bytes.
+    package mutating func feed<E: Error>(_ chunk: UnsafeRawBufferPointer, _ body: (Line) throws(E) -> Void) throws(E) {
+        var rest = chunk[...]
+        while !rest.isEmpty {
+            _ = fill { room in
+                let count = min(room.count, rest.count)
+                room.copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(count)))
+                rest = rest.dropFirst(count)
+                return count
+            }
+            while let line = next() { try body(line) }
+        }
+    }
+
     /// The next complete line of the bytes read so far; nil when they hold no further newline.
     package mutating func next() -> Line? {
         guard scanFrom < filled, let found = memchr(buffer + scanFrom, 0x0A, filled - scanFrom) else {
