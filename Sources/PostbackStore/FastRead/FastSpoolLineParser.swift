@@ -161,7 +161,7 @@ package struct FastSpoolLineParser {
             guard let position = nextKey(&keys) else { return false }
             if takeNull() {
                 // Required members: let the full parser produce the error.
-                if requiredKeys & 1 << position != 0 { return false }
+                if requiredKeys & 1 &<< position != 0 { return false }
             } else {
                 let reading = fieldReadings[position]
                 let field = reading.field
@@ -199,7 +199,7 @@ package struct FastSpoolLineParser {
     @inline(__always)
     private func choiceIndex(_ text: ByteSlice, _ reading: SpoolLiterals.FieldReading) -> Int? {
         for offset in 0..<reading.choiceCount {
-            let literal = choices[reading.firstChoice + offset]
+            let literal = choices[reading.firstChoice &+ offset]
             if text.count == literal.count, Self.bytesEqual(base + text.start, literal.pointer, literal.count) { return offset }
         }
         return nil
@@ -224,7 +224,9 @@ package struct FastSpoolLineParser {
     private mutating func nextKey(_ cursor: inout KeyCursor) -> Int? {
         let expected = cursor.expected
         guard expected < cursor.count, takeLiteral(cursor.keys[expected]) else { return otherKey(&cursor) }
-        let bit = 1 << expected
+        // Masking shifts here and below: key positions are below the 64 bits of `seen` (the
+        // checked shift tests the amount per key).
+        let bit = 1 &<< expected
         guard cursor.seen & bit == 0 else { return nil }
         cursor.seen |= bit
         cursor.expected = expected + 1
@@ -237,8 +239,8 @@ package struct FastSpoolLineParser {
         for offset in 1...cursor.count {
             let position = (cursor.expected + offset) % cursor.count
             guard takeLiteral(cursor.keys[position]) else { continue }
-            guard cursor.seen & (1 << position) == 0 else { return nil }
-            cursor.seen |= 1 << position
+            guard cursor.seen & (1 &<< position) == 0 else { return nil }
+            cursor.seen |= 1 &<< position
             cursor.expected = position + 1
             return position
         }
@@ -256,7 +258,7 @@ package struct FastSpoolLineParser {
 
     @inline(__always)
     private mutating func takeLiteral(_ literal: SpoolLiterals.Literal) -> Bool {
-        guard index + literal.count <= end, Self.bytesEqual(base + index, literal.pointer, literal.count) else { return false }
+        guard index &+ literal.count <= end, Self.bytesEqual(base + index, literal.pointer, literal.count) else { return false }
         index += literal.count
         return true
     }

@@ -49,6 +49,8 @@ package final class SpoolLiterals: Sendable {
     let fieldsWithValueWhenAbsent = PostbackFields.fieldsWithValueWhenAbsent
 
     private init() {
+        // The parser keeps the keys seen in one Int's bits (with masking shifts).
+        precondition(Self.recordKeyNames.count <= Int.bitWidth && Self.attributionKeyNames.count <= Int.bitWidth)
         let choiceNames = AttributionField.declaredChoices.flatMap { $0 ?? [] }
         let texts =
             Self.recordKeyNames.map { "\"\($0)\":" } + Self.attributionKeyNames.map { "\"\($0)\":" } + Self.valueNames
