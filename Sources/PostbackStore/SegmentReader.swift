@@ -79,5 +79,5 @@ package final class SegmentReader {
         }
     }
 
-    static func tooLong(_ length: Int) -> String { "line of \(length) bytes exceeds \(maximumLineBytes)" }
+    package static func tooLong(_ length: Int) -> String { "line of \(length) bytes exceeds \(maximumLineBytes)" }
 }

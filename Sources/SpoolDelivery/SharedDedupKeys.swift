@@ -51,55 +51,23 @@ package enum SharedDedupKeys {
         }
         let results = Locked(loaded)
         try client.forEachKey(remote, connections: parallelDownloads) { reader, key in
-            var lines = LineSplitter()
+            // A line longer than the spool allows holds no key (recovery reports it as damage).
+            var lines = LineSplitter(maximumLineBytes: SegmentReader.maximumLineBytes, chunkBytes: 1 << 20)
             var objectKeys: [String] = []
+            var bytesRead = 0
             _ = try reader.get(relativeKey: key) { chunk in
+                bytesRead += chunk.count
                 lines.feed(chunk) { line in
-                    if let key = SpoolRecovery.dedupKey(ofLine: line) { objectKeys.append(key) }
+                    if let bytes = line.bytes, let key = SpoolRecovery.dedupKey(ofLine: Array(bytes)) { objectKeys.append(key) }
                 }
                 return true
             }
             results.withLock {
                 $0.keys += objectKeys
                 $0.objectsRead += 1
-                $0.bytesRead += lines.bytesFed
+                $0.bytesRead += bytesRead
             }
         }
         return results.withLock { $0 }
-    }
-
-    /// Splits a byte stream into complete lines, whatever the chunk bounds, as `LineReader` gives them
-    /// to recovery: without the newline (and a CR before it); a line longer than the spool allows is
-    /// passed over (recovery reports it as damage; it holds no key).
-    struct LineSplitter {
-        private var partial: [UInt8] = []
-        private var tooLong = false
-        private(set) var bytesFed = 0
-
-        mutating func feed(_ chunk: UnsafeRawBufferPointer, line: ([UInt8]) -> Void) {
-            bytesFed += chunk.count
-            var start = 0
-            while let end = chunk[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                append(chunk[start..<end])
-                if !tooLong {
-                    if partial.last == UInt8(ascii: "\r") { partial.removeLast() }
-                    line(partial)
-                }
-                partial.removeAll(keepingCapacity: true)
-                tooLong = false
-                start = end + 1
-            }
-            append(chunk[start...])
-        }
-
-        private mutating func append(_ bytes: Slice<UnsafeRawBufferPointer>) {
-            guard !tooLong else { return }
-            if partial.count + bytes.count > SegmentReader.maximumLineBytes {
-                tooLong = true
-                partial.removeAll(keepingCapacity: true)
-            } else {
-                partial.append(contentsOf: bytes)
-            }
-        }
     }
 }

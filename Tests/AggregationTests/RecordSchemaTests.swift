@@ -70,6 +70,29 @@ import Testing
         }
     }
 
+    /// The row key copies and lower-cases strings eight bytes at a time; both must agree with a byte
+    /// loop for every length (the last word overlaps) and every byte value (UTF-8 left alone).
+    @Test func rowKeyStringCopyMatchesByteLoop() {
+        let bytes = (0..<256).map { UInt8($0) } + Array("Example.SKAdNetwork-ABCXYZ@[`{".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let expected = byte &- 0x41 < 26 ? byte | 0x20 : byte
+            #expect(UInt8(truncatingIfNeeded: RowKeyEncoder.asciiLowercased(UInt64(byte))) == expected, "\(byte)")
+        }
+        bytes.withUnsafeBytes { source in
+            for start in stride(from: 0, to: bytes.count - 20, by: 7) {
+                for count in 0...20 {
+                    var buffer = GrowableBuffer<UInt8>(capacity: 16)
+                    defer { buffer.free() }
+                    buffer.append(0x2A)
+                    buffer.appendWords(from: source.baseAddress! + start, count: count, RowKeyEncoder.asciiLowercased)
+                    let written = Array(UnsafeBufferPointer(start: buffer.base, count: buffer.count))
+                    let expected = [0x2A] + bytes[start..<(start + count)].map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }
+                    #expect(written == expected, "start \(start), count \(count)")
+                }
+            }
+        }
+    }
+
     /// The row key is written (per postback, unrolled) and read back (`RowView`, by `grain`) alike.
     @Test func rowKeyRoundTrips() {
         let line = Array("\"4.0\"Example.SKAdNetwork\"5239\"US\"".utf8)
@@ -96,7 +119,9 @@ import Testing
             FieldSlots.reading(fields) { encoder.encodePostback($0, installDay: UTCDay(daysSinceEpoch: 20_000), base: base) }
         }
         let key = encoder.bytes
-        let view = RowView(key: key)
+        // One storage for both views, as the renderer reuses it for every row.
+        let storage = RowView.Storage()
+        let view = RowView(key: key, storage: storage)
         #expect(view.kind == .postback && view.installDay == UTCDay(daysSinceEpoch: 20_000))
         // Every grain field reads back as written (strings as text, the ad network id lower-cased).
         line.withUnsafeBytes { base in
@@ -112,7 +137,7 @@ import Testing
         #expect(view.fineValue == 17 && view.coarseValue == .medium)
 
         encoder.encodeRejected(appID: 5, postbackProtocol: .skadnetwork, version: "9.9", adNetworkID: "ABC")
-        let rejected = RowView(key: encoder.bytes)
+        let rejected = RowView(key: encoder.bytes, storage: storage)
         #expect(
             rejected.kind == .rejected && rejected.installDay == nil && rejected.appID == 5
                 && rejected.postbackProtocol == .skadnetwork)
@@ -122,6 +147,7 @@ import Testing
         for field in RowKeyEncoder.grain where !RowKeyEncoder.rejectedFields.contains(field) {
             #expect(!rejected.fields.has(field), "\(field)")
         }
+        withExtendedLifetime(storage) {}
     }
 
     /// A field's value in `fields`, as text (strings read from `base`).

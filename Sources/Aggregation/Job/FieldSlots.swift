@@ -15,7 +15,8 @@ struct FieldSlots {
     static func reading<Result>(_ fields: PostbackFields, _ body: (FieldSlots) -> Result) -> Result {
         var slots = fields.slots
         return withUnsafePointer(to: &slots) {
-            $0.withMemoryRebound(to: Int64.self, capacity: PostbackFields.capacity) {
+            // The array's own count is a constant here; `PostbackFields.capacity` would be a call.
+            $0.withMemoryRebound(to: Int64.self, capacity: fields.slots.count) {
                 body(FieldSlots(present: fields.present, slots: $0))
             }
         }
@@ -24,11 +25,16 @@ struct FieldSlots {
     /// The value in `slot` (an `AttributionField.rawValue`), nil when the field has none.
     @inline(__always)
     func value(_ slot: Int) -> Int64? {
-        present & 1 << UInt32(slot) != 0 ? slots[slot] : nil
+        // A masking shift: `slot` is below 32 by construction, and the checked one traps-tests it per read.
+        present &>> UInt32(truncatingIfNeeded: slot) & 1 != 0 ? slots[slot] : nil
     }
 
+    /// A string field's bytes in the line, unpacked here as `ByteSlice(slot:)` does (start in the low
+    /// half, count in the high): that initializer and `ByteSlice`'s accessors are calls from this module.
     @inline(__always)
-    func slice(_ slot: Int) -> ByteSlice? { value(slot).map(ByteSlice.init(slot:)) }
+    func range(_ slot: Int) -> (start: Int, count: Int)? {
+        value(slot).map { (Int(Int32(truncatingIfNeeded: $0)), Int(Int32(truncatingIfNeeded: $0 >> 32))) }
+    }
 
     @inline(__always)
     func integer(_ field: AttributionField) -> Int? { value(field.rawValue).map { Int(truncatingIfNeeded: $0) } }

@@ -84,7 +84,7 @@ final class RowKeyEncoder {
         Self.appendInt32(installDay, to: &out)
         for step in UnsafeBufferPointer(Self.grainSteps) {
             switch step.storage {
-            case .slice: Self.appendString(slots.slice(step.slot), base: base, lowercased: step.lowercased, to: &out)
+            case .slice: Self.appendString(slots.range(step.slot), base: base, lowercased: step.lowercased, to: &out)
             case .integer: Self.appendOptional(slots.value(step.slot), to: &out)
             case .boolean: out.append(slots.value(step.slot).map { $0 != 0 ? 2 : 1 } ?? 0)
             case .choice: out.append(slots.value(step.slot).map { UInt8(truncatingIfNeeded: $0 + 1) } ?? 0)
@@ -112,21 +112,37 @@ final class RowKeyEncoder {
 
     @inline(__always)
     private static func appendString(
-        _ slice: ByteSlice?, base: UnsafeRawBufferPointer, lowercased: Bool = false, to out: inout GrowableBuffer<UInt8>
+        _ range: (start: Int, count: Int)?, base: UnsafeRawBufferPointer, lowercased: Bool = false,
+        to out: inout GrowableBuffer<UInt8>
     ) {
-        guard let slice else {
+        guard let range else {
             out.append(0xFF)
             out.append(0xFF)
             return
         }
-        let count = min(slice.count, 0xFFFE)
+        let count = min(range.count, 0xFFFE)
         out.append(UInt8(count & 0xFF))
         out.append(UInt8(count >> 8))
-        let source = UnsafeRawBufferPointer(rebasing: base[slice.start..<(slice.start + count)])
+        precondition(range.start >= 0 && range.start + count <= base.count, "a field outside its line")
+        let source = base.baseAddress! + range.start
         if lowercased {
-            for byte in source { out.append(byte &- 0x41 < 26 ? byte | 0x20 : byte) }
+            out.appendWords(from: source, count: count, Self.asciiLowercased)
         } else {
-            out.append(source)
+            out.appendWords(from: source, count: count) { $0 }
         }
+    }
+
+    /// Each byte of `word` lower-cased if it is an ASCII capital, eight at a time; other bytes
+    /// (UTF-8 included) unchanged. A byte loop over the ad network id was a third of the encoding.
+    @inline(__always)
+    static func asciiLowercased(_ word: UInt64) -> UInt64 {
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let sevenBits = word & ~high
+        // High bit of each byte: its low seven bits are at least "A", and above "Z" (no carries: ≤ 0xBE).
+        let atLeastA = sevenBits &+ (0x80 - 0x41) &* ones
+        let aboveZ = sevenBits &+ (0x80 - 0x5B) &* ones
+        let capitals = atLeastA & ~aboveZ & ~word & high
+        return word | capitals &>> 2
     }
 }

@@ -39,8 +39,9 @@ struct SegmentReport: Sendable {
 /// decodes each line, turns each verified postback into a row id and a dedup entry for the bucket
 /// files, and counts rejected records by row directly (they are not deduplicated).
 ///
-/// Line rules are `SegmentReader`'s: a last line without a newline is a torn tail, as is a last line
-/// that does not parse; a bad line before that is corrupt. Neither is counted.
+/// Lines are split by `LineSplitter`, as `SegmentReader` splits them, and the segment rules are
+/// `SegmentReader`'s: a last line without a newline is a torn tail, as is a last line that does not
+/// parse; a bad (or over-long) line before that is corrupt. Neither is counted.
 final class SegmentScanner {
     static let maximumLineBytes = SegmentReader.maximumLineBytes
     static let readChunk = 4 << 20
@@ -56,12 +57,10 @@ final class SegmentScanner {
     private(set) var reports: [SegmentReport] = []
     private(set) var rejectedByStatus: [VerificationStatus: Int] = [:]
     private(set) var rejectedReasons: [String: Int] = [:]
-    private var buffer: [UInt8]
 
     init(spill: BucketSpill, keysOnly: Bool) {
         self.spill = spill
         self.keysOnly = keysOnly
-        buffer = [UInt8](repeating: 0, count: Self.maximumLineBytes + Self.readChunk)
     }
 
     var fastPathLines: Int { decoder.fastPathLines }
@@ -76,12 +75,7 @@ final class SegmentScanner {
         defer { if fd >= 0 { close(fd) } }
         let hasher = SHA256Hasher()
         var report = SegmentReport(name: task.name, spool: task.spool)
-        var filled = 0  // bytes in buffer
-        var lineStart = 0  // start of the current (incomplete) line in buffer
-        var bufferOffset = 0  // file offset of buffer[0]
-        var lineNumber = 0
-        var skippingLongLine = false
-        var longLineLength = 0
+        var lines = LineSplitter(maximumLineBytes: Self.maximumLineBytes, chunkBytes: Self.readChunk)
         var pendingFailure: (line: Int, reason: String)? = nil
         var summary = SpoolLineSummary()
 
@@ -97,81 +91,40 @@ final class SegmentScanner {
         }
 
         while true {
-            let got: Int
-            if let stream {
-                // The same chunks a file read gives, so the line handling below is shared.
-                let room = min(Self.readChunk, buffer.count - filled)
-                got = try buffer.withMutableBytes { (target) throws(AggregationError) -> Int in
-                    try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: target[filled..<(filled + room)]))
-                }
-            } else {
-                do { got = try FileDescriptorIO.read(fd, into: &buffer, from: filled, path: task.path) } catch {
+            let chunk = try lines.fill { (room) throws(AggregationError) -> Int in
+                // A stream gives the same chunks a file read does, so the line handling below is shared.
+                if let stream { return try stream.read(into: room) }
+                do throws(SystemCallError) { return try FileDescriptorIO.read(fd, into: room, path: task.path) } catch {
                     throw .system(error)
                 }
             }
-            if got == 0 {
-                // End of file: what is left has no newline, a torn write.
-                if skippingLongLine || filled > lineStart {
+            if chunk.isEmpty {
+                // End of file: a line left without its newline is a torn write.
+                if lines.finish() != nil {
                     settlePending(isLast: false)
-                    lineNumber += 1
                     report.tornTail = true
                 } else {
                     settlePending(isLast: true)
                 }
                 break
             }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[filled..<(filled + got)])) }
-            report.bytes += got
-            var scanFrom = filled
-            filled += got
-            try buffer.withBytes { (bytes: UnsafeRawBufferPointer) throws(AggregationError) in
-                let base = bytes.baseAddress!
-                while scanFrom < filled {
-                    guard let found = memchr(base + scanFrom, 0x0A, filled - scanFrom) else { break }
-                    let newline = base.distance(to: UnsafeRawPointer(found))
-                    scanFrom = newline + 1
-                    lineNumber += 1
-                    settlePending(isLast: false)
-                    if skippingLongLine {
-                        longLineLength += newline - lineStart
-                        skippingLongLine = false
-                        report.corruptLines += 1
-                        if report.problems.count < Self.problemsKept {
-                            report.problems.append(
-                                (lineNumber, "line of \(longLineLength) bytes exceeds \(Self.maximumLineBytes)"))
-                        }
-                    } else {
-                        var length = newline - lineStart
-                        if length > 0, bytes[newline - 1] == 0x0D { length -= 1 }
-                        let line = UnsafeRawBufferPointer(start: base + lineStart, count: length)
-                        if let failure = try handle(
-                            line, task: task, offset: bufferOffset + lineStart, report: &report, summary: &summary)
-                        {
-                            pendingFailure = (lineNumber, failure)
-                        }
+            hasher.update(chunk)
+            report.bytes += chunk.count
+            while let line = lines.next() {
+                settlePending(isLast: false)
+                guard let bytes = line.bytes else {
+                    report.corruptLines += 1
+                    if report.problems.count < Self.problemsKept {
+                        report.problems.append((line.number, SegmentReader.tooLong(line.length)))
                     }
-                    lineStart = newline + 1
+                    continue
                 }
-            }
-            // Keep the incomplete line; drop it (counting its length) once it is longer than any record.
-            let partial = filled - lineStart
-            if skippingLongLine || partial > Self.maximumLineBytes {
-                if !skippingLongLine { longLineLength = 0 }
-                skippingLongLine = true
-                longLineLength += partial
-                bufferOffset += filled
-                filled = 0
-                lineStart = 0
-            } else if lineStart > 0 {
-                buffer.withUnsafeMutableBytes { bytes in
-                    if partial > 0 { memmove(bytes.baseAddress!, bytes.baseAddress! + lineStart, partial) }
+                if let failure = try handle(bytes, task: task, offset: line.offset, report: &report, summary: &summary) {
+                    pendingFailure = (line.number, failure)
                 }
-                bufferOffset += lineStart
-                filled = partial
-                lineStart = 0
             }
         }
-        report.lines = lineNumber
+        report.lines = lines.lineCount
         report.sha256 = hasher.finalize().description
         reports.append(report)
     }

@@ -41,6 +41,12 @@ struct CSVLine: ~Copyable {
         if let text { text.withUnsafeBytes { appendText($0) } }
     }
 
+    /// Text already in bytes (quoted when needed, like `field(_: String?)`).
+    mutating func field(text: UnsafeRawBufferPointer) {
+        separate()
+        appendText(text)
+    }
+
     /// A string stored in a row key.
     mutating func field(slice: ByteSlice?, of key: UnsafeRawBufferPointer) {
         separate()

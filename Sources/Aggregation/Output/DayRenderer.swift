@@ -128,6 +128,7 @@ enum DayRenderer {
         var eventKey = CSVLine()
         var dates = DateCache()
         var dimensions = DimensionCache()
+        let rowValues = RowView.Storage()
         // Local references: reading a class's array properties in the loop would check exclusivity each time.
         let counted = table.postbacks
         let developmentCounts = table.development
@@ -142,7 +143,7 @@ enum DayRenderer {
             let duplicates = Int64(duplicateCounts[row])
             guard postbacks + development + rejected + duplicates > 0 else { continue }
             let key = keys.key(row)
-            let fields = RowView(key: key)
+            let fields = RowView(key: key, storage: rowValues)
             line.reset()
             prefix.reset()
             if fields.kind == .rejected {
@@ -199,17 +200,43 @@ enum DayRenderer {
                 }
             }
         }
+        withExtendedLifetime(rowValues) {}  // the views above point into it
         return part
     }
+
+    /// A column with its field resolved once (`RowView.FieldColumn`) when it shows one.
+    private struct ColumnStep {
+        let column: AggregateColumn
+        let field: RowView.FieldColumn?
+    }
+
+    /// `columns` as steps, in a table the per-row loops read without reference counting; written
+    /// once and only read afterwards, so threads share it safely.
+    private static func steps(_ columns: [AggregateColumn]) -> UnsafeBufferPointer<ColumnStep> {
+        let steps = UnsafeMutableBufferPointer<ColumnStep>.allocate(capacity: columns.count)
+        _ = steps.initialize(
+            from: columns.map { column in
+                if case .field(let field) = column {
+                    ColumnStep(column: column, field: RowView.FieldColumn(field))
+                } else {
+                    ColumnStep(column: column, field: nil)
+                }
+            })
+        return UnsafeBufferPointer(steps)
+    }
+
+    nonisolated(unsafe) private static let dimensionSteps = steps(AggregateTables.dimensions)
+    nonisolated(unsafe) private static let measureSteps = steps(AggregateTables.detailMeasures)
+    nonisolated(unsafe) private static let detailSteps = steps(AggregateTables.detailInOrder)
 
     /// The detail table's measures of one row (without the line end).
     private static func writeMeasures(
         _ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, postbacks: Int64, development: Int64,
         rejected: Int64, duplicates: Int64, flagged: Int64, into line: inout CSVLine
     ) {
-        for column in AggregateTables.detailMeasures {
-            switch column {
-            case .field(let field): fields.write(field, of: key, into: &line)
+        for step in measureSteps {
+            switch step.column {
+            case .field: fields.write(step.field!, of: key, into: &line)
             case .cvKind: line.field(facts.kind)
             case .decodedLabel: line.field(facts.label)
             case .schemaID: line.field(facts.schema?.schemaID)
@@ -229,7 +256,7 @@ enum DayRenderer {
             case .flaggedPostbacks: line.field(flagged)
             case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
                 .eventCountMaxSum:
-                preconditionFailure("\(column.name) is not a detail measure")
+                preconditionFailure("\(step.column.name) is not a detail measure")
             }
         }
     }
@@ -238,26 +265,27 @@ enum DayRenderer {
         _ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, dates: inout DateCache,
         into line: inout CSVLine
     ) {
-        for column in AggregateTables.dimensions {
-            switch column {
-            case .field(let field): fields.write(field, of: key, into: &line)
+        for step in dimensionSteps {
+            switch step.column {
+            case .field: fields.write(step.field!, of: key, into: &line)
             case .estInstallDate: line.field(bytes: fields.installDay.map { dates.text($0) })
             case .sourceIdentifierDigits: line.field(fields.sourceIdentifier.map { $0.count })
             case .campaign: line.field(facts.dimensions.campaign)
             case .geo: line.field(facts.dimensions.geo)
             case .placement: line.field(facts.dimensions.placement)
-            default: preconditionFailure("\(column.name) is not a dimension")
+            default: preconditionFailure("\(step.column.name) is not a dimension")
             }
         }
     }
 
     private static func writeRejected(_ fields: RowView, key: UnsafeRawBufferPointer, rejected: Int64, into line: inout CSVLine) {
         // Only what the record claims to be (the fields of `RowKeyEncoder.rejectedFields`) and the count.
-        for column in AggregateTables.detailInOrder {
-            switch column {
-            case .field(let field) where RowKeyEncoder.rejectedFields.contains(field): fields.write(field, of: key, into: &line)
+        for step in detailSteps {
+            switch step.column {
+            case .field(let field) where RowKeyEncoder.rejectedFields.contains(field):
+                fields.write(step.field!, of: key, into: &line)
             case .rejectedPostbacks: line.field(rejected)
-            case _ where column.isPostbackCount: line.field(Int64(0))
+            case let column where column.isPostbackCount: line.field(Int64(0))
             default: line.field(String?.none)
             }
         }

@@ -63,6 +63,10 @@ package struct FastSpoolLineParser {
     private let values: UnsafePointer<SpoolLiterals.Literal>
     private let choices: UnsafePointer<SpoolLiterals.Literal>
     private let fieldReadings: UnsafePointer<SpoolLiterals.FieldReading>
+    private let recordKeyCount: Int
+    private let attributionKeyCount: Int
+    private let requiredAttributionKeys: Int
+    private let fieldsWithValueWhenAbsent: UInt32
 
     private init(line: UnsafeRawBufferPointer, literals: SpoolLiterals) {
         base = line.baseAddress!.assumingMemoryBound(to: UInt8.self)
@@ -72,6 +76,10 @@ package struct FastSpoolLineParser {
         values = UnsafePointer(literals.values)
         choices = UnsafePointer(literals.choices)
         fieldReadings = UnsafePointer(literals.fieldReadings)
+        recordKeyCount = literals.recordKeyCount
+        attributionKeyCount = literals.attributionKeyCount
+        requiredAttributionKeys = literals.requiredAttributionKeys
+        fieldsWithValueWhenAbsent = literals.fieldsWithValueWhenAbsent
     }
 
     /// Fills `summary` (reset first) and returns true, or returns false to leave the line to the full parser.
@@ -93,7 +101,7 @@ package struct FastSpoolLineParser {
 
     private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        var keys = KeyCursor(recordKeys, count: SpoolLiterals.recordKeyNames.count)
+        var keys = KeyCursor(recordKeys, count: recordKeyCount)
         while true {
             guard let position = nextKey(&keys), let key = RecordKey(rawValue: position) else { return false }
             switch key {
@@ -147,14 +155,13 @@ package struct FastSpoolLineParser {
     /// slice of the line, an integer, a boolean, or a choice as its index among the declared choices.
     private mutating func parseAttribution(into fields: inout PostbackFields) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        var keys = KeyCursor(attributionKeys, count: SpoolLiterals.attributionKeyNames.count)
-        // Read once: each access to a static `let` is a `swift_once` call.
-        let requiredKeys = Self.requiredAttributionKeys
+        var keys = KeyCursor(attributionKeys, count: attributionKeyCount)
+        let requiredKeys = requiredAttributionKeys
         while true {
             guard let position = nextKey(&keys) else { return false }
             if takeNull() {
                 // Required members: let the full parser produce the error.
-                if requiredKeys & 1 << position != 0 { return false }
+                if requiredKeys & 1 &<< position != 0 { return false }
             } else {
                 let reading = fieldReadings[position]
                 let field = reading.field
@@ -182,20 +189,17 @@ package struct FastSpoolLineParser {
             guard base[index] == UInt8(ascii: "}") else { return false }
             index += 1
             guard keys.seen & requiredKeys == requiredKeys else { return false }
-            fields.fillValuesWhenAbsent()
+            // `fillValuesWhenAbsent`'s own test, without its `swift_once`: most lines have every such field.
+            if fields.present & fieldsWithValueWhenAbsent != fieldsWithValueWhenAbsent { fields.fillValuesWhenAbsent() }
             return true
         }
-    }
-
-    private static let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) {
-        $0 | 1 << $1.rawValue
     }
 
     /// The position of `text` among the field's declared choices.
     @inline(__always)
     private func choiceIndex(_ text: ByteSlice, _ reading: SpoolLiterals.FieldReading) -> Int? {
         for offset in 0..<reading.choiceCount {
-            let literal = choices[reading.firstChoice + offset]
+            let literal = choices[reading.firstChoice &+ offset]
             if text.count == literal.count, Self.bytesEqual(base + text.start, literal.pointer, literal.count) { return offset }
         }
         return nil
@@ -220,7 +224,9 @@ package struct FastSpoolLineParser {
     private mutating func nextKey(_ cursor: inout KeyCursor) -> Int? {
         let expected = cursor.expected
         guard expected < cursor.count, takeLiteral(cursor.keys[expected]) else { return otherKey(&cursor) }
-        let bit = 1 << expected
+        // Masking shifts here and below: key positions are below the 64 bits of `seen` (the
+        // checked shift tests the amount per key).
+        let bit = 1 &<< expected
         guard cursor.seen & bit == 0 else { return nil }
         cursor.seen |= bit
         cursor.expected = expected + 1
@@ -233,8 +239,8 @@ package struct FastSpoolLineParser {
         for offset in 1...cursor.count {
             let position = (cursor.expected + offset) % cursor.count
             guard takeLiteral(cursor.keys[position]) else { continue }
-            guard cursor.seen & (1 << position) == 0 else { return nil }
-            cursor.seen |= 1 << position
+            guard cursor.seen & (1 &<< position) == 0 else { return nil }
+            cursor.seen |= 1 &<< position
             cursor.expected = position + 1
             return position
         }
@@ -252,7 +258,7 @@ package struct FastSpoolLineParser {
 
     @inline(__always)
     private mutating func takeLiteral(_ literal: SpoolLiterals.Literal) -> Bool {
-        guard index + literal.count <= end, Self.bytesEqual(base + index, literal.pointer, literal.count) else { return false }
+        guard index &+ literal.count <= end, Self.bytesEqual(base + index, literal.pointer, literal.count) else { return false }
         index += literal.count
         return true
     }
@@ -265,13 +271,14 @@ package struct FastSpoolLineParser {
         let y = UnsafeRawPointer(b)
         if count >= 8 {
             var offset = 0
-            while offset + 8 <= count {
+            // Unchecked arithmetic: offsets stay below `count`.
+            while offset &+ 8 <= count {
                 if x.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                     != y.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                 {
                     return false
                 }
-                offset += 8
+                offset &+= 8
             }
             // The last word overlaps the previous one when the length is not a multiple of eight.
             return offset == count

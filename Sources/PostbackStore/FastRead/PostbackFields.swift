@@ -93,7 +93,7 @@ package struct PostbackFields {
         }
     }
 
-    private static let fieldsWithValueWhenAbsent = AttributionField.allCases.filter { $0.valueWhenAbsent != nil }.reduce(
+    static let fieldsWithValueWhenAbsent = AttributionField.allCases.filter { $0.valueWhenAbsent != nil }.reduce(
         UInt32(0)
     ) { $0 | 1 << UInt32($1.rawValue) }
 
@@ -104,7 +104,8 @@ package struct PostbackFields {
 
     @inline(__always)
     mutating func store(_ field: AttributionField, _ value: Int64?) {
-        let bit = UInt32(1) << UInt32(field.rawValue)
+        // A masking shift: a raw value is below 32 (`capacity`, checked by a test).
+        let bit = UInt32(1) &<< UInt32(truncatingIfNeeded: field.rawValue)
         if let value {
             // Through a pointer: the subscript's setter copied the whole array in and out.
             withUnsafeMutablePointer(to: &slots) {

@@ -5,8 +5,9 @@
 package final class SpoolLiterals: Sendable {
     package struct Literal: @unchecked Sendable {
         // Points into `storage`, which lives as long as the table and is never written after init.
-        let pointer: UnsafePointer<UInt8>
-        let count: Int
+        // Stored and package: other modules (the renderer's choice texts) read them in place.
+        package let pointer: UnsafePointer<UInt8>
+        package let count: Int
     }
 
     /// How the parser reads one attribution member, from its declaration: the slot kind, and for a
@@ -15,7 +16,7 @@ package final class SpoolLiterals: Sendable {
         /// The field at this position (`AttributionField(rawValue:)` per member was a call per member).
         let field: AttributionField
         let storage: AttributionField.Storage
-        let firstChoice: Int
+        package let firstChoice: Int
         let choiceCount: Int
     }
 
@@ -39,8 +40,17 @@ package final class SpoolLiterals: Sendable {
     /// One per attribution field, indexed by its raw value.
     package nonisolated(unsafe) let fieldReadings: UnsafeMutablePointer<FieldReading>
     nonisolated(unsafe) private let storage: UnsafeMutablePointer<UInt8>
+    // Copies of static lets, so the parser reads them per line without a `swift_once` call each.
+    let recordKeyCount = recordKeyNames.count
+    let attributionKeyCount = attributionKeyNames.count
+    /// One bit per required attribution member (by raw value).
+    let requiredAttributionKeys = AttributionField.allCases.filter(\.isRequired).reduce(0) { $0 | 1 << $1.rawValue }
+    /// `PostbackFields.fieldsWithValueWhenAbsent`.
+    let fieldsWithValueWhenAbsent = PostbackFields.fieldsWithValueWhenAbsent
 
     private init() {
+        // The parser keeps the keys seen in one Int's bits (with masking shifts).
+        precondition(Self.recordKeyNames.count <= Int.bitWidth && Self.attributionKeyNames.count <= Int.bitWidth)
         let choiceNames = AttributionField.declaredChoices.flatMap { $0 ?? [] }
         let texts =
             Self.recordKeyNames.map { "\"\($0)\":" } + Self.attributionKeyNames.map { "\"\($0)\":" } + Self.valueNames
