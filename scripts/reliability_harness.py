@@ -54,9 +54,30 @@ def generate(binary, key, count, seed, start=0, kinds=None):
     return [line for line in output.split(b"\n") if line]
 
 
+def serve_options(text=None):
+    """Extra receiver settings from SERVE_OPTIONS, the same JSON fragment bench/serve takes
+    (e.g. '"thread_per_connection": true,'), so every script can run the receiver in another mode.
+    A fragment that is not JSON members stops the script with the remedy (never a traceback)."""
+    text = os.environ.get("SERVE_OPTIONS", "") if text is None else text
+    fragment = text.strip().rstrip(",")
+    if not fragment:
+        return {}
+    try:
+        options = json.loads("{" + fragment + "}")
+    except json.JSONDecodeError as error:
+        sys.exit(f"FAIL: SERVE_OPTIONS is not JSON object members ({error}): {text!r}; "
+                 "write e.g. SERVE_OPTIONS='\"thread_per_connection\": true,'")
+    return options
+
+
 def write_config(path, data_dir, key, **overrides):
+    """The receiver's config: the scripts' settings, then SERVE_OPTIONS (the mode under test) on top,
+    except for a key the script sets itself (its check depends on it)."""
     config = {"listen": "127.0.0.1:0", "data_dir": data_dir, "writer_id": "rx1", "allow_development": True,
               "trust_keys": [key], "log_level": "info"}
+    for name, value in serve_options().items():
+        if name not in overrides:
+            config[name] = value
     config.update(overrides)
     with open(path, "w") as handle:
         json.dump(config, handle, indent=2)
@@ -169,6 +190,13 @@ class Server:
         with open(f"/proc/{self.pid}/status") as handle:
             for line in handle:
                 if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def thread_count(self):
+        with open(f"/proc/{self.pid}/status") as handle:
+            for line in handle:
+                if line.startswith("Threads:"):
                     return int(line.split()[1])
         return 0
 
