@@ -97,6 +97,10 @@ package struct ServerConfiguration: Sendable {
 
     package init() {}
 
+    /// The largest `body_limit_bytes` and `rejected_body_keep_bytes`: a body escaped as JSON takes up
+    /// to 6 bytes a byte, and a record must stay under the 4 MiB line the spool readers accept.
+    package static let maximumBodyBytes = 512 << 10
+
     /// The maximum segment age the spool writers use.
     /// Forwarding seals every 60 s: a postback waits for its segment to be sealed before it is forwarded.
     package var effectiveSegmentMaxAgeSeconds: Double? {
@@ -151,7 +155,10 @@ package struct ServerConfiguration: Sendable {
             case "allow_development": configuration.allowsDevelopment = try reader.bool()
             case "trust_keys":
                 configuration.trustKeyPaths = try reader.optionalStrings()?.map { relative($0, to: directory) } ?? []
-            case "body_limit_bytes": configuration.bodyLimitBytes = try reader.integer(in: 1...(16 << 20))
+            // At most 512 KiB, kept or stored: escaped as JSON (up to 6 bytes a byte) a record must stay
+            // under the 4 MiB line every spool reader accepts (`SegmentReader.maximumLineBytes`).
+            case "body_limit_bytes":
+                configuration.bodyLimitBytes = try reader.integer(in: 1...ServerConfiguration.maximumBodyBytes)
             case "header_timeout_seconds": configuration.headerTimeoutSeconds = try reader.seconds()
             case "body_timeout_seconds": configuration.bodyTimeoutSeconds = try reader.seconds()
             case "idle_timeout_seconds": configuration.idleTimeoutSeconds = try reader.seconds()
@@ -174,7 +181,8 @@ package struct ServerConfiguration: Sendable {
             case "rejected_bytes_per_day": configuration.rejectedBytesPerDay = try reader.integer(in: 0...(1 << 50))
             case "rejected_bytes_per_client_per_day":
                 configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
-            case "rejected_body_keep_bytes": configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...(16 << 20))
+            case "rejected_body_keep_bytes":
+                configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...ServerConfiguration.maximumBodyBytes)
             case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
             case "ship_to": configuration.shipTo = try reader.optionalString()
             case "object_store_endpoint": configuration.objectStoreEndpoint = try reader.optionalString()

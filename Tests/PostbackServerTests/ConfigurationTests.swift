@@ -1,4 +1,5 @@
 import PostbackServer
+import PostbackStore
 import Testing
 
 /// The config file: every key, and loud errors for bad ones.
@@ -106,6 +107,23 @@ import Testing
             Issue.record("accepted a zero header timeout")
         } catch {
             #expect(error.description.contains("above 0"))
+        }
+    }
+
+    /// A body limit the spool could not read back is refused: 512 KiB escaped as JSON (6 bytes a
+    /// byte at worst) stays under `SegmentReader.maximumLineBytes`; more could write a line every
+    /// reader calls corrupt.
+    @Test func bodyLimitsKeepEveryRecordReadable() throws {
+        #expect(ServerConfiguration.maximumBodyBytes * 6 + 64 * 1024 < SegmentReader.maximumLineBytes)
+        #expect(try parse(#"{"body_limit_bytes": 524288, "rejected_body_keep_bytes": 524288}"#).bodyLimitBytes == 524288)
+        for key in ["body_limit_bytes", "rejected_body_keep_bytes"] {
+            do throws(ServerConfiguration.ConfigurationError) {
+                _ = try parse("{\"\(key)\": 524289}")
+                Issue.record("accepted \(key) 524289")
+            } catch {
+                #expect(error.description.contains("\(key) must be a whole number from"), "\(error)")
+                #expect(error.description.contains("524288"))
+            }
         }
     }
 }
