@@ -186,19 +186,19 @@ class Server:
     def alive(self):
         return self.process is not None and self.process.poll() is None
 
-    def rss_kib(self):
+    def status_field(self, name):
+        """A number from /proc/PID/status (e.g. VmRSS in KiB, Threads); 0 when absent."""
         with open(f"/proc/{self.pid}/status") as handle:
             for line in handle:
-                if line.startswith("VmRSS:"):
+                if line.startswith(name + ":"):
                     return int(line.split()[1])
         return 0
 
+    def rss_kib(self):
+        return self.status_field("VmRSS")
+
     def thread_count(self):
-        with open(f"/proc/{self.pid}/status") as handle:
-            for line in handle:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
-        return 0
+        return self.status_field("Threads")
 
     def open_fds(self):
         return len(os.listdir(f"/proc/{self.pid}/fd"))
