@@ -46,14 +46,43 @@ final class PostbackIngest: Sendable {
             spool: .unverifiable)
     }
 
+    /// One postback body as it came in.
+    struct Received {
+        let body: [UInt8]
+        let route: Route
+        let receivedAt: UTCTimestamp
+        /// The client's address (see `ClientAddress`); asked for rejections only.
+        let client: () -> String
+    }
+
     /// - Parameter client: the client's address (see `ClientAddress`); kept with rejections only.
     func receive(body: [UInt8], route: Route, client: () -> String) -> Action {
         let receivedAt = UTCTimestamp.now()
-        // Unhealthy storage: 500 before spending a signature check on it.
-        guard postbacks.isHealthy, rejected.isHealthy, unverifiable.isHealthy else {
-            return .reply(.storageUnavailable("storage is unavailable since a write or sync failed; it is retried continuously"))
+        guard isStorageHealthy else { return Self.storageUnavailable }
+        return act(on: verifier.verify(body: body), body: body, route: route, receivedAt: receivedAt, client: client)
+    }
+
+    /// Many bodies at once (`VerificationQueue`): each gets exactly the action `receive(body:…)` gives
+    /// it, but their P-256 signatures share one modular inversion (`PostbackVerifier.verify(batch:)`).
+    func receive(_ batch: [Received]) -> [Action] {
+        guard isStorageHealthy else { return batch.map { _ in Self.storageUnavailable } }
+        let results = batch.count == 1 ? [verifier.verify(body: batch[0].body)] : verifier.verify(batch: batch.map(\.body))
+        return zip(batch, results).map { received, result in
+            act(on: result, body: received.body, route: received.route, receivedAt: received.receivedAt, client: received.client)
         }
-        let result = verifier.verify(body: body)
+    }
+
+    /// Unhealthy storage: 500 before spending a signature check on it.
+    private var isStorageHealthy: Bool { postbacks.isHealthy && rejected.isHealthy && unverifiable.isHealthy }
+
+    private static var storageUnavailable: Action {
+        .reply(.storageUnavailable("storage is unavailable since a write or sync failed; it is retried continuously"))
+    }
+
+    /// The receiver's policy applied to a verdict: what to store, and the reply once it is stored.
+    private func act(
+        on result: VerificationResult, body: [UInt8], route: Route, receivedAt: UTCTimestamp, client: () -> String
+    ) -> Action {
         metrics.verdict(result)
         metrics.flags(result.flags)
 

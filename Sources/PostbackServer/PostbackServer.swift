@@ -10,11 +10,13 @@ import Postbacks
 
 /// The webhook receiver: libmicrohttpd in front, the verifier and the spool behind.
 ///
-/// Threads: libmicrohttpd runs a pool of `threads` epoll threads (one per core by default). They
-/// parse HTTP, check signatures and encode records. A postback's connection is then *suspended* and
-/// its record handed to a spool writer; the writer's group commit resumes it with the reply once the
-/// fdatasync covering it returned. So no HTTP thread ever waits on the disk, and one sync covers every
-/// request that arrived meanwhile. A watchdog thread enforces the absolute timeouts.
+/// Threads: libmicrohttpd runs a pool of `threads` epoll threads (one per core by default) that
+/// parse HTTP. A postback's connection is then *suspended* and its body queued for as many verifying
+/// threads (`VerificationQueue`), which check the postbacks waiting together (one shared modular
+/// inversion) and encode records. Each record goes to a spool writer, whose group commit resumes the
+/// connection with the reply once the fdatasync covering it returned. So no HTTP thread ever waits on
+/// a signature check or the disk, and one sync covers every request that arrived meanwhile. A
+/// watchdog thread enforces the absolute timeouts.
 ///
 /// Replies: 200 once stored or already stored (duplicate), 400 with an RFC 9457 problem for a
 /// rejected postback (kept in the rejected spool), 413 over the body limit, 404 and 405, and 500
@@ -100,6 +102,7 @@ package final class PostbackServer: Sendable {
         } catch {
             close(socket.descriptor)
             handler.watchdog.stop()
+            handler.verifications?.stop()
             store.close()
             throw error
         }
@@ -181,6 +184,7 @@ package final class PostbackServer: Sendable {
         // The last reference: HTTPDaemon.deinit stops libmicrohttpd, then closes the listening socket.
         daemon.withLock { $0 = nil }
         handler.watchdog.stop()
+        handler.verifications?.stop()
         store.close()
         log.info("stopped: every acknowledged postback is synced")
     }

@@ -56,6 +56,9 @@ final class RequestHandler: Sendable {
     let commitsInProgress = InProgress()
     /// Set when shutdown starts: replies say `Connection: close`, `/readyz` says not ready.
     let draining = Atomic<Bool>(false)
+    /// Postbacks waiting for their signature check, and the threads that check them in batches
+    /// (nil with `thread_per_connection`: each connection's own thread checks its postback).
+    let verifications: VerificationQueue?
 
     /// Requests in progress per client address, when `per_ip_connection_limit` is applied by client
     /// rather than by socket peer (behind `trusted_proxies`). Entries leave at 0, so the map holds at
@@ -70,6 +73,13 @@ final class RequestHandler: Sendable {
         self.metrics = metrics
         self.log = log
         self.adNetworkPath = configuration.adNetworkPath.map(Route.normalize)
+        self.verifications =
+            configuration.threadPerConnection
+            ? nil
+            : VerificationQueue(threads: configuration.threads) { jobs in
+                metrics.verificationBatch(size: jobs.count)
+                for (job, action) in zip(jobs, ingest.receive(jobs.map(\.received))) { job.completion(action) }
+            }
         let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
         self.watchdog = ConnectionWatchdog(interval: max(0.02, min(0.25, shortest / 4))) { phase in
             metrics.connectionTimedOut(phase: phase.name)
@@ -345,6 +355,10 @@ final class RequestHandler: Sendable {
         }
         let body = request.body
         request.body = []
+        if let verifications {
+            return queueForVerification(request, body: body, connection: connection, verifications: verifications)
+        }
+        // thread_per_connection: this connection's own thread verifies, then waits for the group commit.
         switch ingest.receive(body: body, route: request.route, client: { clientAddress(of: connection) }) {
         case .reply(let reply):
             request.stage = .done
@@ -355,29 +369,51 @@ final class RequestHandler: Sendable {
                 return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
             }
             request.stage = .waiting
-            if configuration.threadPerConnection {
-                // This connection's own thread: wait here for the group commit.
-                let committed = DispatchSemaphore(value: 0)
-                writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in
-                    request.reply.withLock { $0 = makeReply(outcome) }
-                    committed.signal()
-                }
-                committed.wait()
-                commitsInProgress.leave()
-                request.stage = .done
-                let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
-                return send(request.reply.withLock { $0 }!, route: request.route, on: connection, seconds: seconds)
-            }
-            MHD_suspend_connection(connection)
-            let handle = MHDPointer(pointer: connection)
-            writer.submit(line: line, day: day, dedupKey: dedupKey) { [self] outcome in
+            let committed = DispatchSemaphore(value: 0)
+            writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in
                 request.reply.withLock { $0 = makeReply(outcome) }
-                MHD_resume_connection(handle.pointer)
-                // Only now may shutdown stop the daemon: the connection is no longer touched here.
-                commitsInProgress.leave()
+                committed.signal()
             }
-            return 1
+            committed.wait()
+            commitsInProgress.leave()
+            request.stage = .done
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
+            return send(request.reply.withLock { $0 }!, route: request.route, on: connection, seconds: seconds)
         }
+    }
+
+    /// The default mode: the connection is suspended while its postback waits for a verifying thread
+    /// (`VerificationQueue`), then for the group commit; the reply resumes it.
+    private func queueForVerification(
+        _ request: RequestState, body: [UInt8], connection: OpaquePointer, verifications: VerificationQueue
+    ) -> Int32 {
+        guard commitsInProgress.enterIfOpen() else {
+            request.stage = .done
+            return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
+        }
+        request.stage = .waiting
+        MHD_suspend_connection(connection)
+        let handle = MHDPointer(pointer: connection)
+        let resume: @Sendable (HTTPReply) -> Void = { [self] reply in
+            request.reply.withLock { $0 = reply }
+            MHD_resume_connection(handle.pointer)
+            // Only now may shutdown stop the daemon: the connection is no longer touched here.
+            commitsInProgress.leave()
+        }
+        // The client's address is read on the verifying thread, for rejections only: the connection
+        // stays suspended (and so allocated, and untouched by its HTTP thread) until `resume`.
+        let received = PostbackIngest.Received(
+            body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: handle.pointer) })
+        verifications.submit(
+            .init(received: received) { action in
+                switch action {
+                case .reply(let reply):
+                    resume(reply)
+                case .store(let writer, let line, let day, let dedupKey, let makeReply):
+                    writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in resume(makeReply(outcome)) }
+                }
+            })
+        return 1
     }
 
     private func tooLarge() -> HTTPReply {

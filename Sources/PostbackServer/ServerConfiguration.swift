@@ -53,7 +53,7 @@ package struct ServerConfiguration: Sendable {
     package var segmentBytes = 128 << 20
     /// Under load, how long a group commit lets its batch gather before the fdatasync (0: never).
     package var commitGatherSeconds = 0.0005
-    /// HTTP worker threads (the epoll pool); the signature checks run on them.
+    /// HTTP worker threads (the epoll pool), and as many verifying threads (`VerificationQueue`).
     package var threads = ServerConfiguration.processorCount()
     /// A thread per connection instead of the epoll pool: the thread waits for its group commit
     /// instead of suspending the connection (bounded by `connectionLimit`).

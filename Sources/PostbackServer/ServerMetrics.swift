@@ -47,6 +47,7 @@ final class ServerMetrics: Sendable {
             0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
         ])
         var batchSize = Histogram(upperBounds: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+        var verificationBatch = Histogram(upperBounds: [1, 2, 4, 8, 16, 32])
         var requestDuration = Histogram(upperBounds: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
     }
 
@@ -57,6 +58,11 @@ final class ServerMetrics: Sendable {
             state.requests[RequestKey(route: route, code: code), default: 0] += 1
             if let seconds, route.receivesPostbacks { state.requestDuration.observe(seconds) }
         }
+    }
+
+    /// Postbacks checked together by one verifying thread (`VerificationQueue`).
+    func verificationBatch(size: Int) {
+        state.withLock { $0.verificationBatch.observe(Double(size)) }
     }
 
     func verdict(_ result: VerificationResult) {
@@ -239,6 +245,10 @@ final class ServerMetrics: Sendable {
         state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)
         header("postback_group_commit_records", "histogram", "Records covered by one group commit.")
         state.batchSize.render(name: "postback_group_commit_records", into: &text)
+        header(
+            "postback_verification_batch_postbacks", "histogram",
+            "Postbacks whose signatures one verifying thread checked together (one shared modular inversion).")
+        state.verificationBatch.render(name: "postback_verification_batch_postbacks", into: &text)
         // The text format wants each family's samples right under its own HELP and TYPE lines.
         let perSpool: [(name: String, type: String, help: String, value: (StoreLayout.Spool) -> Int)] = [
             (
