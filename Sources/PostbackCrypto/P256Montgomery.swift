@@ -18,9 +18,8 @@ final class P256Montgomery: @unchecked Sendable {
     let order: OpaquePointer
     /// Montgomery context modulo the prime p.
     let prime: OpaquePointer
-    /// R³ mod n: BN_mod_inverse of a Montgomery-form x·R gives x⁻¹·R⁻¹, and one Montgomery
-    /// multiplication by R³ turns that into x⁻¹·R, x⁻¹'s Montgomery form.
-    private let orderRCubed: OpaquePointer
+    /// R² mod n: one Montgomery multiplication by it turns x into x·R, x's Montgomery form.
+    private let orderRSquared: OpaquePointer
     private let orderValue: OpaquePointer
 
     private init?() {
@@ -32,7 +31,7 @@ final class P256Montgomery: @unchecked Sendable {
         guard let context = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(context) }
         guard let order = BN_MONT_CTX_new(), let prime = BN_MONT_CTX_new(), let primeValue = BN_new(),
-            let orderValue = BN_dup(EC_GROUP_get0_order(group)), let orderRCubed = BN_new()
+            let orderValue = BN_dup(EC_GROUP_get0_order(group)), let orderRSquared = BN_new()
         else {
             ERR_clear_error()
             return nil
@@ -40,14 +39,13 @@ final class P256Montgomery: @unchecked Sendable {
         defer { BN_free(primeValue) }
         self.order = order
         self.prime = prime
-        self.orderRCubed = orderRCubed
+        self.orderRSquared = orderRSquared
         self.orderValue = orderValue
-        // R³ mod n as the Montgomery form of R² mod n, itself that of R mod n, that of 1.
+        // R² mod n as the Montgomery form of R mod n, itself that of 1.
         guard EC_GROUP_get_curve(group, primeValue, nil, nil, nil) == 1,
             BN_MONT_CTX_set(order, orderValue, context) == 1, BN_MONT_CTX_set(prime, primeValue, context) == 1,
-            BN_to_montgomery(orderRCubed, BN_value_one(), order, context) == 1,
-            BN_to_montgomery(orderRCubed, orderRCubed, order, context) == 1,
-            BN_to_montgomery(orderRCubed, orderRCubed, order, context) == 1
+            BN_to_montgomery(orderRSquared, BN_value_one(), order, context) == 1,
+            BN_to_montgomery(orderRSquared, orderRSquared, order, context) == 1
         else {
             ERR_clear_error()
             return nil
@@ -57,7 +55,7 @@ final class P256Montgomery: @unchecked Sendable {
     deinit {
         BN_MONT_CTX_free(order)
         BN_MONT_CTX_free(prime)
-        BN_free(orderRCubed)
+        BN_free(orderRSquared)
         BN_free(orderValue)
     }
 
@@ -75,45 +73,41 @@ final class P256Montgomery: @unchecked Sendable {
     /// s⁻¹·R mod n (Montgomery form) for each s in [1, n), in order, with one BN_mod_inverse for all
     /// (Montgomery's trick). The caller frees the results; nil on allocation failure.
     func inversesInMontgomeryForm(of values: [OpaquePointer], context: OpaquePointer) -> [OpaquePointer]? {
-        // Everything below is in Montgomery form: sR[i] = si·R, prefix[i] = (s0·s1·…·si)·R. Every s is
-        // in [1, n) and n is prime, so no product is zero.
-        var sR: [OpaquePointer] = []
+        // The products stay in ordinary form, each Montgomery multiplication adding a factor R⁻¹:
+        // prefix[i] = (s0·s1·…·si)·R^−i. Every s is in [1, n) and n is prime, so no product is zero.
         var prefix: [OpaquePointer] = []
         var inverses: [OpaquePointer] = []
-        defer { (sR + prefix).forEach { BN_free($0) } }
+        defer { prefix.forEach { BN_free($0) } }
         func failed() -> [OpaquePointer]? {
             inverses.forEach { BN_free($0) }
             ERR_clear_error()
             return nil
         }
-        guard !values.isEmpty, let running = BN_new() else { return values.isEmpty ? [] : nil }
+        guard let last = values.indices.last, let running = BN_new() else { return values.isEmpty ? [] : nil }
         defer { BN_free(running) }
         for s in values {
-            guard let converted = BN_new() else { return failed() }
-            sR.append(converted)
             guard let product = BN_new() else { return failed() }
             prefix.append(product)
-            guard BN_to_montgomery(converted, s, order, context) == 1 else { return failed() }
             let ok =
                 prefix.count == 1
-                ? BN_copy(product, converted) != nil
-                : BN_mod_mul_montgomery(product, prefix[prefix.count - 2], converted, order, context) == 1
+                ? BN_copy(product, s) != nil
+                : BN_mod_mul_montgomery(product, prefix[prefix.count - 2], s, order, context) == 1
             guard ok else { return failed() }
         }
-        // (P·R)⁻¹ = P⁻¹·R⁻¹; a Montgomery multiplication by R³ makes it P⁻¹·R.
-        guard BN_mod_inverse(running, prefix[prefix.count - 1], orderValue, context) != nil,
-            BN_mod_mul_montgomery(running, running, orderRCubed, order, context) == 1
+        // The walk back keeps running = (s0·…·si)⁻¹·R^(i+1); at i = last that is prefix[last]⁻¹·R.
+        guard BN_mod_inverse(running, prefix[last], orderValue, context) != nil,
+            BN_mod_mul_montgomery(running, running, orderRSquared, order, context) == 1
         else { return failed() }
-        // Walking back: running = (s0·…·si)⁻¹·R, so si⁻¹·R = mont(running, prefix[i−1]), then
-        // mont(running, si·R) = (s0·…·si−1)⁻¹·R.
-        for position in stride(from: values.count - 1, through: 0, by: -1) {
+        // si⁻¹·R = mont(running, prefix[i−1]) (the powers of R cancel), then mont(running, si) is
+        // (s0·…·si−1)⁻¹·R^i; at i = 0, running itself is s0⁻¹·R.
+        for position in stride(from: last, through: 0, by: -1) {
             guard let w = BN_new() else { return failed() }
             inverses.append(w)
             let ok =
                 position == 0
                 ? BN_copy(w, running) != nil
                 : BN_mod_mul_montgomery(w, running, prefix[position - 1], order, context) == 1
-                    && BN_mod_mul_montgomery(running, running, sR[position], order, context) == 1
+                    && BN_mod_mul_montgomery(running, running, values[position], order, context) == 1
             guard ok else { return failed() }
         }
         return inverses.reversed()
