@@ -58,7 +58,7 @@ package enum ECDSABatch {
             verdicts[member.index] = member.table.withScratch { scratch in
                 member.table.verify(
                     r: ECDSA_SIG_get0_r(member.signature), inverseOfSInMontgomeryForm: w, digest: checks[member.index].digest,
-                    context: scratch)
+                    scratch: scratch)
             }
         }
         return verdicts

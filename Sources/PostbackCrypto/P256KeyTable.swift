@@ -32,7 +32,8 @@ final class P256KeyTable: @unchecked Sendable {
         defer { EC_GROUP_free(group) }
         return BN_dup(EC_GROUP_get0_order(group))!
     }()
-    private let scratch = ContextPool(make: { BN_CTX_new() }, destroy: { BN_CTX_free($0) })
+    /// Per-call OpenSSL state, reused: creating and freeing the two points cost 4 K instructions a verify.
+    private let scratch: ContextPool<VerificationScratch>
 
     /// Builds the table for a checked P-256 key (an EVP_PKEY). Nil if OpenSSL cannot build it or the
     /// table fails its self-check, in which case the caller stays on EVP.
@@ -50,6 +51,10 @@ final class P256KeyTable: @unchecked Sendable {
         }
         self.montgomery = montgomery
         self.curveGroup = curveGroup
+        // nonisolated(unsafe): the pool's closure only passes the group to EC_POINT_new, which reads it.
+        nonisolated(unsafe) let pointGroup = curveGroup
+        // A VerificationScratch frees its OpenSSL objects when the pool drops it.
+        self.scratch = ContextPool(make: { VerificationScratch(curveGroup: pointGroup) }, destroy: { _ in })
         self.keyGroup = keyGroup
         self.order = order
         self.prime = prime
@@ -116,16 +121,17 @@ final class P256KeyTable: @unchecked Sendable {
     func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
         // Inside ECDSABatch.withSharedInversion: already parsed (as strictly), s already inverted.
         if let shared = SharedInversion.current?.entry(for: derSignature) {
-            return withScratch { context in
-                verify(r: shared.r, inverseOfSInMontgomeryForm: shared.inverse, digest: digest, context: context)
+            return withScratch { scratch in
+                verify(r: shared.r, inverseOfSInMontgomeryForm: shared.inverse, digest: digest, scratch: scratch)
             }
         }
         return withParsedSignature(derSignature) { r, s in
-            withScratch { context in
+            withScratch { scratch in
+                let context = scratch.context
                 guard let inverse = BN_CTX_get(context),
                     montgomery.setInverseInMontgomeryForm(inverse, of: s, context: context)
                 else { return false }
-                return verify(r: r, inverseOfSInMontgomeryForm: inverse, digest: digest, context: context)
+                return verify(r: r, inverseOfSInMontgomeryForm: inverse, digest: digest, scratch: scratch)
             }
         }
     }
@@ -196,8 +202,10 @@ final class P256KeyTable: @unchecked Sendable {
     /// x(R) = X/Z² in Jacobian coordinates, and x(R) < p, so x(R) mod n = r means x(R) = r or (only when
     /// r < p − n) x(R) = r + n; both are checked as X = candidate·Z² (mod p), with no inversion of Z.
     func verify(
-        r: OpaquePointer, inverseOfSInMontgomeryForm inverse: OpaquePointer, digest: SHA256.Digest, context: OpaquePointer
+        r: OpaquePointer, inverseOfSInMontgomeryForm inverse: OpaquePointer, digest: SHA256.Digest,
+        scratch: VerificationScratch
     ) -> Bool {
+        let context = scratch.context
         BN_CTX_start(context)
         defer { BN_CTX_end(context) }
         guard let e = BN_CTX_get(context), let u1 = BN_CTX_get(context), let u2 = BN_CTX_get(context),
@@ -217,11 +225,8 @@ final class P256KeyTable: @unchecked Sendable {
             ERR_clear_error()
             return false
         }
-        guard let fromG = EC_POINT_new(curveGroup), let fromQ = EC_POINT_new(curveGroup) else { return false }
-        defer {
-            EC_POINT_free(fromG)
-            EC_POINT_free(fromQ)
-        }
+        let fromG = scratch.fromG
+        let fromQ = scratch.fromQ
         guard EC_POINT_mul(curveGroup, fromG, u1, nil, nil, context) == 1,
             EC_POINT_mul(keyGroup, fromQ, u2, nil, nil, context) == 1,
             EC_POINT_add(curveGroup, fromG, fromG, fromQ, context) == 1
@@ -252,12 +257,42 @@ final class P256KeyTable: @unchecked Sendable {
         return BN_cmp(product, x) == 0
     }
 
-    /// Runs `body` with a pooled BN_CTX inside its own start/end frame. False if none could be made.
-    func withScratch(_ body: (OpaquePointer) -> Bool) -> Bool {
-        scratch.withContext { context in
-            BN_CTX_start(context)
-            defer { BN_CTX_end(context) }
-            return body(context)
+    /// Runs `body` with pooled scratch, its BN_CTX inside its own start/end frame. False if none could be made.
+    func withScratch(_ body: (VerificationScratch) -> Bool) -> Bool {
+        scratch.withContext { scratch in
+            BN_CTX_start(scratch.context)
+            defer { BN_CTX_end(scratch.context) }
+            return body(scratch)
         } ?? false
+    }
+}
+
+/// What one verification needs besides its numbers: a BN_CTX and the two points of u1·G + u2·Q.
+/// Used by one thread at a time (the table's pool hands it out); freed with the pool.
+final class VerificationScratch {
+    let context: OpaquePointer
+    let fromG: OpaquePointer
+    let fromQ: OpaquePointer
+
+    init?(curveGroup: OpaquePointer) {
+        guard let context = BN_CTX_new() else { return nil }
+        guard let fromG = EC_POINT_new(curveGroup) else {
+            BN_CTX_free(context)
+            return nil
+        }
+        guard let fromQ = EC_POINT_new(curveGroup) else {
+            BN_CTX_free(context)
+            EC_POINT_free(fromG)
+            return nil
+        }
+        self.context = context
+        self.fromG = fromG
+        self.fromQ = fromQ
+    }
+
+    deinit {
+        BN_CTX_free(context)
+        EC_POINT_free(fromG)
+        EC_POINT_free(fromQ)
     }
 }
