@@ -46,44 +46,19 @@ package enum ECDSABatch {
             return verdicts
         }
 
-        let order = first.table.groupOrder
-        guard let context = BN_CTX_new() else { return alone(checks) }
+        // Every table shares P256Montgomery.shared (no table exists without it).
+        guard let montgomery = P256Montgomery.shared, let context = BN_CTX_new() else { return alone(checks) }
         defer { BN_CTX_free(context) }
-        // prefix[i] = s0·s1·…·si mod n; every s is in [1, n) and n is prime, so no product is zero.
-        var prefix: [OpaquePointer] = []
-        var inverses: [OpaquePointer] = []
-        defer { (prefix + inverses).forEach { BN_free($0) } }
-        for member in members {
-            guard let product = BN_new() else { return alone(checks) }
-            prefix.append(product)
-            let s = ECDSA_SIG_get0_s(member.signature)
-            let ok =
-                prefix.count == 1
-                ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
-            guard ok else { return alone(checks) }
-        }
-        guard let running = BN_new() else { return alone(checks) }
-        inverses.append(running)
-        guard BN_mod_inverse(running, prefix[prefix.count - 1], order, context) != nil else { return alone(checks) }
-        // Walking back: running = (s0·…·si)⁻¹, so si⁻¹ = running·prefix[i−1], then running·si = (s0·…·si−1)⁻¹.
-        var inverseOfS = [OpaquePointer?](repeating: nil, count: members.count)
-        for position in stride(from: members.count - 1, through: 0, by: -1) {
-            guard let w = BN_new() else { return alone(checks) }
-            inverses.append(w)
-            let s = ECDSA_SIG_get0_s(members[position].signature)
-            let ok =
-                position == 0
-                ? BN_copy(w, running) != nil
-                : BN_mod_mul(w, running, prefix[position - 1], order, context) == 1
-                    && BN_mod_mul(running, running, s, order, context) == 1
-            guard ok else { return alone(checks) }
-            inverseOfS[position] = w
-        }
-        for (position, member) in members.enumerated() {
-            guard let w = inverseOfS[position] else { continue }
+        guard
+            let inverseOfS = montgomery.inversesInMontgomeryForm(
+                of: members.map { ECDSA_SIG_get0_s($0.signature) }, context: context)
+        else { return alone(checks) }
+        defer { inverseOfS.forEach { BN_free($0) } }
+        for (member, w) in zip(members, inverseOfS) {
             verdicts[member.index] = member.table.withScratch { scratch in
                 member.table.verify(
-                    r: ECDSA_SIG_get0_r(member.signature), inverseOfS: w, digest: checks[member.index].digest, context: scratch)
+                    r: ECDSA_SIG_get0_r(member.signature), inverseOfSInMontgomeryForm: w, digest: checks[member.index].digest,
+                    scratch: scratch)
             }
         }
         return verdicts
@@ -116,7 +91,7 @@ final class SharedInversion: @unchecked Sendable {
     // @unchecked Sendable: filled in init, then only read, by the thread whose task-local scope holds it.
     @TaskLocal static var current: SharedInversion?
 
-    /// A parsed signature (0 < r, s < n, strict DER) and w = s⁻¹ mod n.
+    /// A parsed signature (0 < r, s < n, strict DER) and w = s⁻¹ mod n in Montgomery form (w·R mod n).
     struct Entry {
         let signature: OpaquePointer
         let inverse: OpaquePointer
@@ -140,48 +115,14 @@ final class SharedInversion: @unchecked Sendable {
         for der in Set(derSignatures.map(SignatureBytes.init)).map(\.bytes) {
             if let signature = der.withUnsafeBytes({ P256KeyTable.parsedSignature($0) }) { parsed.append((der, signature)) }
         }
-        guard parsed.count > 1, let context = BN_CTX_new() else { return nil }
+        guard parsed.count > 1, let montgomery = P256Montgomery.shared, let context = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(context) }
-        let order = P256KeyTable.order
-        // prefix[i] = s0·s1·…·si mod n; every s is in [1, n) and n is prime, so no product is zero.
-        var prefix: [OpaquePointer] = []
-        defer { prefix.forEach { BN_free($0) } }
-        for entry in parsed {
-            guard let product = BN_new() else { return nil }
-            prefix.append(product)
-            let s = ECDSA_SIG_get0_s(entry.signature)
-            let ok =
-                prefix.count == 1
-                ? BN_copy(product, s) != nil : BN_mod_mul(product, prefix[prefix.count - 2], s, order, context) == 1
-            guard ok else { return nil }
-        }
-        guard let running = BN_new() else { return nil }
-        defer { BN_free(running) }
-        guard BN_mod_inverse(running, prefix[prefix.count - 1], order, context) != nil else {
-            ERR_clear_error()
-            return nil
-        }
-        // Walking back: running = (s0·…·si)⁻¹, so si⁻¹ = running·prefix[i−1], then running·si = (s0·…·si−1)⁻¹.
-        var inverses: [OpaquePointer] = []
-        for position in stride(from: parsed.count - 1, through: 0, by: -1) {
-            guard let w = BN_new() else {
-                inverses.forEach { BN_free($0) }
-                return nil
-            }
-            inverses.append(w)
-            let s = ECDSA_SIG_get0_s(parsed[position].signature)
-            let ok =
-                position == 0
-                ? BN_copy(w, running) != nil
-                : BN_mod_mul(w, running, prefix[position - 1], order, context) == 1
-                    && BN_mod_mul(running, running, s, order, context) == 1
-            guard ok else {
-                inverses.forEach { BN_free($0) }
-                return nil
-            }
-        }
-        for (position, w) in zip(stride(from: parsed.count - 1, through: 0, by: -1), inverses) {
-            entries[SignatureBytes(bytes: parsed[position].der)] = Entry(signature: parsed[position].signature, inverse: w)
+        guard
+            let inverses = montgomery.inversesInMontgomeryForm(
+                of: parsed.map { ECDSA_SIG_get0_s($0.signature) }, context: context)
+        else { return nil }
+        for (entry, w) in zip(parsed, inverses) {
+            entries[SignatureBytes(bytes: entry.der)] = Entry(signature: entry.signature, inverse: w)
         }
         kept = parsed.count
     }

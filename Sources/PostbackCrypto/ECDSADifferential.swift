@@ -192,7 +192,7 @@ package final class ECDSADifferential {
             BN_mod_mul(e, t, d, math.order, math.context)
             BN_sub(e, math.order, e)
             mutations(of: "R=-Q", key: key, r: r, s: s, e: e)
-        case 4:  // u1 = 0: digest 0 and digest n (reduced to 0); s = r·d/k.
+        case 4:  // u1 = 0: digest 0 and digest n (reduced to 0); s = r·d/k. Then a digest above n.
             BN_zero_ex(e)
             BN_mod_mul(t, r, d, math.order, math.context)
             BN_mod_inverse(s, k, math.order, math.context)
@@ -200,6 +200,16 @@ package final class ECDSADifferential {
             mutations(of: "e=0", key: key, r: r, s: s, e: e)
             BN_copy(e, math.order)
             add("e=n", key: key, r: r, s: s, e: e)
+            // A digest above n (probability 2^-32 at random), valid for its reduction t: e = n + t with
+            // t < 2^216, below 2^256 − n (≈ 2^224), and s = k⁻¹·(t + r·d).
+            let reduced = math.bignum()
+            math.randomBytes(reduced, count: 27)
+            BN_add(e, math.order, reduced)
+            BN_mod_mul(t, r, d, math.order, math.context)
+            BN_mod_add(t, t, reduced, math.order, math.context)
+            BN_mod_inverse(s, k, math.order, math.context)
+            BN_mod_mul(s, s, t, math.order, math.context)
+            mutations(of: "e>n", key: key, r: r, s: s, e: e)
         case 5:  // A key whose x coordinate is tiny (d unknown): R = u1·G + u2·Q.
             let small = keys.smallCoordinate[(round / 7) % keys.smallCoordinate.count]
             math.randomScalar(k)  // u1

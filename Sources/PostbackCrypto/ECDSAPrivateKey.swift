@@ -8,7 +8,7 @@ package final class ECDSAPrivateKey: @unchecked Sendable {
     // @unchecked Sendable: as for ECDSAPublicKey, the EVP_PKEY is immutable after init and each signing
     // call takes its own EVP_PKEY_CTX from the pool.
     private let key: EVPKey
-    private let signContexts: ContextPool
+    private let signContexts: ContextPool<OpaquePointer>
 
     package let curve: Curve
     /// The matching public key.

@@ -18,7 +18,7 @@ package final class ECDSAPublicKey: @unchecked Sendable {
     // from several threads at once for read-only operations. The only per-call mutable OpenSSL state,
     // the EVP_PKEY_CTX, is taken from `verifyContexts` so that no two threads share one.
     private let key: EVPKey
-    private let verifyContexts: ContextPool
+    private let verifyContexts: ContextPool<OpaquePointer>
     /// The P-256 table, once built (or known not to be available).
     private let table = Locked<TableState>(.notBuilt)
 
@@ -83,7 +83,7 @@ package final class ECDSAPublicKey: @unchecked Sendable {
         return Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
     }
 
-    private static func verifyPool(for key: EVPKey) -> ContextPool {
+    private static func verifyPool(for key: EVPKey) -> ContextPool<OpaquePointer> {
         ContextPool {
             guard let context = EVP_PKEY_CTX_new(key.pointer, nil) else { return nil }
             guard EVP_PKEY_verify_init(context) == 1 else {

@@ -24,18 +24,21 @@ final class P256KeyTable: @unchecked Sendable {
     private let prime: OpaquePointer
     /// p − n: an x coordinate equal to r + n exists only for r below it.
     private let primeMinusOrder: OpaquePointer
+    /// The Montgomery contexts for n and p (the same for every key).
+    private let montgomery: P256Montgomery
     /// P-256's order n, shared by every key (never freed). nonisolated(unsafe): only ever read.
     nonisolated(unsafe) static let order: OpaquePointer = {
         let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1)
         defer { EC_GROUP_free(group) }
         return BN_dup(EC_GROUP_get0_order(group))!
     }()
-    private let scratch = ContextPool(make: { BN_CTX_new() }, destroy: { BN_CTX_free($0) })
+    /// Per-call OpenSSL state, reused: creating and freeing the two points cost 4 K instructions a verify.
+    private let scratch: ContextPool<VerificationScratch>
 
     /// Builds the table for a checked P-256 key (an EVP_PKEY). Nil if OpenSSL cannot build it or the
     /// table fails its self-check, in which case the caller stays on EVP.
     init?(publicKey: OpaquePointer) {
-        guard let curveGroup = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
+        guard let montgomery = P256Montgomery.shared, let curveGroup = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
             ERR_clear_error()
             return nil
         }
@@ -46,7 +49,12 @@ final class P256KeyTable: @unchecked Sendable {
             ERR_clear_error()
             return nil
         }
+        self.montgomery = montgomery
         self.curveGroup = curveGroup
+        // nonisolated(unsafe): the pool's closure only passes the group to EC_POINT_new, which reads it.
+        nonisolated(unsafe) let pointGroup = curveGroup
+        // A VerificationScratch frees its OpenSSL objects when the pool drops it.
+        self.scratch = ContextPool(make: { VerificationScratch(curveGroup: pointGroup) }, destroy: { _ in })
         self.keyGroup = keyGroup
         self.order = order
         self.prime = prime
@@ -113,15 +121,17 @@ final class P256KeyTable: @unchecked Sendable {
     func isValidSignature(derSignature: UnsafeRawBufferPointer, digest: SHA256.Digest) -> Bool {
         // Inside ECDSABatch.withSharedInversion: already parsed (as strictly), s already inverted.
         if let shared = SharedInversion.current?.entry(for: derSignature) {
-            return withScratch { context in verify(r: shared.r, inverseOfS: shared.inverse, digest: digest, context: context) }
+            return withScratch { scratch in
+                verify(r: shared.r, inverseOfSInMontgomeryForm: shared.inverse, digest: digest, scratch: scratch)
+            }
         }
         return withParsedSignature(derSignature) { r, s in
-            withScratch { context in
-                guard let inverse = BN_CTX_get(context), BN_mod_inverse(inverse, s, order, context) != nil else {
-                    ERR_clear_error()
-                    return false
-                }
-                return verify(r: r, inverseOfS: inverse, digest: digest, context: context)
+            withScratch { scratch in
+                let context = scratch.context
+                guard let inverse = BN_CTX_get(context),
+                    montgomery.setInverseInMontgomeryForm(inverse, of: s, context: context)
+                else { return false }
+                return verify(r: r, inverseOfSInMontgomeryForm: inverse, digest: digest, scratch: scratch)
             }
         }
     }
@@ -185,31 +195,38 @@ final class P256KeyTable: @unchecked Sendable {
         BN_is_zero(value) == 0 && BN_is_negative(value) == 0 && BN_ucmp(value, Self.order) < 0
     }
 
-    /// The verification proper, given r and w = s⁻¹ mod n: R = u1·G + u2·Q with u1 = e·w, u2 = r·w,
-    /// valid iff R is not infinity and x(R) mod n = r.
+    /// The verification proper, given r and w = s⁻¹ mod n in Montgomery form (w·R mod n, see
+    /// `P256Montgomery`): R = u1·G + u2·Q with u1 = e·w, u2 = r·w, valid iff R is not infinity and
+    /// x(R) mod n = r.
     ///
     /// x(R) = X/Z² in Jacobian coordinates, and x(R) < p, so x(R) mod n = r means x(R) = r or (only when
     /// r < p − n) x(R) = r + n; both are checked as X = candidate·Z² (mod p), with no inversion of Z.
-    func verify(r: OpaquePointer, inverseOfS inverse: OpaquePointer, digest: SHA256.Digest, context: OpaquePointer) -> Bool {
+    func verify(
+        r: OpaquePointer, inverseOfSInMontgomeryForm inverse: OpaquePointer, digest: SHA256.Digest,
+        scratch: VerificationScratch
+    ) -> Bool {
+        let context = scratch.context
         BN_CTX_start(context)
         defer { BN_CTX_end(context) }
         guard let e = BN_CTX_get(context), let u1 = BN_CTX_get(context), let u2 = BN_CTX_get(context),
             let x = BN_CTX_get(context), let z = BN_CTX_get(context), let candidate = BN_CTX_get(context),
             let zSquared = BN_CTX_get(context), let product = BN_CTX_get(context)
         else { return false }
-        // The digest is exactly the order's 256 bits: no truncation, and e ≥ n is reduced by the multiplication.
+        // The digest is exactly the order's 256 bits: no truncation. A Montgomery multiplication wants
+        // inputs below n, and e < 2^256 < 2n, so one subtraction reduces it.
         let converted = digest.withUnsafeBytes { bytes in
             BN_bin2bn(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(bytes.count), e) != nil
         }
-        guard converted, BN_mod_mul(u1, e, inverse, order, context) == 1, BN_mod_mul(u2, r, inverse, order, context) == 1 else {
+        guard converted, BN_ucmp(e, order) < 0 || BN_usub(e, e, order) == 1,
+            // mont(x, w·R) = x·w mod n.
+            BN_mod_mul_montgomery(u1, e, inverse, montgomery.order, context) == 1,
+            BN_mod_mul_montgomery(u2, r, inverse, montgomery.order, context) == 1
+        else {
             ERR_clear_error()
             return false
         }
-        guard let fromG = EC_POINT_new(curveGroup), let fromQ = EC_POINT_new(curveGroup) else { return false }
-        defer {
-            EC_POINT_free(fromG)
-            EC_POINT_free(fromQ)
-        }
+        let fromG = scratch.fromG
+        let fromQ = scratch.fromQ
         guard EC_POINT_mul(curveGroup, fromG, u1, nil, nil, context) == 1,
             EC_POINT_mul(keyGroup, fromQ, u2, nil, nil, context) == 1,
             EC_POINT_add(curveGroup, fromG, fromG, fromQ, context) == 1
@@ -217,10 +234,14 @@ final class P256KeyTable: @unchecked Sendable {
             ERR_clear_error()
             return false
         }
+        // zSquared = Z²·R mod p (Montgomery form), so mont(candidate, zSquared) = candidate·Z² mod p.
+        // Z comes out of OpenSSL reduced; the reduction guards the Montgomery input bound regardless.
         guard EC_POINT_is_at_infinity(curveGroup, fromG) == 0,
             postback_EC_POINT_get_Jprojective_coordinates(curveGroup, fromG, x, nil, z, context) == 1,
-            BN_mod_sqr(zSquared, z, prime, context) == 1,
-            BN_mod_mul(product, r, zSquared, prime, context) == 1
+            BN_ucmp(z, prime) < 0 || BN_nnmod(z, z, prime, context) == 1,
+            BN_to_montgomery(zSquared, z, montgomery.prime, context) == 1,
+            BN_mod_mul_montgomery(zSquared, zSquared, zSquared, montgomery.prime, context) == 1,
+            BN_mod_mul_montgomery(product, r, zSquared, montgomery.prime, context) == 1
         else {
             ERR_clear_error()
             return false
@@ -228,7 +249,7 @@ final class P256KeyTable: @unchecked Sendable {
         if BN_cmp(product, x) == 0 { return true }
         guard BN_cmp(r, primeMinusOrder) < 0,
             BN_add(candidate, r, order) == 1,
-            BN_mod_mul(product, candidate, zSquared, prime, context) == 1
+            BN_mod_mul_montgomery(product, candidate, zSquared, montgomery.prime, context) == 1
         else {
             ERR_clear_error()
             return false
@@ -236,15 +257,42 @@ final class P256KeyTable: @unchecked Sendable {
         return BN_cmp(product, x) == 0
     }
 
-    /// Runs `body` with a pooled BN_CTX inside its own start/end frame. False if none could be made.
-    func withScratch(_ body: (OpaquePointer) -> Bool) -> Bool {
-        scratch.withContext { context in
-            BN_CTX_start(context)
-            defer { BN_CTX_end(context) }
-            return body(context)
+    /// Runs `body` with pooled scratch, its BN_CTX inside its own start/end frame. False if none could be made.
+    func withScratch(_ body: (VerificationScratch) -> Bool) -> Bool {
+        scratch.withContext { scratch in
+            BN_CTX_start(scratch.context)
+            defer { BN_CTX_end(scratch.context) }
+            return body(scratch)
         } ?? false
     }
+}
 
-    /// The order n, for inverting many s at once (`ECDSABatch`).
-    var groupOrder: OpaquePointer { order }
+/// What one verification needs besides its numbers: a BN_CTX and the two points of u1·G + u2·Q.
+/// Used by one thread at a time (the table's pool hands it out); freed with the pool.
+final class VerificationScratch {
+    let context: OpaquePointer
+    let fromG: OpaquePointer
+    let fromQ: OpaquePointer
+
+    init?(curveGroup: OpaquePointer) {
+        guard let context = BN_CTX_new() else { return nil }
+        guard let fromG = EC_POINT_new(curveGroup) else {
+            BN_CTX_free(context)
+            return nil
+        }
+        guard let fromQ = EC_POINT_new(curveGroup) else {
+            BN_CTX_free(context)
+            EC_POINT_free(fromG)
+            return nil
+        }
+        self.context = context
+        self.fromG = fromG
+        self.fromQ = fromQ
+    }
+
+    deinit {
+        BN_CTX_free(context)
+        EC_POINT_free(fromG)
+        EC_POINT_free(fromQ)
+    }
 }

@@ -17,7 +17,7 @@ import Testing
         for kind in [
             "signed", "s=n-1", "s=1", "u1G=u2Q", "infinity (invalid)", "R=Q", "R=-Q", "e=0", "e=n",
             "small-x key", "x(R)>=n", "r=x(R)>=n (invalid)", "signed high-S", "signed flip-der", "signed r=0",
-            "signed s=n", "signed r+n", "signed swapped", "signed r<0", "x(R)>=n high-S",
+            "signed s=n", "signed r+n", "signed swapped", "signed r<0", "x(R)>=n high-S", "e>n", "e>n high-S",
         ] {
             #expect(report.kinds[kind, default: 0] > 0, "no \(kind) case generated")
         }
@@ -31,7 +31,7 @@ import Testing
         #expect(
             report.validKinds.isSuperset(of: [
                 "signed", "signed high-S", "s=n-1", "s=1", "u1G=u2Q", "R=Q", "R=-Q",
-                "e=0", "e=n", "small-x key", "x(R)>=n", "x(R)>=n high-S",
+                "e=0", "e=n", "e>n", "small-x key", "x(R)>=n", "x(R)>=n high-S",
             ]),
             "valid kinds: \(report.validKinds.sorted())")
         #expect(
