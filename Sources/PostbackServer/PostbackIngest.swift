@@ -66,8 +66,7 @@ final class PostbackIngest: Sendable {
     /// it, but their P-256 signatures share one modular inversion (`PostbackVerifier.verify(batch:)`).
     func receive(_ batch: [Received]) -> [Action] {
         guard isStorageHealthy else { return batch.map { _ in Self.storageUnavailable } }
-        let results = batch.count == 1 ? [verifier.verify(body: batch[0].body)] : verifier.verify(batch: batch.map(\.body))
-        return zip(batch, results).map { received, result in
+        return zip(batch, verifier.verify(batch: batch.map(\.body))).map { received, result in
             act(on: result, body: received.body, route: received.route, receivedAt: received.receivedAt, client: received.client)
         }
     }
