@@ -34,14 +34,21 @@ package struct SyntheticPostbacks: Sendable {
     package var reengagementShare: Double?
     /// Postback windows (sequence indices) to draw from (default 0, 1, 2).
     package var windows: [Int]?
+    /// Each of `sourceIdentifiers` gets values of its own (fine values and coarse levels drawn from
+    /// its own part of the range), so campaigns differ in value as well as in volume: the demo's
+    /// "which campaign is best" then has an answer. SKAdNetwork 2–3 campaign ids follow the source
+    /// identifier's place in the list (1, 2, …), so a schema's campaign-id map can name them alike.
+    package var valuesFollowCampaign = false
 
     package init(kinds: [Kind]) { self.kinds = kinds }
 
     /// An element of `values`, the first ones most often: index ⌊n·u²⌋ for a uniform u, so the first
     /// tenth of the list gets about a third of the draws, as campaigns and values do in real traffic.
-    static func skewed<T>(_ values: [T], _ draw: UInt64) -> T {
+    static func skewed<T>(_ values: [T], _ draw: UInt64) -> T { values[skewedIndex(values.count, draw)] }
+
+    static func skewedIndex(_ count: Int, _ draw: UInt64) -> Int {
         let unit = Double(draw >> 11) / Double(1 << 53)
-        return values[min(values.count - 1, Int(Double(values.count) * unit * unit))]
+        return min(count - 1, Int(Double(count) * unit * unit))
     }
 
     /// True with probability `share` (or the default `1/denominator`), from one draw either way.
@@ -65,10 +72,19 @@ package struct SyntheticPostbacks: Sendable {
         let window = didWin ? windows.map { Self.skewed($0, random.next()) } ?? Int(random.next() % 3) : 0
         let nullValue = Self.chance(nullShare, orOneIn: 5, random.next())
         let fineDraw = random.next()
-        let fine = fineValues.map { Self.skewed($0, fineDraw) } ?? Int(fineDraw % 64)
+        // With valuesFollowCampaign, source k of n draws from its own part of the values: later
+        // sources (fewer postbacks) convert to higher values.
+        let sourceIndex = sourceIdentifiers.map { Self.skewedIndex($0.count, campaignDraw) }
+        let tilt = valuesFollowCampaign ? sourceIndex.map { ($0, sourceIdentifiers!.count) } : nil
+        let fine =
+            fineValues.map { values in
+                guard let (k, n) = tilt else { return Self.skewed(values, fineDraw) }
+                return values[(k * values.count / n + Self.skewedIndex(max(1, values.count / n), fineDraw)) % values.count]
+            } ?? Int(fineDraw % 64)
         let explicitNetwork = adNetworkIDs.map { Self.skewed($0, networkDraw) }
-        let explicitSource = sourceIdentifiers.map { Self.skewed($0, campaignDraw) }
-        let coarse = ["low", "medium", "high"][Int(random.next() % 3)]
+        let explicitSource = sourceIndex.map { sourceIdentifiers![$0] }
+        let coarseDraw = Int(random.next() % 3)
+        let coarse = ["low", "medium", "high"][tilt.map { min(2, $0.0 * 3 / $0.1 + (coarseDraw == 0 ? 1 : 0)) } ?? coarseDraw]
         let country = ["US", "GB", "DE", "JP", "BR"][Int(random.next() % 5)]
 
         switch kind {
@@ -111,7 +127,7 @@ package struct SyntheticPostbacks: Sendable {
                 skan.sourceIdentifier = String((explicitSource ?? String(format4: full)).suffix(digits))
                 skan.postbackSequenceIndex = window
             } else {
-                skan.campaignID = Int64(campaign)
+                skan.campaignID = Int64(valuesFollowCampaign ? (sourceIndex ?? 0) + 1 : campaign)
             }
             if kind != .skan1_0 { skan.redownload = random.next() % 8 == 0 }
             if ["2.2", "3.0", "4.0"].contains(version) { skan.fidelityType = fidelity }

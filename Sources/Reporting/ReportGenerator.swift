@@ -26,40 +26,42 @@ package enum ReportGenerator {
 
     /// The page's bytes and what it holds, without writing it (`--out -` sends it to stdout).
     package static func build(_ request: ReportRequest) throws(ReportError) -> (page: [UInt8], summary: ReportSummary) {
-        let model = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
-            from: request.from, to: request.to)
-        let bytes = Array(try render(model, development: try developmentModel(request), request: request).utf8)
+        let model = try model(request)
+        let bytes = Array(try render(model, request: request).utf8)
         let summary = ReportSummary(
-            outputPath: request.outputPath, bytes: bytes.count, daysIncluded: model.days, daysMissing: model.missingDays,
-            daysWithoutSpool: model.emptyDays, daysPartial: model.partialDays,
+            outputPath: request.outputPath, bytes: bytes.count, environment: request.environment, daysIncluded: model.days,
+            daysMissing: model.missingDays, daysWithoutSpool: model.emptyDays, daysPartial: model.partialDays,
             daysLeftOut: model.leftOutDays.map(\.day), postbacks: model.totals.postbacks, installs: model.totals.installs,
-            developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks)
+            otherEnvironmentPostbacks: model.otherEnvironmentPostbacks, rejectedPostbacks: model.rejectedPostbacks)
         return (bytes, summary)
     }
 
     /// The page for `request` without writing it.
     package static func page(_ request: ReportRequest) throws(ReportError) -> String {
-        try render(
-            try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
-                from: request.from, to: request.to), development: try developmentModel(request), request: request)
+        try render(try model(request), request: request)
     }
 
-    /// `campaign_daily_development` of the range (`--include-development`); nil without the flag.
-    static func developmentModel(_ request: ReportRequest) throws(ReportError) -> ReportModel? {
-        guard request.includeDevelopment else { return nil }
+    /// The figures of the page's environment. The production table is always read: its days decide
+    /// which days are there, and its manifests hold the side counts (rejected, duplicates, corrupt
+    /// lines) that both pages show apart from their figures.
+    static func model(_ request: ReportRequest) throws(ReportError) -> ReportModel {
+        let production = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
+            from: request.from, to: request.to)
+        guard request.environment == .development else { return production }
         let loader = AggregateLoader(
             dataDirectory: request.dataDirectory, appID: request.appID, table: AggregateTables.campaignDailyDevelopment)
+        var development: ReportModel
         do {
-            return try loader.load(from: request.from, to: request.to)
+            development = try loader.load(from: request.from, to: request.to)
         } catch .noAggregates {
-            // No day has the table: the section says so (the production figures decide whether there is a page).
-            return ReportModel(from: request.from, to: request.to)
+            // No day has the table (published before it existed): an empty development page that says why.
+            development = ReportModel(from: request.from, to: request.to)
         }
+        development.adoptSideCounts(of: production)
+        return development
     }
 
-    static func render(_ model: ReportModel, development: ReportModel? = nil, request: ReportRequest) throws(ReportError)
-        -> String
-    {
-        try ReportPage(model: model, request: request, development: development).render()
+    static func render(_ model: ReportModel, request: ReportRequest) throws(ReportError) -> String {
+        try ReportPage(model: model, request: request).render()
     }
 }

@@ -1,3 +1,4 @@
+import Aggregation
 package import Basics
 import Postbacks
 
@@ -19,10 +20,10 @@ package struct ReportRequest: Sendable {
     /// Only this app's rows (`--app ID`); the manifests' rejected reasons and side counts are the
     /// store's and are labelled as such.
     package var appID: String? = nil
-    /// Also read `campaign_daily_development` and show its decoded development postbacks in a
-    /// section of their own, labelled development (`--include-development`); never in the
-    /// production figures. Off: the page is exactly the one without development figures.
-    package var includeDevelopment = false
+    /// Whose figures the page draws (`--environment`): production postbacks (the default), or the
+    /// development ones of `campaign_daily_development`, every section labelled development. The two
+    /// are never added together.
+    package var environment = ReportEnvironment.production
 
     package static let defaultTopCampaigns = 12
 
@@ -37,5 +38,22 @@ package struct ReportRequest: Sendable {
         self.title = title
         self.topCampaigns = topCampaigns
         self.toolVersion = toolVersion
+    }
+}
+
+/// The two kinds of verified postbacks a page can be about; each page shows one.
+package enum ReportEnvironment: String, CaseIterable, Sendable {
+    /// Signed with Apple's production keys: what is measured.
+    case production
+    /// Apple's development keys, `--trust-key` test keys, SKAdNetwork test mode: what a team sees
+    /// while it integrates.
+    case development
+
+    /// The table whose rows the page draws.
+    var table: String {
+        switch self {
+        case .production: AggregateTables.postbackDetailDaily
+        case .development: AggregateTables.campaignDailyDevelopment
+        }
     }
 }

@@ -9,63 +9,20 @@ import Testing
 /// `systemd-analyze verify` accepts deploy/postback.service.
 @Suite struct DocumentationTests {
     static let root = VerifyCommandTests.root
-    static var readme: String { (try? String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)) ?? "" }
-
-    /// The ```sh blocks right after a `<!-- runnable -->` line, with the line each starts on.
-    static func runnableBlocks(in markdown: String) -> [(line: Int, script: String)] {
-        let lines = markdown.components(separatedBy: "\n")
-        var blocks: [(Int, String)] = []
-        var index = 0
-        while index < lines.count {
-            if lines[index].trimmingCharacters(in: .whitespaces) == "<!-- runnable -->", index + 1 < lines.count,
-                lines[index + 1] == "```sh"
-            {
-                var body: [String] = []
-                var end = index + 2
-                while end < lines.count, lines[end] != "```" {
-                    body.append(lines[end])
-                    end += 1
-                }
-                blocks.append((index + 3, body.joined(separator: "\n")))
-                index = end
-            }
-            index += 1
-        }
-        return blocks
-    }
+    static var readme: String { Readme.text }
 
     @Test func readmeRunnableBlocksRunAsWrittenInAFreshDirectory() throws {
-        let binary = PostbackBinaryTests.binary
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            Issue.record("postback binary not found at \(binary.path); run `swift build` first")
+        guard FileManager.default.isExecutableFile(atPath: Readme.binary.path) else {
+            Issue.record("postback binary not found at \(Readme.binary.path); run `swift build` first")
             return
         }
-        let blocks = Self.runnableBlocks(in: Self.readme)
+        let blocks = Readme.runnableBlocks(in: Self.readme)
         #expect(blocks.count >= 2, "README marks its first session and the decode tables as runnable")
-        // A fresh directory, holding only what a user who cloned the repository has: Samples/.
         let directory = NSTemporaryDirectory() + "postback-readme-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.copyItem(atPath: Self.root.appendingPathComponent("Samples").path, toPath: directory + "/Samples")
-        var environment = ProcessInfo.processInfo.environment
-        environment["PATH"] = binary.deletingLastPathComponent().path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         // Blocks run in order in the one directory, as a reader following README would.
-        for (line, script) in blocks {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = ["-euo", "pipefail", "-c", script]
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            process.environment = environment
-            let errors = Pipe()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = errors
-            try process.run()
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(
-                process.terminationStatus == 0,
-                "README.md block at line \(line) failed (exit \(process.terminationStatus)):\n\(script)\n\(message)")
-        }
+        try Readme.run(blocks, in: directory)
         #expect(FileManager.default.fileExists(atPath: directory + "/report.html"))
         #expect(FileManager.default.fileExists(atPath: directory + "/decode/sources.csv"))
     }
@@ -107,7 +64,7 @@ import Testing
 
     @Test func runnableBlocksAreFoundOnlyAfterTheMarker() {
         let markdown = "text\n<!-- runnable -->\n```sh\necho one\necho two\n```\n```sh\nnot marked\n```\n    indented\n"
-        let blocks = Self.runnableBlocks(in: markdown)
+        let blocks = Readme.runnableBlocks(in: markdown)
         #expect(blocks.map(\.script) == ["echo one\necho two"])
         #expect(blocks.first?.line == 4)
     }

@@ -48,7 +48,7 @@ import Testing
         let page = PageFigures(html: try store.text("command.html"))
         let postbacks = try #require(page.count("postbacks"))
         #expect(result.stdout.contains("wrote \(out) ("))
-        #expect(result.stdout.contains("3 days, \(postbacks) postbacks"))
+        #expect(result.stdout.contains("3 days, \(postbacks) production postbacks"))
         #expect(page.html.contains("<h1>March</h1>"))
         #expect(result.stderr.isEmpty)
     }

@@ -27,6 +27,7 @@ import Testing
     ]
     static let allowedAttributes: Set<String> = [
         "lang", "charset", "name", "content", "http-equiv", "id", "class", "href", "role", "aria-label", "aria-labelledby",
+        "title",
         "aria-hidden", "tabindex", "scope", "colspan", "data-metric", "xmlns", "viewBox", "x", "y", "x1", "x2", "y1", "y2", "cx",
         "cy",
         "r", "width", "height", "d", "points", "text-anchor",

@@ -96,28 +96,33 @@ import Testing
             for (day, row) in fixture.production {
                 expected[day, default: [:]][row.text("ad_network_id")!, default: 0] += row.int(column)
             }
+            // One row per day, a column per ad network (the store has fewer than the named maximum).
             let figures = try #require(fixture.page.table(table))
-            #expect(figures.header == ["Day", "Ad network", noun.capitalized])
-            var shown: [String: [String: Int]] = [:]
+            let networks = Set(expected.values.flatMap(\.keys))
+            #expect(figures.header.first == "Day" && figures.header.last == "All networks")
+            let named = Set(figures.header.dropFirst().dropLast().filter { $0 != "Other networks" })
+            #expect(named.isSubset(of: networks) && named.count == min(networks.count, ReportPage.networksInTables))
+            #expect(figures.header.contains("Other networks") == (networks.count > named.count))
             for record in figures.records {
-                let (day, network, count) = (record["Day"]!, record["Ad network"]!, number(record[noun.capitalized]!))
-                if network == "all networks" {
-                    #expect(count == expected[day]!.values.reduce(0, +), "\(table) \(day)")
-                    continue
+                let day = record["Day"]!
+                #expect(number(record["All networks"]!) == expected[day]!.values.reduce(0, +), "\(table) \(day)")
+                if let others = record["Other networks"] {
+                    let expectedOthers = expected[day]!.filter { !named.contains($0.key) }.values.reduce(0, +)
+                    #expect(number(others) == expectedOthers, "\(table) \(day) other networks")
                 }
-                shown[day, default: [:]][network] = count
-                // The chart's tooltip for the same column segment says the same number.
-                let rank = figures.records.filter { $0["Day"] == day }.firstIndex { $0["Ad network"] == network }!
-                if column == "postbacks", count > 0, rank < ReportStyle.seriesColours {
-                    #expect(
-                        fixture.page.html.contains(
-                            "<title>\(NumberFormat.longDay(UTCDay(day)!)) · \(network): \(NumberFormat.count(count)) \(noun)</title>"
-                        ))
+                for network in named {
+                    let count = number(record[network]!)
+                    #expect(count == expected[day]![network, default: 0], "\(table) \(day) \(network)")
+                    // The chart's tooltip for the same column segment says the same number.
+                    if column == "postbacks", count > 0 {
+                        #expect(
+                            fixture.page.html.contains(
+                                "<title>\(NumberFormat.longDay(UTCDay(day)!)) · \(network): \(NumberFormat.count(count)) \(noun)</title>"
+                            ))
+                    }
                 }
             }
             #expect(Set(figures.records.map { $0["Day"]! }) == Set(Self.days))
-            // Networks without any of these on a day are listed with 0 (they had postbacks), none is missing.
-            #expect(shown.mapValues { $0.filter { $0.value > 0 } } == expected.mapValues { $0.filter { $0.value > 0 } })
             #expect(number(figures.footer!.last!) == fixture.sum(column))
         }
     }
@@ -145,14 +150,36 @@ import Testing
             fine.keys.contains { $0.hasPrefix("spring_sale|") || $0.hasPrefix("summer_sale|") || $0.hasPrefix("brand|") },
             "a source-identifier map decoded campaigns")
 
+        // Each campaign's most frequent values by value, the rest in one row: the rows add up to the
+        // campaign's fine values, and no value left out is more frequent than one listed.
         let fineTable = try #require(fixture.page.table("table-fine"))
-        var shownFine: [String: Int] = [:]
+        var shownTotal: [String: Int] = [:]
+        var smallestListed: [String: Int] = [:]
+        var otherRows = 0
         for record in fineTable.records {
-            let key = "\(Self.tableKey(record))|\(record["Value"]!)"
-            shownFine[key] = number(record["Postbacks"]!)
+            let campaign = Self.tableKey(record)
+            let count = number(record["Postbacks"]!)
+            shownTotal[campaign, default: 0] += count
+            guard record["Value"] != "other" else {
+                otherRows += 1
+                continue
+            }
+            let key = "\(campaign)|\(record["Value"]!)"
+            #expect(count == fine[key], "\(key)")
             #expect(record["Label"] == fineLabels[key], "\(key)")
+            smallestListed[campaign] = min(smallestListed[campaign] ?? .max, count)
         }
-        #expect(shownFine == fine)
+        var totals: [String: Int] = [:]
+        for (key, count) in fine { totals[String(key[..<key.lastIndex(of: "|")!]), default: 0] += count }
+        #expect(shownTotal == totals)
+        #expect(otherRows > 0, "some campaign has more values than the table lists")
+        for (key, count) in fine {
+            let campaign = String(key[..<key.lastIndex(of: "|")!])
+            let listed = fineTable.records.contains {
+                Self.tableKey($0) == campaign && $0["Value"] == String(key[key.index(after: key.lastIndex(of: "|")!)...])
+            }
+            if !listed { #expect(count <= smallestListed[campaign]!, "\(key) left out but more frequent than a listed value") }
+        }
 
         let coarseTable = try #require(fixture.page.table("table-coarse"))
         var shownCoarse: [String: [Int]] = [:]
@@ -206,12 +233,15 @@ import Testing
     @Test func nullAndNonWinningShares() throws {
         let fixture = try Fixture()
         var nulls: [String: (null: Int, winners: Int)] = [:]
+        var days: [String: (null: Int, winners: Int)] = [:]
         var networks: [String: (losses: Int, postbacks: Int)] = [:]
         for (day, row) in fixture.production {
             let network = row.text("ad_network_id")!
             let winners = row.int("postbacks") - row.int("losses")
             nulls["\(day)|\(network)", default: (0, 0)].null += row.int("null_cv_postbacks")
             nulls["\(day)|\(network)", default: (0, 0)].winners += winners
+            days[day, default: (0, 0)].null += row.int("null_cv_postbacks")
+            days[day, default: (0, 0)].winners += winners
             networks[network, default: (0, 0)].losses += row.int("losses")
             networks[network, default: (0, 0)].postbacks += row.int("postbacks")
         }
@@ -220,13 +250,20 @@ import Testing
             return "\(tenths / 10).\(tenths % 10)%"
         }
         let nullTable = try #require(fixture.page.table("table-null-share"))
-        #expect(nullTable.rows.count == nulls.count)
+        #expect(nullTable.rows.count == days.count)
         for record in nullTable.records {
-            let expected = try #require(nulls["\(record["Day"]!)|\(record["Ad network"]!)"])
+            let day = record["Day"]!
+            let expected = try #require(days[day])
             #expect(number(record["Null values"]!) == expected.null)
             #expect(number(record["Winning postbacks"]!) == expected.winners)
             #expect(record["Share"] == percent(expected.null, expected.winners))
+            for (heading, value) in record where heading.hasPrefix("Share, ") {
+                let network = String(heading.dropFirst("Share, ".count))
+                let counts = nulls["\(day)|\(network)"]
+                #expect(value == (counts.map { $0.winners > 0 ? percent($0.null, $0.winners) : "–" } ?? "–"), "\(day) \(network)")
+            }
         }
+        #expect(nullTable.header.filter { $0.hasPrefix("Share, ") }.count == min(networks.count, ReportPage.networksInTables))
         let lossTable = try #require(fixture.page.table("table-non-winning"))
         #expect(lossTable.rows.count == networks.count)
         for record in lossTable.records {
@@ -289,13 +326,13 @@ import Testing
     }
 
     /// With only a few campaigns named, the last row sums exactly the campaigns left out, and every
-    /// named campaign has at least as many postbacks as any left out.
+    /// named campaign has at least as many installs as any left out.
     @Test func campaignsBeyondTheTopAreSummedInOneRow() throws {
         let fixture = try Fixture(top: 3)
-        var postbacks: [String: Int] = [:]
+        var installs: [String: Int] = [:]
         var coarse: [String: [Int]] = [:]
         for (_, row) in fixture.production {
-            postbacks[Self.campaignKey(row), default: 0] += row.int("postbacks")
+            installs[Self.campaignKey(row), default: 0] += row.int("installs")
             guard row.text("cv_kind") == "coarse" else { continue }
             let level = ["low", "medium", "high"].firstIndex(of: row.text("coarse_cv")!)!
             coarse["\(Self.campaignKey(row))|\(row.int("postback_sequence_index") + 1)", default: [0, 0, 0]][level] += row.int(
@@ -306,7 +343,7 @@ import Testing
         #expect(named.count == 3)
         let withCoarse = Set(coarse.keys.map { String($0[..<$0.lastIndex(of: "|")!]) })
         let others = withCoarse.subtracting(named)
-        #expect(named.allSatisfy { name in others.allSatisfy { postbacks[name]! >= postbacks[$0]! } })
+        #expect(named.allSatisfy { name in others.allSatisfy { installs[name]! >= installs[$0]! } })
         for window in 1...3 {
             let sums = others.reduce([0, 0, 0]) { sum, key in zip(sum, coarse["\(key)|\(window)"] ?? [0, 0, 0]).map(+) }
             let row = try #require(records.first { $0["Campaign"] == "Other campaigns" && $0["Postback"] == String(window) })

@@ -159,9 +159,11 @@ enum TestStore {
 /// records, with an unquoted empty field as nil.
 enum AggregateCSV {
     /// Every `campaign_daily` row of the store's days, with its day.
-    static func campaignDaily(_ store: ScratchStore, days: [String]) throws -> [(day: String, row: [String: String?])] {
+    static func campaignDaily(_ store: ScratchStore, days: [String], table: String = "postback_detail_daily") throws
+        -> [(day: String, row: [String: String?])]
+    {
         try days.flatMap { day in
-            try CSVText.rowsKeepingNulls(store.text("agg/postback_detail_daily/dt=\(day)/part-00000.csv")).map { (day, $0) }
+            try CSVText.rowsKeepingNulls(store.text("agg/\(table)/dt=\(day)/part-00000.csv")).map { (day, $0) }
         }
     }
 }
@@ -231,7 +233,13 @@ struct PageFigures {
             guard afterTag.first == "h" || afterTag.first == "d", let contentStart = afterTag.range(of: ">"),
                 let close = afterTag.range(of: "</t", range: contentStart.upperBound..<afterTag.endIndex)
             else { break }
-            cells.append(unescape(String(afterTag[contentStart.upperBound..<close.lowerBound])))
+            // A shortened cell keeps its full text in `title`: that is the figure the page holds.
+            let tag = afterTag[..<contentStart.lowerBound]
+            if let title = tag.range(of: " title=\""), let end = tag[title.upperBound...].firstIndex(of: "\"") {
+                cells.append(unescape(String(tag[title.upperBound..<end])))
+            } else {
+                cells.append(unescape(String(afterTag[contentStart.upperBound..<close.lowerBound])))
+            }
             rest = afterTag[close.upperBound...]
         }
         return cells

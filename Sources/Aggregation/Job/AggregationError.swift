@@ -34,7 +34,7 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
             return "\(day): not replaced: compared with the day published in \(manifest), this run has \(losses). "
                 + "Check --data and --schemas; rerun with --force to publish it anyway"
         case .openDay(let day):
-            return "\(day) is not over yet (UTC): its spool is still being written and its numbers would be partial. "
+            return "\(day) is not over yet (UTC): postbacks of it may still arrive and its numbers would be partial. "
                 + "Aggregate it after midnight UTC, or add --allow-open-day to publish it marked partial"
         }
     }

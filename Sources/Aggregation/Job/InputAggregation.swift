@@ -28,6 +28,9 @@ extension AggregationJob {
         let day = request.from
         guard request.to == day else { throw .usage("--input aggregates one day: give --date, not a range") }
         guard !files.isEmpty else { throw .usage("no --input file given") }
+        // The same rule as for the spool: a day that is not over may still get postbacks (a relay's
+        // next export), so it is published only on request, and marked partial.
+        if day >= request.today, !request.allowOpenDay { throw .openDay(day) }
         return try withWorkDirectory { (work) throws(AggregationError) in
             try aggregateInput(files: files, verifier: verifier, day: day, work: work)
         }
@@ -57,10 +60,16 @@ extension AggregationJob {
             }
             var report = SegmentReport(name: file, spool: nil)
             var objectRecords = 0
+            // What `postback verify` would say of the first record that did not verify: the reason a
+            // file with no postback in it is the wrong file (an array, an over-long line).
+            var firstProblem: String?
             var batch: [InputRecord] = []
             func flush() throws(AggregationError) {
                 let results = Self.verify(batch, verifier: verifier, workers: request.workers)
                 for (record, result) in zip(batch, results) {
+                    if firstProblem == nil, !result.isVerified {
+                        firstProblem = "\(record.source): \(result.reason ?? result.status.rawValue)"
+                    }
                     // What a receiver would quarantine is not counted: it goes with the rejected, with its reason.
                     let quarantine = result.quarantineReason.map {
                         "quarantined (\($0.rawValue)): "
@@ -97,7 +106,7 @@ extension AggregationJob {
             // A file with no JSON object in it is the wrong file, not a day of rejected postbacks.
             guard objectRecords > 0 else {
                 throw .usage(
-                    "--input \(file) holds no JSON postback (it is empty or not JSON): --input takes JSON Lines, "
+                    "--input \(file) holds no JSON postback (\(firstProblem ?? "it is empty")): --input takes JSON Lines, "
                         + "one postback object per line, or a file holding one postback")
             }
             (report.bytes, report.sha256) = try Self.checksum(file)

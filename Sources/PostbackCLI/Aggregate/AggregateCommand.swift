@@ -28,8 +28,8 @@ enum AggregateCommand {
         atomically. Rerunning a day over the same input rewrites the same bytes. A rerun that would
         replace a published day with one built from fewer input files or bytes, or with fewer
         decoded postbacks, is refused (a lost spool or schema) unless --force; a UTC day that is not
-        over yet is refused unless --allow-open-day. A day with no spool is published as an
-        explicitly empty day (spool_segments 0 in its manifest), which reports show as a gap.
+        over yet is refused unless --allow-open-day (with --input too). A day with nothing to read is
+        published as an explicitly empty day (all its totals 0), which reports show as a gap.
 
           --data DIR          the store: spool read from DIR/raw, aggregates written to DIR/agg;
                               or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
@@ -187,7 +187,7 @@ enum AggregateCommand {
             text +=
                 "; \(summary.quarantinedPostbacks) quarantined, not counted (listed in the manifest; postback reverify takes them back)"
         }
-        if summary.spoolSegments == 0 { text += "; no spool for this day: published as an empty day" }
+        if summary.inputSegments == 0 { text += "; nothing to read for this day: published as an empty day" }
         if summary.partial { text += "; the day is not over: published as partial" }
         text += String(format: " (%.2f s)", seconds)
         return text

@@ -14,18 +14,18 @@ enum DemoCommand {
     static let usage = """
         usage: postback demo [--dir DIR] [--count N]
 
-        Shows the whole pipeline in a minute, on this machine only: starts a receiver on
-        127.0.0.1 (a free port), mints N postbacks for the example schema's app (several ad
-        networks and campaigns, fine and coarse values, null values, re-engagements), signs them
-        with a new test key, POSTs them to the receiver, runs the nightly job and writes the
-        report. Then prints where the store, the aggregates and the report are.
+        Shows the whole pipeline in a few seconds, on this machine only: starts a receiver on
+        127.0.0.1 (a free port), mints N postbacks for the example schema's app (three ad
+        networks, five named campaigns that differ in installs and value, fine and coarse values,
+        null values, re-engagements), signs them with a new test key, POSTs them to the receiver,
+        runs the nightly job and writes the report. Then prints where the store, the aggregates
+        and the report are.
 
           --dir DIR    where to put everything (default ./postback-demo); must be missing or empty
           --count N    how many postbacks (default 3000)
 
-        The postbacks are signed with a test key, so they are development postbacks: the report
-        (--include-development) shows them decoded in its development section, apart from the
-        production figures, which stay empty.
+        The postbacks are signed with a test key, so they are development postbacks: the report is
+        the development page (report --environment development), every figure labelled so.
 
         Exit status: 0 done; 2 usage or I/O error (DIR not empty, a step failed).
         """
@@ -36,7 +36,8 @@ enum DemoCommand {
     /// is installed alone, so it carries its own copy.
     static let schemaAppID = "1229670720"
     static let schemaFileName = "2026-01-01.json"
-    static let schema = """
+    static var schema: String {
+        """
         {
           "schema_id": "example-shop/2026-01-01",
           "description": "Example of the bit-field encoding (Singular-style): bits 0-3 a revenue bucket, bit 4 'added to cart', bit 5 'day 1 return'.",
@@ -72,10 +73,41 @@ enum DemoCommand {
             },
             "1": { "coarse": { "inherit": "0" } },
             "2": { "coarse": { "inherit": "0" } }
-          }
+          },
+          "source_identifier_map": [
+        \(sourceIdentifierMaps)
+          ]
         }
 
         """
+    }
+
+    /// The demo's ad networks, most traffic first.
+    static let adNetworks = ["demo-network-a.skadnetwork", "demo-network-b.skadnetwork", "demo-network-c.adattributionkit"]
+
+    /// The demo's campaigns: a four-digit source identifier is placement (digit 1), geo (digit 2)
+    /// and campaign (digits 3–4), so the campaign survives Apple's truncation to two digits. The
+    /// first gets the most postbacks and the lowest values; later ones fewer and higher.
+    static let sourceIdentifiers = ["1101", "2202", "1303", "3104", "2205"]
+    static let campaignNames = ["spring_sale", "summer_sale", "payer_retargeting", "brand_video", "loyalty_push"]
+
+    /// One map per ad network (the same campaigns run on each), and the campaign ids of SKAdNetwork
+    /// 2–3 (1 to 5, in the same order).
+    static var sourceIdentifierMaps: String {
+        let campaigns = zip(sourceIdentifiers, campaignNames).map { "\"\($0.suffix(2))\": \"\($1)\"" }.joined(separator: ", ")
+        let ids = campaignNames.enumerated().map { "\"\($0.offset + 1)\": \"\($0.element)\"" }.joined(separator: ", ")
+        return adNetworks.map { network in
+            """
+                { "ad_network_id": "\(network)", "truncation": "keeps_trailing",
+                  "digits": [
+                    { "positions": [1], "dimension": "placement", "values": { "1": "rewarded", "2": "interstitial", "3": "video" } },
+                    { "positions": [2], "dimension": "geo", "values": { "1": "US", "2": "EU", "3": "APAC" } },
+                    { "positions": [3, 4], "dimension": "campaign", "values": { \(campaigns) } }
+                  ],
+                  "campaign_id_map": { \(ids) } }
+            """
+        }.joined(separator: ",\n")
+    }
 
     /// Where the demo put things, for the closing message and for tests.
     struct Layout {
@@ -146,15 +178,15 @@ enum DemoCommand {
         try DurableFile.write(Array(key.pemRepresentation.utf8), to: layout.key, mode: 0o600)
         let signer = TestPostbackSigner(key: key)
 
-        // Traffic shaped by the schema, as `postback generate --schema` shapes it.
-        let traffic = try GenerateCommand.shapedTraffic(
+        // Traffic shaped by the schema, as `postback generate --schema` shapes it; each campaign with
+        // values of its own, fine values ordered by the revenue they decode to (bits 0-3).
+        var traffic = try GenerateCommand.shapedTraffic(
             SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0]),
-            try GenerateCommand.syntax.parse([
-                "--schema", schemaPath, "--ad-network", "demo-network-a.skadnetwork",
-                "--ad-network", "demo-network-b.skadnetwork", "--ad-network", "demo-network-c.adattributionkit",
-                "--source-identifier", "1201", "--source-identifier", "1202", "--source-identifier", "3307",
-                "--source-identifier", "4410", "--source-identifier", "5512",
-            ]))
+            try GenerateCommand.syntax.parse(
+                ["--schema", schemaPath] + adNetworks.flatMap { ["--ad-network", $0] }
+                    + sourceIdentifiers.flatMap { ["--source-identifier", $0] }))
+        traffic.valuesFollowCampaign = true
+        traffic.fineValues = (0..<64).sorted { ($0 & 15, $0) < ($1 & 15, $1) }
         var bodies: [[UInt8]] = []
         bodies.reserveCapacity(count)
         for index in 0..<count { bodies.append(try signer.sign(traffic.postback(index, seed: 14))) }
@@ -198,7 +230,8 @@ enum DemoCommand {
             ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day"] + days, io: io)
         guard aggregated == .success else { throw StepFailed(description: "'postback aggregate' failed (see above)") }
         let reported = ReportCommand.run(
-            ["--data", layout.store, "--out", layout.report, "--title", "postback demo", "--include-development"] + days,
+            ["--data", layout.store, "--out", layout.report, "--title", "postback demo", "--environment", "development"]
+                + days,
             io: io)
         guard reported == .success else { throw StepFailed(description: "'postback report' failed (see above)") }
 

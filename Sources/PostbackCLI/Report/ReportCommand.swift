@@ -7,28 +7,30 @@ import Reporting
 enum ReportCommand {
     static let usage = """
         usage: postback report --data DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD) --out FILE|-
-                               [--title TEXT] [--top N] [--app ID] [--include-development]
+                               [--title TEXT] [--top N] [--app ID] [--environment production|development]
 
         Writes one self-contained HTML page (inline SVG charts, no scripts, nothing loaded from
-        elsewhere) from the aggregates 'postback aggregate' published under DIR/agg: postbacks and
-        installs per day and ad network, fine and coarse conversion values and revenue per campaign,
-        null-value and non-winning shares, rejected and development postbacks. The page is written
-        atomically, and the same aggregates always give the same bytes.
+        elsewhere) from the aggregates 'postback aggregate' published under DIR/agg. It opens on the
+        range's totals (postbacks, installs, revenue estimate, null-value share) and the top
+        campaigns by installs; then postbacks and installs per day and ad network, campaigns per app,
+        fine and coarse conversion values and revenue per campaign, null-value and non-winning
+        shares, rejected postbacks. The page is written atomically, and the same aggregates always
+        give the same bytes.
 
           --data DIR          the store (reads DIR/agg/postback_detail_daily and DIR/agg/_manifests);
                               or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
           --date DAY          one day; or --from DAY --to DAY, inclusive (the UTC day received)
           --out FILE          the page to write ('-': standard output, the summary then on stderr)
           --title TEXT        the page's heading (default: Postback report)
-          --top N             campaigns shown by name in per-campaign charts, the rest summed
-                              (default \(ReportRequest.defaultTopCampaigns))
+          --top N             campaigns shown by name in every per-campaign table and chart, the
+                              rest summed in one row (default \(ReportRequest.defaultTopCampaigns))
           --app ID            only this app's campaigns, counts and charts (rejected reasons and
                               duplicates stay the whole store's: the manifests do not split them)
-          --include-development
-                              also show development postbacks (Apple development keys, --trust-key
-                              test keys, SKAdNetwork test mode) decoded from
-                              DIR/agg/campaign_daily_development, in a section of their own labelled
-                              development; never added to the production figures (off by default)
+          --environment E     whose postbacks the page is about: production (default), or
+                              development (Apple development keys, --trust-key test keys, SKAdNetwork
+                              test mode: what an integration sends), read from
+                              DIR/agg/campaign_daily_development. One page, one environment: the
+                              two are never added together
 
         Exit status: 0 written, every day of the range included; 1 written, but some days have no
         aggregates or could not be trusted (the page lists them); 2 usage or I/O error, a malformed
@@ -36,8 +38,8 @@ enum ReportCommand {
         """
 
     static let syntax = CommandSyntax(
-        "report", usage: usage, flags: ["--include-development"],
-        options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app"])
+        "report", usage: usage,
+        options: ["--data", "--date", "--from", "--to", "--out", "--title", "--top", "--app", "--environment"])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         var request: ReportRequest
@@ -62,7 +64,12 @@ enum ReportCommand {
                 }
                 request.appID = app
             }
-            request.includeDevelopment = arguments.flags.contains("--include-development")
+            if let environment = arguments.value("--environment") {
+                guard let chosen = ReportEnvironment(rawValue: environment) else {
+                    throw UsageError("--environment must be production or development, got '\(environment)'")
+                }
+                request.environment = chosen
+            }
         } catch {
             return syntax.finish(error, io: io)
         }
@@ -94,15 +101,22 @@ enum ReportCommand {
         }
         for day in summary.daysMissing { io.printError("postback report: \(day): no aggregates (shown as a gap)") }
         for day in summary.daysWithoutSpool {
-            io.printError("postback report: \(day): published with no spool, nothing received (shown as a gap)")
+            io.printError("postback report: \(day): nothing received that day (shown as a gap)")
         }
         for day in summary.daysPartial { io.printError("postback report: \(day): aggregated before the day was over (partial)") }
         for day in summary.daysLeftOut { io.printError("postback report: \(day): aggregates left out (the page says why)") }
         let days = summary.daysIncluded.count
+        let (environment, other) =
+            summary.environment == .production ? ("production", "development") : ("development", "production")
         (toStandardOutput ? io.printError : io.print)(
             "wrote \(toStandardOutput ? "standard output" : summary.outputPath) (\(summary.bytes) bytes): \(days) day\(days == 1 ? "" : "s"), "
-                + "\(summary.postbacks) postbacks, \(summary.installs) installs; \(summary.developmentPostbacks) development and "
-                + "\(summary.rejectedPostbacks) rejected kept apart")
+                + "\(summary.postbacks) \(environment) postbacks, \(summary.installs) installs; "
+                + "\(summary.otherEnvironmentPostbacks) \(other) and \(summary.rejectedPostbacks) rejected kept apart")
+        if summary.environment == .production, summary.postbacks == 0, summary.otherEnvironmentPostbacks > 0 {
+            io.printError(
+                "postback report: no production postbacks in this range, \(summary.otherEnvironmentPostbacks) development ones: "
+                    + "add --environment development to see them")
+        }
         return summary.isComplete ? .success : .failure
     }
 }

@@ -42,7 +42,7 @@ struct AggregateLoader {
             case .leftOut(let reason): model.leftOutDays.append((day, reason))
             }
         }
-        // Days published as empty (no spool) still make a page: one that says so and draws gaps.
+        // Days published with nothing in them still make a page: one that says so and draws gaps.
         guard !model.days.isEmpty || !model.emptyDays.isEmpty else {
             throw .noAggregates(
                 directory: layout.root, from: from.description, to: to.description,
@@ -54,7 +54,7 @@ struct AggregateLoader {
     private enum DayOutcome {
         case included
         case missing
-        /// Published with no spool at all: nothing was received, or the store was not there.
+        /// Published with nothing in it: nothing was received, or the store was not there.
         case empty
         case leftOut(String)
     }
@@ -84,7 +84,6 @@ struct AggregateLoader {
         } catch {
             throw .io(path: manifestPath, message: "\(error)")
         }
-        if manifest.spoolSegments == 0 { return .empty }
         let table = readsDetail ? manifest.detailTable : table
         let csvPath = layout.aggregateFile(table: table, day: day)
         if manifest.partial { model.partialDays.append(day) }
@@ -121,6 +120,7 @@ struct AggregateLoader {
         guard rows == output.rows else {
             throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(output.rows)")
         }
+        if rows == 0, manifest.isEmptyDay { return .empty }
         if readsDetail { model.add(manifest) }
         return .included
     }

@@ -33,13 +33,21 @@ struct DayManifest {
     /// The manifest lists the 50 most frequent reasons of the day; the rest are `rejectedPostbacks`
     /// minus their sum.
     var rejectedReasons: [(reason: String, count: Int)]
-    /// Segments of the postbacks spool the day was built from; 0 is a day published with no spool
-    /// at all (a gap, not zeros). Nil in format 1, which did not say.
-    var spoolSegments: Int?
+    /// Verified postbacks of the day, production and development (`totals`).
+    var postbacks: Int
+    var developmentPostbacks: Int
     /// The day was aggregated before it was over (`--allow-open-day`).
     var partial: Bool
     /// Quarantined postbacks (not counted) by reason, field and the value that keeps them out.
     var quarantined: [(reason: String, field: String, raw: String, postbacks: Int)] = []
+
+    /// Nothing at all was aggregated for the day: no postback of either environment, no rejected or
+    /// quarantined record, no duplicate, no damaged line. Decided from what the day holds, never from
+    /// where it came from (a day built from `--input` files has no spool segments and is not empty).
+    var isEmptyDay: Bool {
+        postbacks == 0 && developmentPostbacks == 0 && rejectedPostbacks == 0 && duplicatesSameDay == 0
+            && duplicatesOfEarlierDays == 0 && corruptLines == 0 && tornTails == 0 && quarantined.isEmpty
+    }
 
     init(json bytes: [UInt8], path: String) throws(ReportError) {
         func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
@@ -76,7 +84,6 @@ struct DayManifest {
                 "manifest format \(format) is not one this postback reads (\(Self.supportedFormats.lowerBound) to "
                     + "\(Self.supportedFormats.upperBound)); use a newer postback")
         }
-        spoolSegments = format >= 2 ? try integer(root, "spool_segments", in: "") : nil
         if case .bool(let flag)? = root["partial"] { partial = flag } else { partial = false }
         if case .array(let rows)? = root["quarantined"] {
             for case .object(let row) in rows {
@@ -104,6 +111,8 @@ struct DayManifest {
         for schema in try array("schemas") { schemaIDs.append(try string(schema, "schema_id", in: "schemas[].")) }
 
         guard case .object(let totals)? = root["totals"] else { throw bad("totals is missing or not an object") }
+        postbacks = try integer(totals, "postbacks", in: "totals.")
+        developmentPostbacks = try integer(totals, "development_postbacks", in: "totals.")
         duplicatesSameDay = try integer(totals, "duplicates_same_day", in: "totals.")
         duplicatesOfEarlierDays = try integer(totals, "duplicates_of_earlier_days", in: "totals.")
         corruptLines = try integer(totals, "corrupt_lines", in: "totals.")

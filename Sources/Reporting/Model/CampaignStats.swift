@@ -1,3 +1,5 @@
+import Aggregation
+
 /// Everything the report shows about one campaign (or a sum of campaigns): its volume, how its
 /// conversion values are distributed, and its revenue per currency and conversion window.
 struct CampaignStats {
@@ -24,6 +26,18 @@ struct CampaignStats {
     var revenue: [RevenueKey: RevenueSum] = [:]
 
     var fineTotal: Int { fine.reduce(0, +) }
+
+    /// The revenue estimate of every window in `currency`, as the headline adds it.
+    func revenueEstimate(in currency: String) -> Money {
+        revenue.reduce(Money.zero) { sum, entry in
+            entry.key.currency == currency ? sum.plus(entry.value.estimate) ?? sum : sum
+        }
+    }
+
+    /// All estimates' micro-units added, whatever the currency: only to order campaigns that tie on installs.
+    var revenueEstimateMicros: Int64 {
+        revenue.values.reduce(0) { $0 &+ $1.estimate.micros }
+    }
 
     func coarseTotal(window: Int) -> Int { coarse[window].reduce(0, +) }
 

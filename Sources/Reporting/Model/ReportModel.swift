@@ -37,6 +37,8 @@ struct ReportModel {
 
     var developmentPostbacks = 0
     var developmentByNetwork: [String: Int] = [:]
+    /// On a development page: the production postbacks of the range, kept off its figures.
+    var productionPostbacks = 0
     var rejectedPostbacks = 0
     /// Rejected records by the ad network they claim (attacker-influenced, like everything rejected).
     var rejectedByClaimedNetwork: [String: Int] = [:]
@@ -72,12 +74,18 @@ struct ReportModel {
         }
     }
 
-    /// Campaigns with production postbacks, most postbacks first.
-    var campaignsByVolume: [CampaignKey] {
-        campaigns.keys.sorted { lhs, rhs in
-            let (left, right) = (campaigns[lhs]!.counts.postbacks, campaigns[rhs]!.counts.postbacks)
-            return left != right ? left > right : lhs < rhs
+    /// Campaigns with postbacks, ranked as a marketer asks: most installs first, then the largest
+    /// revenue estimate, then most postbacks.
+    var campaignsByInstalls: [CampaignKey] {
+        let ranked = campaigns.map { key, stats in
+            (key: key, installs: stats.counts.installs, revenue: stats.revenueEstimateMicros, postbacks: stats.counts.postbacks)
         }
+        return ranked.sorted { lhs, rhs in
+            if lhs.installs != rhs.installs { return lhs.installs > rhs.installs }
+            if lhs.revenue != rhs.revenue { return lhs.revenue > rhs.revenue }
+            if lhs.postbacks != rhs.postbacks { return lhs.postbacks > rhs.postbacks }
+            return lhs.key < rhs.key
+        }.map(\.key)
     }
 
     mutating func add(_ record: CampaignDailyRecord, day: UTCDay) throws(ReportError) {
@@ -106,6 +114,41 @@ struct ReportModel {
             try revenueByCurrency[record.currency ?? "", default: RevenueSum()].add(record)
             try dayRevenue[record.currency ?? "", default: [:]][day, default: RevenueSum()].add(record)
         }
+    }
+
+    /// The page's own environment: development when the model was read from
+    /// `campaign_daily_development` (`adoptSideCounts` marks it).
+    var environment = ReportEnvironment.production
+
+    /// Postbacks of the other environment than the page's, which its figures leave out.
+    var otherEnvironmentPostbacks: Int { environment == .production ? developmentPostbacks : productionPostbacks }
+
+    /// A development model takes the production model's view of the store: which days are there,
+    /// and the manifests' side counts (rejected, duplicates, corrupt lines, quarantine), which belong
+    /// to no environment; its own figures stay its own.
+    mutating func adoptSideCounts(of production: ReportModel) {
+        environment = .development
+        productionPostbacks = production.totals.postbacks
+        developmentPostbacks = production.developmentPostbacks
+        developmentByNetwork = production.developmentByNetwork
+        missingDays = production.missingDays
+        emptyDays = production.emptyDays
+        partialDays = production.partialDays
+        // A day whose production table could not be trusted is not shown from its development table either.
+        let leftOut = Set(production.leftOutDays.map(\.day))
+        leftOutDays = production.leftOutDays + leftOutDays.filter { !leftOut.contains($0.day) }
+        days = days.filter { !leftOut.contains($0) }
+        rejectedPostbacks = production.rejectedPostbacks
+        rejectedByClaimedNetwork = production.rejectedByClaimedNetwork
+        rejectedByStatus = production.rejectedByStatus
+        rejectedReasons = production.rejectedReasons
+        rejectedUnlisted = production.rejectedUnlisted
+        quarantined = production.quarantined
+        duplicatesDropped = production.duplicatesDropped
+        corruptLines = production.corruptLines
+        tornTails = production.tornTails
+        tools = production.tools
+        schemaIDs = production.schemaIDs
     }
 
     mutating func add(_ manifest: DayManifest) {

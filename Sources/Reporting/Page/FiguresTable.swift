@@ -3,21 +3,32 @@
 struct FiguresTable {
     struct Column {
         let title: String
-        /// CSS classes of the column's cells: `n` right-aligned numbers, `t` text, `t wrap` long text.
+        /// CSS classes of the column's cells: `n` right-aligned numbers, `t` text, `t wrap` long text,
+        /// `t name` names.
         let style: String
 
+        /// A short text or identifier (a day, an ad network): on one line, shortened past
+        /// `longestCell` characters with the full text in its tooltip.
         static func text(_ title: String) -> Column { Column(title: title, style: "t") }
-        /// Text that may be long (reasons, labels): wraps instead of widening the table.
+        /// Text that may be long (reasons, labels): wraps between words instead of widening the table.
         static func longText(_ title: String) -> Column { Column(title: title, style: "t wrap") }
+        /// A figure: right-aligned, never wrapped.
         static func number(_ title: String) -> Column { Column(title: title, style: "n") }
-        /// A name or identifier in a wide table: wraps, but keeps room for a word or two per line.
+        /// A name or identifier (a campaign, an ad network): on one line, shortened like `text`.
         static func name(_ title: String) -> Column { Column(title: title, style: "t name") }
-        /// A short composite like `L 33% · M 50% · H 17%`: wraps between its parts.
-        static func mix(_ title: String) -> Column { Column(title: title, style: "t mix") }
+
+        /// Long text wraps; everything else stays on one line and is shortened instead.
+        var wraps: Bool { style.hasSuffix("wrap") }
     }
 
+    /// Cells of one-line columns longer than this are shortened, the full text kept in `title`, so a
+    /// long campaign or network name neither wraps inside itself nor widens its table off the page.
+    static let longestCell = 32
+    /// A word of a column heading longer than this is shortened the same way (headings wrap between words).
+    static let longestHeadingWord = 14
+
     let id: String
-    let caption: String
+    var caption: String
     let columns: [Column]
     var rows: [[String]] = []
     /// A last row set apart (totals).
@@ -41,7 +52,12 @@ struct FiguresTable {
                 html.element("thead") { html in
                     html.element("tr") { html in
                         for column in columns {
-                            html.element("th", ["scope": "col", "class": column.style], text: column.title)
+                            let shown = Self.shortenedWords(column.title)
+                            if shown == column.title {
+                                html.element("th", ["scope": "col", "class": column.style], text: shown)
+                            } else {
+                                html.element("th", ["scope": "col", "class": column.style, "title": column.title], text: shown)
+                            }
                         }
                     }
                 }
@@ -63,13 +79,27 @@ struct FiguresTable {
     private func renderRow(_ cells: [String], into html: inout HTMLWriter) {
         html.element("tr") { html in
             for (index, cell) in cells.enumerated() {
-                let style = columns[index].style
-                if index == 0 {
-                    html.element("th", ["scope": "row", "class": style], text: cell)
-                } else {
-                    html.element("td", ["class": style], text: cell)
+                let column = columns[index]
+                let shown = column.wraps ? cell : Self.shortened(cell, to: Self.longestCell)
+                switch (index == 0, shown == cell) {
+                case (true, true): html.element("th", ["scope": "row", "class": column.style], text: cell)
+                case (true, false): html.element("th", ["scope": "row", "class": column.style, "title": cell], text: shown)
+                case (false, true): html.element("td", ["class": column.style], text: cell)
+                case (false, false): html.element("td", ["class": column.style, "title": cell], text: shown)
                 }
             }
         }
+    }
+
+    /// `text` cut to `limit` characters, the last one an ellipsis.
+    static func shortened(_ text: String, to limit: Int) -> String {
+        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+    }
+
+    /// `text` with each word over `longestHeadingWord` characters shortened.
+    static func shortenedWords(_ text: String) -> String {
+        guard text.split(separator: " ").contains(where: { $0.count > longestHeadingWord }) else { return text }
+        return text.split(separator: " ", omittingEmptySubsequences: false).map { shortened(String($0), to: longestHeadingWord) }
+            .joined(separator: " ")
     }
 }

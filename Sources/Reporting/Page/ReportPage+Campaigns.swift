@@ -4,43 +4,44 @@ import Postbacks
 /// What a marketer asks first: each app's campaigns side by side, the daily trend of installs and
 /// revenue, and where installs come from.
 extension ReportPage {
-    func renderCampaigns(_ html: inout HTMLWriter) {
+    func renderCampaigns(_ html: inout HTMLWriter) throws(ReportError) {
+        var apps: [String: NetworkDayCounts] = [:]
+        for (key, stats) in model.campaigns { apps[key.appID, default: NetworkDayCounts()].add(stats.counts) }
+        let ranked = apps.keys.sorted {
+            apps[$0]!.installs != apps[$1]!.installs ? apps[$0]!.installs > apps[$1]!.installs : $0 < $1
+        }
+        let ranking = model.campaignsByInstalls
+        var appRows: [String: [CampaignRow]] = [:]
+        for app in ranked { appRows[app] = try rows(of: ranking.filter { $0.appID == app }) }
         section(
-            &html, id: "campaigns", title: "Campaigns",
-            note: "Every campaign of each app, most postbacks first (production postbacks only). Revenue is the sum of the "
+            &html, id: "campaigns", title: "Campaigns by app",
+            note: "Each app's campaigns, most installs first (\(environmentNoun) postbacks only); the \(request.topCampaigns) "
+                + "largest by name, the rest summed in one row. Revenue is the sum of the "
                 + "decoded values' estimates, with their min–max range, per currency and postback window (windows are "
                 + "not added: a schema's later windows may restate earlier revenue). Null share = null values ÷ winning "
-                + "postbacks; non-winning share = non-winning ÷ all postbacks; the coarse mix of windows 2 and 3 is "
-                + "low / medium / high as shares of the window's coarse values."
+                + "postbacks. Coarse values and non-winning postbacks have sections of their own below."
         ) { html in
-            var apps: [String: NetworkDayCounts] = [:]
-            for (key, stats) in model.campaigns { apps[key.appID, default: NetworkDayCounts()].add(stats.counts) }
             guard !apps.isEmpty else {
-                emptyState(&html, "No production postbacks in this range.")
+                emptyState(&html, "No \(environmentNoun) postbacks in this range.")
                 return
             }
-            let ranked = apps.keys.sorted {
-                apps[$0]!.postbacks != apps[$1]!.postbacks ? apps[$0]!.postbacks > apps[$1]!.postbacks : $0 < $1
-            }
             for app in ranked {
-                html.element("h3", text: "App \(app)")
+                html.element("h3", text: labelled("App \(app)"))
                 var table = FiguresTable(
                     id: "table-campaigns-\(app)", caption: "Campaigns of app \(app)",
                     columns: [
                         .name("Campaign"), .name("Ad network"), .number("Postbacks"), .number("Installs"),
                         .number("Redownloads"), .number("Re-engagements"), .longText("Revenue estimate (min–max)"),
-                        .number("Null share"), .number("Non-winning share"), .mix("Coarse mix, window 2"),
-                        .mix("Coarse mix, window 3"),
+                        .number("Null share"),
                     ])
-                for key in model.campaignsByVolume where key.appID == app {
-                    let stats = model.campaigns[key]!
+                for row in appRows[app]! {
+                    let stats = row.stats
                     table.add([
-                        key.name, Self.networkName(key.adNetworkID), NumberFormat.count(stats.counts.postbacks),
+                        row.label, row.isOthers ? row.sublabel ?? "" : Self.networkName(row.network),
+                        NumberFormat.count(stats.counts.postbacks),
                         NumberFormat.count(stats.counts.installs), NumberFormat.count(stats.counts.redownloads),
                         NumberFormat.count(stats.counts.reengagements), Self.revenueText(stats.revenue),
                         NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
-                        NumberFormat.percent(stats.counts.losses, of: stats.counts.postbacks),
-                        Self.coarseMix(stats, window: 1), Self.coarseMix(stats, window: 2),
                     ])
                 }
                 let total = apps[app]!
@@ -48,9 +49,8 @@ extension ReportPage {
                     "All campaigns", "", NumberFormat.count(total.postbacks), NumberFormat.count(total.installs),
                     NumberFormat.count(total.redownloads), NumberFormat.count(total.reengagements), "",
                     NumberFormat.percent(total.nullValues, of: total.winners),
-                    NumberFormat.percent(total.losses, of: total.postbacks), "", "",
                 ]
-                table.render(into: &html)
+                place(table, &html)
             }
         }
     }
@@ -70,14 +70,6 @@ extension ReportPage {
             }
         }
         return parts.isEmpty ? "unknown" : parts.joined(separator: "; ")
-    }
-
-    /// `L 40% · M 35% · H 25%` of a window's coarse values, or `–` without any.
-    static func coarseMix(_ stats: CampaignStats, window: Int) -> String {
-        let total = stats.coarseTotal(window: window)
-        guard total > 0 else { return "–" }
-        return zip(["L", "M", "H"], stats.coarse[window]).map { "\($0) \(NumberFormat.wholePercent($1, of: total))" }.joined(
-            separator: " · ")
     }
 
     func renderTrend(_ html: inout HTMLWriter) {
@@ -141,7 +133,8 @@ extension ReportPage {
         guard !model.countries.isEmpty else { return }
         section(
             &html, id: "countries", title: "Countries",
-            note: "Production postbacks by the country_code Apple sends (when the crowd is large enough); postbacks without "
+            note:
+                "\(environmentNoun.capitalizedFirst) postbacks by the country_code Apple sends (when the crowd is large enough); postbacks without "
                 + "one are counted apart, not spread over the countries."
         ) { html in
             let total = model.totals.postbacks
@@ -153,7 +146,7 @@ extension ReportPage {
                 id: "table-countries", caption: "Postbacks and installs by country",
                 columns: [.text("Country"), .number("Postbacks"), .number("Installs"), .number("Share")])
             var rows: [RowBarChart.Row] = []
-            for country in ranked {
+            for country in ranked.prefix(Self.entriesListed) {
                 let counts = model.countries[country]!
                 table.add([
                     country, NumberFormat.count(counts.postbacks), NumberFormat.count(counts.installs),
@@ -164,6 +157,15 @@ extension ReportPage {
                         label: country, sublabel: nil, value: Double(counts.postbacks),
                         valueText: NumberFormat.count(counts.postbacks),
                         tooltip: "\(country): \(NumberFormat.count(counts.postbacks)) postbacks", style: "s0"))
+            }
+            let rest = ranked.dropFirst(Self.entriesListed)
+            if !rest.isEmpty {
+                var counts = NetworkDayCounts()
+                for country in rest { counts.add(model.countries[country]!) }
+                table.add([
+                    "Other countries (\(rest.count))", NumberFormat.count(counts.postbacks), NumberFormat.count(counts.installs),
+                    NumberFormat.percent(counts.postbacks, of: total),
+                ])
             }
             if model.withoutCountry.postbacks > 0 {
                 table.add([
@@ -181,7 +183,7 @@ extension ReportPage {
                     RowBarChart(
                         id: "chart-countries", title: "Postbacks by country",
                         description: "Horizontal bars, one per country, most postbacks first.",
-                        rows: Array(rows.prefix(20)), isPercent: false, hasWideLabels: false
+                        rows: rows, isPercent: false, hasWideLabels: false
                     ).render(into: &html)
                 }, table: table)
         }

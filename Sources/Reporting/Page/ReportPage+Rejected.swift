@@ -2,10 +2,12 @@
 /// the headline leaves out.
 extension ReportPage {
     static let reasonsCharted = 15
+    /// Rows of the reasons table before the rest are summed in one.
+    static let reasonRowsListed = 30
 
     func renderRejected(_ html: inout HTMLWriter) {
         section(
-            &html, id: "rejected", title: "Rejected and development postbacks",
+            &html, id: "rejected", title: "Rejected postbacks, and development postbacks by network",
             note: "Rejected records are what the receiver did not accept as verified postbacks: bad signatures, malformed "
                 + "bodies, unknown keys, ad networks not configured. Every delivery counts (their identifiers cannot be "
                 + "trusted, so they are not deduplicated), and their fields are whatever the sender claimed. Reasons come "
@@ -25,12 +27,24 @@ extension ReportPage {
             var table = FiguresTable(
                 id: "table-rejected-reasons", caption: "Rejected records by reason and the value it names",
                 columns: [.longText("Reason"), .longText("Value"), .number("Records"), .number("Share")])
+            var unshown = (rows: 0, records: 0)
             for (template, _) in reasons {
                 let values = byTemplateAndValue.filter { $0.key.template == template }
                     .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key.value < $1.key.value }
                 for (split, count) in values {
+                    guard table.rows.count < Self.reasonRowsListed else {
+                        unshown.rows += 1
+                        unshown.records += count
+                        continue
+                    }
                     table.add([template, split.value, NumberFormat.count(count), NumberFormat.percent(count, of: total)])
                 }
+            }
+            if unshown.rows > 0 {
+                table.add([
+                    "Other reasons and values (\(NumberFormat.count(unshown.rows)))", "", NumberFormat.count(unshown.records),
+                    NumberFormat.percent(unshown.records, of: total),
+                ])
             }
             if model.rejectedUnlisted > 0 {
                 table.add([
@@ -78,35 +92,50 @@ extension ReportPage {
                 for status in model.rejectedByStatus.keys.sorted() {
                     statuses.add([status, NumberFormat.count(model.rejectedByStatus[status]!)])
                 }
-                statuses.render(into: &html)
+                place(statuses, &html)
                 var claimed = FiguresTable(
                     id: "table-rejected-networks", caption: "Rejected records by the ad network they claim",
                     columns: [.longText("Claimed ad network"), .number("Records")])
-                for (network, count) in Self.byCount(model.rejectedByClaimedNetwork) {
+                for (network, count) in Self.topEntries(
+                    model.rejectedByClaimedNetwork, limit: Self.entriesListed, others: "Other claimed networks")
+                {
                     claimed.add([network.isEmpty ? "(not parsed)" : network, NumberFormat.count(count)])
                 }
-                claimed.render(into: &html)
+                place(claimed, &html)
             }
             if !model.quarantined.isEmpty {
                 html.element("h3", text: "Quarantined: not counted until a release can check or read them")
                 var quarantine = FiguresTable(
                     id: "table-quarantined", caption: "Quarantined postbacks by reason and the value that keeps them out",
                     columns: [.text("Reason"), .text("Field"), .longText("Value as sent"), .number("Postbacks")])
-                for (key, count) in Self.byCount(model.quarantined) {
+                let listed = Self.byCount(model.quarantined)
+                for (key, count) in listed.prefix(Self.entriesListed) {
                     let parts = key.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
                     quarantine.add([parts[0], parts[1], parts[2], NumberFormat.count(count)])
                 }
-                quarantine.render(into: &html)
+                let rest = listed.dropFirst(Self.entriesListed)
+                if !rest.isEmpty {
+                    quarantine.add([
+                        "Other reasons and values (\(NumberFormat.count(rest.count)))", "", "",
+                        NumberFormat.count(rest.reduce(0) { $0 + $1.value }),
+                    ])
+                }
+                place(quarantine, &html)
             }
             html.element("div", ["class": "panel"]) { html in
                 var development = FiguresTable(
                     id: "table-development", caption: "Development postbacks by ad network",
                     columns: [.text("Ad network"), .number("Postbacks")])
-                for (network, count) in Self.byCount(model.developmentByNetwork) {
-                    development.add([Self.networkName(network), NumberFormat.count(count)])
+                for (network, count) in Self.topEntries(
+                    model.developmentByNetwork, limit: Self.entriesListed, others: "Other networks")
+                {
+                    development.add([
+                        model.developmentByNetwork[network] == nil ? network : Self.networkName(network),
+                        NumberFormat.count(count),
+                    ])
                 }
                 development.footer = ["Total", NumberFormat.count(model.developmentPostbacks)]
-                development.render(into: &html)
+                place(development, &html)
             }
         }
     }

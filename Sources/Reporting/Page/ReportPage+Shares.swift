@@ -28,30 +28,38 @@ extension ReportPage {
                         name: "All networks", style: "s-all", points: days.map { point(ranked, $0) }, isDashed: true))
             }
 
+            // One row per day: the day's null values and winners, then each named network's share.
+            let named = Array(ranked.prefix(Self.networksInTables))
             var table = FiguresTable(
-                id: "table-null-share", caption: "Null values per day and ad network",
-                columns: [
-                    .text("Day"), .text("Ad network"), .number("Null values"), .number("Winning postbacks"),
-                    .number("Share"),
-                ])
-            for day in days {
-                for network in ranked {
-                    guard let counts = model.networkDays[network]?[day], counts.postbacks > 0 else { continue }
-                    table.add([
-                        day.description, Self.networkName(network), NumberFormat.count(counts.nullValues),
-                        NumberFormat.count(counts.winners), NumberFormat.percent(counts.nullValues, of: counts.winners),
-                    ])
+                id: "table-null-share", caption: "Null values per day, and the share per ad network",
+                columns: [.text("Day"), .number("Null values"), .number("Winning postbacks"), .number("Share")]
+                    + zip(namedNetworks, named).map { entry, _ in .number("Share, \(entry.name)") })
+            func shares(_ networks: [String], _ counts: (String) -> NetworkDayCounts?) -> [String] {
+                networks.map { network in
+                    guard let counts = counts(network), counts.winners > 0 else { return "–" }
+                    return NumberFormat.percent(counts.nullValues, of: counts.winners)
                 }
             }
-            table.footer = [
-                "Total", "all networks", NumberFormat.count(model.totals.nullValues), NumberFormat.count(model.totals.winners),
-                NumberFormat.percent(model.totals.nullValues, of: model.totals.winners),
-            ]
+            for day in days {
+                var counts = NetworkDayCounts()
+                for network in ranked { if let day = model.networkDays[network]?[day] { counts.add(day) } }
+                guard counts.postbacks > 0 else { continue }
+                table.add(
+                    [
+                        day.description, NumberFormat.count(counts.nullValues), NumberFormat.count(counts.winners),
+                        NumberFormat.percent(counts.nullValues, of: counts.winners),
+                    ] + shares(named) { model.networkDays[$0]?[day] })
+            }
+            table.footer =
+                [
+                    "Total", NumberFormat.count(model.totals.nullValues), NumberFormat.count(model.totals.winners),
+                    NumberFormat.percent(model.totals.nullValues, of: model.totals.winners),
+                ] + shares(named) { model.networkTotals[$0] }
             panel(
                 &html,
                 chart: { html in
                     guard model.totals.winners > 0 else {
-                        emptyState(&html, "No winning production postbacks in this range.")
+                        emptyState(&html, "No winning \(environmentNoun) postbacks in this range.")
                         return
                     }
                     html.element("ul", ["class": "legend"]) { html in
@@ -91,9 +99,14 @@ extension ReportPage {
                     .number("Installs"), .number("Redownloads"), .number("Re-engagements"),
                 ])
             var rows: [RowBarChart.Row] = []
-            for (index, network) in ranked.enumerated() {
-                let counts = model.networkTotals[network]!
-                let name = Self.networkName(network)
+            var listed = ranked.prefix(Self.entriesListed).map { (Self.networkName($0), model.networkTotals[$0]!) }
+            let rest = ranked.dropFirst(Self.entriesListed)
+            if !rest.isEmpty {
+                var counts = NetworkDayCounts()
+                for network in rest { counts.add(model.networkTotals[network]!) }
+                listed.append(("Other networks (\(rest.count))", counts))
+            }
+            for (index, (name, counts)) in listed.enumerated() {
                 table.add([
                     name, NumberFormat.count(counts.losses), NumberFormat.count(counts.postbacks),
                     NumberFormat.percent(counts.losses, of: counts.postbacks), NumberFormat.count(counts.installs),
@@ -117,7 +130,7 @@ extension ReportPage {
                 &html,
                 chart: { html in
                     guard !rows.isEmpty else {
-                        emptyState(&html, "No production postbacks in this range.")
+                        emptyState(&html, "No \(environmentNoun) postbacks in this range.")
                         return
                     }
                     RowBarChart(

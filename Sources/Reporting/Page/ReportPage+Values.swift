@@ -12,26 +12,35 @@ extension ReportPage {
         ) { html in fineValuePanel(&html, rows: rows) }
     }
 
-    /// The fine-value heat map of `rows` beside its table. On a development page (`labelsDevelopment`)
-    /// the ids, title, caption, legend and columns say development.
+    /// How many fine values of a campaign the table lists by value; the rest are one row (the heat
+    /// map shows every value, each cell's count in its tooltip).
+    static let fineValuesListed = 5
+
+    /// The fine-value heat map of `rows` beside its table.
     func fineValuePanel(_ html: inout HTMLWriter, rows: [CampaignRow]) {
-        let (prefix, postbacks) = labelsDevelopment ? ("development-", "Development postbacks") : ("", "Postbacks")
-        let fineValues = labelsDevelopment ? "development fine values" : "fine values"
+        let fineValues = isDevelopment ? "development fine values" : "fine values"
         var table = FiguresTable(
-            id: "table-\(prefix)fine",
-            caption: labelsDevelopment
-                ? "Development postbacks by campaign and fine value (development)" : "Postbacks by campaign and fine value",
-            columns: campaignColumns + [
-                .number("Value"), .longText(labelsDevelopment ? "Label (development schema decode)" : "Label"),
-                .number(postbacks), .number(labelsDevelopment ? "Share of development fine values" : "Share"),
-            ])
+            id: "table-fine",
+            caption: "Postbacks by campaign and fine value (each campaign's \(Self.fineValuesListed) most "
+                + "frequent values, then the rest)",
+            columns: campaignColumns + [.number("Value"), .longText("Label"), .number("Postbacks"), .number("Share")])
         for row in rows {
             let total = row.stats.fineTotal
-            for (value, count) in row.stats.fine.enumerated() where count > 0 {
+            let values = row.stats.fine.enumerated().filter { $0.element > 0 }
+                .sorted { $0.element != $1.element ? $0.element > $1.element : $0.offset < $1.offset }
+            for (value, count) in values.prefix(Self.fineValuesListed) {
                 table.add(
                     campaignCells(row) + [
                         String(value), Self.labels(row.stats.fineLabels[value]),
                         NumberFormat.count(count), NumberFormat.percent(count, of: total),
+                    ])
+            }
+            let rest = values.dropFirst(Self.fineValuesListed)
+            if !rest.isEmpty {
+                let count = rest.reduce(0) { $0 + $1.element }
+                table.add(
+                    campaignCells(row) + [
+                        "other", "\(rest.count) other values", NumberFormat.count(count), NumberFormat.percent(count, of: total),
                     ])
             }
         }
@@ -39,10 +48,7 @@ extension ReportPage {
             &html,
             chart: { html in
                 guard !rows.isEmpty else {
-                    emptyState(
-                        &html,
-                        labelsDevelopment
-                            ? "No development fine conversion values in this range." : "No fine conversion values in this range.")
+                    emptyState(&html, "No \(environmentNoun) fine conversion values in this range.")
                     return
                 }
                 html.element("ul", ["class": "legend"]) { html in
@@ -55,9 +61,7 @@ extension ReportPage {
                     html.element("li", text: "of the campaign's \(fineValues); n = \(fineValues)")
                 }
                 FineValueHeatmap(
-                    id: "chart-\(prefix)fine",
-                    title: labelsDevelopment
-                        ? "Development fine conversion values per campaign (development)" : "Fine conversion values per campaign",
+                    id: "chart-fine", title: labelled("Fine conversion values per campaign"),
                     description:
                         "Heat map: rows are campaigns, columns the fine values 0 to 63, shaded by share of the campaign's \(fineValues).",
                     rows: rows.map { row in

@@ -2,18 +2,16 @@ import Aggregation
 import Basics
 import Postbacks
 
-/// The report page: a headline of production figures, then one section per chart, each chart with
-/// its exact figures in a table beside it and a note on what it means. The page needs no script, and
-/// its Content-Security-Policy forbids every script, remote resource and form, so even markup that
-/// got past escaping could do nothing.
+/// The report page, for one environment (production, or development with `--environment`): the
+/// first screen answers a marketer (the range's totals, then the top campaigns by installs), then
+/// one section per chart, each chart with its exact figures in a table beside it and a note on what
+/// it means. Every per-campaign table and chart shows `--top` campaigns by name and sums the rest in
+/// one row, so the page's size does not grow with the store; the full tables are the aggregates'
+/// CSV files. The page needs no script, and its Content-Security-Policy forbids every script,
+/// remote resource and form, so even markup that got past escaping could do nothing.
 struct ReportPage {
     let model: ReportModel
     let request: ReportRequest
-    /// `campaign_daily_development` (`--include-development`), shown apart and labelled; nil without the flag.
-    var development: ReportModel? = nil
-    /// True for the page over `development` that draws the development section's charts: series,
-    /// legends, captions and empty states that production panels share with it say "development".
-    var labelsDevelopment = false
 
     /// A campaign (or the sum of the campaigns not shown by name) as a chart row.
     struct CampaignRow {
@@ -27,6 +25,29 @@ struct ReportPage {
         var isOthers = false
     }
 
+    /// True on the development page: every title, caption, legend and tile says "development".
+    var isDevelopment: Bool { model.environment == .development }
+
+    /// `text`, marked "(development)" on the development page.
+    func labelled(_ text: String) -> String { isDevelopment ? "\(text) (development)" : text }
+
+    /// "production" or "development": the postbacks the page's figures are made of.
+    var environmentNoun: String { model.environment.rawValue }
+
+    /// The sections the page draws, in order, with their names in the contents line: a link is only
+    /// ever made to a section that is there.
+    var sections: [(id: String, name: String)] {
+        [
+            ("top-campaigns", "Top campaigns"), ("volume", "Postbacks and installs"), ("campaigns", "Campaigns by app"),
+            ("trend", "Daily trend"),
+        ]
+            + (model.countries.isEmpty ? [] : [("countries", "Countries")])
+            + [
+                ("fine", "Fine values"), ("coarse", "Coarse values"), ("revenue", "Revenue"), ("null-share", "Null values"),
+                ("non-winning", "Non-winning"), ("rejected", "Rejected"), ("sources", "About the data"),
+            ]
+    }
+
     func render() throws(ReportError) -> String {
         var html = HTMLWriter(reservingCapacity: 1 << 18)
         html.raw("<!DOCTYPE html>\n")
@@ -37,11 +58,13 @@ struct ReportPage {
         html.newline()
         renderHeader(&html)
         html.open("main")
+        renderEnvironment(&html)
         renderSummary(&html)
+        try renderTopCampaigns(&html)
         renderNotices(&html)
         renderContents(&html)
         renderVolume(&html)
-        renderCampaigns(&html)
+        try renderCampaigns(&html)
         renderTrend(&html)
         renderCountries(&html)
         try renderFineValues(&html)
@@ -51,13 +74,13 @@ struct ReportPage {
         renderNonWinning(&html)
         renderRejected(&html)
         renderSources(&html)
-        try renderDevelopment(&html)
         html.close("main")
         html.newline()
         html.element("footer") { html in
             html.text(
-                "Made by \(request.toolVersion) from the campaign_daily tables and day manifests that 'postback aggregate' "
-                    + "published. The page holds no scripts and loads nothing; the same aggregates always give the same page.")
+                "Made by \(request.toolVersion) from the \(model.environment.table) tables and day manifests that "
+                    + "'postback aggregate' published. The page holds no scripts and loads nothing; the same aggregates always "
+                    + "give the same page.")
         }
         html.newline()
         html.close("body")
@@ -66,7 +89,7 @@ struct ReportPage {
         return html.output
     }
 
-    var title: String { request.title ?? "Postback report" }
+    var title: String { labelled(request.title ?? "Postback report") }
 
     var rangeText: String {
         model.from == model.to ? model.from.description : "\(model.from) to \(model.to)"
@@ -112,44 +135,90 @@ struct ReportPage {
         html.newline()
     }
 
+    /// The page's first line when its figures need a word before anyone reads them: a development
+    /// page says what development postbacks are; a production page with none says where the range's
+    /// postbacks are instead, and how to see them.
+    private func renderEnvironment(_ html: inout HTMLWriter) {
+        if isDevelopment {
+            html.element("div", ["class": "banner development", "role": "note", "id": "environment"]) { html in
+                html.element("strong", text: "Development postbacks. ")
+                html.text(
+                    "Every figure on this page is of postbacks signed with Apple's development keys or your test keys, or "
+                        + "sent in SKAdNetwork test mode: what a team sees while it integrates, not what its ads brought. ")
+                if model.productionPostbacks == 0 {
+                    html.text("The range has no production postbacks.")
+                } else {
+                    html.text(
+                        "The range's \(NumberFormat.count(model.productionPostbacks)) production postbacks are on the "
+                            + "production page (")
+                    html.element("code", text: "postback report")
+                    html.text(" without ")
+                    html.element("code", text: "--environment")
+                    html.text("), never added here.")
+                }
+            }
+        } else if model.totals.postbacks == 0, model.developmentPostbacks > 0 {
+            html.element("div", ["class": "banner", "role": "note", "id": "environment"]) { html in
+                html.element(
+                    "strong",
+                    text: "No production postbacks in this range, but \(NumberFormat.count(model.developmentPostbacks)) "
+                        + "development postbacks: ")
+                html.text("see them with ")
+                html.element("code", text: "postback report --environment development")
+                html.text(
+                    " (Apple's development keys, test keys, SKAdNetwork test mode). They are never added to the production "
+                        + "figures below.")
+            }
+        }
+        html.newline()
+    }
+
     private func renderSummary(_ html: inout HTMLWriter) {
         let totals = model.totals
-        html.element("section", ["id": "summary", "aria-label": "Headline"]) { html in
+        let noun = environmentNoun
+        html.element("section", ["id": "summary", "aria-label": labelled("Headline")]) { html in
             html.element("div", ["class": "cards"]) { html in
                 card(
-                    &html, "Postbacks", metric: "postbacks", value: NumberFormat.count(totals.postbacks),
-                    detail: "verified, production, first copies")
+                    &html, labelled("Postbacks"), metric: "postbacks", value: NumberFormat.count(totals.postbacks),
+                    detail: "verified, \(noun), first copies")
                 card(
-                    &html, "Installs", metric: "installs", value: NumberFormat.count(totals.installs),
+                    &html, labelled("Installs"), metric: "installs", value: NumberFormat.count(totals.installs),
                     detail: "winning first postbacks of downloads")
-                card(&html, "Redownloads", metric: "redownloads", value: NumberFormat.count(totals.redownloads), detail: nil)
-                card(
-                    &html, "Re-engagements", metric: "reengagements", value: NumberFormat.count(totals.reengagements), detail: nil
-                )
-                card(
-                    &html, "Non-winning", metric: "losses", value: NumberFormat.count(totals.losses),
-                    detail: "\(NumberFormat.percent(totals.losses, of: totals.postbacks)) of postbacks")
-                card(
-                    &html, "Null values", metric: "null_cv_postbacks", value: NumberFormat.count(totals.nullValues),
-                    detail: "\(NumberFormat.percent(totals.nullValues, of: totals.winners)) of winners: revenue unknown")
                 for currency in model.revenueByCurrency.keys.sorted() where !currency.isEmpty {
                     let sum = model.revenueByCurrency[currency]!
                     card(
-                        &html, "Revenue estimate, \(currency)", metric: "revenue_est_sum:\(currency)",
+                        &html, labelled("Revenue estimate, \(currency)"), metric: "revenue_est_sum:\(currency)",
                         value: NumberFormat.money(sum.estimate),
                         detail:
-                            "range \(NumberFormat.money(sum.minimum))–\(sum.maximum.map(NumberFormat.money) ?? "no upper bound"); "
+                            "range \(NumberFormat.money(sum.minimum))–\(sum.maximum.map(NumberFormat.money) ?? "open"); "
                             + "\(NumberFormat.count(sum.unknownPostbacks)) with unknown value")
                 }
+                card(
+                    &html, labelled("Null-value share"), metric: "null_share",
+                    value: NumberFormat.percent(totals.nullValues, of: totals.winners),
+                    detail: " null values of \(NumberFormat.count(totals.winners)) winners: revenue unknown",
+                    detailMetric: "null_cv_postbacks", detailCount: totals.nullValues)
+                card(
+                    &html, labelled("Redownloads · re-engagements"), metric: "redownloads",
+                    value: NumberFormat.count(totals.redownloads),
+                    detail: " re-engagements", detailMetric: "reengagements", detailCount: totals.reengagements)
+                card(
+                    &html, labelled("Non-winning"), metric: "losses", value: NumberFormat.count(totals.losses),
+                    detail: "\(NumberFormat.percent(totals.losses, of: totals.postbacks)) of postbacks")
                 if let unscheduled = model.revenueByCurrency[""], unscheduled.unknownPostbacks > 0 {
                     card(
-                        &html, "Without a schema", metric: "no_schema", value: NumberFormat.count(unscheduled.unknownPostbacks),
-                        detail: "postbacks whose value no schema decodes")
+                        &html, labelled("Without a schema"), metric: "no_schema",
+                        value: NumberFormat.count(unscheduled.unknownPostbacks), detail: "postbacks whose value no schema decodes"
+                    )
                 }
             }
             html.element("p", ["class": "aside"]) { html in
-                html.text("Kept out of the headline: ")
-                aside(&html, "development", model.developmentPostbacks, "development postbacks")
+                html.text("Kept out of these figures: ")
+                if isDevelopment {
+                    aside(&html, "production", model.productionPostbacks, "production postbacks")
+                } else {
+                    aside(&html, "development", model.developmentPostbacks, "development postbacks")
+                }
                 html.text(" · ")
                 aside(&html, "rejected", model.rejectedPostbacks, "rejected")
                 html.text(" · ")
@@ -163,11 +232,22 @@ struct ReportPage {
         html.newline()
     }
 
-    private func card(_ html: inout HTMLWriter, _ name: String, metric: String, value: String, detail: String?) {
+    /// A headline figure. A detail line may start with a second count (`detailMetric`).
+    private func card(
+        _ html: inout HTMLWriter, _ name: String, metric: String, value: String, detail: String?,
+        detailMetric: String? = nil, detailCount: Int = 0
+    ) {
         html.element("div", ["class": "card"]) { html in
             html.element("p", ["class": "kpi-name"], text: name)
             html.element("p", ["class": "kpi-value", "data-metric": metric], text: value)
-            if let detail { html.element("p", ["class": "kpi-detail"], text: detail) }
+            if let detail {
+                html.element("p", ["class": "kpi-detail"]) { html in
+                    if let detailMetric {
+                        html.element("span", ["data-metric": detailMetric], text: NumberFormat.count(detailCount))
+                    }
+                    html.text(detail)
+                }
+            }
         }
     }
 
@@ -177,10 +257,8 @@ struct ReportPage {
     }
 
     private func renderNotices(_ html: inout HTMLWriter) {
-        if model.totals.postbacks == 0 {
-            Self.notice(
-                "No production postbacks in this range: the charts below are empty. "
-                    + "Development and rejected postbacks, if any, are counted in the last section.", in: &html)
+        if model.totals.postbacks == 0, !(model.environment == .production && model.developmentPostbacks > 0) {
+            Self.notice("No \(environmentNoun) postbacks in this range: the charts below are empty.", in: &html)
         }
         if !model.missingDays.isEmpty {
             Self.notice(
@@ -189,13 +267,14 @@ struct ReportPage {
         }
         if !model.emptyDays.isEmpty {
             Self.notice(
-                "No spool for \(Self.dayList(model.emptyDays)): nothing was received, or the receiver's "
-                    + "store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.", in: &html)
+                "Nothing received on \(Self.dayList(model.emptyDays)): no postback, rejected record or duplicate, or the "
+                    + "receiver's store was not where 'postback aggregate' looked. Those days are shown as gaps, not as zero.",
+                in: &html)
         }
         if !model.partialDays.isEmpty {
             Self.notice(
                 "Partial: \(Self.dayList(model.partialDays)) were aggregated before the day was over "
-                    + "(--allow-open-day); their figures will grow when the day is aggregated again.", in: &html)
+                    + "(on request); their figures will grow when the day is aggregated again.", in: &html)
         }
         if !model.leftOutDays.isEmpty {
             html.element("div", ["class": "notice", "role": "note"]) { html in
@@ -210,12 +289,7 @@ struct ReportPage {
 
     private func renderContents(_ html: inout HTMLWriter) {
         html.element("nav", ["class": "contents", "aria-label": "Sections"]) { html in
-            for (anchor, name) in [
-                ("volume", "Postbacks and installs"), ("campaigns", "Campaigns"), ("trend", "Daily trend"),
-                ("countries", "Countries"), ("fine", "Fine values"), ("coarse", "Coarse values"),
-                ("revenue", "Revenue"), ("null-share", "Null values"), ("non-winning", "Non-winning"),
-                ("rejected", "Rejected and development"), ("sources", "About the data"),
-            ] + (development == nil ? [] : [("development-decoded", "Development (decoded)")]) {
+            for (anchor, name) in sections.dropFirst() {
                 html.element("a", ["href": "#\(anchor)"], text: name)
             }
         }
@@ -226,42 +300,71 @@ struct ReportPage {
         section(
             &html, id: "sources", title: "About the data",
             note: "Each day is one partition of the aggregate tables (docs/aggregate.md). A day is used only when its manifest "
-                + "exists and its campaign_daily file has the checksum the manifest lists."
+                + "exists and its \(model.environment.table) file has the checksum the manifest lists. This page shows the "
+                + "top \(request.topCampaigns) campaigns by name; the full tables are the CSV files named below."
         ) { html in
             var table = FiguresTable(
                 id: "table-sources", caption: "What the page was made from",
                 columns: [.text("Item"), .longText("Value")])
             table.add(["Days with aggregates", model.days.isEmpty ? "none" : Self.dayList(model.days)])
             table.add(["Days without aggregates", model.missingDays.isEmpty ? "none" : Self.dayList(model.missingDays)])
-            table.add(["Days with no spool", model.emptyDays.isEmpty ? "none" : Self.dayList(model.emptyDays)])
+            table.add(["Days with nothing received", model.emptyDays.isEmpty ? "none" : Self.dayList(model.emptyDays)])
             table.add(["Partial days", model.partialDays.isEmpty ? "none" : Self.dayList(model.partialDays)])
             table.add(["Days left out", model.leftOutDays.isEmpty ? "none" : Self.dayList(model.leftOutDays.map(\.day))])
             table.add(["Aggregated by", model.tools.sorted().joined(separator: ", ")])
             table.add(["Schemas", model.schemaIDs.isEmpty ? "none" : model.schemaIDs.sorted().joined(separator: ", ")])
             table.add(["Apps", model.appIDs.isEmpty ? "none" : model.appIDs.sorted().joined(separator: ", ")])
-            table.render(into: &html)
+            place(table, &html)
+            // Paths and commands in code elements: they never break inside a name or an option.
+            html.element("p", ["class": "note", "id": "full-tables"]) { html in
+                html.text("Every campaign, day and value: ")
+                html.element("code", text: "agg/\(model.environment.table)/dt=DAY/part-00000.csv")
+                html.text(" in the store (one file per day; ")
+                html.element("code", text: "campaign_daily")
+                html.text(", ")
+                html.element("code", text: "publisher_daily")
+                html.text(" and ")
+                html.element("code", text: "country_daily")
+                html.text(" are its rollups), read with any CSV or SQL tool; what each value means: ")
+                html.element("code", text: "postback schema export --table values")
+                html.text(".")
+            }
+            if isDevelopment {
+                html.element(
+                    "p", ["class": "note"],
+                    text: "Development postbacks are those signed with Apple's development keys (AdAttributionKit), your "
+                        + "test keys, or sent in SKAdNetwork test mode (source-app-id 0). A SKAdNetwork 4.0 "
+                        + "test postback of window 2 or 3 carries no source-app-id, so it cannot be told from a production "
+                        + "one and is counted as production; see docs/postback-spec.md.")
+            }
         }
     }
 
     // MARK: Building blocks
 
-    /// A section: heading, what the chart means, then `body`.
+    /// A section: heading (marked on the development page), what the chart means, then `body`.
     func section(_ html: inout HTMLWriter, id: String, title: String, note: String, _ body: (inout HTMLWriter) -> Void) {
         html.element("section", ["id": id, "aria-labelledby": "\(id)-heading"]) { html in
-            html.element("h2", ["id": "\(id)-heading"], text: title)
+            html.element("h2", ["id": "\(id)-heading"], text: labelled(title))
             html.element("p", ["class": "note"], text: note)
             body(&html)
         }
         html.newline()
     }
 
-    /// A chart (or its empty state) beside its table.
+    /// A table of figures, its caption marked on the development page.
+    func place(_ table: FiguresTable, _ html: inout HTMLWriter) {
+        var table = table
+        table.caption = labelled(table.caption)
+        table.render(into: &html)
+    }
+
     /// A chart with its figures beside it; a table of more than three columns goes below the chart
     /// at full width instead, so that it never needs a scrollbar to show a figure.
     func panel(_ html: inout HTMLWriter, chart: (inout HTMLWriter) -> Void, table: FiguresTable) {
         html.element("div", ["class": table.columns.count > 3 ? "panel stacked" : "panel"]) { html in
             html.element("figure", ["class": "chart-box"]) { html in chart(&html) }
-            table.render(into: &html)
+            place(table, &html)
         }
     }
 
@@ -282,17 +385,22 @@ struct ReportPage {
         return KnownAdNetwork.name(of: id).map { "\($0) (\(id))" } ?? id
     }
 
-    /// The `topCampaigns` largest campaigns passing `include` (by postbacks, or by `rank`), then one
+    /// The `topCampaigns` largest campaigns passing `include` (by installs, or by `rank`), then one
     /// row summing the others that pass it.
     func campaignRows(
         including include: (CampaignStats) -> Bool,
         rankedBy rank: ((CampaignStats) -> Int)? = nil
     ) throws(ReportError) -> [CampaignRow] {
-        var keys = model.campaignsByVolume.filter { include(model.campaigns[$0]!) }
+        var keys = model.campaignsByInstalls.filter { include(model.campaigns[$0]!) }
         if let rank {
             let scores = Dictionary(uniqueKeysWithValues: keys.map { ($0, rank(model.campaigns[$0]!)) })
             keys.sort { scores[$0]! != scores[$1]! ? scores[$0]! > scores[$1]! : $0 < $1 }
         }
+        return try rows(of: keys)
+    }
+
+    /// `keys` as rows: the first `topCampaigns` by name, then one "other campaigns" row summing the rest.
+    func rows(of keys: [CampaignKey]) throws(ReportError) -> [CampaignRow] {
         let showsApp = model.appIDs.count > 1
         var rows = keys.prefix(request.topCampaigns).map { key in
             CampaignRow(
@@ -310,6 +418,21 @@ struct ReportPage {
         }
         return rows
     }
+
+    /// The first `limit` entries of `counts`, largest first, then one entry summing the rest under
+    /// `others` (with how many): long lists of networks, countries or reasons stay a few rows.
+    static func topEntries(_ counts: [String: Int], limit: Int, others: String) -> [(key: String, value: Int)] {
+        let sorted = byCount(counts)
+        guard sorted.count > limit else { return sorted }
+        let rest = sorted.dropFirst(limit)
+        return Array(sorted.prefix(limit)) + [("\(others) (\(NumberFormat.count(rest.count)))", rest.reduce(0) { $0 + $1.value })]
+    }
+
+    /// How many ad networks, countries, reasons and the like a table lists before it sums the rest.
+    static let entriesListed = 20
+    /// Ad networks with a column of their own in a table of days (the chart names more): more
+    /// columns would not fit the page's width.
+    static let networksInTables = 5
 
     /// The columns that name a campaign in a table (the app only when there are several).
     var campaignColumns: [FiguresTable.Column] {

@@ -14,20 +14,25 @@ enum ReportStyle {
         body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "DejaVu Sans", sans-serif;
                color: var(--ink); background: #fff; }
         header.top, main, footer { max-width: 1280px; margin: 0 auto; padding: 0 28px; }
-        header.top { padding-top: 28px; padding-bottom: 8px; border-bottom: 1px solid var(--rule); }
-        h1 { font-size: 26px; margin: 0 0 4px; }
+        header.top { padding-top: 16px; padding-bottom: 6px; border-bottom: 1px solid var(--rule); }
+        h1 { font-size: 24px; margin: 0 0 2px; }
+        .banner { border-left: 4px solid #0b5394; background: #eef4fb; padding: 6px 14px; margin: 12px 0 0; font-size: 14px; }
+        .banner.development { border-left-color: #6a3d9a; background: #f4effa; }
+        code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; white-space: nowrap; }
         h2 { font-size: 20px; margin: 40px 0 4px; padding-top: 12px; border-top: 1px solid var(--rule); }
+        h2.first { font-size: 18px; margin: 14px 0 4px; padding-top: 0; border-top: none; }
         h3 { font-size: 16px; margin: 20px 0 6px; }
         p { margin: 6px 0; }
         .meta, .note, caption, footer { color: var(--muted); }
         .note { max-width: 78ch; }
         nav.contents { margin: 16px 0; font-size: 14px; }
         nav.contents a { margin-right: 14px; color: #0b5394; }
-        .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(180px, 1fr)); gap: 12px; margin: 18px 0 8px; }
-        .card { background: var(--panel); border: 1px solid #e3e3e6; border-radius: 8px; padding: 10px 14px; }
+        .cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 12px 0 6px; }
+        .card { flex: 1 1 140px; background: var(--panel); border: 1px solid #e3e3e6;
+                border-radius: 8px; padding: 6px 12px; }
         .card .kpi-name { font-size: 13px; color: var(--muted); margin: 0; }
-        .card .kpi-value { font-size: 24px; font-weight: 650; margin: 2px 0 0; font-variant-numeric: tabular-nums; }
-        .card .kpi-detail { font-size: 12.5px; color: var(--muted); margin: 2px 0 0; }
+        .card .kpi-value { font-size: 22px; font-weight: 650; margin: 0; font-variant-numeric: tabular-nums; white-space: nowrap; }
+        .card .kpi-detail { font-size: 12.5px; color: var(--muted); margin: 0; }
         .aside { font-size: 14px; color: var(--muted); margin: 4px 0 0; }
         .aside strong { color: var(--ink); font-variant-numeric: tabular-nums; }
         .notice { border-left: 4px solid #b35900; background: #fff6ec; padding: 8px 14px; margin: 14px 0; }
@@ -42,18 +47,16 @@ enum ReportStyle {
         table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
         caption { text-align: left; font-size: 12.5px; padding: 6px 8px; caption-side: top; }
         th, td { padding: 3px 8px; border-bottom: 1px solid #ececec; vertical-align: top; }
-        td.n { white-space: nowrap; }
-        .t { overflow-wrap: anywhere; }
+        td, th { white-space: nowrap; }
+        td.wrap, th.wrap, thead th, caption { white-space: normal; overflow-wrap: break-word; }
         .wrap { min-width: 14em; }
-        .name { min-width: 9em; }
-        .mix { min-width: 7.5em; }
         thead th { background: #f0f0f2; font-weight: 600; }
         tfoot th, tfoot td { font-weight: 650; border-top: 1px solid #bbb; }
         .n { text-align: right; }
         .t { text-align: left; }
         td.none { color: var(--muted); text-align: center; }
         .legend { list-style: none; padding: 0; margin: 6px 0; display: flex; flex-wrap: wrap; gap: 4px 16px; font-size: 13px; }
-        .legend li { display: flex; align-items: center; gap: 6px; overflow-wrap: anywhere; }
+        .legend li { display: flex; align-items: center; gap: 6px; white-space: nowrap; }
         .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; flex: none; }
         .swatch-line { display: inline-block; width: 18px; height: 0; border-top: 3px solid; flex: none; }
         .swatch.dashed, .swatch-line.dashed { border-top-style: dashed; }

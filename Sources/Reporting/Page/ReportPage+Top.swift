@@ -1,0 +1,60 @@
+import Aggregation
+
+/// The first screen's answer to "which campaigns bring installs and revenue": the top campaigns by
+/// installs (then revenue), each with its ad network, installs, revenue estimate, revenue per install
+/// and null share; the rest summed in one row, so the table adds up to the headline.
+extension ReportPage {
+    /// At most this many currencies get columns of their own (amounts of two currencies are never added).
+    static let currenciesShown = 3
+
+    func renderTopCampaigns(_ html: inout HTMLWriter) throws(ReportError) {
+        let keys = model.campaignsByInstalls
+        let rows = try rows(of: keys)
+        let currencies = Array(
+            model.revenueByCurrency.filter { !$0.key.isEmpty && $0.value.valuedPostbacks > 0 }
+                .sorted { $0.value.estimate != $1.value.estimate ? $0.value.estimate > $1.value.estimate : $0.key < $1.key }
+                .map(\.key).prefix(Self.currenciesShown))
+        var all = CampaignStats()
+        for row in rows { try all.add(row.stats) }
+        html.element("section", ["id": "top-campaigns", "aria-labelledby": "top-campaigns-heading"]) { html in
+            html.element("h2", ["id": "top-campaigns-heading", "class": "first"], text: labelled("Top campaigns by installs"))
+            guard !rows.isEmpty else {
+                emptyState(&html, "No \(environmentNoun) postbacks in this range.")
+                return
+            }
+            var table = FiguresTable(
+                id: "table-top-campaigns",
+                caption:
+                    "\(keys.count > request.topCampaigns ? "The \(request.topCampaigns) of \(NumberFormat.count(keys.count))" : "All \(keys.count)") "
+                    + "campaigns with most installs, then revenue; revenue estimates add every postback window, as the headline does",
+                columns: campaignColumns + [.number("Installs")]
+                    + currencies.flatMap { [FiguresTable.Column.number("Revenue est., \($0)"), .number("Per install, \($0)")] }
+                    + [.number("Null share"), .number("Postbacks")])
+            func cells(_ stats: CampaignStats) -> [String] {
+                [NumberFormat.count(stats.counts.installs)]
+                    + currencies.flatMap { currency -> [String] in
+                        let estimate = stats.revenueEstimate(in: currency)
+                        guard stats.revenue.contains(where: { $0.key.currency == currency && $0.value.valuedPostbacks > 0 })
+                        else {
+                            return ["–", "–"]
+                        }
+                        return [NumberFormat.money(estimate), Self.perInstall(estimate, stats.counts.installs)]
+                    }
+                    + [
+                        NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
+                        NumberFormat.count(stats.counts.postbacks),
+                    ]
+            }
+            for row in rows { table.add(campaignCells(row) + cells(row.stats)) }
+            table.footer = ["All campaigns", ""] + (model.appIDs.count > 1 ? [""] : []) + cells(all)
+            place(table, &html)
+        }
+        html.newline()
+    }
+
+    /// Revenue estimate ÷ installs, to the cent; `–` without installs.
+    static func perInstall(_ estimate: Money, _ installs: Int) -> String {
+        guard installs > 0 else { return "–" }
+        return NumberFormat.money(Money(micros: estimate.micros / Int64(installs)))
+    }
+}
