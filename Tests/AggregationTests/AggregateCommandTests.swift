@@ -168,6 +168,43 @@ import Testing
         #expect(missing.status == .usageOrIOError && missing.stderr.contains("missing.jsonl"))
     }
 
+    /// A file that holds no postback gets the reason `postback verify` gives (an array, an over-long
+    /// line), not a guess; and a day that is not over follows the spool's rule.
+    @Test func inputProblemsAreNamedAndAnOpenDayIsPublishedOnlyOnRequest() throws {
+        let store = TemporaryDirectory()
+        let schemas = TemporaryDirectory("schemas")
+        try schemas.write(AggregateJobTests.schema, to: "111/t1.json")
+        func aggregate(_ input: String, date: String = "2026-03-10", _ extra: [String] = []) -> CommandRun {
+            run(["aggregate", "--input", input, "--date", date, "--data", store.path, "--schemas", schemas.path] + extra)
+        }
+        try store.write(#"[{"version": "4.0"}, {"version": "4.0"}]"# + "\n", to: "array.json")
+        let array = aggregate(store.path + "/array.json")
+        #expect(array.status == .usageOrIOError)
+        #expect(array.stderr.contains("got an array") && array.stderr.contains("one JSON object per line"), "\(array.stderr)")
+        #expect(!array.stderr.contains("empty or not JSON"))
+
+        let limit = RecordReader.defaultMaximumRecordBytes
+        try store.write("{\"version\": \"" + String(repeating: "x", count: limit + 10) + "\"}\n", to: "long.jsonl")
+        let long = aggregate(store.path + "/long.jsonl")
+        #expect(long.status == .usageOrIOError)
+        #expect(long.stderr.contains("longer than the \(limit)-byte limit"), "\(long.stderr)")
+
+        // Apple's samples: production postbacks of a past day, never "an empty day".
+        let samples = Fixtures.root.appendingPathComponent("Samples/skan-4.0_apple-doc_web-ad-tier-high.json").path
+        let past = aggregate(samples)
+        #expect(past.status == .success, "\(past.stderr)")
+        #expect(past.stdout.contains("1 postback") && !past.stdout.contains("empty day"), "\(past.stdout)")
+
+        let today = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400)).description
+        let open = aggregate(samples, date: today)
+        #expect(open.status == .usageOrIOError)
+        #expect(open.stderr.contains("\(today) is not over yet") && open.stderr.contains("--allow-open-day"), "\(open.stderr)")
+        #expect(!store.exists("agg/_manifests/dt=\(today).json"))
+        let allowed = aggregate(samples, date: today, ["--allow-open-day"])
+        #expect(allowed.status == .success && allowed.stdout.contains("published as partial"), "\(allowed.stdout)")
+        #expect(try store.read("agg/_manifests/dt=\(today).json").contains(#""partial":true"#))
+    }
+
     @Test func schemaCheckAndExport() throws {
         let check = run(["schema", "check", Fixtures.sampleSchemas])
         #expect(check.status == .success && check.stdout.contains("example-game/2025-06-01, app 525463029"), "\(check.stdout)")

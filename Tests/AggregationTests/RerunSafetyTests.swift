@@ -114,7 +114,7 @@ import Testing
         }
         #expect(segments.text == "0")
         let text = aggregate(store, schemas, date: "2026-03-05")
-        #expect(text.stdout.contains("no spool for this day: published as an empty day"), "\(text.stdout)")
+        #expect(text.stdout.contains("nothing to read for this day: published as an empty day"), "\(text.stdout)")
     }
 
     @Test func anOpenDayIsRefusedUnlessAllowedAndThenMarkedPartial() throws {
@@ -149,8 +149,8 @@ import Testing
         try store.write("date,installs\n2026-03-10,4\n", to: "table.csv")
         let cases: [(String, String)] = [
             (store.path + "/raw", "is a directory; give the files in it"),
-            (store.path + "/empty.jsonl", "holds no JSON postback (it is empty or not JSON)"),
-            (store.path + "/table.csv", "holds no JSON postback (it is empty or not JSON)"),
+            (store.path + "/empty.jsonl", "holds no JSON postback (empty input: no JSON postback found)"),
+            (store.path + "/table.csv", "holds no JSON postback (line 1: invalid JSON: unexpected 'd'"),
         ]
         for (input, message) in cases {
             let result = aggregate(store, schemas, ["--input", input])

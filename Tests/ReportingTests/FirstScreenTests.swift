@@ -37,10 +37,9 @@ import Testing
         }
     }
 
-    func check(page: String, expected: Expected, width: Int) throws {
+    func check(page: String, name: String, expected: Expected, width: Int) throws {
         #expect(expected.postbacks > 0 && expected.installs > 0 && !expected.revenueMicros.isEmpty)
         try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
-        let name = URL(fileURLWithPath: page).deletingLastPathComponent().lastPathComponent
         let screenshot = TestPaths.output + "/first-screen-\(name)-\(width).png"
         let visit = try BrowserRenderTests.visit(page, screenshot: screenshot, width: width, height: 800)
         let firstScreen = visit.facts["firstScreen"] as? String ?? ""
@@ -66,7 +65,7 @@ import Testing
         #expect(status == .success, "\(output.text)")
         let expected = try Expected(table: AggregateTables.campaignDailyDevelopment, under: directory + "/store")
         #expect(expected.postbacks == 1500)
-        try check(page: directory + "/report.html", expected: expected, width: width)
+        try check(page: directory + "/report.html", name: "demo", expected: expected, width: width)
         // A story: named campaigns, none shown as a raw source identifier.
         let html = try String(contentsOfFile: directory + "/report.html", encoding: .utf8)
         #expect(html.contains("spring_sale") && html.contains("loyalty_push"))
@@ -78,7 +77,7 @@ import Testing
         try Readme.runFirstSession(in: directory.path)
         let expected = try Expected(table: AggregateTables.campaignDailyDevelopment, under: directory.path + "/out")
         #expect(expected.postbacks > 900, "the session's generated postbacks are counted (as development)")
-        try check(page: directory.path + "/report.html", expected: expected, width: width)
+        try check(page: directory.path + "/report.html", name: "readme", expected: expected, width: width)
     }
 
     /// The negative twin: a page whose figures sit below the first screen, and a card too narrow for

@@ -21,7 +21,7 @@ import Testing
     /// Tags and attributes the page is built from; anything else in it came from the data.
     static let allowedTags: Set<String> = [
         "html", "head", "meta", "title", "style", "body", "header", "main", "footer", "section", "nav", "a", "h1", "h2", "h3",
-        "p",
+        "p", "code",
         "div", "ul", "li", "span", "strong", "figure", "table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td",
         "svg", "desc", "g", "rect", "line", "path", "circle", "polygon", "text",
     ]

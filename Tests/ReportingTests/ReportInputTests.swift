@@ -1,8 +1,10 @@
 import Aggregation
 import Foundation
+import PostbackCLI
 import PostbackCrypto
 import PostbackStore
 import Postbacks
+import TestSupport
 import Testing
 
 @testable import Reporting
@@ -31,6 +33,29 @@ import Testing
         #expect(
             figures.table("table-postbacks-per-day")?.rows.map { $0.last! } == ["–", "–"], "no figure for a day without spool")
         try ReportEscapingTests.checkMarkup(html)
+    }
+
+    /// A day aggregated from `--input` files (no spool segments) is a day with data: Apple's
+    /// production samples, aggregated as README's first session does, are on the production page.
+    @Test func aDayFromInputFilesIsReadLikeAnyOther() throws {
+        let store = ScratchStore("report-input")
+        let samples = try FileManager.default.contentsOfDirectory(atPath: Fixtures.root.appendingPathComponent("Samples").path)
+            .filter { $0.hasSuffix(".json") }.map { Fixtures.root.appendingPathComponent("Samples/" + $0).path }
+        let output = MemorySink()
+        let status = PostbackCommand.run(
+            ["aggregate", "--data", store.root, "--schemas", Fixtures.sampleSchemas, "--date", "2026-03-10", "--json"]
+                + samples.flatMap { ["--input", $0] }, io: CommandIO(standardOutput: output, standardError: output))
+        #expect(status == .success, "\(output.text)")
+        #expect(output.text.contains(#""spool_segments":0"#), "built from files, not a spool")
+        let line = try #require(output.text.split(separator: "\n").first { $0.hasPrefix(#"{"dt":"2026-03-10","#) })
+        let day = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let published = try #require(day["postbacks"] as? Int)
+        #expect(published > 0)
+        let summary = try ReportGenerator.generate(store.request(from: "2026-03-10", to: "2026-03-10"))
+        #expect(summary.daysIncluded.map(\.description) == ["2026-03-10"] && summary.daysWithoutSpool.isEmpty)
+        let figures = PageFigures(html: try store.text("report.html"))
+        #expect(figures.count("postbacks") == published)
+        #expect(!figures.html.contains("Nothing received"))
     }
 
     @Test func missingDaysAreListedAndShownAsGapsNotZeros() throws {

@@ -68,7 +68,8 @@ extension AggregationJob {
                 let results = Self.verify(batch, verifier: verifier, workers: request.workers)
                 for (record, result) in zip(batch, results) {
                     if firstProblem == nil, !result.isVerified {
-                        firstProblem = "\(record.source): \(result.reason ?? result.status.rawValue)"
+                        let line = record.source.hasPrefix(file + ":") ? "line \(record.source.dropFirst(file.count + 1)): " : ""
+                        firstProblem = line + (result.reason ?? result.status.rawValue)
                     }
                     // What a receiver would quarantine is not counted: it goes with the rejected, with its reason.
                     let quarantine = result.quarantineReason.map {
