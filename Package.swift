@@ -6,6 +6,7 @@
 // Layering, bottom up:
 //   COpenSSL, CMicroHTTPD, CCurl   Debian's C libraries (system library targets)
 //   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
+//   BuildStamp      the release and the git commit of the build (written by BuildStampPlugin)
 //   Basics          foundations with no postback in them: strict JSON, Base64, hex, UTC time, durable
 //                   files, line and record readers, SystemCallError, EINTR-safe fd I/O, flock
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
@@ -43,6 +44,9 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .target(name: "Locking"),
+        // The release, and the commit the build was made from (BuildStampPlugin, scripts/build-stamp).
+        .plugin(name: "BuildStampPlugin", capability: .buildTool()),
+        .target(name: "BuildStamp", plugins: ["BuildStampPlugin"]),
         .target(name: "Basics"),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
@@ -51,7 +55,10 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(
             name: "PostbackServer",
-            dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD", "CMicroHTTPDShim"]),
+            dependencies: [
+                "Basics", "BuildStamp", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "CMicroHTTPD",
+                "CMicroHTTPDShim",
+            ]),
         .target(name: "PostbackClient", dependencies: ["Basics", "Locking", "CCurl", "CCurlShim"]),
         .target(
             name: "SpoolDelivery",
@@ -64,8 +71,8 @@ let package = Package(
         .target(
             name: "PostbackCLI",
             dependencies: [
-                "PostbackTesting", "Basics", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore", "PostbackServer",
-                "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting",
+                "PostbackTesting", "Basics", "BuildStamp", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore",
+                "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting",
             ]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
@@ -87,8 +94,8 @@ let package = Package(
         .testTarget(
             name: "PostbackServerTests",
             dependencies: [
-                "TestSupport", "PostbackTesting", "Basics", "PostbackServer", "PostbackStore", "Postbacks", "PostbackCrypto",
-                "PostbackClient", "PostbackCLI",
+                "TestSupport", "PostbackTesting", "Basics", "BuildStamp", "PostbackServer", "PostbackStore", "Postbacks",
+                "PostbackCrypto", "PostbackClient", "PostbackCLI",
             ]),
         .testTarget(
             name: "ReportingTests",
@@ -103,7 +110,8 @@ let package = Package(
                 "PostbackCLI",
             ]),
         .testTarget(
-            name: "PostbackCLITests", dependencies: ["TestSupport", "Basics", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
+            name: "PostbackCLITests",
+            dependencies: ["TestSupport", "Basics", "BuildStamp", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
         .testTarget(
             name: "SpoolDeliveryTests",
             dependencies: [
@@ -114,7 +122,7 @@ let package = Package(
 )
 
 // Strict settings on every Swift target (the swift-log pattern).
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.type != .plugin {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))

@@ -1,10 +1,12 @@
 import Basics
+import BuildStamp
 import Postbacks
 
 /// The `postback` executable's subcommands. The entry point only forwards here, so tests can run any
 /// command in-process with captured output.
 package enum PostbackCommand {
-    package static let version = BuildInfo.version
+    /// `0.2.0 (a1b2c3d, 2026-12-04)`: the release, and the commit and date of the build.
+    package static let version = BuildInfo.description
 
     static let usage = """
         usage: postback <command> [options]

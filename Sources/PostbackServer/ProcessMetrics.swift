@@ -1,4 +1,5 @@
 import Basics
+import BuildStamp
 import Postbacks
 
 #if canImport(Glibc)
@@ -17,9 +18,10 @@ enum ProcessMetrics {
             header(name, type, help)
             text += "\(name) \(value)\n"
         }
-        // The version is our own constant (digits and dots), so the label needs no escaping.
-        header("postback_build_info", "gauge", "Always 1; the version label says which postback is running.")
-        text += "postback_build_info{version=\"\(BuildInfo.version)\"} 1\n"
+        // Version and commit are our own text (digits, dots, hex, "-dirty", "unknown"): no escaping needed.
+        header(
+            "postback_build_info", "gauge", "Always 1; the version and commit labels say which postback build is running.")
+        text += "postback_build_info{version=\"\(BuildInfo.version)\",commit=\"\(BuildInfo.commit)\"} 1\n"
         guard let sample = sample() else { return }
         gauge(
             "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", format(sample.cpuSeconds))

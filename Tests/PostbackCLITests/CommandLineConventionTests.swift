@@ -1,3 +1,4 @@
+import BuildStamp
 import Foundation
 import PostbackCrypto
 import Postbacks
@@ -50,7 +51,7 @@ import Testing
         let usage = run(["--help"]).stdout
         #expect(usage.contains("--version"))
         #expect(usage.contains("Exit status: 0"))
-        #expect(run(["--version"]).stdout == "postback \(BuildInfo.version)\n")
+        #expect(run(["--version"]).stdout == "postback \(BuildInfo.description)\n")
         #expect(run([]).status == .usageOrIOError, "no command is a usage error")
         #expect(run(["help", "schema", "check"]).stdout == run(["schema", "check", "--help"]).stdout)
         #expect(run(["help", "verify"]).stdout.hasPrefix("usage: postback verify"))

@@ -1,3 +1,4 @@
+import BuildStamp
 import Foundation
 import Postbacks
 import TestSupport
@@ -13,7 +14,8 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let before = Date().timeIntervalSince1970
-        #expect(try server.metric(#"postback_build_info{version="\#(BuildInfo.version)"}"#) == 1)
+        #expect(
+            try server.metric(#"postback_build_info{version="\#(BuildInfo.version)",commit="\#(BuildInfo.commit)"}"#) == 1)
         let text = try server.get("/metrics").text
         for family in [
             "process_cpu_seconds_total counter", "process_resident_memory_bytes gauge", "process_virtual_memory_bytes gauge",

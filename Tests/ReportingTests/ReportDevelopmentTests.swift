@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test func aRangeWithOnlyDevelopmentPostbacksSaysSoInItsFirstLine() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory()
         try Readme.runFirstSession(in: directory.path)
         var request = ReportRequest(
             dataDirectory: directory.path + "/out", from: UTCDay("2026-03-10")!, to: UTCDay("2026-03-10")!,
