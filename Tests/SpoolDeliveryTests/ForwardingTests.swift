@@ -1,7 +1,6 @@
 import Basics
 import Foundation
 import PostbackClient
-import PostbackServer
 import PostbackStore
 import PostbackTesting
 import Postbacks
@@ -9,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import PostbackCLI
+@testable import PostbackServer
 @testable import SpoolDelivery
 
 #if canImport(Glibc)
@@ -116,6 +116,27 @@ struct ForwardingTests {
         #expect(!logText.contains(apiKey) && !logText.contains(queryKey))
         #expect(!receiver.metricsText.contains(apiKey) && !receiver.metricsText.contains(queryKey))
         #expect(logText.contains("/skan/postbacks?…"))
+    }
+
+    /// A partner answering 200 with a 256 MiB body: only a small prefix is ever held, the transfer
+    /// is aborted, the delivery counts as failed (retried, logged), and the retry is delivered.
+    @Test func aPartnersHugeAnswerIsCutOffAndRetried() throws {
+        var residentBytes: Int { Int(ProcessMetrics.sample()?.residentBytes ?? 0) }
+        let partner = try PartnerServer()
+        try partner.script(["huge:256"])
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "huge", "url": "\(partner.url)", "timeout_seconds": 30, "concurrency": 1}]
+                """)
+        defer { receiver.stop() }
+        let before = residentBytes
+        #expect(try receiver.post(ShippingReceiver.body(0, seed: 25)) == 200)
+        #expect(eventually(30) { receiver.metric("postback_forward_delivered_total", destination: "forward-huge") == 1 })
+        let grown = residentBytes - before
+        #expect(grown < 64 << 20, "resident memory grew by \(grown >> 20) MiB")
+        #expect(receiver.metric("postback_forward_retried_total", destination: "forward-huge") == 1)
+        #expect(receiver.logs.lines.withLock { $0.contains { $0.contains("response body over 65536 bytes") } })
+        #expect(partner.requests.count == 2)
     }
 
     /// Only the postbacks the filters pick; enrichment after Apple's fields, Apple's bytes unchanged.
