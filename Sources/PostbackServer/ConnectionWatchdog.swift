@@ -21,7 +21,8 @@ import Synchronization
 final class ConnectionWatchdog: Sendable {
     enum Phase: UInt8 {
         /// `new`: accepted, no request line yet (the first request's headers share its deadline).
-        /// `replying`: a reply is queued and being sent (then `idle`, under the same deadline).
+        /// `replying`: a reply is queued and being sent; the client must read it within the body
+        /// timeout (then `idle`, with the idle timeout).
         case idle = 1
         case headers, body, processing, new, replying
 
@@ -43,6 +44,8 @@ final class ConnectionWatchdog: Sendable {
         let openedAt = DispatchTime.now().uptimeNanoseconds
         private let deadline = Atomic<UInt64>(0)
         private let phaseValue = Atomic<UInt8>(Phase.idle.rawValue)
+        /// When the current phase was entered (`enter`; `continueAs` keeps it).
+        private let phaseStart = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
 
         init(descriptor: Int32) { self.descriptor = descriptor }
 
@@ -63,8 +66,16 @@ final class ConnectionWatchdog: Sendable {
         /// Starts `phase`; it must end within `seconds` (nil: no deadline).
         func enter(_ phase: Phase, seconds: Double?) {
             phaseValue.store(phase.rawValue, ordering: .relaxed)
+            phaseStart.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
             deadline.store(seconds.map { DispatchTime.now().uptimeNanoseconds + UInt64($0 * 1e9) } ?? 0, ordering: .relaxed)
         }
+
+        /// A reply queued more than `seconds` ago and still not taken by the client: a slow reader.
+        fileprivate func isSlowReader(now: UInt64, seconds: Double) -> Bool {
+            phase == .replying && now > phaseStart.load(ordering: .relaxed) + UInt64(seconds * 1e9)
+        }
+
+        fileprivate var phaseStartedAt: UInt64 { phaseStart.load(ordering: .relaxed) }
 
         fileprivate func isOverdue(now: UInt64) -> Bool {
             let due = deadline.load(ordering: .relaxed)
@@ -106,14 +117,24 @@ final class ConnectionWatchdog: Sendable {
     enum Refusal: String {
         /// The oldest connection that has sent no request (new, or idle between requests) made room.
         case silentShed = "silent-shed"
+        /// No silent connection, but one whose reply has waited for the client to read it for over
+        /// `ConnectionWatchdog.slowReaderSeconds` (the longest-waiting one) made room.
+        case slowReaderShed = "slow-reader-shed"
         /// Every other connection is busy with a request: the new one is closed at once.
         case overLimit = "over-limit"
     }
 
+    /// A reply not yet taken by its client this long after it was queued marks a slow reader, shed
+    /// at the connection limit like a silent connection. Replies are small (a few KiB; `/metrics`
+    /// tens of KiB) and leave at once to a client that reads.
+    static let slowReaderSeconds = 1.0
+
     /// Registers `track`; past `limit` open connections, closes the oldest silent one (never sent a
-    /// request line, then idle keep-alive), or else the new one. So connections that send nothing
-    /// cannot hold every slot while real ones wait in the listen queue: a new connection is served
-    /// or refused at once. `shutdown(2)` only; libmicrohttpd closes and cleans up as usual.
+    /// request line, then idle keep-alive), else the slow reader whose reply has waited longest
+    /// (`slowReaderSeconds`), or else the new one. So connections that send nothing, or do not read
+    /// what they asked for, cannot hold every slot while real ones wait in the listen queue: a new
+    /// connection is served or refused at once. `shutdown(2)` only; libmicrohttpd closes and cleans
+    /// up as usual.
     func admit(_ track: Track, limit: Int) -> Refusal? {
         tracks.withLock { tracks in
             tracks[track.descriptor] = track
@@ -126,10 +147,21 @@ final class ConnectionWatchdog: Sendable {
                 }
                 if victim != nil { break }
             }
+            var reason = Refusal.silentShed
+            if victim == nil {
+                let now = DispatchTime.now().uptimeNanoseconds
+                for candidate in tracks.values
+                where candidate !== track && !candidate.isShed
+                    && candidate.isSlowReader(now: now, seconds: Self.slowReaderSeconds)
+                {
+                    if victim == nil || candidate.phaseStartedAt < victim!.phaseStartedAt { victim = candidate }
+                }
+                reason = .slowReaderShed
+            }
             let closing = victim ?? track
             closing.markShed()
             shutdown(closing.descriptor, Int32(SHUT_RDWR))
-            return victim == nil ? .overLimit : .silentShed
+            return victim == nil ? .overLimit : reason
         }
     }
 

@@ -221,7 +221,10 @@ final class RequestHandler: Sendable {
                 counts[client] = left > 0 ? left : nil
             }
         }
-        if let track = track(of: connection), track.phase == .replying { track.continueAs(.idle) }
+        // The reply is out: the keep-alive idle timeout starts now.
+        if let track = track(of: connection), track.phase == .replying {
+            track.enter(.idle, seconds: configuration.idleTimeoutSeconds)
+        }
         // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
         // logger counts those answers, also the ones made before any request callback).
         if request?.stage != .done {
@@ -435,8 +438,10 @@ final class RequestHandler: Sendable {
         for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
         if closing || draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
         metrics.request(route: route, code: reply.status, seconds: seconds)
-        // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply.
-        track(of: connection)?.enter(.replying, seconds: configuration.idleTimeoutSeconds)
+        // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply,
+        // unless its client does not read it (a slow reader, `ConnectionWatchdog.admit`). A client
+        // that has not read the whole reply within the body timeout is cut off (phase `replying`).
+        track(of: connection)?.enter(.replying, seconds: configuration.bodyTimeoutSeconds)
         return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PostbackClient
 import PostbackServer
+import TestSupport
 import Testing
 
 /// Slow and abusive clients: absolute timeouts per phase, the connection limit.
@@ -87,6 +88,30 @@ import Testing
         busy.removeAll()  // so /metrics can be read
         usleep(100_000)
         #expect(try server.metric(#"postback_connections_refused_total{reason="over-limit"}"#) == 1)
+    }
+
+    /// Slow readers: each connection pipelines 200 `GET /metrics` behind a tiny receive window and
+    /// reads nothing, so its replies stall. At the limit a genuine postback still gets a slot (the
+    /// slow reader waiting longest is shed), and a stalled reply is cut off after the body timeout.
+    @Test func slowReadersAreShedAtTheLimitAndStalledRepliesCutOff() throws {
+        let server = try TestServer {
+            $0.connectionLimit = 4
+            $0.bodyTimeoutSeconds = 3
+        }
+        defer { server.stop() }
+        let pipelined = String(repeating: "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", count: 200)
+        let readers = try (0..<4).map { _ in try RawConnection(port: server.server.port, receiveBufferBytes: 1024) }
+        for reader in readers { reader.send(pipelined) }
+        usleep(2_000_000)  // past ConnectionWatchdog.slowReaderSeconds
+        let start = Date()
+        let response = try server.post(TestPostbacks.body(0, seed: 2501))
+        #expect(response.status == 200, "a genuine postback is served at the limit")
+        #expect(Date().timeIntervalSince(start) < 1)
+        // The other stalled replies are cut off within the body timeout (3 s) of being queued.
+        usleep(2_500_000)
+        #expect(try server.metric(#"postback_connections_refused_total{reason="slow-reader-shed"}"#) ?? 0 >= 1)
+        #expect(try server.metric(#"postback_connections_timed_out_total{phase="replying"}"#) ?? 0 >= 3)
+        withExtendedLifetime(readers) {}
     }
 
     @Test func aConnectionThatSendsNothingIsClosedAfterTheHeaderTimeoutNotTheIdleTimeout() throws {

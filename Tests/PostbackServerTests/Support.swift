@@ -145,8 +145,13 @@ extension TestServer {
 final class RawConnection {
     let fd: Int32
 
-    init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
+    /// - Parameter receiveBufferBytes: a small receive buffer (set before the connect, so the window
+    ///   the peer sees stays small): a client that reads slowly.
+    init(port: Int, receiveTimeoutSeconds: Int = 10, receiveBufferBytes: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var bytes = receiveBufferBytes {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
