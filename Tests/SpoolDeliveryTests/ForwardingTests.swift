@@ -214,6 +214,45 @@ struct ForwardingTests {
         #expect(sent.members.filter { $0.key == "ad-network-id" }.count == 1)
     }
 
+    /// Whoever posts a genuine postback first may add members to it: enrichment fields replace them
+    /// (they are not Apple's), and a byte-order mark in front does not stop the enrichment.
+    @Test func enrichmentReplacesMembersApplesBodyDoesNotHaveAndIgnoresABOM() throws {
+        let partner = try PartnerServer()
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "mmp", "url": "\(partner.url)",
+                  "enrich": {"received_at_field": "partner-received-at", "fields": {"partner-campaign-id": "ours"}}}]
+                """)
+        defer { receiver.stop() }
+        let injected = Array(#"{"partner-campaign-id":"evil", "partner-received-at" : "evil","#.utf8)
+        let bodies = [
+            injected + ShippingReceiver.body(0, seed: 26).dropFirst(),
+            utf8ByteOrderMark + ShippingReceiver.body(1, seed: 26),
+            ShippingReceiver.body(2, seed: 26).dropLast() + Array(#","partner-campaign-id":"evil"}"#.utf8),
+        ]
+        for body in bodies { #expect(try receiver.post(body) == 200) }
+        #expect(eventually(20) { partner.acceptedKeys.count == 3 })
+        let records = Dictionary(try verifiedRecords(receiver.dataDirectory).map { ($0.dedupKey!, $0) }) { first, _ in first }
+        #expect(records.count == 3)
+        for request in partner.requests {
+            let record = try #require(records[request.idempotencyKey ?? ""])
+            let start = request.body.starts(with: utf8ByteOrderMark) ? 3 : 0
+            let recordStart = record.body.starts(with: utf8ByteOrderMark) ? 3 : 0
+            guard case .object(let sent) = try StrictJSONParser.parse(Array(request.body[start...])),
+                case .object(let stored) = try StrictJSONParser.parse(Array(record.body[recordStart...]))
+            else {
+                Issue.record("not a JSON object")
+                continue
+            }
+            #expect(sent["partner-campaign-id"] == .string("ours"))
+            #expect(sent["partner-received-at"] == .string(record.receivedAt.description))
+            // Every member Apple documents goes out as stored.
+            for member in stored.members where Postback.documentedFields.contains(member.key) {
+                #expect(sent[member.key] == member.value)
+            }
+        }
+    }
+
     /// A postback older than `max_age_hours` is a dead letter, never sent; the cursor moves on.
     @Test func tooOldPostbacksAreDeadLetters() throws {
         let partner = try PartnerServer()
