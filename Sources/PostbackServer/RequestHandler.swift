@@ -149,7 +149,7 @@ final class RequestHandler: Sendable {
 
     func handle(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+        version: UnsafePointer<CChar>? = nil, data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> Int32 {
         if requestContext.pointee == nil {
@@ -161,9 +161,13 @@ final class RequestHandler: Sendable {
         switch request.stage {
         case .new:
             if track(of: connection)?.refusesRequests == true { return 0 }
+            // RFC 9112 §3.2: an HTTP/1.1 request must name its Host (libmicrohttpd answers without).
+            let lacksHost =
+                version.map { strcmp($0, "HTTP/1.1") == 0 } == true
+                && MHD_lookup_connection_value(connection, .HEADER_KIND, "Host") == nil
             return begin(
                 request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
-                method: method.map { String(cString: $0) } ?? "")
+                method: method.map { String(cString: $0) } ?? "", lacksHost: lacksHost)
         case .receiving:
             if size.pointee > 0 {
                 let count = size.pointee
@@ -281,15 +285,26 @@ final class RequestHandler: Sendable {
     /// The headers are in: framing, route, method and declared length decide what happens next.
     /// Every reply made here, before the body is read, closes the connection and says so
     /// (`Connection: close`), so a client pipelining behind it knows to send its next request anew.
-    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String) -> Int32 {
+    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String, lacksHost: Bool)
+        -> Int32
+    {
         let route = Route(path: path, adNetworkPath: adNetworkPath)
         request.route = route
-        if let violation = HTTPFraming.violation(in: framingHeaders(of: connection)) {
+        var headerBytes = 0
+        let layout = postback_mhd_header_layout(connection, &headerBytes)
+        if let violation = HTTPFraming.violation(layout: HTTPFraming.Layout(code: layout), headerBytes: headerBytes)
+            ?? HTTPFraming.violation(in: framingHeaders(of: connection))
+            ?? (lacksHost
+                ? HTTPFraming.Violation(status: 400, detail: "an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)") : nil)
+        {
             request.stage = .done
-            let reply = HTTPReply.problem(
-                violation.status, type: violation.status == 501 ? "transfer-coding-not-supported" : "bad-framing",
-                title: violation.status == 501 ? "Transfer coding not supported" : "Ambiguous or malformed message framing",
-                detail: violation.detail)
+            let (type, title) =
+                switch violation.status {
+                case 501: ("transfer-coding-not-supported", "Transfer coding not supported")
+                case 431: ("header-fields-too-large", "Request header fields too large")
+                default: ("bad-framing", "Ambiguous or malformed message framing")
+                }
+            let reply = HTTPReply.problem(violation.status, type: type, title: title, detail: violation.detail)
             return send(reply, route: route, on: connection, closing: true)
         }
         guard route != .unknown else {

@@ -306,7 +306,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
-        connection.send("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 12_000))\r\n\r\n")
+        connection.send("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n")
         #expect(String(decoding: connection.readUntilClosed().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 431"))
         #expect(try server.metric(#"postback_http_library_responses_total{code="431"}"#) == 1)
     }

@@ -134,6 +134,25 @@ import Testing
         ("Content-Length: 2\r\nContent-Length: 30\r\n\r\n{}", 400),
         ("Transfer-Encoding: gzip\r\n\r\nxyz", 501),
         ("Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
+        // Empty list elements: libmicrohttpd would read the body until the connection closes.
+        ("Transfer-Encoding: \r\n\r\n{}", 400),
+        ("Transfer-Encoding: ,\r\n\r\n{}", 400),
+        ("Transfer-Encoding: , chunked\r\n\r\n0\r\n\r\n", 400),
+        ("Transfer-Encoding: chunked,\r\n\r\n0\r\n\r\n", 400),
+        // obs-fold: libmicrohttpd drops a folded Content-Length ("{}" would run as the next request)
+        // and ignores a folded Transfer-Encoding.
+        ("Content-Length:\r\n 2\r\n\r\n{}", 400),
+        ("Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n", 400),
+        ("X-Note: a\r\n b\r\nContent-Length: 2\r\n\r\n{}", 400),
+        // A bare CR or a NUL in a value.
+        ("X-Note: a\rb\r\nContent-Length: 2\r\n\r\n{}", 400),
+        ("X-Note: a\u{0}b\r\nContent-Length: 2\r\n\r\n{}", 400),
+        ("Content-Length: 2\r\nX-Note: a\u{0}b\r\n\r\n{}", 400),
+        // Header fields over 8 KiB (with a 7,900-byte line, which libmicrohttpd closed in silence).
+        (
+            "X-Note: \(String(repeating: "a", count: 7_900))\r\nX-More: \(String(repeating: "b", count: 400))\r\n"
+                + "Content-Length: 2\r\n\r\n{}", 431
+        ),
     ])
     func ambiguousFramingIsAnsweredAndClosed(headers: String, status: Int) throws {
         let server = try TestServer()
@@ -149,6 +168,23 @@ import Testing
         #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one response only: \(text)")
         #expect(text.lowercased().contains("connection: close"))
         #expect(result.closed && Date().timeIntervalSince(start) < 2)
+    }
+
+    /// RFC 9112 §3.2: an HTTP/1.1 request without Host is refused and the connection closed.
+    @Test func anHTTP11RequestWithoutHostIsRefused() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
+        connection.send("GET /livez HTTP/1.1\r\n\r\nGET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        let result = connection.readUntilClosed()
+        let text = String(decoding: result.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 400"))
+        #expect(!text.contains("alive"), "the request after it is not run: \(text)")
+        #expect(result.closed)
+        // HTTP/1.0 needs none.
+        let old = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
+        old.send("GET /livez HTTP/1.0\r\n\r\n")
+        #expect(String(decoding: old.readUntilClosed().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
     }
 
     @Test func aTooLargeChunkedBodyIsAnsweredWithConnectionClose() throws {
