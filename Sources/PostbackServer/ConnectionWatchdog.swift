@@ -41,13 +41,19 @@ final class ConnectionWatchdog: Sendable {
     /// One TCP connection's deadline.
     final class Track: Sendable {
         let descriptor: Int32
+        /// The peer, one spelling per client (`IPAddress.client`): silent connections are shed from
+        /// the client holding the most.
+        let client: String
         let openedAt = DispatchTime.now().uptimeNanoseconds
         private let deadline = Atomic<UInt64>(0)
         private let phaseValue = Atomic<UInt8>(Phase.idle.rawValue)
         /// When the current phase was entered (`enter`; `continueAs` keeps it).
         private let phaseStart = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
 
-        init(descriptor: Int32) { self.descriptor = descriptor }
+        init(descriptor: Int32, client: String = "") {
+            self.descriptor = descriptor
+            self.client = client
+        }
 
         /// Moves to `phase` under the current deadline (the first request line of a new connection).
         func continueAs(_ phase: Phase) { phaseValue.store(phase.rawValue, ordering: .relaxed) }
@@ -129,8 +135,8 @@ final class ConnectionWatchdog: Sendable {
     /// tens of KiB) and leave at once to a client that reads.
     static let slowReaderSeconds = 1.0
 
-    /// Registers `track`; past `limit` open connections, closes the oldest silent one (never sent a
-    /// request line, then idle keep-alive), else the slow reader whose reply has waited longest
+    /// Registers `track`; past `limit` open connections, closes a silent one (never sent a request
+    /// line, or idle keep-alive: the oldest of the client holding the most), else the slow reader whose reply has waited longest
     /// (`slowReaderSeconds`), or else the new one. So connections that send nothing, or do not read
     /// what they asked for, cannot hold every slot while real ones wait in the listen queue: a new
     /// connection is served or refused at once. `shutdown(2)` only; libmicrohttpd closes and cleans
@@ -140,13 +146,23 @@ final class ConnectionWatchdog: Sendable {
             tracks[track.descriptor] = track
             // Connections already shed are on their way out: they do not count.
             guard tracks.count > limit, tracks.values.lazy.filter({ !$0.isShed }).count > limit else { return nil }
-            var victim: Track?
-            for phase in [Phase.new, .idle] {
-                for candidate in tracks.values where candidate !== track && candidate.phase == phase && !candidate.isShed {
-                    if victim == nil || candidate.openedAt < victim!.openedAt { victim = candidate }
+            // Silent connections by client: the client holding the most loses its oldest (a new one
+            // before an idle one), so a flood of empty connections from one address cannot push out
+            // another client's slow but genuine one.
+            var silent: [String: (count: Int, oldest: Track)] = [:]
+            for candidate in tracks.values where candidate !== track && !candidate.isShed {
+                let phase = candidate.phase
+                guard phase == .new || phase == .idle else { continue }
+                if let entry = silent[candidate.client] {
+                    let older = Self.shedsBefore(candidate, entry.oldest) ? candidate : entry.oldest
+                    silent[candidate.client] = (entry.count + 1, older)
+                } else {
+                    silent[candidate.client] = (1, candidate)
                 }
-                if victim != nil { break }
             }
+            var victim = silent.values.max { first, second in
+                first.count != second.count ? first.count < second.count : Self.shedsBefore(second.oldest, first.oldest)
+            }?.oldest
             var reason = Refusal.silentShed
             if victim == nil {
                 let now = DispatchTime.now().uptimeNanoseconds
@@ -163,6 +179,12 @@ final class ConnectionWatchdog: Sendable {
             shutdown(closing.descriptor, Int32(SHUT_RDWR))
             return victim == nil ? .overLimit : reason
         }
+    }
+
+    /// Of one client's silent connections, which goes first: a new one before an idle one, then the oldest.
+    private static func shedsBefore(_ first: Track, _ second: Track) -> Bool {
+        let (firstNew, secondNew) = (first.phase == .new, second.phase == .new)
+        return firstNew != secondNew ? firstNew : first.openedAt < second.openedAt
     }
 
     /// Called from the connection-closed notification, before the descriptor is closed.

@@ -112,7 +112,9 @@ final class RequestHandler: Sendable {
         connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
     ) {
         if started {
-            let track = ConnectionWatchdog.Track(descriptor: postback_mhd_connection_fd(connection))
+            let track = ConnectionWatchdog.Track(
+                descriptor: postback_mhd_connection_fd(connection),
+                client: IPAddress.client(peerAddress(of: connection), ipv6PrefixLength: configuration.clientIPv6PrefixLength))
             // A new connection gets the short header deadline, not the keep-alive idle timeout: one
             // that sends nothing is gone within seconds.
             track.enter(.new, seconds: configuration.headerTimeoutSeconds)
@@ -247,12 +249,16 @@ final class RequestHandler: Sendable {
         }
     }
 
+    /// The socket peer's address ("unknown" if libmicrohttpd cannot say).
+    private func peerAddress(of connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        return postback_mhd_client_address(connection, &buffer, buffer.count) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+    }
+
     /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
     private func clientAddress(of connection: OpaquePointer) -> String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let peer =
-            postback_mhd_client_address(connection, &buffer, buffer.count) == 0
-            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        let peer = peerAddress(of: connection)
         guard !configuration.trustedProxies.isEmpty else { return peer }
         func header(_ name: String) -> String? {
             MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }

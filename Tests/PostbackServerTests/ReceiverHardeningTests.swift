@@ -69,6 +69,22 @@ import Testing
         #expect(try server.metric(#"postback_connections_refused_total{reason="silent-shed"}"#) ?? 0 >= 1)
     }
 
+    /// A flood of empty connections from one address sheds its own, not another client's slow but
+    /// genuine connection (the oldest silent one).
+    @Test func aFloodOfSilentConnectionsShedsTheFloodersOwn() throws {
+        let server = try TestServer { $0.connectionLimit = 8 }
+        defer { server.stop() }
+        let genuine = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3, from: "127.0.0.2")
+        usleep(50_000)
+        let flood = try (0..<40).map { _ in try RawConnection(port: server.server.port, from: "127.0.0.1") }
+        usleep(200_000)
+        genuine.send("GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let answer = String(decoding: genuine.readUntilClosed().bytes, as: UTF8.self)
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "the slow genuine client is served: \(answer)")
+        #expect(try server.metric(#"postback_connections_refused_total{reason="silent-shed"}"#) ?? 0 >= 30)
+        withExtendedLifetime(flood) {}
+    }
+
     @Test func atTheLimitWithEveryConnectionBusyANewOneIsRefusedAtOnce() throws {
         let server = try TestServer {
             $0.connectionLimit = 4
