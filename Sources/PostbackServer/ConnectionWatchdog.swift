@@ -103,10 +103,13 @@ final class ConnectionWatchdog: Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let interval: Double
     private let onTimeout: @Sendable (Phase) -> Void
+    private let onTick: @Sendable () -> Void
 
     /// - Parameter interval: how often deadlines are checked (a fraction of the shortest timeout).
-    init(interval: Double, onTimeout: @escaping @Sendable (Phase) -> Void) {
+    /// - Parameter onTick: called on every check (the log sampler's report).
+    init(interval: Double, onTick: @escaping @Sendable () -> Void = {}, onTimeout: @escaping @Sendable (Phase) -> Void) {
         self.interval = interval
+        self.onTick = onTick
         self.onTimeout = onTimeout
         let thread = Thread { [self] in run() }
         thread.name = "connection-watchdog"
@@ -201,6 +204,7 @@ final class ConnectionWatchdog: Sendable {
 
     private func run() {
         while stopSignal.wait(timeout: .now() + interval) == .timedOut {
+            onTick()
             let now = DispatchTime.now().uptimeNanoseconds
             let expired = tracks.withLock { tracks in
                 tracks.values.filter { $0.isOverdue(now: now) }.map { track in

@@ -81,10 +81,13 @@ final class RequestHandler: Sendable {
                 for (job, action) in zip(jobs, ingest.receive(jobs.map(\.received))) { job.completion(action) }
             }
         let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
-        self.watchdog = ConnectionWatchdog(interval: max(0.02, min(0.25, shortest / 4))) { phase in
-            metrics.connectionTimedOut(phase: phase.name)
-            log.info("slow connection closed", ["phase": .string(phase.name)])
-        }
+        let sampler = ingest.logSampler
+        self.watchdog = ConnectionWatchdog(
+            interval: max(0.02, min(0.25, shortest / 4)), onTick: { sampler.reportIfDue() },
+            onTimeout: { phase in
+                metrics.connectionTimedOut(phase: phase.name)
+                if sampler.allows(.slowConnection) { log.info("slow connection closed", ["phase": .string(phase.name)]) }
+            })
     }
 
     /// The handler behind a callback's context pointer (`HTTPDaemon` keeps it alive).
@@ -102,7 +105,7 @@ final class RequestHandler: Sendable {
     /// A libmicrohttpd diagnostic.
     func libraryLogged(_ message: String) {
         let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
-        log.warning("libmicrohttpd", ["detail": .string(text)])
+        if ingest.logSampler.allows(.library) { log.warning("libmicrohttpd", ["detail": .string(text)]) }
         // The one place every answer libmicrohttpd makes itself (400, 413, 414, 431, …) shows up,
         // also those made before any request callback.
         if let code = ServerMetrics.libraryResponseCode(inLogMessage: text) { metrics.libraryResponse(code: code) }

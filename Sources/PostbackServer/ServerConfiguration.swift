@@ -72,6 +72,8 @@ package struct ServerConfiguration: Sendable {
     /// IPv6 addresses sharing this many leading bits are one client for the per-client shares (a
     /// /64 is one subscriber's network: anyone holding one has 2⁶⁴ addresses). IPv4: each address.
     package var clientIPv6PrefixLength = 64
+    /// The window of the log lines clients can cause (`LogSampler`; not a config key: tests shorten it).
+    package var logSampleWindowSeconds = LogSampler.defaultWindowSeconds
     /// A rejected body larger than this is kept as its first this-many bytes plus SHA-256 and size.
     package var rejectedBodyKeepBytes = 4096
     /// Free space kept for verified postbacks: rejected records are not written below it.

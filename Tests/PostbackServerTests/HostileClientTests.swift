@@ -300,6 +300,25 @@ import Testing
         #expect(server.logs.contains(#""client":"127.0.0.1""#))
     }
 
+    /// One log line per rejected request let any client flood the log: at most 20 lines a window
+    /// (here 1 s) are written, a later line says how many were suppressed, and /metrics counts all.
+    @Test func rejectionLogLinesAreRateLimitedAndCountsStayExact() throws {
+        let server = try TestServer { $0.logSampleWindowSeconds = 1 }
+        defer { server.stop() }
+        let rejected = postConcurrently(
+            (0..<300).map { Array("{\"version\":\"4.0\",\"n\":\($0)}".utf8) }, to: server.skadnetworkURL, workers: 8)
+        #expect(rejected.allSatisfy { $0 == 400 })
+        let written = server.logs.all.filter { $0.contains(#""msg":"postback rejected""#) }.count
+        #expect(written > 0 && written <= 40, "\(written) rejection lines for 300 rejections")
+        usleep(1_500_000)  // the window ends; the watchdog's tick reports it
+        let reports = server.logs.all.filter { $0.contains(#""msg":"log lines suppressed""#) && $0.contains("postback rejected") }
+        let suppressed = reports.compactMap { line in
+            line.firstMatch(of: /"suppressed":(\d+)/).flatMap { Int($0.output.1) }
+        }.reduce(0, +)
+        #expect(written + suppressed == 300, "\(written) written + \(suppressed) suppressed")
+        #expect(try server.metric(#"postback_http_requests_total{route="skadnetwork-developer-copy",code="400"}"#) == 300)
+    }
+
     // MARK: 7. Every answer counted
 
     @Test func libmicrohttpdsOwnAnswersAreCounted() throws {
