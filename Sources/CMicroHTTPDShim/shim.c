@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -164,4 +165,9 @@ int postback_mhd_header_layout(struct MHD_Connection *connection, size_t *header
     }
     if (header_bytes != NULL) *header_bytes = walk.bytes;
     return walk.problem;
+}
+
+int postback_socket_unsent_bytes(int fd) {
+    int unsent = 0;
+    return ioctl(fd, TIOCOUTQ, &unsent) == 0 ? unsent : -1;
 }

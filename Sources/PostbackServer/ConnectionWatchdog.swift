@@ -1,3 +1,4 @@
+import CMicroHTTPDShim
 import Dispatch
 import Foundation
 import Locking
@@ -76,9 +77,26 @@ final class ConnectionWatchdog: Sendable {
             deadline.store(seconds.map { DispatchTime.now().uptimeNanoseconds + UInt64($0 * 1e9) } ?? 0, ordering: .relaxed)
         }
 
-        /// A reply queued more than `seconds` ago and still not taken by the client: a slow reader.
+        /// Since when the socket's send queue has not been empty, as the watchdog last saw it (0: empty).
+        private let backloggedSince = Atomic<UInt64>(0)
+
+        /// The watchdog's look at the send queue: bytes the client has not taken.
+        fileprivate func sampleSendQueue(now: UInt64) {
+            if postback_socket_unsent_bytes(descriptor) > 0 {
+                if backloggedSince.load(ordering: .relaxed) == 0 { backloggedSince.store(now, ordering: .relaxed) }
+            } else {
+                backloggedSince.store(0, ordering: .relaxed)
+            }
+        }
+
+        /// A slow reader: a reply queued more than `seconds` ago and not sent yet, or bytes waiting in
+        /// the socket for the client all that time (across pipelined replies a trickling client lets
+        /// complete one by one).
         fileprivate func isSlowReader(now: UInt64, seconds: Double) -> Bool {
-            phase == .replying && now > phaseStart.load(ordering: .relaxed) + UInt64(seconds * 1e9)
+            let limit = UInt64(seconds * 1e9)
+            let backlogged = backloggedSince.load(ordering: .relaxed)
+            return (phase == .replying && now > phaseStart.load(ordering: .relaxed) + limit)
+                || (backlogged != 0 && now > backlogged + limit)
         }
 
         fileprivate var phaseStartedAt: UInt64 { phaseStart.load(ordering: .relaxed) }
@@ -207,7 +225,8 @@ final class ConnectionWatchdog: Sendable {
             onTick()
             let now = DispatchTime.now().uptimeNanoseconds
             let expired = tracks.withLock { tracks in
-                tracks.values.filter { $0.isOverdue(now: now) }.map { track in
+                for track in tracks.values { track.sampleSendQueue(now: now) }
+                return tracks.values.filter { $0.isOverdue(now: now) }.map { track in
                     track.disarm()
                     return track
                 }

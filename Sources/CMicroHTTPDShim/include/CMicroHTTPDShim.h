@@ -69,6 +69,9 @@ enum {
 /// values, ": " and CR LF).
 int postback_mhd_header_layout(struct MHD_Connection *connection, size_t *header_bytes);
 
+/// Bytes written to socket `fd` and not yet acknowledged by the peer (SIOCOUTQ), or -1.
+int postback_socket_unsent_bytes(int fd);
+
 /// The connection's socket, or -1.
 int postback_mhd_connection_fd(struct MHD_Connection *connection);
 
