@@ -139,6 +139,7 @@ package final class ForwardSender: @unchecked Sendable {
             case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
                 continue
             case UInt8(ascii: "{"), UInt8(ascii: "["):
+                if depth == 0 && byte != UInt8(ascii: "{") { return nil }
                 depth += 1
                 if depth == 1 { continue }
             case UInt8(ascii: "}"), UInt8(ascii: "]"):

@@ -253,6 +253,18 @@ struct ForwardingTests {
         }
     }
 
+    /// The members' byte ranges the enrichment cuts by: strings with escaped quotes and braces,
+    /// nested objects and arrays, blanks around the separators.
+    @Test func memberRangesFollowStringsAndNesting() throws {
+        let text = #" { "a" : "x\"},{" , "p":{"n":[1,"}]",{}]} ,"b":2 } "#
+        let bytes = Array(text.utf8)
+        let ranges = try #require(ForwardSender.memberRanges(bytes[...]))
+        let members = ranges.map { String(decoding: bytes[$0], as: UTF8.self) }
+        #expect(members == [#""a" : "x\"},{""#, #""p":{"n":[1,"}]",{}]}"#, #""b":2"#])
+        #expect(ForwardSender.memberRanges(Array("{}".utf8)[...]) == [])
+        #expect(ForwardSender.memberRanges(Array("[1]".utf8)[...]) == nil)
+    }
+
     /// A postback older than `max_age_hours` is a dead letter, never sent; the cursor moves on.
     @Test func tooOldPostbacksAreDeadLetters() throws {
         let partner = try PartnerServer()
