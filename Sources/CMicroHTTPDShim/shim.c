@@ -3,8 +3,11 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -95,4 +98,76 @@ int postback_mhd_client_address(struct MHD_Connection *connection, char *buffer,
         return -1;
     }
     return inet_ntop(address->sa_family, bytes, buffer, (socklen_t)size) == NULL ? -1 : 0;
+}
+
+// What the header fields' places in libmicrohttpd's read buffer show. libmicrohttpd 0.9.75 parses
+// the header block in place: each line's terminator (CR LF, or LF) becomes NUL bytes, the colon a
+// NUL, and key and value point into the line. So in a well-formed block each key follows the
+// previous value's terminator, and each value follows its key's NUL and optional blanks. A folded
+// line (obs-fold) is appended to a copy of the key elsewhere, and a NUL inside a value leaves bytes
+// between the value's end and the next key: both break that layout, which is how they are seen
+// (libmicrohttpd itself would drop a folded Content-Length, ignore a folded Transfer-Encoding and
+// cut a value at a NUL).
+struct postback_layout_walk {
+    const char *previous_value_end;
+    int problem;
+    size_t bytes;
+};
+
+static enum MHD_Result postback_layout_step(void *context, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                            const char *value, size_t value_size) {
+    (void)kind;
+    struct postback_layout_walk *walk = context;
+    walk->bytes += key_size + value_size + 4;
+    if (key == NULL || value == NULL) {
+        walk->problem = POSTBACK_LAYOUT_FOLDED;
+        return MHD_NO;
+    }
+    if (memchr(value, '\r', value_size) != NULL) {
+        walk->problem = POSTBACK_LAYOUT_CONTROL;
+        return MHD_NO;
+    }
+    // The value: after the key's NUL (the colon) and blanks only.
+    const char *key_end = key + key_size;
+    if (value <= key_end || value - key_end > 256 || key_end[0] != 0) {
+        walk->problem = POSTBACK_LAYOUT_FOLDED;
+        return MHD_NO;
+    }
+    for (const char *c = key_end + 1; c < value; c++) {
+        if (*c != ' ' && *c != '\t') {
+            walk->problem = POSTBACK_LAYOUT_FOLDED;
+            return MHD_NO;
+        }
+    }
+    // The key: right after the previous value's line terminator (one or two NULs).
+    if (walk->previous_value_end != NULL) {
+        ptrdiff_t gap = key - walk->previous_value_end;
+        int terminator_only = (gap == 1 || gap == 2);
+        for (ptrdiff_t i = 0; terminator_only && i < gap; i++) terminator_only = walk->previous_value_end[i] == 0;
+        if (!terminator_only) {
+            // A NUL in the previous value leaves its rest here; a folded key lives elsewhere.
+            walk->problem = (gap > 2 && gap <= 8192) ? POSTBACK_LAYOUT_CONTROL : POSTBACK_LAYOUT_FOLDED;
+            return MHD_NO;
+        }
+    }
+    walk->previous_value_end = value + value_size;
+    return MHD_YES;
+}
+
+int postback_mhd_header_layout(struct MHD_Connection *connection, size_t *header_bytes) {
+    struct postback_layout_walk walk = { NULL, POSTBACK_LAYOUT_OK, 0 };
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, postback_layout_step, &walk);
+    // The last value: its line terminator, then the empty line's, both NULs by now (the block ends
+    // with them, so these two bytes are inside it). Anything else is the rest of a value cut at a NUL.
+    if (walk.problem == POSTBACK_LAYOUT_OK && walk.previous_value_end != NULL
+        && (walk.previous_value_end[0] != 0 || walk.previous_value_end[1] != 0)) {
+        walk.problem = POSTBACK_LAYOUT_CONTROL;
+    }
+    if (header_bytes != NULL) *header_bytes = walk.bytes;
+    return walk.problem;
+}
+
+int postback_socket_unsent_bytes(int fd) {
+    int unsent = 0;
+    return ioctl(fd, TIOCOUTQ, &unsent) == 0 ? unsent : -1;
 }

@@ -75,6 +75,9 @@ final class CurlEasy {
     /// The response of a finished transfer, or why there is none.
     func response(_ code: CURLcode, seconds: Double) throws(Failure) -> HTTPResponse {
         guard code == CURLE_OK else {
+            if sink.bodyOverLimit {
+                throw Failure(message: "response body over \(sink.currentBodyLimit) bytes: transfer aborted, answer not read")
+            }
             let detail = String(cString: errorBuffer)
             throw Failure(message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
         }

@@ -143,7 +143,15 @@ extension HTTPClient {
 }
 
 /// Collects one response's headers and body from libcurl's callbacks (shared with `S3Client`).
+///
+/// A body is kept in memory only up to a cap (`bodyLimit` for a 2xx answer, `errorBodyLimit` for
+/// any other): a peer sending more gets its transfer aborted (`bodyOverLimit`, reported as a failed
+/// request), so no answer, however long, can grow the process. Large 2xx bodies that are legitimate
+/// (S3 objects) are streamed through `bodyStream` instead, which has no cap.
 final class ResponseSink {
+    /// The cap of both limits unless a client sets its own: what a status and an error need.
+    static let defaultBodyLimit = 64 * 1024
+
     var body: [UInt8] = []
     var headers: [String: String] = [:]
     /// The status of the latest status line seen.
@@ -151,12 +159,27 @@ final class ResponseSink {
     /// When set, a 2xx response's body goes here chunk by chunk instead of into `body` (bounded
     /// memory for large objects); returning false aborts the transfer. Error bodies are still kept.
     var bodyStream: ((UnsafeRawBufferPointer) -> Bool)?
+    /// At most this many bytes of a 2xx body are kept (when not streamed).
+    var bodyLimit = ResponseSink.defaultBodyLimit
+    /// At most this many bytes of any other body are kept.
+    var errorBodyLimit = ResponseSink.defaultBodyLimit
+    /// Set when the transfer was aborted because the body went over its cap.
+    private(set) var bodyOverLimit = false
 
     func reset() {
-        body.removeAll(keepingCapacity: true)
+        // A buffer grown past the cap (a client whose cap was raised) is released, not kept.
+        if body.capacity > Self.defaultBodyLimit {
+            body = []
+        } else {
+            body.removeAll(keepingCapacity: true)
+        }
         headers.removeAll(keepingCapacity: true)
         status = 0
+        bodyOverLimit = false
     }
+
+    /// The cap that applies to the body now being received.
+    var currentBodyLimit: Int { (200..<300).contains(status) ? bodyLimit : errorBodyLimit }
 
     static let bodyCallback: postback_curl_write_callback = { data, size, count, context in
         guard let data, let context else { return 0 }
@@ -164,6 +187,13 @@ final class ResponseSink {
         let length = size * count
         if let stream = sink.bodyStream, (200..<300).contains(sink.status) {
             return stream(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+        }
+        guard sink.body.count + length <= sink.currentBodyLimit else {
+            // Over the cap: nothing more is kept, the buffer is released and libcurl aborts the
+            // transfer (a write callback returning less than it was given: CURLE_WRITE_ERROR).
+            sink.bodyOverLimit = true
+            sink.body = []
+            return 0
         }
         data.withMemoryRebound(to: UInt8.self, capacity: length) {
             sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))

@@ -38,7 +38,13 @@ package final class S3Client {
         self.location = location
         self.settings = settings
         self.easy = easy
+        // A listing page (up to 1,000 keys) is the largest body kept whole; objects are streamed.
+        // Error bodies keep the sink's small cap: a store answering more is a failed request.
+        easy.sink.bodyLimit = Self.listingBodyLimit
     }
+
+    /// The most a 2xx body read into memory (a ListObjectsV2 page, about 0.3 MB for 1,000 keys) may be.
+    static let listingBodyLimit = 16 * 1024 * 1024
 
     // MARK: Operations
 

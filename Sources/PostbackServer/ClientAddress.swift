@@ -37,6 +37,23 @@ enum IPAddress {
         return bytes
     }
 
+    /// One spelling per client, for what is counted per client (the rejected and quarantine
+    /// shares, silent connections): an IPv4 address as dotted decimal (also when written as
+    /// IPv4-mapped IPv6), an IPv6 address as its network of `ipv6PrefixLength` bits in RFC 5952
+    /// form with the length (`2001:db8:1:2::/64`), so every spelling and every address of that
+    /// network is one client. Text that is no address is kept as it is.
+    static func client(_ text: String, ipv6PrefixLength: Int) -> String {
+        guard let address = bytes(text) else { return text }
+        let isV6 = address.count == 16
+        var network = isV6 ? masked(address, to: ipv6PrefixLength) : address
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let family = isV6 ? AF_INET6 : AF_INET
+        guard network.withUnsafeMutableBytes({ inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }) != nil
+        else { return text }
+        let spelled = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return isV6 ? "\(spelled)/\(ipv6PrefixLength)" : spelled
+    }
+
     static func masked(_ address: [UInt8], to length: Int) -> [UInt8] {
         address.enumerated().map { index, byte in
             let keep = max(0, min(8, length - index * 8))

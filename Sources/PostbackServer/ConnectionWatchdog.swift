@@ -1,3 +1,4 @@
+import CMicroHTTPDShim
 import Dispatch
 import Foundation
 import Locking
@@ -21,7 +22,8 @@ import Synchronization
 final class ConnectionWatchdog: Sendable {
     enum Phase: UInt8 {
         /// `new`: accepted, no request line yet (the first request's headers share its deadline).
-        /// `replying`: a reply is queued and being sent (then `idle`, under the same deadline).
+        /// `replying`: a reply is queued and being sent; the client must read it within the body
+        /// timeout (then `idle`, with the idle timeout).
         case idle = 1
         case headers, body, processing, new, replying
 
@@ -40,11 +42,19 @@ final class ConnectionWatchdog: Sendable {
     /// One TCP connection's deadline.
     final class Track: Sendable {
         let descriptor: Int32
+        /// The peer, one spelling per client (`IPAddress.client`): silent connections are shed from
+        /// the client holding the most.
+        let client: String
         let openedAt = DispatchTime.now().uptimeNanoseconds
         private let deadline = Atomic<UInt64>(0)
         private let phaseValue = Atomic<UInt8>(Phase.idle.rawValue)
+        /// When the current phase was entered (`enter`; `continueAs` keeps it).
+        private let phaseStart = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
 
-        init(descriptor: Int32) { self.descriptor = descriptor }
+        init(descriptor: Int32, client: String = "") {
+            self.descriptor = descriptor
+            self.client = client
+        }
 
         /// Moves to `phase` under the current deadline (the first request line of a new connection).
         func continueAs(_ phase: Phase) { phaseValue.store(phase.rawValue, ordering: .relaxed) }
@@ -63,8 +73,33 @@ final class ConnectionWatchdog: Sendable {
         /// Starts `phase`; it must end within `seconds` (nil: no deadline).
         func enter(_ phase: Phase, seconds: Double?) {
             phaseValue.store(phase.rawValue, ordering: .relaxed)
+            phaseStart.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
             deadline.store(seconds.map { DispatchTime.now().uptimeNanoseconds + UInt64($0 * 1e9) } ?? 0, ordering: .relaxed)
         }
+
+        /// Since when the socket's send queue has not been empty, as the watchdog last saw it (0: empty).
+        private let backloggedSince = Atomic<UInt64>(0)
+
+        /// The watchdog's look at the send queue: bytes the client has not taken.
+        fileprivate func sampleSendQueue(now: UInt64) {
+            if postback_socket_unsent_bytes(descriptor) > 0 {
+                if backloggedSince.load(ordering: .relaxed) == 0 { backloggedSince.store(now, ordering: .relaxed) }
+            } else {
+                backloggedSince.store(0, ordering: .relaxed)
+            }
+        }
+
+        /// A slow reader: a reply queued more than `seconds` ago and not sent yet, or bytes waiting in
+        /// the socket for the client all that time (across pipelined replies a trickling client lets
+        /// complete one by one).
+        fileprivate func isSlowReader(now: UInt64, seconds: Double) -> Bool {
+            let limit = UInt64(seconds * 1e9)
+            let backlogged = backloggedSince.load(ordering: .relaxed)
+            return (phase == .replying && now > phaseStart.load(ordering: .relaxed) + limit)
+                || (backlogged != 0 && now > backlogged + limit)
+        }
+
+        fileprivate var phaseStartedAt: UInt64 { phaseStart.load(ordering: .relaxed) }
 
         fileprivate func isOverdue(now: UInt64) -> Bool {
             let due = deadline.load(ordering: .relaxed)
@@ -86,10 +121,13 @@ final class ConnectionWatchdog: Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let interval: Double
     private let onTimeout: @Sendable (Phase) -> Void
+    private let onTick: @Sendable () -> Void
 
     /// - Parameter interval: how often deadlines are checked (a fraction of the shortest timeout).
-    init(interval: Double, onTimeout: @escaping @Sendable (Phase) -> Void) {
+    /// - Parameter onTick: called on every check (the log sampler's report).
+    init(interval: Double, onTick: @escaping @Sendable () -> Void = {}, onTimeout: @escaping @Sendable (Phase) -> Void) {
         self.interval = interval
+        self.onTick = onTick
         self.onTimeout = onTimeout
         let thread = Thread { [self] in run() }
         thread.name = "connection-watchdog"
@@ -106,31 +144,68 @@ final class ConnectionWatchdog: Sendable {
     enum Refusal: String {
         /// The oldest connection that has sent no request (new, or idle between requests) made room.
         case silentShed = "silent-shed"
+        /// No silent connection, but one whose reply has waited for the client to read it for over
+        /// `ConnectionWatchdog.slowReaderSeconds` (the longest-waiting one) made room.
+        case slowReaderShed = "slow-reader-shed"
         /// Every other connection is busy with a request: the new one is closed at once.
         case overLimit = "over-limit"
     }
 
-    /// Registers `track`; past `limit` open connections, closes the oldest silent one (never sent a
-    /// request line, then idle keep-alive), or else the new one. So connections that send nothing
-    /// cannot hold every slot while real ones wait in the listen queue: a new connection is served
-    /// or refused at once. `shutdown(2)` only; libmicrohttpd closes and cleans up as usual.
+    /// A reply not yet taken by its client this long after it was queued marks a slow reader, shed
+    /// at the connection limit like a silent connection. Replies are small (a few KiB; `/metrics`
+    /// tens of KiB) and leave at once to a client that reads.
+    static let slowReaderSeconds = 1.0
+
+    /// Registers `track`; past `limit` open connections, closes a silent one (never sent a request
+    /// line, or idle keep-alive: the oldest of the client holding the most), else the slow reader whose reply has waited longest
+    /// (`slowReaderSeconds`), or else the new one. So connections that send nothing, or do not read
+    /// what they asked for, cannot hold every slot while real ones wait in the listen queue: a new
+    /// connection is served or refused at once. `shutdown(2)` only; libmicrohttpd closes and cleans
+    /// up as usual.
     func admit(_ track: Track, limit: Int) -> Refusal? {
         tracks.withLock { tracks in
             tracks[track.descriptor] = track
             // Connections already shed are on their way out: they do not count.
             guard tracks.count > limit, tracks.values.lazy.filter({ !$0.isShed }).count > limit else { return nil }
-            var victim: Track?
-            for phase in [Phase.new, .idle] {
-                for candidate in tracks.values where candidate !== track && candidate.phase == phase && !candidate.isShed {
-                    if victim == nil || candidate.openedAt < victim!.openedAt { victim = candidate }
+            // Silent connections by client: the client holding the most loses its oldest (a new one
+            // before an idle one), so a flood of empty connections from one address cannot push out
+            // another client's slow but genuine one.
+            var silent: [String: (count: Int, oldest: Track)] = [:]
+            for candidate in tracks.values where candidate !== track && !candidate.isShed {
+                let phase = candidate.phase
+                guard phase == .new || phase == .idle else { continue }
+                if let entry = silent[candidate.client] {
+                    let older = Self.shedsBefore(candidate, entry.oldest) ? candidate : entry.oldest
+                    silent[candidate.client] = (entry.count + 1, older)
+                } else {
+                    silent[candidate.client] = (1, candidate)
                 }
-                if victim != nil { break }
+            }
+            var victim = silent.values.max { first, second in
+                first.count != second.count ? first.count < second.count : Self.shedsBefore(second.oldest, first.oldest)
+            }?.oldest
+            var reason = Refusal.silentShed
+            if victim == nil {
+                let now = DispatchTime.now().uptimeNanoseconds
+                for candidate in tracks.values
+                where candidate !== track && !candidate.isShed
+                    && candidate.isSlowReader(now: now, seconds: Self.slowReaderSeconds)
+                {
+                    if victim == nil || candidate.phaseStartedAt < victim!.phaseStartedAt { victim = candidate }
+                }
+                reason = .slowReaderShed
             }
             let closing = victim ?? track
             closing.markShed()
             shutdown(closing.descriptor, Int32(SHUT_RDWR))
-            return victim == nil ? .overLimit : .silentShed
+            return victim == nil ? .overLimit : reason
         }
+    }
+
+    /// Of one client's silent connections, which goes first: a new one before an idle one, then the oldest.
+    private static func shedsBefore(_ first: Track, _ second: Track) -> Bool {
+        let (firstNew, secondNew) = (first.phase == .new, second.phase == .new)
+        return firstNew != secondNew ? firstNew : first.openedAt < second.openedAt
     }
 
     /// Called from the connection-closed notification, before the descriptor is closed.
@@ -147,9 +222,11 @@ final class ConnectionWatchdog: Sendable {
 
     private func run() {
         while stopSignal.wait(timeout: .now() + interval) == .timedOut {
+            onTick()
             let now = DispatchTime.now().uptimeNanoseconds
             let expired = tracks.withLock { tracks in
-                tracks.values.filter { $0.isOverdue(now: now) }.map { track in
+                for track in tracks.values { track.sampleSendQueue(now: now) }
+                return tracks.values.filter { $0.isOverdue(now: now) }.map { track in
                     track.disarm()
                     return track
                 }

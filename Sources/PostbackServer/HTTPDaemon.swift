@@ -39,13 +39,16 @@ final class HTTPDaemon: @unchecked Sendable {
         // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
         settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
         // Request line and headers must fit here (libmicrohttpd answers 431 otherwise); the body is
-        // streamed out of it. It is zeroed for every request, so smaller is cheaper: 8 KiB is the
-        // usual header limit (nginx, Apache), and devices send a few hundred bytes of headers.
-        settings.connection_memory_limit = 8 << 10
-        settings.access_handler = { context, connection, url, method, _, data, size, requestContext in
+        // streamed out of it. It is zeroed for every request, so smaller is cheaper; but a header
+        // block that nearly fills it leaves libmicrohttpd no room to answer (it closes the
+        // connection in silence). So it is twice `HTTPFraming.headerBytesLimit` (8 KiB, the usual
+        // limit of nginx and Apache), which the receiver answers with 431 itself; devices send a
+        // few hundred bytes of headers.
+        settings.connection_memory_limit = 2 * HTTPFraming.headerBytesLimit
+        settings.access_handler = { context, connection, url, method, version, data, size, requestContext in
             guard let context, let connection, let size, let requestContext else { return 0 }
             return RequestHandler.from(context).handle(
-                connection: connection, url: url, method: method, data: data, size: size,
+                connection: connection, url: url, method: method, version: version, data: data, size: size,
                 requestContext: requestContext)
         }
         settings.access_context = context

@@ -3,12 +3,45 @@
 /// A request whose body length two parties could read differently (a proxy in front and this
 /// receiver) is refused, and its connection closed, so no bytes of it can run as a second request:
 /// `Content-Length` together with `Transfer-Encoding`, conflicting or malformed `Content-Length`
-/// values, whitespace between a field name and its colon (§5.1), and a transfer coding other than
-/// `chunked` (501: it cannot be decoded here).
+/// values, whitespace between a field name and its colon (§5.1), a `Transfer-Encoding` list with an
+/// empty element, a folded header line, a CR or NUL in a value, and a transfer coding other than
+/// `chunked` (501: it cannot be decoded here). Header fields over 8 KiB get 431.
 enum HTTPFraming {
     struct Violation: Equatable {
         let status: Int
         let detail: String
+    }
+
+    /// The most bytes of header fields a request may have (names, values, ": " and CR LF); more get 431.
+    static let headerBytesLimit = 8 << 10
+
+    /// How the header fields lie in libmicrohttpd's buffer (`postback_mhd_header_layout`).
+    enum Layout {
+        case plain, folded, controlCharacter
+
+        init(code: Int32) {
+            switch code {
+            case 0: self = .plain
+            case 2: self = .controlCharacter
+            default: self = .folded
+            }
+        }
+    }
+
+    /// Obs-fold, a CR or NUL in a value, or too many header bytes: libmicrohttpd would read such a
+    /// request its own way (a folded `Content-Length` dropped, a value cut at a NUL), so it is refused.
+    static func violation(layout: Layout, headerBytes: Int) -> Violation? {
+        switch layout {
+        case .folded:
+            return Violation(status: 400, detail: "a header field is folded over several lines (obs-fold, RFC 9112 §5.2)")
+        case .controlCharacter:
+            return Violation(status: 400, detail: "a header field value contains a CR or NUL byte (RFC 9110 §5.5)")
+        case .plain:
+            guard headerBytes <= headerBytesLimit else {
+                return Violation(status: 431, detail: "the header fields exceed \(headerBytesLimit) bytes")
+            }
+            return nil
+        }
     }
 
     /// The first violation among the request's header fields (names as received), or nil.
@@ -26,7 +59,11 @@ enum HTTPFraming {
                 // "5, 5" is allowed to mean 5 (RFC 9110 §8.6); anything else must be one run of digits.
                 lengths += header.value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingWhitespace() }
             case "transfer-encoding":
-                codings += header.value.split(separator: ",").map { $0.trimmingWhitespace().lowercased() }
+                // Empty elements ("", ",", ", chunked", "chunked,") are refused: libmicrohttpd reads
+                // such a body until the connection closes.
+                codings += header.value.split(separator: ",", omittingEmptySubsequences: false).map {
+                    $0.trimmingWhitespace().lowercased()
+                }
             default:
                 break
             }
@@ -39,6 +76,10 @@ enum HTTPFraming {
         }
         if Set(lengths.map { $0.drop { $0 == "0" } }).count > 1 {
             return Violation(status: 400, detail: "conflicting Content-Length values: \(lengths.joined(separator: ", "))")
+        }
+        if codings.contains("") {
+            return Violation(
+                status: 400, detail: "Transfer-Encoding \"\(printable(codings.joined(separator: ",")))\" has an empty element")
         }
         if !codings.isEmpty, codings != ["chunked"] {
             return Violation(

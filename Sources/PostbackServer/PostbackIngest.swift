@@ -25,6 +25,8 @@ final class PostbackIngest: Sendable {
     let log: ServerLog
     let rejectedBudget: RejectedStoreBudget
     let quarantineBudget: RejectedStoreBudget
+    /// Rate-limits the lines clients can cause (rejections, quarantines, …); counts stay exact in /metrics.
+    let logSampler: LogSampler
 
     init(
         configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter,
@@ -39,6 +41,7 @@ final class PostbackIngest: Sendable {
         self.unverifiable = unverifiable
         self.metrics = metrics
         self.log = log
+        self.logSampler = LogSampler(log: log, windowSeconds: configuration.logSampleWindowSeconds)
         self.rejectedBudget = RejectedStoreBudget(
             configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory))
         self.quarantineBudget = RejectedStoreBudget(
@@ -139,13 +142,15 @@ final class PostbackIngest: Sendable {
             reason: rejection.reason)
         let client = client()
         record.client = client
-        log.info(
-            "postback rejected",
-            [
-                "route": .string(route.rawValue), "verdict": .string(result.status.rawValue),
-                "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(rejection.reason),
-                "client": .string(client),
-            ])
+        if logSampler.allows(.rejected) {
+            log.info(
+                "postback rejected",
+                [
+                    "route": .string(route.rawValue), "verdict": .string(result.status.rawValue),
+                    "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(rejection.reason),
+                    "client": .string(client),
+                ])
+        }
         let status = result.status
         let dedupKey = result.dedupKey
         let title = Self.title(status: status, policy: rejection.policy)
@@ -210,13 +215,15 @@ final class PostbackIngest: Sendable {
         let detail =
             result.reason ?? "signed value(s) not known yet: "
             + result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")
-        log.warning(
-            "postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new",
-            [
-                "route": .string(route.rawValue), "quarantine": .string(reason.rawValue),
-                "verdict": .string(result.status.rawValue),
-                "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(detail),
-            ])
+        if logSampler.allows(.quarantined) {
+            log.warning(
+                "postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new",
+                [
+                    "route": .string(route.rawValue), "quarantine": .string(reason.rawValue),
+                    "verdict": .string(result.status.rawValue),
+                    "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(detail),
+                ])
+        }
         let record = SpoolRecord(
             receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, result: result,
             body: body, reason: detail)

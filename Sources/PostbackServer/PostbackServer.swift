@@ -134,6 +134,9 @@ package final class PostbackServer: Sendable {
     /// Whether `/readyz` answers 200: storage healthy, not full or read-only, and not shutting down.
     package var isReady: Bool { handler.isReady }
 
+    /// The receiver's log, for what runs beside it.
+    package var log: ServerLog { handler.log }
+
     /// Whether a spool writer may still append to this segment (shipping takes only sealed ones).
     package func isSegmentOpen(_ path: String) -> Bool { store.isSegmentOpen(path) }
 

@@ -10,8 +10,8 @@ import Postbacks
 /// Keeps the rejected spool from taking the disk the verified postbacks need. Anyone can send junk,
 /// and every rejection is stored for audits; so per UTC day, rejected records may take
 /// `rejectedBytesPerDay`: whole bodies (up to `rejectedBodyKeepBytes`, a prefix beyond that) until
-/// 7/8 of it, then only each body's hash and size, and at the budget nothing more. One client address
-/// (see `ClientAddress`) gets whole bodies for `rejectedBytesPerClientPerDay` only, so a single
+/// 7/8 of it, then only each body's hash and size, and at the budget nothing more. One client (see
+/// `ClientAddress`; one spelling per address, an IPv6 client is its /64: `IPAddress.client`) gets whole bodies for `rejectedBytesPerClientPerDay` only, so a single
 /// flooder cannot spend the budget that records everyone else's rejections. And none is written
 /// while the data directory's free space is below `reservedFreeBytes`. Every cut is counted.
 final class RejectedStoreBudget: Sendable {
@@ -60,6 +60,7 @@ final class RejectedStoreBudget: Sendable {
         let budget = configuration.rejectedBytesPerDay
         let decision = spent.withLock { spent -> Decision in
             if day != spent.day { spent = Spent(day: day, bytes: 0) }
+            let client = IPAddress.client(client, ipv6PrefixLength: configuration.clientIPv6PrefixLength)
             let key = spent.byClient[client] != nil || spent.byClient.count < Self.maximumClients ? client : ""
             let clientBytes = spent.byClient[key] ?? 0
             if spent.bytes + wholeBytes <= budget - budget / 8,

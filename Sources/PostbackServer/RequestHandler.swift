@@ -81,10 +81,13 @@ final class RequestHandler: Sendable {
                 for (job, action) in zip(jobs, ingest.receive(jobs.map(\.received))) { job.completion(action) }
             }
         let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
-        self.watchdog = ConnectionWatchdog(interval: max(0.02, min(0.25, shortest / 4))) { phase in
-            metrics.connectionTimedOut(phase: phase.name)
-            log.info("slow connection closed", ["phase": .string(phase.name)])
-        }
+        let sampler = ingest.logSampler
+        self.watchdog = ConnectionWatchdog(
+            interval: max(0.02, min(0.25, shortest / 4)), onTick: { sampler.reportIfDue() },
+            onTimeout: { phase in
+                metrics.connectionTimedOut(phase: phase.name)
+                if sampler.allows(.slowConnection) { log.info("slow connection closed", ["phase": .string(phase.name)]) }
+            })
     }
 
     /// The handler behind a callback's context pointer (`HTTPDaemon` keeps it alive).
@@ -102,7 +105,7 @@ final class RequestHandler: Sendable {
     /// A libmicrohttpd diagnostic.
     func libraryLogged(_ message: String) {
         let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
-        log.warning("libmicrohttpd", ["detail": .string(text)])
+        if ingest.logSampler.allows(.library) { log.warning("libmicrohttpd", ["detail": .string(text)]) }
         // The one place every answer libmicrohttpd makes itself (400, 413, 414, 431, …) shows up,
         // also those made before any request callback.
         if let code = ServerMetrics.libraryResponseCode(inLogMessage: text) { metrics.libraryResponse(code: code) }
@@ -112,7 +115,9 @@ final class RequestHandler: Sendable {
         connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
     ) {
         if started {
-            let track = ConnectionWatchdog.Track(descriptor: postback_mhd_connection_fd(connection))
+            let track = ConnectionWatchdog.Track(
+                descriptor: postback_mhd_connection_fd(connection),
+                client: IPAddress.client(peerAddress(of: connection), ipv6PrefixLength: configuration.clientIPv6PrefixLength))
             // A new connection gets the short header deadline, not the keep-alive idle timeout: one
             // that sends nothing is gone within seconds.
             track.enter(.new, seconds: configuration.headerTimeoutSeconds)
@@ -149,7 +154,7 @@ final class RequestHandler: Sendable {
 
     func handle(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+        version: UnsafePointer<CChar>? = nil, data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> Int32 {
         if requestContext.pointee == nil {
@@ -161,9 +166,13 @@ final class RequestHandler: Sendable {
         switch request.stage {
         case .new:
             if track(of: connection)?.refusesRequests == true { return 0 }
+            // RFC 9112 §3.2: an HTTP/1.1 request must name its Host (libmicrohttpd answers without).
+            let lacksHost =
+                version.map { strcmp($0, "HTTP/1.1") == 0 } == true
+                && MHD_lookup_connection_value(connection, .HEADER_KIND, "Host") == nil
             return begin(
                 request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
-                method: method.map { String(cString: $0) } ?? "")
+                method: method.map { String(cString: $0) } ?? "", lacksHost: lacksHost)
         case .receiving:
             if size.pointee > 0 {
                 let count = size.pointee
@@ -221,7 +230,10 @@ final class RequestHandler: Sendable {
                 counts[client] = left > 0 ? left : nil
             }
         }
-        if let track = track(of: connection), track.phase == .replying { track.continueAs(.idle) }
+        // The reply is out: the keep-alive idle timeout starts now.
+        if let track = track(of: connection), track.phase == .replying {
+            track.enter(.idle, seconds: configuration.idleTimeoutSeconds)
+        }
         // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
         // logger counts those answers, also the ones made before any request callback).
         if request?.stage != .done {
@@ -240,12 +252,16 @@ final class RequestHandler: Sendable {
         }
     }
 
+    /// The socket peer's address ("unknown" if libmicrohttpd cannot say).
+    private func peerAddress(of connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        return postback_mhd_client_address(connection, &buffer, buffer.count) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+    }
+
     /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
     private func clientAddress(of connection: OpaquePointer) -> String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let peer =
-            postback_mhd_client_address(connection, &buffer, buffer.count) == 0
-            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        let peer = peerAddress(of: connection)
         guard !configuration.trustedProxies.isEmpty else { return peer }
         func header(_ name: String) -> String? {
             MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
@@ -278,15 +294,26 @@ final class RequestHandler: Sendable {
     /// The headers are in: framing, route, method and declared length decide what happens next.
     /// Every reply made here, before the body is read, closes the connection and says so
     /// (`Connection: close`), so a client pipelining behind it knows to send its next request anew.
-    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String) -> Int32 {
+    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String, lacksHost: Bool)
+        -> Int32
+    {
         let route = Route(path: path, adNetworkPath: adNetworkPath)
         request.route = route
-        if let violation = HTTPFraming.violation(in: framingHeaders(of: connection)) {
+        var headerBytes = 0
+        let layout = postback_mhd_header_layout(connection, &headerBytes)
+        if let violation = HTTPFraming.violation(layout: HTTPFraming.Layout(code: layout), headerBytes: headerBytes)
+            ?? HTTPFraming.violation(in: framingHeaders(of: connection))
+            ?? (lacksHost
+                ? HTTPFraming.Violation(status: 400, detail: "an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)") : nil)
+        {
             request.stage = .done
-            let reply = HTTPReply.problem(
-                violation.status, type: violation.status == 501 ? "transfer-coding-not-supported" : "bad-framing",
-                title: violation.status == 501 ? "Transfer coding not supported" : "Ambiguous or malformed message framing",
-                detail: violation.detail)
+            let (type, title) =
+                switch violation.status {
+                case 501: ("transfer-coding-not-supported", "Transfer coding not supported")
+                case 431: ("header-fields-too-large", "Request header fields too large")
+                default: ("bad-framing", "Ambiguous or malformed message framing")
+                }
+            let reply = HTTPReply.problem(violation.status, type: type, title: title, detail: violation.detail)
             return send(reply, route: route, on: connection, closing: true)
         }
         guard route != .unknown else {
@@ -435,8 +462,10 @@ final class RequestHandler: Sendable {
         for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
         if closing || draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
         metrics.request(route: route, code: reply.status, seconds: seconds)
-        // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply.
-        track(of: connection)?.enter(.replying, seconds: configuration.idleTimeoutSeconds)
+        // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply,
+        // unless its client does not read it (a slow reader, `ConnectionWatchdog.admit`). A client
+        // that has not read the whole reply within the body timeout is cut off (phase `replying`).
+        track(of: connection)?.enter(.replying, seconds: configuration.bodyTimeoutSeconds)
         return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
     }
 }

@@ -15,7 +15,8 @@ package import Postbacks
 ///      "connection_limit": 1024, "per_ip_connection_limit": 0, "segment_bytes": 134217728,
 ///      "threads": 2, "shutdown_grace_seconds": 10, "log_level": "info",
 ///      "trusted_proxies": ["10.0.0.0/8"], "rejected_bytes_per_day": 268435456,
-///      "rejected_bytes_per_client_per_day": 4194304, "rejected_body_keep_bytes": 4096,
+///      "rejected_bytes_per_client_per_day": 4194304, "client_ipv6_prefix_length": 64,
+///      "rejected_body_keep_bytes": 4096,
 ///      "reserved_free_bytes": 268435456,
 ///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
 ///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168,
@@ -66,8 +67,13 @@ package struct ServerConfiguration: Sendable {
     /// Bytes of rejected records a day. Past 7/8 of it a rejected body is kept only as its SHA-256
     /// and size; at the budget nothing more is stored that day (still answered 400, and counted).
     package var rejectedBytesPerDay = 256 << 20
-    /// Of that, whole rejected records from one client address (beyond: hash and size only).
+    /// Of that, whole rejected records from one client (beyond: hash and size only).
     package var rejectedBytesPerClientPerDay = 4 << 20
+    /// IPv6 addresses sharing this many leading bits are one client for the per-client shares (a
+    /// /64 is one subscriber's network: anyone holding one has 2⁶⁴ addresses). IPv4: each address.
+    package var clientIPv6PrefixLength = 64
+    /// The window of the log lines clients can cause (`LogSampler`; not a config key: tests shorten it).
+    package var logSampleWindowSeconds = LogSampler.defaultWindowSeconds
     /// A rejected body larger than this is kept as its first this-many bytes plus SHA-256 and size.
     package var rejectedBodyKeepBytes = 4096
     /// Free space kept for verified postbacks: rejected records are not written below it.
@@ -181,6 +187,7 @@ package struct ServerConfiguration: Sendable {
             case "rejected_bytes_per_day": configuration.rejectedBytesPerDay = try reader.integer(in: 0...(1 << 50))
             case "rejected_bytes_per_client_per_day":
                 configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
+            case "client_ipv6_prefix_length": configuration.clientIPv6PrefixLength = try reader.integer(in: 1...128)
             case "rejected_body_keep_bytes":
                 configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...ServerConfiguration.maximumBodyBytes)
             case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
@@ -220,7 +227,8 @@ package struct ServerConfiguration: Sendable {
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
-        "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint", "object_store_region",
+        "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint",
+        "object_store_region",
         "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level",
         "forward", "shutdown_delivery_seconds",
     ]

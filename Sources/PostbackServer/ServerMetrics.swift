@@ -295,7 +295,7 @@ final class ServerMetrics: Sendable {
         labelled("postback_connections_timed_out_total", "phase", state.timedOutConnections)
         header(
             "postback_connections_refused_total", "counter",
-            "Connections closed at the connection limit, by reason (silent-shed: the oldest connection that had sent no request; over-limit: the new one)."
+            "Connections closed at the connection limit, by reason (silent-shed: the oldest connection that had sent no request; slow-reader-shed: the one whose reply waited longest for its client to read it; over-limit: the new one)."
         )
         labelled("postback_connections_refused_total", "reason", state.refusedConnections)
         header(

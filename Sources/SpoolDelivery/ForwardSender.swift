@@ -55,8 +55,11 @@ package final class ForwardSender: @unchecked Sendable {
         record.dedupKey ?? SHA256.hash(record.body).description
     }
 
-    /// The request body: Apple's bytes up to their closing `}`, then the enrichment fields (a field
-    /// Apple's body already has is not added: Apple's value wins), then `}`.
+    /// The request body: the stored body's bytes up to their closing `}`, then the enrichment
+    /// fields, then `}`. A field Apple documents (`Postback.documentedFields`) that the body has is
+    /// never added: Apple's value wins. Any other member of the body named like an enrichment field
+    /// was not sent by Apple (whoever posted the postback first may add members): it is cut out, and
+    /// the configured value goes in its place at the end. A byte-order mark in front changes nothing.
     package func body(for record: SpoolRecord) -> [UInt8] {
         let enrichment = settings.enrichment
         guard !enrichment.isEmpty else { return record.body }
@@ -69,13 +72,36 @@ package final class ForwardSender: @unchecked Sendable {
         {
             fields += campaign
         }
-        guard !fields.isEmpty, case .object(let apple)? = try? StrictJSONParser.parse(record.body),
+        let start = record.body.starts(with: utf8ByteOrderMark) ? 3 : 0
+        let json = record.body[start...]
+        guard !fields.isEmpty, case .object(let apple)? = try? StrictJSONParser.parse(Array(json)),
+            let members = Self.memberRanges(json), members.count == apple.members.count,
             let close = record.body.lastIndex(of: UInt8(ascii: "}"))
         else { return record.body }
-        let appleKeys = Set(apple.keys)
-        var body = Array(record.body[..<close])
-        var isFirst = apple.members.isEmpty
-        for field in fields where !appleKeys.contains(field.name) {
+        let names = Set(fields.map(\.name))
+        // Members to cut: not Apple's, and named like a field added here.
+        let cut = apple.members.indices.filter { index in
+            let key = apple.members[index].key
+            return names.contains(key) && !Postback.documentedFields.contains(key)
+        }
+        // Apple's bytes as they are, less the members cut (and a separator each).
+        var body = Array(record.body[..<(members.first?.lowerBound ?? close)])
+        var wroteMember = false
+        for (index, range) in members.enumerated() where !cut.contains(index) {
+            if wroteMember {
+                if cut.contains(index - 1) {
+                    body.append(UInt8(ascii: ","))
+                } else {
+                    body += record.body[members[index - 1].upperBound..<range.lowerBound]
+                }
+            }
+            body += record.body[range]
+            wroteMember = true
+        }
+        if let last = members.last, !cut.contains(members.count - 1) { body += record.body[last.upperBound..<close] }
+        let keptKeys = Set(apple.members.map(\.key)).subtracting(cut.map { apple.members[$0].key })
+        var isFirst = !wroteMember
+        for field in fields where !keptKeys.contains(field.name) {
             if !isFirst { body.append(UInt8(ascii: ",")) }
             isFirst = false
             JSONWriter.appendQuoted(field.name, to: &body)
@@ -84,6 +110,60 @@ package final class ForwardSender: @unchecked Sendable {
         }
         body += record.body[close...]
         return body
+    }
+
+    /// The byte ranges of a JSON object's top-level members (`"key":value`, without the commas), in
+    /// order; nil when `json` is not an object. Only string quotes and nesting are tracked: the text
+    /// is known to parse.
+    static func memberRanges(_ json: ArraySlice<UInt8>) -> [Range<Int>]? {
+        var ranges: [Range<Int>] = []
+        var depth = 0
+        var inString = false
+        var escaped = false
+        var memberStart: Int?
+        var memberEnd = 0
+        for index in json.indices {
+            let byte = json[index]
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                memberEnd = index + 1
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                continue
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                if depth == 0 && byte != UInt8(ascii: "{") { return nil }
+                depth += 1
+                if depth == 1 { continue }
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                if depth == 0 {
+                    if let start = memberStart { ranges.append(start..<memberEnd) }
+                    return ranges
+                }
+            case UInt8(ascii: ","):
+                if depth == 1 {
+                    if let start = memberStart { ranges.append(start..<memberEnd) }
+                    memberStart = nil
+                    continue
+                }
+            case UInt8(ascii: "\""):
+                inString = true
+            default:
+                break
+            }
+            if depth == 0 { return nil }
+            if memberStart == nil { memberStart = index }
+            memberEnd = index + 1
+        }
+        return nil
     }
 
     /// Sends the records at once (one per handle, at most `concurrency`) with libcurl's multi

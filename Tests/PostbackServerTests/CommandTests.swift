@@ -128,10 +128,19 @@ import Testing
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("postback").path
     }
 
-    @Test(arguments: [SIGTERM, SIGINT]) func aStopSignalDrainsAndExitsZero(signal: Int32) throws {
+    /// A started `postback serve` process, its log so far and the address it listens on.
+    struct Started {
+        let process: Process
+        let errors: Pipe
+        var log: String
+        let address: String
+        let directory: String
+    }
+
+    static func start() throws -> Started? {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             Issue.record("postback binary not found at \(Self.binary); run `swift build` first")
-            return
+            return nil
         }
         let directory = TestServer.temporaryDirectory()
         let keyPath = "\(directory)/test-key.pem"
@@ -146,7 +155,6 @@ import Testing
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        defer { if process.isRunning { process.terminate() } }
 
         // The "listening" log line names the bound port.
         var log = ""
@@ -156,14 +164,26 @@ import Testing
             if chunk.isEmpty { break }
             log += String(decoding: chunk, as: UTF8.self)
         }
-        let address = try #require(log.firstMatch(of: /"address":"(127\.0\.0\.1:\d+)"/)?.output.1, "\(log)")
+        guard let address = log.firstMatch(of: /"address":"(127\.0\.0\.1:\d+)"/)?.output.1 else {
+            process.terminate()
+            Issue.record("no listening line: \(log)")
+            return nil
+        }
+        return Started(process: process, errors: errors, log: log, address: String(address), directory: directory)
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT, SIGALRM]) func aStopSignalDrainsAndExitsZero(signal: Int32) throws {
+        guard var started = try Self.start() else { return }
+        let (process, errors, directory, address) = (started.process, started.errors, started.directory, started.address)
+        defer { if process.isRunning { process.terminate() } }
         let response = try HTTPClient().post(
             "http://\(address)/.well-known/skadnetwork/report-attribution/",
             body: TestPostbacks.body(0, seed: 47))
         #expect(response.status == 200)
 
         kill(process.processIdentifier, signal)
-        log += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        started.log += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = started.log
         process.waitUntilExit()
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0, "\(log)")
@@ -175,5 +195,26 @@ import Testing
         var records = 0
         while let entry = try reader.next() { if case .record = entry { records += 1 } }
         #expect(records == 1, "the acknowledged postback is on disk after the stop")
+    }
+
+    /// SIGHUP, SIGUSR1 and SIGUSR2 (whose default action kills at once) are logged and ignored: the
+    /// receiver keeps serving, and a SIGTERM afterwards still drains and exits 0.
+    @Test func otherSignalsAreIgnored() throws {
+        guard var started = try Self.start() else { return }
+        let process = started.process
+        defer { if process.isRunning { process.terminate() } }
+        for signal in [SIGHUP, SIGUSR1, SIGUSR2] {
+            kill(process.processIdentifier, signal)
+            usleep(100_000)
+            #expect(process.isRunning, "still running after signal \(signal)")
+            #expect(try HTTPClient().get("http://\(started.address)/livez").status == 200)
+        }
+        kill(process.processIdentifier, SIGTERM)
+        started.log += String(decoding: started.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(started.log)")
+        for name in ["SIGHUP", "SIGUSR1", "SIGUSR2"] {
+            #expect(started.log.contains(#""msg":"signal ignored","signal":"\#(name)""#), "\(started.log)")
+        }
     }
 }

@@ -100,14 +100,7 @@ import Testing
             $0.rejectedBytesPerClientPerDay = 8 << 10
         }
         defer { server.stop() }
-        func reject(from client: String, _ index: Int) -> String {
-            let body = "{\"version\":\"4.0\",\"n\":\(index),\"pad\":\"\(String(repeating: "z", count: 800))\"}"
-            guard let connection = try? RawConnection(port: server.server.port) else { return "" }
-            connection.send(
-                "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                    + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-            return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
-        }
+        func reject(from client: String, _ index: Int) -> String { rejectedJunk(on: server, from: client, index) }
         for index in 0..<30 { #expect(reject(from: "203.0.113.1", index).hasPrefix("HTTP/1.1 400")) }
         #expect(reject(from: "203.0.113.2", 99).hasPrefix("HTTP/1.1 400"))
         let records = try server.records(.rejected)
@@ -118,6 +111,45 @@ import Testing
         #expect(
             records.filter { $0.client == "203.0.113.2" }.map { $0.bodyReduction == nil } == [true],
             "another client's rejection is kept whole")
+
+        // The share is per client, not per spelling: every address of one IPv6 /64
+        // (`client_ipv6_prefix_length`), and an IPv4 address written as IPv4-mapped IPv6, share one.
+        try oneIPv6NetworkOrOneAddressSpelledManyWaysIsOneClient(server, reject)
+    }
+
+    private func oneIPv6NetworkOrOneAddressSpelledManyWaysIsOneClient(
+        _ server: TestServer, _ reject: (String, Int) -> String
+    ) throws {
+        // 30 addresses of one /64, each spelled its own way.
+        for index in 0..<30 {
+            let address =
+                index % 2 == 0 ? "2001:db8:1:2::\(String(index + 1, radix: 16))" : "2001:0DB8:0001:0002:0:0:0:\(index + 1)"
+            #expect(reject(address, index).hasPrefix("HTTP/1.1 400"))
+        }
+        // One IPv4 address, plain and IPv4-mapped.
+        for index in 0..<30 {
+            #expect(reject(index % 2 == 0 ? "203.0.113.7" : "::ffff:203.0.113.7", 100 + index).hasPrefix("HTTP/1.1 400"))
+        }
+        #expect(reject("2001:db8:1:3::1", 99).hasPrefix("HTTP/1.1 400"))
+        let records = try server.records(.rejected)
+        let network = records.filter { $0.client?.hasPrefix("2001:") == true && $0.client != "2001:db8:1:3::1" }
+        #expect(network.count == 30)
+        let wholeFromNetwork = network.filter { $0.bodyReduction == nil }.count
+        #expect(wholeFromNetwork > 0 && wholeFromNetwork < 10, "one share for the /64: \(wholeFromNetwork) whole bodies")
+        let v4 = records.filter { $0.client?.hasSuffix("203.0.113.7") == true }
+        let wholeFromV4 = v4.filter { $0.bodyReduction == nil }.count
+        #expect(v4.count == 30 && wholeFromV4 > 0 && wholeFromV4 < 10, "one share for the address: \(wholeFromV4) whole bodies")
+        #expect(
+            records.filter { $0.client == "2001:db8:1:3::1" }.map { $0.bodyReduction == nil } == [true],
+            "another /64's rejection is kept whole")
+    }
+
+    @Test func clientSpellings() {
+        #expect(IPAddress.client("::ffff:192.0.2.1", ipv6PrefixLength: 64) == "192.0.2.1")
+        #expect(IPAddress.client("2001:DB8:0:0:1::1", ipv6PrefixLength: 64) == "2001:db8::/64")
+        #expect(IPAddress.client("2001:db8::ffff:1", ipv6PrefixLength: 128) == "2001:db8::ffff:1/128")
+        #expect(IPAddress.client("2001:db8:0:1::1", ipv6PrefixLength: 48) == "2001:db8::/48")
+        #expect(IPAddress.client("unknown", ipv6PrefixLength: 64) == "unknown")
     }
 
     /// Behind a trusted proxy, `per_ip_connection_limit` counts requests in progress per forwarded
@@ -268,13 +300,32 @@ import Testing
         #expect(server.logs.contains(#""client":"127.0.0.1""#))
     }
 
+    /// One log line per rejected request let any client flood the log: at most 20 lines a window
+    /// (here 1 s) are written, a later line says how many were suppressed, and /metrics counts all.
+    @Test func rejectionLogLinesAreRateLimitedAndCountsStayExact() throws {
+        let server = try TestServer { $0.logSampleWindowSeconds = 1 }
+        defer { server.stop() }
+        let rejected = postConcurrently(
+            (0..<300).map { Array("{\"version\":\"4.0\",\"n\":\($0)}".utf8) }, to: server.skadnetworkURL, workers: 8)
+        #expect(rejected.allSatisfy { $0 == 400 })
+        let written = server.logs.all.filter { $0.contains(#""msg":"postback rejected""#) }.count
+        #expect(written > 0 && written <= 40, "\(written) rejection lines for 300 rejections")
+        usleep(1_500_000)  // the window ends; the watchdog's tick reports it
+        let reports = server.logs.all.filter { $0.contains(#""msg":"log lines suppressed""#) && $0.contains("postback rejected") }
+        let suppressed = reports.compactMap { line in
+            line.firstMatch(of: /"suppressed":(\d+)/).flatMap { Int($0.output.1) }
+        }.reduce(0, +)
+        #expect(written + suppressed == 300, "\(written) written + \(suppressed) suppressed")
+        #expect(try server.metric(#"postback_http_requests_total{route="skadnetwork-developer-copy",code="400"}"#) == 300)
+    }
+
     // MARK: 7. Every answer counted
 
     @Test func libmicrohttpdsOwnAnswersAreCounted() throws {
         let server = try TestServer()
         defer { server.stop() }
         let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
-        connection.send("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 12_000))\r\n\r\n")
+        connection.send("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n")
         #expect(String(decoding: connection.readUntilClosed().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 431"))
         #expect(try server.metric(#"postback_http_library_responses_total{code="431"}"#) == 1)
     }
@@ -359,4 +410,15 @@ enum PrometheusParser {
     }
 
     struct ParserMissing: Error, CustomStringConvertible { let description: String }
+}
+
+/// A junk postback of about 850 bytes (answered 400) from `client`, named by a trusted proxy's
+/// `X-Forwarded-For`; the raw answer.
+func rejectedJunk(on server: TestServer, from client: String, _ index: Int) -> String {
+    let body = "{\"version\":\"4.0\",\"n\":\(index),\"pad\":\"\(String(repeating: "z", count: 800))\"}"
+    guard let connection = try? RawConnection(port: server.server.port) else { return "" }
+    connection.send(
+        "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            + "X-Forwarded-For: \(client)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+    return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PostbackClient
 import PostbackServer
+import TestSupport
 import Testing
 
 /// Slow and abusive clients: absolute timeouts per phase, the connection limit.
@@ -68,6 +69,22 @@ import Testing
         #expect(try server.metric(#"postback_connections_refused_total{reason="silent-shed"}"#) ?? 0 >= 1)
     }
 
+    /// A flood of empty connections from one address sheds its own, not another client's slow but
+    /// genuine connection (the oldest silent one).
+    @Test func aFloodOfSilentConnectionsShedsTheFloodersOwn() throws {
+        let server = try TestServer { $0.connectionLimit = 8 }
+        defer { server.stop() }
+        let genuine = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3, from: "127.0.0.2")
+        usleep(50_000)
+        let flood = try (0..<40).map { _ in try RawConnection(port: server.server.port, from: "127.0.0.1") }
+        usleep(200_000)
+        genuine.send("GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let answer = String(decoding: genuine.readUntilClosed().bytes, as: UTF8.self)
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "the slow genuine client is served: \(answer)")
+        #expect(try server.metric(#"postback_connections_refused_total{reason="silent-shed"}"#) ?? 0 >= 30)
+        withExtendedLifetime(flood) {}
+    }
+
     @Test func atTheLimitWithEveryConnectionBusyANewOneIsRefusedAtOnce() throws {
         let server = try TestServer {
             $0.connectionLimit = 4
@@ -87,6 +104,30 @@ import Testing
         busy.removeAll()  // so /metrics can be read
         usleep(100_000)
         #expect(try server.metric(#"postback_connections_refused_total{reason="over-limit"}"#) == 1)
+    }
+
+    /// Slow readers: each connection pipelines 200 `GET /metrics` behind a tiny receive window and
+    /// reads nothing, so its replies stall. At the limit a genuine postback still gets a slot (the
+    /// slow reader waiting longest is shed), and a stalled reply is cut off after the body timeout.
+    @Test func slowReadersAreShedAtTheLimitAndStalledRepliesCutOff() throws {
+        let server = try TestServer {
+            $0.connectionLimit = 4
+            $0.bodyTimeoutSeconds = 3
+        }
+        defer { server.stop() }
+        let pipelined = String(repeating: "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", count: 200)
+        let readers = try (0..<4).map { _ in try RawConnection(port: server.server.port, receiveBufferBytes: 1024) }
+        for reader in readers { reader.send(pipelined) }
+        usleep(2_000_000)  // past ConnectionWatchdog.slowReaderSeconds
+        let start = Date()
+        let response = try server.post(TestPostbacks.body(0, seed: 2501))
+        #expect(response.status == 200, "a genuine postback is served at the limit")
+        #expect(Date().timeIntervalSince(start) < 1)
+        // The other stalled replies are cut off within the body timeout (3 s) of being queued.
+        usleep(2_500_000)
+        #expect(try server.metric(#"postback_connections_refused_total{reason="slow-reader-shed"}"#) ?? 0 >= 1)
+        #expect(try server.metric(#"postback_connections_timed_out_total{phase="replying"}"#) ?? 0 >= 3)
+        withExtendedLifetime(readers) {}
     }
 
     @Test func aConnectionThatSendsNothingIsClosedAfterTheHeaderTimeoutNotTheIdleTimeout() throws {
@@ -109,6 +150,25 @@ import Testing
         ("Content-Length: 2\r\nContent-Length: 30\r\n\r\n{}", 400),
         ("Transfer-Encoding: gzip\r\n\r\nxyz", 501),
         ("Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
+        // Empty list elements: libmicrohttpd would read the body until the connection closes.
+        ("Transfer-Encoding: \r\n\r\n{}", 400),
+        ("Transfer-Encoding: ,\r\n\r\n{}", 400),
+        ("Transfer-Encoding: , chunked\r\n\r\n0\r\n\r\n", 400),
+        ("Transfer-Encoding: chunked,\r\n\r\n0\r\n\r\n", 400),
+        // obs-fold: libmicrohttpd drops a folded Content-Length ("{}" would run as the next request)
+        // and ignores a folded Transfer-Encoding.
+        ("Content-Length:\r\n 2\r\n\r\n{}", 400),
+        ("Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n", 400),
+        ("X-Note: a\r\n b\r\nContent-Length: 2\r\n\r\n{}", 400),
+        // A bare CR or a NUL in a value.
+        ("X-Note: a\rb\r\nContent-Length: 2\r\n\r\n{}", 400),
+        ("X-Note: a\u{0}b\r\nContent-Length: 2\r\n\r\n{}", 400),
+        ("Content-Length: 2\r\nX-Note: a\u{0}b\r\n\r\n{}", 400),
+        // Header fields over 8 KiB (with a 7,900-byte line, which libmicrohttpd closed in silence).
+        (
+            "X-Note: \(String(repeating: "a", count: 7_900))\r\nX-More: \(String(repeating: "b", count: 400))\r\n"
+                + "Content-Length: 2\r\n\r\n{}", 431
+        ),
     ])
     func ambiguousFramingIsAnsweredAndClosed(headers: String, status: Int) throws {
         let server = try TestServer()
@@ -124,6 +184,23 @@ import Testing
         #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one response only: \(text)")
         #expect(text.lowercased().contains("connection: close"))
         #expect(result.closed && Date().timeIntervalSince(start) < 2)
+    }
+
+    /// RFC 9112 §3.2: an HTTP/1.1 request without Host is refused and the connection closed.
+    @Test func anHTTP11RequestWithoutHostIsRefused() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
+        connection.send("GET /livez HTTP/1.1\r\n\r\nGET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        let result = connection.readUntilClosed()
+        let text = String(decoding: result.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 400"))
+        #expect(!text.contains("alive"), "the request after it is not run: \(text)")
+        #expect(result.closed)
+        // HTTP/1.0 needs none.
+        let old = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 3)
+        old.send("GET /livez HTTP/1.0\r\n\r\n")
+        #expect(String(decoding: old.readUntilClosed().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
     }
 
     @Test func aTooLargeChunkedBodyIsAnsweredWithConnectionClose() throws {

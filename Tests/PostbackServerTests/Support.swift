@@ -145,8 +145,25 @@ extension TestServer {
 final class RawConnection {
     let fd: Int32
 
-    init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
+    /// - Parameter receiveBufferBytes: a small receive buffer (set before the connect, so the window
+    ///   the peer sees stays small): a client that reads slowly.
+    /// - Parameter from: the loopback address to connect from (`127.0.0.2`: another client).
+    init(port: Int, receiveTimeoutSeconds: Int = 10, receiveBufferBytes: Int32? = nil, from source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var bytes = receiveBufferBytes {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian

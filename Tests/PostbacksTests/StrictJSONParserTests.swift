@@ -84,6 +84,23 @@ import Testing
         }
     }
 
+    /// One rule at every size: keys are the same only byte for byte. "é" (U+00E9) and "e" + U+0301
+    /// are canonically equivalent (Swift's String ==) but different keys, in a 12-member object (the
+    /// linear scan) and in a 22-member one (the set); the same bytes twice are a duplicate in both.
+    @Test(arguments: [12, 22]) func duplicateKeysAreComparedByBytesAtEverySize(members: Int) throws {
+        let filler = (0..<(members - 2)).map { "\"k\($0)\":\($0)" }
+        let equivalent = "{" + (filler + ["\"\u{E9}\":1", "\"e\u{301}\":2"]).joined(separator: ",") + "}"
+        guard case .object(let object) = try StrictJSONParser.parse(Array(equivalent.utf8)) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object.members.count == members)
+        let same = "{" + (filler + ["\"\u{E9}\":1", "\"\u{E9}\":2"]).joined(separator: ",") + "}"
+        #expect { try StrictJSONParser.parse(Array(same.utf8)) } throws: {
+            ($0 as? JSONParseError)?.reason.contains("duplicate key") == true
+        }
+    }
+
     @Test func reportsTheByteOffset() {
         #expect { try StrictJSONParser.parse(Array(#"{"a": 1, "a": 2}"#.utf8)) } throws: { ($0 as? JSONParseError)?.offset == 9 }
     }

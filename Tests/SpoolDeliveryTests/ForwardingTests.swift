@@ -1,7 +1,6 @@
 import Basics
 import Foundation
 import PostbackClient
-import PostbackServer
 import PostbackStore
 import PostbackTesting
 import Postbacks
@@ -9,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import PostbackCLI
+@testable import PostbackServer
 @testable import SpoolDelivery
 
 #if canImport(Glibc)
@@ -118,6 +118,27 @@ struct ForwardingTests {
         #expect(logText.contains("/skan/postbacks?…"))
     }
 
+    /// A partner answering 200 with a 256 MiB body: only a small prefix is ever held, the transfer
+    /// is aborted, the delivery counts as failed (retried, logged), and the retry is delivered.
+    @Test func aPartnersHugeAnswerIsCutOffAndRetried() throws {
+        var residentBytes: Int { Int(ProcessMetrics.sample()?.residentBytes ?? 0) }
+        let partner = try PartnerServer()
+        try partner.script(["huge:256"])
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "huge", "url": "\(partner.url)", "timeout_seconds": 30, "concurrency": 1}]
+                """)
+        defer { receiver.stop() }
+        let before = residentBytes
+        #expect(try receiver.post(ShippingReceiver.body(0, seed: 25)) == 200)
+        #expect(eventually(30) { receiver.metric("postback_forward_delivered_total", destination: "forward-huge") == 1 })
+        let grown = residentBytes - before
+        #expect(grown < 64 << 20, "resident memory grew by \(grown >> 20) MiB")
+        #expect(receiver.metric("postback_forward_retried_total", destination: "forward-huge") == 1)
+        #expect(receiver.logs.lines.withLock { $0.contains { $0.contains("response body over 65536 bytes") } })
+        #expect(partner.requests.count == 2)
+    }
+
     /// Only the postbacks the filters pick; enrichment after Apple's fields, Apple's bytes unchanged.
     /// `concurrency` requests are in flight at once (libcurl's multi interface on the delivery
     /// thread), never more: the partner holds each one, so overlapping requests are counted.
@@ -191,6 +212,57 @@ struct ForwardingTests {
         #expect(sent["partner-campaign-name"] == .string("Winter \"sale\""))
         #expect(sent["ad-network-id"] == apple["ad-network-id"])
         #expect(sent.members.filter { $0.key == "ad-network-id" }.count == 1)
+    }
+
+    /// Whoever posts a genuine postback first may add members to it: enrichment fields replace them
+    /// (they are not Apple's), and a byte-order mark in front does not stop the enrichment.
+    @Test func enrichmentReplacesMembersApplesBodyDoesNotHaveAndIgnoresABOM() throws {
+        let partner = try PartnerServer()
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "mmp", "url": "\(partner.url)",
+                  "enrich": {"received_at_field": "partner-received-at", "fields": {"partner-campaign-id": "ours"}}}]
+                """)
+        defer { receiver.stop() }
+        let injected = Array(#"{"partner-campaign-id":"evil", "partner-received-at" : "evil","#.utf8)
+        let bodies = [
+            injected + ShippingReceiver.body(0, seed: 26).dropFirst(),
+            utf8ByteOrderMark + ShippingReceiver.body(1, seed: 26),
+            ShippingReceiver.body(2, seed: 26).dropLast() + Array(#","partner-campaign-id":"evil"}"#.utf8),
+        ]
+        for body in bodies { #expect(try receiver.post(body) == 200) }
+        #expect(eventually(20) { partner.acceptedKeys.count == 3 })
+        let records = Dictionary(try verifiedRecords(receiver.dataDirectory).map { ($0.dedupKey!, $0) }) { first, _ in first }
+        #expect(records.count == 3)
+        for request in partner.requests {
+            let record = try #require(records[request.idempotencyKey ?? ""])
+            let start = request.body.starts(with: utf8ByteOrderMark) ? 3 : 0
+            let recordStart = record.body.starts(with: utf8ByteOrderMark) ? 3 : 0
+            guard case .object(let sent) = try StrictJSONParser.parse(Array(request.body[start...])),
+                case .object(let stored) = try StrictJSONParser.parse(Array(record.body[recordStart...]))
+            else {
+                Issue.record("not a JSON object")
+                continue
+            }
+            #expect(sent["partner-campaign-id"] == .string("ours"))
+            #expect(sent["partner-received-at"] == .string(record.receivedAt.description))
+            // Every member Apple documents goes out as stored.
+            for member in stored.members where Postback.documentedFields.contains(member.key) {
+                #expect(sent[member.key] == member.value)
+            }
+        }
+    }
+
+    /// The members' byte ranges the enrichment cuts by: strings with escaped quotes and braces,
+    /// nested objects and arrays, blanks around the separators.
+    @Test func memberRangesFollowStringsAndNesting() throws {
+        let text = #" { "a" : "x\"},{" , "p":{"n":[1,"}]",{}]} ,"b":2 } "#
+        let bytes = Array(text.utf8)
+        let ranges = try #require(ForwardSender.memberRanges(bytes[...]))
+        let members = ranges.map { String(decoding: bytes[$0], as: UTF8.self) }
+        #expect(members == [#""a" : "x\"},{""#, #""p":{"n":[1,"}]",{}]}"#, #""b":2"#])
+        #expect(ForwardSender.memberRanges(Array("{}".utf8)[...]) == [])
+        #expect(ForwardSender.memberRanges(Array("[1]".utf8)[...]) == nil)
     }
 
     /// A postback older than `max_age_hours` is a dead letter, never sent; the cursor moves on.

@@ -103,7 +103,7 @@ private struct Parser {
         index += 1  // {
         var members: [JSONObject.Member] = []
         members.reserveCapacity(16)
-        var seen: Set<String>? = nil
+        var seen: Set<[UInt8]>? = nil
         skipWhitespace()
         if index < count, base[index] == UInt8(ascii: "}") {
             index += 1
@@ -143,17 +143,24 @@ private struct Parser {
         }
     }
 
-    /// Linear for the dozen keys of a postback; a set once an object grows large enough to make that quadratic.
-    func isDuplicate(_ key: String, in members: [JSONObject.Member], seen: inout Set<String>?) throws(JSONParseError) -> Bool {
+    /// Whether an earlier member has the same key, byte for byte (UTF-8): one rule whatever the
+    /// object's size. (Swift's `String ==` is Unicode canonical equivalence, under which "é" and
+    /// "e\u{301}" are equal; the bytes are what other parsers compare.) Linear for the dozen keys of
+    /// a postback; a set once an object grows large enough to make that quadratic.
+    func isDuplicate(_ key: String, in members: [JSONObject.Member], seen: inout Set<[UInt8]>?) throws(JSONParseError)
+        -> Bool
+    {
         if members.count < 16 {
-            // Lengths first (O(1) for native strings): most keys differ in length, and a full string
+            // Lengths first (O(1) for native strings): most keys differ in length, and a full
             // comparison per earlier member was a tenth of the parse.
             let length = key.utf8.count
-            for member in members where member.key.utf8.count == length && member.key == key { return true }
+            for member in members where member.key.utf8.count == length && member.key.utf8.elementsEqual(key.utf8) {
+                return true
+            }
             return false
         }
-        if seen == nil { seen = Set(members.map(\.key)) }
-        return !seen!.insert(key).inserted
+        if seen == nil { seen = Set(members.map { Array($0.key.utf8) }) }
+        return !seen!.insert(Array(key.utf8)).inserted
     }
 
     mutating func parseArray(depth: Int) throws(JSONParseError) -> [JSONValue] {

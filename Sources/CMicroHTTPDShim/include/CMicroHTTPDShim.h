@@ -55,6 +55,23 @@ struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settin
 /// MHD_stop_daemon, then frees the logger box.
 void postback_mhd_stop(struct MHD_Daemon *daemon, void *logger_box);
 
+/// What `postback_mhd_header_layout` found.
+enum {
+    POSTBACK_LAYOUT_OK = 0,
+    /// A line folded into the previous one (obs-fold), or fields not laid out as parsed in place.
+    POSTBACK_LAYOUT_FOLDED = 1,
+    /// A CR or NUL byte inside a field value.
+    POSTBACK_LAYOUT_CONTROL = 2,
+};
+
+/// Checks the request's header fields as libmicrohttpd parsed them (see shim.c): one of
+/// POSTBACK_LAYOUT_*. `header_bytes` (if not NULL) receives the fields' size as sent (names,
+/// values, ": " and CR LF).
+int postback_mhd_header_layout(struct MHD_Connection *connection, size_t *header_bytes);
+
+/// Bytes written to socket `fd` and not yet acknowledged by the peer (SIOCOUTQ), or -1.
+int postback_socket_unsent_bytes(int fd);
+
 /// The connection's socket, or -1.
 int postback_mhd_connection_fd(struct MHD_Connection *connection);
 

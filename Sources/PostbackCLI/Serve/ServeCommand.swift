@@ -37,9 +37,10 @@ enum ServeCommand {
 
         Endpoints: POST /.well-known/skadnetwork/report-attribution/,
         POST /.well-known/appattribution/report-attribution/, the config's ad_network_path,
-        GET /livez, /readyz, /metrics. SIGTERM or SIGINT stops it gracefully (exit 0).
+        GET /livez, /readyz, /metrics. SIGTERM, SIGINT or SIGALRM stops it gracefully (exit 0);
+        SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored.
 
-        Exit status: 0 stopped by SIGTERM or SIGINT; 2 usage or config error, or it could not
+        Exit status: 0 stopped by SIGTERM, SIGINT or SIGALRM; 2 usage or config error, or it could not
         start (address in use, data directory not writable, another receiver with the same
         writer id).
         """
@@ -51,18 +52,31 @@ enum ServeCommand {
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         // Block the stop signals before any thread starts, so every thread inherits the mask and
         // only sigwait below sees them.
+        // Every signal whose default action would kill the process at once is taken here too: a
+        // stray one must never end it without the drain (`stopSignals` and `ignoredSignals`).
         var signals = sigset_t()
         sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
+        for (number, _) in stopSignals + ignoredSignals { sigaddset(&signals, number) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
-        return run(words, io: io) { _ in
-            var received: Int32 = 0
-            sigwait(&signals, &received)
-            return received == SIGINT ? "SIGINT" : "SIGTERM"
+        return run(words, io: io) { server in
+            while true {
+                var received: Int32 = 0
+                sigwait(&signals, &received)
+                if let stop = stopSignals.first(where: { $0.number == received }) { return stop.name }
+                let name = ignoredSignals.first { $0.number == received }?.name ?? "signal \(received)"
+                server.log.info("signal ignored", ["signal": .string(name)])
+            }
         }
     }
+
+    /// Signals that stop the receiver gracefully (the drain of `shutdown`, exit 0): SIGTERM and SIGINT,
+    /// and SIGALRM, whose senders (timers, `timeout -s ALRM`) mean the process to end.
+    static let stopSignals: [(number: Int32, name: String)] = [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT"), (SIGALRM, "SIGALRM")]
+
+    /// Signals logged and otherwise ignored. SIGHUP: logs go to stderr, so there is nothing to reopen
+    /// (and a closed terminal must not stop a receiver); SIGUSR1 and SIGUSR2 mean nothing here.
+    static let ignoredSignals: [(number: Int32, name: String)] = [(SIGHUP, "SIGHUP"), (SIGUSR1, "SIGUSR1"), (SIGUSR2, "SIGUSR2")]
 
     /// Runs the server until `waitForStop` returns (the name of what stopped it).
     static func run(_ words: [String], io: CommandIO, waitForStop: (PostbackServer) -> String) -> ExitStatus {

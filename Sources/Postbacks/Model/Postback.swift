@@ -36,6 +36,15 @@ package enum Postback: Sendable, Equatable {
         }
     }
 
+    /// The members Apple documents for a postback body (docs/postback-spec.md): every SKAdNetwork
+    /// version's fields and AdAttributionKit's outer stanza. A body's other members were added by
+    /// someone else (a relay, or whoever posted it first), and are not Apple's.
+    package static let documentedFields: Set<String> = [
+        "version", "ad-network-id", "campaign-id", "source-identifier", "app-id", "transaction-id", "redownload",
+        "source-app-id", "source-domain", "fidelity-type", "did-win", "postback-sequence-index", "conversion-value",
+        "coarse-conversion-value", "attribution-signature", "jws-string", "ad-interaction-type", "country-code",
+    ]
+
     /// The UTF-8 byte-order mark some relays put in front of the body.
     static let byteOrderMark = utf8ByteOrderMark
 
