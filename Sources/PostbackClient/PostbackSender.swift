@@ -1,3 +1,4 @@
+import Basics
 import Dispatch
 import Foundation
 import Locking
@@ -17,6 +18,9 @@ package enum PostbackSender {
         /// Answers other than 200, by status and the reason the server gave (its problem `title`, or
         /// the start of the body), so a user sees why without a packet capture.
         package var rejectionCounts: [Rejection: Int] = [:]
+        /// What the receiver said it did, by the JSON `status` of a 200 (`stored`, `duplicate`,
+        /// `quarantined`) or the `verdict` of a 400 (`invalid-signature`, `malformed`, …).
+        package var outcomeCounts: [Outcome: Int] = [:]
         /// Latencies of the requests that got a response, ascending.
         package var latencies: [Double] = []
         package var seconds = 0.0
@@ -25,6 +29,11 @@ package enum PostbackSender {
         package var attempted: Int { answered + errors }
         package var answered: Int { statusCounts.values.reduce(0, +) }
         package var allOK: Bool { attempted > 0 && errors == 0 && statusCounts.keys.allSatisfy { $0 == 200 } }
+
+        package struct Outcome: Hashable, Sendable {
+            package let status: Int
+            package let word: String
+        }
 
         package struct Rejection: Hashable, Sendable {
             package let status: Int
@@ -37,6 +46,18 @@ package enum PostbackSender {
             if response.status != 200 {
                 rejectionCounts[Rejection(status: response.status, reason: Self.reason(of: response)), default: 0] += 1
             }
+            if let word = Self.outcome(of: response) {
+                outcomeCounts[Outcome(status: response.status, word: word), default: 0] += 1
+            }
+        }
+
+        /// The receiver's own word for what it did: `status` of a 200 reply, `verdict` of a problem.
+        static func outcome(of response: HTTPResponse) -> String? {
+            guard response.body.first == UInt8(ascii: "{"),
+                case .object(let object)? = try? StrictJSONParser.parse(response.body),
+                case .string(let word)? = object[response.status == 200 ? "status" : "verdict"]
+            else { return nil }
+            return word
         }
 
         /// An RFC 9457 problem's `title` (fixed per kind of problem, so answers group well), else the
@@ -77,6 +98,7 @@ package enum PostbackSender {
             errors += other.errors
             for (error, count) in other.errorCounts { errorCounts[error, default: 0] += count }
             for (rejection, count) in other.rejectionCounts { rejectionCounts[rejection, default: 0] += count }
+            for (outcome, count) in other.outcomeCounts { outcomeCounts[outcome, default: 0] += count }
             latencies.append(contentsOf: other.latencies)
         }
     }

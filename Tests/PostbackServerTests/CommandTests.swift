@@ -1,7 +1,9 @@
 import Foundation
 import PostbackClient
+import PostbackCrypto
 import PostbackServer
 import PostbackStore
+import PostbackTesting
 import TestSupport
 import Testing
 
@@ -84,8 +86,9 @@ import Testing
         #expect(
             PostbackCommand.run(["send", "--url", server.skadnetworkURL, "--concurrency", "4", goodPath], io: io) == .success)
         #expect(output.text.contains("30 postbacks to \(server.skadnetworkURL): 30 answered, 0 without an answer"))
-        #expect(output.text.contains("HTTP 200: 30"))
+        #expect(output.text.contains("HTTP 200: 30 (30 stored)"), "\(output.text)")
         #expect(output.text.contains("latency p50"))
+        #expect(!output.text.contains("hint:"))
         #expect(try server.records(.postbacks).count == 30)
 
         let badPath = writeFile("bad.json", in: directory, #"{"version":"4.0"}"#)
@@ -95,7 +98,22 @@ import Testing
                 ["send", "--url", server.skadnetworkURL, goodPath, badPath],
                 io: CommandIO(standardOutput: mixed, standardError: MemorySink())) == .failure)
         #expect(mixed.text.contains("HTTP 400: 1\n    1  "), "the reason under its status: \(mixed.text)")
-        #expect(mixed.text.contains("HTTP 200: 30"), "the repeats are duplicates, answered 200")
+        #expect(mixed.text.contains("HTTP 200: 30 (30 duplicate)"), "the repeats are duplicates, answered 200: \(mixed.text)")
+
+        // Signed with a key the receiver does not trust: the tester is told what to start it with.
+        let stranger = TestPostbackSigner(key: try ECDSAPrivateKey(generatingOn: .p256))
+        let strangers = try (0..<10).map {
+            String(decoding: try stranger.sign(SyntheticPostbacks(kinds: [.skan4_0]).postback($0, seed: 7)), as: UTF8.self)
+        }
+        let strangerPath = writeFile("stranger.jsonl", in: directory, strangers.joined(separator: "\n") + "\n")
+        let untrusted = MemorySink()
+        #expect(
+            PostbackCommand.run(
+                ["send", "--url", server.skadnetworkURL, strangerPath],
+                io: CommandIO(standardOutput: untrusted, standardError: MemorySink())) == .failure)
+        #expect(untrusted.text.contains("HTTP 400: 10"), "\(untrusted.text)")
+        #expect(
+            untrusted.text.contains("hint: most postbacks did not verify") && untrusted.text.contains("--allow-dev --trust-key"))
 
         let refused = MemorySink()
         #expect(

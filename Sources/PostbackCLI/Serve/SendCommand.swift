@@ -79,7 +79,10 @@ enum SendCommand {
                 + "in \(format(report.seconds)) s (\(Int(rate.rounded()))/s)"
         ]
         for (status, count) in report.statusCounts.sorted(by: { $0.key < $1.key }) {
-            lines.append("  HTTP \(status): \(count)")
+            // A 200 is stored, a duplicate of one stored before, or quarantined: said apart.
+            let outcomes = report.outcomeCounts.filter { $0.key.status == status && status == 200 }
+                .sorted { ($1.value, $0.key.word) < ($0.value, $1.key.word) }.map { "\($0.value) \($0.key.word)" }
+            lines.append("  HTTP \(status): \(count)" + (outcomes.isEmpty ? "" : " (\(outcomes.joined(separator: ", ")))"))
             let reasons = report.rejectionCounts.filter { $0.key.status == status }.sorted {
                 ($1.value, $0.key.reason) < ($0.value, $1.key.reason)
             }
@@ -96,6 +99,14 @@ enum SendCommand {
         }
         if let p50 = report.latency(percentile: 0.5), let p99 = report.latency(percentile: 0.99) {
             lines.append("  latency p50 \(format(p50 * 1000)) ms, p99 \(format(p99 * 1000)) ms")
+        }
+        // Most postbacks not verifying is nearly always a test key the receiver does not trust.
+        let unverified = report.outcomeCounts.filter { ["invalid-signature", "untrusted-key"].contains($0.key.word) }
+            .values.reduce(0, +)
+        if unverified * 2 > report.answered {
+            lines.append(
+                "hint: most postbacks did not verify. Postbacks signed with a test key (postback generate --key) verify "
+                    + "only on a receiver started with --allow-dev --trust-key KEY.pem, and count as development postbacks")
         }
         return lines.joined(separator: "\n")
     }
