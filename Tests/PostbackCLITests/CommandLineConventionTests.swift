@@ -167,6 +167,10 @@ import Testing
                 result.stderr.contains("\(directory): is a directory; give the files in it (e.g. \(directory)/*.jsonl)"),
                 "\(result.stderr)")
         }
+        // A directory of single-postback files (Apple's samples) is named by the files it holds.
+        let samples = Fixtures.root.appendingPathComponent("Samples").path
+        let onSamples = run(["verify", samples])
+        #expect(onSamples.stderr.contains("give the files in it (e.g. \(samples)/*.json)"), "\(onSamples.stderr)")
     }
 
     @Test func generateKeyErrorsSayHowToMakeTheKey() throws {

@@ -5,6 +5,27 @@
 /// The UTF-8 byte-order mark some editors put in front of a file; readers skip it.
 package let utf8ByteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
+extension RecordReader {
+    /// What to say when a directory is given where files of postbacks go: the files it holds, by
+    /// the ending most of them have (`DIR/*.json` for Apple's samples, `DIR/*.jsonl` for exports).
+    package static func directoryHint(_ directory: String) -> String {
+        var counts: [String: Int] = [:]
+        if let stream = opendir(directory) {
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                for ending in [".jsonl", ".json"] where name.hasSuffix(ending) {
+                    counts[ending, default: 0] += 1
+                    break
+                }
+            }
+        }
+        let ending = counts.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ".jsonl"
+        let shown = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        return "is a directory; give the files in it (e.g. \(shown)/*\(ending))"
+    }
+}
+
 /// One postback's bytes from an input file, with where it came from.
 package struct InputRecord: Sendable {
     /// `path` for a file holding one postback, `path:line` for JSON Lines (line of the record's start).
@@ -86,7 +107,7 @@ package final class RecordReader {
             }
             if (status.st_mode & S_IFMT) == S_IFDIR {
                 close(opened)
-                throw IOError(path: path, message: "is a directory; give the files in it (e.g. \(path)/*.jsonl)")
+                throw IOError(path: path, message: RecordReader.directoryHint(path))
             }
             fd = opened
             ownsDescriptor = true

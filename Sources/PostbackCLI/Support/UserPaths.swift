@@ -1,3 +1,5 @@
+import Basics
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -34,7 +36,7 @@ enum UserPaths {
         switch kind(of: path) {
         case .file, .other: return
         case .missing: throw UsageError("\(named): no such file")
-        case .directory: throw UsageError("\(named) is a directory; give the files in it (e.g. \(path)/*.jsonl)")
+        case .directory: throw UsageError("\(named) \(RecordReader.directoryHint(path))")
         }
     }
 
