@@ -146,7 +146,7 @@ package struct ServerConfiguration: Sendable {
         do {
             value = try StrictJSONParser.parse(bytes)
         } catch {
-            throw ConfigurationError("not valid JSON: \(error)")
+            throw ConfigurationError("not valid JSON: \(error.described(in: bytes))")
         }
         guard case .object(let object) = value else { throw ConfigurationError("must be a JSON object") }
         var configuration = ServerConfiguration()

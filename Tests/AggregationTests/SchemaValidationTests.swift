@@ -199,6 +199,18 @@ import Testing
         #expect((try? ConversionSchema(json: Array(#"{"a": 1, "a": 2}"#.utf8), file: "j.json")) == nil)
     }
 
+    /// A schema is a file people edit: a JSON error says where, as an editor counts (the byte offset
+    /// of a stray comma after a two-byte character is not what anyone can find).
+    @Test func invalidJSONSaysTheLineAndColumn() {
+        let text = "{\n  \"schema_id\": \"é\",\n  \"app_id\": 1,,\n}\n"
+        #expect {
+            try ConversionSchema(json: Array(text.utf8), file: "j.json")
+        } throws: { error in
+            let message = "\(error)"
+            return message.contains("not valid JSON") && message.contains("at line 3, column 15") && !message.contains("byte")
+        }
+    }
+
     @Test func catalogRejectsOverlapsAndDuplicates() throws {
         let a = #"{"schema_id": "a", "app_id": 5, "effective_from": "2026-01-01", "currency": "USD", "windows": {}}"#
         let b = #"{"schema_id": "b", "app_id": 5, "effective_from": "2026-03-01", "currency": "USD", "windows": {}}"#

@@ -17,7 +17,7 @@ extension ConversionSchema {
         do {
             document = try StrictJSONParser.parse(bytes, maximumDepth: 32)
         } catch {
-            throw SchemaError(file: file, problems: ["not valid JSON: \(error)"])
+            throw SchemaError(file: file, problems: ["not valid JSON: \(error.described(in: bytes))"])
         }
         let log = ProblemLog()
         let schema = Self.read(document, file: file, digest: SHA256.hash(bytes).description, log: log)
