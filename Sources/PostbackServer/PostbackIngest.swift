@@ -93,13 +93,19 @@ final class PostbackIngest: Sendable {
                 "development postback (\(result.isTestMode ? "SKAdNetwork test mode" : "key \(result.keyName ?? "?")")); this receiver does not accept development postbacks (allow_development is off)",
                 "development"
             )
-        } else if let accepted = configuration.acceptedAdNetworkIDs, let network = result.postback?.attribution.adNetworkID,
-            !accepted.contains(network)
-        {
-            rejection = (
-                "ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids)",
-                "ad-network"
-            )
+        } else if let network = result.postback?.attribution.adNetworkID {
+            if let configured = configuration.acceptedSpelling(ofAdNetworkID: network) {
+                if configured != network {
+                    log.debug(
+                        "ad-network-id accepted ignoring ASCII case",
+                        ["ad_network_id": .string(network), "configured": .string(configured)])
+                }
+            } else {
+                rejection = (
+                    "ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids, compared ignoring ASCII case)",
+                    "ad-network"
+                )
+            }
         }
 
         let writer = configuration.writerID

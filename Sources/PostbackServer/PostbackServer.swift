@@ -112,6 +112,8 @@ package final class PostbackServer: Sendable {
             [
                 "address": .string(bound.description), "writer": .string(configuration.writerID),
                 "threads": .int(configuration.threads), "allow_development": .bool(configuration.allowsDevelopment),
+                // As configured; postbacks are matched against them ignoring ASCII case.
+                "ad_network_ids": .string(configuration.acceptedAdNetworkIDs.map { $0.sorted().joined(separator: ",") } ?? "*"),
             ])
         return PostbackServer(
             port: socket.port, address: bound.description, configuration: configuration, store: store,
