@@ -84,6 +84,13 @@ final class PostbackIngest: Sendable {
     ) -> Action {
         metrics.verdict(result)
         metrics.flags(result.flags)
+        if result.isVerified {
+            for flag in metrics.unknownMembers(result.flags) {
+                log.warning(
+                    "postback carries a JWS \(flag.field == .jwsHeader ? "header member" : "claim") this release does not know; verified and counted all the same (logged once per name)",
+                    ["field": .string(flag.field.rawValue), "member": .string(flag.raw)])
+            }
+        }
 
         var rejection: (reason: String, policy: String?)?
         if !result.isVerified {
@@ -215,7 +222,7 @@ final class PostbackIngest: Sendable {
     ) -> Action {
         let detail =
             result.reason ?? "signed value(s) not known yet: "
-            + result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")
+            + result.flags.filter { $0.action == .unrecognized && !$0.isUnknownMember }.map(\.summary).joined(separator: "; ")
         log.warning(
             "postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new",
             [

@@ -22,6 +22,15 @@ final class ServerMetrics: Sendable {
         let field: PostbackFlag.Field
         let action: PostbackFlag.Action
     }
+    private struct MemberKey: Hashable {
+        let field: PostbackFlag.Field
+        let member: String
+    }
+
+    /// Unknown claim or header member names with a series of their own; later names share `other`.
+    static let unknownMemberLabelLimit = 16
+    /// Unknown member names remembered so each is logged once; past this, new names are not logged.
+    static let unknownMemberLogLimit = 256
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
@@ -29,6 +38,11 @@ final class ServerMetrics: Sendable {
         var duplicates: [String: Int] = [:]
         var policyRejections: [String: Int] = [:]
         var flags: [FlagKey: Int] = [:]
+        var unknownMembers: [MemberKey: Int] = [:]
+        /// Names given a label of their own (at most `unknownMemberLabelLimit`).
+        var labelledMembers: Set<String> = []
+        /// Names already logged (at most `unknownMemberLogLimit`).
+        var loggedMembers: Set<String> = []
         var quarantined: [QuarantineReason: Int] = [:]
         var spoolBytes: [StoreLayout.Spool: Int] = [:]
         var spoolRecords: [StoreLayout.Spool: Int] = [:]
@@ -85,6 +99,29 @@ final class ServerMetrics: Sendable {
         guard !flags.isEmpty else { return }
         state.withLock { state in
             for flag in flags { state.flags[FlagKey(field: flag.field, action: flag.action), default: 0] += 1 }
+        }
+    }
+
+    /// Counts each unknown AdAttributionKit claim or header member by name (the first
+    /// `unknownMemberLabelLimit` names seen get a label each, later ones share `other`, so a sender
+    /// cannot grow the page) and returns the flags whose name this process has not logged yet.
+    func unknownMembers(_ flags: [PostbackFlag]) -> [PostbackFlag] {
+        guard flags.contains(where: \.isUnknownMember) else { return [] }
+        return state.withLock { state in
+            var firstSeen: [PostbackFlag] = []
+            for flag in flags where flag.isUnknownMember {
+                let name = "\(flag.field.rawValue) \(flag.raw)"
+                if !state.labelledMembers.contains(name), state.labelledMembers.count < Self.unknownMemberLabelLimit {
+                    state.labelledMembers.insert(name)
+                }
+                let label = state.labelledMembers.contains(name) ? flag.raw : MetricLabels.other
+                state.unknownMembers[MemberKey(field: flag.field, member: label), default: 0] += 1
+                if !state.loggedMembers.contains(name), state.loggedMembers.count < Self.unknownMemberLogLimit {
+                    state.loggedMembers.insert(name)
+                    firstSeen.append(flag)
+                }
+            }
+            return firstSeen
         }
     }
 
@@ -230,6 +267,17 @@ final class ServerMetrics: Sendable {
         }) {
             text +=
                 MetricLabels.series("postback_flags_total", ["field": key.field.rawValue, "action": key.action.rawValue])
+                + " \(count)\n"
+        }
+        header(
+            "postback_unrecognized_members_total", "counter",
+            "Verified AdAttributionKit postbacks carrying a JWS claim or header member this release does not know (counted all the same), by field (jws-claim, jws-header) and member name; names after the first \(Self.unknownMemberLabelLimit) share member=\"other\"."
+        )
+        for (key, count) in state.unknownMembers.sorted(by: {
+            ($0.key.field.rawValue, $0.key.member) < ($1.key.field.rawValue, $1.key.member)
+        }) {
+            text +=
+                MetricLabels.series("postback_unrecognized_members_total", ["field": key.field.rawValue, "member": key.member])
                 + " \(count)\n"
         }
         header(
