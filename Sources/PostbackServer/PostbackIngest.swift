@@ -214,7 +214,8 @@ final class PostbackIngest: Sendable {
     ///
     /// Anyone can send a body claiming an unknown version, so the quarantine has a daily byte budget of
     /// its own (the rejected store's settings, counted apart). Past it, or below the free-space floor,
-    /// the postback is not stored and gets 503 with Retry-After: a device retries for nine days, and
+    /// the postback is not stored and gets 503 with Retry-After (500 on a route that can carry
+    /// AdAttributionKit, whose devices retry after a 500): a device retries for nine days, and
     /// nothing is acknowledged that is not on disk.
     private func quarantine(
         result: VerificationResult, reason: QuarantineReason, body: [UInt8], route: Route,
@@ -238,11 +239,10 @@ final class PostbackIngest: Sendable {
             wholeBytes: line.count, day: receivedAt.day, client: client(), hashOnlyBytes: nil)
         {
             metrics.quarantineNotStored(why)
-            var reply = HTTPReply.problem(
-                503, type: "quarantine-full", title: "Not stored; retry later",
-                detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later")
-            reply.headers.append(("Retry-After", "3600"))
-            return .reply(reply)
+            return .reply(
+                .retryLater(
+                    503, route: route, retryAfterSeconds: 3600, type: "quarantine-full", title: "Not stored; retry later",
+                    detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later"))
         }
         metrics.quarantined(reason)
         let dedupKey = result.dedupKey

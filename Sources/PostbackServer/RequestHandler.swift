@@ -335,11 +335,10 @@ final class RequestHandler: Sendable {
         }
         guard admitted else {
             metrics.clientLimited()
-            var reply = HTTPReply.problem(
-                429, type: "too-many-requests", title: "Too many requests in progress from this client",
+            return HTTPReply.retryLater(
+                429, route: request.route, retryAfterSeconds: 1, type: "too-many-requests",
+                title: "Too many requests in progress from this client",
                 detail: "at most \(limit) requests at once per client address (per_ip_connection_limit); retry later")
-            reply.headers.append(("Retry-After", "1"))
-            return reply
         }
         request.countedClient = client
         return nil

@@ -362,12 +362,12 @@ final class ServerMetrics: Sendable {
         labelled("postback_rejected_not_stored_total", "reason", state.rejectedNotStored)
         header(
             "postback_quarantine_not_stored_total", "counter",
-            "Postbacks this release cannot check yet, answered 503 (retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor."
+            "Postbacks this release cannot check yet, answered 503 (500 where AdAttributionKit may come; retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor."
         )
         labelled("postback_quarantine_not_stored_total", "reason", state.quarantineNotStored)
         header(
             "postback_client_limited_total", "counter",
-            "Requests answered 429: the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress."
+            "Requests answered 429 (500 where AdAttributionKit may come): the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress."
         )
         text += "postback_client_limited_total \(state.clientLimited)\n"
         header("postback_ready", "gauge", "1 when /readyz answers 200.")
