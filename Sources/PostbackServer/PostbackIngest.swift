@@ -244,12 +244,25 @@ final class PostbackIngest: Sendable {
                     503, route: route, retryAfterSeconds: 3600, type: "quarantine-full", title: "Not stored; retry later",
                     detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later"))
         }
-        metrics.quarantined(reason)
         let dedupKey = result.dedupKey
-        return .store(writer: unverifiable, line: line, day: receivedAt.day, dedupKey: nil) { outcome in
-            if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
+        // A retried copy is stored once (issue 24): keyed by its signed dedup key when verified, else
+        // by its bytes (`QuarantineKey`).
+        let quarantineKey = QuarantineKey.make(status: result.status, dedupKey: dedupKey, body: body)
+        let postbackProtocol = result.postbackProtocol
+        let metrics = metrics
+        return .store(writer: unverifiable, line: line, day: receivedAt.day, dedupKey: quarantineKey) { outcome in
+            let status: String
+            switch outcome {
+            case .failed(let reason): return .storageUnavailable(reason)
+            case .stored:
+                metrics.quarantined(reason)
+                status = "quarantined"
+            case .duplicate:
+                metrics.duplicate(protocol: postbackProtocol)
+                status = "duplicate"
+            }
             return .json(200) { json in
-                json.field("status", "quarantined")
+                json.field("status", status)
                 json.field("quarantine", reason.rawValue)
                 if let dedupKey { json.field("dedup_key", dedupKey) }
             }

@@ -24,6 +24,8 @@ package struct SpoolRecovery: Sendable {
     }
 
     package var dedupIndex = DedupIndex()
+    /// The quarantine's keys (`QuarantineKey`), so a retried quarantined body is stored once.
+    package var quarantineIndex = DedupIndex()
     /// The next sequence number for this writer, per spool.
     package var nextSequence: [StoreLayout.Spool: Int] = [:]
     package var recordsScanned = 0
@@ -39,16 +41,19 @@ package struct SpoolRecovery: Sendable {
     package static func scan(layout: StoreLayout, writerID: String) throws(StoreLayout.ListingError) -> SpoolRecovery {
         var recovery = SpoolRecovery()
         var postbackSegments: [String] = []
+        var quarantineSegments: [String] = []
         for spool in StoreLayout.Spool.allCases {
             var highest = 0
             for day in try layout.days(spool) {
                 for segment in try layout.segments(spool, day: day) {
                     if segment.writer == writerID { highest = max(highest, segment.sequence) }
                     if spool == .postbacks { postbackSegments.append(segment.path) }
+                    if spool == .unverifiable { quarantineSegments.append(segment.path) }
                 }
             }
             recovery.nextSequence[spool] = highest + 1
         }
+        recovery.readQuarantineKeys(quarantineSegments)
         let paths = postbackSegments
         let results = Locked([Int: SegmentScan]())
         DispatchQueue.concurrentPerform(iterations: paths.count) { position in
@@ -66,6 +71,32 @@ package struct SpoolRecovery: Sendable {
             if let problem = scan.unreadable { recovery.unreadable.append(problem) }
         }
         return recovery
+    }
+}
+
+extension SpoolRecovery {
+    /// The quarantine is small (it has a daily byte budget) and read whole. A line or segment that
+    /// cannot be read is reported as damage but does not refuse the start: the worst it costs is a
+    /// second quarantined copy of a retried body, which is never counted.
+    fileprivate mutating func readQuarantineKeys(_ paths: [String]) {
+        for path in paths {
+            do {
+                let reader = try SegmentReader(path: path)
+                while let entry = try reader.next() {
+                    switch entry {
+                    case .record(let record, _):
+                        quarantineIndex.insert(
+                            QuarantineKey.make(status: record.status, dedupKey: record.dedupKey, body: record.body))
+                    case .tornTail(let line, let bytes):
+                        damage.append(Damage(path: path, line: line, problem: "torn tail (\(bytes) bytes), skipped"))
+                    case .corrupt(let line, let reason):
+                        damage.append(Damage(path: path, line: line, problem: reason))
+                    }
+                }
+            } catch {
+                damage.append(Damage(path: path, line: 0, problem: "quarantine segment not readable: \(error)"))
+            }
+        }
     }
 }
 

@@ -117,7 +117,7 @@ package final class WritableStore: Sendable {
         return WritableStore(
             layout: layout, writerID: writerID, recovered: recovered, lock: lock,
             postbacks: writer(.postbacks, index: recovery.dedupIndex),
-            rejected: writer(.rejected, index: nil), unverifiable: writer(.unverifiable, index: nil))
+            rejected: writer(.rejected, index: nil), unverifiable: writer(.unverifiable, index: recovery.quarantineIndex))
     }
 
     private init(
