@@ -46,7 +46,8 @@ import Testing
         #expect(stored.count == 1)
         #expect(
             stored.allSatisfy {
-                $0.body == body && $0.status == .verified && $0.environment == .development && $0.dedupKey == "REVERIFY-E2E-1:0"
+                $0.body == body && $0.status == .verified && $0.environment == .development
+                    && $0.dedupKey == "REVERIFY-E2E-1:0/development"
             })
         let quarantined = try server.records(.unverifiable)
         #expect(quarantined.map(\.quarantine) == [.unknownVersion], "only what still cannot be checked stays")
@@ -197,7 +198,7 @@ import Testing
         #expect(finished.output.contains("0 moved"), "\(finished.output)")
         let stored = try Self.records(layout, .postbacks)
         #expect(stored.count == 6)
-        #expect(Set(stored.compactMap(\.dedupKey)) == Set((1...5).map { "REVERIFY-CRASH-\($0):0" }))
+        #expect(Set(stored.compactMap(\.dedupKey)) == Set((1...5).map { "REVERIFY-CRASH-\($0):0/development" }))
         #expect(try Self.records(layout, .unverifiable).isEmpty)
         #expect(
             try Self.records(layout, .rejected).map(\.dedupKey) == ["REVERIFY-CRASH-6:0", "REVERIFY-CRASH-7:0"],
