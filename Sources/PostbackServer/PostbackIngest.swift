@@ -11,7 +11,7 @@ final class PostbackIngest: Sendable {
     enum Action {
         case reply(HTTPReply)
         case store(
-            writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?,
+            writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?, values: UnsignedValues = .unknown,
             reply: @Sendable (SpoolWriter.Outcome) -> HTTPReply)
     }
 
@@ -21,14 +21,17 @@ final class PostbackIngest: Sendable {
     let rejected: SpoolWriter
     /// Quarantine: postbacks we cannot judge or count yet, answered 200 and never counted.
     let unverifiable: SpoolWriter
+    /// Evidence of copies that disagree with the stored copy's unsigned values (issue 24).
+    let conflicts: SpoolWriter
     let metrics: ServerMetrics
     let log: ServerLog
     let rejectedBudget: RejectedStoreBudget
     let quarantineBudget: RejectedStoreBudget
+    let conflictBudget: RejectedStoreBudget
 
     init(
         configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter,
-        metrics: ServerMetrics, log: ServerLog
+        conflicts: SpoolWriter, metrics: ServerMetrics, log: ServerLog
     ) {
         self.configuration = configuration
         self.verifier = PostbackVerifier(
@@ -37,6 +40,7 @@ final class PostbackIngest: Sendable {
         self.postbacks = postbacks
         self.rejected = rejected
         self.unverifiable = unverifiable
+        self.conflicts = conflicts
         self.metrics = metrics
         self.log = log
         self.rejectedBudget = RejectedStoreBudget(
@@ -44,6 +48,8 @@ final class PostbackIngest: Sendable {
         self.quarantineBudget = RejectedStoreBudget(
             configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory),
             spool: .unverifiable)
+        self.conflictBudget = RejectedStoreBudget(
+            configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory), spool: .conflicts)
     }
 
     /// One postback body as it came in.
@@ -126,16 +132,26 @@ final class PostbackIngest: Sendable {
             let dedupKey = result.dedupKey
             let metrics = metrics
             let log = log
-            return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey) { outcome in
+            let attribution = record.attribution
+            let values = attribution.map(UnsignedValues.init) ?? .unknown
+            // Asked now: a copy that disagrees with the stored one is known only once the writer says so.
+            let client = client()
+            return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey, values: values) {
+                [self] outcome in
                 switch outcome {
                 case .stored:
                     return .json(200) {
                         $0.field("status", "stored")
                         $0.field("dedup_key", dedupKey)
                     }
-                case .duplicate:
+                case .duplicate(let stored):
                     metrics.duplicate(protocol: postbackProtocol)
                     log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
+                    if let dedupKey, let attribution {
+                        recordConflict(
+                            copy: values, stored: stored, attribution: attribution, dedupKey: dedupKey, route: route,
+                            client: client, receivedAt: receivedAt, body: body)
+                    }
                     return .json(200) {
                         $0.field("status", "duplicate")
                         $0.field("dedup_key", dedupKey)
@@ -172,6 +188,32 @@ final class PostbackIngest: Sendable {
             if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
             return problem
         }
+    }
+
+    /// A copy of a stored postback with other unsigned values (issue 24): counted by route and field,
+    /// and kept as evidence in `raw/conflicts/` within its own daily byte budget (the rejected store's
+    /// settings, counted apart; per client too, so one replaying client cannot spend it). The stored
+    /// copy is never changed. Not waited for: the reply ("duplicate") does not depend on it.
+    private func recordConflict(
+        copy: UnsignedValues, stored: UnsignedValues, attribution: Attribution, dedupKey: String, route: Route,
+        client: String, receivedAt: UTCTimestamp, body: [UInt8]
+    ) {
+        let differences = copy.differences(from: stored)
+        guard !differences.isEmpty else { return }
+        metrics.conflictingCopy(route: route, fields: differences.map(\.field))
+        let record = ConflictRecord(
+            receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, client: client, dedupKey: dedupKey,
+            differences: differences.map { ConflictRecord.Difference(field: $0.field, stored: $0.stored, copy: $0.copy) },
+            bodySHA256: SHA256.hash(body).description,
+            storedAttribution: ConflictRecord.storedAttribution(of: attribution, stored: stored))
+        let line = record.encoded()
+        if case .skip(let why) = conflictBudget.admit(
+            wholeBytes: line.count, day: receivedAt.day, client: client, hashOnlyBytes: nil)
+        {
+            metrics.conflictNotStored(why)
+            return
+        }
+        conflicts.submit(line: line, day: receivedAt.day, dedupKey: nil) { _ in }
     }
 
     /// The rejected record as the budget allows: whole, with a prefix of a large body, hash-only,

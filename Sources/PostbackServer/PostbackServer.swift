@@ -84,7 +84,7 @@ package final class PostbackServer: Sendable {
 
         let ingest = PostbackIngest(
             configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
-            unverifiable: store.unverifiable, metrics: metrics, log: log)
+            unverifiable: store.unverifiable, conflicts: store.conflicts, metrics: metrics, log: log)
         let readiness = Readiness(
             store: store, dataDirectory: configuration.dataDirectory, bodyLimitBytes: configuration.bodyLimitBytes)
         let socket: (descriptor: Int32, port: Int)

@@ -22,6 +22,10 @@ final class ServerMetrics: Sendable {
         let field: PostbackFlag.Field
         let action: PostbackFlag.Action
     }
+    private struct ConflictKey: Hashable {
+        let route: Route
+        let field: UnsignedValues.Field
+    }
     private struct MemberKey: Hashable {
         let field: PostbackFlag.Field
         let member: String
@@ -55,6 +59,8 @@ final class ServerMetrics: Sendable {
         var rejectedBodiesReduced: [String: Int] = [:]
         var rejectedNotStored: [String: Int] = [:]
         var quarantineNotStored: [String: Int] = [:]
+        var conflictingCopies: [ConflictKey: Int] = [:]
+        var conflictsNotStored: [String: Int] = [:]
         var clientLimited = 0
         var segmentsVanished: [StoreLayout.Spool: Int] = [:]
         var fsync = Histogram(upperBounds: [
@@ -123,6 +129,18 @@ final class ServerMetrics: Sendable {
             }
             return firstSeen
         }
+    }
+
+    /// A copy of a stored postback whose unsigned values differ, one count per field that differs.
+    func conflictingCopy(route: Route, fields: [UnsignedValues.Field]) {
+        state.withLock { state in
+            for field in fields { state.conflictingCopies[ConflictKey(route: route, field: field), default: 0] += 1 }
+        }
+    }
+
+    /// Evidence of a conflicting copy not written (`daily-budget`, `free-space-floor`).
+    func conflictNotStored(_ reason: String) {
+        state.withLock { $0.conflictsNotStored[reason, default: 0] += 1 }
     }
 
     func quarantined(_ reason: QuarantineReason) {
@@ -279,6 +297,25 @@ final class ServerMetrics: Sendable {
             text +=
                 MetricLabels.series("postback_unrecognized_members_total", ["field": key.field.rawValue, "member": key.member])
                 + " \(count)\n"
+        }
+        header(
+            "postback_conflicting_copies_total", "counter",
+            "Copies of a stored postback (a duplicate key) whose unsigned values differ from the stored copy's, by route and field (conversion-value, coarse-conversion-value, country-code, ad-interaction-type); the stored copy is kept."
+        )
+        for (key, count) in state.conflictingCopies.sorted(by: {
+            ($0.key.route.rawValue, $0.key.field.rawValue) < ($1.key.route.rawValue, $1.key.field.rawValue)
+        }) {
+            text +=
+                MetricLabels.series(
+                    "postback_conflicting_copies_total", ["route": key.route.rawValue, "field": key.field.rawValue])
+                + " \(count)\n"
+        }
+        header(
+            "postback_conflicts_not_stored_total", "counter",
+            "Conflicting copies counted but whose evidence was not written to raw/conflicts/, by reason (daily-budget: the day's or the client's share is spent; free-space-floor)."
+        )
+        for (reason, count) in state.conflictsNotStored.sorted(by: { $0.key < $1.key }) {
+            text += MetricLabels.series("postback_conflicts_not_stored_total", ["reason": reason]) + " \(count)\n"
         }
         header(
             "postback_quarantined_total", "counter",

@@ -66,7 +66,7 @@ package struct SpoolRecovery: Sendable {
             guard let scan = scans[position] else { continue }
             recovery.segmentsScanned += 1
             recovery.recordsScanned += scan.records
-            for key in scan.keys { recovery.dedupIndex.insert(key) }
+            for (key, values) in zip(scan.keys, scan.values) { recovery.dedupIndex.insert(key, values: values) }
             recovery.damage += scan.damage
             if let problem = scan.unreadable { recovery.unreadable.append(problem) }
         }
@@ -110,6 +110,8 @@ extension SpoolRecovery {
 /// Tests compare this scan with one through `SegmentReader` on damaged segments.
 struct SegmentScan: Sendable {
     var keys: [String] = []
+    /// The unsigned values of each key's record, in `keys`' order.
+    var values: [UnsignedValues] = []
     var records = 0
     var damage: [SpoolRecovery.Damage] = []
     var unreadable: String?
@@ -131,13 +133,15 @@ struct SegmentScan: Sendable {
                     damage.append(.init(path: path, line: line, problem: SegmentReader.tooLong(length)))
                 case .complete(let bytes, let line, let length, let isLast):
                     if let verdict = Self.fastVerdict(bytes) {
-                        add(status: verdict.status, dedupKey: verdict.dedupKey)
+                        add(status: verdict.status, dedupKey: verdict.dedupKey, values: verdict.values)
                         continue
                     }
                     fullyParsed += 1
                     do {
                         let record = try SpoolRecord(line: bytes)
-                        add(status: record.status, dedupKey: record.dedupKey)
+                        add(
+                            status: record.status, dedupKey: record.dedupKey,
+                            values: record.attribution.map(UnsignedValues.init) ?? .unknown)
                     } catch {
                         // As in SegmentReader: an unparsable *last* line is what a torn write leaves.
                         damage.append(.init(path: path, line: line, problem: isLast ? Self.tornTail(length) : error.description))
@@ -149,20 +153,23 @@ struct SegmentScan: Sendable {
         }
     }
 
-    private mutating func add(status: VerificationStatus, dedupKey: String?) {
+    private mutating func add(status: VerificationStatus, dedupKey: String?, values: UnsignedValues) {
         records += 1
-        if let dedupKey, status == .verified { keys.append(dedupKey) }
+        if let dedupKey, status == .verified {
+            keys.append(dedupKey)
+            self.values.append(values)
+        }
     }
 
     private static func tornTail(_ bytes: Int) -> String { "torn tail (\(bytes) bytes), skipped" }
 
     /// What the full parser would say about `line` (status and dedup key), from the fast path; nil
     /// leaves the line to `SpoolRecord(line:)`.
-    static func fastVerdict(_ line: [UInt8]) -> (status: VerificationStatus, dedupKey: String?)? {
+    static func fastVerdict(_ line: [UInt8]) -> (status: VerificationStatus, dedupKey: String?, values: UnsignedValues)? {
         line.withUnsafeBytes { bytes in
             guard let summary = FastSpoolLineParser.parse(bytes) else { return nil }
             let key = summary.dedupKey.map { String(decoding: bytes[$0.start..<$0.start + $0.count], as: UTF8.self) }
-            return (.verified, key)
+            return (.verified, key, summary.hasFields ? summary.fields.unsignedValues(line: bytes) : .unknown)
         }
     }
 }
