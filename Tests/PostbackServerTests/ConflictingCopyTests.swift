@@ -1,4 +1,6 @@
+import Basics
 import Foundation
+import PostbackCLI
 import PostbackServer
 import PostbackStore
 import PostbackTesting
@@ -116,11 +118,52 @@ import Testing
             ("ad-network", "coarse-conversion-value", 1), ("skadnetwork-developer-copy", "country-code", 2),
             ("skadnetwork-developer-copy", "conversion-value", 1),
         ]
+        var metricTotal = 0.0
         for (route, field, count) in fields {
-            #expect(
-                try server.metric(#"postback_conflicting_copies_total{route="\#(route)",field="\#(field)"}"#) == count,
-                "\(route) \(field)")
+            let value = try server.metric(#"postback_conflicting_copies_total{route="\#(route)",field="\#(field)"}"#)
+            #expect(value == count, "\(route) \(field)")
+            metricTotal += value ?? 0
         }
+
+        // The nightly job lists them in the day's manifest, by app, ad network and field: the same counts.
+        server.stop()
+        let today = UTCTimestamp.now().day
+        let io = CommandIO(standardOutput: MemorySink(), standardError: MemorySink())
+        #expect(
+            PostbackCommand.run(
+                [
+                    "aggregate", "--data", server.dataDirectory, "--schemas", Fixtures.sampleSchemas, "--date", "\(today)",
+                    "--allow-open-day",
+                ], io: io) != .usageOrIOError)
+        guard
+            case .object(let manifest) = try StrictJSONParser.parse(
+                Array(try Data(contentsOf: URL(fileURLWithPath: server.layout.manifest(day: today))))),
+            case .array(let rows)? = manifest["conflicts"]
+        else {
+            Issue.record("manifest has no conflicts")
+            return
+        }
+        #expect(manifest["conflicting_copies"] == .number(try #require(Self.number("4"))))
+        var listed: [String: String] = [:]
+        var manifestTotal = 0.0
+        for case .object(let row) in rows {
+            guard case .string(let network)? = row["ad_network_id"], case .string(let field)? = row["field"],
+                case .number(let copies)? = row["copies"]
+            else { continue }
+            listed["\(network) \(field)"] = copies.text
+            manifestTotal += Double(copies.text) ?? 0
+        }
+        #expect(
+            listed == [
+                "conflict.skadnetwork conversion-value": "2", "conflict.skadnetwork coarse-conversion-value": "1",
+                "conflict.skadnetwork country-code": "1", "com.example conversion-value": "1", "com.example country-code": "1",
+            ], "\(listed)")
+        #expect(manifestTotal == metricTotal, "the manifest and the metric count the same disagreements")
+    }
+
+    static func number(_ text: String) -> JSONNumber? {
+        guard case .number(let number)? = try? StrictJSONParser.parse(Array(text.utf8)) else { return nil }
+        return number
     }
 
     @Test func aFloodOfConflictingReplaysStaysWithinTheBudget() throws {
