@@ -159,6 +159,19 @@ import Testing
                 "conflict.skadnetwork country-code": "1", "com.example conversion-value": "1", "com.example country-code": "1",
             ], "\(listed)")
         #expect(manifestTotal == metricTotal, "the manifest and the metric count the same disagreements")
+
+        // The report's section "Copies that disagree", by ad network and field.
+        let page = TestSupport.run(["report", "--data", server.dataDirectory, "--date", "\(today)", "--out", "-"])
+        #expect(page.status != .usageOrIOError, "\(page.stderr)")
+        let section = try #require(
+            page.stdout.range(of: "<section id=\"conflicts\"").map { String(page.stdout[$0.lowerBound...].prefix(4000)) })
+        #expect(section.contains("Copies that disagree"))
+        for expected in [
+            "conflict.skadnetwork", "com.example", "conversion-value", "coarse-conversion-value", "country-code",
+            "Copies that disagreed",
+        ] {
+            #expect(section.contains(expected), "\(expected) in \(section)")
+        }
     }
 
     static func number(_ text: String) -> JSONNumber? {

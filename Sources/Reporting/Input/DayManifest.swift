@@ -40,6 +40,7 @@ struct DayManifest {
     var partial: Bool
     /// Quarantined postbacks (not counted) by reason, field and the value that keeps them out.
     var quarantined: [(reason: String, field: String, raw: String, postbacks: Int)] = []
+    var conflicts = ConflictCounts()
 
     init(json bytes: [UInt8], path: String) throws(ReportError) {
         func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
@@ -87,6 +88,7 @@ struct DayManifest {
                     ))
             }
         }
+        conflicts = ConflictCounts(manifest: root)
         tool = try string(root, "tool", in: "")
         outputs = [:]
         for entry in try array("outputs") {

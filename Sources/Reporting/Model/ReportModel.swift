@@ -46,6 +46,7 @@ struct ReportModel {
     var rejectedUnlisted = 0
     /// Quarantined postbacks (manifests): reason, field and value → postbacks. Never in the headline.
     var quarantined: [String: Int] = [:]
+    var conflicts = ConflictCounts()
 
     /// Later copies not counted again: the same day's and earlier days' (from the manifests; the
     /// table's `duplicates_dropped` has only the former).
@@ -121,6 +122,7 @@ struct ReportModel {
             listed += count
         }
         rejectedUnlisted += max(0, manifest.rejectedPostbacks - listed)
+        conflicts.add(manifest.conflicts)
         for row in manifest.quarantined {
             quarantined["\(row.reason)\u{1F}\(row.field)\u{1F}\(row.raw)", default: 0] += row.postbacks
         }

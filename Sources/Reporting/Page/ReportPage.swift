@@ -50,6 +50,7 @@ struct ReportPage {
         renderNullShare(&html)
         renderNonWinning(&html)
         renderRejected(&html)
+        renderConflicts(&html)
         renderSources(&html)
         try renderDevelopment(&html)
         html.close("main")
