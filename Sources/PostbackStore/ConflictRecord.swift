@@ -11,8 +11,9 @@ package import Postbacks
 ///      "body_sha256":"…","stored_attribution":{…}}
 ///
 /// `stored_attribution` is the stored copy's attribution (the signed fields are the copy's, which
-/// are the same by the key; the unsigned values the stored ones), so a conflict can be counted in
-/// the stored copy's aggregate row. An absent value is `""`.
+/// are the same by the key; the unsigned values the stored ones): the manifest counts conflicts by
+/// its app and ad network. (The rows' `conflicting_copies` find the stored copy by `dedup_key`.) An
+/// absent value is `""`.
 package struct ConflictRecord: Sendable, Equatable {
     package struct Difference: Sendable, Equatable {
         package let field: UnsignedValues.Field

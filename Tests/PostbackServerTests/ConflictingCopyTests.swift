@@ -160,6 +160,21 @@ import Testing
             ], "\(listed)")
         #expect(manifestTotal == metricTotal, "the manifest and the metric count the same disagreements")
 
+        // The rows: each conflict is counted in the row of its key's stored copy, in the detail table and
+        // every rollup (the same total), by ad network.
+        for table in ["postback_detail_daily", "campaign_daily", "publisher_daily", "country_daily"] {
+            let csv = try String(contentsOfFile: server.layout.aggregateFile(table: table, day: today), encoding: .utf8)
+            let lines = csv.split(separator: "\n").map {
+                $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            }
+            let header = lines[0]
+            let column = try #require(header.firstIndex(of: "conflicting_copies"), "\(table) has conflicting_copies")
+            let network = try #require(header.firstIndex(of: "ad_network_id"))
+            var byNetwork: [String: Int] = [:]
+            for row in lines.dropFirst() { byNetwork[row[network], default: 0] += Int(row[column]) ?? 0 }
+            #expect(byNetwork["conflict.skadnetwork"] == 3 && byNetwork["com.example"] == 1, "\(table): \(byNetwork)")
+        }
+
         // The report's section "Copies that disagree", by ad network and field.
         let page = TestSupport.run(["report", "--data", server.dataDirectory, "--date", "\(today)", "--out", "-"])
         #expect(page.status != .usageOrIOError, "\(page.stderr)")

@@ -153,9 +153,11 @@ package final class AggregationJob: Sendable {
             }
             if !(keysOnly && tasks.isEmpty) {
                 let keyFile = "\(work)/keys-\(day).bin"
+                let conflicts = keysOnly ? nil : try ConflictSummary.read(layout: layout, day: day)
                 let table = try DayAggregator.run(
                     day: day, tasks: tasks, keysOnly: keysOnly, earlierKeyFiles: earlier, keyFile: keyFile,
-                    workDirectory: work, workers: request.workers, source: request.segmentSource)
+                    workDirectory: work, workers: request.workers, source: request.segmentSource,
+                    conflictsByKey: conflicts?.keyHashes ?? [:])
                 keyFiles[day] = keyFile
                 lookbackReports[day] = table.segments.filter { $0.spool == .postbacks }
                 if !keysOnly {
@@ -173,7 +175,7 @@ package final class AggregationJob: Sendable {
                         try self.render(
                             handOver.value, lookback: lookback,
                             quarantine: QuarantineSummary.read(layout: self.layout, day: handOver.value.day),
-                            conflicts: ConflictSummary.read(layout: self.layout, day: handOver.value.day)
+                            conflicts: conflicts
                         ).write()
                     }
                 }

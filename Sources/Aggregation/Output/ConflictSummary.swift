@@ -11,7 +11,7 @@ import Postbacks
 /// network (lower-cased, as the aggregates group them) and field that disagreed; a copy that
 /// disagreed on two fields is in two rows, and once in `conflicting_copies`. The stored copies are
 /// counted as usual; nothing here changes a count.
-struct ConflictSummary: Sendable, Equatable {
+struct ConflictSummary: Sendable {
     struct Row: Hashable, Comparable, Sendable {
         let appID: Int64
         let adNetworkID: String
@@ -27,6 +27,9 @@ struct ConflictSummary: Sendable, Equatable {
     var records = 0
     /// Lines that are not readable conflict records: not counted.
     var unreadableLines = 0
+    /// Conflict records by their dedup key's hash, for `conflicting_copies` in the row of the key's
+    /// first copy (when that copy is one of the day's; else only the manifest counts it).
+    var keyHashes: [Hash128: UInt32] = [:]
 
     static func read(layout: StoreLayout, day: UTCDay) throws(AggregationError) -> ConflictSummary {
         var summary = ConflictSummary()
@@ -48,6 +51,7 @@ struct ConflictSummary: Sendable, Equatable {
                     continue
                 }
                 summary.records += 1
+                summary.keyHashes[Hash128.of(Array(record.dedupKey.utf8)), default: 0] += 1
                 for difference in record.differences {
                     let row = Row(
                         appID: record.storedAttribution.appID, adNetworkID: record.storedAttribution.adNetworkID.asciiLowercased,
