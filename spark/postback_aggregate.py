@@ -536,8 +536,26 @@ def first_copies(classified, first_day, lookback_days):
     per_day = copies.repartition("dedup_key").groupBy("dedup_key", "dt").agg(first.alias("first"), F.count(F.lit(1)).alias("copies"))
     previous_day = F.lag("dt").over(Window.partitionBy("dedup_key").orderBy("dt"))
     seen_earlier = previous_day.isNotNull() & (F.datediff(F.to_date("dt"), F.to_date(previous_day)) <= lookback_days)
-    return (per_day.select("dt", "copies", seen_earlier.alias("seen_earlier"), "first.*")
+    return (per_day.select("dt", "dedup_key", "copies", seen_earlier.alias("seen_earlier"), "first.*")
             .filter(F.col("dt") >= first_day.isoformat()))
+
+
+def conflict_counts(spark, fs, data, days):
+    """The receivers' conflict evidence (raw/conflicts/, ConflictRecord) per (dt, dedup key): how many
+    copies of the key came that day with other unsigned values (issue 24; ConflictSummary.keyHashes)."""
+    from pyspark.sql import functions as F
+
+    paths = []
+    for day in days:
+        directory = f"{data}/raw/conflicts/dt={day.isoformat()}"
+        paths += [fs.qualified(f"{directory}/{name}") for name, _ in fs.list_files(directory) if parse_segment_name(name)]
+    if not paths:
+        return spark.range(0).select(F.lit("").alias("dt"), F.lit("").alias("dedup_key"), F.lit(0).cast("long").alias("conflicts"))
+    lines = spark.read.option("lineSep", "\n").text(paths).select(
+        F.regexp_extract(F.col("_metadata.file_path"), r"dt=(\d{4}-\d{2}-\d{2})", 1).alias("dt"),
+        F.get_json_object("value", "$.dedup_key").alias("dedup_key"))
+    return (lines.filter(F.col("dedup_key").isNotNull()).groupBy("dt", "dedup_key")
+            .agg(F.count(F.lit(1)).cast("long").alias("conflicts")))
 
 
 def estimated_install_date(received_micros, protocol, version, sequence_index):
@@ -552,17 +570,20 @@ def estimated_install_date(received_micros, protocol, version, sequence_index):
     return F.date_add(F.lit(datetime.date(1970, 1, 1)), days)
 
 
-def postback_rows(firsts):
-    """Counted first copies grouped by every grain column (RowKeyEncoder.encodePostback)."""
+def postback_rows(firsts, conflicts):
+    """Counted first copies grouped by every grain column (RowKeyEncoder.encodePostback); a first
+    copy's conflicts of its day are counted in its row (BucketResolver)."""
     from pyspark.sql import functions as F
 
-    counted = firsts.filter(~F.col("seen_earlier")).withColumn(
+    counted = (firsts.filter(~F.col("seen_earlier")).join(conflicts, ["dt", "dedup_key"], "left")
+               .withColumn("conflicts", F.coalesce(F.col("conflicts"), F.lit(0).cast("long")))).withColumn(
         "est_install_date", estimated_install_date(F.col("received_micros"), F.col("protocol"), F.col("version"), F.col("postback_sequence_index")))
     return counted.groupBy("dt", "est_install_date", *GRAIN_FIELDS).agg(
         F.sum(F.when(F.col("production"), 1).otherwise(0)).cast("long").alias("postbacks"),
         F.sum(F.when(F.col("production"), 0).otherwise(1)).cast("long").alias("development_postbacks"),
         F.sum(F.col("copies") - 1).cast("long").alias("duplicates_dropped"),
-        F.sum(F.when(F.col("production") & F.col("flagged"), 1).otherwise(0)).cast("long").alias("flagged_postbacks"))
+        F.sum(F.when(F.col("production") & F.col("flagged"), 1).otherwise(0)).cast("long").alias("flagged_postbacks"),
+        F.sum("conflicts").cast("long").alias("conflicting_copies"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -649,7 +670,8 @@ def development_rows(rows):
     zero = F.lit(0).cast("long")
     return (rows.filter(F.col("development_postbacks") > 0)
             .withColumn("postbacks", F.col("development_postbacks"))
-            .withColumn("development_postbacks", zero).withColumn("duplicates_dropped", zero).withColumn("flagged_postbacks", zero))
+            .withColumn("development_postbacks", zero).withColumn("duplicates_dropped", zero).withColumn("flagged_postbacks", zero)
+            .withColumn("conflicting_copies", zero))
 
 
 def rejected_rows(classified, first_day):
@@ -1010,7 +1032,7 @@ def run(args):
         # Parsed once, used by the dedup, the rejected rows and the manifests.
         classified = classify_lines(read_spool_lines(spark, segments)).persist(StorageLevel.MEMORY_AND_DISK)
         firsts = first_copies(classified, args.first, args.lookback_days).persist(StorageLevel.MEMORY_AND_DISK)
-        rows = postback_rows(firsts).persist(StorageLevel.MEMORY_AND_DISK)
+        rows = postback_rows(firsts, conflict_counts(spark, fs, args.data, days)).persist(StorageLevel.MEMORY_AND_DISK)
         decoded = decode_rows(rows, tables).persist(StorageLevel.MEMORY_AND_DISK)
         daily = postback_detail_daily(decoded, rejected_rows(classified, args.first)).persist(StorageLevel.MEMORY_AND_DISK)
         events = campaign_events_daily(decoded, tables).persist(StorageLevel.MEMORY_AND_DISK)

@@ -11,7 +11,9 @@ coarse and withheld values), then adds what the synthesizer does not make: a thi
 name sorts between the others, copies received in the same microsecond (tie broken by writer) or
 earlier from a later segment, SKAdNetwork 1.0 and 2.2, test mode, a mixed-case ad network id, CSV
 characters that need quoting, split segments, corrupt lines, three kinds of torn tails, an empty and
-a stray file, a duplicate older than the lookback, and a day with no input. Schemas: the samples,
+a stray file, a duplicate older than the lookback, a day with no input, and conflict evidence
+(`raw/conflicts/`: a key twice, a key with no copy that day, a key of the day before, a line that is
+not JSON) for `conflicting_copies`. Schemas: the samples,
 with a second effective period and source-identifier maps that change on a date.
 
 Both engines run over it (`--lookback-days 2`, a range that starts after the spool does, so keys
@@ -176,6 +178,30 @@ def add_edge_cases(data):
         lines = [encode(record) for record in extra]
         lines[1] = lines[1][:-1] + b"\r\n"        # a CRLF line end is read like LF
         with open(f"{partition(data, 'postbacks', day)}/part-rx10-000001.jsonl", "wb") as file:
+            file.write(b"".join(lines))
+
+    # Conflict evidence (raw/conflicts/, ConflictRecord; issue 24): copies of a day's keys that disagreed,
+    # one key twice, a key with no copy that day, a key of the day before, and a line that is not JSON.
+    for index, day in enumerate(days):
+        keyed = [record for _, record in verified[day] if record.get("dedup_key") and record.get("attribution")]
+        chosen = rng.sample(keyed, 3)
+        conflicts = [chosen[0], chosen[0], chosen[1], chosen[2]]
+        absent = copy.deepcopy(chosen[2])
+        absent["dedup_key"] = f"absent-{day}:0"
+        conflicts.append(absent)
+        if index > 0:
+            conflicts.append(verified[days[index - 1]][0][1])
+        lines = []
+        for record in conflicts:
+            lines.append(encode({
+                "received_at": record["received_at"], "writer": "rx1", "route": "skadnetwork-developer-copy",
+                "client": "203.0.113.1", "dedup_key": record["dedup_key"],
+                "fields": [{"field": "conversion-value", "stored": "1", "copy": "2"}], "body_sha256": "00",
+                "stored_attribution": record["attribution"]}))
+        lines.append(b"not json at all\n")
+        conflict_dir = partition(data, "conflicts", day)
+        os.makedirs(conflict_dir, exist_ok=True)
+        with open(f"{conflict_dir}/part-rx1-000001.jsonl", "wb") as file:
             file.write(b"".join(lines))
 
     corrupt_lines = [
@@ -443,6 +469,8 @@ def check_coverage(checks, swift_out):
         "ties broken by writer and by line": having(country_code="FIRST") and having(country_code="EARLY")
         and any(r["country_code"].startswith("TIE-rx2") for r in rows),
         "corrupt lines and torn tails": totals["corrupt_lines"] > 0 and totals["torn_tails"] >= 3,
+        "conflicting copies counted in their first copy's row (one key twice)": any(row["conflicting_copies"] not in ("", "0") for row in rows)
+        and any(int(row["conflicting_copies"] or 0) >= 2 for row in rows),
         "a day without input (header only)": not any(True for _ in open(f"{swift_out}/{DETAIL_TABLE}/dt={RANGE[1].isoformat()}/part-00000.csv").readlines()[1:]),
     }
     for what, covered in coverage.items():

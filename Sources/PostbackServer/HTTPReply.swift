@@ -37,6 +37,17 @@ struct HTTPReply: Sendable {
         return HTTPReply(status: status, contentType: "application/problem+json", body: json.bytes + [0x0A])
     }
 
+    /// "Not now, try again later" with `Retry-After`: `preferred` (429, 503) where any answer but
+    /// 200 is retried (SKAdNetwork), `500` on a route that can carry AdAttributionKit, whose devices
+    /// are documented to retry after a 500 (`Route.mayCarryAdAttributionKit`, spec §12).
+    static func retryLater(
+        _ preferred: Int, route: Route, retryAfterSeconds: Int, type: String, title: String, detail: String
+    ) -> HTTPReply {
+        var reply = problem(route.mayCarryAdAttributionKit ? 500 : preferred, type: type, title: title, detail: detail)
+        reply.headers.append(("Retry-After", String(retryAfterSeconds)))
+        return reply
+    }
+
     static func storageUnavailable(_ detail: String) -> HTTPReply {
         problem(
             500, type: "storage-unavailable", title: "The postback could not be stored durably; retry later",

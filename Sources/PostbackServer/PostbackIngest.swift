@@ -11,7 +11,7 @@ final class PostbackIngest: Sendable {
     enum Action {
         case reply(HTTPReply)
         case store(
-            writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?,
+            writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?, values: UnsignedValues = .unknown,
             reply: @Sendable (SpoolWriter.Outcome) -> HTTPReply)
     }
 
@@ -21,16 +21,19 @@ final class PostbackIngest: Sendable {
     let rejected: SpoolWriter
     /// Quarantine: postbacks we cannot judge or count yet, answered 200 and never counted.
     let unverifiable: SpoolWriter
+    /// Evidence of copies that disagree with the stored copy's unsigned values (issue 24).
+    let conflicts: SpoolWriter
     let metrics: ServerMetrics
     let log: ServerLog
     let rejectedBudget: RejectedStoreBudget
     let quarantineBudget: RejectedStoreBudget
+    let conflictBudget: RejectedStoreBudget
     /// Rate-limits the lines clients can cause (rejections, quarantines, …); counts stay exact in /metrics.
     let logSampler: LogSampler
 
     init(
         configuration: ServerConfiguration, postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter,
-        metrics: ServerMetrics, log: ServerLog
+        conflicts: SpoolWriter, metrics: ServerMetrics, log: ServerLog
     ) {
         self.configuration = configuration
         self.verifier = PostbackVerifier(
@@ -39,6 +42,7 @@ final class PostbackIngest: Sendable {
         self.postbacks = postbacks
         self.rejected = rejected
         self.unverifiable = unverifiable
+        self.conflicts = conflicts
         self.metrics = metrics
         self.log = log
         self.logSampler = LogSampler(log: log, windowSeconds: configuration.logSampleWindowSeconds)
@@ -47,6 +51,8 @@ final class PostbackIngest: Sendable {
         self.quarantineBudget = RejectedStoreBudget(
             configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory),
             spool: .unverifiable)
+        self.conflictBudget = RejectedStoreBudget(
+            configuration: configuration, layout: StoreLayout(root: configuration.dataDirectory), spool: .conflicts)
     }
 
     /// One postback body as it came in.
@@ -87,6 +93,13 @@ final class PostbackIngest: Sendable {
     ) -> Action {
         metrics.verdict(result)
         metrics.flags(result.flags)
+        if result.isVerified {
+            for flag in metrics.unknownMembers(result.flags) {
+                log.warning(
+                    "postback carries a JWS \(flag.field == .jwsHeader ? "header member" : "claim") this release does not know; verified and counted all the same (logged once per name)",
+                    ["field": .string(flag.field.rawValue), "member": .string(flag.raw)])
+            }
+        }
 
         var rejection: (reason: String, policy: String?)?
         if !result.isVerified {
@@ -96,13 +109,19 @@ final class PostbackIngest: Sendable {
                 "development postback (\(result.isTestMode ? "SKAdNetwork test mode" : "key \(result.keyName ?? "?")")); this receiver does not accept development postbacks (allow_development is off)",
                 "development"
             )
-        } else if let accepted = configuration.acceptedAdNetworkIDs, let network = result.postback?.attribution.adNetworkID,
-            !accepted.contains(network)
-        {
-            rejection = (
-                "ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids)",
-                "ad-network"
-            )
+        } else if let network = result.postback?.attribution.adNetworkID {
+            if let configured = configuration.acceptedSpelling(ofAdNetworkID: network) {
+                if configured != network {
+                    log.debug(
+                        "ad-network-id accepted ignoring ASCII case",
+                        ["ad_network_id": .string(network), "configured": .string(configured)])
+                }
+            } else {
+                rejection = (
+                    "ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids, compared ignoring ASCII case)",
+                    "ad-network"
+                )
+            }
         }
 
         let writer = configuration.writerID
@@ -116,16 +135,26 @@ final class PostbackIngest: Sendable {
             let dedupKey = result.dedupKey
             let metrics = metrics
             let log = log
-            return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey) { outcome in
+            let attribution = record.attribution
+            let values = attribution.map(UnsignedValues.init) ?? .unknown
+            // Asked now: a copy that disagrees with the stored one is known only once the writer says so.
+            let client = client()
+            return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey, values: values) {
+                [self] outcome in
                 switch outcome {
                 case .stored:
                     return .json(200) {
                         $0.field("status", "stored")
                         $0.field("dedup_key", dedupKey)
                     }
-                case .duplicate:
+                case .duplicate(let stored):
                     metrics.duplicate(protocol: postbackProtocol)
                     log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
+                    if let dedupKey, let attribution {
+                        recordConflict(
+                            copy: values, stored: stored, attribution: attribution, dedupKey: dedupKey, route: route,
+                            client: client, receivedAt: receivedAt, body: body)
+                    }
                     return .json(200) {
                         $0.field("status", "duplicate")
                         $0.field("dedup_key", dedupKey)
@@ -164,6 +193,32 @@ final class PostbackIngest: Sendable {
             if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
             return problem
         }
+    }
+
+    /// A copy of a stored postback with other unsigned values (issue 24): counted by route and field,
+    /// and kept as evidence in `raw/conflicts/` within its own daily byte budget (the rejected store's
+    /// settings, counted apart; per client too, so one replaying client cannot spend it). The stored
+    /// copy is never changed. Not waited for: the reply ("duplicate") does not depend on it.
+    private func recordConflict(
+        copy: UnsignedValues, stored: UnsignedValues, attribution: Attribution, dedupKey: String, route: Route,
+        client: String, receivedAt: UTCTimestamp, body: [UInt8]
+    ) {
+        let differences = copy.differences(from: stored)
+        guard !differences.isEmpty else { return }
+        metrics.conflictingCopy(route: route, fields: differences.map(\.field))
+        let record = ConflictRecord(
+            receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, client: client, dedupKey: dedupKey,
+            differences: differences.map { ConflictRecord.Difference(field: $0.field, stored: $0.stored, copy: $0.copy) },
+            bodySHA256: SHA256.hash(body).description,
+            storedAttribution: ConflictRecord.storedAttribution(of: attribution, stored: stored))
+        let line = record.encoded()
+        if case .skip(let why) = conflictBudget.admit(
+            wholeBytes: line.count, day: receivedAt.day, client: client, hashOnlyBytes: nil)
+        {
+            metrics.conflictNotStored(why)
+            return
+        }
+        conflicts.submit(line: line, day: receivedAt.day, dedupKey: nil) { _ in }
     }
 
     /// The rejected record as the budget allows: whole, with a prefix of a large body, hash-only,
@@ -206,7 +261,8 @@ final class PostbackIngest: Sendable {
     ///
     /// Anyone can send a body claiming an unknown version, so the quarantine has a daily byte budget of
     /// its own (the rejected store's settings, counted apart). Past it, or below the free-space floor,
-    /// the postback is not stored and gets 503 with Retry-After: a device retries for nine days, and
+    /// the postback is not stored and gets 503 with Retry-After (500 on a route that can carry
+    /// AdAttributionKit, whose devices retry after a 500): a device retries for nine days, and
     /// nothing is acknowledged that is not on disk.
     private func quarantine(
         result: VerificationResult, reason: QuarantineReason, body: [UInt8], route: Route,
@@ -214,7 +270,7 @@ final class PostbackIngest: Sendable {
     ) -> Action {
         let detail =
             result.reason ?? "signed value(s) not known yet: "
-            + result.flags.filter { $0.action == .unrecognized }.map(\.summary).joined(separator: "; ")
+            + result.flags.filter { $0.action == .unrecognized && !$0.isUnknownMember }.map(\.summary).joined(separator: "; ")
         if logSampler.allows(.quarantined) {
             log.warning(
                 "postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new",
@@ -232,18 +288,30 @@ final class PostbackIngest: Sendable {
             wholeBytes: line.count, day: receivedAt.day, client: client(), hashOnlyBytes: nil)
         {
             metrics.quarantineNotStored(why)
-            var reply = HTTPReply.problem(
-                503, type: "quarantine-full", title: "Not stored; retry later",
-                detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later")
-            reply.headers.append(("Retry-After", "3600"))
-            return .reply(reply)
+            return .reply(
+                .retryLater(
+                    503, route: route, retryAfterSeconds: 3600, type: "quarantine-full", title: "Not stored; retry later",
+                    detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later"))
         }
-        metrics.quarantined(reason)
         let dedupKey = result.dedupKey
-        return .store(writer: unverifiable, line: line, day: receivedAt.day, dedupKey: nil) { outcome in
-            if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
+        // A retried copy is stored once (issue 24): keyed by its signed dedup key when verified, else
+        // by its bytes (`QuarantineKey`).
+        let quarantineKey = QuarantineKey.make(status: result.status, dedupKey: dedupKey, body: body)
+        let postbackProtocol = result.postbackProtocol
+        let metrics = metrics
+        return .store(writer: unverifiable, line: line, day: receivedAt.day, dedupKey: quarantineKey) { outcome in
+            let status: String
+            switch outcome {
+            case .failed(let reason): return .storageUnavailable(reason)
+            case .stored:
+                metrics.quarantined(reason)
+                status = "quarantined"
+            case .duplicate:
+                metrics.duplicate(protocol: postbackProtocol)
+                status = "duplicate"
+            }
             return .json(200) { json in
-                json.field("status", "quarantined")
+                json.field("status", status)
                 json.field("quarantine", reason.rawValue)
                 if let dedupKey { json.field("dedup_key", dedupKey) }
             }

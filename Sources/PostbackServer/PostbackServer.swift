@@ -84,7 +84,7 @@ package final class PostbackServer: Sendable {
 
         let ingest = PostbackIngest(
             configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
-            unverifiable: store.unverifiable, metrics: metrics, log: log)
+            unverifiable: store.unverifiable, conflicts: store.conflicts, metrics: metrics, log: log)
         let readiness = Readiness(
             store: store, dataDirectory: configuration.dataDirectory, bodyLimitBytes: configuration.bodyLimitBytes)
         let socket: (descriptor: Int32, port: Int)
@@ -112,6 +112,8 @@ package final class PostbackServer: Sendable {
             [
                 "address": .string(bound.description), "writer": .string(configuration.writerID),
                 "threads": .int(configuration.threads), "allow_development": .bool(configuration.allowsDevelopment),
+                // As configured; postbacks are matched against them ignoring ASCII case.
+                "ad_network_ids": .string(configuration.acceptedAdNetworkIDs.map { $0.sorted().joined(separator: ",") } ?? "*"),
             ])
         return PostbackServer(
             port: socket.port, address: bound.description, configuration: configuration, store: store,

@@ -362,11 +362,10 @@ final class RequestHandler: Sendable {
         }
         guard admitted else {
             metrics.clientLimited()
-            var reply = HTTPReply.problem(
-                429, type: "too-many-requests", title: "Too many requests in progress from this client",
+            return HTTPReply.retryLater(
+                429, route: request.route, retryAfterSeconds: 1, type: "too-many-requests",
+                title: "Too many requests in progress from this client",
                 detail: "at most \(limit) requests at once per client address (per_ip_connection_limit); retry later")
-            reply.headers.append(("Retry-After", "1"))
-            return reply
         }
         request.countedClient = client
         return nil
@@ -390,14 +389,14 @@ final class RequestHandler: Sendable {
         case .reply(let reply):
             request.stage = .done
             return send(reply, route: request.route, on: connection)
-        case .store(let writer, let line, let day, let dedupKey, let makeReply):
+        case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
             guard commitsInProgress.enterIfOpen() else {
                 request.stage = .done
                 return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
             }
             request.stage = .waiting
             let committed = DispatchSemaphore(value: 0)
-            writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in
+            writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
                 request.reply.withLock { $0 = makeReply(outcome) }
                 committed.signal()
             }
@@ -436,8 +435,10 @@ final class RequestHandler: Sendable {
                 switch action {
                 case .reply(let reply):
                     resume(reply)
-                case .store(let writer, let line, let day, let dedupKey, let makeReply):
-                    writer.submit(line: line, day: day, dedupKey: dedupKey) { outcome in resume(makeReply(outcome)) }
+                case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
+                    writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
+                        resume(makeReply(outcome))
+                    }
                 }
             })
         return 1

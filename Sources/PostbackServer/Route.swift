@@ -19,6 +19,11 @@ package enum Route: String, Sendable, CaseIterable {
     /// Postbacks are POSTed here.
     package var receivesPostbacks: Bool { self == .skadnetwork || self == .appAttribution || self == .adNetwork }
 
+    /// AdAttributionKit postbacks can come here. Apple documents retries for them after a `500` only
+    /// ("If the device receives a 500 status code, it attempts to send the postback up to nine times
+    /// over a maximum of 9 days"), so every "try again later" answer here is `500` (spec §12).
+    var mayCarryAdAttributionKit: Bool { self == .appAttribution || self == .adNetwork }
+
     /// The methods a route answers; anything else gets 405 with this in `Allow`.
     var allowedMethods: String { receivesPostbacks ? "POST" : "GET, HEAD" }
 

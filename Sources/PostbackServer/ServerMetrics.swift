@@ -22,6 +22,19 @@ final class ServerMetrics: Sendable {
         let field: PostbackFlag.Field
         let action: PostbackFlag.Action
     }
+    private struct ConflictKey: Hashable {
+        let route: Route
+        let field: UnsignedValues.Field
+    }
+    private struct MemberKey: Hashable {
+        let field: PostbackFlag.Field
+        let member: String
+    }
+
+    /// Unknown claim or header member names with a series of their own; later names share `other`.
+    static let unknownMemberLabelLimit = 16
+    /// Unknown member names remembered so each is logged once; past this, new names are not logged.
+    static let unknownMemberLogLimit = 256
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
@@ -29,6 +42,11 @@ final class ServerMetrics: Sendable {
         var duplicates: [String: Int] = [:]
         var policyRejections: [String: Int] = [:]
         var flags: [FlagKey: Int] = [:]
+        var unknownMembers: [MemberKey: Int] = [:]
+        /// Names given a label of their own (at most `unknownMemberLabelLimit`).
+        var labelledMembers: Set<String> = []
+        /// Names already logged (at most `unknownMemberLogLimit`).
+        var loggedMembers: Set<String> = []
         var quarantined: [QuarantineReason: Int] = [:]
         var spoolBytes: [StoreLayout.Spool: Int] = [:]
         var spoolRecords: [StoreLayout.Spool: Int] = [:]
@@ -41,6 +59,8 @@ final class ServerMetrics: Sendable {
         var rejectedBodiesReduced: [String: Int] = [:]
         var rejectedNotStored: [String: Int] = [:]
         var quarantineNotStored: [String: Int] = [:]
+        var conflictingCopies: [ConflictKey: Int] = [:]
+        var conflictsNotStored: [String: Int] = [:]
         var clientLimited = 0
         var segmentsVanished: [StoreLayout.Spool: Int] = [:]
         var fsync = Histogram(upperBounds: [
@@ -86,6 +106,41 @@ final class ServerMetrics: Sendable {
         state.withLock { state in
             for flag in flags { state.flags[FlagKey(field: flag.field, action: flag.action), default: 0] += 1 }
         }
+    }
+
+    /// Counts each unknown AdAttributionKit claim or header member by name (the first
+    /// `unknownMemberLabelLimit` names seen get a label each, later ones share `other`, so a sender
+    /// cannot grow the page) and returns the flags whose name this process has not logged yet.
+    func unknownMembers(_ flags: [PostbackFlag]) -> [PostbackFlag] {
+        guard flags.contains(where: \.isUnknownMember) else { return [] }
+        return state.withLock { state in
+            var firstSeen: [PostbackFlag] = []
+            for flag in flags where flag.isUnknownMember {
+                let name = "\(flag.field.rawValue) \(flag.raw)"
+                if !state.labelledMembers.contains(name), state.labelledMembers.count < Self.unknownMemberLabelLimit {
+                    state.labelledMembers.insert(name)
+                }
+                let label = state.labelledMembers.contains(name) ? flag.raw : MetricLabels.other
+                state.unknownMembers[MemberKey(field: flag.field, member: label), default: 0] += 1
+                if !state.loggedMembers.contains(name), state.loggedMembers.count < Self.unknownMemberLogLimit {
+                    state.loggedMembers.insert(name)
+                    firstSeen.append(flag)
+                }
+            }
+            return firstSeen
+        }
+    }
+
+    /// A copy of a stored postback whose unsigned values differ, one count per field that differs.
+    func conflictingCopy(route: Route, fields: [UnsignedValues.Field]) {
+        state.withLock { state in
+            for field in fields { state.conflictingCopies[ConflictKey(route: route, field: field), default: 0] += 1 }
+        }
+    }
+
+    /// Evidence of a conflicting copy not written (`daily-budget`, `free-space-floor`).
+    func conflictNotStored(_ reason: String) {
+        state.withLock { $0.conflictsNotStored[reason, default: 0] += 1 }
     }
 
     func quarantined(_ reason: QuarantineReason) {
@@ -233,6 +288,36 @@ final class ServerMetrics: Sendable {
                 + " \(count)\n"
         }
         header(
+            "postback_unrecognized_members_total", "counter",
+            "Verified AdAttributionKit postbacks carrying a JWS claim or header member this release does not know (counted all the same), by field (jws-claim, jws-header) and member name; names after the first \(Self.unknownMemberLabelLimit) share member=\"other\"."
+        )
+        for (key, count) in state.unknownMembers.sorted(by: {
+            ($0.key.field.rawValue, $0.key.member) < ($1.key.field.rawValue, $1.key.member)
+        }) {
+            text +=
+                MetricLabels.series("postback_unrecognized_members_total", ["field": key.field.rawValue, "member": key.member])
+                + " \(count)\n"
+        }
+        header(
+            "postback_conflicting_copies_total", "counter",
+            "Copies of a stored postback (a duplicate key) whose unsigned values differ from the stored copy's, by route and field (conversion-value, coarse-conversion-value, country-code, ad-interaction-type); the stored copy is kept."
+        )
+        for (key, count) in state.conflictingCopies.sorted(by: {
+            ($0.key.route.rawValue, $0.key.field.rawValue) < ($1.key.route.rawValue, $1.key.field.rawValue)
+        }) {
+            text +=
+                MetricLabels.series(
+                    "postback_conflicting_copies_total", ["route": key.route.rawValue, "field": key.field.rawValue])
+                + " \(count)\n"
+        }
+        header(
+            "postback_conflicts_not_stored_total", "counter",
+            "Conflicting copies counted but whose evidence was not written to raw/conflicts/, by reason (daily-budget: the day's or the client's share is spent; free-space-floor)."
+        )
+        for (reason, count) in state.conflictsNotStored.sorted(by: { $0.key < $1.key }) {
+            text += MetricLabels.series("postback_conflicts_not_stored_total", ["reason": reason]) + " \(count)\n"
+        }
+        header(
             "postback_quarantined_total", "counter",
             "Postbacks answered 200 and kept in raw/unverifiable/ (never counted), by reason; usually Apple shipped something new."
         )
@@ -314,12 +399,12 @@ final class ServerMetrics: Sendable {
         labelled("postback_rejected_not_stored_total", "reason", state.rejectedNotStored)
         header(
             "postback_quarantine_not_stored_total", "counter",
-            "Postbacks this release cannot check yet, answered 503 (retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor."
+            "Postbacks this release cannot check yet, answered 503 (500 where AdAttributionKit may come; retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor."
         )
         labelled("postback_quarantine_not_stored_total", "reason", state.quarantineNotStored)
         header(
             "postback_client_limited_total", "counter",
-            "Requests answered 429: the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress."
+            "Requests answered 429 (500 where AdAttributionKit may come): the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress."
         )
         text += "postback_client_limited_total \(state.clientLimited)\n"
         header("postback_ready", "gauge", "1 when /readyz answers 200.")

@@ -24,6 +24,8 @@ package struct SpoolRecovery: Sendable {
     }
 
     package var dedupIndex = DedupIndex()
+    /// The quarantine's keys (`QuarantineKey`), so a retried quarantined body is stored once.
+    package var quarantineIndex = DedupIndex()
     /// The next sequence number for this writer, per spool.
     package var nextSequence: [StoreLayout.Spool: Int] = [:]
     package var recordsScanned = 0
@@ -39,16 +41,19 @@ package struct SpoolRecovery: Sendable {
     package static func scan(layout: StoreLayout, writerID: String) throws(StoreLayout.ListingError) -> SpoolRecovery {
         var recovery = SpoolRecovery()
         var postbackSegments: [String] = []
+        var quarantineSegments: [String] = []
         for spool in StoreLayout.Spool.allCases {
             var highest = 0
             for day in try layout.days(spool) {
                 for segment in try layout.segments(spool, day: day) {
                     if segment.writer == writerID { highest = max(highest, segment.sequence) }
                     if spool == .postbacks { postbackSegments.append(segment.path) }
+                    if spool == .unverifiable { quarantineSegments.append(segment.path) }
                 }
             }
             recovery.nextSequence[spool] = highest + 1
         }
+        recovery.readQuarantineKeys(quarantineSegments)
         let paths = postbackSegments
         let results = Locked([Int: SegmentScan]())
         DispatchQueue.concurrentPerform(iterations: paths.count) { position in
@@ -61,11 +66,37 @@ package struct SpoolRecovery: Sendable {
             guard let scan = scans[position] else { continue }
             recovery.segmentsScanned += 1
             recovery.recordsScanned += scan.records
-            for key in scan.keys { recovery.dedupIndex.insert(key) }
+            for (key, values) in zip(scan.keys, scan.values) { recovery.dedupIndex.insert(key, values: values) }
             recovery.damage += scan.damage
             if let problem = scan.unreadable { recovery.unreadable.append(problem) }
         }
         return recovery
+    }
+}
+
+extension SpoolRecovery {
+    /// The quarantine is small (it has a daily byte budget) and read whole. A line or segment that
+    /// cannot be read is reported as damage but does not refuse the start: the worst it costs is a
+    /// second quarantined copy of a retried body, which is never counted.
+    fileprivate mutating func readQuarantineKeys(_ paths: [String]) {
+        for path in paths {
+            do {
+                let reader = try SegmentReader(path: path)
+                while let entry = try reader.next() {
+                    switch entry {
+                    case .record(let record, _):
+                        quarantineIndex.insert(
+                            QuarantineKey.make(status: record.status, dedupKey: record.dedupKey, body: record.body))
+                    case .tornTail(let line, let bytes):
+                        damage.append(Damage(path: path, line: line, problem: "torn tail (\(bytes) bytes), skipped"))
+                    case .corrupt(let line, let reason):
+                        damage.append(Damage(path: path, line: line, problem: reason))
+                    }
+                }
+            } catch {
+                damage.append(Damage(path: path, line: 0, problem: "quarantine segment not readable: \(error)"))
+            }
+        }
     }
 }
 
@@ -79,6 +110,8 @@ package struct SpoolRecovery: Sendable {
 /// Tests compare this scan with one through `SegmentReader` on damaged segments.
 struct SegmentScan: Sendable {
     var keys: [String] = []
+    /// The unsigned values of each key's record, in `keys`' order.
+    var values: [UnsignedValues] = []
     var records = 0
     var damage: [SpoolRecovery.Damage] = []
     var unreadable: String?
@@ -100,13 +133,15 @@ struct SegmentScan: Sendable {
                     damage.append(.init(path: path, line: line, problem: SegmentReader.tooLong(length)))
                 case .complete(let bytes, let line, let length, let isLast):
                     if let verdict = Self.fastVerdict(bytes) {
-                        add(status: verdict.status, dedupKey: verdict.dedupKey)
+                        add(status: verdict.status, dedupKey: verdict.dedupKey, values: verdict.values)
                         continue
                     }
                     fullyParsed += 1
                     do {
                         let record = try SpoolRecord(line: bytes)
-                        add(status: record.status, dedupKey: record.dedupKey)
+                        add(
+                            status: record.status, dedupKey: record.dedupKey,
+                            values: record.attribution.map(UnsignedValues.init) ?? .unknown)
                     } catch {
                         // As in SegmentReader: an unparsable *last* line is what a torn write leaves.
                         damage.append(.init(path: path, line: line, problem: isLast ? Self.tornTail(length) : error.description))
@@ -118,20 +153,23 @@ struct SegmentScan: Sendable {
         }
     }
 
-    private mutating func add(status: VerificationStatus, dedupKey: String?) {
+    private mutating func add(status: VerificationStatus, dedupKey: String?, values: UnsignedValues) {
         records += 1
-        if let dedupKey, status == .verified { keys.append(dedupKey) }
+        if let dedupKey, status == .verified {
+            keys.append(dedupKey)
+            self.values.append(values)
+        }
     }
 
     private static func tornTail(_ bytes: Int) -> String { "torn tail (\(bytes) bytes), skipped" }
 
     /// What the full parser would say about `line` (status and dedup key), from the fast path; nil
     /// leaves the line to `SpoolRecord(line:)`.
-    static func fastVerdict(_ line: [UInt8]) -> (status: VerificationStatus, dedupKey: String?)? {
+    static func fastVerdict(_ line: [UInt8]) -> (status: VerificationStatus, dedupKey: String?, values: UnsignedValues)? {
         line.withUnsafeBytes { bytes in
             guard let summary = FastSpoolLineParser.parse(bytes) else { return nil }
             let key = summary.dedupKey.map { String(decoding: bytes[$0.start..<$0.start + $0.count], as: UTF8.self) }
-            return (.verified, key)
+            return (.verified, key, summary.hasFields ? summary.fields.unsignedValues(line: bytes) : .unknown)
         }
     }
 }

@@ -2,7 +2,7 @@ package import Basics
 import Dispatch
 import Foundation
 import Locking
-import Postbacks
+package import Postbacks
 import Synchronization
 
 #if canImport(Glibc)
@@ -30,8 +30,9 @@ package final class SpoolWriter: Sendable {
     package enum Outcome: Sendable, Equatable {
         /// Written and synced.
         case stored
-        /// The same dedup key is already stored (or was stored by this batch's first copy).
-        case duplicate
+        /// The same dedup key is already stored (or was stored by this batch's first copy), with
+        /// the stored copy's unsigned values (`.unknown` when the index has none for it).
+        case duplicate(stored: UnsignedValues)
         /// Not durable; the reason says why.
         case failed(String)
     }
@@ -89,6 +90,7 @@ package final class SpoolWriter: Sendable {
         let line: [UInt8]
         let day: UTCDay
         let dedupKey: String?
+        let values: UnsignedValues
         let completion: Completion
     }
 
@@ -147,14 +149,18 @@ package final class SpoolWriter: Sendable {
 
     /// Queues one encoded record (a JSON line with its newline) for the partition of `day`.
     /// `completion` is called exactly once, on the writer thread (or at once, when unhealthy or closed).
-    package func submit(line: [UInt8], day: UTCDay, dedupKey: String?, completion: @escaping Completion) {
+    /// - Parameter values: the record's unsigned values, kept with its key (compared with later copies).
+    package func submit(
+        line: [UInt8], day: UTCDay, dedupKey: String?, values: UnsignedValues = .unknown,
+        completion: @escaping Completion
+    ) {
         guard isHealthy else {
             completion(.failed("storage is unavailable since an earlier write or sync failed"))
             return
         }
         let accepted = queue.withLock { queue in
             guard !queue.closing else { return false }
-            queue.entries.append(Entry(line: line, day: day, dedupKey: dedupKey, completion: completion))
+            queue.entries.append(Entry(line: line, day: day, dedupKey: dedupKey, values: values, completion: completion))
             return true
         }
         guard accepted else {
@@ -323,8 +329,8 @@ private final class Worker: @unchecked Sendable {
         var written: [Int] = []
         for (position, entry) in batch.enumerated() {
             if let key = entry.dedupKey, index != nil {
-                if index!.contains(key) {
-                    outcomes[position] = .duplicate
+                if let stored = index!.storedValues(key) {
+                    outcomes[position] = .duplicate(stored: stored)
                     continue
                 }
                 if let first = firstCopy[key] {
@@ -362,7 +368,7 @@ private final class Worker: @unchecked Sendable {
                 rolled.removeAll()
                 for position in written {
                     outcomes[position] = .stored
-                    if let key = batch[position].dedupKey { index?.insert(key) }
+                    if let key = batch[position].dedupKey { index?.insert(key, values: batch[position].values) }
                 }
                 if let index { owner.setStoredKeys(index.count) }
                 closeStaleSegments(newest: days.last!)
@@ -376,7 +382,7 @@ private final class Worker: @unchecked Sendable {
             }
         }
         for (position, first) in laterCopies {
-            outcomes[position] = outcomes[first] == .stored ? .duplicate : outcomes[first]
+            outcomes[position] = outcomes[first] == .stored ? .duplicate(stored: batch[first].values) : outcomes[first]
         }
         if segmentsChanged { publishSegments() }
         for (position, entry) in batch.enumerated() {

@@ -26,6 +26,9 @@ package struct StoreLayout: Sendable {
         /// Postbacks we cannot judge or count yet (an unknown SKAdNetwork version or AdAttributionKit
         /// `kid`, a signed value we do not know): kept with their reason until `postback reverify`.
         case unverifiable
+        /// Evidence of copies of stored postbacks that carried other unsigned values (issue 24,
+        /// `ConflictRecord`), within a daily byte budget; never postbacks.
+        case conflicts
     }
 
     package let root: String

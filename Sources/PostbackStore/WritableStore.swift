@@ -71,6 +71,8 @@ package final class WritableStore: Sendable {
     package let rejected: SpoolWriter
     /// Quarantine: postbacks that cannot be judged or counted yet.
     package let unverifiable: SpoolWriter
+    /// Evidence of copies that disagree with the stored copy's unsigned values (`ConflictRecord`).
+    package let conflicts: SpoolWriter
     private let lock: WriterLock
 
     /// Opens `dataDirectory` for `writerID`.
@@ -117,12 +119,13 @@ package final class WritableStore: Sendable {
         return WritableStore(
             layout: layout, writerID: writerID, recovered: recovered, lock: lock,
             postbacks: writer(.postbacks, index: recovery.dedupIndex),
-            rejected: writer(.rejected, index: nil), unverifiable: writer(.unverifiable, index: nil))
+            rejected: writer(.rejected, index: nil), unverifiable: writer(.unverifiable, index: recovery.quarantineIndex),
+            conflicts: writer(.conflicts, index: nil))
     }
 
     private init(
         layout: StoreLayout, writerID: String, recovered: Recovered, lock: WriterLock,
-        postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter
+        postbacks: SpoolWriter, rejected: SpoolWriter, unverifiable: SpoolWriter, conflicts: SpoolWriter
     ) {
         self.layout = layout
         self.writerID = writerID
@@ -131,9 +134,10 @@ package final class WritableStore: Sendable {
         self.postbacks = postbacks
         self.rejected = rejected
         self.unverifiable = unverifiable
+        self.conflicts = conflicts
     }
 
-    package var writers: [SpoolWriter] { [postbacks, rejected, unverifiable] }
+    package var writers: [SpoolWriter] { [postbacks, rejected, unverifiable, conflicts] }
 
     /// Whether a writer may still append to this segment (shipping takes only sealed ones).
     package func isSegmentOpen(_ path: String) -> Bool { writers.contains { $0.isOpen(path) } }

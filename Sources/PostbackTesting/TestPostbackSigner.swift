@@ -33,6 +33,8 @@ package struct AdAttributionKitTestPostback: Sendable {
     package var impressionType = "app-impression"
     package var adNetworkID = "example123.adattributionkit"
     package var sourceIdentifier = "4321"
+    /// Writes `source-identifier` as a JSON number of the same digits (as impressions do).
+    package var sourceIdentifierAsNumber = false
     package var advertisedItemID: Int64 = 525_463_029
     package var conversionType = "download"
     package var postbackIdentifier: String
@@ -156,7 +158,12 @@ package struct TestPostbackSigner: Sendable {
         claims.beginObject()
         claims.field("impression-type", postback.impressionType)
         claims.field("ad-network-identifier", postback.adNetworkID)
-        claims.field("source-identifier", postback.sourceIdentifier)
+        if postback.sourceIdentifierAsNumber {
+            claims.key("source-identifier")
+            claims.value(rawJSON: Array(postback.sourceIdentifier.utf8))
+        } else {
+            claims.field("source-identifier", postback.sourceIdentifier)
+        }
         claims.field("advertised-item-identifier", postback.advertisedItemID)
         claims.field("conversion-type", postback.conversionType)
         claims.field("postback-identifier", postback.postbackIdentifier)

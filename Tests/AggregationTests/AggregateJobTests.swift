@@ -128,7 +128,7 @@ import Testing
     static func line(_ values: [String: String], columns: [String] = AggregateTables.detailColumns) -> String {
         let zeros = [
             "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks", "development_postbacks",
-            "rejected_postbacks", "duplicates_dropped", "flagged_postbacks",
+            "rejected_postbacks", "duplicates_dropped", "flagged_postbacks", "conflicting_copies",
         ]
         // The counts of the detail table and its rollups are 0, never empty; the events table has no such default.
         let countsDefaultToZero = columns != AggregateTables.campaignEventsDailyColumns

@@ -116,6 +116,39 @@ import Testing
             "\(table)")
     }
 
+    /// Issue 24 item 4: a quarantined body without a dedup key (an unknown version) is counted once
+    /// per body, as the receiver stores it once; another body is another postback.
+    @Test func aRetriedBodyWithoutADedupKeyCountsOnce() throws {
+        let (store, schemas) = try AggregateCommandTests().scenario()
+        var spool = SpoolBuilder(root: store.path)
+        let d = "2026-03-10T"
+        for (time, body) in [
+            ("04:00:00", "{\"version\":\"5.0\",\"n\":1}"), ("05:00:00", "{\"version\":\"5.0\",\"n\":1}"),
+            ("06:00:00", "{\"version\":\"5.0\",\"n\":2}"),
+        ] {
+            var record = Self.quarantined(
+                .unknownVersion, key: nil, at: d + time + ".000000Z", status: .unsupportedVersion, version: "5.0")
+            record.body = Array(body.utf8)
+            spool.add(record, spool: .unverifiable)
+        }
+        try spool.write()
+        let run = TestSupport.run(["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10"])
+        #expect(run.status != .usageOrIOError, "\(run.stderr)")
+        guard
+            case .object(let manifest) = try StrictJSONParser.parse(
+                Array(try store.bytes("agg/_manifests/dt=2026-03-10.json").dropLast())),
+            case .array(let rows)? = manifest["quarantined"]
+        else {
+            Issue.record("manifest")
+            return
+        }
+        var counts: [String] = []
+        for case .object(let row) in rows {
+            if case .number(let count)? = row["postbacks"] { counts.append(count.text) }
+        }
+        #expect(counts == ["2"], "the retried body once, the other body once: \(counts)")
+    }
+
     static func number(_ text: String) -> JSONNumber? {
         guard case .number(let number)? = try? StrictJSONParser.parse(Array(text.utf8)) else { return nil }
         return number

@@ -111,7 +111,9 @@ import Testing
         let object = try jsonLines(allowed.stdout).first
         #expect(object?["environment"] as? String == "development")
         #expect(object?["protocol"] as? String == "adattributionkit")
-        #expect(object?["dedup_key"] as? String == "85546EB7-FD39-44BC-8990-C98A4AC36A49:0")
+        #expect(
+            object?["dedup_key"] as? String == "85546EB7-FD39-44BC-8990-C98A4AC36A49:0/development",
+            "a development key never shares a production key (issue 24)")
     }
 
     @Test func trustKeyAcceptsGeneratedPostbacksOnlyWithAllowDev() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import PostbackCrypto
 import PostbackServer
 import PostbackStore
 import PostbackTesting
@@ -40,6 +41,51 @@ import Testing
         let metrics = try server.get("/metrics").text
         #expect(metrics.contains(#"postback_quarantined_total{reason="unknown-version"} 1"#))
         #expect(metrics.contains(#"postback_spool_records_total{spool="unverifiable"} 1"#))
+    }
+
+    /// Issue 24 item 4: the same unknown-version body sent twice is stored once (before: twice), also
+    /// after a restart; another body is stored too, whatever transaction-id it claims.
+    @Test func aRetriedQuarantinedBodyIsStoredOnce() throws {
+        let directory = TestServer.temporaryDirectory()
+        var server = try TestServer(dataDirectory: directory)
+        let body = try TestPostbacks.signer.sign(Self.skan4(version: "5.0", transactionID: "q-retry-1"))
+        #expect(try server.post(body).text.contains(#""status":"quarantined""#))
+        let again = try server.post(body)
+        #expect(again.status == 200)
+        #expect(again.text.contains(#""status":"duplicate""#), "\(again.text)")
+        // Another body claiming the same transaction-id: nothing vouches for the claim, so it is kept.
+        var other = Self.skan4(version: "5.0", transactionID: "q-retry-1")
+        other.conversionValue = 9
+        #expect(try server.post(try TestPostbacks.signer.sign(other)).text.contains(#""status":"quarantined""#))
+        #expect(try server.records(.unverifiable).count == 2)
+        #expect(try server.metric(#"postback_quarantined_total{reason="unknown-version"}"#) == 2)
+        server.stop()
+        server = try TestServer(dataDirectory: directory)
+        defer { server.stop() }
+        #expect(try server.post(body).text.contains(#""status":"duplicate""#), "the quarantine's keys are recovered")
+        #expect(try server.records(.unverifiable).count == 2)
+    }
+
+    /// A verified postback quarantined for a value we cannot place is keyed by its signed dedup key: a
+    /// replay with other unsigned values is a duplicate. One under an unknown kid is keyed by its bytes,
+    /// so a forgery posted first under the same postback-identifier cannot shadow the genuine copy.
+    @Test func quarantineKeysAreSignedKeysOrBytes() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var postback = AdAttributionKitTestPostback(postbackIdentifier: "q-key-1")
+        postback.conversionType = "install"
+        postback.conversionValue = 1
+        #expect(
+            try server.post(try TestPostbacks.signer.sign(postback), to: server.appAttributionURL).text.contains("quarantined"))
+        postback.conversionValue = 2
+        #expect(try server.post(try TestPostbacks.signer.sign(postback), to: server.appAttributionURL).text.contains("duplicate"))
+        var newKid = AdAttributionKitTestPostback(postbackIdentifier: "q-key-2")
+        newKid.keyID = "apple-cas-identifier/7"
+        let forger = TestPostbackSigner(key: try ECDSAPrivateKey(generatingOn: .p256))
+        #expect(try server.post(try forger.sign(newKid), to: server.appAttributionURL).text.contains("quarantined"))
+        let genuine = try server.post(try TestPostbacks.signer.sign(newKid), to: server.appAttributionURL)
+        #expect(genuine.text.contains(#""status":"quarantined""#), "\(genuine.text)")
+        #expect(try server.records(.unverifiable).count == 3)
     }
 
     @Test func unknownKeyIDIsQuarantinedButADevelopmentKeyNotAllowedIsRefused() throws {

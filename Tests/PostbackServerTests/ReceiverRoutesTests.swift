@@ -195,6 +195,27 @@ import Testing
         #expect(try server.records(.postbacks).count == 1)
     }
 
+    /// Issue 24 item 1: real postbacks carry `KBD757YWX3.skadnetwork`; a configured
+    /// `kbd757ywx3.skadnetwork` must accept it (and the other way round), stored as signed.
+    @Test func adNetworkIDsAreMatchedIgnoringASCIICase() throws {
+        let server = try TestServer { $0.acceptedAdNetworkIDs = ["kbd757ywx3.skadnetwork", "Com.Example"] }
+        defer { server.stop() }
+        let upper = TestPostbacks.skan4(
+            transactionID: UUID().uuidString.lowercased(), conversionValue: 1, adNetworkID: "KBD757YWX3.skadnetwork")
+        #expect(try server.post(upper).status == 200)
+        // Apple's own 4.0 example names com.example; the configuration spells it Com.Example.
+        let apple = try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json")
+        #expect(try server.post(apple).status == 200)
+        let stored = try server.records(.postbacks)
+        #expect(stored.map(\.attribution?.adNetworkID) == ["KBD757YWX3.skadnetwork", "com.example"], "stored as signed")
+        #expect(server.logs.contains(#""configured":"kbd757ywx3.skadnetwork""#), "the log names the configured spelling")
+        #expect(server.logs.contains(#""ad_network_ids":"Com.Example,kbd757ywx3.skadnetwork""#))
+        // Only ASCII case is folded: a different id is still refused.
+        let other = TestPostbacks.skan4(
+            transactionID: UUID().uuidString.lowercased(), conversionValue: 1, adNetworkID: "KBD757YWX4.skadnetwork")
+        #expect(try server.post(other).status == 400)
+    }
+
     @Test func oversizedBodyGets413() throws {
         let server = try TestServer { $0.bodyLimitBytes = 2048 }
         defer { server.stop() }

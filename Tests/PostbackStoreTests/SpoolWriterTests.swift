@@ -90,7 +90,7 @@ import Testing
         writer.close()
         let result = outcomes.withLock { $0 }
         #expect(result[1] == .stored)
-        #expect(result[2] == .duplicate && result[3] == .duplicate)
+        #expect(result[2] == .duplicate(stored: .unknown) && result[3] == .duplicate(stored: .unknown))
         #expect(writer.dedupKeyCount == 2)
     }
 

@@ -304,7 +304,6 @@ import Testing
             ({ $0.impressionType = "web-impression" }, "impression-type \"web-impression\" unrecognized"),
             ({ $0.sourceIdentifier = "12345" }, "source-identifier \"12345\" unrecognized"),
             ({ $0.postbackSequenceIndex = 3 }, "postback-sequence-index 3 unrecognized"),
-            ({ $0.extraClaims = [("attribution-window", "{\"days\":2}")] }, "jws-claim attribution-window unrecognized"),
         ]
         for (edit, flag) in cases {
             let result = TestKeys.devVerifier.verify(body: try Self.aakBody(edit: edit))
@@ -321,6 +320,15 @@ import Testing
             return
         }
         #expect(aak.conversionType == nil && aak.conversionTypeText == "install")
+    }
+
+    /// Issue 24 item 2: a claim Apple may add tomorrow is flagged but never quarantines.
+    @Test func adAttributionKitUnknownClaimIsFlaggedAndCounted() throws {
+        let result = TestKeys.devVerifier.verify(
+            body: try Self.aakBody { $0.extraClaims = [("attribution-window", "{\"days\":2}")] })
+        #expect(result.status == .verified, "\(result.reason ?? "")")
+        #expect(result.flags.map(\.summary).contains { $0.hasPrefix("jws-claim attribution-window unrecognized") })
+        #expect(result.quarantineReason == nil)
     }
 
     @Test func adAttributionKitSignedClaimRulesThatStayMalformed() throws {

@@ -109,7 +109,7 @@ import Testing
     /// in another JSON form, `"1"` for 1 or the number 4.0, verifies: see `sameSignedTextInAnotherFormVerifies`.)
     @Test(arguments: [
         ("redownload", "\"False\""), ("did-win", "1"), ("fidelity-type", "\"01\""), ("fidelity-type", "1.0"),
-        ("source-identifier", "5239"), ("postback-sequence-index", "\" 0\""), ("app-id", "525463029.0"),
+        ("source-identifier", "5239.0"), ("postback-sequence-index", "\" 0\""), ("app-id", "525463029.0"),
         ("app-id", "5.25463029e8"), ("redownload", "0"), ("did-win", "null"), ("source-domain", "[\"example.com\"]"),
     ])
     func typeChangesAreMalformed(key: String, json: String) throws {
@@ -127,6 +127,8 @@ import Testing
     @Test(arguments: [
         ("version", "4.0"), ("redownload", "\"false\""), ("did-win", "\"true\""), ("fidelity-type", "\"1\""),
         ("postback-sequence-index", "\"0\""), ("app-id", "\"525463029\""),
+        // Issue 24 item 5: the number 5239 has the signed text "5239".
+        ("source-identifier", "5239"),
     ])
     func sameSignedTextInAnotherFormVerifies(key: String, json: String) throws {
         var mutated = try EditableBody(try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json"))

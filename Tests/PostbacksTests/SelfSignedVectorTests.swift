@@ -96,7 +96,9 @@ import Testing
         #expect(result.environment == .development, "test keys never count as production")
         #expect(result.keyName == (signer.key.curve == .p192 ? "test:p192.pem" : "test:p256.pem"))
         #expect(result.version == version)
-        #expect(result.dedupKey == "\(layout.postback.transactionID):\(layout.postback.postbackSequenceIndex ?? 0)")
+        #expect(
+            result.dedupKey == "\(layout.postback.transactionID):\(layout.postback.postbackSequenceIndex ?? 0)/development",
+            "a development key never shares a production key (issue 24)")
 
         // Without --allow-dev the same body is checked against Apple's key only, and fails.
         let production = PostbackVerifier().verify(body: body)
@@ -128,7 +130,7 @@ import Testing
         guard case .adAttributionKit(let aak)? = result.postback else { return }
         #expect(aak.conversionType?.rawValue == (conversionType == "reengagement" ? "re-engagement" : conversionType))
         #expect(aak.coarseConversionValue == .medium)
-        #expect(result.dedupKey == "85546EB7-FD39-44BC-8990-C98A4AC36A49:\(postback.postbackSequenceIndex)")
+        #expect(result.dedupKey == "85546EB7-FD39-44BC-8990-C98A4AC36A49:\(postback.postbackSequenceIndex)/development")
     }
 
     @Test(arguments: ["apple-cas-identifier/0", "apple-development-identifier/0", "apple-development-identifier/1"])

@@ -14,10 +14,12 @@ package enum TestPostbacks {
         try! signer.sign(synthetic.postback(index, seed: seed))
     }
 
-    /// A SKAdNetwork 4.0 postback with a fine conversion value (unsigned) of `value`.
-    package static func skan4(transactionID: String, conversionValue: Int, adNetworkID: String = "example123.skadnetwork")
-        -> [UInt8]
-    {
+    /// A SKAdNetwork 4.0 postback with a fine conversion value (unsigned) of `value`, and optionally a
+    /// coarse value and a country (unsigned too).
+    package static func skan4(
+        transactionID: String, conversionValue: Int?, adNetworkID: String = "example123.skadnetwork",
+        coarseConversionValue: String? = nil, countryCode: String? = nil
+    ) -> [UInt8] {
         var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: transactionID)
         postback.adNetworkID = adNetworkID
         postback.sourceIdentifier = "1234"
@@ -27,6 +29,8 @@ package enum TestPostbacks {
         postback.postbackSequenceIndex = 0
         postback.sourceAppID = 1_000_001
         postback.conversionValue = conversionValue
+        postback.coarseConversionValue = coarseConversionValue
+        postback.countryCode = countryCode
         return try! signer.sign(postback)
     }
 }

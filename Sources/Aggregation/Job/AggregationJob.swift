@@ -153,9 +153,11 @@ package final class AggregationJob: Sendable {
             }
             if !(keysOnly && tasks.isEmpty) {
                 let keyFile = "\(work)/keys-\(day).bin"
+                let conflicts = keysOnly ? nil : try ConflictSummary.read(layout: layout, day: day)
                 let table = try DayAggregator.run(
                     day: day, tasks: tasks, keysOnly: keysOnly, earlierKeyFiles: earlier, keyFile: keyFile,
-                    workDirectory: work, workers: request.workers, source: request.segmentSource)
+                    workDirectory: work, workers: request.workers, source: request.segmentSource,
+                    conflictsByKey: conflicts?.keyHashes ?? [:])
                 keyFiles[day] = keyFile
                 lookbackReports[day] = table.segments.filter { $0.spool == .postbacks }
                 if !keysOnly {
@@ -172,7 +174,8 @@ package final class AggregationJob: Sendable {
                     writer.start { () throws(AggregationError) -> DaySummary in
                         try self.render(
                             handOver.value, lookback: lookback,
-                            quarantine: QuarantineSummary.read(layout: self.layout, day: handOver.value.day)
+                            quarantine: QuarantineSummary.read(layout: self.layout, day: handOver.value.day),
+                            conflicts: conflicts
                         ).write()
                     }
                 }
@@ -229,7 +232,10 @@ package final class AggregationJob: Sendable {
 
     /// Renders a day (on all workers) into a `PendingDay` that can be written on another thread.
     /// - Parameter quarantine: what the day's quarantine holds (nil with `--input`, which has none).
-    func render(_ table: DayTable, lookback: [SegmentReport], quarantine: QuarantineSummary? = nil) throws(AggregationError)
+    /// - Parameter conflicts: the day's conflict evidence (nil with `--input`, which has none).
+    func render(
+        _ table: DayTable, lookback: [SegmentReport], quarantine: QuarantineSummary? = nil, conflicts: ConflictSummary? = nil
+    ) throws(AggregationError)
         -> PendingDay
     {
         var trace = PhaseTrace("\(table.day)")
@@ -239,7 +245,7 @@ package final class AggregationJob: Sendable {
             day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
             schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
             toolVersion: request.toolVersion, lookbackDays: request.lookbackDays,
-            partial: table.day >= request.today, force: request.force, quarantine: quarantine)
+            partial: table.day >= request.today, force: request.force, quarantine: quarantine, conflicts: conflicts)
     }
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed

@@ -9,12 +9,18 @@ final class BucketResolver {
     private(set) var duplicates: [UInt32]
     /// Counted production postbacks whose first copy was stored with flags.
     private(set) var flagged: [UInt32]
+    /// Conflict records counted in the row of their key's first copy (issue 24).
+    private(set) var conflicting: [UInt32]
+    /// The day's conflict records by dedup-key hash (`ConflictSummary.keyHashes`).
+    private let conflictsByKey: [Hash128: UInt32]
     private(set) var sameDayDuplicates = 0
     private(set) var earlierDayDuplicates = 0
     private(set) var counted = 0
     private(set) var largestBucket = 0
 
-    init(rowCount: Int) {
+    init(rowCount: Int, conflictsByKey: [Hash128: UInt32] = [:]) {
+        self.conflictsByKey = conflictsByKey
+        conflicting = [UInt32](repeating: 0, count: rowCount)
         postbacks = [UInt32](repeating: 0, count: rowCount)
         development = [UInt32](repeating: 0, count: rowCount)
         duplicates = [UInt32](repeating: 0, count: rowCount)
@@ -115,6 +121,7 @@ final class BucketResolver {
                 if winner.isFlagged { flagged[row] += 1 }
             }
             duplicates[row] += UInt32(copies - 1)
+            if !conflictsByKey.isEmpty, let conflicts = conflictsByKey[hashes[group]] { conflicting[row] += conflicts }
         }
         return hashes
     }

@@ -18,6 +18,8 @@ final class DayTable {
     var rejected: [UInt32]
     /// Of `postbacks`, those stored with flags.
     var flagged: [UInt32]
+    /// Conflict records of the day (`raw/conflicts/`) whose key's first copy is this row's.
+    var conflicting: [UInt32]
     var segments: [SegmentReport] = []
     var sameDayDuplicates = 0
     var earlierDayDuplicates = 0
@@ -36,6 +38,7 @@ final class DayTable {
         duplicates = postbacks
         rejected = postbacks
         flagged = postbacks
+        conflicting = postbacks
     }
 }
 
@@ -62,7 +65,8 @@ enum DayAggregator {
     ///   - keyFile: where to write this day's key file.
     static func run(
         day: UTCDay, tasks: [SegmentTask], keysOnly: Bool, earlierKeyFiles: [String], keyFile: String,
-        workDirectory: String, workers: Int, source: (any SegmentSource)? = nil
+        workDirectory: String, workers: Int, source: (any SegmentSource)? = nil,
+        conflictsByKey: [Hash128: UInt32] = [:]
     ) throws(AggregationError) -> DayTable {
         let directory = "\(workDirectory)/day-\(day)"
         try makeDirectory(directory)
@@ -116,7 +120,9 @@ enum DayAggregator {
         trace.mark("merge rows")
 
         let earlier = try earlierKeyFiles.map { (path) throws(AggregationError) in try KeyFile(path: path) }
-        let resolvers = (0..<min(workers, buckets)).map { _ in BucketResolver(rowCount: rows.count) }
+        let resolvers = (0..<min(workers, buckets)).map { _ in
+            BucketResolver(rowCount: rows.count, conflictsByKey: conflictsByKey)
+        }
         try Parallel.run(workers: resolvers.count, tasks: buckets) { (worker, bucket) throws(AggregationError) in
             let files = scanners.indices.map { (path: scanners[$0].spill.path(bucket: bucket), rows: keysOnly ? nil : maps[$0]) }
             let hashes = try resolvers[worker].resolve(bucket: bucket, bucketCount: buckets, files: files, earlier: earlier)
@@ -129,13 +135,16 @@ enum DayAggregator {
         var development = postbacks
         var duplicates = postbacks
         var flagged = postbacks
+        var conflicting = postbacks
         for resolver in resolvers {
             let (p, d, u, f) = (resolver.postbacks, resolver.development, resolver.duplicates, resolver.flagged)
+            let c = resolver.conflicting
             for row in 0..<rows.count {
                 postbacks[row] += p[row]
                 development[row] += d[row]
                 duplicates[row] += u[row]
                 flagged[row] += f[row]
+                conflicting[row] += c[row]
             }
             table.sameDayDuplicates += resolver.sameDayDuplicates
             table.earlierDayDuplicates += resolver.earlierDayDuplicates
@@ -145,6 +154,7 @@ enum DayAggregator {
         table.development = development
         table.duplicates = duplicates
         table.flagged = flagged
+        table.conflicting = conflicting
         try concatenate((0..<buckets).map { "\(directory)/keys-\($0).bin" }, into: keyFile)
         trace.mark("resolve")
         return table

@@ -43,6 +43,7 @@ struct PendingDay: Sendable {
     let partial: Bool
     let force: Bool
     let quarantine: QuarantineSummary?
+    let conflicts: ConflictSummary?
 
     func write() throws(AggregationError) -> DaySummary {
         var trace = PhaseTrace("\(day)")
@@ -67,7 +68,7 @@ struct PendingDay: Sendable {
         let manifest = ManifestWriter.manifest(
             day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
             lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals,
-            partial: partial, quarantine: quarantine)
+            partial: partial, quarantine: quarantine, conflicts: conflicts)
         try AggregationJob.publish(manifest, to: manifestPath)
         trace.mark("publish")
         var problems: [String] = []

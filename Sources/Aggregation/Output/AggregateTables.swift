@@ -40,6 +40,8 @@ package enum AggregateTables {
         .developmentPostbacks, .rejectedPostbacks, .duplicatesDropped,
         // Of `postbacks`, those stored with flags (a value normalized or dropped; docs/postback-spec.md §11).
         .flaggedPostbacks,
+        // Copies of the row's stored postbacks that came with other unsigned values (issue 24, raw/conflicts/).
+        .conflictingCopies,
     ]
 
     /// `campaign_events_daily`'s columns after the dimensions.
@@ -124,7 +126,7 @@ package enum AggregateColumn: Hashable, Sendable {
     case estInstallDate, sourceIdentifierDigits, campaign, geo, placement
     case cvKind, decodedLabel, schemaID, postbacks, installs, redownloads, reengagements, losses, nullValuePostbacks
     case revenueMinSum, revenueMaxSum, revenueEstSum, currency, developmentPostbacks, rejectedPostbacks, duplicatesDropped
-    case flaggedPostbacks, eventName, eventCountMinSum, eventCountMaxSum
+    case flaggedPostbacks, conflictingCopies, eventName, eventCountMinSum, eventCountMaxSum
 
     package var name: String {
         switch self {
@@ -152,6 +154,7 @@ package enum AggregateColumn: Hashable, Sendable {
         case .rejectedPostbacks: return "rejected_postbacks"
         case .duplicatesDropped: return "duplicates_dropped"
         case .flaggedPostbacks: return "flagged_postbacks"
+        case .conflictingCopies: return "conflicting_copies"
         case .eventName: return "event_name"
         case .eventCountMinSum: return "event_count_min_sum"
         case .eventCountMaxSum: return "event_count_max_sum"
@@ -162,7 +165,7 @@ package enum AggregateColumn: Hashable, Sendable {
     package var isPostbackCount: Bool {
         switch self {
         case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
-            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
+            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks, .conflictingCopies:
             return true
         default:
             return false
@@ -187,7 +190,7 @@ package enum AggregateColumn: Hashable, Sendable {
         case .eventCountMinSum, .eventCountMaxSum: return "BIGINT"
         case .campaign, .geo, .placement, .cvKind, .decodedLabel, .schemaID, .currency, .eventName: return "VARCHAR"
         case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
-            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks:
+            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks, .conflictingCopies:
             return "BIGINT"
         }
     }

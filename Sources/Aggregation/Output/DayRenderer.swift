@@ -135,6 +135,7 @@ enum DayRenderer {
         let rejectedCounts = table.rejected
         let duplicateCounts = table.duplicates
         let flaggedCounts = table.flagged
+        let conflictingCounts = table.conflicting
         let keys = table.rows
         for row in rows {
             let postbacks = Int64(counted[row])
@@ -158,7 +159,8 @@ enum DayRenderer {
             line.appendRaw(prefix.bytes)
             writeMeasures(
                 fields, key: key, facts: facts, postbacks: postbacks, development: development, rejected: rejected,
-                duplicates: duplicates, flagged: Int64(flaggedCounts[row]), into: &line)
+                duplicates: duplicates, flagged: Int64(flaggedCounts[row]), conflicting: Int64(conflictingCounts[row]),
+                into: &line)
             line.endLine()
             part.lines.append(line.bytes)
             try part.rollups.add(line.bytes)
@@ -170,7 +172,7 @@ enum DayRenderer {
                 line.appendRaw(prefix.bytes)
                 writeMeasures(
                     fields, key: key, facts: developmentFacts, postbacks: development, development: 0, rejected: 0,
-                    duplicates: 0, flagged: 0, into: &line)
+                    duplicates: 0, flagged: 0, conflicting: 0, into: &line)
                 line.endLine()
                 try part.development.add(line.bytes)
             }
@@ -232,7 +234,7 @@ enum DayRenderer {
     /// The detail table's measures of one row (without the line end).
     private static func writeMeasures(
         _ fields: RowView, key: UnsafeRawBufferPointer, facts: RowFacts, postbacks: Int64, development: Int64,
-        rejected: Int64, duplicates: Int64, flagged: Int64, into line: inout CSVLine
+        rejected: Int64, duplicates: Int64, flagged: Int64, conflicting: Int64, into line: inout CSVLine
     ) {
         for step in measureSteps {
             switch step.column {
@@ -254,6 +256,7 @@ enum DayRenderer {
             case .rejectedPostbacks: line.field(rejected)
             case .duplicatesDropped: line.field(duplicates)
             case .flaggedPostbacks: line.field(flagged)
+            case .conflictingCopies: line.field(conflicting)
             case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
                 .eventCountMaxSum:
                 preconditionFailure("\(step.column.name) is not a detail measure")

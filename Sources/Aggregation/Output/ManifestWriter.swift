@@ -24,7 +24,7 @@ struct ManifestWriter {
     static func manifest(
         day: UTCDay, toolVersion: String, lookbackDays: Int, facts table: DayFacts, lookback: [SegmentReport],
         schemas: [ConversionSchema], outputs: [Output], totals: DayTotals, partial: Bool,
-        quarantine: QuarantineSummary? = nil
+        quarantine: QuarantineSummary? = nil, conflicts: ConflictSummary? = nil
     ) -> [UInt8] {
         var json = JSONWriter(reservingCapacity: 4096)
         json.beginObject()
@@ -125,6 +125,8 @@ struct ManifestWriter {
 
         // Not counted, kept apart with the value that keeps them out (postback reverify takes them back).
         (quarantine ?? QuarantineSummary()).write(into: &json)
+        // Copies of stored postbacks that disagreed on unsigned values (issue 24); the stored copies count.
+        (conflicts ?? ConflictSummary()).write(into: &json)
 
         json.key("problems")
         json.beginArray()

@@ -12,8 +12,8 @@ import Postbacks
 /// Verified postbacks with an unrecognized signed value are kept apart here, never folded into known
 /// values; `postback reverify` moves them into the counted spool once a release knows the value.
 ///
-/// Copies are counted once per dedup key where the record has one (Apple retries; so do devices
-/// after a 503), else once per record.
+/// Copies are counted once per `QuarantineKey` (Apple retries; so do devices after a 500): a
+/// verified record's signed dedup key, else its body's SHA-256, as the receiver dedups them.
 struct QuarantineSummary: Sendable, Equatable {
     struct Row: Hashable, Comparable, Sendable {
         let quarantine: String
@@ -54,7 +54,8 @@ struct QuarantineSummary: Sendable, Equatable {
                         summary.unreadableLines += 1
                         continue
                     }
-                    if let key = record.dedupKey, !seenKeys.insert(key).inserted { continue }
+                    let key = QuarantineKey.make(status: record.status, dedupKey: record.dedupKey, body: record.body)
+                    if !seenKeys.insert(key).inserted { continue }
                     for row in rows(of: record) { summary.postbacks[row, default: 0] += 1 }
                 }
             } catch {

@@ -165,6 +165,16 @@ package struct PostbackFields {
     package var coarseValue: CoarseConversionValue? { choiceIndex(.coarseValue).map { Self.coarseValues[$0] } }
     package var isTestMode: Bool { boolean(.testMode) ?? false }
 
+    /// The unsigned values (`UnsignedValues`), text slices read from `line` (the dedup index keeps them).
+    package func unsignedValues(line: UnsafeRawBufferPointer) -> UnsignedValues {
+        let country = slice(.countryCode).map {
+            String(decoding: UnsafeRawBufferPointer(rebasing: line[$0.start..<$0.start + $0.count]), as: UTF8.self)
+        }
+        return UnsignedValues(
+            fine: fineValue, coarse: coarseValue, interaction: choiceText(.interaction).flatMap(AdInteraction.init(rawValue:)),
+            country: country)
+    }
+
     /// AdAttributionKit and SKAdNetwork from 4.0 have three conversion windows; earlier versions one.
     package func hasConversionWindows(in base: UnsafeRawBufferPointer) -> Bool {
         guard postbackProtocol == .skadnetwork else { return true }

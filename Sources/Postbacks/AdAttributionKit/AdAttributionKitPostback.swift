@@ -90,7 +90,7 @@ package struct AdAttributionKitPostback: Sendable, Equatable {
                     note: "not app-impression; kept as signed"))
         }
         adNetworkID = try claims.requiredString("ad-network-identifier")
-        sourceIdentifier = try claims.requiredString("source-identifier")
+        sourceIdentifier = try claims.requiredSignedDigits("source-identifier", field: .sourceIdentifier, flags: &flags)
         if !FieldReader.isKnownSourceIdentifier(sourceIdentifier) {
             flags.append(
                 PostbackFlag(

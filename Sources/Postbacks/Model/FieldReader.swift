@@ -50,6 +50,22 @@ struct FieldReader {
         return string
     }
 
+    /// A signed text of digits (`source-identifier`): a JSON string, used verbatim, or a JSON number
+    /// whose literal text is only digits, which is the same signed text (flagged `normalized`). A
+    /// number cannot carry leading zeros, so `"0042"` sent as `42` is another message and fails the
+    /// signature, as it should; `42.0`, `4.2e1` or `-42` are no digit text and stay malformed.
+    func requiredSignedDigits(_ name: String, field: PostbackFlag.Field, flags: inout [PostbackFlag]) throws(PostbackRejection)
+        -> String
+    {
+        guard case .number(let number)? = value(name) else { return try requiredString(name) }
+        let text = number.text
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            throw .malformed("\(place)\(name) must be a string of digits (or a JSON number of only digits), got \(text)")
+        }
+        flags.append(PostbackFlag(field: field, action: .normalized, raw: text, note: "number read as the digits it signs"))
+        return text
+    }
+
     /// SKAdNetwork 4 / AdAttributionKit `source-identifier` as Apple documents it: 2, 3 or 4 ASCII
     /// digits. Any other signed text is kept verbatim (leading zeros included) and flagged.
     static func isKnownSourceIdentifier(_ value: String) -> Bool {

@@ -13,8 +13,9 @@ package struct PostbackFlag: Sendable, Equatable {
         /// not allowed in that conversion window. The postback still counts, without that value.
         case dropped
         /// A signed value we do not know yet (a new `conversion-type`, a fifth `source-identifier`
-        /// digit, a new claim): kept verbatim, and kept out of the headline numbers until a release
-        /// knows it.
+        /// digit): kept verbatim, and kept out of the headline numbers until a release knows it.
+        /// Also a JWS claim or header member we do not know (its name in `raw`): ignored, and the
+        /// postback is counted all the same (`isUnknownMember`).
         case unrecognized
     }
 
@@ -67,6 +68,10 @@ package struct PostbackFlag: Sendable, Equatable {
         return prefix + "..."
     }
 
+    /// An AdAttributionKit claim or JWS header member this release does not know, by name: Apple may
+    /// add one tomorrow, and it changes neither how the postback is checked nor where it is counted.
+    package var isUnknownMember: Bool { action == .unrecognized && (field == .jwsClaim || field == .jwsHeader) }
+
     /// One line for people: `conversion-value 64 dropped (out of range 0–63)`.
     package var summary: String { "\(field.rawValue) \(raw) \(action.rawValue) (\(note))" }
 
@@ -97,6 +102,8 @@ package struct PostbackFlag: Sendable, Equatable {
 }
 
 extension Array where Element == PostbackFlag {
-    /// A signed value was kept that we do not know: the postback stays out of the headline numbers.
-    package var hasUnrecognized: Bool { contains { $0.action == .unrecognized } }
+    /// A signed value was kept that we do not know and that decides where the postback is counted
+    /// (a new `conversion-type`, a `postback-sequence-index` of 3): it stays out of the headline
+    /// numbers. An unknown claim or header member (`isUnknownMember`) does not.
+    package var hasUnrecognized: Bool { contains { $0.action == .unrecognized && !$0.isUnknownMember } }
 }

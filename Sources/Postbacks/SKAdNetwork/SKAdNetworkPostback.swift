@@ -96,7 +96,7 @@ package struct SKAdNetworkPostback: Sendable, Equatable {
         self.versionField = versionField
         adNetworkID = try fields.requiredString("ad-network-id")
         if version.hasSourceIdentifier {
-            let identifier = try fields.requiredString("source-identifier")
+            let identifier = try fields.requiredSignedDigits("source-identifier", field: .sourceIdentifier, flags: &flags)
             if !FieldReader.isKnownSourceIdentifier(identifier) {
                 flags.append(
                     PostbackFlag(

@@ -16,7 +16,18 @@ package struct VerificationResult: Sendable {
     package let isTestMode: Bool
 
     package var isVerified: Bool { status == .verified }
-    package var dedupKey: String? { postback?.dedupKey }
+    /// The postback's signed identifier and window (`Postback.dedupKey`), plus `/development` for a
+    /// development postback (issue 24, spec §11). A SKAdNetwork test-mode postback is signed without
+    /// its `source-app-id` of 0, so adding `"source-app-id": 0` to a genuine production postback that
+    /// has none gives a body that verifies as test mode over exactly the genuine message: keyed alike,
+    /// the copy posted first would make the genuine one a duplicate. Production keys are unchanged.
+    package var dedupKey: String? {
+        guard let key = postback?.dedupKey else { return nil }
+        return environment == .development ? key + Self.developmentKeySuffix : key
+    }
+
+    /// What a development postback's dedup key ends with.
+    package static let developmentKeySuffix = "/development"
     /// Values not taken exactly as sent. They never change `status`: the signature alone does.
     package var flags: [PostbackFlag] { postback?.flags ?? [] }
 

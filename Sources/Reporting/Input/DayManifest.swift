@@ -40,6 +40,7 @@ struct DayManifest {
     var partial: Bool
     /// Quarantined postbacks (not counted) by reason, field and the value that keeps them out.
     var quarantined: [(reason: String, field: String, raw: String, postbacks: Int)] = []
+    var conflicts = ConflictCounts()
 
     /// Nothing at all was aggregated for the day: no postback of either environment, no rejected or
     /// quarantined record, no duplicate, no damaged line. Decided from what the day holds, never from
@@ -94,6 +95,7 @@ struct DayManifest {
                     ))
             }
         }
+        conflicts = ConflictCounts(manifest: root)
         tool = try string(root, "tool", in: "")
         outputs = [:]
         for entry in try array("outputs") {

@@ -48,6 +48,7 @@ struct ReportModel {
     var rejectedUnlisted = 0
     /// Quarantined postbacks (manifests): reason, field and value → postbacks. Never in the headline.
     var quarantined: [String: Int] = [:]
+    var conflicts = ConflictCounts()
 
     /// Later copies not counted again: the same day's and earlier days' (from the manifests; the
     /// table's `duplicates_dropped` has only the former).
@@ -144,6 +145,7 @@ struct ReportModel {
         rejectedReasons = production.rejectedReasons
         rejectedUnlisted = production.rejectedUnlisted
         quarantined = production.quarantined
+        conflicts = production.conflicts
         duplicatesDropped = production.duplicatesDropped
         corruptLines = production.corruptLines
         tornTails = production.tornTails
@@ -164,6 +166,7 @@ struct ReportModel {
             listed += count
         }
         rejectedUnlisted += max(0, manifest.rejectedPostbacks - listed)
+        conflicts.add(manifest.conflicts)
         for row in manifest.quarantined {
             quarantined["\(row.reason)\u{1F}\(row.field)\u{1F}\(row.raw)", default: 0] += row.postbacks
         }

@@ -44,7 +44,8 @@ struct ReportPage {
             + (model.countries.isEmpty ? [] : [("countries", "Countries")])
             + [
                 ("fine", "Fine values"), ("coarse", "Coarse values"), ("revenue", "Revenue"), ("null-share", "Null values"),
-                ("non-winning", "Non-winning"), ("rejected", "Rejected"), ("sources", "About the data"),
+                ("non-winning", "Non-winning"), ("rejected", "Rejected"), ("conflicts", "Copies that disagree"),
+                ("sources", "About the data"),
             ]
     }
 
@@ -73,6 +74,7 @@ struct ReportPage {
         renderNullShare(&html)
         renderNonWinning(&html)
         renderRejected(&html)
+        renderConflicts(&html)
         renderSources(&html)
         html.close("main")
         html.newline()
