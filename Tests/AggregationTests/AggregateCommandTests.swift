@@ -205,6 +205,47 @@ import Testing
         #expect(try store.read("agg/_manifests/dt=\(today).json").contains(#""partial":true"#))
     }
 
+    /// Ctrl-C during the job (the built binary): the days published are named, the others too, the
+    /// work files are gone, and the exit status is 130. The third day's segment is a FIFO nobody
+    /// writes, so the job is surely still running when the signal comes.
+    @Test func anInterruptNamesThePublishedDaysAndLeavesNoWorkFiles() throws {
+        let store = TemporaryDirectory()
+        let binary = Readme.binary.path
+        let synthesize = Process()
+        synthesize.executableURL = URL(fileURLWithPath: binary)
+        synthesize.arguments = [
+            "aggregate", "synthesize", "--data", store.path, "--from", "2026-03-01", "--days", "2", "--per-day", "200",
+        ]
+        synthesize.standardOutput = FileHandle.nullDevice
+        try synthesize.run()
+        synthesize.waitUntilExit()
+        #expect(synthesize.terminationStatus == 0)
+        let stuck = store.path + "/raw/postbacks/dt=2026-03-03"
+        try FileManager.default.createDirectory(atPath: stuck, withIntermediateDirectories: true)
+        #expect(mkfifo(stuck + "/part-rx1-000001.jsonl", 0o600) == 0)
+
+        let job = Process()
+        job.executableURL = URL(fileURLWithPath: binary)
+        job.arguments = [
+            "aggregate", "--data", store.path, "--schemas", Fixtures.sampleSchemas, "--from", "2026-03-01", "--to", "2026-03-04",
+        ]
+        let errors = Pipe()
+        job.standardOutput = FileHandle.nullDevice
+        job.standardError = errors
+        try job.run()
+        let deadline = Date().addingTimeInterval(60)
+        while !store.exists("agg/_manifests/dt=2026-03-02.json"), Date() < deadline { usleep(50_000) }
+        #expect(store.exists("agg/_work"), "the job is still running, with its work files")
+        job.interrupt()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        job.waitUntilExit()
+        #expect(job.terminationReason == .exit && job.terminationStatus == 130, "\(message)")
+        #expect(
+            message.contains("interrupted (SIGINT): published 2026-03-01, 2026-03-02; not published: 2026-03-03, 2026-03-04"),
+            "\(message)")
+        #expect(!store.exists("agg/_work"), "no work files left behind")
+    }
+
     @Test func schemaCheckAndExport() throws {
         let check = run(["schema", "check", Fixtures.sampleSchemas])
         #expect(check.status == .success && check.stdout.contains("example-game/2025-06-01, app 525463029"), "\(check.stdout)")

@@ -112,6 +112,12 @@ enum AggregateCommand {
         var corrupt = false
         let started = DispatchTime.now()
         var dayStarted = started
+        // Ctrl-C says what was published and cleans up (the binary only: never in a test's process).
+        if io.isProcess, !S3Location.isObjectStoreURL(request.dataDirectory) {
+            _ = AggregateInterrupt(
+                days: (0...(request.to.daysSinceEpoch - request.from.daysSinceEpoch)).map { request.from.adding(days: $0) },
+                store: request.dataDirectory, io: io)
+        }
         let report = { (summary: DaySummary) in
             let now = DispatchTime.now()
             let seconds = Double(now.uptimeNanoseconds - dayStarted.uptimeNanoseconds) / 1e9

@@ -49,14 +49,20 @@ package struct FileDescriptorSink: OutputSink {
 package struct CommandIO: Sendable {
     package let standardOutput: any OutputSink
     package let standardError: any OutputSink
+    /// True for the process's own standard output and error: a command may then take the process's
+    /// signals (Ctrl-C); run in-process by a test, it never does.
+    package private(set) var isProcess = false
 
     package init(standardOutput: any OutputSink, standardError: any OutputSink) {
         self.standardOutput = standardOutput
         self.standardError = standardError
     }
 
-    package static let process = CommandIO(
-        standardOutput: FileDescriptorSink.standardOutput, standardError: FileDescriptorSink.standardError)
+    package static let process: CommandIO = {
+        var io = CommandIO(standardOutput: FileDescriptorSink.standardOutput, standardError: FileDescriptorSink.standardError)
+        io.isProcess = true
+        return io
+    }()
 
     func print(_ text: String) { standardOutput.write(Array((text + "\n").utf8)) }
     func printError(_ text: String) { standardError.write(Array((text + "\n").utf8)) }
