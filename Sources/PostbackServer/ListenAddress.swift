@@ -107,3 +107,61 @@ package struct ServerError: Error, Sendable, CustomStringConvertible {
         self.systemCall = systemCall
     }
 }
+
+extension PostbackServer {
+    /// Checks, before anything is created, what most often stops a receiver from starting: the
+    /// listen address (in use, or a privileged port) and the data directory (not a directory, not
+    /// writable, or not creatable). Each problem is one message with its remedy.
+    package static func preflight(_ configuration: ServerConfiguration) throws(ServerError) {
+        let address: ListenAddress
+        do {
+            address = try ListenAddress(configuration.listen)
+        } catch {
+            throw ServerError(error.description)
+        }
+        do {
+            let (descriptor, _) = try address.bind()
+            close(descriptor)
+        } catch {
+            switch error.systemCall?.errorNumber {
+            case EADDRINUSE?:
+                throw ServerError(
+                    "cannot listen on \(address): the address is in use (another receiver?); stop it, or choose another "
+                        + "address with --listen or \"listen\" in the config")
+            case EACCES?:
+                throw ServerError(
+                    "cannot listen on \(address): ports below 1024 need root or CAP_NET_BIND_SERVICE; choose a port above "
+                        + "1023 and put a TLS proxy in front (docs/serve.md)")
+            case EADDRNOTAVAIL?:
+                throw ServerError(
+                    "cannot listen on \(address): no interface of this machine has that address; use 127.0.0.1, 0.0.0.0 "
+                        + "or one of its own addresses")
+            default:
+                throw error
+            }
+        }
+        // The data directory, or the nearest directory above it that exists, must be writable.
+        var path = configuration.dataDirectory
+        var status = stat()
+        while stat(path, &status) != 0 {
+            guard let slash = path.lastIndex(of: "/") else {
+                path = "."  // a relative name: its parent is the working directory
+                continue
+            }
+            path = slash == path.startIndex ? "/" : String(path[..<slash])
+        }
+        let isDirectory = (status.st_mode & S_IFMT) == S_IFDIR
+        if path == configuration.dataDirectory, !isDirectory {
+            throw ServerError(
+                "the data directory \(path) is not a directory; choose another with --data or \"data_dir\" in the config")
+        }
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw ServerError(
+                path == configuration.dataDirectory
+                    ? "the data directory \(path) is not writable by this user; fix its owner or mode, or choose another "
+                        + "with --data"
+                    : "the data directory \(configuration.dataDirectory) cannot be created: \(path) is not writable by this "
+                        + "user; create it (owned by this user), or choose another with --data")
+        }
+    }
+}

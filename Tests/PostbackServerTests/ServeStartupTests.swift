@@ -67,6 +67,28 @@ import Testing
         }
     }
 
+    /// The address and the data directory are checked before anything is created: a taken port
+    /// leaves no data directory behind, and each problem says what to do.
+    @Test func theAddressAndTheDataDirectoryAreCheckedFirstWithTheRemedy() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let data = TestServer.temporaryDirectory() + "/new-data"
+        let taken = start(["--listen", "127.0.0.1:\(server.server.port)", "--data", data], terminal: true)
+        #expect(taken.status == .usageOrIOError)
+        #expect(
+            taken.errors.contains("the address is in use (another receiver?); stop it, or choose another address with --listen"),
+            "\(taken.errors)")
+        #expect(!FileManager.default.fileExists(atPath: data), "nothing was created")
+
+        let file = TestServer.temporaryDirectory() + "/a-file"
+        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        let notDirectory = start(["--listen", "127.0.0.1:0", "--data", file], terminal: true)
+        #expect(notDirectory.status == .usageOrIOError)
+        #expect(
+            notDirectory.errors.contains("the data directory \(file) is not a directory; choose another with --data"),
+            "\(notDirectory.errors)")
+    }
+
     @Test func configPathsAreRelativeToTheConfigFile() throws {
         let configuration = try ServerConfiguration.parse(
             Array(#"{"data_dir": "data", "trust_keys": ["k.pem"], "allow_development": true}"#.utf8),

@@ -108,6 +108,11 @@ enum ServeCommand {
         } catch {
             return startupError("\(error)")
         }
+        do {
+            try PostbackServer.preflight(configuration)
+        } catch {
+            return startupError(error.description)
+        }
         let log = ServerLog(minimumLevel: configuration.logLevel) { sink.write($0) }
         let server: PostbackServer
         do {
