@@ -342,6 +342,19 @@ struct ForwardingTests {
         let unknown = run(["forward", "replay", "--config", config, "--destination", "nope", "--from", today, "--to", today])
         #expect(unknown.status == .usageOrIOError)
         #expect(unknown.stderr.contains("known: mmp"))
+
+        // A partner that stays unavailable: the replay gives up at --retry-seconds and says how to resume.
+        try partner.script(Array(repeating: "503", count: 50))
+        let started = Date()
+        let unavailable = run([
+            "forward", "replay", "--config", config, "--destination", "mmp", "--from", today, "--to", today,
+            "--retry-seconds", "2",
+        ])
+        #expect(unavailable.status == .failure)
+        #expect(
+            unavailable.stderr.contains("gave up after") && unavailable.stderr.contains("rerun the same command"),
+            "\(unavailable.stderr)")
+        #expect(Date().timeIntervalSince(started) < 10, "it stopped retrying near --retry-seconds")
     }
 
     /// The per-segment cursor (`at` lines) survives a reopen, a torn last line is cut, and a

@@ -13,8 +13,8 @@ import SpoolDelivery
 enum ForwardCommand {
     static let usage = """
         usage: postback forward status --config FILE
-               postback forward replay --config FILE --destination NAME --from DAY --to DAY
-               postback forward retry-dead-letters --config FILE [--destination NAME]
+               postback forward replay --config FILE --destination NAME --from DAY --to DAY [--retry-seconds N]
+               postback forward retry-dead-letters --config FILE [--destination NAME] [--retry-seconds N]
 
           status              per destination: segments forwarded, segments not yet forwarded (with
                               the one in progress and its byte offset), dead letters not yet resolved
@@ -26,6 +26,8 @@ enum ForwardCommand {
           retry-dead-letters  re-send the dead letters (refused or too old) of every destination, or of
                               NAME; the ones the partner accepts are marked resolved
           --config FILE       the receiver's config (`serve --config`): destinations, data_dir, writer_id
+          --retry-seconds N   how long to keep retrying a partner that is unavailable (5xx, 429, no
+                              answer) before giving up with where to resume (default 300)
 
         Safe while the receiver runs. Header secrets are read as the receiver reads them (env or file).
 
@@ -36,8 +38,12 @@ enum ForwardCommand {
     static let syntax = CommandSyntax("forward", usage: usage)
     static let statusSyntax = CommandSyntax("forward status", usage: usage, options: ["--config"])
     static let replaySyntax = CommandSyntax(
-        "forward replay", usage: usage, options: ["--config", "--destination", "--from", "--to"])
-    static let retrySyntax = CommandSyntax("forward retry-dead-letters", usage: usage, options: ["--config", "--destination"])
+        "forward replay", usage: usage, options: ["--config", "--destination", "--from", "--to", "--retry-seconds"])
+    static let retrySyntax = CommandSyntax(
+        "forward retry-dead-letters", usage: usage, options: ["--config", "--destination", "--retry-seconds"])
+
+    /// How long a replay keeps retrying an unavailable partner, by default.
+    static let defaultRetrySeconds = 300
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         syntax.dispatch(words, io: io, to: [("status", status), ("replay", replay), ("retry-dead-letters", retryDeadLetters)])
@@ -114,9 +120,11 @@ enum ForwardCommand {
         let destination: ForwardSettings
         let from: UTCDay
         let to: UTCDay
+        let deadline: Date
         do {
             let arguments = try replaySyntax.parse(words)
             guard arguments.value("--destination") != nil else { throw UsageError("--destination NAME is required") }
+            deadline = try retryDeadline(arguments)
             let loaded = try load(arguments)
             configuration = loaded.0
             destination = loaded.1[0]
@@ -142,7 +150,7 @@ enum ForwardCommand {
                     var batch: [SpoolRecord] = []
                     func flush() throws {
                         guard !batch.isEmpty else { return }
-                        for (record, outcome) in zip(batch, try sendWithRetries(sender, batch, io: io)) {
+                        for (record, outcome) in zip(batch, try sendWithRetries(sender, batch, until: deadline, io: io)) {
                             if case .refused(let status, let answer) = outcome {
                                 refused += 1
                                 io.printError(
@@ -175,8 +183,11 @@ enum ForwardCommand {
     private static func retryDeadLetters(_ words: [String], io: CommandIO) -> ExitStatus {
         let configuration: ServerConfiguration
         let destinations: [ForwardSettings]
+        let deadline: Date
         do {
-            (configuration, destinations) = try load(try retrySyntax.parse(words))
+            let arguments = try retrySyntax.parse(words)
+            (configuration, destinations) = try load(arguments)
+            deadline = try retryDeadline(arguments)
         } catch {
             return retrySyntax.finish(error, io: io)
         }
@@ -192,7 +203,9 @@ enum ForwardCommand {
                 let sender = try ForwardSender(settings: destination)
                 for start in stride(from: 0, to: dead.entries.count, by: destination.concurrency) {
                     let entries = Array(dead.entries[start..<min(start + destination.concurrency, dead.entries.count)])
-                    for (entry, outcome) in zip(entries, try sendWithRetries(sender, entries.map(\.record), io: io)) {
+                    for (entry, outcome) in zip(
+                        entries, try sendWithRetries(sender, entries.map(\.record), until: deadline, io: io))
+                    {
                         if case .refused(let status, let answer) = outcome {
                             refused += 1
                             io.printError(
@@ -217,24 +230,33 @@ enum ForwardCommand {
         let description: String
     }
 
+    /// When retrying stops: `--retry-seconds` from now.
+    private static func retryDeadline(_ arguments: Arguments) throws -> Date {
+        Date().addingTimeInterval(
+            Double(try arguments.integer("--retry-seconds", default: defaultRetrySeconds, in: 0...86_400)))
+    }
+
     /// Sends one batch, waiting with backoff (and `Retry-After`) while the partner is unavailable;
-    /// gives up after 8 attempts.
-    private static func sendWithRetries(_ sender: ForwardSender, _ records: [SpoolRecord], io: CommandIO) throws -> [ForwardSender
-        .Outcome]
+    /// gives up when the next wait would pass `deadline`.
+    private static func sendWithRetries(_ sender: ForwardSender, _ records: [SpoolRecord], until deadline: Date, io: CommandIO)
+        throws -> [ForwardSender.Outcome]
     {
         let backoff = Backoff()
         var outcomes = sender.send(records)
-        for attempt in 1...8 {
+        var attempt = 0
+        while true {
+            attempt += 1
             let retries = outcomes.indices.filter { if case .retry = outcomes[$0] { return true } else { return false } }
             guard let first = retries.first else { return outcomes }
             guard case .retry(let detail, let retryAfter) = outcomes[first] else { return outcomes }
-            if attempt == 8 { throw PartnerUnavailable(description: "\(detail) (after \(attempt) attempts)") }
             let wait = max(backoff.delay(afterFailures: attempt), retryAfter ?? 0)
+            guard Date().addingTimeInterval(wait) <= deadline else {
+                throw PartnerUnavailable(description: "\(detail) (gave up after \(attempt) attempts: --retry-seconds)")
+            }
             io.printError("\(detail); retrying in \(Int(wait.rounded(.up))) s")
             usleep(UInt32(wait * 1_000_000))
             let again = sender.send(retries.map { records[$0] })
             for (index, outcome) in zip(retries, again) { outcomes[index] = outcome }
         }
-        return outcomes
     }
 }
