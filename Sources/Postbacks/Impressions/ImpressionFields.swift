@@ -1,4 +1,4 @@
-package import Basics
+import Basics
 
 /// Strict typed reading of an impression object (JSON Lines in `postback impression sign|verify`).
 ///

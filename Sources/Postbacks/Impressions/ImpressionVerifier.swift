@@ -1,4 +1,4 @@
-package import Basics
+import Basics
 package import PostbackCrypto
 
 /// An ad network's public key for checking its impressions; `keyID` selects it by JWS `kid`.
