@@ -24,10 +24,12 @@ package struct AdAttributionKitImpression: Sendable, Equatable {
         "impression-identifier", "publisher-item-identifier", "impression-type", "ad-network-identifier", "source-identifier",
         "timestamp", "advertised-item-identifier", "eligible-for-re-engagement",
     ]
+    static let claimSet = Set(claimNames)
     package static let impressionTypes = ["app-impression", "web-impression"]
 
     package init(parsing object: JSONObject, place: String = "", extraMembers: [String] = []) throws(PostbackRejection) {
-        let fields = try ImpressionFields(object, place: place, known: Self.claimNames + extraMembers)
+        let fields = try ImpressionFields(
+            object, place: place, known: extraMembers.isEmpty ? Self.claimSet : Self.claimSet.union(extraMembers))
         impressionIdentifier = try fields.requiredString("impression-identifier")
         guard ImpressionFields.isUUID(impressionIdentifier) else {
             throw .malformed(

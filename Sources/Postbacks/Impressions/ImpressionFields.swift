@@ -12,11 +12,12 @@ struct ImpressionFields {
     /// "" or e.g. "JWS payload ", so messages say where a member lives.
     let place: String
 
-    init(_ object: JSONObject, place: String = "", known: [String]) throws(PostbackRejection) {
+    init(_ object: JSONObject, place: String = "", known: Set<String>) throws(PostbackRejection) {
         self.object = object
         self.place = place
-        for name in object.keys where !known.contains(name) {
-            let hint = Suggestion.closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
+        for member in object.members where !known.contains(member.key) {
+            let name = member.key
+            let hint = Suggestion.closest(to: name, in: known.sorted()).map { " (did you mean '\($0)'?)" } ?? ""
             throw .malformed("\(place)\(JSONWriter.escapedForMessage(name)) is not a member of this impression\(hint)")
         }
     }

@@ -67,7 +67,7 @@ package struct ImpressionVerifier: Sendable {
         verdict.kind = impression.kind
         verdict.signedFields = impression.signedFields
         verdict.signedString = String(decoding: impression.signedMessage, as: UTF8.self)
-        let fields = try ImpressionFields(object, known: SKAdNetworkImpression.memberNames + ["signature"])
+        let fields = try ImpressionFields(object, known: SKAdNetworkImpression.memberSet.union(["signature"]))
         let text = try fields.requiredString("signature")
         let der: [UInt8]
         do {
@@ -85,7 +85,7 @@ package struct ImpressionVerifier: Sendable {
 
     private func verifyAdAttributionKit(_ object: JSONObject, into verdict: inout ImpressionVerdict) throws(PostbackRejection) {
         verdict.kind = .adAttributionKit
-        let outer = try ImpressionFields(object, known: ["jws"] + AdAttributionKitImpression.claimNames)
+        let outer = try ImpressionFields(object, known: AdAttributionKitImpression.claimSet.union(["jws"]))
         guard outer.has("jws") else {
             throw .malformed(
                 "an impression is a SKAdNetwork object with version and signature, or AdAttributionKit claims with jws; jws is missing"

@@ -38,10 +38,13 @@ package struct SKAdNetworkImpression: Sendable, Equatable {
         "source-domain", "fidelity-type", "timestamp",
     ]
 
+    static let memberSet = Set(memberNames)
+
     /// Reads and checks an impression object. `extraMembers` are allowed beside the impression's own
     /// (`signature` when verifying) and left to the caller.
     package init(parsing object: JSONObject, extraMembers: [String] = []) throws(PostbackRejection) {
-        let fields = try ImpressionFields(object, known: Self.memberNames + extraMembers)
+        let fields = try ImpressionFields(
+            object, known: extraMembers.isEmpty ? Self.memberSet : Self.memberSet.union(extraMembers))
         let versionText = try fields.requiredString("version")
         guard let version = SKAdNetworkVersion(rawValue: versionText) else {
             throw PostbackRejection(
