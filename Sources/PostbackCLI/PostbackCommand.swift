@@ -24,6 +24,7 @@ package enum PostbackCommand {
           schema     check or export conversion schemas
           report     a self-contained HTML report of the aggregates
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
+          impression sign ad impressions with the ad network's key, or check them (before any postback)
           demo       the whole pipeline on this machine: receiver, traffic, nightly job, report
 
         options:
@@ -68,6 +69,7 @@ package enum PostbackCommand {
                 ("schema", SchemaCommand.run),
                 ("report", ReportCommand.run),
                 ("generate", GenerateCommand.run),
+                ("impression", ImpressionCommand.run),
                 ("demo", DemoCommand.run),
             ])
     }

@@ -1,9 +1,11 @@
 internal import COpenSSL
 
-/// An ECDSA private key, for signing *test* postbacks in tests, samples and benchmarks.
+/// An ECDSA private key: the ad network's own key for signing its ad impressions
+/// (`postback impression sign`, docs/impressions.md), and test keys for minting postbacks in tests,
+/// samples and benchmarks.
 ///
-/// Nothing in the receiving path signs; Apple's private keys are, of course, not ours. This exists so
-/// that every SKAdNetwork version and layout can be exercised with signatures that really verify.
+/// Nothing in the receiving path signs; Apple's private keys are, of course, not ours. Error messages
+/// never quote the key: `CryptoError` names the operation and OpenSSL's error codes only.
 package final class ECDSAPrivateKey: @unchecked Sendable {
     // @unchecked Sendable: as for ECDSAPublicKey, the EVP_PKEY is immutable after init and each signing
     // call takes its own EVP_PKEY_CTX from the pool.

@@ -69,7 +69,9 @@ import Testing
         #expect(blocks.first?.line == 4)
     }
 
-    @Test(arguments: ["verify", "explain", "reverify", "generate", "serve", "send", "aggregate", "schema", "report"])
+    @Test(arguments: [
+        "verify", "explain", "reverify", "generate", "impression", "serve", "send", "aggregate", "schema", "report",
+    ])
     func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
         let out = MemorySink()
         #expect(

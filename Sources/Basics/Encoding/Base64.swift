@@ -114,17 +114,18 @@ package enum Base64 {
     }
 
     package static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet) -> String {
-        let table = Array(
-            (alphabet == .url
-                ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/").utf8)
+        // The alphabet built once, not per call: impressions are signed and encoded by the thousand.
+        let table = alphabet == .url ? urlEncodingTable : standardEncodingTable
         let input = Array(bytes)
         var output = [UInt8]()
         output.reserveCapacity((input.count + 2) / 3 * 4)
         var index = 0
         while index + 3 <= input.count {
             let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-            for shift in [18, 12, 6, 0] { output.append(table[Int(chunk >> UInt32(shift) & 0x3F)]) }
+            output.append(table[Int(chunk >> 18 & 0x3F)])
+            output.append(table[Int(chunk >> 12 & 0x3F)])
+            output.append(table[Int(chunk >> 6 & 0x3F)])
+            output.append(table[Int(chunk & 0x3F)])
             index += 3
         }
         let rest = input.count - index
@@ -139,6 +140,9 @@ package enum Base64 {
         }
         return String(decoding: output, as: UTF8.self)
     }
+
+    private static let standardEncodingTable = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlEncodingTable = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Sextet value of each byte, 0xFF for bytes outside the alphabet.
     private static let standardDecodingTable: [UInt8] = decodingTable(extra: "+/")

@@ -86,6 +86,18 @@ package final class RecordReader {
     package var bytesRead: Int { lines.bytesRead }
     package let totalBytes: Int?
 
+    /// Whether a file's only record is named `path:line` too (JSON Lines tools), not just `path`.
+    private var numbersEveryRecord = false
+
+    /// Opens `path`; `-` means standard input.
+    /// - Parameter numbersEveryRecord: name even a file's only record by its line (`path:1`).
+    package convenience init(
+        path: String, maximumRecordBytes: Int = RecordReader.defaultMaximumRecordBytes, numbersEveryRecord: Bool
+    ) throws(IOError) {
+        try self.init(path: path, maximumRecordBytes: maximumRecordBytes)
+        self.numbersEveryRecord = numbersEveryRecord
+    }
+
     /// Opens `path`; `-` means standard input.
     package init(path: String, maximumRecordBytes: Int = RecordReader.defaultMaximumRecordBytes) throws(IOError) {
         self.path = path
@@ -135,7 +147,7 @@ package final class RecordReader {
             return nil
         }
         lookahead = try readRawRecord()
-        let isOnlyRecord = recordsReturned == 0 && lookahead == nil
+        let isOnlyRecord = recordsReturned == 0 && lookahead == nil && !numbersEveryRecord
         recordsReturned += 1
         let source = isOnlyRecord ? label : "\(label):\(current.line)"
         return InputRecord(source: source, bytes: current.bytes, problem: current.problem)
