@@ -29,7 +29,8 @@ extension RequestHandler {
             ProcessMetrics.render(into: &page)
             for source in metricsSources.withLock({ $0 }) { page.append(source()) }
             return .text(200, page.text, contentType: "text/plain; version=0.0.4; charset=utf-8")
-        default:
+        case .skadnetwork, .appAttribution, .adNetwork, .unknown:
+            // Postback routes go to `PostbackIngest`, unknown paths get 404 in `begin`: never asked here.
             return .text(500, "no handler")
         }
     }
