@@ -1,20 +1,9 @@
 import Basics
-import CMicroHTTPD
-import CMicroHTTPDShim
 import Dispatch
 import Foundation
 import Locking
 import Postbacks
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
-struct MHDPointer: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
 
 /// One HTTP request's state, from the request line to the completed notification.
 ///
@@ -112,12 +101,12 @@ final class RequestHandler: Sendable {
     }
 
     func connectionNotification(
-        connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
+        connection: HTTPConnection, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
     ) {
         if started {
             let track = ConnectionWatchdog.Track(
-                descriptor: postback_mhd_connection_fd(connection),
-                client: IPAddress.client(peerAddress(of: connection), ipv6PrefixLength: configuration.clientIPv6PrefixLength))
+                descriptor: connection.descriptor,
+                client: IPAddress.client(connection.peerAddress, ipv6PrefixLength: configuration.clientIPv6PrefixLength))
             // A new connection gets the short header deadline, not the keep-alive idle timeout: one
             // that sends nothing is gone within seconds.
             track.enter(.new, seconds: configuration.headerTimeoutSeconds)
@@ -133,13 +122,13 @@ final class RequestHandler: Sendable {
         }
     }
 
-    private func track(of connection: OpaquePointer) -> ConnectionWatchdog.Track? {
-        guard let raw = postback_mhd_socket_context(connection) else { return nil }
+    private func track(of connection: HTTPConnection) -> ConnectionWatchdog.Track? {
+        guard let raw = connection.socketContext else { return nil }
         return Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw).takeUnretainedValue()
     }
 
     /// The request line arrived: the headers must follow within the header timeout.
-    func requestLineReceived(connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+    func requestLineReceived(connection: HTTPConnection) -> UnsafeMutableRawPointer? {
         if let track = track(of: connection) {
             // A new connection's first request keeps the deadline counted from the accept.
             if track.phase == .new {
@@ -153,8 +142,7 @@ final class RequestHandler: Sendable {
     }
 
     func handle(
-        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        version: UnsafePointer<CChar>? = nil, data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+        connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> Int32 {
         if requestContext.pointee == nil {
@@ -167,25 +155,18 @@ final class RequestHandler: Sendable {
         case .new:
             if track(of: connection)?.refusesRequests == true { return 0 }
             // RFC 9112 §3.2: an HTTP/1.1 request must name its Host (libmicrohttpd answers without).
-            let lacksHost =
-                version.map { strcmp($0, "HTTP/1.1") == 0 } == true
-                && MHD_lookup_connection_value(connection, .HEADER_KIND, "Host") == nil
-            return begin(
-                request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
-                method: method.map { String(cString: $0) } ?? "", lacksHost: lacksHost)
+            let lacksHost = line.isHTTP11 && !connection.hasHeader("Host")
+            return begin(request, connection: connection, path: line.path, method: line.methodName, lacksHost: lacksHost)
         case .receiving:
-            if size.pointee > 0 {
-                let count = size.pointee
-                if request.tooLarge || request.body.count + count > configuration.bodyLimitBytes {
+            if chunk.count > 0 {
+                if request.tooLarge || request.body.count + chunk.count > configuration.bodyLimitBytes {
                     // Keep reading (and dropping) so the 413 can be sent once the body ends.
                     request.tooLarge = true
                     request.body = []
-                } else if let data {
-                    data.withMemoryRebound(to: UInt8.self, capacity: count) {
-                        request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
-                    }
+                } else {
+                    chunk.append(to: &request.body)
                 }
-                size.pointee = 0
+                chunk.consumed()
                 return 1
             }
             track(of: connection)?.enter(.processing, seconds: nil)
@@ -212,7 +193,7 @@ final class RequestHandler: Sendable {
 
     /// A request ended: takes back its state (none if libmicrohttpd never told us of its request line).
     func requestCompleted(
-        connection: OpaquePointer?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32
+        connection: HTTPConnection?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32
     ) {
         let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
         requestContext.pointee = nil
@@ -222,7 +203,7 @@ final class RequestHandler: Sendable {
 
     /// Counts what `send` did not: libmicrohttpd's own answers (400, 413, 414, 431, …), and requests
     /// whose reply never reached the client.
-    private func requestCompleted(_ request: RequestState?, connection: OpaquePointer, termination: Int32) {
+    private func requestCompleted(_ request: RequestState?, connection: HTTPConnection, termination: Int32) {
         if let client = request?.countedClient {
             request?.countedClient = nil
             clientRequests.withLock { counts in
@@ -237,7 +218,7 @@ final class RequestHandler: Sendable {
         // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
         // logger counts those answers, also the ones made before any request callback).
         if request?.stage != .done {
-            let status = Int(postback_mhd_http_status(connection))
+            let status = connection.replyStatus
             // libmicrohttpd rejected the request itself (a malformed Content-Length, …): where the
             // next request starts is uncertain, so none is taken from this connection.
             if status >= 400 { track(of: connection)?.refuseFurtherRequests() }
@@ -252,57 +233,26 @@ final class RequestHandler: Sendable {
         }
     }
 
-    /// The socket peer's address ("unknown" if libmicrohttpd cannot say).
-    private func peerAddress(of connection: OpaquePointer) -> String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        return postback_mhd_client_address(connection, &buffer, buffer.count) == 0
-            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
-    }
-
     /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
-    private func clientAddress(of connection: OpaquePointer) -> String {
-        let peer = peerAddress(of: connection)
+    private func clientAddress(of connection: HTTPConnection) -> String {
+        let peer = connection.peerAddress
         guard !configuration.trustedProxies.isEmpty else { return peer }
-        func header(_ name: String) -> String? {
-            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
-        }
         return ClientAddress.resolve(
-            peer: peer, forwardedFor: header("X-Forwarded-For"), forwarded: header("Forwarded"),
+            peer: peer, forwardedFor: connection.header("X-Forwarded-For"), forwarded: connection.header("Forwarded"),
             trusted: configuration.trustedProxies)
-    }
-
-    /// The request headers the framing checks look at (names as received): `Content-Length`,
-    /// `Transfer-Encoding`, and any name with whitespace. Others are skipped without making Strings.
-    private func framingHeaders(of connection: OpaquePointer) -> [(name: String, value: String)] {
-        final class Collected { var headers: [(name: String, value: String)] = [] }
-        let collected = Collected()
-        _ = MHD_get_connection_values(
-            connection, .HEADER_KIND,
-            { context, _, key, value in
-                guard let context, let key else { return .YES }
-                let relevant =
-                    strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
-                    || key[0] == 0 || strpbrk(key, " \t") != nil
-                guard relevant else { return .YES }
-                let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-                collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
-                return .YES
-            }, Unmanaged.passUnretained(collected).toOpaque())
-        return withExtendedLifetime(collected) { collected.headers }
     }
 
     /// The headers are in: framing, route, method and declared length decide what happens next.
     /// Every reply made here, before the body is read, closes the connection and says so
     /// (`Connection: close`), so a client pipelining behind it knows to send its next request anew.
-    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String, lacksHost: Bool)
+    private func begin(_ request: RequestState, connection: HTTPConnection, path: String, method: String, lacksHost: Bool)
         -> Int32
     {
         let route = Route(path: path, adNetworkPath: adNetworkPath)
         request.route = route
-        var headerBytes = 0
-        let layout = postback_mhd_header_layout(connection, &headerBytes)
-        if let violation = HTTPFraming.violation(layout: HTTPFraming.Layout(code: layout), headerBytes: headerBytes)
-            ?? HTTPFraming.violation(in: framingHeaders(of: connection))
+        let (layout, headerBytes) = connection.headerLayout()
+        if let violation = HTTPFraming.violation(layout: layout, headerBytes: headerBytes)
+            ?? HTTPFraming.violation(in: connection.framingHeaders())
             ?? (lacksHost
                 ? HTTPFraming.Violation(status: 400, detail: "an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)") : nil)
         {
@@ -332,9 +282,7 @@ final class RequestHandler: Sendable {
             reply.headers.append(("Allow", route.allowedMethods))
             return send(reply, route: route, on: connection, closing: true)
         }
-        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-            let length = Int(String(cString: declared)), length > configuration.bodyLimitBytes
-        {
+        if let declared = connection.header("Content-Length"), let length = Int(declared), length > configuration.bodyLimitBytes {
             // Answered before the body is read; libmicrohttpd then closes the connection.
             request.stage = .done
             return send(tooLarge(), route: route, on: connection, closing: true)
@@ -351,7 +299,7 @@ final class RequestHandler: Sendable {
     /// `per_ip_connection_limit` behind `trusted_proxies`: at most that many requests in progress per
     /// client address (the one a trusted proxy names); more get 429 and the connection is closed.
     /// Nil when the request may go on (and is then counted until `requestCompleted`).
-    private func admitClient(_ request: RequestState, connection: OpaquePointer) -> HTTPReply? {
+    private func admitClient(_ request: RequestState, connection: HTTPConnection) -> HTTPReply? {
         let limit = configuration.perIPConnectionLimit
         guard limit > 0, !configuration.trustedProxies.isEmpty else { return nil }
         let client = clientAddress(of: connection)
@@ -373,7 +321,7 @@ final class RequestHandler: Sendable {
 
     /// The whole body is in: verify, then either answer or suspend until the spool writer has the
     /// record on disk.
-    private func process(_ request: RequestState, connection: OpaquePointer) -> Int32 {
+    private func process(_ request: RequestState, connection: HTTPConnection) -> Int32 {
         request.startedProcessing = DispatchTime.now().uptimeNanoseconds
         guard commitsInProgress.isOpen else {
             request.stage = .done
@@ -411,25 +359,24 @@ final class RequestHandler: Sendable {
     /// The default mode: the connection is suspended while its postback waits for a verifying thread
     /// (`VerificationQueue`), then for the group commit; the reply resumes it.
     private func queueForVerification(
-        _ request: RequestState, body: [UInt8], connection: OpaquePointer, verifications: VerificationQueue
+        _ request: RequestState, body: [UInt8], connection: HTTPConnection, verifications: VerificationQueue
     ) -> Int32 {
         guard commitsInProgress.enterIfOpen() else {
             request.stage = .done
             return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
         }
         request.stage = .waiting
-        MHD_suspend_connection(connection)
-        let handle = MHDPointer(pointer: connection)
+        connection.suspend()
         let resume: @Sendable (HTTPReply) -> Void = { [self] reply in
             request.reply.withLock { $0 = reply }
-            MHD_resume_connection(handle.pointer)
+            connection.resume()
             // Only now may shutdown stop the daemon: the connection is no longer touched here.
             commitsInProgress.leave()
         }
         // The client's address is read on the verifying thread, for rejections only: the connection
         // stays suspended (and so allocated, and untouched by its HTTP thread) until `resume`.
         let received = PostbackIngest.Received(
-            body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: handle.pointer) })
+            body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: connection) })
         verifications.submit(
             .init(received: received) { action in
                 switch action {
@@ -452,26 +399,13 @@ final class RequestHandler: Sendable {
 
     /// Queues `reply`. `closing`: the connection ends after it, and the reply says so.
     private func send(
-        _ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil, closing: Bool = false
+        _ reply: HTTPReply, route: Route, on connection: HTTPConnection, seconds: Double? = nil, closing: Bool = false
     ) -> Int32 {
-        let response = reply.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
-        }
-        guard let response else { return 0 }
-        defer { MHD_destroy_response(response) }
-        MHD_add_response_header(response, "Content-Type", reply.contentType)
-        for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
-        if closing || draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
         metrics.request(route: route, code: reply.status, seconds: seconds)
         // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply,
         // unless its client does not read it (a slow reader, `ConnectionWatchdog.admit`). A client
         // that has not read the whole reply within the body timeout is cut off (phase `replying`).
         track(of: connection)?.enter(.replying, seconds: configuration.bodyTimeoutSeconds)
-        return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
+        return connection.queue(reply, closing: closing || draining.load(ordering: .relaxed)) ? 1 : 0
     }
-}
-
-extension RequestHandler {
-    /// MHD_RESPMEM_MUST_COPY (the importer gives this enum no usable case names).
-    static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
 }
