@@ -8,7 +8,7 @@ import Synchronization
 /// One HTTP request's state, from the request line to the completed notification.
 ///
 /// libmicrohttpd calls back for one connection on one thread at a time, so the plain fields need no
-/// lock; only `reply`, set by the spool writer's thread, is locked.
+/// lock; only `answer`, set by the verifying or the spool writer's thread, is locked.
 final class RequestState: @unchecked Sendable {
     enum Stage { case new, receiving, waiting, done }
 
@@ -17,9 +17,13 @@ final class RequestState: @unchecked Sendable {
     var body: [UInt8] = []
     var tooLarge = false
     var startedProcessing: UInt64 = 0
-    let reply = Locked<HTTPReply?>(nil)
+    /// What `PostbackIngest` completed the postback with.
+    let answer = Locked<PostbackIngest.Answer?>(nil)
     /// The client address counted in `RequestHandler.clientRequests` while this request is in progress.
     var countedClient: String?
+
+    /// Since the body was complete (`startedProcessing`).
+    var secondsProcessing: Double { Double(DispatchTime.now().uptimeNanoseconds - startedProcessing) / 1e9 }
 }
 
 /// The target of libmicrohttpd's callbacks (`HTTPDaemon`): each request's state machine, from the
@@ -67,7 +71,7 @@ final class RequestHandler: Sendable {
             ? nil
             : VerificationQueue(threads: configuration.threads) { jobs in
                 metrics.verificationBatch(size: jobs.count)
-                for (job, action) in zip(jobs, ingest.receive(jobs.map(\.received))) { job.completion(action) }
+                ingest.ingest(jobs)
             }
         let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
         let sampler = ingest.logSampler
@@ -88,6 +92,33 @@ final class RequestHandler: Sendable {
 
     /// Why `/readyz` says not ready; none when ready.
     func readinessProblems() -> [String] { readiness.problems(shuttingDown: draining.load(ordering: .relaxed)) }
+
+    // MARK: Shutdown (`PostbackServer.shutdown`, in this order)
+
+    /// Replies say `Connection: close` from now on, and `/readyz` says not ready.
+    func beginDraining() { draining.store(true, ordering: .relaxed) }
+
+    /// Waits for the requests begun to complete; false if some had not by `deadline`.
+    @discardableResult
+    func waitForRequests(until deadline: DispatchTime) -> Bool { requestsInProgress.waitUntilNone(deadline: deadline) }
+
+    /// Takes no more postbacks in (they are answered 500, never acknowledged) and waits for those
+    /// taken to be answered and their connections resumed; false if storage had not answered by
+    /// `deadline` (then the daemon must not be stopped: connections are still suspended).
+    func closeIntake(waitingUntil deadline: DispatchTime) -> Bool {
+        commitsInProgress.close()
+        return commitsInProgress.waitUntilNone(deadline: deadline)
+    }
+
+    /// Stops the watchdog and the verifying threads: once the daemon is gone, or it was abandoned.
+    func stop() {
+        watchdog.stop()
+        verifications?.stop()
+    }
+
+    /// Storage hangs with connections suspended: the daemon is left running for the process to end;
+    /// only the watchdog stops (the verifying threads are left as they are).
+    func abandon() { watchdog.stop() }
 
     // MARK: Callbacks
 
@@ -182,10 +213,9 @@ final class RequestHandler: Sendable {
             }
             return process(request, connection: connection)
         case .waiting:
-            guard let reply = request.reply.withLock({ $0 }) else { return 1 }
+            guard let answer = request.answer.withLock({ $0 }) else { return 1 }
             request.stage = .done
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
-            return send(reply, route: request.route, on: connection, seconds: seconds)
+            return send(answer.reply, route: request.route, on: connection, seconds: request.secondsProcessing)
         case .done:
             return 1
         }
@@ -319,74 +349,46 @@ final class RequestHandler: Sendable {
         return nil
     }
 
-    /// The whole body is in: verify, then either answer or suspend until the spool writer has the
-    /// record on disk.
+    /// The whole body is in: `PostbackIngest` takes it and completes with the reply once the record
+    /// is durable (or could not be made so); the connection only waits for that. By default it is
+    /// suspended while its postback waits for a verifying thread (`VerificationQueue`) and then for
+    /// the group commit, and the answer resumes it; with `thread_per_connection` the connection's own
+    /// thread verifies and waits. Either way the count shutdown drains (`commitsInProgress`) covers it.
     private func process(_ request: RequestState, connection: HTTPConnection) -> Int32 {
         request.startedProcessing = DispatchTime.now().uptimeNanoseconds
-        guard commitsInProgress.isOpen else {
+        guard commitsInProgress.enterIfOpen() else {
             request.stage = .done
             return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
         }
         let body = request.body
         request.body = []
-        if let verifications {
-            return queueForVerification(request, body: body, connection: connection, verifications: verifications)
-        }
-        // thread_per_connection: this connection's own thread verifies, then waits for the group commit.
-        switch ingest.receive(body: body, route: request.route, client: { clientAddress(of: connection) }) {
-        case .reply(let reply):
-            request.stage = .done
-            return send(reply, route: request.route, on: connection)
-        case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
-            guard commitsInProgress.enterIfOpen() else {
-                request.stage = .done
-                return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
-            }
-            request.stage = .waiting
-            let committed = DispatchSemaphore(value: 0)
-            writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
-                request.reply.withLock { $0 = makeReply(outcome) }
-                committed.signal()
-            }
-            committed.wait()
-            commitsInProgress.leave()
-            request.stage = .done
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
-            return send(request.reply.withLock { $0 }!, route: request.route, on: connection, seconds: seconds)
-        }
-    }
-
-    /// The default mode: the connection is suspended while its postback waits for a verifying thread
-    /// (`VerificationQueue`), then for the group commit; the reply resumes it.
-    private func queueForVerification(
-        _ request: RequestState, body: [UInt8], connection: HTTPConnection, verifications: VerificationQueue
-    ) -> Int32 {
-        guard commitsInProgress.enterIfOpen() else {
-            request.stage = .done
-            return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
-        }
         request.stage = .waiting
-        connection.suspend()
-        let resume: @Sendable (HTTPReply) -> Void = { [self] reply in
-            request.reply.withLock { $0 = reply }
-            connection.resume()
-            // Only now may shutdown stop the daemon: the connection is no longer touched here.
+        guard let verifications else {
+            let answered = DispatchSemaphore(value: 0)
+            ingest.ingest(body: body, route: request.route, client: { clientAddress(of: connection) }) { answer in
+                request.answer.withLock { $0 = answer }
+                answered.signal()
+            }
+            answered.wait()
             commitsInProgress.leave()
+            request.stage = .done
+            let answer = request.answer.withLock { $0 }!
+            // An answer made without a spool writer was never counted in the request duration here.
+            return send(
+                answer.reply, route: request.route, on: connection,
+                seconds: answer.waitedForStorage ? request.secondsProcessing : nil)
         }
+        connection.suspend()
         // The client's address is read on the verifying thread, for rejections only: the connection
-        // stays suspended (and so allocated, and untouched by its HTTP thread) until `resume`.
+        // stays suspended (and so allocated, and untouched by its HTTP thread) until it is resumed.
         let received = PostbackIngest.Received(
             body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: connection) })
         verifications.submit(
-            .init(received: received) { action in
-                switch action {
-                case .reply(let reply):
-                    resume(reply)
-                case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
-                    writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
-                        resume(makeReply(outcome))
-                    }
-                }
+            .init(received: received) { [self] answer in
+                request.answer.withLock { $0 = answer }
+                connection.resume()
+                // Only now may shutdown stop the daemon: the connection is no longer touched here.
+                commitsInProgress.leave()
             })
         return 1
     }
