@@ -41,7 +41,8 @@ handle = cost(r"RequestHandler\.handle\(connection:")
 # The default mode checks postbacks on the verifying threads (VerificationQueue), in batches;
 # thread_per_connection checks each on its connection's thread (receive(body:…)).
 verifying_threads = cost(r"\?\?\?:closure #1 in VerificationQueue\.init")
-receive = cost(r"PostbackIngest\.receive\((body:|_:)")
+# `ingest` (verify, policy, hand to the spool writer) since issue 26; `receive` in builds before it.
+receive = cost(r"PostbackIngest\.(ingest|receive)\((body:|_:)")
 # The first postback's check builds the key tables: taken out once.
 verify = cost(r"PostbackVerifier\.verify\(body:\)") + cost(r"PostbackVerifier\.verify\(batch:\)") - table
 signature = cost(r"ECDSAPublicKey\.isValidSignature\(derSignature:digest:\)") + cost(r"SharedInversion\.init\(") - table
@@ -60,7 +61,7 @@ rows = [
     ("our callbacks (request line, headers, body, reply)", callbacks - (0 if verifying_threads else table)),
     ("  RequestHandler.handle", handle - (0 if verifying_threads else table)),
     ("verifying threads (VerificationQueue; 0 with thread_per_connection)", max(verifying_threads - table, 0)),
-    ("  PostbackIngest.receive", receive - table),
+    ("  PostbackIngest.ingest (receive before)", receive - table),
     ("    verify (PostbackVerifier.verify(body:) and verify(batch:))", verify),
     ("      signature check (ECDSA, with a batch's shared inversion)", signature),
     ("        modular inversion of s (BN_mod_inverse)", inversion),

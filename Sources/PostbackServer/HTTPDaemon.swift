@@ -48,26 +48,26 @@ final class HTTPDaemon: @unchecked Sendable {
         settings.access_handler = { context, connection, url, method, version, data, size, requestContext in
             guard let context, let connection, let size, let requestContext else { return 0 }
             return RequestHandler.from(context).handle(
-                connection: connection, url: url, method: method, version: version, data: data, size: size,
-                requestContext: requestContext)
+                connection: HTTPConnection(connection), line: HTTPRequestLine(url: url, method: method, version: version),
+                chunk: HTTPBodyChunk(data: data, size: size), requestContext: requestContext)
         }
         settings.access_context = context
         settings.request_completed = { context, connection, requestContext, termination in
             guard let context, let requestContext else { return }
             RequestHandler.from(context).requestCompleted(
-                connection: connection, requestContext: requestContext, termination: termination)
+                connection: connection.map(HTTPConnection.init), requestContext: requestContext, termination: termination)
         }
         settings.request_completed_context = context
         settings.connection_notify = { context, connection, socketContext, code in
             guard let context, let connection, let socketContext else { return }
             // Code 0 is MHD_CONNECTION_NOTIFY_STARTED (the macro does not reach Swift).
             RequestHandler.from(context).connectionNotification(
-                connection: connection, socketContext: socketContext, started: code == 0)
+                connection: HTTPConnection(connection), socketContext: socketContext, started: code == 0)
         }
         settings.connection_notify_context = context
         settings.uri_log = { context, _, connection in
             guard let context, let connection else { return nil }
-            return RequestHandler.from(context).requestLineReceived(connection: connection)
+            return RequestHandler.from(context).requestLineReceived(connection: HTTPConnection(connection))
         }
         settings.uri_log_context = context
         settings.logger = { context, message in

@@ -3,12 +3,13 @@ import PostbackCrypto
 import PostbackStore
 import Postbacks
 
-/// What happens to one postback body, independent of HTTP: verify, apply the receiver's policy, and
-/// hand the record to the right spool. The reply is only made once the spool says the record is
-/// durable (or could not be made so).
+/// What happens to one postback body, independent of HTTP: verify, apply the receiver's policy,
+/// append the record to the right spool, wait for it to be durable, then complete with the reply.
+/// The HTTP layer hands a `Job` over (`ingest(_:)`) and sends whatever reply the job completes with;
+/// it never sees a spool writer.
 final class PostbackIngest: Sendable {
-    /// Either a reply right away, or a record to store first.
-    enum Action {
+    /// Either a reply right away, or a record to store first (carried out by `perform` only).
+    private enum Action {
         case reply(HTTPReply)
         case store(
             writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?, values: UnsignedValues = .unknown,
@@ -64,8 +65,45 @@ final class PostbackIngest: Sendable {
         let client: () -> String
     }
 
+    /// A postback's reply, once its fate is settled.
+    struct Answer: Sendable {
+        let reply: HTTPReply
+        /// A spool writer was asked first (the reply waited for its group commit).
+        let waitedForStorage: Bool
+    }
+
+    /// One postback handed over by the HTTP layer, and where its answer goes: `completion` is called
+    /// exactly once, on any thread (the verifying one, or the spool writer's after its fdatasync).
+    struct Job {
+        let received: Received
+        let completion: @Sendable (Answer) -> Void
+    }
+
+    /// Verifies the jobs' bodies together (their P-256 signatures share one modular inversion,
+    /// `PostbackVerifier.verify(batch:)`), applies the policy, appends each record to its spool, and
+    /// completes each job once its record is durable (or could not be made so). `VerificationQueue`'s threads call this.
+    func ingest(_ jobs: [Job]) {
+        for (job, action) in zip(jobs, receive(jobs.map(\.received))) { perform(action, job.completion) }
+    }
+
+    /// One body, verified alone on the calling thread (`thread_per_connection`); otherwise as `ingest(_:)`.
+    func ingest(body: [UInt8], route: Route, client: () -> String, completion: @escaping @Sendable (Answer) -> Void) {
+        perform(receive(body: body, route: route, client: client), completion)
+    }
+
+    private func perform(_ action: Action, _ completion: @escaping @Sendable (Answer) -> Void) {
+        switch action {
+        case .reply(let reply):
+            completion(Answer(reply: reply, waitedForStorage: false))
+        case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
+            writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
+                completion(Answer(reply: makeReply(outcome), waitedForStorage: true))
+            }
+        }
+    }
+
     /// - Parameter client: the client's address (see `ClientAddress`); kept with rejections only.
-    func receive(body: [UInt8], route: Route, client: () -> String) -> Action {
+    private func receive(body: [UInt8], route: Route, client: () -> String) -> Action {
         let receivedAt = UTCTimestamp.now()
         guard isStorageHealthy else { return Self.storageUnavailable }
         return act(on: verifier.verify(body: body), body: body, route: route, receivedAt: receivedAt, client: client)
@@ -73,7 +111,7 @@ final class PostbackIngest: Sendable {
 
     /// Many bodies at once (`VerificationQueue`): each gets exactly the action `receive(body:…)` gives
     /// it, but their P-256 signatures share one modular inversion (`PostbackVerifier.verify(batch:)`).
-    func receive(_ batch: [Received]) -> [Action] {
+    private func receive(_ batch: [Received]) -> [Action] {
         guard isStorageHealthy else { return batch.map { _ in Self.storageUnavailable } }
         return zip(batch, verifier.verify(batch: batch.map(\.body))).map { received, result in
             act(on: result, body: received.body, route: received.route, receivedAt: received.receivedAt, client: received.client)

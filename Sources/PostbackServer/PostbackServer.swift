@@ -101,8 +101,7 @@ package final class PostbackServer: Sendable {
             daemon = try HTTPDaemon(listenDescriptor: socket.descriptor, configuration: configuration, handler: handler)
         } catch {
             close(socket.descriptor)
-            handler.watchdog.stop()
-            handler.verifications?.stop()
+            handler.stop()
             store.close()
             throw error
         }
@@ -166,30 +165,28 @@ package final class PostbackServer: Sendable {
         }
         let log = handler.log
         log.info("shutting down: no new connections; finishing requests in progress")
-        handler.draining.store(true, ordering: .relaxed)
+        handler.beginDraining()
         daemon.withLock { $0?.quiesce() }
 
         let deadline = DispatchTime.now() + configuration.shutdownGraceSeconds
         // Requests already begun may finish (their responses say Connection: close).
-        _ = handler.requestsInProgress.waitUntilNone(deadline: deadline)
-        handler.commitsInProgress.close()
+        handler.waitForRequests(until: deadline)
         // No connection may stay suspended when the daemon stops: wait for the writers to resume them.
-        guard handler.commitsInProgress.waitUntilNone(deadline: deadline + 30) else {
+        guard handler.closeIntake(waitingUntil: deadline + 30) else {
             // The writer thread is stuck in a write or fdatasync; closing the writers would wait for
             // it forever. Nothing unsynced was acknowledged, so leave it and let the process end.
             log.error("storage did not answer within the shutdown grace period; exiting without stopping the HTTP daemon")
-            handler.watchdog.stop()
+            handler.abandon()
             daemon.withLock { $0?.abandon() }
             return
         }
         // A request admitted just before commits closed was resumed above, but its reply may not be
         // sent yet (the count drops when the writer resumes the connection, before the worker
         // writes). Give the replies in progress a moment, so a stored postback is answered.
-        _ = handler.requestsInProgress.waitUntilNone(deadline: .now() + 2)
+        handler.waitForRequests(until: .now() + 2)
         // The last reference: HTTPDaemon.deinit stops libmicrohttpd, then closes the listening socket.
         daemon.withLock { $0 = nil }
-        handler.watchdog.stop()
-        handler.verifications?.stop()
+        handler.stop()
         store.close()
         log.info("stopped: every acknowledged postback is synced")
     }

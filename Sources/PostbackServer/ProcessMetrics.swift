@@ -10,30 +10,29 @@ import Postbacks
 /// standard `process_*` set (the names and meanings of the official client libraries), read from
 /// /proc at scrape time. Kept apart from `ServerMetrics`, which counts what the receiver does.
 enum ProcessMetrics {
-    static func render(into text: inout String) {
-        func header(_ name: String, _ type: String, _ help: String) {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
-        }
-        func gauge(_ name: String, _ type: String, _ help: String, _ value: String) {
-            header(name, type, help)
-            text += "\(name) \(value)\n"
-        }
-        // Version and commit are our own text (digits, dots, hex, "-dirty", "unknown"): no escaping needed.
-        header(
-            "postback_build_info", "gauge", "Always 1; the version and commit labels say which postback build is running.")
-        text += "postback_build_info{version=\"\(BuildInfo.version)\",commit=\"\(BuildInfo.commit)\"} 1\n"
+    static func render(into page: inout MetricsPage) {
+        page.family(
+            "postback_build_info", .gauge, help: "Always 1; the version and commit labels say which postback build is running."
+        ) { $0.sample(["version": BuildInfo.version, "commit": BuildInfo.commit], 1) }
         guard let sample = sample() else { return }
-        gauge(
-            "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", format(sample.cpuSeconds))
-        gauge("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", String(sample.residentBytes))
-        gauge("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", String(sample.virtualBytes))
-        gauge(
-            "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
-            format(sample.startTimeSeconds))
-        if let open = openDescriptors() { gauge("process_open_fds", "gauge", "Number of open file descriptors.", String(open)) }
+        page.family("process_cpu_seconds_total", .counter, help: "Total user and system CPU time spent in seconds.") {
+            $0.sampleSeconds(sample.cpuSeconds)
+        }
+        page.family("process_resident_memory_bytes", .gauge, help: "Resident memory size in bytes.") {
+            $0.sample(sample.residentBytes)
+        }
+        page.family("process_virtual_memory_bytes", .gauge, help: "Virtual memory size in bytes.") {
+            $0.sample(sample.virtualBytes)
+        }
+        page.family("process_start_time_seconds", .gauge, help: "Start time of the process since unix epoch in seconds.") {
+            $0.sampleSeconds(sample.startTimeSeconds)
+        }
+        if let open = openDescriptors() {
+            page.family("process_open_fds", .gauge, help: "Number of open file descriptors.") { $0.sample(open) }
+        }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
-            gauge("process_max_fds", "gauge", "Maximum number of open file descriptors.", String(limit.rlim_cur))
+            page.family("process_max_fds", .gauge, help: "Maximum number of open file descriptors.") { $0.sample(limit.rlim_cur) }
         }
     }
 
@@ -80,9 +79,12 @@ enum ProcessMetrics {
         }
         return count - 1  // the descriptor opendir itself holds
     }
+}
 
-    private static func format(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+extension MetricsPage.Family {
+    /// Whole seconds as an integer (`12`), others as Swift prints a `Double`.
+    fileprivate mutating func sampleSeconds(_ value: Double) {
+        if value == value.rounded() && abs(value) < 1e15 { sample(Int64(value)) } else { sample(value) }
     }
 }
 

@@ -25,11 +25,12 @@ extension RequestHandler {
                     .unverifiable: ingest.unverifiable.isHealthy,
                 ],
                 dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
-            var text = metrics.render(gauges)
-            ProcessMetrics.render(into: &text)
-            text += metricsSources.withLock { $0 }.map { $0() }.joined()
-            return .text(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
-        default:
+            var page = metrics.render(gauges)
+            ProcessMetrics.render(into: &page)
+            for source in metricsSources.withLock({ $0 }) { page.append(source()) }
+            return .text(200, page.text, contentType: "text/plain; version=0.0.4; charset=utf-8")
+        case .skadnetwork, .appAttribution, .adNetwork, .unknown:
+            // Postback routes go to `PostbackIngest`, unknown paths get 404 in `begin`: never asked here.
             return .text(500, "no handler")
         }
     }

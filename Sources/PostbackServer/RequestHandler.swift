@@ -1,25 +1,14 @@
 import Basics
-import CMicroHTTPD
-import CMicroHTTPDShim
 import Dispatch
 import Foundation
 import Locking
 import Postbacks
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// A libmicrohttpd pointer handed between threads; libmicrohttpd itself synchronizes its use.
-struct MHDPointer: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
-
 /// One HTTP request's state, from the request line to the completed notification.
 ///
 /// libmicrohttpd calls back for one connection on one thread at a time, so the plain fields need no
-/// lock; only `reply`, set by the spool writer's thread, is locked.
+/// lock; only `answer`, set by the verifying or the spool writer's thread, is locked.
 final class RequestState: @unchecked Sendable {
     enum Stage { case new, receiving, waiting, done }
 
@@ -28,9 +17,13 @@ final class RequestState: @unchecked Sendable {
     var body: [UInt8] = []
     var tooLarge = false
     var startedProcessing: UInt64 = 0
-    let reply = Locked<HTTPReply?>(nil)
+    /// What `PostbackIngest` completed the postback with.
+    let answer = Locked<PostbackIngest.Answer?>(nil)
     /// The client address counted in `RequestHandler.clientRequests` while this request is in progress.
     var countedClient: String?
+
+    /// Since the body was complete (`startedProcessing`).
+    var secondsProcessing: Double { Double(DispatchTime.now().uptimeNanoseconds - startedProcessing) / 1e9 }
 }
 
 /// The target of libmicrohttpd's callbacks (`HTTPDaemon`): each request's state machine, from the
@@ -78,7 +71,7 @@ final class RequestHandler: Sendable {
             ? nil
             : VerificationQueue(threads: configuration.threads) { jobs in
                 metrics.verificationBatch(size: jobs.count)
-                for (job, action) in zip(jobs, ingest.receive(jobs.map(\.received))) { job.completion(action) }
+                ingest.ingest(jobs)
             }
         let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
         let sampler = ingest.logSampler
@@ -100,6 +93,33 @@ final class RequestHandler: Sendable {
     /// Why `/readyz` says not ready; none when ready.
     func readinessProblems() -> [String] { readiness.problems(shuttingDown: draining.load(ordering: .relaxed)) }
 
+    // MARK: Shutdown (`PostbackServer.shutdown`, in this order)
+
+    /// Replies say `Connection: close` from now on, and `/readyz` says not ready.
+    func beginDraining() { draining.store(true, ordering: .relaxed) }
+
+    /// Waits for the requests begun to complete; false if some had not by `deadline`.
+    @discardableResult
+    func waitForRequests(until deadline: DispatchTime) -> Bool { requestsInProgress.waitUntilNone(deadline: deadline) }
+
+    /// Takes no more postbacks in (they are answered 500, never acknowledged) and waits for those
+    /// taken to be answered and their connections resumed; false if storage had not answered by
+    /// `deadline` (then the daemon must not be stopped: connections are still suspended).
+    func closeIntake(waitingUntil deadline: DispatchTime) -> Bool {
+        commitsInProgress.close()
+        return commitsInProgress.waitUntilNone(deadline: deadline)
+    }
+
+    /// Stops the watchdog and the verifying threads: once the daemon is gone, or it was abandoned.
+    func stop() {
+        watchdog.stop()
+        verifications?.stop()
+    }
+
+    /// Storage hangs with connections suspended: the daemon is left running for the process to end;
+    /// only the watchdog stops (the verifying threads are left as they are).
+    func abandon() { watchdog.stop() }
+
     // MARK: Callbacks
 
     /// A libmicrohttpd diagnostic.
@@ -112,12 +132,12 @@ final class RequestHandler: Sendable {
     }
 
     func connectionNotification(
-        connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
+        connection: HTTPConnection, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
     ) {
         if started {
             let track = ConnectionWatchdog.Track(
-                descriptor: postback_mhd_connection_fd(connection),
-                client: IPAddress.client(peerAddress(of: connection), ipv6PrefixLength: configuration.clientIPv6PrefixLength))
+                descriptor: connection.descriptor,
+                client: IPAddress.client(connection.peerAddress, ipv6PrefixLength: configuration.clientIPv6PrefixLength))
             // A new connection gets the short header deadline, not the keep-alive idle timeout: one
             // that sends nothing is gone within seconds.
             track.enter(.new, seconds: configuration.headerTimeoutSeconds)
@@ -133,13 +153,13 @@ final class RequestHandler: Sendable {
         }
     }
 
-    private func track(of connection: OpaquePointer) -> ConnectionWatchdog.Track? {
-        guard let raw = postback_mhd_socket_context(connection) else { return nil }
+    private func track(of connection: HTTPConnection) -> ConnectionWatchdog.Track? {
+        guard let raw = connection.socketContext else { return nil }
         return Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw).takeUnretainedValue()
     }
 
     /// The request line arrived: the headers must follow within the header timeout.
-    func requestLineReceived(connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+    func requestLineReceived(connection: HTTPConnection) -> UnsafeMutableRawPointer? {
         if let track = track(of: connection) {
             // A new connection's first request keeps the deadline counted from the accept.
             if track.phase == .new {
@@ -153,8 +173,7 @@ final class RequestHandler: Sendable {
     }
 
     func handle(
-        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        version: UnsafePointer<CChar>? = nil, data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+        connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> Int32 {
         if requestContext.pointee == nil {
@@ -167,25 +186,18 @@ final class RequestHandler: Sendable {
         case .new:
             if track(of: connection)?.refusesRequests == true { return 0 }
             // RFC 9112 §3.2: an HTTP/1.1 request must name its Host (libmicrohttpd answers without).
-            let lacksHost =
-                version.map { strcmp($0, "HTTP/1.1") == 0 } == true
-                && MHD_lookup_connection_value(connection, .HEADER_KIND, "Host") == nil
-            return begin(
-                request, connection: connection, path: url.map { String(cString: $0) } ?? "/",
-                method: method.map { String(cString: $0) } ?? "", lacksHost: lacksHost)
+            let lacksHost = line.isHTTP11 && !connection.hasHeader("Host")
+            return begin(request, connection: connection, path: line.path, method: line.methodName, lacksHost: lacksHost)
         case .receiving:
-            if size.pointee > 0 {
-                let count = size.pointee
-                if request.tooLarge || request.body.count + count > configuration.bodyLimitBytes {
+            if chunk.count > 0 {
+                if request.tooLarge || request.body.count + chunk.count > configuration.bodyLimitBytes {
                     // Keep reading (and dropping) so the 413 can be sent once the body ends.
                     request.tooLarge = true
                     request.body = []
-                } else if let data {
-                    data.withMemoryRebound(to: UInt8.self, capacity: count) {
-                        request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
-                    }
+                } else {
+                    chunk.append(to: &request.body)
                 }
-                size.pointee = 0
+                chunk.consumed()
                 return 1
             }
             track(of: connection)?.enter(.processing, seconds: nil)
@@ -201,10 +213,9 @@ final class RequestHandler: Sendable {
             }
             return process(request, connection: connection)
         case .waiting:
-            guard let reply = request.reply.withLock({ $0 }) else { return 1 }
+            guard let answer = request.answer.withLock({ $0 }) else { return 1 }
             request.stage = .done
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
-            return send(reply, route: request.route, on: connection, seconds: seconds)
+            return send(answer.reply, route: request.route, on: connection, seconds: request.secondsProcessing)
         case .done:
             return 1
         }
@@ -212,7 +223,7 @@ final class RequestHandler: Sendable {
 
     /// A request ended: takes back its state (none if libmicrohttpd never told us of its request line).
     func requestCompleted(
-        connection: OpaquePointer?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32
+        connection: HTTPConnection?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32
     ) {
         let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
         requestContext.pointee = nil
@@ -222,7 +233,7 @@ final class RequestHandler: Sendable {
 
     /// Counts what `send` did not: libmicrohttpd's own answers (400, 413, 414, 431, …), and requests
     /// whose reply never reached the client.
-    private func requestCompleted(_ request: RequestState?, connection: OpaquePointer, termination: Int32) {
+    private func requestCompleted(_ request: RequestState?, connection: HTTPConnection, termination: Int32) {
         if let client = request?.countedClient {
             request?.countedClient = nil
             clientRequests.withLock { counts in
@@ -237,7 +248,7 @@ final class RequestHandler: Sendable {
         // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
         // logger counts those answers, also the ones made before any request callback).
         if request?.stage != .done {
-            let status = Int(postback_mhd_http_status(connection))
+            let status = connection.replyStatus
             // libmicrohttpd rejected the request itself (a malformed Content-Length, …): where the
             // next request starts is uncertain, so none is taken from this connection.
             if status >= 400 { track(of: connection)?.refuseFurtherRequests() }
@@ -252,57 +263,26 @@ final class RequestHandler: Sendable {
         }
     }
 
-    /// The socket peer's address ("unknown" if libmicrohttpd cannot say).
-    private func peerAddress(of connection: OpaquePointer) -> String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        return postback_mhd_client_address(connection, &buffer, buffer.count) == 0
-            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
-    }
-
     /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
-    private func clientAddress(of connection: OpaquePointer) -> String {
-        let peer = peerAddress(of: connection)
+    private func clientAddress(of connection: HTTPConnection) -> String {
+        let peer = connection.peerAddress
         guard !configuration.trustedProxies.isEmpty else { return peer }
-        func header(_ name: String) -> String? {
-            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
-        }
         return ClientAddress.resolve(
-            peer: peer, forwardedFor: header("X-Forwarded-For"), forwarded: header("Forwarded"),
+            peer: peer, forwardedFor: connection.header("X-Forwarded-For"), forwarded: connection.header("Forwarded"),
             trusted: configuration.trustedProxies)
-    }
-
-    /// The request headers the framing checks look at (names as received): `Content-Length`,
-    /// `Transfer-Encoding`, and any name with whitespace. Others are skipped without making Strings.
-    private func framingHeaders(of connection: OpaquePointer) -> [(name: String, value: String)] {
-        final class Collected { var headers: [(name: String, value: String)] = [] }
-        let collected = Collected()
-        _ = MHD_get_connection_values(
-            connection, .HEADER_KIND,
-            { context, _, key, value in
-                guard let context, let key else { return .YES }
-                let relevant =
-                    strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
-                    || key[0] == 0 || strpbrk(key, " \t") != nil
-                guard relevant else { return .YES }
-                let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-                collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
-                return .YES
-            }, Unmanaged.passUnretained(collected).toOpaque())
-        return withExtendedLifetime(collected) { collected.headers }
     }
 
     /// The headers are in: framing, route, method and declared length decide what happens next.
     /// Every reply made here, before the body is read, closes the connection and says so
     /// (`Connection: close`), so a client pipelining behind it knows to send its next request anew.
-    private func begin(_ request: RequestState, connection: OpaquePointer, path: String, method: String, lacksHost: Bool)
+    private func begin(_ request: RequestState, connection: HTTPConnection, path: String, method: String, lacksHost: Bool)
         -> Int32
     {
         let route = Route(path: path, adNetworkPath: adNetworkPath)
         request.route = route
-        var headerBytes = 0
-        let layout = postback_mhd_header_layout(connection, &headerBytes)
-        if let violation = HTTPFraming.violation(layout: HTTPFraming.Layout(code: layout), headerBytes: headerBytes)
-            ?? HTTPFraming.violation(in: framingHeaders(of: connection))
+        let (layout, headerBytes) = connection.headerLayout()
+        if let violation = HTTPFraming.violation(layout: layout, headerBytes: headerBytes)
+            ?? HTTPFraming.violation(in: connection.framingHeaders())
             ?? (lacksHost
                 ? HTTPFraming.Violation(status: 400, detail: "an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)") : nil)
         {
@@ -332,9 +312,7 @@ final class RequestHandler: Sendable {
             reply.headers.append(("Allow", route.allowedMethods))
             return send(reply, route: route, on: connection, closing: true)
         }
-        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-            let length = Int(String(cString: declared)), length > configuration.bodyLimitBytes
-        {
+        if let declared = connection.header("Content-Length"), let length = Int(declared), length > configuration.bodyLimitBytes {
             // Answered before the body is read; libmicrohttpd then closes the connection.
             request.stage = .done
             return send(tooLarge(), route: route, on: connection, closing: true)
@@ -351,7 +329,7 @@ final class RequestHandler: Sendable {
     /// `per_ip_connection_limit` behind `trusted_proxies`: at most that many requests in progress per
     /// client address (the one a trusted proxy names); more get 429 and the connection is closed.
     /// Nil when the request may go on (and is then counted until `requestCompleted`).
-    private func admitClient(_ request: RequestState, connection: OpaquePointer) -> HTTPReply? {
+    private func admitClient(_ request: RequestState, connection: HTTPConnection) -> HTTPReply? {
         let limit = configuration.perIPConnectionLimit
         guard limit > 0, !configuration.trustedProxies.isEmpty else { return nil }
         let client = clientAddress(of: connection)
@@ -371,75 +349,46 @@ final class RequestHandler: Sendable {
         return nil
     }
 
-    /// The whole body is in: verify, then either answer or suspend until the spool writer has the
-    /// record on disk.
-    private func process(_ request: RequestState, connection: OpaquePointer) -> Int32 {
+    /// The whole body is in: `PostbackIngest` takes it and completes with the reply once the record
+    /// is durable (or could not be made so); the connection only waits for that. By default it is
+    /// suspended while its postback waits for a verifying thread (`VerificationQueue`) and then for
+    /// the group commit, and the answer resumes it; with `thread_per_connection` the connection's own
+    /// thread verifies and waits. Either way the count shutdown drains (`commitsInProgress`) covers it.
+    private func process(_ request: RequestState, connection: HTTPConnection) -> Int32 {
         request.startedProcessing = DispatchTime.now().uptimeNanoseconds
-        guard commitsInProgress.isOpen else {
+        guard commitsInProgress.enterIfOpen() else {
             request.stage = .done
             return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
         }
         let body = request.body
         request.body = []
-        if let verifications {
-            return queueForVerification(request, body: body, connection: connection, verifications: verifications)
-        }
-        // thread_per_connection: this connection's own thread verifies, then waits for the group commit.
-        switch ingest.receive(body: body, route: request.route, client: { clientAddress(of: connection) }) {
-        case .reply(let reply):
-            request.stage = .done
-            return send(reply, route: request.route, on: connection)
-        case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
-            guard commitsInProgress.enterIfOpen() else {
-                request.stage = .done
-                return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
-            }
-            request.stage = .waiting
-            let committed = DispatchSemaphore(value: 0)
-            writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
-                request.reply.withLock { $0 = makeReply(outcome) }
-                committed.signal()
-            }
-            committed.wait()
-            commitsInProgress.leave()
-            request.stage = .done
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - request.startedProcessing) / 1e9
-            return send(request.reply.withLock { $0 }!, route: request.route, on: connection, seconds: seconds)
-        }
-    }
-
-    /// The default mode: the connection is suspended while its postback waits for a verifying thread
-    /// (`VerificationQueue`), then for the group commit; the reply resumes it.
-    private func queueForVerification(
-        _ request: RequestState, body: [UInt8], connection: OpaquePointer, verifications: VerificationQueue
-    ) -> Int32 {
-        guard commitsInProgress.enterIfOpen() else {
-            request.stage = .done
-            return send(.storageUnavailable("the receiver is shutting down"), route: request.route, on: connection)
-        }
         request.stage = .waiting
-        MHD_suspend_connection(connection)
-        let handle = MHDPointer(pointer: connection)
-        let resume: @Sendable (HTTPReply) -> Void = { [self] reply in
-            request.reply.withLock { $0 = reply }
-            MHD_resume_connection(handle.pointer)
-            // Only now may shutdown stop the daemon: the connection is no longer touched here.
+        guard let verifications else {
+            let answered = DispatchSemaphore(value: 0)
+            ingest.ingest(body: body, route: request.route, client: { clientAddress(of: connection) }) { answer in
+                request.answer.withLock { $0 = answer }
+                answered.signal()
+            }
+            answered.wait()
             commitsInProgress.leave()
+            request.stage = .done
+            let answer = request.answer.withLock { $0 }!
+            // An answer made without a spool writer was never counted in the request duration here.
+            return send(
+                answer.reply, route: request.route, on: connection,
+                seconds: answer.waitedForStorage ? request.secondsProcessing : nil)
         }
+        connection.suspend()
         // The client's address is read on the verifying thread, for rejections only: the connection
-        // stays suspended (and so allocated, and untouched by its HTTP thread) until `resume`.
+        // stays suspended (and so allocated, and untouched by its HTTP thread) until it is resumed.
         let received = PostbackIngest.Received(
-            body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: handle.pointer) })
+            body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: connection) })
         verifications.submit(
-            .init(received: received) { action in
-                switch action {
-                case .reply(let reply):
-                    resume(reply)
-                case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
-                    writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
-                        resume(makeReply(outcome))
-                    }
-                }
+            .init(received: received) { [self] answer in
+                request.answer.withLock { $0 = answer }
+                connection.resume()
+                // Only now may shutdown stop the daemon: the connection is no longer touched here.
+                commitsInProgress.leave()
             })
         return 1
     }
@@ -452,26 +401,13 @@ final class RequestHandler: Sendable {
 
     /// Queues `reply`. `closing`: the connection ends after it, and the reply says so.
     private func send(
-        _ reply: HTTPReply, route: Route, on connection: OpaquePointer, seconds: Double? = nil, closing: Bool = false
+        _ reply: HTTPReply, route: Route, on connection: HTTPConnection, seconds: Double? = nil, closing: Bool = false
     ) -> Int32 {
-        let response = reply.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
-        }
-        guard let response else { return 0 }
-        defer { MHD_destroy_response(response) }
-        MHD_add_response_header(response, "Content-Type", reply.contentType)
-        for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
-        if closing || draining.load(ordering: .relaxed) { MHD_add_response_header(response, "Connection", "close") }
         metrics.request(route: route, code: reply.status, seconds: seconds)
         // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply,
         // unless its client does not read it (a slow reader, `ConnectionWatchdog.admit`). A client
         // that has not read the whole reply within the body timeout is cut off (phase `replying`).
         track(of: connection)?.enter(.replying, seconds: configuration.bodyTimeoutSeconds)
-        return MHD_queue_response(connection, UInt32(reply.status), response) == .YES ? 1 : 0
+        return connection.queue(reply, closing: closing || draining.load(ordering: .relaxed)) ? 1 : 0
     }
-}
-
-extension RequestHandler {
-    /// MHD_RESPMEM_MUST_COPY (the importer gives this enum no usable case names).
-    static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
 }

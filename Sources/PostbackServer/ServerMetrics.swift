@@ -1,9 +1,11 @@
+import Basics
 import Locking
 import PostbackStore
 import Postbacks
 import Synchronization
 
-/// The counters behind `GET /metrics`, rendered in the Prometheus text format (version 0.0.4).
+/// The counters behind `GET /metrics`, written as a `MetricsPage` (the Prometheus text format, version 0.0.4):
+/// each family is one `page.family` declaration in `render`.
 ///
 /// Labels are bounded and escaped: every value goes through `MetricLabels` (a closed set per label,
 /// `other` for anything else a request claims), so no request can add a series or a line.
@@ -227,188 +229,140 @@ final class ServerMetrics: Sendable {
         var openConnections: Int
     }
 
-    func render(_ gauges: Gauges) -> String {
+    func render(_ gauges: Gauges) -> MetricsPage {
         let state = state.withLock { $0 }
-        var text = ""
-        func header(_ name: String, _ type: String, _ help: String) {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        var page = MetricsPage()
+        page.family("postback_http_requests_total", .counter, help: "HTTP requests answered, by route and status code.") {
+            $0.samples(state.requests) { ["route": $0.route.rawValue, "code": String($0.code)] }
         }
-        header("postback_http_requests_total", "counter", "HTTP requests answered, by route and status code.")
-        for (key, count) in state.requests.sorted(by: {
-            ($0.key.route.rawValue, $0.key.code) < ($1.key.route.rawValue, $1.key.code)
-        }) {
-            text +=
-                MetricLabels.series("postback_http_requests_total", ["route": key.route.rawValue, "code": String(key.code)])
-                + " \(count)\n"
-        }
-        header(
-            "postback_http_library_responses_total", "counter",
-            "Answers libmicrohttpd made itself (malformed request, request line or headers too large, …), by status code; not in postback_http_requests_total."
-        )
-        for (code, count) in state.libraryResponses.sorted(by: { $0.key < $1.key }) {
-            text += MetricLabels.series("postback_http_library_responses_total", ["code": code]) + " \(count)\n"
-        }
-        header("postback_request_duration_seconds", "histogram", "Time from a complete postback request to its response.")
-        state.requestDuration.render(name: "postback_request_duration_seconds", into: &text)
-        header(
-            "postback_verdicts_total", "counter",
-            "Verifier verdicts, by protocol, version, status and environment (production or development, from the key; none when no key applies)."
-        )
-        for (key, count) in state.verdicts.sorted(by: {
-            ($0.key.protocolName, $0.key.version, $0.key.status, $0.key.environment) < (
-                $1.key.protocolName, $1.key.version, $1.key.status, $1.key.environment
-            )
-        }) {
-            text +=
-                MetricLabels.series(
-                    "postback_verdicts_total",
-                    ["protocol": key.protocolName, "version": key.version, "status": key.status, "environment": key.environment])
-                + " \(count)\n"
-        }
-        header(
-            "postback_duplicates_total", "counter",
-            "Verified postbacks whose dedup key was already stored (answered 200, not stored again).")
-        for (name, count) in state.duplicates.sorted(by: { $0.key < $1.key }) {
-            text += MetricLabels.series("postback_duplicates_total", ["protocol": name]) + " \(count)\n"
-        }
-        header(
-            "postback_policy_rejections_total", "counter",
-            "Verified postbacks rejected by configuration (ad network not accepted, development not allowed).")
-        for (reason, count) in state.policyRejections.sorted(by: { $0.key < $1.key }) {
-            text += MetricLabels.series("postback_policy_rejections_total", ["reason": reason]) + " \(count)\n"
-        }
-        header(
-            "postback_flags_total", "counter",
-            "Values not taken as sent (they never change the verdict), by field and action (normalized, dropped, unrecognized).")
-        for (key, count) in state.flags.sorted(by: {
-            ($0.key.field.rawValue, $0.key.action.rawValue) < ($1.key.field.rawValue, $1.key.action.rawValue)
-        }) {
-            text +=
-                MetricLabels.series("postback_flags_total", ["field": key.field.rawValue, "action": key.action.rawValue])
-                + " \(count)\n"
-        }
-        header(
-            "postback_unrecognized_members_total", "counter",
-            "Verified AdAttributionKit postbacks carrying a JWS claim or header member this release does not know (counted all the same), by field (jws-claim, jws-header) and member name; names after the first \(Self.unknownMemberLabelLimit) share member=\"other\"."
-        )
-        for (key, count) in state.unknownMembers.sorted(by: {
-            ($0.key.field.rawValue, $0.key.member) < ($1.key.field.rawValue, $1.key.member)
-        }) {
-            text +=
-                MetricLabels.series("postback_unrecognized_members_total", ["field": key.field.rawValue, "member": key.member])
-                + " \(count)\n"
-        }
-        header(
-            "postback_conflicting_copies_total", "counter",
-            "Copies of a stored postback (a duplicate key) whose unsigned values differ from the stored copy's, by route and field (conversion-value, coarse-conversion-value, country-code, ad-interaction-type); the stored copy is kept."
-        )
-        for (key, count) in state.conflictingCopies.sorted(by: {
-            ($0.key.route.rawValue, $0.key.field.rawValue) < ($1.key.route.rawValue, $1.key.field.rawValue)
-        }) {
-            text +=
-                MetricLabels.series(
-                    "postback_conflicting_copies_total", ["route": key.route.rawValue, "field": key.field.rawValue])
-                + " \(count)\n"
-        }
-        header(
-            "postback_conflicts_not_stored_total", "counter",
-            "Conflicting copies counted but whose evidence was not written to raw/conflicts/, by reason (daily-budget: the day's or the client's share is spent; free-space-floor)."
-        )
-        for (reason, count) in state.conflictsNotStored.sorted(by: { $0.key < $1.key }) {
-            text += MetricLabels.series("postback_conflicts_not_stored_total", ["reason": reason]) + " \(count)\n"
-        }
-        header(
-            "postback_quarantined_total", "counter",
-            "Postbacks answered 200 and kept in raw/unverifiable/ (never counted), by reason; usually Apple shipped something new."
-        )
-        for reason in QuarantineReason.allCases {
-            text +=
-                MetricLabels.series("postback_quarantined_total", ["reason": reason.rawValue])
-                + " \(state.quarantined[reason] ?? 0)\n"
-        }
-        header("postback_fsync_duration_seconds", "histogram", "Duration of each group commit's fdatasync.")
-        state.fsync.render(name: "postback_fsync_duration_seconds", into: &text)
-        header("postback_group_commit_records", "histogram", "Records covered by one group commit.")
-        state.batchSize.render(name: "postback_group_commit_records", into: &text)
-        header(
-            "postback_verification_batch_postbacks", "histogram",
-            "Postbacks whose signatures one verifying thread checked together (one shared modular inversion).")
-        state.verificationBatch.render(name: "postback_verification_batch_postbacks", into: &text)
-        // The text format wants each family's samples right under its own HELP and TYPE lines.
-        let perSpool: [(name: String, type: String, help: String, value: (StoreLayout.Spool) -> Int)] = [
-            (
-                "postback_spool_bytes_total", "counter", "Bytes appended (and synced) to the spool, by spool.",
-                { state.spoolBytes[$0] ?? 0 }
-            ),
-            (
-                "postback_spool_records_total", "counter", "Records appended (and synced) to the spool, by spool.",
-                { state.spoolRecords[$0] ?? 0 }
-            ),
-            (
-                "postback_spool_segments_opened_total", "counter", "Segment files created, by spool.",
-                { state.segmentsOpened[$0] ?? 0 }
-            ),
-            ("postback_storage_errors_total", "counter", "Failed writes or syncs, by spool.", { state.storageErrors[$0] ?? 0 }),
-            (
-                "postback_spool_segments_vanished_total", "counter",
-                "Open segments found deleted or replaced under the receiver (closed and begun anew before the next reply), by spool.",
-                { state.segmentsVanished[$0] ?? 0 }
-            ),
-            (
-                "postback_storage_healthy", "gauge", "1 while the spool takes writes, 0 after a failure until it recovers.",
-                { gauges.storageHealthy[$0] == true ? 1 : 0 }
-            ),
-        ]
-        for family in perSpool {
-            header(family.name, family.type, family.help)
-            for spool in StoreLayout.Spool.allCases {
-                text += MetricLabels.series(family.name, ["spool": spool.rawValue]) + " \(family.value(spool))\n"
+        page.family(
+            "postback_http_library_responses_total", .counter,
+            help:
+                "Answers libmicrohttpd made itself (malformed request, request line or headers too large, …), by status code; not in postback_http_requests_total."
+        ) { $0.samples(label: "code", state.libraryResponses) }
+        page.family(
+            "postback_request_duration_seconds", .histogram, help: "Time from a complete postback request to its response."
+        ) { $0.histogram(state.requestDuration) }
+        page.family(
+            "postback_verdicts_total", .counter,
+            help:
+                "Verifier verdicts, by protocol, version, status and environment (production or development, from the key; none when no key applies)."
+        ) {
+            $0.samples(state.verdicts) {
+                ["protocol": $0.protocolName, "version": $0.version, "status": $0.status, "environment": $0.environment]
             }
         }
-        header("postback_dedup_keys", "gauge", "Dedup keys in the index (stored postbacks of every writer).")
-        text += "postback_dedup_keys \(gauges.dedupKeys)\n"
-        header("postback_open_connections", "gauge", "Open HTTP connections.")
-        text += "postback_open_connections \(gauges.openConnections)\n"
-        header(
-            "postback_connections_timed_out_total", "counter",
-            "Connections closed for being too slow, by phase (idle, headers, body).")
-        func labelled(_ name: String, _ label: String, _ counts: [String: Int]) {
-            for (value, count) in counts.sorted(by: { $0.key < $1.key }) {
-                text += MetricLabels.series(name, [label: value]) + " \(count)\n"
+        page.family(
+            "postback_duplicates_total", .counter,
+            help: "Verified postbacks whose dedup key was already stored (answered 200, not stored again)."
+        ) { $0.samples(label: "protocol", state.duplicates) }
+        page.family(
+            "postback_policy_rejections_total", .counter,
+            help: "Verified postbacks rejected by configuration (ad network not accepted, development not allowed)."
+        ) { $0.samples(label: "reason", state.policyRejections) }
+        page.family(
+            "postback_flags_total", .counter,
+            help:
+                "Values not taken as sent (they never change the verdict), by field and action (normalized, dropped, unrecognized)."
+        ) {
+            $0.samples(state.flags) { ["field": $0.field.rawValue, "action": $0.action.rawValue] }
+        }
+        page.family(
+            "postback_unrecognized_members_total", .counter,
+            help:
+                "Verified AdAttributionKit postbacks carrying a JWS claim or header member this release does not know (counted all the same), by field (jws-claim, jws-header) and member name; names after the first \(Self.unknownMemberLabelLimit) share member=\"other\"."
+        ) {
+            $0.samples(state.unknownMembers) { ["field": $0.field.rawValue, "member": $0.member] }
+        }
+        page.family(
+            "postback_conflicting_copies_total", .counter,
+            help:
+                "Copies of a stored postback (a duplicate key) whose unsigned values differ from the stored copy's, by route and field (conversion-value, coarse-conversion-value, country-code, ad-interaction-type); the stored copy is kept."
+        ) {
+            $0.samples(state.conflictingCopies) { ["route": $0.route.rawValue, "field": $0.field.rawValue] }
+        }
+        page.family(
+            "postback_conflicts_not_stored_total", .counter,
+            help:
+                "Conflicting copies counted but whose evidence was not written to raw/conflicts/, by reason (daily-budget: the day's or the client's share is spent; free-space-floor)."
+        ) { $0.samples(label: "reason", state.conflictsNotStored) }
+        page.family(
+            "postback_quarantined_total", .counter,
+            help:
+                "Postbacks answered 200 and kept in raw/unverifiable/ (never counted), by reason; usually Apple shipped something new."
+        ) {
+            for reason in QuarantineReason.allCases { $0.sample(["reason": reason.rawValue], state.quarantined[reason] ?? 0) }
+        }
+        page.family("postback_fsync_duration_seconds", .histogram, help: "Duration of each group commit's fdatasync.") {
+            $0.histogram(state.fsync)
+        }
+        page.family("postback_group_commit_records", .histogram, help: "Records covered by one group commit.") {
+            $0.histogram(state.batchSize)
+        }
+        page.family(
+            "postback_verification_batch_postbacks", .histogram,
+            help: "Postbacks whose signatures one verifying thread checked together (one shared modular inversion)."
+        ) { $0.histogram(state.verificationBatch) }
+        func perSpool(_ name: String, _ kind: MetricsPage.Kind, _ help: String, _ value: (StoreLayout.Spool) -> Int) {
+            page.family(name, kind, help: help) {
+                for spool in StoreLayout.Spool.allCases { $0.sample(["spool": spool.rawValue], value(spool)) }
             }
         }
-        labelled("postback_connections_timed_out_total", "phase", state.timedOutConnections)
-        header(
-            "postback_connections_refused_total", "counter",
-            "Connections closed at the connection limit, by reason (silent-shed: the oldest connection that had sent no request; slow-reader-shed: the one whose reply waited longest for its client to read it; over-limit: the new one)."
-        )
-        labelled("postback_connections_refused_total", "reason", state.refusedConnections)
-        header(
-            "postback_http_requests_aborted_total", "counter",
-            "Requests whose reply did not reach the client, by reason (client-left, timeout, error, shutdown).")
-        labelled("postback_http_requests_aborted_total", "reason", state.abortedRequests)
-        header(
-            "postback_rejected_bodies_reduced_total", "counter",
-            "Rejected records stored without their whole body, by what was kept (hash: over the daily budget; prefix: body over the size limit)."
-        )
-        labelled("postback_rejected_bodies_reduced_total", "kept", state.rejectedBodiesReduced)
-        header(
-            "postback_rejected_not_stored_total", "counter",
-            "Rejected postbacks answered 400 but not stored, by reason (free-space-floor: the disk space is kept for verified postbacks)."
-        )
-        labelled("postback_rejected_not_stored_total", "reason", state.rejectedNotStored)
-        header(
-            "postback_quarantine_not_stored_total", "counter",
-            "Postbacks this release cannot check yet, answered 503 (500 where AdAttributionKit may come; retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor."
-        )
-        labelled("postback_quarantine_not_stored_total", "reason", state.quarantineNotStored)
-        header(
-            "postback_client_limited_total", "counter",
-            "Requests answered 429 (500 where AdAttributionKit may come): the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress."
-        )
-        text += "postback_client_limited_total \(state.clientLimited)\n"
-        header("postback_ready", "gauge", "1 when /readyz answers 200.")
-        text += "postback_ready \(gauges.ready ? 1 : 0)\n"
-        return text
+        perSpool("postback_spool_bytes_total", .counter, "Bytes appended (and synced) to the spool, by spool.") {
+            state.spoolBytes[$0] ?? 0
+        }
+        perSpool("postback_spool_records_total", .counter, "Records appended (and synced) to the spool, by spool.") {
+            state.spoolRecords[$0] ?? 0
+        }
+        perSpool("postback_spool_segments_opened_total", .counter, "Segment files created, by spool.") {
+            state.segmentsOpened[$0] ?? 0
+        }
+        perSpool("postback_storage_errors_total", .counter, "Failed writes or syncs, by spool.") { state.storageErrors[$0] ?? 0 }
+        perSpool(
+            "postback_spool_segments_vanished_total", .counter,
+            "Open segments found deleted or replaced under the receiver (closed and begun anew before the next reply), by spool."
+        ) { state.segmentsVanished[$0] ?? 0 }
+        perSpool("postback_storage_healthy", .gauge, "1 while the spool takes writes, 0 after a failure until it recovers.") {
+            gauges.storageHealthy[$0] == true ? 1 : 0
+        }
+        page.family("postback_dedup_keys", .gauge, help: "Dedup keys in the index (stored postbacks of every writer).") {
+            $0.sample(gauges.dedupKeys)
+        }
+        page.family("postback_open_connections", .gauge, help: "Open HTTP connections.") { $0.sample(gauges.openConnections) }
+        page.family(
+            "postback_connections_timed_out_total", .counter,
+            help: "Connections closed for being too slow, by phase (idle, headers, body)."
+        ) { $0.samples(label: "phase", state.timedOutConnections) }
+        page.family(
+            "postback_connections_refused_total", .counter,
+            help:
+                "Connections closed at the connection limit, by reason (silent-shed: the oldest connection that had sent no request; slow-reader-shed: the one whose reply waited longest for its client to read it; over-limit: the new one)."
+        ) { $0.samples(label: "reason", state.refusedConnections) }
+        page.family(
+            "postback_http_requests_aborted_total", .counter,
+            help: "Requests whose reply did not reach the client, by reason (client-left, timeout, error, shutdown)."
+        ) { $0.samples(label: "reason", state.abortedRequests) }
+        page.family(
+            "postback_rejected_bodies_reduced_total", .counter,
+            help:
+                "Rejected records stored without their whole body, by what was kept (hash: over the daily budget; prefix: body over the size limit)."
+        ) { $0.samples(label: "kept", state.rejectedBodiesReduced) }
+        page.family(
+            "postback_rejected_not_stored_total", .counter,
+            help:
+                "Rejected postbacks answered 400 but not stored, by reason (free-space-floor: the disk space is kept for verified postbacks)."
+        ) { $0.samples(label: "reason", state.rejectedNotStored) }
+        page.family(
+            "postback_quarantine_not_stored_total", .counter,
+            help:
+                "Postbacks this release cannot check yet, answered 503 (500 where AdAttributionKit may come; retry later) instead of quarantined: the quarantine's daily budget is spent or the disk is at its free-space floor."
+        ) { $0.samples(label: "reason", state.quarantineNotStored) }
+        page.family(
+            "postback_client_limited_total", .counter,
+            help:
+                "Requests answered 429 (500 where AdAttributionKit may come): the client address (behind trusted_proxies, the forwarded one) already had per_ip_connection_limit requests in progress."
+        ) { $0.sample(state.clientLimited) }
+        page.family("postback_ready", .gauge, help: "1 when /readyz answers 200.") { $0.sample(gauges.ready ? 1 : 0) }
+        return page
     }
 }

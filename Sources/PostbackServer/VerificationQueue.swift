@@ -4,18 +4,15 @@ import Foundation
 /// (the default mode; with `thread_per_connection` each connection's thread checks its own).
 ///
 /// An HTTP thread suspends the postback's connection and queues it here. A verifying thread takes
-/// the postbacks waiting at that moment and checks them together (`PostbackIngest.receive(_:)`), so
+/// the postbacks waiting at that moment and checks them together (`PostbackIngest.ingest(_:)`), so
 /// their P-256 signatures share one modular inversion: s⁻¹ mod n is about 40% of a signature check
 /// done alone. No thread ever waits for a batch to fill: a lone postback is taken at once and
 /// checked alone. Batches form only when postbacks arrive faster than they are checked, that is
 /// under load, where the saving is worth having.
 final class VerificationQueue: @unchecked Sendable {
     // @unchecked Sendable: `pending`, `idle` and `stopping` are only touched with `condition` locked.
-    struct Job {
-        let received: PostbackIngest.Received
-        /// Called on the verifying thread with what to do next (reply, or store then reply).
-        let completion: (PostbackIngest.Action) -> Void
-    }
+    /// A postback and where its answer goes (`PostbackIngest.ingest(_:)` takes whole batches of them).
+    typealias Job = PostbackIngest.Job
 
     /// At most this many postbacks in one batch: beyond it the shared inversion saves next to
     /// nothing more, and the first postbacks' replies would wait for the whole batch's checks.

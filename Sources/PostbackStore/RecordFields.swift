@@ -45,7 +45,9 @@ package enum RecordKey: Int, CaseIterable, Sendable {
         case .format, .bodyBytes: return .integer
         case .attribution: return .object
         case .flags: return .array
-        default: return .string
+        case .receivedAt, .writer, .route, .status, .environment, .dedupKey, .postbackProtocol, .version, .key, .reason,
+            .client, .quarantine, .bodyKept, .bodySHA256, .body, .bodyBase64:
+            return .string
         }
     }
 
@@ -54,7 +56,9 @@ package enum RecordKey: Int, CaseIterable, Sendable {
         switch self {
         // `client` and the `body_*` keys of rejected records came after format 2 and only with it.
         case .format, .quarantine, .flags, .client, .bodyKept, .bodySHA256, .bodyBytes: return 2
-        default: return 1
+        case .receivedAt, .writer, .route, .status, .environment, .dedupKey, .postbackProtocol, .version, .key, .reason,
+            .attribution, .body, .bodyBase64:
+            return 1
         }
     }
 }
@@ -109,7 +113,9 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         case .fineValue: return "fine_cv"
         case .coarseValue: return "coarse_cv"
         case .testMode: return nil
-        default: return spoolKey
+        case .postbackProtocol, .version, .appID, .adNetworkID, .campaignID, .sourceIdentifier, .sourceAppID, .sourceDomain,
+            .marketplaceID, .countryCode, .interaction, .conversionType, .sequenceIndex, .didWin:
+            return spoolKey
         }
     }
 
@@ -117,7 +123,9 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         switch self {
         case .appID, .campaignID, .sourceAppID, .sequenceIndex, .fineValue: return .integer
         case .didWin, .testMode: return .boolean
-        default: return .string
+        case .postbackProtocol, .version, .adNetworkID, .sourceIdentifier, .sourceDomain, .marketplaceID, .countryCode,
+            .interaction, .conversionType, .coarseValue:
+            return .string
         }
     }
 
@@ -128,7 +136,9 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         case .interaction: return AdInteraction.allCases.map(\.rawValue)
         case .conversionType: return ConversionType.allCases.map(\.rawValue)
         case .coarseValue: return CoarseConversionValue.allCases.map(\.rawValue)
-        default: return nil
+        case .version, .appID, .adNetworkID, .campaignID, .sourceIdentifier, .sourceAppID, .sourceDomain, .marketplaceID,
+            .countryCode, .sequenceIndex, .didWin, .fineValue, .testMode:
+            return nil
         }
     }
 
@@ -143,7 +153,9 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         switch self {
         case .countryCode, .fineValue, .coarseValue: return false
         // `interaction` is the signed `fidelity-type` (SKAdNetwork 2.2+) or the JWS `ad-interaction-type`.
-        default: return true
+        case .postbackProtocol, .version, .appID, .adNetworkID, .campaignID, .sourceIdentifier, .sourceAppID, .sourceDomain,
+            .marketplaceID, .interaction, .conversionType, .sequenceIndex, .didWin, .testMode:
+            return true
         }
     }
 
@@ -195,7 +207,9 @@ package enum AttributionField: Int, CaseIterable, Sendable {
         switch self {
         case .sequenceIndex: return .integer(0)
         case .testMode: return .boolean(false)
-        default: return nil
+        case .postbackProtocol, .version, .appID, .adNetworkID, .campaignID, .sourceIdentifier, .sourceAppID, .sourceDomain,
+            .marketplaceID, .countryCode, .interaction, .conversionType, .didWin, .fineValue, .coarseValue:
+            return nil
         }
     }
 

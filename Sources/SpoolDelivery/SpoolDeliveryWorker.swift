@@ -150,51 +150,50 @@ package final class SpoolDeliveryWorker: Sendable {
 
     /// The Prometheus text for `/metrics` (families `postback_delivery_*`, label `destination`).
     package func renderMetrics() -> String {
-        let status = self.status
-        let name = destination.name
-        var text = ""
-        func family(
-            _ metric: String, _ type: String, _ help: String, perSpool: [StoreLayout.Spool: Int]? = nil, value: Double = 0
-        ) {
-            text += "# HELP \(metric) \(help)\n# TYPE \(metric) \(type)\n"
-            if let perSpool {
-                for spool in configuration.spools {
-                    text += "\(metric){destination=\"\(name)\",spool=\"\(spool.rawValue)\"} \(perSpool[spool] ?? 0)\n"
-                }
-            } else {
-                text += "\(metric){destination=\"\(name)\"} \(value)\n"
+        var page = MetricsPage()
+        Self.renderMetrics(destination: destination.name, spools: configuration.spools, status: status, into: &page)
+        return page.text
+    }
+
+    static func renderMetrics(destination name: String, spools: [StoreLayout.Spool], status: Status, into page: inout MetricsPage)
+    {
+        func family(_ metric: String, _ kind: MetricsPage.Kind, _ help: String, perSpool: [StoreLayout.Spool: Int]) {
+            page.family(metric, kind, help: help) {
+                for spool in spools { $0.sample(["destination": name, "spool": spool.rawValue], perSpool[spool] ?? 0) }
             }
+        }
+        func family(_ metric: String, _ kind: MetricsPage.Kind, _ help: String, value: Double) {
+            page.family(metric, kind, help: help) { $0.sample(["destination": name], value) }
         }
         // Before the first listing the backlog is unknown: no sample rather than a false 0.
         if status.scanned {
             family(
-                "postback_delivery_pending_segments", "gauge", "Sealed segments not yet delivered.",
+                "postback_delivery_pending_segments", .gauge, "Sealed segments not yet delivered.",
                 perSpool: status.pendingSegments)
             family(
-                "postback_delivery_pending_bytes", "gauge", "Bytes of sealed segments not yet delivered.",
+                "postback_delivery_pending_bytes", .gauge, "Bytes of sealed segments not yet delivered.",
                 perSpool: status.pendingBytes)
             family(
-                "postback_delivery_oldest_pending_seconds", "gauge",
+                "postback_delivery_oldest_pending_seconds", .gauge,
                 "Age of the oldest sealed segment not yet delivered (0: none).",
                 value: status.oldestPendingSeconds.rounded())
         }
         family(
-            "postback_delivery_segments_total", "counter", "Segments delivered and recorded in the ledger since start.",
+            "postback_delivery_segments_total", .counter, "Segments delivered and recorded in the ledger since start.",
             perSpool: status.deliveredSegments)
-        family("postback_delivery_bytes_total", "counter", "Bytes delivered since start.", perSpool: status.deliveredBytes)
+        family("postback_delivery_bytes_total", .counter, "Bytes delivered since start.", perSpool: status.deliveredBytes)
         family(
-            "postback_delivery_errors_total", "counter", "Failed delivery attempts (retried with backoff).",
+            "postback_delivery_errors_total", .counter, "Failed delivery attempts (retried with backoff).",
             value: Double(status.failures))
         family(
-            "postback_delivery_conflicts", "gauge", "Segments the destination holds with different bytes (never overwritten).",
+            "postback_delivery_conflicts", .gauge, "Segments the destination holds with different bytes (never overwritten).",
             value: Double(status.conflicts))
         family(
-            "postback_delivery_local_removed_total", "counter", "Delivered segments removed locally after the retention time.",
+            "postback_delivery_local_removed_total", .counter, "Delivered segments removed locally after the retention time.",
             value: Double(status.removedLocally))
         family(
-            "postback_delivery_destination_up", "gauge", "1 unless the last delivery attempt failed.",
+            "postback_delivery_destination_up", .gauge, "1 unless the last delivery attempt failed.",
             value: status.destinationUp ? 1 : 0)
-        return text
     }
 
     fileprivate var isStopping: Bool { stopping.load(ordering: .acquiring) }

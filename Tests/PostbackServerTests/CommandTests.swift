@@ -138,6 +138,33 @@ import Testing
         #expect(try server.post(bodies[0]).text.contains("duplicate"))
         #expect(try server.records(.postbacks).count == 40)
     }
+
+    /// One dispatch for both modes (issue 26): the same bodies get the same statuses, the same reply
+    /// bodies and the same request counts whether a verifying thread or the connection's own checks them.
+    @Test func bothModesAnswerTheSameBodiesAlike() throws {
+        let bodies: [[UInt8]] = [
+            TestPostbacks.body(0, seed: 44), TestPostbacks.body(0, seed: 44), Array("{}".utf8), Array("not json".utf8),
+            TestPostbacks.body(1, seed: 44),
+        ]
+        func run(threadPerConnection: Bool) throws -> (replies: [String], counts: [Double?]) {
+            let server = try TestServer { $0.threadPerConnection = threadPerConnection }
+            defer { server.stop() }
+            let replies = try bodies.map { body in
+                let response = try server.post(body)
+                return "\(response.status) \(response.text)"
+            }
+            let counts =
+                try [200, 400].map {
+                    try server.metric(#"postback_http_requests_total{route="skadnetwork-developer-copy",code="\#($0)"}"#)
+                } + [try server.metric("postback_request_duration_seconds_count")]
+            return (replies, counts)
+        }
+        let pool = try run(threadPerConnection: false)
+        let own = try run(threadPerConnection: true)
+        #expect(pool.replies == own.replies)
+        #expect(pool.counts == own.counts)
+        #expect(pool.counts == [3, 2, 5])
+    }
 }
 
 /// The built `postback serve` binary stopped by a real signal: the stored postback stays, exit 0.

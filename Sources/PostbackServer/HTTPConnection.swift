@@ -1,0 +1,133 @@
+import CMicroHTTPD
+import CMicroHTTPDShim
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// The C fence's other half (with `HTTPDaemon.swift`): every libmicrohttpd call the request state
+// machine needs goes through these types, so `RequestHandler` reads and answers requests in Swift
+// terms and makes no libmicrohttpd call itself.
+
+/// One libmicrohttpd connection, as the callbacks hand it over. A value is only used while
+/// libmicrohttpd keeps the connection (during a callback, or while it is suspended); libmicrohttpd
+/// synchronizes its own use of the pointer, hence `@unchecked Sendable`.
+struct HTTPConnection: @unchecked Sendable {
+    fileprivate let pointer: OpaquePointer
+
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+
+    /// The connection's socket.
+    var descriptor: Int32 { postback_mhd_connection_fd(pointer) }
+
+    /// What `HTTPDaemon`'s connection notification stored for this connection (its watchdog track).
+    var socketContext: UnsafeMutableRawPointer? { postback_mhd_socket_context(pointer) }
+
+    /// The socket peer's address ("unknown" if libmicrohttpd cannot say).
+    var peerAddress: String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        return postback_mhd_client_address(pointer, &buffer, buffer.count) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+    }
+
+    /// The status of the reply libmicrohttpd queued on this connection (its own answers included); 0 if none.
+    var replyStatus: Int { Int(postback_mhd_http_status(pointer)) }
+
+    /// The request header `name` (the first, if repeated), nil when absent.
+    func header(_ name: String) -> String? {
+        MHD_lookup_connection_value(pointer, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    func hasHeader(_ name: String) -> Bool { MHD_lookup_connection_value(pointer, .HEADER_KIND, name) != nil }
+
+    /// How the header fields lie in libmicrohttpd's buffer, and the header block's size.
+    func headerLayout() -> (layout: HTTPFraming.Layout, headerBytes: Int) {
+        var headerBytes = 0
+        let code = postback_mhd_header_layout(pointer, &headerBytes)
+        return (HTTPFraming.Layout(code: code), headerBytes)
+    }
+
+    /// The request headers the framing checks look at (names as received): `Content-Length`,
+    /// `Transfer-Encoding`, and any name with whitespace. Others are skipped without making Strings.
+    func framingHeaders() -> [(name: String, value: String)] {
+        final class Collected { var headers: [(name: String, value: String)] = [] }
+        let collected = Collected()
+        _ = MHD_get_connection_values(
+            pointer, .HEADER_KIND,
+            { context, _, key, value in
+                guard let context, let key else { return .YES }
+                let relevant =
+                    strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Transfer-Encoding") == 0
+                    || key[0] == 0 || strpbrk(key, " \t") != nil
+                guard relevant else { return .YES }
+                let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+                collected.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                return .YES
+            }, Unmanaged.passUnretained(collected).toOpaque())
+        return withExtendedLifetime(collected) { collected.headers }
+    }
+
+    /// Stops reading from and writing to the connection until `resume()`.
+    func suspend() { MHD_suspend_connection(pointer) }
+
+    /// Lets libmicrohttpd call back for the connection again (from any thread).
+    func resume() { MHD_resume_connection(pointer) }
+
+    /// Queues `reply` (its body copied). `closing`: with `Connection: close`. False if libmicrohttpd refused it.
+    func queue(_ reply: HTTPReply, closing: Bool) -> Bool {
+        let response = reply.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
+        }
+        guard let response else { return false }
+        defer { MHD_destroy_response(response) }
+        MHD_add_response_header(response, "Content-Type", reply.contentType)
+        for header in reply.headers { MHD_add_response_header(response, header.name, header.value) }
+        if closing { MHD_add_response_header(response, "Connection", "close") }
+        return MHD_queue_response(pointer, UInt32(reply.status), response) == .YES
+    }
+
+    /// MHD_RESPMEM_MUST_COPY (the importer gives this enum no usable case names).
+    private static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
+}
+
+/// A request's line as libmicrohttpd gives it to the access callback; read (into Strings) only
+/// when the state machine asks, once per request.
+struct HTTPRequestLine {
+    fileprivate let url: UnsafePointer<CChar>?
+    fileprivate let method: UnsafePointer<CChar>?
+    fileprivate let version: UnsafePointer<CChar>?
+
+    init(url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?) {
+        self.url = url
+        self.method = method
+        self.version = version
+    }
+
+    var path: String { url.map { String(cString: $0) } ?? "/" }
+    var methodName: String { method.map { String(cString: $0) } ?? "" }
+    var isHTTP11: Bool { version.map { strcmp($0, "HTTP/1.1") == 0 } == true }
+}
+
+/// The part of a request body libmicrohttpd has read so far (the access callback's upload data).
+struct HTTPBodyChunk {
+    fileprivate let data: UnsafePointer<CChar>?
+    fileprivate let size: UnsafeMutablePointer<Int>
+
+    init(data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>) {
+        self.data = data
+        self.size = size
+    }
+
+    /// Bytes waiting; 0 when the body is complete (or there is none).
+    var count: Int { size.pointee }
+
+    func append(to body: inout [UInt8]) {
+        guard let data, size.pointee > 0 else { return }
+        data.withMemoryRebound(to: UInt8.self, capacity: size.pointee) {
+            body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size.pointee))
+        }
+    }
+
+    /// Tells libmicrohttpd every byte was taken.
+    func consumed() { size.pointee = 0 }
+}
