@@ -264,8 +264,8 @@ def read_response(connection):
 
 class Spool:
     """What the postbacks spool holds, read by SegmentReader's rules: a last line without its newline,
-    or a last line that is not a record, is a torn tail (skipped, never counted); any other bad line
-    is corrupt. `bodies` counts each stored body; `keys` each dedup key."""
+    or a last line that is not a record, or a line with a NUL byte that is not a record, is torn
+    (skipped, never counted); any other bad line is corrupt. `bodies` counts each stored body; `keys` each dedup key."""
 
     def __init__(self, data_dir, spool="postbacks"):
         self.records = []
@@ -307,7 +307,8 @@ class Spool:
                 line = line[:-1]
             record = parse_record(line) if len(line) <= MAXIMUM_LINE_BYTES else None
             if record is None:
-                (self.torn if last else self.corrupt).append((path, number, len(line)))
+                # A line with a NUL byte is zeros a power cut left (SegmentReader.isPowerCutDamage): torn anywhere.
+                (self.torn if last or b"\0" in line else self.corrupt).append((path, number, len(line)))
             else:
                 self.records.append(record)
 

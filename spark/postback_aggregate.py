@@ -430,8 +430,9 @@ def file_facts(lines):
 def classify_lines(lines):
     """Parses each line and gives it a `state`, as SegmentScanner and SpoolLineDecoder do:
 
-    - `torn`: the last line of its file when it has no newline, or when it is not a valid record
-      (what a crash leaves); `corrupt`: any other line that is not a valid record. Neither counts.
+    - `torn`: the last line of its file when it has no newline, or when it is not a valid record,
+      or any line with a NUL byte that is not one (what a crash leaves); `corrupt`: any other line
+      that is not a valid record. Neither counts.
     - `rejected`: a valid record in raw/rejected, or a non-verified one in raw/postbacks.
     - `postback`: a verified record in raw/postbacks with a dedup key and attribution, a window of
       0-2 and a fine value of 0-63 (anything else there is corrupt: no verified postback has it).
@@ -450,7 +451,8 @@ def classify_lines(lines):
     text = F.when(F.col("value").endswith("\r"), F.expr("substring(value, 1, length(value) - 1)")).otherwise(F.col("value"))
     record = F.from_json(text, record_schema(), {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
     parsed = lines.select("dt", "spool", "name", "writer", "sequence", "block", "position", is_last.alias("is_last"),
-                          without_newline.alias("without_newline"), (line_bytes > MAXIMUM_LINE_BYTES).alias("too_long"), record.alias("r"))
+                          without_newline.alias("without_newline"), (line_bytes > MAXIMUM_LINE_BYTES).alias("too_long"),
+                          F.col("value").contains("\u0000").alias("has_nul"), record.alias("r"))
 
     r, a = F.col("r"), F.col("r.attribution")
     received = r["received_at"]
@@ -488,7 +490,8 @@ def classify_lines(lines):
              .when(r["dedup_key"].isNull() | a.isNull(), "unreadable")
              .when(~in_range, "bad")
              .otherwise("postback"))
-    state = F.when(state == "bad", F.when(F.col("is_last"), "torn").otherwise("corrupt")).otherwise(state)
+    # A bad line with a NUL byte is zeros a power cut left: torn wherever it is (SegmentReader.isPowerCutDamage).
+    state = F.when(state == "bad", F.when(F.col("is_last") | F.col("has_nul"), "torn").otherwise("corrupt")).otherwise(state)
     claimed_protocol = F.when(r["protocol"].isin("skadnetwork", "adattributionkit"), r["protocol"])
     # The grain fields as the row key holds them (RowKeyEncoder.encodePostback); the others as stored.
     grain = {

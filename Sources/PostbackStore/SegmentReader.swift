@@ -10,7 +10,11 @@ import Postbacks
 /// Appends are only acknowledged after fdatasync, so the only damage a crash can leave is a torn last
 /// line: one without its newline, or whose bytes stop mid-record. That line is reported as `.tornTail`
 /// and never merged with anything. A bad line *before* the end is not a crash artefact; it is reported
-/// as `.corrupt` so it is seen, not silently skipped.
+/// as `.corrupt` so it is seen, not silently skipped. One exception: a line holding a NUL byte is
+/// torn wherever it is. No record holds one (JSON escapes it), and a power cut leaves them: a file
+/// whose size reached the disk before its data reads back zeros there, and a later page of the
+/// same unsynced write can survive after them (issue 28, `scripts/power-loss`). Nothing in such a
+/// line was acknowledged, since its bytes were never synced.
 package final class SegmentReader {
     package enum Entry {
         case record(SpoolRecord, line: Int)
@@ -63,6 +67,12 @@ package final class SegmentReader {
         return .complete(bytes: line.bytes, line: line.number, length: line.length, isLast: pending == nil)
     }
 
+    /// A line that is not a record and holds a NUL byte: zeros a power cut left (see above), torn
+    /// wherever it is. Asked only of lines that failed to parse.
+    package static func isPowerCutDamage(_ bytes: some Sequence<UInt8>) -> Bool {
+        bytes.contains(0)
+    }
+
     package func next() throws(RecordReader.IOError) -> Entry? {
         switch try nextLine() {
         case nil: return nil
@@ -74,7 +84,8 @@ package final class SegmentReader {
             } catch {
                 // A torn write can also end exactly where a later append began, leaving a complete-looking
                 // final line; at the tail that is still a crash artefact.
-                return isLast ? .tornTail(line: line, bytes: length) : .corrupt(line: line, reason: error.description)
+                return isLast || Self.isPowerCutDamage(bytes)
+                    ? .tornTail(line: line, bytes: length) : .corrupt(line: line, reason: error.description)
             }
         }
     }

@@ -143,8 +143,10 @@ struct SegmentScan: Sendable {
                             status: record.status, dedupKey: record.dedupKey,
                             values: record.attribution.map(UnsignedValues.init) ?? .unknown)
                     } catch {
-                        // As in SegmentReader: an unparsable *last* line is what a torn write leaves.
-                        damage.append(.init(path: path, line: line, problem: isLast ? Self.tornTail(length) : error.description))
+                        // As in SegmentReader: an unparsable *last* line, or one with a NUL byte, is
+                        // what a torn write leaves.
+                        let torn = isLast || SegmentReader.isPowerCutDamage(bytes)
+                        damage.append(.init(path: path, line: line, problem: torn ? Self.tornTail(length) : error.description))
                     }
                 }
             }

@@ -223,6 +223,8 @@ import Testing
                 one + newline + [UInt8](repeating: 0x41, count: SegmentReader.maximumLineBytes + 10) + newline + one + newline
             ),
             ("only a torn line", Array(one.prefix(10))),
+            // A power cut: a page of an unsynced write read back as zeros, a later page of it kept.
+            ("zeros a power cut left", good + [UInt8](repeating: 0, count: 300) + one.suffix(200) + newline + one + newline),
         ]
         for trial in 0..<20 {
             var bytes = good

@@ -164,4 +164,27 @@ import Testing
         }
         #expect(line == 2)
     }
+
+    /// A power cut can keep a later page of an unsynced write without an earlier one, which reads
+    /// back as zeros (issue 28): such a line is torn wherever it is, never corrupt; a line that is
+    /// not a record and has no NUL byte stays corrupt.
+    @Test func zerosAPowerCutLeftAreTornWhereverTheyAre() throws {
+        let result = PostbackVerifier().verify(body: Self.skanBody)
+        let good = SpoolRecord(receivedAt: .now(), writer: "w", route: "r", result: result, body: Self.skanBody).encoded()
+        let path = NSTemporaryDirectory() + "segment-\(UUID().uuidString).jsonl"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let zeros = [UInt8](repeating: 0, count: 100)
+        let content = good + zeros + Array(good.suffix(50)) + good + Array("{\"not\":\"a record\"}\n".utf8) + good
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        var kinds: [String] = []
+        let reader = try SegmentReader(path: path)
+        while let entry = try reader.next() {
+            switch entry {
+            case .record: kinds.append("record")
+            case .corrupt(let line, _): kinds.append("corrupt:\(line)")
+            case .tornTail(let line, _): kinds.append("torn:\(line)")
+            }
+        }
+        #expect(kinds == ["record", "torn:2", "record", "corrupt:4", "record"])
+    }
 }

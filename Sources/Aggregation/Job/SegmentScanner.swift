@@ -120,7 +120,12 @@ final class SegmentScanner {
                     continue
                 }
                 if let failure = try handle(bytes, task: task, offset: line.offset, report: &report, summary: &summary) {
-                    pendingFailure = (line.number, failure)
+                    // Zeros a power cut left are torn wherever they are (SegmentReader.isPowerCutDamage).
+                    if SegmentReader.isPowerCutDamage(bytes) {
+                        report.tornTail = true
+                    } else {
+                        pendingFailure = (line.number, failure)
+                    }
                 }
             }
         }

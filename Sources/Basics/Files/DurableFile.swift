@@ -69,17 +69,20 @@ package enum DurableFile {
         guard fsync(fd) == 0 else { throw WriteError(operation: "fsync directory", path: directory, errorNumber: errno) }
     }
 
-    /// Creates `directory` and any missing parents (mode 0755), fsyncing each parent it changed.
+    /// Creates `directory` and any missing parents (mode 0755), and fsyncs the parent of each
+    /// component, also of one that was already there: a process killed between its `mkdir` and that
+    /// fsync leaves the directory in the page cache only, and its entry (with every segment later
+    /// written below it) would vanish in a power cut (issue 28, `scripts/power-loss`). An fsync of a
+    /// directory with nothing unsynced costs next to nothing.
     package static func makeDirectories(_ directory: String) throws(WriteError) {
         var path = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/") {
             let parent = path.isEmpty ? "/" : path
             path += "/" + component
-            if mkdir(path, 0o755) == 0 {
-                try syncDirectory(parent)
-            } else if errno != EEXIST {
+            guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
                 throw WriteError(operation: "mkdir", path: path, errorNumber: errno)
             }
+            try syncDirectory(parent)
         }
     }
 }
