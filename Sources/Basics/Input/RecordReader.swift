@@ -12,8 +12,10 @@ extension RecordReader {
         var counts: [String: Int] = [:]
         if let stream = opendir(directory) {
             defer { closedir(stream) }
+            let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
             while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                // The record is only as long as its name: read up to the NUL, never the whole d_name array.
+                let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
                 for ending in [".jsonl", ".json"] where name.hasSuffix(ending) {
                     counts[ending, default: 0] += 1
                     break
