@@ -7,6 +7,7 @@ import PostbackTesting
 import Postbacks
 import SpoolDelivery
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import PostbackCLI

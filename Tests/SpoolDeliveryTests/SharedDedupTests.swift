@@ -2,6 +2,7 @@ import Basics
 import Foundation
 import PostbackClient
 import PostbackStore
+import TestSupport
 import Testing
 
 @testable import SpoolDelivery

@@ -1,6 +1,7 @@
 import Foundation
 import PostbackClient
 import PostbackCrypto
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
