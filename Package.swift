@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "SpoolDelivery",
             dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
-        .target(name: "Aggregation", dependencies: ["Basics", "Postbacks", "PostbackStore", "PostbackCrypto"]),
+        .target(name: "Aggregation", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto"]),
         .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(

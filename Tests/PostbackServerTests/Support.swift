@@ -1,12 +1,12 @@
 import Dispatch
 import Foundation
+import Locking
 import PostbackClient
 import PostbackCrypto
 import PostbackServer
 import PostbackStore
 import PostbackTesting
 import Postbacks
-import Synchronization
 import TestSupport
 import Testing
 
@@ -85,7 +85,7 @@ final class TestServer: Sendable {
 
 /// Captures the server's JSON log lines.
 final class LogCapture: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     var log: ServerLog {
         ServerLog(minimumLevel: .debug) { [self] bytes in
@@ -109,7 +109,7 @@ extension FaultyStorage {
 /// A postback POSTed on its own thread and held inside its group commit's fdatasync (by
 /// `FaultyStorage`) until `storage.releaseHeldSyncs()`: a request in flight, for the shutdown tests.
 final class HeldPostback: Sendable {
-    private let answer = Mutex<Int?>(nil)
+    private let answer = Locked<Int?>(nil)
     private let answered = DispatchSemaphore(value: 0)
 
     /// Returns once the postback is inside the sync.
@@ -214,7 +214,7 @@ final class RawConnection {
 
 /// Runs `body` on `count` threads at once (released together) and returns their results in order.
 func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
-    let results = Mutex<[Int: T]>([:])
+    let results = Locked<[Int: T]>([:])
     let start = DispatchSemaphore(value: 0)
     let group = DispatchGroup()
     for index in 0..<count {

@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
+import Locking
 import PostbackClient
 import PostbackCrypto
 import PostbackTesting
 import Postbacks
-import Synchronization
 import TestSupport
 import Testing
 
@@ -17,7 +17,7 @@ import Testing
 @Suite struct VerificationQueueTests {
     /// Records each batch's job numbers; a batch whose first job is `gate` blocks until `release`.
     final class Recorder: @unchecked Sendable {
-        let batches = Mutex<[[Int]]>([])
+        let batches = Locked<[[Int]]>([])
         let processed = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)

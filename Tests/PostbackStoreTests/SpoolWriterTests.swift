@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
+import Locking
 import Postbacks
-import Synchronization
 import TestSupport
 import Testing
 
@@ -27,7 +27,7 @@ import Testing
             dedupIndex: DedupIndex())
         let day = UTCTimestamp.now().day
         let records = (0..<20).map { record($0, seed: 31) }
-        let outcomes = Mutex<[SpoolWriter.Outcome]>([])
+        let outcomes = Locked<[SpoolWriter.Outcome]>([])
         let group = DispatchGroup()
         for entry in records {
             group.enter()
@@ -69,7 +69,7 @@ import Testing
             dedupIndex: DedupIndex())
         let day = UTCTimestamp.now().day
         let first = record(0, seed: 32)
-        let outcomes = Mutex<[Int: SpoolWriter.Outcome]>([:])
+        let outcomes = Locked<[Int: SpoolWriter.Outcome]>([:])
         let group = DispatchGroup()
         func submit(_ tag: Int, _ entry: (line: [UInt8], key: String)) {
             group.enter()

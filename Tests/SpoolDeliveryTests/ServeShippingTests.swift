@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PostbackClient
 import PostbackCrypto
 import PostbackServer
@@ -6,7 +7,6 @@ import PostbackStore
 import PostbackTesting
 import Postbacks
 import SpoolDelivery
-import Synchronization
 import TestSupport
 import Testing
 
@@ -94,7 +94,7 @@ final class ShippingReceiver: @unchecked Sendable {
 }
 
 final class LogLines: Sendable {
-    let lines = Mutex<[String]>([])
+    let lines = Locked<[String]>([])
 }
 
 /// Every object under `prefix`: relative key → bytes.

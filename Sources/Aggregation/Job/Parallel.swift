@@ -1,4 +1,5 @@
 import Dispatch
+import Locking
 import Synchronization
 
 /// Runs numbered tasks on a fixed number of worker threads, each worker pulling the next task
@@ -11,7 +12,7 @@ package enum Parallel {
     {
         guard tasks > 0 else { return }
         let next = Atomic<Int>(0)
-        let failure = Mutex<AggregationError?>(nil)
+        let failure = Locked<AggregationError?>(nil)
         let workerCount = max(1, min(workers, tasks))
         withoutActuallyEscaping(body) { body in
             let shared = UncheckedBox(body)
