@@ -47,7 +47,7 @@ let package = Package(
         // The release, and the commit the build was made from (BuildStampPlugin, scripts/build-stamp).
         .plugin(name: "BuildStampPlugin", capability: .buildTool()),
         .target(name: "BuildStamp", plugins: ["BuildStampPlugin"]),
-        .target(name: "Basics"),
+        .target(name: "Basics", dependencies: ["Locking"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(
-            name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore", "Aggregation"]),
+            name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore"]),
         .target(
             name: "PostbackCLI",
             dependencies: [

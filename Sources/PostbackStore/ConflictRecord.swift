@@ -88,37 +88,33 @@ package struct ConflictRecord: Sendable, Equatable {
         return json.bytes + [0x0A]
     }
 
-    package struct DecodingError: Error, CustomStringConvertible {
-        package let description: String
-    }
-
     /// Reads what `encoded()` wrote (without its newline).
-    package init(line: [UInt8]) throws(DecodingError) {
+    package init(line: [UInt8]) throws(StoredFormError) {
         guard case .object(let object)? = try? StrictJSONParser.parse(line) else {
-            throw DecodingError(description: "not a JSON object")
+            throw StoredFormError("not a JSON object")
         }
         func string(_ name: String) -> String? {
             if case .string(let text)? = object[name] { return text }
             return nil
         }
         guard let time = string("received_at"), let receivedAt = UTCTimestamp(iso8601: time) else {
-            throw DecodingError(description: "received_at missing or not an ISO 8601 UTC timestamp")
+            throw StoredFormError("received_at missing or not an ISO 8601 UTC timestamp")
         }
-        guard let dedupKey = string("dedup_key") else { throw DecodingError(description: "dedup_key missing") }
-        guard case .array(let fields)? = object["fields"] else { throw DecodingError(description: "fields missing") }
+        guard let dedupKey = string("dedup_key") else { throw StoredFormError("dedup_key missing") }
+        guard case .array(let fields)? = object["fields"] else { throw StoredFormError("fields missing") }
         var differences: [Difference] = []
         for case .object(let member) in fields {
             guard case .string(let name)? = member["field"], let field = UnsignedValues.Field(rawValue: name),
                 case .string(let stored)? = member["stored"], case .string(let copy)? = member["copy"]
-            else { throw DecodingError(description: "a field needs a known field, stored and copy") }
+            else { throw StoredFormError("a field needs a known field, stored and copy") }
             differences.append(Difference(field: field, stored: stored, copy: copy))
         }
         guard case .object(let attributionObject)? = object["stored_attribution"] else {
-            throw DecodingError(description: "stored_attribution missing")
+            throw StoredFormError("stored_attribution missing")
         }
         let attribution: Attribution
         do { attribution = try Attribution(spoolJSON: attributionObject) } catch {
-            throw DecodingError(description: "stored_attribution: \(error.description)")
+            throw StoredFormError("stored_attribution: \(error.description)")
         }
         self.init(
             receivedAt: receivedAt, writer: string("writer") ?? "", route: string("route") ?? "",

@@ -226,7 +226,7 @@ package enum AttributionField: Int, CaseIterable, Sendable {
     }
 
     /// Reads this member from `object` into `attribution` (absent or `null` leaves the default).
-    func read(from object: JSONObject, into attribution: inout Attribution) throws(Attribution.DecodingError) {
+    func read(from object: JSONObject, into attribution: inout Attribution) throws(StoredFormError) {
         let member = AttributionMember(object: object, key: spoolKey)
         switch self {
         case .postbackProtocol, .appID, .adNetworkID, .conversionType:
@@ -257,15 +257,14 @@ extension Attribution {
     }
 
     /// Reads the object `writeSpoolJSON(to:)` produced.
-    package init(spoolJSON object: JSONObject) throws(DecodingError) {
+    package init(spoolJSON object: JSONObject) throws(StoredFormError) {
         func member(_ field: AttributionField) -> AttributionMember { AttributionMember(object: object, key: field.spoolKey) }
         guard let postbackProtocol = try member(.postbackProtocol).choice(PostbackProtocol.self),
             let appID = try member(.appID).integer(), let adNetworkID = try member(.adNetworkID).string(),
             let conversionType = try member(.conversionType).choice(ConversionType.self)
         else {
             let required = AttributionField.allCases.filter(\.isRequired).map(\.spoolKey)
-            throw DecodingError(
-                description: "attribution lacks " + required.dropLast().joined(separator: ", ") + " or " + required.last!)
+            throw StoredFormError("attribution lacks " + required.dropLast().joined(separator: ", ") + " or " + required.last!)
         }
         self.init(
             postbackProtocol: postbackProtocol, version: nil, appID: appID, adNetworkID: adNetworkID,
@@ -279,38 +278,38 @@ private struct AttributionMember {
     let object: JSONObject
     let key: String
 
-    func string() throws(Attribution.DecodingError) -> String? {
+    func string() throws(StoredFormError) -> String? {
         switch object[key] {
         case nil, .null?: return nil
         case .string(let value)?: return value
-        default: throw Attribution.DecodingError(description: "attribution.\(key) must be a string")
+        default: throw StoredFormError("attribution.\(key) must be a string")
         }
     }
 
-    func integer() throws(Attribution.DecodingError) -> Int64? {
+    func integer() throws(StoredFormError) -> Int64? {
         switch object[key] {
         case nil, .null?: return nil
         case .number(let number)?:
             guard let value = number.int64Value else {
-                throw Attribution.DecodingError(description: "attribution.\(key) must be an integer")
+                throw StoredFormError("attribution.\(key) must be an integer")
             }
             return value
-        default: throw Attribution.DecodingError(description: "attribution.\(key) must be an integer")
+        default: throw StoredFormError("attribution.\(key) must be an integer")
         }
     }
 
-    func bool() throws(Attribution.DecodingError) -> Bool? {
+    func bool() throws(StoredFormError) -> Bool? {
         switch object[key] {
         case nil, .null?: return nil
         case .bool(let value)?: return value
-        default: throw Attribution.DecodingError(description: "attribution.\(key) must be a boolean")
+        default: throw StoredFormError("attribution.\(key) must be a boolean")
         }
     }
 
-    func choice<T: RawRepresentable<String>>(_ type: T.Type) throws(Attribution.DecodingError) -> T? {
+    func choice<T: RawRepresentable<String>>(_ type: T.Type) throws(StoredFormError) -> T? {
         guard let text = try string() else { return nil }
         guard let value = T(rawValue: text) else {
-            throw Attribution.DecodingError(description: "attribution.\(key) has unknown value \"\(text)\"")
+            throw StoredFormError("attribution.\(key) has unknown value \"\(text)\"")
         }
         return value
     }

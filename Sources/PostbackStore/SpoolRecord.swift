@@ -149,19 +149,15 @@ package struct SpoolRecord: Sendable, Equatable {
         return line
     }
 
-    package struct DecodingError: Error, CustomStringConvertible {
-        package let description: String
-    }
-
     /// Parses a line written by `encoded()` (without its newline).
-    package init(line: [UInt8]) throws(DecodingError) {
+    package init(line: [UInt8]) throws(StoredFormError) {
         let value: JSONValue
         do {
             value = try StrictJSONParser.parse(line)
         } catch {
-            throw DecodingError(description: "not a JSON record: \(error)")
+            throw StoredFormError("not a JSON record: \(error)")
         }
-        guard case .object(let object) = value else { throw DecodingError(description: "record is not a JSON object") }
+        guard case .object(let object) = value else { throw StoredFormError("record is not a JSON object") }
         func string(_ key: RecordKey) -> String? {
             if case .string(let text)? = object[key.spoolKey] { return text }
             return nil
@@ -169,35 +165,34 @@ package struct SpoolRecord: Sendable, Equatable {
         var format = 1
         if let value = object[RecordKey.format.spoolKey] {
             guard case .number(let number) = value, let parsed = number.int64Value, parsed >= 1 else {
-                throw DecodingError(description: "format must be a positive integer")
+                throw StoredFormError("format must be a positive integer")
             }
             guard parsed <= SpoolRecord.currentFormat else {
-                throw DecodingError(
-                    description:
-                        "record format \(parsed) is newer than this release reads (up to \(SpoolRecord.currentFormat)); upgrade postback"
+                throw StoredFormError(
+                    "record format \(parsed) is newer than this release reads (up to \(SpoolRecord.currentFormat)); upgrade postback"
                 )
             }
             format = Int(parsed)
         }
         guard let receivedText = string(.receivedAt), let receivedAt = UTCTimestamp(iso8601: receivedText) else {
-            throw DecodingError(description: "received_at missing or not an ISO 8601 UTC timestamp")
+            throw StoredFormError("received_at missing or not an ISO 8601 UTC timestamp")
         }
         guard let statusText = string(.status), let status = VerificationStatus(rawValue: statusText) else {
-            throw DecodingError(description: "status missing or unknown")
+            throw StoredFormError("status missing or unknown")
         }
         let body: [UInt8]
         if let text = string(.body) {
             body = Array(text.utf8)
         } else if let encoded = string(.bodyBase64) {
             do { body = try Base64.decode(encoded, alphabet: .standard) } catch {
-                throw DecodingError(description: "body_base64: \(error)")
+                throw StoredFormError("body_base64: \(error)")
             }
         } else {
-            throw DecodingError(description: "record has neither body nor body_base64")
+            throw StoredFormError("record has neither body nor body_base64")
         }
         var attribution: Attribution? = nil
         if case .object(let fields)? = object[RecordKey.attribution.spoolKey] {
-            do { attribution = try Attribution(spoolJSON: fields) } catch { throw DecodingError(description: error.description) }
+            attribution = try Attribution(spoolJSON: fields)
         }
         self.init(
             receivedAt: receivedAt, writer: string(.writer) ?? "", route: string(.route) ?? "", status: status,
@@ -213,7 +208,7 @@ package struct SpoolRecord: Sendable, Equatable {
         self.format = format
         if let text = string(.quarantine) {
             guard let reason = QuarantineReason(rawValue: text) else {
-                throw DecodingError(description: "quarantine has unknown value \"\(text)\"")
+                throw StoredFormError("quarantine has unknown value \"\(text)\"")
             }
             quarantine = reason
         }
@@ -221,10 +216,10 @@ package struct SpoolRecord: Sendable, Equatable {
         case nil: break
         case .array(let items)?:
             for item in items {
-                guard case .object(let fields) = item else { throw DecodingError(description: "flags must hold objects") }
-                do { flags.append(try PostbackFlag(json: fields)) } catch { throw DecodingError(description: error.description) }
+                guard case .object(let fields) = item else { throw StoredFormError("flags must hold objects") }
+                flags.append(try PostbackFlag(json: fields))
             }
-        default: throw DecodingError(description: "flags must be an array")
+        default: throw StoredFormError("flags must be an array")
         }
     }
 }

@@ -1,4 +1,3 @@
-package import Aggregation
 package import Basics
 import Foundation
 package import PostbackStore
@@ -45,9 +44,9 @@ package struct SyntheticSpool: Sendable {
 
     /// Writes the spool for `days` days from `first` under `layout`; returns the number of lines.
     @discardableResult
-    package func write(to layout: StoreLayout, first: UTCDay, days: Int, workers: Int = 2) throws(AggregationError) -> Int {
+    package func write(to layout: StoreLayout, first: UTCDay, days: Int, workers: Int = 2) throws(SystemCallError) -> Int {
         let total = Atomic<Int>(0)
-        try Parallel.run(workers: workers, tasks: days) { (_, offset) throws(AggregationError) in
+        try Parallel.run(workers: workers, tasks: days) { (_, offset) throws(SystemCallError) in
             let count = try writeDay(first.adding(days: offset), first: first, to: layout)
             total.add(count, ordering: .relaxed)
         }
@@ -95,9 +94,9 @@ package struct SyntheticSpool: Sendable {
         return lines
     }
 
-    private func writeDay(_ day: UTCDay, first: UTCDay, to layout: StoreLayout) throws(AggregationError) -> Int {
+    private func writeDay(_ day: UTCDay, first: UTCDay, to layout: StoreLayout) throws(SystemCallError) -> Int {
         let lines = lines(day: day, first: first)
-        for spool in StoreLayout.Spool.allCases { try makeDirectories(layout.partition(spool, day: day)) }
+        for spool in StoreLayout.Spool.allCases { try DurableFile.makeDirectories(layout.partition(spool, day: day)) }
         var files: [String: (file: OutputFile, sequence: Int)] = [:]
         for (_, writer, spool, line) in lines {
             let name = writer == 0 ? "rx1" : "rx2"

@@ -80,7 +80,7 @@ import Testing
         let line = Array(record.encoded().dropLast())
         #expect(try SpoolRecord(line: line) == record)
         let newer = String(decoding: line, as: UTF8.self).replacingOccurrences(of: #"{"format":2,"#, with: #"{"format":3,"#)
-        #expect(throws: SpoolRecord.DecodingError.self) { try SpoolRecord(line: Array(newer.utf8)) }
+        #expect(throws: StoredFormError.self) { try SpoolRecord(line: Array(newer.utf8)) }
         do { _ = try SpoolRecord(line: Array(newer.utf8)) } catch {
             #expect(error.description.contains("newer than this release"))
         }

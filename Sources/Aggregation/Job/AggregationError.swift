@@ -39,3 +39,10 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
         }
     }
 }
+
+extension AggregationError {
+    /// Runs file operations of Basics, whose failures are `SystemCallError`s, as the job's own.
+    static func onFailure<R>(_ body: () throws(SystemCallError) -> R) throws(AggregationError) -> R {
+        do { return try body() } catch { throw .system(error) }
+    }
+}

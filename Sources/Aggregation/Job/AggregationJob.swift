@@ -129,13 +129,27 @@ package final class AggregationJob: Sendable {
     func withWorkDirectory<R>(_ body: (String) throws(AggregationError) -> R) throws(AggregationError) -> R {
         let aggregateRoot = layout.root + "/agg"
         try makeDirectories(aggregateRoot)
-        let lock = try StoreLock(path: aggregateRoot + "/.lock")
+        let lock = try Self.lockStore(path: aggregateRoot + "/.lock")
         defer { withExtendedLifetime(lock) {} }
         let work = aggregateRoot + "/_work"
         try? FileManager.default.removeItem(atPath: work)
         try DayAggregator.makeDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
         return try body(work)
+    }
+
+    /// An exclusive `flock` on `DATA/agg/.lock`, so two aggregation runs never write the same
+    /// partitions or clear each other's work directory. Released when the lock goes away (or the
+    /// process dies: the kernel drops flocks with the descriptor).
+    private static func lockStore(path: String) throws(AggregationError) -> FileLock {
+        do throws(FileLock.Failure) {
+            return try FileLock(path: path)
+        } catch {
+            switch error {
+            case .heldElsewhere: throw .locked(path: path)
+            case .system(let failure): throw .system(failure)
+            }
+        }
     }
 
     private func runDays(work: String, onDay: (DaySummary) -> Void) throws(AggregationError) -> [DaySummary] {
@@ -262,10 +276,6 @@ package final class AggregationJob: Sendable {
     }
 }
 
-package func makeDirectories(_ path: String) throws(AggregationError) {
-    do {
-        try DurableFile.makeDirectories(path)
-    } catch {
-        throw .system(error)
-    }
+func makeDirectories(_ path: String) throws(AggregationError) {
+    try AggregationError.onFailure { () throws(SystemCallError) in try DurableFile.makeDirectories(path) }
 }

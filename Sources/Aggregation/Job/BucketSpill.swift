@@ -61,10 +61,15 @@ final class BucketSpill {
     }
 
     private func flush(_ bucket: Int) throws(AggregationError) {
-        if descriptors[bucket] < 0 { descriptors[bucket] = try FileIO.create(path(bucket: bucket)) }
+        let path = path(bucket: bucket)
+        if descriptors[bucket] < 0 {
+            descriptors[bucket] = try AggregationError.onFailure { () throws(SystemCallError) in try FileDescriptorIO.create(path)
+            }
+        }
         let bytes = UnsafeRawBufferPointer(
             start: storage + bucket * Self.bufferEntries, count: counts[bucket] * MemoryLayout<DedupEntry>.stride)
-        try FileIO.writeAll(bytes, to: descriptors[bucket], path: path(bucket: bucket))
+        let fd = descriptors[bucket]
+        try AggregationError.onFailure { () throws(SystemCallError) in try FileDescriptorIO.writeAll(bytes, to: fd, path: path) }
         counts[bucket] = 0
     }
 

@@ -169,18 +169,20 @@ enum DayAggregator {
     }
 
     private static func writeKeys(_ hashes: [Hash128], to path: String) throws(AggregationError) {
-        let fd = try FileIO.create(path)
+        let fd = try AggregationError.onFailure { () throws(SystemCallError) in try FileDescriptorIO.create(path) }
         defer { close(fd) }
         try KeyFile.write(hashes, to: fd, path: path)
     }
 
     private static func concatenate(_ parts: [String], into path: String) throws(AggregationError) {
-        let out = try FileIO.create(path)
-        defer { close(out) }
-        for part in parts {
-            defer { unlink(part) }
-            try FileIO.forEachChunk(of: part) { (chunk) throws(AggregationError) in
-                try FileIO.writeAll(chunk, to: out, path: path)
+        try AggregationError.onFailure { () throws(SystemCallError) in
+            let out = try FileDescriptorIO.create(path)
+            defer { close(out) }
+            for part in parts {
+                defer { unlink(part) }
+                try FileDescriptorIO.forEachChunk(ofFile: part) { (chunk) throws(SystemCallError) in
+                    try FileDescriptorIO.writeAll(chunk, to: out, path: path)
+                }
             }
         }
     }

@@ -41,8 +41,9 @@ extension AggregationJob {
     {
         let verifiedPath = "\(work)/input-verified.jsonl"
         let rejectedPath = "\(work)/input-rejected.jsonl"
-        let verifiedOut = try OutputFile(path: verifiedPath)
-        let rejectedOut = try OutputFile(path: rejectedPath)
+        let (verifiedOut, rejectedOut) = try AggregationError.onFailure { () throws(SystemCallError) in
+            (try OutputFile(path: verifiedPath), try OutputFile(path: rejectedPath))
+        }
         var reports: [SegmentReport] = []
         let receivedAt = Self.inputReceivedAt(day)
         for file in files {
@@ -80,12 +81,10 @@ extension AggregationJob {
                     let spoolRecord = SpoolRecord(
                         receivedAt: receivedAt, writer: "input", route: "file-import", result: result, body: record.bytes,
                         reason: quarantine)
-                    if result.isVerified, quarantine == nil {
-                        report.postbacks += 1
-                        try verifiedOut.append(spoolRecord.encoded())
-                    } else {
-                        report.rejected += 1
-                        try rejectedOut.append(spoolRecord.encoded())
+                    let counted = result.isVerified && quarantine == nil
+                    if counted { report.postbacks += 1 } else { report.rejected += 1 }
+                    try AggregationError.onFailure { () throws(SystemCallError) in
+                        try (counted ? verifiedOut : rejectedOut).append(spoolRecord.encoded())
                     }
                 }
                 batch.removeAll(keepingCapacity: true)
@@ -113,8 +112,10 @@ extension AggregationJob {
             (report.bytes, report.sha256) = try Self.checksum(file)
             reports.append(report)
         }
-        try verifiedOut.close()
-        try rejectedOut.close()
+        try AggregationError.onFailure { () throws(SystemCallError) in
+            try verifiedOut.close()
+            try rejectedOut.close()
+        }
         let tasks = [
             SegmentTask(path: verifiedPath, name: "input", spool: .postbacks, ordinal: 0, size: verifiedOut.bytesWritten),
             SegmentTask(path: rejectedPath, name: "input-rejected", spool: .rejected, ordinal: 1, size: rejectedOut.bytesWritten),
@@ -147,9 +148,11 @@ extension AggregationJob {
         guard path != "-" else { return (0, "") }
         let hasher = SHA256Hasher()
         var total = 0
-        try FileIO.forEachChunk(of: path) { chunk in
-            hasher.update(chunk)
-            total += chunk.count
+        try AggregationError.onFailure { () throws(SystemCallError) in
+            try FileDescriptorIO.forEachChunk(ofFile: path) { chunk in
+                hasher.update(chunk)
+                total += chunk.count
+            }
         }
         return (total, hasher.finalize().description)
     }

@@ -56,7 +56,9 @@ final class KeyFile {
     }
 
     private func readFully(into bytes: UnsafeMutableRawBufferPointer, at offset: Int) throws(AggregationError) {
-        do { try FileDescriptorIO.readFully(fd, into: bytes, at: offset, path: path) } catch { throw .system(error) }
+        try AggregationError.onFailure { () throws(SystemCallError) in
+            try FileDescriptorIO.readFully(fd, into: bytes, at: offset, path: path)
+        }
     }
 
     /// Appends sorted hashes to an open file descriptor.
@@ -67,6 +69,8 @@ final class KeyFile {
             words.append(hash.high)
             words.append(hash.low)
         }
-        try words.withBytes { (bytes) throws(AggregationError) in try FileIO.writeAll(bytes, to: fd, path: path) }
+        try AggregationError.onFailure { () throws(SystemCallError) in
+            try words.withBytes { (bytes) throws(SystemCallError) in try FileDescriptorIO.writeAll(bytes, to: fd, path: path) }
+        }
     }
 }

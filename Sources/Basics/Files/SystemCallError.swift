@@ -86,14 +86,31 @@ package enum FileDescriptorIO {
     /// Calls `body` with each chunk read from `fd`'s current offset to the end of the file.
     package static func forEachChunk(
         of fd: Int32, path: String, chunkSize: Int = 1 << 20,
-        _ body: (UnsafeRawBufferPointer) -> Void
+        _ body: (UnsafeRawBufferPointer) throws(SystemCallError) -> Void
     ) throws(SystemCallError) {
         var chunk = [UInt8](repeating: 0, count: chunkSize)
         while true {
             let got = try read(fd, into: &chunk, path: path)
             if got == 0 { return }
-            chunk.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<got])) }
+            try chunk.withBytes { (bytes) throws(SystemCallError) in try body(UnsafeRawBufferPointer(rebasing: bytes[..<got])) }
         }
+    }
+
+    /// Opens `path` and calls `body` with each chunk of it, start to end.
+    package static func forEachChunk(
+        ofFile path: String, _ body: (UnsafeRawBufferPointer) throws(SystemCallError) -> Void
+    ) throws(SystemCallError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemCallError(operation: "open", path: path, errorNumber: errno) }
+        defer { close(fd) }
+        try forEachChunk(of: fd, path: path, body)
+    }
+
+    /// Creates (or truncates) a work file readable by its owner only; the descriptor is the caller's to close.
+    package static func create(_ path: String) throws(SystemCallError) -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemCallError(operation: "create", path: path, errorNumber: errno) }
+        return fd
     }
 
     /// Writes all of `bytes`.

@@ -64,14 +64,15 @@ package struct Attribution: Sendable, Equatable {
 
     /// The postback counts for the advertiser: a winner (or a pre-3.0 postback, which always is).
     package var isWinning: Bool { didWin != false }
+}
 
-    /// Why a stored `attribution` object could not be read (PostbackStore reads and writes it,
-    /// from its declared list of fields, `AttributionField`).
-    package struct DecodingError: Error, CustomStringConvertible {
-        package let description: String
+/// Why a stored form could not be read back: a spool or conflict record, the `attribution` object
+/// and the flags in it (PostbackStore reads and writes them). One shape for all of them; what it says
+/// names the member at fault.
+package struct StoredFormError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
-        package init(description: String) { self.description = description }
-    }
+    package init(_ description: String) { self.description = description }
 }
 
 extension Postback {

@@ -85,16 +85,12 @@ package struct PostbackFlag: Sendable, Equatable {
         json.endObject()
     }
 
-    package struct DecodingError: Error, CustomStringConvertible {
-        package let description: String
-    }
-
     /// Reads what `write(to:)` wrote.
-    package init(json object: JSONObject) throws(DecodingError) {
+    package init(json object: JSONObject) throws(StoredFormError) {
         guard case .string(let fieldText)? = object["field"], let field = Field(rawValue: fieldText),
             case .string(let actionText)? = object["action"], let action = Action(rawValue: actionText),
             case .string(let raw)? = object["raw"]
-        else { throw DecodingError(description: "flag needs a known field, a known action and raw") }
+        else { throw StoredFormError("flag needs a known field, a known action and raw") }
         var note = ""
         if case .string(let text)? = object["note"] { note = text }
         self.init(field: field, action: action, raw: raw, note: note)

@@ -10,24 +10,24 @@ package final class OutputFile {
     package private(set) var bytesWritten = 0
     package var pendingBytes: Int { pending.count }
 
-    package init(path: String) throws(AggregationError) {
+    package init(path: String) throws(SystemCallError) {
         self.path = path
-        fd = try FileIO.create(path)
+        fd = try FileDescriptorIO.create(path)
         pending.reserveCapacity(1 << 20)
     }
 
     deinit { Glibc.close(fd) }
 
-    package func append(_ bytes: [UInt8]) throws(AggregationError) {
+    package func append(_ bytes: [UInt8]) throws(SystemCallError) {
         pending.append(contentsOf: bytes)
         if pending.count >= 1 << 20 { try flush() }
     }
 
-    package func flush() throws(AggregationError) {
-        try pending.withBytes { (bytes) throws(AggregationError) in try FileIO.writeAll(bytes, to: fd, path: path) }
+    package func flush() throws(SystemCallError) {
+        try pending.withBytes { (bytes) throws(SystemCallError) in try FileDescriptorIO.writeAll(bytes, to: fd, path: path) }
         bytesWritten += pending.count
         pending.removeAll(keepingCapacity: true)
     }
 
-    package func close() throws(AggregationError) { try flush() }
+    package func close() throws(SystemCallError) { try flush() }
 }
