@@ -777,12 +777,33 @@ def csv_lines(frame, columns):
     return F.concat_ws(",", *[csv_field(name, types[name]) for name in columns])
 
 
+# The declared SQL type of every output column (AggregateColumn's, through record-schema.json): the
+# Parquet files carry them, as `postback aggregate --format parquet` writes them.
+COLUMN_TYPES = RECORD_SCHEMA["column_types"]
+
+
+def spark_type(declared):
+    """Spark's name for a declared column type: DATE, BIGINT, INTEGER, BOOLEAN, VARCHAR, DECIMAL(p, s)."""
+    simple = {"DATE": "date", "BIGINT": "bigint", "INTEGER": "int", "BOOLEAN": "boolean", "VARCHAR": "string"}
+    if declared in simple:
+        return simple[declared]
+    if declared.startswith("DECIMAL(") and declared.endswith(")"):
+        return "decimal(" + declared[len("DECIMAL("):-1].replace(" ", "") + ")"
+    raise ValueError(f"record-schema.json: column type {declared!r} has no Spark type")
+
+
 def parquet_frame(frame, columns):
-    """Typed columns for Parquet: amounts as decimal(18,6), the rest as computed."""
+    """Typed columns for Parquet, each cast to its declared type; amounts (kept in millionths) as
+    exact DECIMAL(38, 6)."""
     from pyspark.sql import functions as F
 
-    return frame.select("dt", *[(F.col(c).cast("decimal(24,0)") / F.lit(1_000_000)).cast("decimal(18,6)").alias(c) if c in MONEY_COLUMNS
-                                else F.col(c) for c in columns], "_sort")
+    def typed(column):
+        target = spark_type(COLUMN_TYPES[column])
+        if column in MONEY_COLUMNS:
+            return (F.col(column).cast("decimal(38,0)") / F.lit(1_000_000)).cast(target).alias(column)
+        return F.col(column).cast(target).alias(column)
+
+    return frame.select("dt", *[typed(c) for c in columns], "_sort")
 
 
 def write_table(spark, fs, frame, table, columns, days, staging, out, output_format):

@@ -379,19 +379,56 @@ def csv_text(value):
     return value
 
 
+def arrow_type(declared):
+    """The Arrow type a reader sees for a declared column type (docs/aggregate.md's CREATE TABLE)."""
+    import pyarrow as pa
+
+    simple = {"DATE": pa.date32(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(), "VARCHAR": pa.string()}
+    if declared in simple:
+        return simple[declared]
+    precision, scale = declared[len("DECIMAL("):-1].split(",")
+    return pa.decimal128(int(precision), int(scale))
+
+
 def compare_parquet(checks, swift_out, parquet_out):
+    """Spark's Parquet: each column typed as declared (pyarrow's schema), and the same rows as what
+    `postback aggregate` published: its Parquet file, value for value, where it wrote one, else its CSV."""
     try:
         import duckdb
+        import pyarrow.parquet as pq
     except ImportError:
-        checks.check(False, "Parquet output: needs DuckDB to read it (scripts/setup --test installs it into .build/venv)")
+        checks.check(False, "Parquet output: needs DuckDB and pyarrow to read it (scripts/setup --test installs them into .build/venv)")
         return
+    declared = RECORD_SCHEMA["column_types"]
     for table in TABLES:
         for day in range_days():
             path = f"{parquet_out}/{table}/dt={day.isoformat()}/part-00000.parquet"
-            expected = read_or_none(f"{swift_out}/{table}/dt={day.isoformat()}/part-00000.csv") or b""
             if not os.path.exists(path):
                 checks.check(False, f"{table}/dt={day}/part-00000.parquet exists")
                 continue
+            spark_table = pq.read_table(path)
+            wrong = [f"{field.name}: {field.type}, declared {declared[field.name]}" for field in spark_table.schema
+                     if field.type != arrow_type(declared[field.name])]
+            checks.check(not wrong, f"{table}/dt={day}/part-00000.parquet: every column typed as declared", "\n".join(wrong))
+            swift_parquet = f"{swift_out}/{table}/dt={day.isoformat()}/part-00000.parquet"
+            if os.path.exists(swift_parquet):
+                expected_table = pq.read_table(swift_parquet)
+                same_columns = expected_table.column_names == spark_table.column_names
+                differences = [] if same_columns else [f"columns: {expected_table.column_names} != {spark_table.column_names}"]
+                if same_columns:
+                    expected_rows, actual_rows = expected_table.to_pylist(), spark_table.to_pylist()
+                    if len(expected_rows) != len(actual_rows):
+                        differences.append(f"{len(expected_rows)} rows from postback aggregate, {len(actual_rows)} from Spark")
+                    for number, (want, got) in enumerate(zip(expected_rows, actual_rows)):
+                        for column in expected_table.column_names:
+                            if want[column] != got[column] or type(want[column]) is not type(got[column]):
+                                differences.append(f"row {number + 1}, {column}: {want[column]!r} != {got[column]!r}")
+                        if len(differences) > 10:
+                            break
+                checks.check(not differences, f"{table}/dt={day}/part-00000.parquet: value for value the Parquet file postback aggregate wrote",
+                             "\n".join("      " + line for line in differences[:10]))
+                continue
+            expected = read_or_none(f"{swift_out}/{table}/dt={day.isoformat()}/part-00000.csv") or b""
             cursor = duckdb.connect().execute(f"SELECT * FROM read_parquet('{path}', hive_partitioning = false)")
             header = ",".join(column[0] for column in cursor.description)
             lines = [",".join(csv_text(value) for value in row) for row in cursor.fetchall()]
