@@ -1,4 +1,4 @@
-package import Basics
+import Basics
 import Dispatch
 import Locking
 package import Postbacks

@@ -15,6 +15,14 @@ package enum ParsedImpression: Sendable {
 
     /// An object with `version` is a SKAdNetwork impression, one without holds AdAttributionKit claims.
     package init(record bytes: some Collection<UInt8>) throws(PostbackRejection) {
+        // The plain form an ad server writes takes the fast path; anything else (and every refusal)
+        // the full parser.
+        if let plain = bytes.withContiguousStorageIfAvailable({ PlainImpressionReader.read(UnsafeRawBufferPointer($0)) }),
+            let impression = plain
+        {
+            self = .skadnetwork(impression)
+            return
+        }
         let object = try ImpressionRecord.object(Array(bytes))
         if object["version"] != nil {
             self = .skadnetwork(try SKAdNetworkImpression(parsing: object))
