@@ -245,3 +245,13 @@ extension JSONWriterTests {
         }
     }
 }
+
+@Suite struct DecimalDigitsTests {
+    @Test func writesWhatStringWrites() {
+        for value: Int64 in [0, 1, 9, 10, 99, 100, 1_594_406_341_000, -1, -10, .max, .min] {
+            var bytes: [UInt8] = [0x41]
+            DecimalDigits.append(value, to: &bytes)
+            #expect(bytes == [0x41] + Array(String(value).utf8))
+        }
+    }
+}
