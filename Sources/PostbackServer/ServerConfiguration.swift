@@ -20,7 +20,8 @@ package import Postbacks
 ///      "reserved_free_bytes": 268435456,
 ///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
 ///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168,
-///      "shutdown_delivery_seconds": 20}
+///      "shutdown_delivery_seconds": 20, "signing_listen": "127.0.0.1:9190",
+///      "signing_keys": [{"kid": "2026-12", "path": "network.pem"}], "web_ads": "web-ads.jsonl"}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 package struct ServerConfiguration: Sendable {

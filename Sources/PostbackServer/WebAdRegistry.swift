@@ -68,10 +68,11 @@ final class WebAdRegistry: Sendable {
     }
 
     /// Re-reads the file when it changed since it was read, at most once a second.
-    func reloadIfChanged(force: Bool = false) {
+    func reloadIfChanged() {
         let now = DispatchTime.now().uptimeNanoseconds
         let due = snapshot.withLock { state -> Bool in
-            guard force || now - state.checkedAt >= 1_000_000_000 else { return false }
+            // Not `now - checkedAt`: another thread may have set a later `checkedAt` since `now` was read.
+            guard now >= state.checkedAt + 1_000_000_000 else { return false }
             state.checkedAt = now
             return true
         }
