@@ -12,8 +12,9 @@ import Testing
 
 /// The signing service (`signing_listen`, `POST /impressions/sign`) and Safari's web-ad endpoint
 /// (`POST /.well-known/skadnetwork/get-signed-payload`), on a real receiver on loopback; every
-/// signature in an answer is checked with the public key (`ImpressionVerifier`); the Python side
-/// is scripts/impressions-differential's service phase.
+/// signature in an answer is checked with the public key (`ImpressionVerifier`, and by Python's
+/// `cryptography` in `pythonVerifiesTheServicesSignatures`); scripts/impressions-differential's
+/// service phase does the same at volume.
 @Suite struct ImpressionServiceTests {
     static let skan =
         #"{"version":"3.0","ad-network-id":"example123.skadnetwork","campaign-id":42,"itunes-item-id":525463029,"nonce":"68483EF6-0934-4E29-A4A8-C1CBB0F8C2C7","source-app-id":0,"fidelity-type":0,"timestamp":1594406341000}"#
@@ -82,6 +83,56 @@ import Testing
         #expect(lines[1].contains("\"jws\":\"eyJ"))
         #expect(try fixture.server.metric(#"postback_impressions_signed_total{kind="aak"}"#) == 1)
         #expect(try fixture.server.metric(#"postback_impressions_signed_total{kind="view-through"}"#) == 2)
+    }
+
+    /// Python's `cryptography` (the test venv) checks the service's answers on its own: the signed
+    /// string rebuilt from Apple's orders, the JWS signing input from its first two segments.
+    static let pythonVerifier = #"""
+        import base64, json, sys
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+        ORDER = {
+            "3.0": "version ad-network-id campaign-id itunes-item-id nonce source-app-id fidelity-type timestamp",
+            "4.0": "version ad-network-id source-identifier itunes-item-id nonce source-app-id fidelity-type timestamp",
+            "web": "version ad-network-id source-identifier itunes-item-id nonce source-domain fidelity-type timestamp",
+        }
+        key = serialization.load_pem_public_key(sys.argv[1].encode())
+        def b64url(text):
+            return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        verified = 0
+        for text in sys.argv[2:]:
+            line = json.loads(text)
+            if "jws" in line:
+                header, payload, signature = line["jws"].split(".")
+                raw = b64url(signature)
+                der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+                key.verify(der, (header + "." + payload).encode(), ec.ECDSA(hashes.SHA256()))
+            else:
+                order = ORDER["web" if "source-domain" in line else line["version"]].split()
+                message = "\u2063".join(str(line[name]) for name in order)
+                key.verify(base64.b64decode(line["signature"]), message.encode(), ec.ECDSA(hashes.SHA256()))
+            verified += 1
+        print(verified)
+        """#
+
+    @Test func pythonVerifiesTheServicesSignatures() throws {
+        let fixture = try Self.start()
+        defer { fixture.server.stop() }
+        let webAd = Self.webAd.replacingOccurrences(
+            of: "b7c9da2b-15c7-4f3b-9326-135f9630033d", with: "0CE3D2C3-0E15-4C7A-9F0B-6A1A2B3C4D5E")
+        let batch = try fixture.sign([Self.skan, Self.aak, webAd].joined(separator: "\n"), key: "2026-06")
+        #expect(batch.status == 200)
+        let lines = batch.text.split(separator: "\n").map(String.init)
+        try #require(lines.count == 3, "\(batch.text)")
+        let result = try VenvPython.run(
+            script: Self.pythonVerifier, arguments: [fixture.previous.publicKey.pemRepresentation] + lines)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+        // With the other key's public half, Python refuses them.
+        let refused = try VenvPython.run(
+            script: Self.pythonVerifier, arguments: [fixture.current.publicKey.pemRepresentation] + lines)
+        #expect(refused.status != 0 && refused.stderr.contains("InvalidSignature"), "\(refused.stderr)")
     }
 
     @Test func refusesWhatIsNotAnImpressionWithTheReason() throws {
