@@ -19,6 +19,7 @@ let package = Package(
         .executableTarget(name: "FuzzJWS", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzSchema", dependencies: ["Aggregation", "Postbacks"]),
         .executableTarget(name: "FuzzSignature", dependencies: ["PostbackCrypto"]),
+        .executableTarget(name: "FuzzImpressionRequest", dependencies: ["Postbacks", "PostbackCrypto"]),
     ]
 )
 

@@ -34,6 +34,10 @@ package final class PostbackServer: Sendable {
     private let store: WritableStore
     private let handler: RequestHandler
     private let daemon: Locked<HTTPDaemon?>
+    /// The private signing listener (`signing_listen`): its own daemon and handler; nil without it.
+    private let signing: (handler: RequestHandler, daemon: Locked<HTTPDaemon?>)?
+    /// The port the signing listener got (useful with port 0); nil without `signing_listen`.
+    package let signingPort: Int?
     private let lifecycle = Locked(Lifecycle.running)
     /// Left when the first `shutdown` is done; later callers wait on it.
     private let stopped = DispatchGroup()
@@ -87,6 +91,13 @@ package final class PostbackServer: Sendable {
             unverifiable: store.unverifiable, conflicts: store.conflicts, metrics: metrics, log: log)
         let readiness = Readiness(
             store: store, dataDirectory: configuration.dataDirectory, bodyLimitBytes: configuration.bodyLimitBytes)
+        let impressions: ImpressionService?
+        do {
+            impressions = try ImpressionService.start(configuration: configuration, log: log)
+        } catch {
+            store.close()
+            throw error
+        }
         let socket: (descriptor: Int32, port: Int)
         do {
             socket = try listenAddress.bind()
@@ -95,7 +106,13 @@ package final class PostbackServer: Sendable {
             throw error
         }
         let handler = RequestHandler(
-            configuration: configuration, ingest: ingest, readiness: readiness, metrics: metrics, log: log)
+            configuration: configuration, ingest: ingest, readiness: readiness, metrics: metrics, log: log,
+            impressions: impressions)
+        if let impressions {
+            handler.metricsSources.withLock {
+                $0.append { impressions.metrics.render(registeredWebAds: impressions.webAds?.count) }
+            }
+        }
         let daemon: HTTPDaemon
         do {
             daemon = try HTTPDaemon(listenDescriptor: socket.descriptor, configuration: configuration, handler: handler)
@@ -104,6 +121,19 @@ package final class PostbackServer: Sendable {
             handler.stop()
             store.close()
             throw error
+        }
+        var signing: (handler: RequestHandler, daemon: HTTPDaemon, port: Int)?
+        if let signingListen = configuration.signingListen, let impressions {
+            do {
+                signing = try startSigningListener(
+                    signingListen, configuration: configuration, ingest: ingest, readiness: readiness, metrics: metrics,
+                    log: log, impressions: impressions)
+            } catch {
+                daemon.quiesce()  // its deinit then closes the listening socket too
+                handler.stop()
+                store.close()
+                throw error
+            }
         }
         let bound = ListenAddress(host: listenAddress.host, port: socket.port)
         log.info(
@@ -116,12 +146,40 @@ package final class PostbackServer: Sendable {
             ])
         return PostbackServer(
             port: socket.port, address: bound.description, configuration: configuration, store: store,
-            handler: handler, daemon: daemon)
+            handler: handler, daemon: daemon, signing: signing)
+    }
+
+    /// Binds `signing_listen` and starts its daemon: the same request state machine, serving only
+    /// the signing route and `/livez`.
+    private static func startSigningListener(
+        _ text: String, configuration: ServerConfiguration, ingest: PostbackIngest, readiness: Readiness,
+        metrics: ServerMetrics, log: ServerLog, impressions: ImpressionService
+    ) throws(ServerError) -> (handler: RequestHandler, daemon: HTTPDaemon, port: Int) {
+        let address: ListenAddress
+        do { address = try ListenAddress(text) } catch { throw ServerError("signing_listen: \(error.description)") }
+        let socket = try address.bind()
+        let handler = RequestHandler(
+            configuration: configuration, ingest: ingest, readiness: readiness, metrics: metrics, log: log,
+            impressions: impressions, signingListener: true)
+        do {
+            let daemon = try HTTPDaemon(listenDescriptor: socket.descriptor, configuration: configuration, handler: handler)
+            log.info(
+                "signing service listening",
+                [
+                    "address": .string(ListenAddress(host: address.host, port: socket.port).description),
+                    "kids": .string(impressions.keys.map(\.kid).joined(separator: ",")),
+                ])
+            return (handler, daemon, socket.port)
+        } catch {
+            close(socket.descriptor)
+            handler.stop()
+            throw error
+        }
     }
 
     private init(
         port: Int, address: String, configuration: ServerConfiguration, store: WritableStore, handler: RequestHandler,
-        daemon: HTTPDaemon
+        daemon: HTTPDaemon, signing: (handler: RequestHandler, daemon: HTTPDaemon, port: Int)?
     ) {
         self.port = port
         self.address = address
@@ -129,6 +187,8 @@ package final class PostbackServer: Sendable {
         self.store = store
         self.handler = handler
         self.daemon = Locked(daemon)
+        self.signing = signing.map { ($0.handler, Locked($0.daemon)) }
+        self.signingPort = signing?.port
         stopped.enter()
     }
 
@@ -167,10 +227,20 @@ package final class PostbackServer: Sendable {
         log.info("shutting down: no new connections; finishing requests in progress")
         handler.beginDraining()
         daemon.withLock { $0?.quiesce() }
+        // The signing listener holds no postbacks: it stops with the requests it has begun.
+        if let signing {
+            signing.handler.beginDraining()
+            signing.daemon.withLock { $0?.quiesce() }
+        }
 
         let deadline = DispatchTime.now() + configuration.shutdownGraceSeconds
         // Requests already begun may finish (their responses say Connection: close).
         handler.waitForRequests(until: deadline)
+        if let signing {
+            signing.handler.waitForRequests(until: deadline)
+            signing.daemon.withLock { $0 = nil }
+            signing.handler.stop()
+        }
         // No connection may stay suspended when the daemon stops: wait for the writers to resume them.
         guard handler.closeIntake(waitingUntil: deadline + 30) else {
             // The writer thread is stuck in a write or fdatasync; closing the writers would wait for

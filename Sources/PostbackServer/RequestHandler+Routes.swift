@@ -1,9 +1,17 @@
 /// Which handler answers which route. `Route` maps a request path to a route; the postback routes
 /// (`Route.receivesPostbacks`) go to `PostbackIngest` through the request state machine
-/// (`RequestHandler.process`); the operational ones are answered here, once their (empty) body is in.
+/// (`RequestHandler.process`); the others are answered here, once their body is in: the impression
+/// routes by `ImpressionService`, the operational ones (empty body) here.
 extension RequestHandler {
-    func operationalReply(_ route: Route) -> HTTPReply {
+    /// - Parameter signingKey: the request's `Signing-Key` header, read only by the signing route.
+    func answer(_ route: Route, body: [UInt8], signingKey: () -> String?) -> HTTPReply {
         switch route {
+        case .impressionSigning:
+            guard let impressions else { return .text(404, "no signing service") }
+            return impressions.sign(body: body, keyID: signingKey())
+        case .webAdPayload:
+            guard let impressions else { return .text(404, "no web ads") }
+            return impressions.webAdPayload(body: body)
         case .livez:
             return .json(200) { $0.field("status", "alive") }
         case .readyz:

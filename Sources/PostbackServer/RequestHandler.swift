@@ -37,7 +37,10 @@ final class RequestHandler: Sendable {
     let ingest: PostbackIngest
     let metrics: ServerMetrics
     let log: ServerLog
-    let adNetworkPath: String?
+    /// The listener this handler serves (the receiver's, or the private signing one) and its routes.
+    let listener: Route.Listener
+    /// The signing service and web-ad payloads; nil when neither is configured.
+    let impressions: ImpressionService?
     let watchdog: ConnectionWatchdog
     let readiness: Readiness
     let metricsSources = Locked<[@Sendable () -> String]>([])
@@ -58,16 +61,24 @@ final class RequestHandler: Sendable {
     /// most one entry per request in progress.
     private let clientRequests = Locked<[String: Int]>([:])
 
-    init(configuration: ServerConfiguration, ingest: PostbackIngest, readiness: Readiness, metrics: ServerMetrics, log: ServerLog)
-    {
+    /// - Parameter signingListener: serves the private signing listener (`signing_listen`), which
+    ///   takes no postbacks (so it has no verifying threads), instead of the receiver's.
+    init(
+        configuration: ServerConfiguration, ingest: PostbackIngest, readiness: Readiness, metrics: ServerMetrics, log: ServerLog,
+        impressions: ImpressionService? = nil, signingListener: Bool = false
+    ) {
         self.configuration = configuration
         self.ingest = ingest
         self.readiness = readiness
         self.metrics = metrics
         self.log = log
-        self.adNetworkPath = configuration.adNetworkPath.map(Route.normalize)
+        self.impressions = impressions
+        self.listener =
+            signingListener
+            ? .signing
+            : .receiver(adNetworkPath: configuration.adNetworkPath.map(Route.normalize), webAds: impressions?.webAds != nil)
         self.verifications =
-            configuration.threadPerConnection
+            configuration.threadPerConnection || signingListener
             ? nil
             : VerificationQueue(threads: configuration.threads) { jobs in
                 metrics.verificationBatch(size: jobs.count)
@@ -206,10 +217,14 @@ final class RequestHandler: Sendable {
                 return send(tooLarge(), route: request.route, on: connection, closing: true)
             }
             guard request.route.receivesPostbacks else {
-                // Answered only now, after the (empty) body: answering GETs from the first call
-                // makes libmicrohttpd close the connection instead of keeping it alive.
+                // Answered only now, after the body (empty for GETs): answering GETs from the first
+                // call makes libmicrohttpd close the connection instead of keeping it alive.
                 request.stage = .done
-                return send(operationalReply(request.route), route: request.route, on: connection)
+                let body = request.body
+                request.body = []
+                return send(
+                    answer(request.route, body: body, signingKey: { connection.header(ImpressionService.keyHeader) }),
+                    route: request.route, on: connection)
             }
             return process(request, connection: connection)
         case .waiting:
@@ -278,7 +293,7 @@ final class RequestHandler: Sendable {
     private func begin(_ request: RequestState, connection: HTTPConnection, path: String, method: String, lacksHost: Bool)
         -> Int32
     {
-        let route = Route(path: path, adNetworkPath: adNetworkPath)
+        let route = Route(path: path, listener: listener)
         request.route = route
         let (layout, headerBytes) = connection.headerLayout()
         if let violation = HTTPFraming.violation(layout: layout, headerBytes: headerBytes)

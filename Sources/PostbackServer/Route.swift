@@ -7,6 +7,11 @@ package enum Route: String, Sendable, CaseIterable {
     case appAttribution = "appattribution-developer-copy"
     /// The configured `ad_network_path`.
     case adNetwork = "ad-network"
+    /// `POST /.well-known/skadnetwork/get-signed-payload`: Safari asks for a registered web ad's
+    /// signed payload (public listener, with `web_ads` only).
+    case webAdPayload = "web-ad-payload"
+    /// `POST /impressions/sign`: the signing service (the private `signing_listen` listener only).
+    case impressionSigning = "impression-signing"
     case livez
     case readyz
     case metrics
@@ -15,6 +20,16 @@ package enum Route: String, Sendable, CaseIterable {
 
     static let skadnetworkPath = "/.well-known/skadnetwork/report-attribution"
     static let appAttributionPath = "/.well-known/appattribution/report-attribution"
+    static let webAdPayloadPath = "/.well-known/skadnetwork/get-signed-payload"
+    static let impressionSigningPath = "/impressions/sign"
+
+    /// Which listener a request came in on, and what it serves.
+    enum Listener: Sendable {
+        /// `listen`: the postback routes, the operational ones, and the web-ad payloads when `web_ads` is set.
+        case receiver(adNetworkPath: String?, webAds: Bool)
+        /// `signing_listen`: only the signing service and `/livez`.
+        case signing
+    }
 
     /// Postbacks are POSTed here.
     package var receivesPostbacks: Bool { self == .skadnetwork || self == .appAttribution || self == .adNetwork }
@@ -24,14 +39,30 @@ package enum Route: String, Sendable, CaseIterable {
     /// over a maximum of 9 days"), so every "try again later" answer here is `500` (spec §12).
     var mayCarryAdAttributionKit: Bool { self == .appAttribution || self == .adNetwork }
 
+    /// Answered by `ImpressionService` once the body is in (POSTed, like postbacks).
+    var signsImpressions: Bool { self == .webAdPayload || self == .impressionSigning }
+
     /// The methods a route answers; anything else gets 405 with this in `Allow`.
-    var allowedMethods: String { receivesPostbacks ? "POST" : "GET, HEAD" }
+    var allowedMethods: String { receivesPostbacks || signsImpressions ? "POST" : "GET, HEAD" }
 
     func allows(method: String) -> Bool {
-        receivesPostbacks ? method == "POST" : (method == "GET" || method == "HEAD")
+        receivesPostbacks || signsImpressions ? method == "POST" : (method == "GET" || method == "HEAD")
     }
 
-    /// The route for a request path (without query), with or without a trailing slash.
+    /// The route for a request path (without query) on `listener`, with or without a trailing slash.
+    init(path: String, listener: Listener) {
+        let normalized = Route.normalize(path)
+        switch listener {
+        case .signing:
+            self =
+                normalized == Route.impressionSigningPath ? .impressionSigning : normalized == "/livez" ? .livez : .unknown
+        case .receiver(let adNetworkPath, let webAds):
+            self =
+                webAds && normalized == Route.webAdPayloadPath ? .webAdPayload : Route(path: path, adNetworkPath: adNetworkPath)
+        }
+    }
+
+    /// The receiver's route for a request path (without query), with or without a trailing slash.
     init(path: String, adNetworkPath: String?) {
         let normalized = Route.normalize(path)
         if let builtIn = Route.builtIn(normalized) {
@@ -47,6 +78,8 @@ package enum Route: String, Sendable, CaseIterable {
         switch normalizedPath {
         case skadnetworkPath: return .skadnetwork
         case appAttributionPath: return .appAttribution
+        // Reserved even without `web_ads`, so `ad_network_path` cannot take it.
+        case webAdPayloadPath: return .unknown
         case "/livez": return .livez
         case "/readyz": return .readyz
         case "/metrics": return .metrics

@@ -20,7 +20,8 @@ package import Postbacks
 ///      "reserved_free_bytes": 268435456,
 ///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
 ///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168,
-///      "shutdown_delivery_seconds": 20}
+///      "shutdown_delivery_seconds": 20, "signing_listen": "127.0.0.1:9190",
+///      "signing_keys": [{"kid": "2026-12", "path": "network.pem"}], "web_ads": "web-ads.jsonl"}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 package struct ServerConfiguration: Sendable {
@@ -120,6 +121,17 @@ package struct ServerConfiguration: Sendable {
     package var forward: JSONValue?
     /// The config file's directory (header secrets read from files are relative to it).
     package var configurationDirectory = "."
+    /// The impression signing service's private listener (`HOST:PORT`, a loopback or private
+    /// address, never the public `listen`); nil: no signing service (docs/impressions.md).
+    package var signingListen: String?
+    /// `signing_keys`: the ad network's private keys by `kid`, the first the default; the CLI reads
+    /// them (`PrivateKeyFile`: owner-only PEM files) into `signingKeys`.
+    package var signingKeyPaths: [(kid: String, path: String)] = []
+    /// The loaded `signingKeyPaths`, in the same order.
+    package var signingKeys: [ImpressionSigningKey] = []
+    /// `web_ads`: the JSON Lines file of the web ads the network registered, which
+    /// `/.well-known/skadnetwork/get-signed-payload` answers for; nil: that path is not served.
+    package var webAdsPath: String?
 
     package init() {}
 
@@ -223,6 +235,10 @@ package struct ServerConfiguration: Sendable {
                 guard case .array = member.value else { throw reader.fail("an array of destinations (docs/forwarding.md)") }
                 configuration.forward = member.value
                 configuration.configurationDirectory = directory
+            case "signing_listen": configuration.signingListen = try reader.optionalString()
+            case "signing_keys":
+                configuration.signingKeyPaths = try reader.signingKeys().map { ($0.kid, relative($0.path, to: directory)) }
+            case "web_ads": configuration.webAdsPath = try reader.optionalString().map { relative($0, to: directory) }
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -250,7 +266,7 @@ package struct ServerConfiguration: Sendable {
         "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint",
         "object_store_region",
         "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level",
-        "forward", "shutdown_delivery_seconds",
+        "forward", "shutdown_delivery_seconds", "signing_listen", "signing_keys", "web_ads",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -291,6 +307,7 @@ package struct ServerConfiguration: Sendable {
         if let sharedDedupDays, sharedDedupDays > 0, shipTo == nil {
             throw ConfigurationError("shared_dedup_days reads the keys other receivers shipped; it needs ship_to")
         }
+        try validateSigning()
         if localRetentionHours != nil, forward != nil {
             // Retention consults the shipping ledger only; it would remove segments a partner has not received.
             throw ConfigurationError(
@@ -344,6 +361,24 @@ private struct ValueReader {
             strings.append(text)
         }
         return strings
+    }
+
+    /// `signing_keys`: `[{"kid": "2026-12", "path": "network.pem"}, …]`, at least one, `kid`s distinct.
+    func signingKeys() throws(ServerConfiguration.ConfigurationError) -> [(kid: String, path: String)] {
+        let shape = "an array of {\"kid\": NAME, \"path\": PEM} (docs/impressions.md)"
+        guard case .array(let items) = value, !items.isEmpty else { throw fail(shape) }
+        var keys: [(kid: String, path: String)] = []
+        for item in items {
+            guard case .object(let object) = item, object.members.count == 2, case .string(let kid)? = object["kid"],
+                case .string(let path)? = object["path"], !kid.isEmpty, !path.isEmpty
+            else { throw fail(shape) }
+            guard !keys.contains(where: { $0.kid == kid }) else {
+                throw ServerConfiguration.ConfigurationError(
+                    "signing_keys names kid \"\(JSONWriter.escapedForMessage(kid))\" twice")
+            }
+            keys.append((kid, path))
+        }
+        return keys
     }
 
     func bool() throws(ServerConfiguration.ConfigurationError) -> Bool {

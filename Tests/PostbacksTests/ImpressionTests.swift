@@ -82,6 +82,45 @@ import Testing
         #expect(verdict.signedString == values.joined(separator: "\u{2063}"))
     }
 
+    /// The fast path (`PlainImpressionReader`) reads every case as the full parser does, and of each
+    /// case mutated byte by byte (each byte replaced, dropped, doubled) it accepts nothing the full
+    /// parser reads otherwise or refuses.
+    @Test func plainReaderAgreesWithTheFullParser() throws {
+        func fast(_ bytes: [UInt8]) -> SKAdNetworkImpression? { bytes.withUnsafeBytes(PlainImpressionReader.read) }
+        func full(_ bytes: [UInt8]) -> SKAdNetworkImpression? {
+            guard case .object(let object)? = try? StrictJSONParser.parse(bytes) else { return nil }
+            return try? SKAdNetworkImpression(parsing: object)
+        }
+        var accepted = 0
+        var mutants = 0
+        let replacements: [UInt8] = Array(#"0 9"-,:{}\aAeE.+"#.utf8) + [0x00, 0x7F, 0xC3, 0x0A]
+        for (line, _) in Self.cases {
+            let bytes = Array(line.utf8)
+            let read = try #require(fast(bytes), "the plain form takes the fast path: \(line)")
+            #expect(read == full(bytes))
+            let spaced = Array(line.replacingOccurrences(of: ",", with: " ,\t").replacingOccurrences(of: ":", with: ": ").utf8)
+            #expect(fast(spaced) == full(spaced) && fast(spaced) != nil)
+            for index in bytes.indices {
+                var variants = [Array(bytes[..<index] + bytes[(index + 1)...]), Array(bytes[...index] + bytes[index...])]
+                for replacement in replacements where replacement != bytes[index] {
+                    var changed = bytes
+                    changed[index] = replacement
+                    variants.append(changed)
+                }
+                for variant in variants {
+                    mutants += 1
+                    guard let plain = fast(variant) else { continue }
+                    accepted += 1
+                    #expect(plain == full(variant), "\(String(decoding: variant, as: UTF8.self))")
+                }
+            }
+        }
+        #expect(mutants > 30_000 && accepted > 1_000, "\(accepted) of \(mutants) mutants read")
+        // An upper-case nonce is read and lower-cased, as the full parser does.
+        let upper = Array(Self.cases[4].line.replacingOccurrences(of: Self.nonce, with: Self.nonce.uppercased()).utf8)
+        #expect(fast(upper)?.nonce == Self.nonce && fast(upper) == full(upper))
+    }
+
     @Test func kinds() throws {
         let kinds = try Self.cases.map { try SKAdNetworkImpression(parsing: Self.json($0.line)).kind }
         #expect(

@@ -208,6 +208,21 @@ extension JSONWriterTests {
             }
         }
         #expect(Base64.encode(Array("foob".utf8), alphabet: .standard) == "Zm9vYg==")
+        // RFC 4648 §10's vectors, and Foundation's encoder on every length up to 100 (a slice too).
+        for (text, encoded) in [
+            ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy"),
+        ] {
+            #expect(Base64.encode(Array(text.utf8), alphabet: .standard) == encoded)
+        }
+        for count in 0...100 {
+            let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 97 &+ 13) }
+            #expect(Base64.encode(bytes, alphabet: .standard) == Data(bytes).base64EncodedString())
+            #expect(Base64.encode(bytes[...], alphabet: .standard) == Data(bytes).base64EncodedString())
+            #expect(
+                Base64.encode(bytes.lazy.map { $0 }, alphabet: .url)
+                    == Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
+        }
         #expect(Base64.encode(Array("foob".utf8), alphabet: .url) == "Zm9vYg")
     }
 
@@ -227,6 +242,16 @@ extension JSONWriterTests {
     func rejectsNonCanonical(text: String, alphabet: Base64.Alphabet, reason: String) {
         #expect { try Base64.decode(text, alphabet: alphabet) } throws: {
             ($0 as? Base64.DecodingError)?.reason.contains(reason) == true
+        }
+    }
+}
+
+@Suite struct DecimalDigitsTests {
+    @Test func writesWhatStringWrites() {
+        for value: Int64 in [0, 1, 9, 10, 99, 100, 1_594_406_341_000, -1, -10, .max, .min] {
+            var bytes: [UInt8] = [0x41]
+            DecimalDigits.append(value, to: &bytes)
+            #expect(bytes == [0x41] + Array(String(value).utf8))
         }
     }
 }

@@ -114,31 +114,52 @@ package enum Base64 {
     }
 
     package static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet) -> String {
-        // The alphabet built once, not per call: impressions are signed and encoded by the thousand.
-        let table = alphabet == .url ? urlEncodingTable : standardEncodingTable
-        let input = Array(bytes)
-        var output = [UInt8]()
-        output.reserveCapacity((input.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= input.count {
-            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-            output.append(table[Int(chunk >> 18 & 0x3F)])
-            output.append(table[Int(chunk >> 12 & 0x3F)])
-            output.append(table[Int(chunk >> 6 & 0x3F)])
-            output.append(table[Int(chunk & 0x3F)])
-            index += 3
+        if let encoded = bytes.withContiguousStorageIfAvailable({ encode(UnsafeRawBufferPointer($0), alphabet: alphabet) }) {
+            return encoded
         }
-        let rest = input.count - index
-        if rest > 0 {
-            let chunk = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
-            output.append(table[Int(chunk >> 18 & 0x3F)])
-            output.append(table[Int(chunk >> 12 & 0x3F)])
-            if rest == 2 { output.append(table[Int(chunk >> 6 & 0x3F)]) }
-            if alphabet == .standard {
-                output.append(contentsOf: rest == 2 ? [UInt8(ascii: "=")] : [UInt8(ascii: "="), UInt8(ascii: "=")])
+        return Array(bytes).withUnsafeBytes { encode($0, alphabet: alphabet) }
+    }
+
+    /// Written straight into the string's storage: impressions are signed and encoded by the thousand.
+    private static func encode(_ input: UnsafeRawBufferPointer, alphabet: Alphabet) -> String {
+        let full = input.count / 3
+        let rest = input.count - full * 3
+        let length = full * 4 + (rest == 0 ? 0 : alphabet == .standard ? 4 : rest + 1)
+        guard length > 0 else { return "" }
+        // The alphabet built once, not per call.
+        let table = alphabet == .url ? urlEncodingTable : standardEncodingTable
+        return table.withUnsafeBufferPointer { table in
+            String(unsafeUninitializedCapacity: length) { output in
+                var written = 0
+                var index = 0
+                for _ in 0..<full {
+                    let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                    output[written] = table[Int(chunk >> 18 & 0x3F)]
+                    output[written + 1] = table[Int(chunk >> 12 & 0x3F)]
+                    output[written + 2] = table[Int(chunk >> 6 & 0x3F)]
+                    output[written + 3] = table[Int(chunk & 0x3F)]
+                    index += 3
+                    written += 4
+                }
+                if rest > 0 {
+                    let chunk = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+                    output[written] = table[Int(chunk >> 18 & 0x3F)]
+                    output[written + 1] = table[Int(chunk >> 12 & 0x3F)]
+                    written += 2
+                    if rest == 2 {
+                        output[written] = table[Int(chunk >> 6 & 0x3F)]
+                        written += 1
+                    }
+                    if alphabet == .standard {
+                        while written < length {
+                            output[written] = UInt8(ascii: "=")
+                            written += 1
+                        }
+                    }
+                }
+                return written
             }
         }
-        return String(decoding: output, as: UTF8.self)
     }
 
     private static let standardEncodingTable = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)

@@ -50,7 +50,7 @@ package struct JSONWriter: Sendable {
 
     package mutating func value(_ number: Int64?) {
         separate()
-        if let number { bytes.append(contentsOf: String(number).utf8) } else { appendNull() }
+        if let number { DecimalDigits.append(number, to: &bytes) } else { appendNull() }
     }
 
     package mutating func value(_ number: Int?) { value(number.map(Int64.init)) }

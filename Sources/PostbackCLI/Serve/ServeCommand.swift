@@ -37,7 +37,9 @@ enum ServeCommand {
 
         Endpoints: POST /.well-known/skadnetwork/report-attribution/,
         POST /.well-known/appattribution/report-attribution/, the config's ad_network_path,
-        GET /livez, /readyz, /metrics. SIGTERM, SIGINT or SIGALRM stops it gracefully (exit 0);
+        GET /livez, /readyz, /metrics; with web_ads, POST /.well-known/skadnetwork/get-signed-payload.
+        With signing_listen (a private address), the impression signing service: POST /impressions/sign
+        there (docs/impressions.md). SIGTERM, SIGINT or SIGALRM stops it gracefully (exit 0);
         SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored.
 
         Exit status: 0 stopped by SIGTERM, SIGINT or SIGALRM; 2 usage or config error, or it could not
@@ -198,6 +200,15 @@ enum ServeCommand {
         }
         try configuration.validate()
         configuration.testKeys = try TrustKeys.load(configuration.trustKeyPaths)
+        configuration.signingKeys = try configuration.signingKeyPaths.map { entry throws(UsageError) in
+            // Read once, here; refused when group- or world-readable; never quoted in a message.
+            let key = try PrivateKeyFile.load(entry.path, option: "signing_keys kid \(entry.kid):")
+            do throws(PostbackRejection) {
+                return ImpressionSigningKey(kid: entry.kid, signer: try ImpressionSigner(key: key))
+            } catch {
+                throw UsageError("signing_keys kid \(entry.kid): \(entry.path): \(error.reason)")
+            }
+        }
         return configuration
     }
 }

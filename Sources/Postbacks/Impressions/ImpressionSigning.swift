@@ -39,21 +39,7 @@ package struct ImpressionSigner: Sendable {
     /// failure of the signing itself.
     package func signRecord(_ bytes: [UInt8], to json: inout JSONWriter) throws {
         // Everything that can fail happens before the first byte is written.
-        let object = try ImpressionRecord.object(bytes)
-        if object["version"] != nil {
-            let impression = try SKAdNetworkImpression(parsing: object)
-            let signature = try signature(for: impression)
-            json.beginObject()
-            impression.writeMembers(to: &json)
-            json.field("signature", signature)
-        } else {
-            let impression = try AdAttributionKitImpression(parsing: object)
-            let jws = try compactJWS(for: impression)
-            json.beginObject()
-            impression.writeClaims(to: &json)
-            json.field("jws", jws)
-        }
-        json.endObject()
+        try write(ParsedImpression(record: bytes), to: &json)
         json.endLine()
     }
 }

@@ -157,7 +157,33 @@ package struct SKAdNetworkImpression: Sendable, Equatable {
     }
 
     /// The UTF-8 bytes signed: the values joined with U+2063, no separator at either end.
-    package var signedMessage: [UInt8] { SKAdNetworkPostback.join(signedFields.map(\.value)) }
+    /// Written straight into bytes (no `String` per value), in `signedFields`' order.
+    package var signedMessage: [UInt8] {
+        let separator = SKAdNetworkPostback.separator
+        var message: [UInt8] = []
+        message.reserveCapacity(128 + adNetworkID.utf8.count + (sourceDomain?.utf8.count ?? 0))
+        func text(_ value: String?) {
+            guard let value else { return }
+            if !message.isEmpty { message.append(contentsOf: separator) }
+            message.append(contentsOf: value.utf8)
+        }
+        func number(_ value: Int64?) {
+            guard let value else { return }
+            message.append(contentsOf: separator)
+            DecimalDigits.append(value, to: &message)
+        }
+        text(version.hasSignedVersion ? version.rawValue : nil)
+        text(adNetworkID)
+        number(sourceIdentifier)
+        number(campaignID)
+        number(itunesItemID)
+        text(nonce)
+        number(sourceAppID)
+        text(sourceDomain)
+        number(fidelityType)
+        number(timestamp)
+        return message
+    }
 
     /// The members as signed, in Apple's order (`version` too for 1.0: it says which order applies).
     package func writeMembers(to json: inout JSONWriter) {

@@ -1,0 +1,213 @@
+import Basics
+import Dispatch
+import Locking
+package import Postbacks
+
+/// One of the ad network's signing keys, by the name (`kid`) a request picks it with.
+package struct ImpressionSigningKey: Sendable {
+    package let kid: String
+    package let signer: ImpressionSigner
+
+    package init(kid: String, signer: ImpressionSigner) {
+        self.kid = kid
+        self.signer = signer
+    }
+}
+
+extension ServerConfiguration {
+    /// The addresses `signing_listen` may use: loopback and private networks (RFC 1918, RFC 6598,
+    /// IPv6 unique-local and link-local). The signing service signs anything it is sent, so it must
+    /// never be reachable from the internet; a host name cannot be checked and is refused too.
+    static let privateNetworks = [
+        "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10",
+    ].map { CIDR($0)! }
+
+    func validateSigning() throws(ConfigurationError) {
+        if let signingListen {
+            let address = try ListenAddress(signingListen)
+            guard let bytes = IPAddress.bytes(address.host), Self.privateNetworks.contains(where: { $0.contains(bytes) }) else {
+                throw ConfigurationError(
+                    "signing_listen \(signingListen) must be a loopback or private address (127.0.0.1, 10.x, 172.16–31.x, "
+                        + "192.168.x, fd00::/8): the signing service signs whatever it is sent and must not be public")
+            }
+            guard !signingKeyPaths.isEmpty || !signingKeys.isEmpty else {
+                throw ConfigurationError("signing_listen needs signing_keys (the ad network's private keys)")
+            }
+        } else if !signingKeyPaths.isEmpty, webAdsPath == nil {
+            throw ConfigurationError("signing_keys are used by signing_listen or web_ads; set one of them")
+        }
+        if webAdsPath != nil, signingKeyPaths.isEmpty, signingKeys.isEmpty {
+            throw ConfigurationError("web_ads needs signing_keys (its answers are signed with the first key)")
+        }
+    }
+}
+
+/// The ad network's side of the receiver (docs/impressions.md): the signing service on the private
+/// listener (`POST /impressions/sign`) and the web-ad payloads Safari asks the public listener for
+/// (`POST /.well-known/skadnetwork/get-signed-payload`). Both take a complete body and give the
+/// reply; the HTTP layer only hands them over (`RequestHandler+Routes`).
+final class ImpressionService: Sendable {
+    let keys: [ImpressionSigningKey]
+    let webAds: WebAdRegistry?
+    let metrics = ImpressionServiceMetrics()
+
+    init(keys: [ImpressionSigningKey], webAds: WebAdRegistry?) {
+        precondition(!keys.isEmpty)
+        self.keys = keys
+        self.webAds = webAds
+    }
+
+    /// The service `configuration` asks for (nil when it has no `signing_keys`), with its web ads read.
+    static func start(configuration: ServerConfiguration, log: ServerLog) throws(ServerError) -> ImpressionService? {
+        guard !configuration.signingKeys.isEmpty else {
+            guard configuration.signingKeyPaths.isEmpty else {
+                throw ServerError("signing_keys are configured but were not loaded (the CLI reads them)")
+            }
+            return nil
+        }
+        let webAds = try configuration.webAdsPath.map { path throws(ServerError) in try WebAdRegistry(path: path, log: log) }
+        return ImpressionService(keys: configuration.signingKeys, webAds: webAds)
+    }
+
+    /// The request header naming the key (a `kid` of `signing_keys`); without it the first key signs.
+    static let keyHeader = "Signing-Key"
+
+    /// A signing request: one impression (one line) is answered with the signed object, or a 400
+    /// problem; several lines with JSON Lines in the same order, a refused line as
+    /// `{"line": N, "status": …, "error": …}` (200 as long as the body itself could be read).
+    func sign(body: [UInt8], keyID: String?) -> HTTPReply {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer { metrics.answered(seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9) }
+        guard let key = keyID.map({ kid in keys.first { $0.kid == kid } }) ?? keys.first else {
+            metrics.refused(.unknownKey)
+            return .problem(
+                400, type: "unknown-signing-key", title: "No such signing key",
+                detail: "\(Self.keyHeader) names no key of signing_keys (known: \(keys.map(\.kid).joined(separator: ", ")))")
+        }
+        let lines: [(number: Int, impression: Result<ParsedImpression, PostbackRejection>)]
+        do {
+            lines = try ImpressionSigningRequest.parse(body)
+        } catch {
+            metrics.refused(.malformed)
+            return Self.refusal(error)
+        }
+        var json = JSONWriter(reservingCapacity: lines.count * 400)
+        for line in lines {
+            do {
+                let impression = try line.impression.get()
+                try key.signer.write(impression, to: &json)
+                metrics.signed(impression.kind)
+            } catch let rejection as PostbackRejection {
+                metrics.refused(.init(rejection))
+                guard lines.count > 1 else { return Self.refusal(rejection) }
+                json.beginObject()
+                json.field("line", line.number)
+                json.field("status", rejection.status.rawValue)
+                json.field("error", rejection.reason)
+                json.endObject()
+            } catch {
+                // OpenSSL failed to sign: nothing about the key is in the error, but say no more than that.
+                metrics.refused(.signingFailed)
+                return .problem(500, type: "signing-failed", title: "Signing failed", detail: "the signature could not be made")
+            }
+            json.endLine()
+        }
+        return HTTPReply(
+            status: 200, contentType: lines.count > 1 ? "application/x-ndjson" : "application/json", body: json.bytes)
+    }
+
+    /// Safari's `AdImpressionRequest` for a tapped web ad: the registered ad with that nonce and
+    /// domain, signed with the first key, as an `AdImpressionResponse`; 404 for any other.
+    func webAdPayload(body: [UInt8]) -> HTTPReply {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer { metrics.answered(seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9) }
+        let request: WebAdRequest
+        do {
+            request = try WebAdRequest(body: body)
+        } catch {
+            metrics.refused(.malformed)
+            return Self.refusal(error)
+        }
+        guard let webAds, let impression = webAds.impression(nonce: request.nonce),
+            impression.sourceDomain == request.sourceDomain.lowercased()
+        else {
+            metrics.refused(.notRegistered)
+            return .problem(
+                404, type: "web-ad-not-registered", title: "No such web ad",
+                detail: "no registered web ad has this source_nonce and source_domain")
+        }
+        do {
+            let signature = try keys[0].signer.signature(for: impression)
+            var json = JSONWriter(reservingCapacity: 512)
+            impression.writeWebAdResponse(signature: signature, to: &json)
+            json.endLine()
+            metrics.signed(.webAd)
+            return HTTPReply(status: 200, contentType: "application/json", body: json.bytes)
+        } catch {
+            metrics.refused(.signingFailed)
+            return .problem(500, type: "signing-failed", title: "Signing failed", detail: "the signature could not be made")
+        }
+    }
+
+    private static func refusal(_ rejection: PostbackRejection) -> HTTPReply {
+        .problem(400, type: "not-an-impression", title: "Not an impression", detail: rejection.reason) {
+            $0.field("status", rejection.status.rawValue)
+        }
+    }
+}
+
+/// The signing service's metrics (one `page.family` each), on the receiver's `/metrics` when the
+/// service is configured.
+final class ImpressionServiceMetrics: Sendable {
+    /// Why an impression or a request was not signed: a closed set.
+    enum Refusal: String, CaseIterable {
+        case malformed
+        case unsupportedVersion = "unsupported-version"
+        case unknownKey = "unknown-key"
+        case notRegistered = "web-ad-not-registered"
+        case signingFailed = "signing-failed"
+
+        init(_ rejection: PostbackRejection) {
+            self = rejection.status == .unsupportedVersion ? .unsupportedVersion : .malformed
+        }
+    }
+
+    private struct State {
+        var signed: [ImpressionKind: Int] = [:]
+        var refused: [Refusal: Int] = [:]
+        var duration = Histogram(upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
+    }
+    private let state = Locked(State())
+
+    func signed(_ kind: ImpressionKind) { state.withLock { $0.signed[kind, default: 0] += 1 } }
+    func refused(_ reason: Refusal) { state.withLock { $0.refused[reason, default: 0] += 1 } }
+    func answered(seconds: Double) { state.withLock { $0.duration.observe(seconds) } }
+
+    func render(registeredWebAds: Int?) -> String {
+        let state = state.withLock { $0 }
+        var page = MetricsPage()
+        page.family(
+            "postback_impressions_signed_total", .counter,
+            help: "Impressions signed by the signing service and web-ad payloads, by kind."
+        ) {
+            for kind in ImpressionKind.allCases { $0.sample(["kind": kind.rawValue], state.signed[kind] ?? 0) }
+        }
+        page.family(
+            "postback_impressions_refused_total", .counter,
+            help:
+                "Impressions or requests the service did not sign, by reason (malformed, unsupported-version, unknown-key, web-ad-not-registered, signing-failed)."
+        ) {
+            for reason in Refusal.allCases { $0.sample(["reason": reason.rawValue], state.refused[reason] ?? 0) }
+        }
+        page.family(
+            "postback_impression_request_duration_seconds", .histogram,
+            help: "Time from a complete signing or web-ad request to its reply (parsing, signing, writing)."
+        ) { $0.histogram(state.duration) }
+        if let registeredWebAds {
+            page.family("postback_web_ads_registered", .gauge, help: "Web ads in the web_ads file as last read.") {
+                $0.sample(registeredWebAds)
+            }
+        }
+        return page.text
+    }
+}
