@@ -1,0 +1,207 @@
+/// One column chunk: the rows of one row group of one column, as an optional dictionary page and one
+/// v1 data page, each preceded by its Thrift `PageHeader`.
+enum ChunkEncoder {
+    /// Writes `column`'s `rows` to `out`. `firstValue` is the index of the first non-null value of
+    /// these rows, advanced past them.
+    static func write(_ column: ParquetColumn, rows: Range<Int>, firstValue: inout Int, to out: inout [UInt8])
+        throws(ParquetError) -> ChunkMeta
+    {
+        var present = 0
+        if column.nullable {
+            for row in rows where column.isPresent(row) { present += 1 }
+        } else {
+            present = rows.count
+        }
+        let values = firstValue..<(firstValue + present)
+        firstValue += present
+        let statistics = ChunkStatistics(
+            nullCount: rows.count - present, min: extreme(column, values, minimum: true),
+            max: extreme(column, values, minimum: false))
+
+        // Definition levels: 4-byte length, then the hybrid encoding (width 1).
+        var levels: [UInt8] = []
+        if column.nullable {
+            var encoded: [UInt8] = []
+            RLEHybridEncoder.encode(rows.map { column.isPresent($0) ? 1 : 0 }, bitWidth: 1, into: &encoded)
+            ParquetBytes.appendLittleEndian(UInt32(encoded.count), to: &levels)
+            levels.append(contentsOf: encoded)
+        }
+
+        var dictionary: Dictionary?
+        var data = levels
+        if let built = Dictionary(column, values) {
+            dictionary = built
+            data.append(UInt8(built.bitWidth))
+            RLEHybridEncoder.encode(built.indices, bitWidth: built.bitWidth, into: &data)
+        } else {
+            appendPlain(column, values, to: &data)
+        }
+        // zstd for the chunk's pages, unless that makes them no smaller (a tiny or random chunk):
+        // the codec is the chunk's, so then every page is stored as it is.
+        let dictionaryPage = dictionary.map { ($0.plain, Zstd.compress($0.plain)) }
+        let dataPage = (data, Zstd.compress(data))
+        let compresses =
+            (dictionaryPage?.1.count ?? 0) + dataPage.1.count < (dictionaryPage?.0.count ?? 0) + dataPage.0.count
+
+        let startOffset = out.count
+        var uncompressedTotal = 0
+        var dictionaryOffset: Int?
+        if let dictionary, let (plain, compressed) = dictionaryPage {
+            dictionaryOffset = out.count
+            uncompressedTotal += try writePage(
+                plain, compresses ? compressed : plain, to: &out,
+                header: { w, uncompressed, compressed in
+                    w.field(1, i32: 2)  // DICTIONARY_PAGE
+                    w.field(2, i32: uncompressed)
+                    w.field(3, i32: compressed)
+                    w.field(7) {
+                        $0.field(1, i32: Int32(dictionary.count))
+                        $0.field(2, i32: Encoding.plain)
+                    }
+                })
+        }
+        let dataOffset = out.count
+        let encoding = dictionary == nil ? Encoding.plain : Encoding.rleDictionary
+        uncompressedTotal += try writePage(
+            dataPage.0, compresses ? dataPage.1 : dataPage.0, to: &out,
+            header: { w, uncompressed, compressed in
+                w.field(1, i32: 0)  // DATA_PAGE
+                w.field(2, i32: uncompressed)
+                w.field(3, i32: compressed)
+                w.field(5) {
+                    $0.field(1, i32: Int32(rows.count))
+                    $0.field(2, i32: encoding)
+                    $0.field(3, i32: Encoding.rle)  // definition levels
+                    $0.field(4, i32: Encoding.rle)  // repetition levels (none: no repeated fields)
+                }
+            })
+        return ChunkMeta(
+            rows: rows.count, startOffset: startOffset, dictionaryOffset: dictionaryOffset, dataOffset: dataOffset,
+            uncompressedSize: uncompressedTotal, compressedSize: out.count - startOffset, compressed: compresses,
+            statistics: statistics)
+    }
+
+    /// Appends a page's header and its `stored` body (`body` compressed, or `body`); returns the
+    /// header's size plus the body's uncompressed size (what `total_uncompressed_size` counts).
+    private static func writePage(
+        _ body: [UInt8], _ compressed: [UInt8], to out: inout [UInt8],
+        header: (inout ThriftCompactWriter, _ uncompressed: Int32, _ compressed: Int32) -> Void
+    ) throws(ParquetError) -> Int {
+        guard body.count <= Int(Int32.max), compressed.count <= Int(Int32.max) else { throw .tooLarge("a page") }
+        var w = ThriftCompactWriter()
+        w.structure { header(&$0, Int32(body.count), Int32(compressed.count)) }
+        out.append(contentsOf: w.bytes)
+        out.append(contentsOf: compressed)
+        return w.bytes.count + body.count
+    }
+
+    // MARK: PLAIN
+
+    static func appendPlain(_ column: ParquetColumn, _ values: Range<Int>, to out: inout [UInt8]) {
+        switch column.type {
+        case .boolean:
+            RLEHybridEncoder.appendBitPacked(values.map { UInt32(column.integers[$0]) }, bitWidth: 1, into: &out)
+        default:
+            for index in values { appendPlainValue(column, index, to: &out) }
+        }
+    }
+
+    /// One value as PLAIN writes it (a string with its 4-byte length); not for booleans.
+    static func appendPlainValue(_ column: ParquetColumn, _ index: Int, to out: inout [UInt8]) {
+        switch column.type {
+        case .int32, .date:
+            ParquetBytes.appendLittleEndian(UInt32(bitPattern: Int32(truncatingIfNeeded: column.integers[index])), to: &out)
+        case .int64:
+            ParquetBytes.appendLittleEndian(UInt64(bitPattern: column.integers[index]), to: &out)
+        case .decimal:
+            ParquetBytes.appendBigEndian(column.decimals[index], to: &out)
+        case .string:
+            let bytes = column.string(index)
+            ParquetBytes.appendLittleEndian(UInt32(bytes.count), to: &out)
+            out.append(contentsOf: bytes)
+        case .boolean:
+            preconditionFailure("booleans are bit-packed")
+        }
+    }
+
+    // MARK: Statistics
+
+    /// The smallest or largest value in the column's order, as statistics store it.
+    private static func extreme(_ column: ParquetColumn, _ values: Range<Int>, minimum: Bool) -> [UInt8]? {
+        guard let first = values.first else { return nil }
+        var best = first
+        for index in values.dropFirst() {
+            let less: Bool
+            switch column.type {
+            case .string: less = column.string(index).lexicographicallyPrecedes(column.string(best))
+            case .decimal: less = column.decimals[index] < column.decimals[best]
+            default: less = column.integers[index] < column.integers[best]
+            }
+            let greater: Bool
+            switch column.type {
+            case .string: greater = column.string(best).lexicographicallyPrecedes(column.string(index))
+            case .decimal: greater = column.decimals[index] > column.decimals[best]
+            default: greater = column.integers[index] > column.integers[best]
+            }
+            if minimum ? less : greater { best = index }
+        }
+        var out: [UInt8] = []
+        switch column.type {
+        case .string: out.append(contentsOf: column.string(best))
+        case .boolean: out.append(UInt8(column.integers[best]))
+        default: appendPlainValue(column, best, to: &out)
+        }
+        return out
+    }
+
+    // MARK: Dictionary
+
+    /// A chunk's dictionary (distinct values in order of first appearance, PLAIN) and each value's
+    /// index, when that is smaller than PLAIN.
+    struct Dictionary {
+        var plain: [UInt8] = []
+        var count = 0
+        var indices: [UInt32] = []
+        var bitWidth = 0
+
+        init?(_ column: ParquetColumn, _ values: Range<Int>) {
+            guard column.type != .boolean, !values.isEmpty else { return nil }
+            indices.reserveCapacity(values.count)
+            let plainSize: Int
+            let complete: Bool
+            switch column.type {
+            case .string:
+                plainSize = values.reduce(0) { $0 + 4 + column.string($1).count }
+                complete = collect(column, values) { column.string($0) }
+            case .decimal:
+                plainSize = 16 * values.count
+                complete = collect(column, values) { column.decimals[$0] }
+            default:
+                plainSize = (column.type == .int64 ? 8 : 4) * values.count
+                complete = collect(column, values) { column.integers[$0] }
+            }
+            guard complete else { return nil }
+            bitWidth = max(1, RLEHybridEncoder.bitWidth(forMaximum: count - 1))
+            // Pays when the dictionary and the packed indices are smaller than the values themselves.
+            guard plain.count + (values.count * bitWidth + 7) / 8 < plainSize else { return nil }
+        }
+
+        /// Interns every value by `key`; false when the dictionary outgrows `dictionaryLimit`.
+        private mutating func collect<Key: Hashable>(_ column: ParquetColumn, _ values: Range<Int>, key: (Int) -> Key) -> Bool {
+            var seen: [Key: UInt32] = [:]
+            for index in values {
+                let value = key(index)
+                if let known = seen[value] {
+                    indices.append(known)
+                    continue
+                }
+                seen[value] = UInt32(count)
+                indices.append(UInt32(count))
+                count += 1
+                ChunkEncoder.appendPlainValue(column, index, to: &plain)
+                if plain.count > ParquetWriter.dictionaryLimit { return false }
+            }
+            return true
+        }
+    }
+}
