@@ -42,6 +42,8 @@ struct PendingDay: Sendable {
     /// The UTC day was not over when it was read (`--allow-open-day`).
     let partial: Bool
     let force: Bool
+    let format: AggregateFormat
+    let parquetRowGroupRows: Int
     let quarantine: QuarantineSummary?
     let conflicts: ConflictSummary?
 
@@ -58,18 +60,33 @@ struct PendingDay: Sendable {
             throw .worseThanPublished(day: day, manifest: manifestPath, losses: losses)
         }
         var outputs: [ManifestWriter.Output] = []
-        for (name, bytes, rows) in rendered.tables {
-            try AggregationJob.publish(bytes, to: layout.aggregateFile(table: name, day: day))
-            outputs.append(
-                ManifestWriter.Output(
-                    table: name, path: "agg/\(name)/dt=\(day)/part-00000.csv", rows: rows, bytes: bytes.count,
-                    sha256: SHA256.hash(bytes).description))
+        // A file of the format this run does not write is left from an earlier run: removed once the
+        // manifest (which no longer lists it) is published.
+        var stale: [String] = []
+        for ((name, csv, rows), (table, columns)) in zip(rendered.tables, AggregateTables.columnsByTable) {
+            precondition(name == table, "rendered tables in AggregateTables.all's order")
+            for (kind, writes) in [("csv", format.writesCSV), ("parquet", format.writesParquet)] {
+                let path = layout.aggregateFile(table: name, day: day, extension: kind)
+                guard writes else {
+                    stale.append(path)
+                    continue
+                }
+                let bytes =
+                    kind == "csv"
+                    ? csv : try ParquetTable.encode(csv: csv, table: name, columns: columns, rowGroupRows: parquetRowGroupRows)
+                try AggregationJob.publish(bytes, to: path)
+                outputs.append(
+                    ManifestWriter.Output(
+                        table: name, path: "agg/\(name)/dt=\(day)/part-00000.\(kind)", rows: rows, bytes: bytes.count,
+                        sha256: SHA256.hash(bytes).description))
+            }
         }
         let manifest = ManifestWriter.manifest(
             day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
             lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals,
             partial: partial, quarantine: quarantine, conflicts: conflicts)
         try AggregationJob.publish(manifest, to: manifestPath)
+        for path in stale { try AggregationJob.remove(path) }
         trace.mark("publish")
         var problems: [String] = []
         for segment in facts.segments {

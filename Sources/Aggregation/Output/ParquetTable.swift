@@ -1,0 +1,184 @@
+package import Basics
+package import Parquet
+
+extension AggregateColumn {
+    /// The column's Parquet type, from its declared `sqlType` (one declaration decides both): VARCHAR
+    /// is a STRING, BIGINT an INT64, INTEGER an INT32, DATE a DATE, DECIMAL(p, s) a 16-byte DECIMAL.
+    package var parquetType: ParquetType {
+        let sql = sqlType
+        switch sql {
+        case "VARCHAR": return .string
+        case "BIGINT": return .int64
+        case "INTEGER": return .int32
+        case "BOOLEAN": return .boolean
+        case "DATE": return .date
+        default:
+            // "DECIMAL(38, 6)"
+            let digits = sql.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+            precondition(sql.hasPrefix("DECIMAL(") && digits.count == 2, "no Parquet type for \(sql)")
+            return .decimal(precision: digits[0], scale: digits[1])
+        }
+    }
+
+    /// Whether the column may be empty (null): every column but the postback counts, which are 0 on
+    /// a row that has none (a rejected record's row).
+    package var isNullable: Bool { !isPostbackCount }
+}
+
+/// A table's Parquet file, made from the CSV file the job rendered for it: the same rows in the same
+/// order, each field typed as its column declares (`AggregateColumn.parquetType`), an empty field
+/// null. Reading the rendered lines back keeps one source for every value (the CSV and the Parquet
+/// file cannot disagree) at the cost of one pass over bytes already in memory.
+package enum ParquetTable {
+    package static func encode(
+        csv: [UInt8], table: String, columns: [AggregateColumn], rowGroupRows: Int = ParquetWriter.defaultRowGroupRows
+    ) throws(AggregationError) -> [UInt8] {
+        var parquetColumns = columns.map { ParquetColumn(name: $0.name, type: $0.parquetType, nullable: $0.isNullable) }
+        var reader = RenderedCSV(csv)
+        guard let header = reader.nextRecord(), header.map({ String(decoding: $0 ?? [], as: UTF8.self) }) == columns.map(\.name)
+        else {
+            throw .parquet("\(table): the rendered header is not the declared columns")
+        }
+        var line = 1
+        while let fields = reader.nextRecord() {
+            line += 1
+            guard fields.count == columns.count else {
+                throw .parquet("\(table): line \(line) has \(fields.count) fields, not \(columns.count)")
+            }
+            for index in fields.indices {
+                do {
+                    try append(fields[index], to: &parquetColumns[index])
+                } catch {
+                    throw .parquet("\(table): line \(line), \(columns[index].name): \(error)")
+                }
+            }
+        }
+        do {
+            return try ParquetWriter.write(parquetColumns, rowGroupRows: rowGroupRows)
+        } catch {
+            throw .parquet("\(table): \(error)")
+        }
+    }
+
+    private static func append(_ field: [UInt8]?, to column: inout ParquetColumn) throws(ParquetError) {
+        guard let field else {
+            try column.appendNull()
+            return
+        }
+        switch column.type {
+        case .string:
+            column.append(string: field)
+        case .int64, .int32:
+            guard let value = integer(field[...]) else { throw .invalid(field) }
+            guard column.type == .int64 || Int32(exactly: value) != nil else { throw .invalid(field) }
+            column.append(value)
+        case .boolean:
+            switch field {
+            case Array("true".utf8): column.append(1)
+            case Array("false".utf8): column.append(0)
+            default: throw .invalid(field)
+            }
+        case .date:
+            guard field.count == 10, field[4] == 0x2D, field[7] == 0x2D, let year = integer(field[0..<4]),
+                let month = integer(field[5..<7]), let day = integer(field[8..<10])
+            else { throw .invalid(field) }
+            column.append(Int64(UTCDay(year: Int(year), month: Int(month), day: Int(day)).daysSinceEpoch))
+        case .decimal(_, let scale):
+            guard let value = decimal(field, scale: scale) else { throw .invalid(field) }
+            column.append(decimal: value)
+        }
+    }
+
+    /// A decimal integer with an optional leading minus.
+    private static func integer(_ text: ArraySlice<UInt8>) -> Int64? {
+        var digits = text
+        let negative = digits.first == 0x2D
+        if negative { digits = digits.dropFirst() }
+        guard !digits.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - 0x30) * (negative ? -1 : 1))
+            guard !overflow, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// An exact decimal (`2.99`, `150`, `-0.5`) as an unscaled integer with `scale` places.
+    private static func decimal(_ text: [UInt8], scale: Int) -> Int128? {
+        var value: Int128 = 0
+        var fractionDigits = 0
+        var seenPoint = false
+        var digits = 0
+        let negative = text.first == 0x2D
+        for byte in text.dropFirst(negative ? 1 : 0) {
+            if byte == 0x2E, !seenPoint {
+                seenPoint = true
+                continue
+            }
+            guard byte >= 0x30, byte <= 0x39, digits < 38 else { return nil }
+            if seenPoint {
+                fractionDigits += 1
+                guard fractionDigits <= scale else { return nil }
+            }
+            value = value * 10 + Int128(byte - 0x30)
+            digits += 1
+        }
+        guard digits > 0 else { return nil }
+        for _ in fractionDigits..<scale { value *= 10 }
+        return negative ? -value : value
+    }
+}
+
+extension ParquetError {
+    fileprivate static func invalid(_ field: [UInt8]) -> ParquetError {
+        .invalidValue(String(decoding: field, as: UTF8.self))
+    }
+}
+
+/// The records of a CSV file as `CSVLine` writes it (RFC 4180: `\n` line ends, quotes doubled inside
+/// quoted fields); an unquoted empty field is nil (null).
+struct RenderedCSV {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func nextRecord() -> [[UInt8]?]? {
+        guard position < bytes.count else { return nil }
+        var fields: [[UInt8]?] = []
+        while true {
+            var field: [UInt8] = []
+            var quoted = false
+            if position < bytes.count, bytes[position] == 0x22 {
+                quoted = true
+                position += 1
+                while position < bytes.count {
+                    let byte = bytes[position]
+                    position += 1
+                    if byte == 0x22 {
+                        if position < bytes.count, bytes[position] == 0x22 {
+                            field.append(0x22)
+                            position += 1
+                            continue
+                        }
+                        break
+                    }
+                    field.append(byte)
+                }
+            }
+            while position < bytes.count, bytes[position] != 0x2C, bytes[position] != 0x0A {
+                field.append(bytes[position])
+                position += 1
+            }
+            fields.append(field.isEmpty && !quoted ? nil : field)
+            guard position < bytes.count, bytes[position] == 0x2C else {
+                position += 1  // the line's end
+                return fields
+            }
+            position += 1
+        }
+    }
+}
