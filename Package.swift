@@ -115,8 +115,8 @@ let package = Package(
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "TestSupport", "PostbackTesting", "Basics", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto",
-                "PostbackCLI",
+                "TestSupport", "PostbackTesting", "Basics", "Aggregation", "Parquet", "PostbackStore", "Postbacks",
+                "PostbackCrypto", "PostbackCLI",
             ]),
         .testTarget(
             name: "PostbackCLITests",
