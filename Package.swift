@@ -14,7 +14,7 @@
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
 //   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl: `send`, the S3 client
 //   SpoolDelivery   ships sealed spool segments to a destination (an S3 bucket; partner forwarding next)
-//   Parquet         the Parquet file writer: the only module that touches libzstd
+//   Parquet         Parquet files written (and read back): the only module that touches libzstd
 //   Aggregation     conversion schemas and the nightly job      Reporting  the static HTML report
 //   PostbackTesting test signing, synthetic postbacks and spools: for tests, benches and the CLI's
 //                   `generate`/`synthesize`; no core module imports it

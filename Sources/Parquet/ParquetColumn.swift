@@ -98,6 +98,8 @@ package enum ParquetError: Error, Equatable, CustomStringConvertible {
     case tooLarge(String)
     /// A value its column's type cannot hold (as the caller read it).
     case invalidValue(String)
+    /// A file `ParquetReader` cannot read (damaged, or written with features it does not know).
+    case unsupported(String)
 
     package var description: String {
         switch self {
@@ -106,6 +108,7 @@ package enum ParquetError: Error, Equatable, CustomStringConvertible {
             return "Parquet: column \(name) has \(rows) rows, the first column \(expected)"
         case .tooLarge(let what): return "Parquet: \(what) is over 2 GiB"
         case .invalidValue(let text): return "not a value of the column's type: \(text)"
+        case .unsupported(let what): return "Parquet: cannot read \(what)"
         }
     }
 }

@@ -150,3 +150,132 @@ enum ParquetBytes {
         for shift in stride(from: 120, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt128(shift))) }
     }
 }
+
+/// A Thrift compact-protocol value as read: structs by field id, lists, integers (every width),
+/// binaries and booleans (doubles, sets and maps are skipped as `other`).
+enum ThriftValue {
+    case integer(Int64)
+    case binary([UInt8])
+    case boolean(Bool)
+    case list([ThriftValue])
+    case structure(ThriftStruct)
+    case other
+
+    func structure() throws(ParquetError) -> ThriftStruct {
+        guard case .structure(let value) = self else { throw .unsupported("a Thrift value that is not a struct") }
+        return value
+    }
+}
+
+struct ThriftStruct {
+    var fields: [Int16: ThriftValue] = [:]
+
+    func int(_ id: Int16) throws(ParquetError) -> Int64 {
+        guard case .integer(let value)? = fields[id] else { throw .unsupported("Thrift field \(id) missing or not an integer") }
+        return value
+    }
+
+    func string(_ id: Int16) throws(ParquetError) -> String {
+        guard case .binary(let value)? = fields[id] else { throw .unsupported("Thrift field \(id) missing or not a string") }
+        return String(decoding: value, as: UTF8.self)
+    }
+
+    func list(_ id: Int16) throws(ParquetError) -> [ThriftValue] {
+        guard case .list(let value)? = fields[id] else { throw .unsupported("Thrift field \(id) missing or not a list") }
+        return value
+    }
+
+    func structure(_ id: Int16) throws(ParquetError) -> ThriftStruct {
+        guard let value = fields[id] else { throw .unsupported("Thrift field \(id) missing") }
+        return try value.structure()
+    }
+}
+
+/// Reads the compact protocol: a struct starting at `position`, which it leaves after the struct.
+struct ThriftCompactReader {
+    let bytes: [UInt8]
+    var position: Int
+    private var depth = 0
+
+    init(_ bytes: [UInt8], at position: Int) {
+        self.bytes = bytes
+        self.position = position
+    }
+
+    mutating func structure() throws(ParquetError) -> ThriftStruct {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth < 32 else { throw .unsupported("Thrift structs nested too deep") }
+        var result = ThriftStruct()
+        var last: Int16 = 0
+        while true {
+            let header = try byte()
+            if header == 0 { return result }
+            let type = header & 0x0F
+            let delta = Int16(header >> 4)
+            let id = delta == 0 ? Int16(truncatingIfNeeded: unzigzag(try varint())) : last + delta
+            last = id
+            switch type {
+            case 1: result.fields[id] = .boolean(true)
+            case 2: result.fields[id] = .boolean(false)
+            default: result.fields[id] = try value(type)
+            }
+        }
+    }
+
+    private mutating func value(_ type: UInt8) throws(ParquetError) -> ThriftValue {
+        switch type {
+        case 1, 2: return .boolean(try byte() == 1)  // a boolean list element
+        case 3: return .integer(Int64(Int8(bitPattern: try byte())))
+        case 4, 5, 6: return .integer(unzigzag(try varint()))
+        case 7:
+            position += 8
+            return .other
+        case 8:
+            let length = Int(try varint())
+            guard length >= 0, position + length <= bytes.count else { throw .unsupported("a Thrift binary past the end") }
+            defer { position += length }
+            return .binary(Array(bytes[position..<(position + length)]))
+        case 9, 10:
+            let header = try byte()
+            let count = header >> 4 == 15 ? Int(try varint()) : Int(header >> 4)
+            guard count <= bytes.count - position else { throw .unsupported("a Thrift list longer than the file") }
+            var elements: [ThriftValue] = []
+            for _ in 0..<count { elements.append(try value(header & 0x0F)) }
+            return .list(elements)
+        case 11:
+            let count = Int(try varint())
+            guard count <= bytes.count - position else { throw .unsupported("a Thrift map longer than the file") }
+            if count > 0 {
+                let types = try byte()
+                for _ in 0..<count {
+                    _ = try value(types >> 4)
+                    _ = try value(types & 0x0F)
+                }
+            }
+            return .other
+        case 12: return .structure(try structure())
+        default: throw .unsupported("Thrift type \(type)")
+        }
+    }
+
+    private mutating func byte() throws(ParquetError) -> UInt8 {
+        guard position < bytes.count else { throw .unsupported("Thrift data past the end") }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    private mutating func varint() throws(ParquetError) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let next = try byte()
+            value |= UInt64(next & 0x7F) << shift
+            if next & 0x80 == 0 { return value }
+            shift += 7
+            guard shift < 64 else { throw .unsupported("an over-long Thrift varint") }
+        }
+    }
+
+    private func unzigzag(_ value: UInt64) -> Int64 { Int64(bitPattern: value >> 1) ^ -Int64(bitPattern: value & 1) }
+}

@@ -1,6 +1,6 @@
 import CZstd
 
-/// zstd compression of page bodies: the only code that calls libzstd.
+/// zstd (de)compression of page bodies: the only code that calls libzstd.
 enum Zstd {
     /// Level 3, zstd's default: a good ratio at CSV-writing speed (levels above it cost far more time).
     static let level: Int32 = 3
@@ -17,6 +17,16 @@ enum Zstd {
         // Only a too-small destination (impossible with compressBound) or memory exhaustion fail.
         precondition(ZSTD_isError(written) == 0, "ZSTD_compress: \(String(cString: ZSTD_getErrorName(written)))")
         output.removeSubrange(written...)
+        return output
+    }
+
+    /// A page body of `size` bytes (its header says how large it is).
+    static func decompress(_ input: [UInt8], size: Int) throws(ParquetError) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: size)
+        let written = output.withUnsafeMutableBytes { out in
+            input.withUnsafeBytes { source in ZSTD_decompress(out.baseAddress, size, source.baseAddress, source.count) }
+        }
+        guard ZSTD_isError(written) == 0, written == size else { throw .unsupported("a zstd page that does not decompress") }
         return output
     }
 }

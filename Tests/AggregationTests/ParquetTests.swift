@@ -9,7 +9,8 @@ import Testing
 @testable import Aggregation
 @testable import Parquet
 
-/// The Parquet writer, read back by pyarrow and DuckDB (`scripts/parquet_check.py` in `.build/venv`):
+/// The Parquet writer, read back by pyarrow and DuckDB (`scripts/parquet_check.py` in `.build/venv`)
+/// and by `ParquetReader`:
 /// the encoders' bytes for known inputs, edge-case files, random tables (a property test of levels,
 /// dictionaries, statistics and the Thrift footer), and `aggregate --format both` on a synthetic spool.
 @Suite struct ParquetTests {
@@ -128,6 +129,13 @@ import Testing
             let bytes = try ParquetWriter.write(try file.columns.map { try $0.parquet() }, rowGroupRows: file.rowGroupRows)
             #expect(try ParquetWriter.write(try file.columns.map { try $0.parquet() }, rowGroupRows: file.rowGroupRows) == bytes)
             try Data(bytes).write(to: URL(fileURLWithPath: path))
+            // ParquetReader (what the report reads) gives back every value too.
+            let read = try ParquetReader.read(bytes)
+            #expect(read.map(\.name) == file.columns.map(\.name), "\(file.name)")
+            for (column, expected) in zip(read, file.columns) {
+                #expect(column.type == expected.type && column.nullable == expected.nullable, "\(file.name)")
+                #expect(column.values == expected.values.map { $0?.parquetValue }, "\(file.name).\(column.name)")
+            }
             described.append([
                 "path": path, "row_group_rows": file.rowGroupRows, "columns": file.columns.map(\.described),
             ])
@@ -156,7 +164,8 @@ import Testing
     /// `aggregate` with `--format both` on a synthetic spool: every table's Parquet file reads, in both
     /// readers, as the same rows and values as its CSV, each column of its declared type; the manifest
     /// lists both files; a rerun writes the same bytes; a rerun with `--format csv` removes the Parquet
-    /// files and lists only the CSV; the CSV is the same whatever the format.
+    /// files and lists only the CSV; the CSV is the same whatever the format; and the report of the days
+    /// published as Parquet only is the same page as from the CSV.
     @Test func aggregateWritesEveryTableAsTypedParquet() throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
@@ -213,10 +222,34 @@ import Testing
             let parquet = try #require(both["\(table)/dt=2026-03-02/part-00000.parquet"])
             #expect(manifest.contains("\"bytes\":\(parquet.count),\"sha256\":\"\(SHA256.hash(Array(parquet)).description)\""))
         }
+        // Read back here too (what the report reads): every field as the CSV has it.
+        for (path, bytes) in both where path.hasSuffix(".parquet") {
+            let decoded = try ParquetTable.textRows(parquet: Array(bytes))
+            var csv = RenderedCSV(Array(try #require(both[String(path.dropLast(".parquet".count)) + ".csv"])))
+            #expect(csv.nextRecord()?.map { $0.map { String(decoding: $0, as: UTF8.self) } } == decoded.header, "\(path)")
+            var rows: [[String?]] = []
+            while let record = csv.nextRecord() { rows.append(record.map { $0.map { String(decoding: $0, as: UTF8.self) } }) }
+            #expect(rows == decoded.rows, "\(path)")
+        }
         try aggregate(.both, rowGroupRows: 500)
         #expect(try files() == both, "a rerun writes the same bytes")
         try aggregate(.csv)
         #expect(try files() == csvOnly, "--format csv removes the Parquet files and their manifest entries")
+
+        // The report of a store published as Parquet only is the report of the CSV store.
+        func report(_ environment: String) -> CommandRun {
+            TestSupport.run([
+                "report", "--data", root, "--from", "2026-03-01", "--to", "2026-03-02", "--environment", environment, "--out",
+                "-",
+            ])
+        }
+        let csvPages = [report("production"), report("development")]
+        try aggregate(.parquet)
+        #expect(try files().keys.filter { $0.hasSuffix(".csv") }.isEmpty)
+        for (csvPage, parquetPage) in zip(csvPages, [report("production"), report("development")]) {
+            #expect(csvPage.status == .success && parquetPage.status == .success, "\(parquetPage.stderr)")
+            #expect(parquetPage.stdout == csvPage.stdout && csvPage.stdout.count > 10_000)
+        }
     }
 }
 
@@ -244,6 +277,14 @@ struct TestColumn {
             case .date: return .integer(Int64(20_000 + n % 5000 - 2500))
             case .boolean: return .integer(Int64(n % 2))
             case .decimal: return .decimal(Int128(n % 2 == 0 ? n : -n) * 1_000_003)
+            }
+        }
+
+        var parquetValue: ParquetValue {
+            switch self {
+            case .integer(let number): return .integer(number)
+            case .decimal(let unscaled): return .decimal(unscaled)
+            case .string(let bytes): return .string(bytes[...])
             }
         }
     }
