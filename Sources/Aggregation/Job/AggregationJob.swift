@@ -259,7 +259,8 @@ package final class AggregationJob: Sendable {
             schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
             toolVersion: request.toolVersion, lookbackDays: request.lookbackDays,
             partial: table.day >= request.today, force: request.force, format: request.format,
-            parquetRowGroupRows: request.parquetRowGroupRows, quarantine: quarantine, conflicts: conflicts)
+            parquetRowGroupRows: request.parquetRowGroupRows, workers: request.workers, quarantine: quarantine,
+            conflicts: conflicts)
     }
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed

@@ -44,6 +44,8 @@ struct PendingDay: Sendable {
     let force: Bool
     let format: AggregateFormat
     let parquetRowGroupRows: Int
+    /// Threads for encoding the Parquet files.
+    let workers: Int
     let quarantine: QuarantineSummary?
     let conflicts: ConflictSummary?
 
@@ -63,17 +65,25 @@ struct PendingDay: Sendable {
         // A file of the format this run does not write is left from an earlier run: removed once the
         // manifest (which no longer lists it) is published.
         var stale: [String] = []
-        for ((name, csv, rows), (table, columns)) in zip(rendered.tables, AggregateTables.columnsByTable) {
-            precondition(name == table, "rendered tables in AggregateTables.all's order")
+        // The Parquet files, made from the rendered CSV: the tables on the job's workers at once.
+        let tables = rendered.tables
+        let parquet = tables.map { _ in ResultSlot<[UInt8]>() }
+        if format.writesParquet {
+            try Parallel.run(workers: workers, tasks: tables.count) { (_, task) throws(AggregationError) in
+                let (table, columns) = AggregateTables.columnsByTable[task]
+                precondition(tables[task].name == table, "rendered tables in AggregateTables.all's order")
+                parquet[task].value = try ParquetTable.encode(
+                    csv: tables[task].bytes, table: table, columns: columns, rowGroupRows: parquetRowGroupRows)
+            }
+        }
+        for (index, (name, csv, rows)) in tables.enumerated() {
             for (kind, writes) in [("csv", format.writesCSV), ("parquet", format.writesParquet)] {
                 let path = layout.aggregateFile(table: name, day: day, extension: kind)
                 guard writes else {
                     stale.append(path)
                     continue
                 }
-                let bytes =
-                    kind == "csv"
-                    ? csv : try ParquetTable.encode(csv: csv, table: name, columns: columns, rowGroupRows: parquetRowGroupRows)
+                let bytes = kind == "csv" ? csv : parquet[index].value!
                 try AggregationJob.publish(bytes, to: path)
                 outputs.append(
                     ManifestWriter.Output(

@@ -40,14 +40,22 @@ package enum ParquetTable {
             throw .parquet("\(table): the rendered header is not the declared columns")
         }
         var line = 1
-        while let fields = reader.nextRecord() {
+        var fields = [RenderedCSV.Field](repeating: RenderedCSV.Field(range: 0..<0, quoted: false), count: columns.count)
+        var scratch: [UInt8] = []
+        while let count = reader.nextFields(into: &fields) {
             line += 1
-            guard fields.count == columns.count else {
-                throw .parquet("\(table): line \(line) has \(fields.count) fields, not \(columns.count)")
+            guard count == columns.count else {
+                throw .parquet("\(table): line \(line) has \(count) fields, not \(columns.count)")
             }
-            for index in fields.indices {
+            for index in 0..<count {
+                let field = fields[index]
                 do {
-                    try append(fields[index], to: &parquetColumns[index])
+                    if field.quoted {
+                        reader.unescape(field, into: &scratch)
+                        try append(scratch[...], to: &parquetColumns[index])
+                    } else {
+                        try append(field.range.isEmpty ? nil : csv[field.range], to: &parquetColumns[index])
+                    }
                 } catch {
                     throw .parquet("\(table): line \(line), \(columns[index].name): \(error)")
                 }
@@ -92,7 +100,7 @@ package enum ParquetTable {
         }
     }
 
-    private static func append(_ field: [UInt8]?, to column: inout ParquetColumn) throws(ParquetError) {
+    private static func append(_ field: ArraySlice<UInt8>?, to column: inout ParquetColumn) throws(ParquetError) {
         guard let field else {
             try column.appendNull()
             return
@@ -101,18 +109,22 @@ package enum ParquetTable {
         case .string:
             column.append(string: field)
         case .int64, .int32:
-            guard let value = integer(field[...]) else { throw .invalid(field) }
+            guard let value = integer(field) else { throw .invalid(field) }
             guard column.type == .int64 || Int32(exactly: value) != nil else { throw .invalid(field) }
             column.append(value)
         case .boolean:
-            switch field {
-            case Array("true".utf8): column.append(1)
-            case Array("false".utf8): column.append(0)
-            default: throw .invalid(field)
+            if field.elementsEqual("true".utf8) {
+                column.append(1)
+            } else if field.elementsEqual("false".utf8) {
+                column.append(0)
+            } else {
+                throw .invalid(field)
             }
         case .date:
-            guard field.count == 10, field[4] == 0x2D, field[7] == 0x2D, let year = integer(field[0..<4]),
-                let month = integer(field[5..<7]), let day = integer(field[8..<10])
+            let start = field.startIndex
+            guard field.count == 10, field[start + 4] == 0x2D, field[start + 7] == 0x2D,
+                let year = integer(field[start..<(start + 4)]), let month = integer(field[(start + 5)..<(start + 7)]),
+                let day = integer(field[(start + 8)..<(start + 10)])
             else { throw .invalid(field) }
             column.append(Int64(UTCDay(year: Int(year), month: Int(month), day: Int(day)).daysSinceEpoch))
         case .decimal(_, let scale):
@@ -139,7 +151,7 @@ package enum ParquetTable {
     }
 
     /// An exact decimal (`2.99`, `150`, `-0.5`) as an unscaled integer with `scale` places.
-    private static func decimal(_ text: [UInt8], scale: Int) -> Int128? {
+    private static func decimal(_ text: ArraySlice<UInt8>, scale: Int) -> Int128? {
         var value: Int128 = 0
         var fractionDigits = 0
         var seenPoint = false
@@ -165,52 +177,87 @@ package enum ParquetTable {
 }
 
 extension ParquetError {
-    fileprivate static func invalid(_ field: [UInt8]) -> ParquetError {
+    fileprivate static func invalid(_ field: ArraySlice<UInt8>) -> ParquetError {
         .invalidValue(String(decoding: field, as: UTF8.self))
     }
 }
 
 /// The records of a CSV file as `CSVLine` writes it (RFC 4180: `\n` line ends, quotes doubled inside
-/// quoted fields); an unquoted empty field is nil (null).
+/// quoted fields); an unquoted empty field is null.
 struct RenderedCSV {
+    /// A field's bytes in the file: inside the quotes (still doubled) for a quoted one.
+    struct Field {
+        var range: Range<Int>
+        var quoted: Bool
+    }
+
     private let bytes: [UInt8]
     private var position = 0
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    mutating func nextRecord() -> [[UInt8]?]? {
+    /// The next record's fields, written into `fields` from its start (as many as fit); returns how
+    /// many the record has, or nil at the end.
+    mutating func nextFields(into fields: inout [Field]) -> Int? {
         guard position < bytes.count else { return nil }
-        var fields: [[UInt8]?] = []
-        while true {
-            var field: [UInt8] = []
-            var quoted = false
-            if position < bytes.count, bytes[position] == 0x22 {
-                quoted = true
-                position += 1
-                while position < bytes.count {
-                    let byte = bytes[position]
+        var count = 0
+        let end = bytes.count
+        return bytes.withUnsafeBufferPointer { bytes in
+            while true {
+                var field = Field(range: position..<position, quoted: false)
+                if position < end, bytes[position] == 0x22 {
+                    field.quoted = true
                     position += 1
-                    if byte == 0x22 {
-                        if position < bytes.count, bytes[position] == 0x22 {
-                            field.append(0x22)
-                            position += 1
-                            continue
+                    let start = position
+                    while position < end {
+                        if bytes[position] == 0x22 {
+                            if position + 1 < end, bytes[position + 1] == 0x22 {
+                                position += 2
+                                continue
+                            }
+                            break
                         }
-                        break
+                        position += 1
                     }
-                    field.append(byte)
+                    field.range = start..<position
+                    position += 1  // the closing quote
+                } else {
+                    let start = position
+                    while position < end, bytes[position] != 0x2C, bytes[position] != 0x0A { position += 1 }
+                    field.range = start..<position
                 }
-            }
-            while position < bytes.count, bytes[position] != 0x2C, bytes[position] != 0x0A {
-                field.append(bytes[position])
+                if count < fields.count { fields[count] = field } else { fields.append(field) }
+                count += 1
+                guard position < end, bytes[position] == 0x2C else {
+                    position += 1  // the line's end
+                    return count
+                }
                 position += 1
             }
-            fields.append(field.isEmpty && !quoted ? nil : field)
-            guard position < bytes.count, bytes[position] == 0x2C else {
-                position += 1  // the line's end
-                return fields
+        }
+    }
+
+    /// A quoted field's text, its doubled quotes made single.
+    func unescape(_ field: Field, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        var index = field.range.lowerBound
+        while index < field.range.upperBound {
+            out.append(bytes[index])
+            index += bytes[index] == 0x22 ? 2 : 1
+        }
+    }
+
+    /// The next record's fields as bytes (nil for null), or nil at the end.
+    mutating func nextRecord() -> [[UInt8]?]? {
+        var fields: [Field] = []
+        guard let count = nextFields(into: &fields) else { return nil }
+        var scratch: [UInt8] = []
+        return fields.prefix(count).map { field -> [UInt8]? in
+            if field.quoted {
+                unescape(field, into: &scratch)
+                return scratch
             }
-            position += 1
+            return field.range.isEmpty ? nil : Array(bytes[field.range])
         }
     }
 }
