@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One column chunk: the rows of one row group of one column, as an optional dictionary page and one
 /// v1 data page, each preceded by its Thrift `PageHeader`.
 enum ChunkEncoder {
@@ -130,21 +134,15 @@ enum ChunkEncoder {
     private static func extreme(_ column: ParquetColumn, _ values: Range<Int>, minimum: Bool) -> [UInt8]? {
         guard let first = values.first else { return nil }
         var best = first
-        for index in values.dropFirst() {
-            let less: Bool
+        // `better(a, b)`: a comes before b in the order sought.
+        func better(_ a: Int, _ b: Int) -> Bool {
             switch column.type {
-            case .string: less = column.string(index).lexicographicallyPrecedes(column.string(best))
-            case .decimal: less = column.decimals[index] < column.decimals[best]
-            default: less = column.integers[index] < column.integers[best]
+            case .string: return minimum ? column.stringPrecedes(a, b) : column.stringPrecedes(b, a)
+            case .decimal: return minimum ? column.decimals[a] < column.decimals[b] : column.decimals[a] > column.decimals[b]
+            default: return minimum ? column.integers[a] < column.integers[b] : column.integers[a] > column.integers[b]
             }
-            let greater: Bool
-            switch column.type {
-            case .string: greater = column.string(best).lexicographicallyPrecedes(column.string(index))
-            case .decimal: greater = column.decimals[index] > column.decimals[best]
-            default: greater = column.integers[index] > column.integers[best]
-            }
-            if minimum ? less : greater { best = index }
         }
+        for index in values.dropFirst() where better(index, best) { best = index }
         var out: [UInt8] = []
         switch column.type {
         case .string: out.append(contentsOf: column.string(best))
@@ -171,14 +169,20 @@ enum ChunkEncoder {
             let complete: Bool
             switch column.type {
             case .string:
-                plainSize = values.reduce(0) { $0 + 4 + column.string($1).count }
-                complete = collect(column, values) { column.string($0) }
+                plainSize = 4 * values.count + column.stringStarts[values.upperBound] - column.stringStarts[values.lowerBound]
+                complete = collectStrings(column, values)
             case .decimal:
                 plainSize = 16 * values.count
-                complete = collect(column, values) { column.decimals[$0] }
+                let decimals = column.decimals
+                complete = intern(
+                    column, values,
+                    hash: { Self.mix(UInt64(truncatingIfNeeded: decimals[$0]) ^ UInt64(truncatingIfNeeded: decimals[$0] >> 64)) },
+                    same: { decimals[$0] == decimals[$1] })
             default:
                 plainSize = (column.type == .int64 ? 8 : 4) * values.count
-                complete = collect(column, values) { column.integers[$0] }
+                let integers = column.integers
+                complete = intern(
+                    column, values, hash: { Self.mix(UInt64(bitPattern: integers[$0])) }, same: { integers[$0] == integers[$1] })
             }
             guard complete else { return nil }
             bitWidth = max(1, RLEHybridEncoder.bitWidth(forMaximum: count - 1))
@@ -186,20 +190,93 @@ enum ChunkEncoder {
             guard plain.count + (values.count * bitWidth + 7) / 8 < plainSize else { return nil }
         }
 
-        /// Interns every value by `key`; false when the dictionary outgrows `dictionaryLimit`.
-        private mutating func collect<Key: Hashable>(_ column: ParquetColumn, _ values: Range<Int>, key: (Int) -> Key) -> Bool {
-            var seen: [Key: UInt32] = [:]
+        /// A 64-bit finalizer (SplitMix64's): every input bit reaches the low bits the table uses.
+        static func mix(_ value: UInt64) -> UInt64 {
+            var z = value &+ 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+
+        /// Interns every string value by a 64-bit hash of its bytes, compared with memcmp (Swift's
+        /// Dictionary hashes an ArraySlice byte by byte).
+        private mutating func collectStrings(_ column: ParquetColumn, _ values: Range<Int>) -> Bool {
+            let starts = column.stringStarts
+            return column.stringBytes.withUnsafeBufferPointer { bytes -> Bool in
+                let base = UnsafeRawPointer(bytes.baseAddress)
+                return intern(
+                    column, values,
+                    hash: { index in
+                        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(starts[index + 1] - starts[index])
+                        var position = starts[index]
+                        let end = starts[index + 1]
+                        while position + 8 <= end {
+                            h = (h ^ base!.loadUnaligned(fromByteOffset: position, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+                            h ^= h >> 29
+                            position += 8
+                        }
+                        while position < end {
+                            h = (h ^ UInt64(bytes[position])) &* 0x94D0_49BB_1331_11EB
+                            position += 1
+                        }
+                        return h ^ (h >> 32)
+                    },
+                    same: { a, b in
+                        let length = starts[a + 1] - starts[a]
+                        return length == starts[b + 1] - starts[b]
+                            && (length == 0 || memcmp(base! + starts[a], base! + starts[b], length) == 0)
+                    })
+            }
+        }
+
+        /// The values' dictionary indices, interned in an open-addressing table (linear probing) of
+        /// dictionary entries by `hash`, `same` comparing two values by index; false when the
+        /// dictionary outgrows `dictionaryLimit`.
+        private mutating func intern(
+            _ column: ParquetColumn, _ values: Range<Int>, hash: (Int) -> UInt64, same: (Int, Int) -> Bool
+        ) -> Bool {
+            var slots = [Int32](repeating: -1, count: 64)
+            var firstIndex: [Int] = []  // per dictionary entry: the value it was made from
+            var hashes: [UInt64] = []
+            var mask = slots.count - 1
+            var previous: (index: Int, entry: UInt32)? = nil
             for index in values {
-                let value = key(index)
-                if let known = seen[value] {
-                    indices.append(known)
+                // Rows are sorted, so a value often repeats the one before.
+                if let (last, entry) = previous, same(last, index) {
+                    indices.append(entry)
                     continue
                 }
-                seen[value] = UInt32(count)
-                indices.append(UInt32(count))
-                count += 1
-                ChunkEncoder.appendPlainValue(column, index, to: &plain)
-                if plain.count > ParquetWriter.dictionaryLimit { return false }
+                let h = hash(index)
+                var slot = Int(truncatingIfNeeded: h) & mask
+                var found: Int32 = -1
+                while slots[slot] >= 0 {
+                    let entry = Int(slots[slot])
+                    if hashes[entry] == h, same(firstIndex[entry], index) {
+                        found = Int32(entry)
+                        break
+                    }
+                    slot = (slot + 1) & mask
+                }
+                if found < 0 {
+                    found = Int32(count)
+                    slots[slot] = found
+                    firstIndex.append(index)
+                    hashes.append(h)
+                    count += 1
+                    ChunkEncoder.appendPlainValue(column, index, to: &plain)
+                    if plain.count > ParquetWriter.dictionaryLimit { return false }
+                    if count * 2 > slots.count {  // grow: place every entry again
+                        slots = [Int32](repeating: -1, count: slots.count * 2)
+                        mask = slots.count - 1
+                        for (entry, h) in hashes.enumerated() {
+                            var slot = Int(truncatingIfNeeded: h) & mask
+                            while slots[slot] >= 0 { slot = (slot + 1) & mask }
+                            slots[slot] = Int32(entry)
+                        }
+                    }
+                }
+                indices.append(UInt32(found))
+                previous = (index, UInt32(found))
             }
             return true
         }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A column's type as a reader sees it: the physical type and the logical annotation the writer
 /// gives it.
 package enum ParquetType: Sendable, Equatable {
@@ -73,7 +77,13 @@ package struct ParquetColumn: Sendable {
         presentRow()
     }
 
-    package mutating func append<Bytes: Collection<UInt8>>(string bytes: Bytes) {
+    /// A STRING value (concrete, not generic: a generic call from another module would not be
+    /// specialized, and would append byte by byte through witness tables).
+    package mutating func append(string bytes: ArraySlice<UInt8>) {
+        bytes.withUnsafeBufferPointer { append(string: $0) }
+    }
+
+    package mutating func append(string bytes: UnsafeBufferPointer<UInt8>) {
         precondition(type == .string, "\(name): not a string column")
         stringBytes.append(contentsOf: bytes)
         stringStarts.append(stringBytes.count)
@@ -87,6 +97,17 @@ package struct ParquetColumn: Sendable {
 
     /// The bytes of string value `index`.
     func string(_ index: Int) -> ArraySlice<UInt8> { stringBytes[stringStarts[index]..<stringStarts[index + 1]] }
+
+    /// Whether string value `a` sorts before value `b` as unsigned bytes (Parquet's order for STRING).
+    func stringPrecedes(_ a: Int, _ b: Int) -> Bool {
+        let (startA, lengthA) = (stringStarts[a], stringStarts[a + 1] - stringStarts[a])
+        let (startB, lengthB) = (stringStarts[b], stringStarts[b + 1] - stringStarts[b])
+        let common = min(lengthA, lengthB)
+        let order =
+            common == 0
+            ? 0 : stringBytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + startA, $0.baseAddress! + startB, common) }
+        return order < 0 || (order == 0 && lengthA < lengthB)
+    }
 
     /// Whether `row` holds a value.
     func isPresent(_ row: Int) -> Bool { nullable ? present[row] : true }

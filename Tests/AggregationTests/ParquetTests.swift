@@ -315,7 +315,7 @@ struct TestColumn {
             case nil: try column.appendNull()
             case .integer(let number): column.append(number)
             case .decimal(let unscaled): column.append(decimal: unscaled)
-            case .string(let bytes): column.append(string: bytes)
+            case .string(let bytes): column.append(string: bytes[...])
             }
         }
         return column

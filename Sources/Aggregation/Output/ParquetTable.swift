@@ -1,4 +1,4 @@
-package import Basics
+import Basics
 package import Parquet
 
 extension AggregateColumn {
@@ -47,19 +47,27 @@ package enum ParquetTable {
             guard count == columns.count else {
                 throw .parquet("\(table): line \(line) has \(count) fields, not \(columns.count)")
             }
-            for index in 0..<count {
-                let field = fields[index]
-                do {
-                    if field.quoted {
-                        reader.unescape(field, into: &scratch)
-                        try append(scratch[...], to: &parquetColumns[index])
-                    } else {
-                        try append(field.range.isEmpty ? nil : csv[field.range], to: &parquetColumns[index])
+            let failure = csv.withUnsafeBufferPointer { csv -> (Int, ParquetError)? in
+                for index in 0..<count {
+                    let field = fields[index]
+                    do {
+                        if field.quoted {
+                            reader.unescape(field, into: &scratch)
+                            try scratch.withUnsafeBufferPointer { (text) throws(ParquetError) in
+                                try append(text, to: &parquetColumns[index])
+                            }
+                        } else {
+                            try append(
+                                field.range.isEmpty ? nil : UnsafeBufferPointer(rebasing: csv[field.range]),
+                                to: &parquetColumns[index])
+                        }
+                    } catch {
+                        return (index, (error as? ParquetError) ?? .invalidValue("\(error)"))
                     }
-                } catch {
-                    throw .parquet("\(table): line \(line), \(columns[index].name): \(error)")
                 }
+                return nil
             }
+            if let (index, error) = failure { throw .parquet("\(table): line \(line), \(columns[index].name): \(error)") }
         }
         do {
             return try ParquetWriter.write(parquetColumns, rowGroupRows: rowGroupRows)
@@ -100,7 +108,7 @@ package enum ParquetTable {
         }
     }
 
-    private static func append(_ field: ArraySlice<UInt8>?, to column: inout ParquetColumn) throws(ParquetError) {
+    private static func append(_ field: UnsafeBufferPointer<UInt8>?, to column: inout ParquetColumn) throws(ParquetError) {
         guard let field else {
             try column.appendNull()
             return
@@ -121,10 +129,10 @@ package enum ParquetTable {
                 throw .invalid(field)
             }
         case .date:
-            let start = field.startIndex
-            guard field.count == 10, field[start + 4] == 0x2D, field[start + 7] == 0x2D,
-                let year = integer(field[start..<(start + 4)]), let month = integer(field[(start + 5)..<(start + 7)]),
-                let day = integer(field[(start + 8)..<(start + 10)])
+            guard field.count == 10, field[4] == 0x2D, field[7] == 0x2D,
+                let year = integer(UnsafeBufferPointer(rebasing: field[0..<4])),
+                let month = integer(UnsafeBufferPointer(rebasing: field[5..<7])),
+                let day = integer(UnsafeBufferPointer(rebasing: field[8..<10]))
             else { throw .invalid(field) }
             column.append(Int64(UTCDay(year: Int(year), month: Int(month), day: Int(day)).daysSinceEpoch))
         case .decimal(_, let scale):
@@ -134,10 +142,9 @@ package enum ParquetTable {
     }
 
     /// A decimal integer with an optional leading minus.
-    private static func integer(_ text: ArraySlice<UInt8>) -> Int64? {
-        var digits = text
-        let negative = digits.first == 0x2D
-        if negative { digits = digits.dropFirst() }
+    private static func integer(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+        let negative = text.first == 0x2D
+        let digits = negative ? UnsafeBufferPointer(rebasing: text.dropFirst()) : text
         guard !digits.isEmpty else { return nil }
         var value: Int64 = 0
         for byte in digits {
@@ -151,7 +158,7 @@ package enum ParquetTable {
     }
 
     /// An exact decimal (`2.99`, `150`, `-0.5`) as an unscaled integer with `scale` places.
-    private static func decimal(_ text: ArraySlice<UInt8>, scale: Int) -> Int128? {
+    private static func decimal(_ text: UnsafeBufferPointer<UInt8>, scale: Int) -> Int128? {
         var value: Int128 = 0
         var fractionDigits = 0
         var seenPoint = false
@@ -177,7 +184,7 @@ package enum ParquetTable {
 }
 
 extension ParquetError {
-    fileprivate static func invalid(_ field: ArraySlice<UInt8>) -> ParquetError {
+    fileprivate static func invalid(_ field: UnsafeBufferPointer<UInt8>) -> ParquetError {
         .invalidValue(String(decoding: field, as: UTF8.self))
     }
 }
