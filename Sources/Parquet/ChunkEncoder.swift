@@ -163,7 +163,8 @@ enum ChunkEncoder {
         var bitWidth = 0
 
         init?(_ column: ParquetColumn, _ values: Range<Int>) {
-            guard column.type != .boolean, !values.isEmpty else { return nil }
+            if case .boolean = column.type { return nil }
+            guard !values.isEmpty else { return nil }
             indices.reserveCapacity(values.count)
             let plainSize: Int
             let complete: Bool

@@ -84,7 +84,7 @@ package struct ParquetColumn: Sendable {
     }
 
     package mutating func append(string bytes: UnsafeBufferPointer<UInt8>) {
-        precondition(type == .string, "\(name): not a string column")
+        guard case .string = type else { preconditionFailure("\(name): not a string column") }
         stringBytes.append(contentsOf: bytes)
         stringStarts.append(stringBytes.count)
         presentRow()

@@ -116,9 +116,11 @@ package enum ParquetTable {
         switch column.type {
         case .string:
             column.append(string: field)
-        case .int64, .int32:
+        case .int64:
             guard let value = integer(field) else { throw .invalid(field) }
-            guard column.type == .int64 || Int32(exactly: value) != nil else { throw .invalid(field) }
+            column.append(value)
+        case .int32:
+            guard let value = integer(field), Int32(exactly: value) != nil else { throw .invalid(field) }
             column.append(value)
         case .boolean:
             if field.elementsEqual("true".utf8) {
