@@ -161,6 +161,15 @@ import Testing
 
     // MARK: The job's tables
 
+    @Test func anUnknownFormatIsAUsageError() {
+        let root = TemporaryDirectory.create("parquet-format")
+        let result = TestSupport.run([
+            "aggregate", "--data", root, "--schemas", Fixtures.sampleSchemas, "--date", "2026-03-01", "--format", "orc",
+        ])
+        #expect(result.status == .usageOrIOError)
+        #expect(result.stderr.contains("--format orc: expected csv, parquet or both"), "\(result.stderr)")
+    }
+
     /// `aggregate` with `--format both` on a synthetic spool: every table's Parquet file reads, in both
     /// readers, as the same rows and values as its CSV, each column of its declared type; the manifest
     /// lists both files; a rerun writes the same bytes; a rerun with `--format csv` removes the Parquet
