@@ -18,9 +18,10 @@ enum ChunkEncoder {
         }
         let values = firstValue..<(firstValue + present)
         firstValue += present
+        let extremes = extremes(column, values)
         let statistics = ChunkStatistics(
-            nullCount: rows.count - present, min: extreme(column, values, minimum: true),
-            max: extreme(column, values, minimum: false))
+            nullCount: rows.count - present, min: extremes.map { statisticsValue(column, $0.min) },
+            max: extremes.map { statisticsValue(column, $0.max) })
 
         // Definition levels: 4-byte length, then the hybrid encoding (width 1).
         var levels: [UInt8] = []
@@ -130,24 +131,36 @@ enum ChunkEncoder {
 
     // MARK: Statistics
 
-    /// The smallest or largest value in the column's order, as statistics store it.
-    private static func extreme(_ column: ParquetColumn, _ values: Range<Int>, minimum: Bool) -> [UInt8]? {
-        guard let first = values.first else { return nil }
-        var best = first
-        // `better(a, b)`: a comes before b in the order sought.
-        func better(_ a: Int, _ b: Int) -> Bool {
-            switch column.type {
-            case .string: return minimum ? column.stringPrecedes(a, b) : column.stringPrecedes(b, a)
-            case .decimal: return minimum ? column.decimals[a] < column.decimals[b] : column.decimals[a] > column.decimals[b]
-            default: return minimum ? column.integers[a] < column.integers[b] : column.integers[a] > column.integers[b]
+    /// The smallest and largest values in the column's order (indexes), one pass per type.
+    private static func extremes(_ column: ParquetColumn, _ values: Range<Int>) -> (min: Int, max: Int)? {
+        guard var low = values.first else { return nil }
+        var high = low
+        switch column.type {
+        case .string:
+            for index in values.dropFirst() {
+                if column.stringPrecedes(index, low) { low = index } else if column.stringPrecedes(high, index) { high = index }
+            }
+        case .decimal:
+            let decimals = column.decimals
+            for index in values.dropFirst() {
+                if decimals[index] < decimals[low] { low = index } else if decimals[index] > decimals[high] { high = index }
+            }
+        default:
+            let integers = column.integers
+            for index in values.dropFirst() {
+                if integers[index] < integers[low] { low = index } else if integers[index] > integers[high] { high = index }
             }
         }
-        for index in values.dropFirst() where better(index, best) { best = index }
+        return (low, high)
+    }
+
+    /// Value `index` as statistics store it (PLAIN, strings without their length).
+    private static func statisticsValue(_ column: ParquetColumn, _ index: Int) -> [UInt8] {
         var out: [UInt8] = []
         switch column.type {
-        case .string: out.append(contentsOf: column.string(best))
-        case .boolean: out.append(UInt8(column.integers[best]))
-        default: appendPlainValue(column, best, to: &out)
+        case .string: out.append(contentsOf: column.string(index))
+        case .boolean: out.append(UInt8(column.integers[index]))
+        default: appendPlainValue(column, index, to: &out)
         }
         return out
     }
