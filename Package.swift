@@ -4,7 +4,7 @@
 // libraries (through `systemLibrary` targets) are used: no outside Swift packages can be fetched.
 //
 // Layering, bottom up:
-//   COpenSSL, CMicroHTTPD, CCurl   Debian's C libraries (system library targets)
+//   COpenSSL, CMicroHTTPD, CCurl, CZstd   Debian's C libraries (system library targets)
 //   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
 //   BuildStamp      the release and the git commit of the build (written by BuildStampPlugin)
 //   Basics          foundations with no postback in them: strict JSON, Base64, hex, UTC time, durable
@@ -14,6 +14,7 @@
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
 //   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl: `send`, the S3 client
 //   SpoolDelivery   ships sealed spool segments to a destination (an S3 bucket; partner forwarding next)
+//   Parquet         Parquet files written (and read back): the only module that touches libzstd
 //   Aggregation     conversion schemas and the nightly job      Reporting  the static HTML report
 //   PostbackTesting test signing, synthetic postbacks and spools: for tests, benches and the CLI's
 //                   `generate`/`synthesize`; no core module imports it
@@ -43,6 +44,11 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
         .target(name: "Locking"),
         // The release, and the commit the build was made from (BuildStampPlugin, scripts/build-stamp).
         .plugin(name: "BuildStampPlugin", capability: .buildTool()),
@@ -63,7 +69,10 @@ let package = Package(
         .target(
             name: "SpoolDelivery",
             dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
-        .target(name: "Aggregation", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto"]),
+        // The Parquet file writer (Thrift footers, pages, levels, dictionaries, statistics, zstd).
+        .target(name: "Parquet", dependencies: ["CZstd"]),
+        .target(
+            name: "Aggregation", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet"]),
         .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(
@@ -106,8 +115,8 @@ let package = Package(
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "TestSupport", "PostbackTesting", "Basics", "Aggregation", "PostbackStore", "Postbacks", "PostbackCrypto",
-                "PostbackCLI",
+                "TestSupport", "PostbackTesting", "Basics", "Aggregation", "Parquet", "PostbackStore", "Postbacks",
+                "PostbackCrypto", "PostbackCLI",
             ]),
         .testTarget(
             name: "PostbackCLITests",

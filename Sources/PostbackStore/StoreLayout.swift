@@ -47,8 +47,9 @@ package struct StoreLayout: Sendable {
 
     package func aggregateDirectory(table: String, day: UTCDay) -> String { "\(root)/agg/\(table)/dt=\(day)" }
 
-    package func aggregateFile(table: String, day: UTCDay) -> String {
-        aggregateDirectory(table: table, day: day) + "/part-00000.csv"
+    /// A table's file of a day: `part-00000.csv`, or `.parquet` with `extension: "parquet"`.
+    package func aggregateFile(table: String, day: UTCDay, extension: String = "csv") -> String {
+        aggregateDirectory(table: table, day: day) + "/part-00000." + `extension`
     }
 
     package var manifestDirectory: String { "\(root)/agg/_manifests" }

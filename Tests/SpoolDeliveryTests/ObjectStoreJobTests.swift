@@ -97,6 +97,23 @@ struct ObjectStoreJobTests {
         }
         let unchanged = republished == expected
         #expect(unchanged)
+
+        // --format both publishes the Parquet files too; a rerun with --format csv removes them from
+        // the bucket as from the local store.
+        for format in ["both", "csv"] {
+            let localFormat = run(["aggregate", "--data", local, "--format", format] + range)
+            let bucketFormat = run(["aggregate", "--data", url, "--format", format] + range)
+            #expect(localFormat.status == .success && bucketFormat.status == .success, "\(bucketFormat.stderr)")
+            var objects: [String: [UInt8]] = [:]
+            for object in try client.list(relativePrefix: "agg/") {
+                objects[object.relativeKey] = try client.getBytes(relativeKey: object.relativeKey)
+            }
+            let localFiles = files(local, under: "agg")
+            #expect(localFiles.keys.contains { $0.hasSuffix(".parquet") } == (format == "both"))
+            #expect(objects.keys.sorted() == localFiles.keys.sorted(), "\(format)")
+            let same = objects == localFiles
+            #expect(same, "\(format)")
+        }
     }
 
     @Test func aSecondJobIsStoppedByTheLeaseAndMistakesAreClear() throws {

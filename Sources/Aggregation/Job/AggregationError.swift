@@ -21,6 +21,8 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
     case worseThanPublished(day: UTCDay, manifest: String, losses: String)
     /// The UTC day is not over: its spool is still being written.
     case openDay(UTCDay)
+    /// A rendered table that could not be written as Parquet (a value its declared type does not hold).
+    case parquet(String)
 
     package var description: String {
         switch self {
@@ -30,6 +32,7 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
         case .usage(let message): return message
         case .locked(let path): return "\(path) is locked: another 'postback aggregate' is running on this store"
         case .overflow(let message): return message
+        case .parquet(let message): return message
         case .worseThanPublished(let day, let manifest, let losses):
             return "\(day): not replaced: compared with the day published in \(manifest), this run has \(losses). "
                 + "Check --data and --schemas; rerun with --force to publish it anyway"

@@ -1,5 +1,6 @@
 package import Basics
 import Foundation
+package import Parquet
 import PostbackCrypto
 import PostbackStore
 import Postbacks
@@ -7,6 +8,14 @@ import Postbacks
 #if canImport(Glibc)
     import Glibc
 #endif
+
+/// The files a table is published as: `part-00000.csv`, `part-00000.parquet`, or both.
+package enum AggregateFormat: String, Sendable, CaseIterable {
+    case csv, parquet, both
+
+    package var writesCSV: Bool { self != .parquet }
+    package var writesParquet: Bool { self != .csv }
+}
 
 /// What to aggregate and how.
 package struct AggregationRequest: Sendable {
@@ -26,6 +35,10 @@ package struct AggregationRequest: Sendable {
     package var force = false
     /// Publish a UTC day that is not over yet, marked `partial` in its manifest (`--allow-open-day`).
     package var allowOpenDay = false
+    /// Which files each table is published as (`--format`).
+    package var format = AggregateFormat.csv
+    /// Rows per Parquet row group (settable for tests: a table larger than one row group).
+    package var parquetRowGroupRows = ParquetWriter.defaultRowGroupRows
     /// The current UTC day; days from it on are open. Settable for tests.
     package var today = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
     /// Where the spool segments are read from when not from `DATA/raw/…` (an object store); the
@@ -259,7 +272,9 @@ package final class AggregationJob: Sendable {
             day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
             schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,
             toolVersion: request.toolVersion, lookbackDays: request.lookbackDays,
-            partial: table.day >= request.today, force: request.force, quarantine: quarantine, conflicts: conflicts)
+            partial: table.day >= request.today, force: request.force, format: request.format,
+            parquetRowGroupRows: request.parquetRowGroupRows, workers: request.workers, quarantine: quarantine,
+            conflicts: conflicts)
     }
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed
@@ -273,6 +288,18 @@ package final class AggregationJob: Sendable {
         } catch {
             throw .system(error)
         }
+    }
+}
+
+extension AggregationJob {
+    /// Removes a published file this run no longer writes (no error when there is none), then syncs
+    /// its directory.
+    static func remove(_ path: String) throws(AggregationError) {
+        guard unlink(path) == 0 else {
+            guard errno == ENOENT else { throw .system(SystemCallError(operation: "unlink", path: path, errorNumber: errno)) }
+            return
+        }
+        try AggregationError.onFailure { () throws(SystemCallError) in try DurableFile.syncDirectory(containing: path) }
     }
 }
 

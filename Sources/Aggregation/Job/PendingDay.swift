@@ -42,6 +42,10 @@ struct PendingDay: Sendable {
     /// The UTC day was not over when it was read (`--allow-open-day`).
     let partial: Bool
     let force: Bool
+    let format: AggregateFormat
+    let parquetRowGroupRows: Int
+    /// Threads for encoding the Parquet files.
+    let workers: Int
     let quarantine: QuarantineSummary?
     let conflicts: ConflictSummary?
 
@@ -58,18 +62,41 @@ struct PendingDay: Sendable {
             throw .worseThanPublished(day: day, manifest: manifestPath, losses: losses)
         }
         var outputs: [ManifestWriter.Output] = []
-        for (name, bytes, rows) in rendered.tables {
-            try AggregationJob.publish(bytes, to: layout.aggregateFile(table: name, day: day))
-            outputs.append(
-                ManifestWriter.Output(
-                    table: name, path: "agg/\(name)/dt=\(day)/part-00000.csv", rows: rows, bytes: bytes.count,
-                    sha256: SHA256.hash(bytes).description))
+        // A file of the format this run does not write is left from an earlier run: removed once the
+        // manifest (which no longer lists it) is published.
+        var stale: [String] = []
+        // The Parquet files, made from the rendered CSV: the tables on the job's workers at once.
+        let tables = rendered.tables
+        let parquet = tables.map { _ in ResultSlot<[UInt8]>() }
+        if format.writesParquet {
+            try Parallel.run(workers: workers, tasks: tables.count) { (_, task) throws(AggregationError) in
+                let (table, columns) = AggregateTables.columnsByTable[task]
+                precondition(tables[task].name == table, "rendered tables in AggregateTables.all's order")
+                parquet[task].value = try ParquetTable.encode(
+                    csv: tables[task].bytes, table: table, columns: columns, rowGroupRows: parquetRowGroupRows)
+            }
+        }
+        for (index, (name, csv, rows)) in tables.enumerated() {
+            for (kind, writes) in [("csv", format.writesCSV), ("parquet", format.writesParquet)] {
+                let path = layout.aggregateFile(table: name, day: day, extension: kind)
+                guard writes else {
+                    stale.append(path)
+                    continue
+                }
+                let bytes = kind == "csv" ? csv : parquet[index].value!
+                try AggregationJob.publish(bytes, to: path)
+                outputs.append(
+                    ManifestWriter.Output(
+                        table: name, path: "agg/\(name)/dt=\(day)/part-00000.\(kind)", rows: rows, bytes: bytes.count,
+                        sha256: SHA256.hash(bytes).description))
+            }
         }
         let manifest = ManifestWriter.manifest(
             day: day, toolVersion: toolVersion, lookbackDays: lookbackDays, facts: facts,
             lookback: lookback, schemas: schemas, outputs: outputs, totals: rendered.totals,
             partial: partial, quarantine: quarantine, conflicts: conflicts)
         try AggregationJob.publish(manifest, to: manifestPath)
+        for path in stale { try AggregationJob.remove(path) }
         trace.mark("publish")
         var problems: [String] = []
         for segment in facts.segments {

@@ -12,6 +12,7 @@ enum AggregateCommand {
     static let usage = """
         usage: postback aggregate --data DIR --schemas DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD)
                                   [--lookback-days N] [--jobs N] [--json] [--force] [--allow-open-day]
+                                  [--format csv|parquet|both]
                postback aggregate --input FILE [--input FILE]... --date YYYY-MM-DD --data DIR --schemas DIR
                                   [--allow-dev] [--trust-key PEM]...
 
@@ -41,6 +42,8 @@ enum AggregateCommand {
           --json              one JSON summary object per day on stdout
           --force             replace published days even with less input or fewer decoded postbacks
           --allow-open-day    publish a day that is not over yet (UTC), marked partial in its manifest
+          --format F          csv (default), parquet or both: each table as part-00000.csv, as a
+                              typed part-00000.parquet (zstd), or both, all listed in the manifest
           --input FILE        aggregate raw postbacks (JSON Lines) instead of the spool, all as
                               received on --date; each is verified here first (repeatable)
           --allow-dev         with --input: accept development keys (counted as development)
@@ -52,7 +55,9 @@ enum AggregateCommand {
 
     static let syntax = CommandSyntax(
         "aggregate", usage: usage, flags: ["--json", "--allow-dev", "--force", "--allow-open-day"],
-        options: ["--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key"])
+        options: [
+            "--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key", "--format",
+        ])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
         if words.first == "synthesize" { return SynthesizeCommand.run(Array(words.dropFirst()), io: io) }
@@ -96,6 +101,12 @@ enum AggregateCommand {
                 toolVersion: "postback \(PostbackCommand.version)")
             built.force = arguments.has("--force")
             built.allowOpenDay = arguments.has("--allow-open-day")
+            if let format = arguments.value("--format") {
+                guard let parsed = AggregateFormat(rawValue: format) else {
+                    throw UsageError("--format \(format): expected csv, parquet or both")
+                }
+                built.format = parsed
+            }
             request = built
             do {
                 catalog = try SchemaCatalog.load(directory: schemas)

@@ -70,6 +70,14 @@ enum ObjectStoreJobs {
                 $0.contains("/dt=\(day)/") && !$0.hasPrefix("agg/_")
             }
             for path in outputs.sorted() + [manifest] { try publish(path, from: staged) }
+            // A table file the job removed (a rerun with another --format) goes from the bucket too,
+            // after the manifest that no longer lists it.
+            for key in staged.downloaded.keys.sorted()
+            where key.contains("/dt=\(day)/") && !key.hasPrefix("agg/_")
+                && !FileManager.default.fileExists(atPath: staged.root + "/" + key)
+            {
+                try staged.client.delete(relativeKey: key)
+            }
             day = day.adding(days: 1)
         }
     }
@@ -160,7 +168,8 @@ enum ObjectStoreJobs {
         if staged.downloaded[relativePath] == checksum { return }
         try staged.client.putBytes(
             relativeKey: relativePath, bytes: bytes, checksumSHA256: checksum,
-            contentType: relativePath.hasSuffix(".json") ? "application/json" : "text/csv")
+            contentType: relativePath.hasSuffix(".json")
+                ? "application/json" : relativePath.hasSuffix(".parquet") ? "application/vnd.apache.parquet" : "text/csv")
     }
 
     private static func localFiles(under root: String, relative: String) throws -> [String] {

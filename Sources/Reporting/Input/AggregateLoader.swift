@@ -87,6 +87,9 @@ struct AggregateLoader {
         let table = readsDetail ? manifest.detailTable : table
         let csvPath = layout.aggregateFile(table: table, day: day)
         if manifest.partial { model.partialDays.append(day) }
+        if manifest.outputs[table] == nil, let output = manifest.parquetOutputs[table] {
+            return try loadParquet(day, table: table, output: output, manifest: manifest, into: &model)
+        }
         guard let output = manifest.outputs[table] else {
             return .leftOut("its manifest lists no \(table) (published before it existed): run 'postback aggregate' for it again")
         }
@@ -124,6 +127,46 @@ struct AggregateLoader {
         if readsDetail { model.add(manifest) }
         return .included
     }
+
+    /// A day published as Parquet only (`aggregate --format parquet`): the file is read whole (a
+    /// day's table is small), checked against its manifest, and its rows read as the CSV's.
+    private func loadParquet(
+        _ day: UTCDay, table: String, output: DayManifest.Output, manifest: DayManifest, into model: inout ReportModel
+    ) throws(ReportError) -> DayOutcome {
+        let path = layout.aggregateFile(table: table, day: day, extension: "parquet")
+        guard exists(path) else { return .leftOut("the manifest lists \(table), but the file is missing") }
+        let bytes: [UInt8]
+        do {
+            bytes = try FileBytes.read(path: path, limit: 1 << 30)
+        } catch {
+            throw .io(path: error.path, message: error.message)
+        }
+        guard bytes.count == output.bytes, SHA256.hash(bytes).description == output.sha256 else {
+            return .leftOut(
+                "\(table) does not match its manifest (a run of 'postback aggregate' may be in progress or "
+                    + "was interrupted): rerun it for this day")
+        }
+        let decoded: (header: [String], rows: [[String?]])
+        do {
+            decoded = try ParquetTable.textRows(parquet: bytes)
+        } catch {
+            throw .malformed(path: path, line: nil, reason: "\(error)")
+        }
+        let layout = try CampaignDailyRecord.Layout(header: decoded.header.map { $0 }, path: path)
+        for (index, fields) in decoded.rows.enumerated() {
+            let record = try layout.record(fields, path: path, line: index + 1)
+            if let appID, record.appID != appID { continue }
+            try model.add(record, day: day)
+        }
+        guard decoded.rows.count == output.rows else {
+            throw .malformed(path: path, line: nil, reason: "\(decoded.rows.count) rows, its manifest says \(output.rows)")
+        }
+        if decoded.rows.isEmpty, manifest.isEmptyDay { return .empty }
+        if readsDetail { model.add(manifest) }
+        return .included
+    }
+
+    private var readsDetail: Bool { table == AggregateTables.postbackDetailDaily }
 
     private func exists(_ path: String) -> Bool {
         var status = stat()

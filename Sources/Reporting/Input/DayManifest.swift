@@ -21,8 +21,10 @@ struct DayManifest {
     /// The table at the full detail grain: `postback_detail_daily`, or `campaign_daily` in a day
     /// published before the rollups (format 2 and older), which was that table.
     var detailTable: String
-    /// Every output the manifest lists, by table.
+    /// Every CSV output the manifest lists, by table (what the report reads).
     var outputs: [String: Output]
+    /// Every Parquet output (`--format parquet` or `both`), by table.
+    var parquetOutputs: [String: Output]
     var schemaIDs: [String]
     var duplicatesSameDay: Int
     var duplicatesOfEarlierDays: Int
@@ -98,15 +100,22 @@ struct DayManifest {
         conflicts = ConflictCounts(manifest: root)
         tool = try string(root, "tool", in: "")
         outputs = [:]
+        parquetOutputs = [:]
         for entry in try array("outputs") {
-            outputs[try string(entry, "table", in: "outputs[].")] = Output(
+            let output = Output(
                 rows: try integer(entry, "rows", in: "outputs[]."), bytes: try integer(entry, "bytes", in: "outputs[]."),
                 sha256: try string(entry, "sha256", in: "outputs[]."))
+            let table = try string(entry, "table", in: "outputs[].")
+            if case .string(let path)? = entry["path"], path.hasSuffix(".parquet") {
+                parquetOutputs[table] = output
+            } else {
+                outputs[table] = output
+            }
         }
         detailTable =
-            outputs[AggregateTables.postbackDetailDaily] != nil
+            outputs[AggregateTables.postbackDetailDaily] != nil || parquetOutputs[AggregateTables.postbackDetailDaily] != nil
             ? AggregateTables.postbackDetailDaily : AggregateTables.campaignDaily
-        guard outputs[detailTable] != nil else {
+        guard outputs[detailTable] != nil || parquetOutputs[detailTable] != nil else {
             throw bad("outputs lists no \(AggregateTables.postbackDetailDaily) (or, before format 3, campaign_daily) file")
         }
         schemaIDs = []

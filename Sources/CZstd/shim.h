@@ -1,0 +1,4 @@
+#ifndef POSTBACK_CZSTD_SHIM_H
+#define POSTBACK_CZSTD_SHIM_H
+#include <zstd.h>
+#endif
