@@ -562,7 +562,13 @@ def main():
         parquet, parquet_seconds = run([*job, "--decode-table", decode, "--out", f"{work}/spark-parquet", "--format", "parquet"])
         print(f"spark job (Parquet): exit {parquet.returncode}, {parquet_seconds:.1f} s")
         checks.check(parquet.returncode == swift.returncode, "Parquet run: same exit status", parquet.stderr[-3000:])
-        compare_parquet(checks, f"{data}/agg", f"{work}/spark-parquet")
+        # postback aggregate's own Parquet, from a copy of the same spool: Spark's files must equal it value for value.
+        data_parquet = f"{work}/data-parquet"
+        shutil.copytree(f"{data}/raw", f"{data_parquet}/raw")
+        swift_parquet, _ = run([postback, "aggregate", "--data", data_parquet, "--schemas", schemas, *window, "--format", "parquet"])
+        checks.check(swift_parquet.returncode == swift.returncode, "postback aggregate --format parquet: same exit status",
+                     swift_parquet.stderr[-2000:])
+        compare_parquet(checks, f"{data_parquet}/agg", f"{work}/spark-parquet")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
