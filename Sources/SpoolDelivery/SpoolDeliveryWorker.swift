@@ -260,13 +260,16 @@ private final class DeliveryPass: @unchecked Sendable {
                 fail("\(segment.path): cannot read the segment to deliver it", local: true)
                 return false
             }
+            // A resumable destination's cursor: a failure after it moved still made progress.
+            var cursor: SegmentCursor?
+            var cursorStart = 0
             do {
                 if let resumable = owner.destination as? any ResumableDeliveryDestination {
-                    try resumable.deliver(
-                        segment,
-                        from: SegmentCursor(
-                            ledger: ledger, relativePath: segment.relativePath,
-                            isStopping: { [owner] in owner.isStopping }))
+                    let segmentCursor = SegmentCursor(
+                        ledger: ledger, relativePath: segment.relativePath, isStopping: { [owner] in owner.isStopping })
+                    cursor = segmentCursor
+                    cursorStart = segmentCursor.offset
+                    try resumable.deliver(segment, from: segmentCursor)
                 } else {
                     try owner.destination.deliver(segment, sha256: digest.bytes)
                 }
@@ -277,6 +280,12 @@ private final class DeliveryPass: @unchecked Sendable {
                     events(.conflict(segment, error.description))
                     publishPending(remaining)
                     continue
+                }
+                if let cursor, cursor.offset > cursorStart {
+                    // Delivered some before failing (a flaky link, one request in a batch): the
+                    // destination is up, so the wait starts again from the shortest instead of
+                    // growing towards the maximum while postbacks keep going through.
+                    consecutiveFailures = 0
                 }
                 fail(error.description, local: false)
                 retryAfter = error.retryAfterSeconds
