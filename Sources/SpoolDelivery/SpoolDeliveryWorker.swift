@@ -72,6 +72,8 @@ package final class SpoolDeliveryWorker: Sendable {
         package var deliveredSegments: [StoreLayout.Spool: Int] = [:]
         package var deliveredBytes: [StoreLayout.Spool: Int] = [:]
         package var failures = 0
+        /// Failed attempts since the last one that delivered something: what the backoff waits by.
+        package var consecutiveFailures = 0
         package var conflicts = 0
         package var removedLocally = 0
         /// False from a failed attempt until the next success.
@@ -304,6 +306,7 @@ private final class DeliveryPass: @unchecked Sendable {
             }
             owner.update { status in
                 status.destinationUp = true
+                status.consecutiveFailures = 0
                 status.deliveredSegments[segment.spool, default: 0] += 1
                 status.deliveredBytes[segment.spool, default: 0] += segment.size
             }
@@ -321,8 +324,9 @@ private final class DeliveryPass: @unchecked Sendable {
 
     private func fail(_ message: String, local: Bool) {
         consecutiveFailures += 1
-        owner.update { status in
+        owner.update { [consecutiveFailures] status in
             status.failures += 1
+            status.consecutiveFailures = consecutiveFailures
             status.lastError = message
             if !local { status.destinationUp = false }
         }
