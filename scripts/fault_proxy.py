@@ -100,6 +100,7 @@ class Proxy:
             except OSError:
                 return
             self.count("connections")
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no delay but the one injected
             threading.Thread(target=Connection(self, client).run, daemon=True).start()
 
 
@@ -129,6 +130,7 @@ class Connection:
         try:
             self.upstream = socket.create_connection(self.proxy.upstream, timeout=10)
             self.upstream.settimeout(None)
+            self.upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             self.proxy.count("upstream refused")
             return reset(self.client)
