@@ -2,11 +2,24 @@ import CCurl
 
 /// libcurl's multi interface: several prepared easy handles transferring at once on the calling
 /// thread (one `poll` over all their sockets), so N requests in flight cost no extra threads.
-enum CurlMulti {
+///
+/// The multi handle keeps the connections of the transfers it ran (its connection cache), so one
+/// that lives as long as its user reuses them batch after batch; a handle per batch closed them all,
+/// and every forwarded postback opened a new connection. Use it from one thread at a time.
+package final class CurlMulti {
+    private let handle: UnsafeMutableRawPointer?
+
+    package init() {
+        handle = curl_multi_init()
+    }
+
+    deinit {
+        if let handle { curl_multi_cleanup(handle) }
+    }
+
     /// Runs the transfers `prepare`d on `easies` to completion; each one's result code, in order.
-    static func performAll(_ easies: [CurlEasy]) -> [CURLcode] {
-        guard let multi = curl_multi_init() else { return Array(repeating: CURLE_FAILED_INIT, count: easies.count) }
-        defer { curl_multi_cleanup(multi) }
+    func performAll(_ easies: [CurlEasy]) -> [CURLcode] {
+        guard let multi = handle else { return Array(repeating: CURLE_FAILED_INIT, count: easies.count) }
         for easy in easies { curl_multi_add_handle(multi, easy.handle) }
         var running: Int32 = 0
         repeat {

@@ -111,8 +111,9 @@ extension HTTPClient {
     }
 
     /// Sends every POST at once, each on its own client's connection, with libcurl's multi interface
-    /// on the calling thread; results in order. A client must appear at most once.
-    package static func postAll(_ posts: [Post]) -> [Result<HTTPResponse, HTTPClientError>] {
+    /// on the calling thread; results in order. A client must appear at most once. Pass the same
+    /// `multi` for every batch to keep the connections alive between them.
+    package static func postAll(_ posts: [Post], multi: CurlMulti = CurlMulti()) -> [Result<HTTPResponse, HTTPClientError>] {
         var lists: [UnsafeMutablePointer<curl_slist>?] = []
         defer { lists.forEach { curl_slist_free_all($0) } }
         let start = DispatchTime.now().uptimeNanoseconds
@@ -133,7 +134,7 @@ extension HTTPClient {
                 }
             }
         }
-        let codes = CurlMulti.performAll(posts.map(\.client.easy))
+        let codes = multi.performAll(posts.map(\.client.easy))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return zip(posts, codes).map { post, code in
             Result { () throws(CurlEasy.Failure) in try post.client.easy.response(code, seconds: seconds) }

@@ -205,6 +205,10 @@ package final class S3Client {
                     Result { () throws(CurlEasy.Failure) in
                         try easy.perform(url: url, timeoutSeconds: settings.timeoutSeconds, headers: headerList) {
                             easy.set(CURLOPT_CONNECTTIMEOUT_MS, 10_000)
+                            // Less than 1 byte/s for the idle limit: the connection is dead (a stall,
+                            // a blackhole), not slow; without this a PUT waited the whole 300 s.
+                            easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+                            easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(settings.idleTimeoutSeconds.rounded(.up))))
                             easy.set(CURLOPT_AWS_SIGV4, pointer: signingPointer)
                             easy.set(CURLOPT_USERPWD, pointer: credentialsPointer)
                             if let upload {

@@ -54,8 +54,12 @@ package struct S3Settings: Sendable, Equatable {
     package var secretAccessKey: String
     package var sessionToken: String?
     package var addressing: Addressing
-    /// Per request; large segments need longer on slow links, so it is an idle limit plus this.
+    /// Per request, in all: large segments need long on slow links, so the idle limit below is what
+    /// notices a dead connection.
     package var timeoutSeconds: Double = 300
+    /// A request that moves no byte in either direction for this long (a stalled or black-holed
+    /// connection: no reset, no answer) is abandoned and retried.
+    package var idleTimeoutSeconds: Double = 30
 
     package init(
         endpoint: String, region: String, accessKeyID: String, secretAccessKey: String,

@@ -19,8 +19,8 @@ package import Postbacks
 ///      "rejected_body_keep_bytes": 4096,
 ///      "reserved_free_bytes": 268435456,
 ///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
-///      "object_store_addressing": null, "segment_max_age_seconds": 300, "local_retention_hours": 168,
-///      "shutdown_delivery_seconds": 20, "signing_listen": "127.0.0.1:9190",
+///      "object_store_addressing": null, "object_store_idle_timeout_seconds": 30, "segment_max_age_seconds": 300,
+///      "local_retention_hours": 168, "shutdown_delivery_seconds": 20, "signing_listen": "127.0.0.1:9190",
 ///      "signing_keys": [{"kid": "2026-12", "path": "network.pem"}], "web_ads": "web-ads.jsonl"}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
@@ -106,6 +106,8 @@ package struct ServerConfiguration: Sendable {
     package var objectStoreRegion: String?
     /// `path` or `virtual`; nil: path style with a custom endpoint, virtual-host style on AWS.
     package var objectStoreAddressing: String?
+    /// An object store request that moves no byte for this long is abandoned and retried; nil: 30 s.
+    package var objectStoreIdleTimeoutSeconds: Double?
     /// Seal an open segment after this long (so it can be shipped); nil: 300 s when shipping, else never.
     package var segmentMaxAgeSeconds: Double?
     /// Remove a shipped segment locally once it is this old; nil keeps every segment.
@@ -227,6 +229,7 @@ package struct ServerConfiguration: Sendable {
             case "object_store_endpoint": configuration.objectStoreEndpoint = try reader.optionalString()
             case "object_store_region": configuration.objectStoreRegion = try reader.optionalString()
             case "object_store_addressing": configuration.objectStoreAddressing = try reader.optionalString()
+            case "object_store_idle_timeout_seconds": configuration.objectStoreIdleTimeoutSeconds = try reader.seconds()
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
             case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
             case "shared_dedup_days": configuration.sharedDedupDays = try reader.integer(in: 0...400)
@@ -265,7 +268,8 @@ package struct ServerConfiguration: Sendable {
         "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
         "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint",
         "object_store_region",
-        "object_store_addressing", "segment_max_age_seconds", "local_retention_hours", "shared_dedup_days", "log_level",
+        "object_store_addressing", "object_store_idle_timeout_seconds", "segment_max_age_seconds", "local_retention_hours",
+        "shared_dedup_days", "log_level",
         "forward", "shutdown_delivery_seconds", "signing_listen", "signing_keys", "web_ads",
     ]
 

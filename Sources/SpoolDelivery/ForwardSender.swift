@@ -29,6 +29,8 @@ package final class ForwardSender: @unchecked Sendable {
     // Handle i is used by request slot i of a batch only; batches do not overlap (`send` waits), hence
     // `@unchecked Sendable`.
     private let clients: [HTTPClient]
+    /// One multi handle for every batch: its connection cache keeps the partner's connections alive.
+    private let multi = CurlMulti()
 
     package init(settings: ForwardSettings) throws(HTTPClientError) {
         self.settings = settings
@@ -174,7 +176,7 @@ package final class ForwardSender: @unchecked Sendable {
             HTTPClient.Post(
                 client: clients[index], url: settings.url, body: body(for: records[index]), headers: headers(for: records[index]))
         }
-        return HTTPClient.postAll(posts).map { result in
+        return HTTPClient.postAll(posts, multi: multi).map { result in
             switch result {
             case .success(let response): return Self.classify(response, destination: settings.name)
             case .failure(let error): return .retry("\(settings.name): \(error.description)", retryAfterSeconds: nil)

@@ -72,6 +72,8 @@ package final class SpoolDeliveryWorker: Sendable {
         package var deliveredSegments: [StoreLayout.Spool: Int] = [:]
         package var deliveredBytes: [StoreLayout.Spool: Int] = [:]
         package var failures = 0
+        /// Failed attempts since the last one that delivered something: what the backoff waits by.
+        package var consecutiveFailures = 0
         package var conflicts = 0
         package var removedLocally = 0
         /// False from a failed attempt until the next success.
@@ -260,13 +262,16 @@ private final class DeliveryPass: @unchecked Sendable {
                 fail("\(segment.path): cannot read the segment to deliver it", local: true)
                 return false
             }
+            // A resumable destination's cursor: a failure after it moved still made progress.
+            var cursor: SegmentCursor?
+            var cursorStart = 0
             do {
                 if let resumable = owner.destination as? any ResumableDeliveryDestination {
-                    try resumable.deliver(
-                        segment,
-                        from: SegmentCursor(
-                            ledger: ledger, relativePath: segment.relativePath,
-                            isStopping: { [owner] in owner.isStopping }))
+                    let segmentCursor = SegmentCursor(
+                        ledger: ledger, relativePath: segment.relativePath, isStopping: { [owner] in owner.isStopping })
+                    cursor = segmentCursor
+                    cursorStart = segmentCursor.offset
+                    try resumable.deliver(segment, from: segmentCursor)
                 } else {
                     try owner.destination.deliver(segment, sha256: digest.bytes)
                 }
@@ -277,6 +282,12 @@ private final class DeliveryPass: @unchecked Sendable {
                     events(.conflict(segment, error.description))
                     publishPending(remaining)
                     continue
+                }
+                if let cursor, cursor.offset > cursorStart {
+                    // Delivered some before failing (a flaky link, one request in a batch): the
+                    // destination is up, so the wait starts again from the shortest instead of
+                    // growing towards the maximum while postbacks keep going through.
+                    consecutiveFailures = 0
                 }
                 fail(error.description, local: false)
                 retryAfter = error.retryAfterSeconds
@@ -295,6 +306,7 @@ private final class DeliveryPass: @unchecked Sendable {
             }
             owner.update { status in
                 status.destinationUp = true
+                status.consecutiveFailures = 0
                 status.deliveredSegments[segment.spool, default: 0] += 1
                 status.deliveredBytes[segment.spool, default: 0] += segment.size
             }
@@ -312,8 +324,9 @@ private final class DeliveryPass: @unchecked Sendable {
 
     private func fail(_ message: String, local: Bool) {
         consecutiveFailures += 1
-        owner.update { status in
+        owner.update { [consecutiveFailures] status in
             status.failures += 1
+            status.consecutiveFailures = consecutiveFailures
             status.lastError = message
             if !local { status.destinationUp = false }
         }

@@ -69,6 +69,11 @@ final class PartnerServer: @unchecked Sendable {
         Int(try HTTPClient().get("http://127.0.0.1:\(port)/_max_in_flight").text) ?? 0
     }
 
+    /// Connections that carried a postback request.
+    func connections() throws -> Int {
+        Int(try HTTPClient().get("http://127.0.0.1:\(port)/_connections").text) ?? 0
+    }
+
     var requests: [Request] {
         let text = (try? String(contentsOfFile: recordFile, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in

@@ -155,6 +155,21 @@ struct ForwardingTests {
         #expect(try partner.maxInFlight() == 4)
     }
 
+    /// Batch after batch on the same connections: the multi handle lives as long as the sender (one
+    /// per batch closed its connections, and every postback opened a new one).
+    @Test func forwardingKeepsItsConnectionsAlive() throws {
+        let partner = try PartnerServer()
+        let receiver = try ForwardingReceiver(
+            forward: """
+                [{"name": "keep", "url": "\(partner.url)", "concurrency": 2}]
+                """)
+        defer { receiver.stop() }
+        for index in 0..<12 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 23)) == 200) }
+        #expect(eventually(30) { partner.acceptedKeys.count == 12 })
+        let connections = try partner.connections()
+        #expect(connections >= 1 && connections <= 2, "\(connections) connections for 12 postbacks")
+    }
+
     @Test func filtersAndEnrichment() throws {
         let partner = try PartnerServer()
         let receiver = try ForwardingReceiver(

@@ -2,6 +2,10 @@ import Foundation
 import PostbackClient
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("S3 client against a real SeaweedFS", .serialized, .enabled(if: ObjectStoreServer.available))
 struct S3ClientTests {
     @Test func putGetListHeadDeleteWithHiveKeys() throws {
@@ -133,5 +137,48 @@ struct S3ClientTests {
         }
         #expect(S3KeyEncoding.encode("raw/dt=2026-01-01/a b", keepSlash: true) == "raw/dt%3D2026-01-01/a%20b")
         #expect(S3KeyEncoding.encode("a/b", keepSlash: false) == "a%2Fb")
+    }
+}
+
+/// A store that accepts connections (the kernel's backlog) and never answers: a stalled or
+/// black-holed connection, no reset, no byte back.
+@Suite("S3 client against a silent store")
+struct S3ClientSilentStoreTests {
+    @Test func aSilentConnectionIsAbandonedAtTheIdleLimitNotTheRequestLimit() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(listener, generic, length) == 0 && listen(listener, 8) == 0
+                    && getsockname(listener, generic, &length) == 0
+            }
+        }
+        #expect(bound)
+        var settings = S3Settings(
+            endpoint: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))", region: "us-east-1", accessKeyID: "key",
+            secretAccessKey: "secret")
+        settings.timeoutSeconds = 120
+        settings.idleTimeoutSeconds = 1
+        let client = try S3Client(location: S3Location(url: "s3://bucket/prefix"), settings: settings)
+        let bytes = Array("a sealed segment\n".utf8)
+        // Before the idle limit, a PUT to a silent store waited for the whole request limit (300 s by
+        // default), and shipping with it: libcurl's message says which limit ended it.
+        var failure: S3Error?
+        do {
+            try client.putBytes(relativeKey: "k", bytes: bytes, checksumSHA256: checksum(bytes), createOnly: true)
+        } catch {
+            failure = error
+        }
+        guard case .unreachable(let message)? = failure else {
+            Issue.record("expected the store to be unreachable, got \(String(describing: failure))")
+            return
+        }
+        #expect(message.contains("too slow"), "\(message)")
+        #expect(failure?.isTransient == true)
     }
 }

@@ -69,9 +69,10 @@ enum ServeShipping {
     /// The S3 client for `ship_to`; nil when it is not set.
     private static func client(_ configuration: ServerConfiguration, environment: [String: String]?) throws -> S3Client? {
         guard let shipTo = configuration.shipTo else { return nil }
-        let settings = try S3Settings.fromEnvironment(
+        var settings = try S3Settings.fromEnvironment(
             environment, endpoint: configuration.objectStoreEndpoint, region: configuration.objectStoreRegion,
             addressing: configuration.objectStoreAddressing.flatMap(S3Settings.Addressing.init(rawValue:)))
+        if let idle = configuration.objectStoreIdleTimeoutSeconds { settings.idleTimeoutSeconds = idle }
         return try S3Client(location: S3Location(url: shipTo), settings: settings)
     }
 
