@@ -8,7 +8,8 @@
 //   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
 //   BuildStamp      the release and the git commit of the build (written by BuildStampPlugin)
 //   Basics          foundations with no postback in them: strict JSON, Base64, hex, UTC time, durable
-//                   files, line and record readers, SystemCallError, EINTR-safe fd I/O, flock
+//                   files, line and record readers, SystemCallError, EINTR-safe fd I/O, flock,
+//                   Parallel.run, the Prometheus text writer
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
 //   Postbacks       the postback domain: models, signed messages, the verifier, Apple's keys
 //   PostbackStore   the on-disk spool: record format, layout, segment reading and writing
