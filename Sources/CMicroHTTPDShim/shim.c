@@ -2,6 +2,7 @@
 #include "CMicroHTTPDShim.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,10 +16,25 @@
 #include <netinet/in.h>
 #include <microhttpd.h>
 
+// The daemon's C-side state: the logger, and whether new connections are refused (shutdown).
 struct postback_logger_box {
     postback_mhd_logger logger;
     void *context;
+    atomic_int refusing;
 };
+
+// libmicrohttpd's accept policy: every connection until shutdown, none after.
+static enum MHD_Result postback_accept_policy(void *cls, const struct sockaddr *address, socklen_t length) {
+    (void)address;
+    (void)length;
+    struct postback_logger_box *box = cls;
+    return atomic_load(&box->refusing) ? MHD_NO : MHD_YES;
+}
+
+void postback_mhd_refuse_connections(void *logger_box) {
+    struct postback_logger_box *box = logger_box;
+    atomic_store(&box->refusing, 1);
+}
 
 static void postback_format_log(void *cls, const char *format, va_list arguments) {
     struct postback_logger_box *box = cls;
@@ -33,6 +49,7 @@ struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settin
     if (box == NULL) return NULL;
     box->logger = settings->logger;
     box->context = settings->logger_context;
+    atomic_init(&box->refusing, 0);
 
     unsigned int flags = settings->thread_per_connection
         ? (MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG)
@@ -55,7 +72,7 @@ struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settin
         { MHD_OPTION_END, 0, NULL },
     };
     struct MHD_Daemon *daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, (MHD_AccessHandlerCallback)settings->access_handler, settings->access_context,
+        flags, 0, postback_accept_policy, box, (MHD_AccessHandlerCallback)settings->access_handler, settings->access_context,
         MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     if (daemon == NULL) {
         free(box);

@@ -10,17 +10,15 @@ import Synchronization
 /// The libmicrohttpd daemon: `init` starts it on a listening socket with `RequestHandler`'s C
 /// callbacks, `deinit` stops and frees it. Nothing else holds the daemon's pointer.
 ///
-/// Shutdown: `quiesce()` stops accepting connections; dropping the last reference then stops the
-/// daemon (it waits for its threads) and only after that closes the listening socket.
+/// Shutdown: `quiesce()` stops taking connections; dropping the last reference then stops the
+/// daemon (it waits for its threads), which closes the listening socket.
 final class HTTPDaemon: @unchecked Sendable {
     // @unchecked Sendable: the pointers are set once; libmicrohttpd synchronizes its own use.
     private let daemon: OpaquePointer
-    /// The C shim's logger allocation, freed with the daemon.
+    /// The C shim's allocation (the logger, and whether connections are refused), freed with the daemon.
     private let loggerBox: UnsafeMutableRawPointer?
     /// The callbacks' context: kept alive as long as the daemon can call back.
     private let handler: RequestHandler
-    /// The listening socket once `quiesce` gave it back; closed after the daemon stopped.
-    private let quiescedListenDescriptor = Atomic<Int32>(-1)
     private let abandoned = Atomic<Bool>(false)
 
     /// Starts serving `listenDescriptor`. On failure the caller still owns the socket.
@@ -87,12 +85,13 @@ final class HTTPDaemon: @unchecked Sendable {
         self.handler = handler
     }
 
-    /// Accepts no more connections (the kernel may still queue some; they are reset when the socket
-    /// closes). The workers may still use the listening socket: each removes it from its epoll set,
-    /// and aborts the process if it is already closed. So it is closed only in `deinit`, once the
-    /// daemon has stopped, as libmicrohttpd's documentation requires.
+    /// Takes no more connections: each new one is closed as soon as it is accepted (the accept
+    /// policy in the C shim). Not `MHD_quiesce_daemon`: with an epoll thread pool it races a worker
+    /// that removes the listening socket from its epoll set itself, and libmicrohttpd 0.9.75 then
+    /// aborts the process ("Failed to remove listen FD from epoll set"; scripts/disk-faults caught it
+    /// on SIGTERM). The listening socket stays open until the daemon stops, which closes it.
     func quiesce() {
-        quiescedListenDescriptor.store(MHD_quiesce_daemon(daemon), ordering: .relaxed)
+        postback_mhd_refuse_connections(loggerBox)
     }
 
     /// Leaves the daemon running for good (the process is about to end): used when storage hangs
@@ -106,7 +105,5 @@ final class HTTPDaemon: @unchecked Sendable {
     deinit {
         guard !abandoned.load(ordering: .relaxed) else { return }
         postback_mhd_stop(daemon, loggerBox)
-        let listen = quiescedListenDescriptor.load(ordering: .relaxed)
-        if listen >= 0 { close(listen) }
     }
 }

@@ -11,11 +11,12 @@ import Testing
 
 /// Graceful stop and libmicrohttpd's rules for it.
 @Suite struct ShutdownTests {
-    /// After MHD_quiesce_daemon the listening socket must stay open until the daemon has stopped: a
-    /// worker thread removes it from its epoll set when it next wakes, and libmicrohttpd aborts the
-    /// process ("Failed to remove listen FD from epoll set") if it was closed first. scripts/disk-faults
-    /// caught that abort on SIGTERM under strace. While a request in flight holds the shutdown, the
-    /// port must therefore still take TCP connections (into the backlog), and refuse them once stopped.
+    /// The listening socket stays open until the daemon has stopped: libmicrohttpd aborts the process
+    /// ("Failed to remove listen FD from epoll set") when a worker finds it closed, or when
+    /// MHD_quiesce_daemon races a worker removing it (scripts/disk-faults caught both on SIGTERM under
+    /// strace), so shutdown refuses new connections by its accept policy instead. While a request in
+    /// flight holds the shutdown, the port must therefore still take TCP connections, and refuse them
+    /// once stopped.
     @Test func theListeningSocketIsClosedOnlyAfterTheDaemonStops() throws {
         let storage = FaultyStorage()
         let server = try TestServer(storage: storage)

@@ -52,6 +52,11 @@ struct postback_mhd_settings {
 /// daemon's lifetime; pass it to postback_mhd_stop.
 struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settings, void **logger_box);
 
+/// From now on, closes every new connection as soon as it is accepted (shutdown). Used instead of
+/// MHD_quiesce_daemon, which with an epoll thread pool races a worker removing the listening socket
+/// from its epoll set itself, and aborts the process ("Failed to remove listen FD from epoll set").
+void postback_mhd_refuse_connections(void *logger_box);
+
 /// MHD_stop_daemon, then frees the logger box.
 void postback_mhd_stop(struct MHD_Daemon *daemon, void *logger_box);
 
