@@ -50,7 +50,10 @@ struct DeliveryBackoffTests {
                 backoff: Backoff(initialSeconds: 0.01, maximumSeconds: 0.05)),
             destination: destination)
         destination.worker.withLock { $0 = worker }
-        defer { worker.stop() }
+        defer {
+            worker.stop()
+            destination.worker.withLock { $0 = nil }  // the two point at each other: LeakSanitizer reports the cycle
+        }
         #expect(eventually(30) { worker.status.deliveredSegments[.postbacks] == 1 })
         let counted = destination.countedAtEachAttempt.withLock { $0 }
         // Every attempt moved the cursor before its failure: the worker never counted more than one
