@@ -9,12 +9,16 @@ let package = Package(
     name: "postback-fuzz",
     targets: [
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd"),
         .target(name: "Locking"),
-        .target(name: "Basics"),
+        .target(name: "Basics", dependencies: ["Locking"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
-        .target(name: "Aggregation", dependencies: ["Basics", "Postbacks", "PostbackStore", "PostbackCrypto"]),
+        .target(name: "Parquet", dependencies: ["CZstd"]),
+        .target(
+            name: "Aggregation",
+            dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet"]),
         .executableTarget(name: "FuzzPostbackBody", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzJWS", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzSchema", dependencies: ["Aggregation", "Postbacks"]),
