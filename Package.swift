@@ -71,7 +71,7 @@ let package = Package(
             name: "SpoolDelivery",
             dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
         // The Parquet file writer (Thrift footers, pages, levels, dictionaries, statistics, zstd).
-        .target(name: "Parquet", dependencies: ["CZstd"]),
+        .target(name: "Parquet", dependencies: ["Basics", "CZstd"]),
         .target(
             name: "Aggregation", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet"]),
         .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),

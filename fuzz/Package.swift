@@ -15,7 +15,7 @@ let package = Package(
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
-        .target(name: "Parquet", dependencies: ["CZstd"]),
+        .target(name: "Parquet", dependencies: ["Basics", "CZstd"]),
         .target(
             name: "Aggregation",
             dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet"]),

@@ -18,7 +18,9 @@ enum ChunkEncoder {
         }
         let values = firstValue..<(firstValue + present)
         firstValue += present
-        let extremes = extremes(column, values)
+        let dictionary = Dictionary(column, values)
+        // The extremes of a dictionary-encoded chunk are among its distinct values.
+        let extremes = if let dictionary { extremes(column, dictionary.entryValues) } else { extremes(column, values) }
         let statistics = ChunkStatistics(
             nullCount: rows.count - present, min: extremes.map { statisticsValue(column, $0.min) },
             max: extremes.map { statisticsValue(column, $0.max) })
@@ -32,12 +34,10 @@ enum ChunkEncoder {
             levels.append(contentsOf: encoded)
         }
 
-        var dictionary: Dictionary?
         var data = levels
-        if let built = Dictionary(column, values) {
-            dictionary = built
-            data.append(UInt8(built.bitWidth))
-            RLEHybridEncoder.encode(built.indices, bitWidth: built.bitWidth, into: &data)
+        if let dictionary {
+            data.append(UInt8(dictionary.bitWidth))
+            RLEHybridEncoder.encode(dictionary.indices, bitWidth: dictionary.bitWidth, into: &data)
         } else {
             appendPlain(column, values, to: &data)
         }
@@ -131,8 +131,8 @@ enum ChunkEncoder {
 
     // MARK: Statistics
 
-    /// The smallest and largest values in the column's order (indexes), one pass per type.
-    private static func extremes(_ column: ParquetColumn, _ values: Range<Int>) -> (min: Int, max: Int)? {
+    /// The smallest and largest of `values` (value indexes) in the column's order, one pass per type.
+    private static func extremes(_ column: ParquetColumn, _ values: some Collection<Int>) -> (min: Int, max: Int)? {
         guard var low = values.first else { return nil }
         var high = low
         switch column.type {
@@ -174,6 +174,8 @@ enum ChunkEncoder {
         var count = 0
         var indices: [UInt32] = []
         var bitWidth = 0
+        /// Per dictionary entry: the index of the value it was made from.
+        var entryValues: [Int] = []
 
         init?(_ column: ParquetColumn, _ values: Range<Int>) {
             if case .boolean = column.type { return nil }
@@ -250,7 +252,6 @@ enum ChunkEncoder {
             _ column: ParquetColumn, _ values: Range<Int>, hash: (Int) -> UInt64, same: (Int, Int) -> Bool
         ) -> Bool {
             var slots = [Int32](repeating: -1, count: 64)
-            var firstIndex: [Int] = []  // per dictionary entry: the value it was made from
             var hashes: [UInt64] = []
             var mask = slots.count - 1
             var previous: (index: Int, entry: UInt32)? = nil
@@ -265,7 +266,7 @@ enum ChunkEncoder {
                 var found: Int32 = -1
                 while slots[slot] >= 0 {
                     let entry = Int(slots[slot])
-                    if hashes[entry] == h, same(firstIndex[entry], index) {
+                    if hashes[entry] == h, same(entryValues[entry], index) {
                         found = Int32(entry)
                         break
                     }
@@ -274,7 +275,7 @@ enum ChunkEncoder {
                 if found < 0 {
                     found = Int32(count)
                     slots[slot] = found
-                    firstIndex.append(index)
+                    entryValues.append(index)
                     hashes.append(h)
                     count += 1
                     ChunkEncoder.appendPlainValue(column, index, to: &plain)

@@ -29,15 +29,15 @@ package struct ParquetColumn: Sendable {
     package let nullable: Bool
 
     /// Per row: whether it holds a value (only kept for nullable columns).
-    private(set) var present: [Bool] = []
-    package private(set) var rows = 0
+    var present: [Bool] = []
+    package internal(set) var rows = 0
     /// INT32, INT64, DATE and BOOLEAN (0 or 1) values, one per non-null row.
-    private(set) var integers: [Int64] = []
+    var integers: [Int64] = []
     /// DECIMAL values (unscaled), one per non-null row.
-    private(set) var decimals: [Int128] = []
+    var decimals: [Int128] = []
     /// STRING values: their bytes end to end, and where each starts (plus the end).
-    private(set) var stringBytes: [UInt8] = []
-    private(set) var stringStarts: [Int] = [0]
+    var stringBytes: [UInt8] = []
+    var stringStarts: [Int] = [0]
 
     package init(name: String, type: ParquetType, nullable: Bool) {
         self.name = name
@@ -50,6 +50,16 @@ package struct ParquetColumn: Sendable {
         case .string: return stringStarts.count - 1
         case .decimal: return decimals.count
         default: return integers.count
+        }
+    }
+
+    /// Room for `rows` more rows without growing (strings' bytes still grow as they come).
+    package mutating func reserveCapacity(_ rows: Int) {
+        if nullable { present.reserveCapacity(present.count + rows) }
+        switch type {
+        case .string: stringStarts.reserveCapacity(stringStarts.count + rows)
+        case .decimal: decimals.reserveCapacity(decimals.count + rows)
+        default: integers.reserveCapacity(integers.count + rows)
         }
     }
 

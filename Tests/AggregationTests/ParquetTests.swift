@@ -375,3 +375,107 @@ struct SeededRandom {
 extension Int128 {
     fileprivate func power(_ exponent: Int) -> Int128 { (0..<exponent).reduce(1) { result, _ in result * self } }
 }
+
+/// Values given as text (`ParquetColumn.append(text:)`, what the job's CSV-to-Parquet pass calls)
+/// make the same file as the same values given typed; text a column's type cannot hold is refused
+/// and named, and so is a rendered line that does not fit its table.
+@Suite struct ParquetTextValueTests {
+    @Test func textValuesMakeTheSameFileAsTypedValues() throws {
+        var random = SeededRandom(seed: 0x7465_7874)
+        for _ in 0..<60 {
+            let rows = random.below(500)
+            var typed: [ParquetColumn] = []
+            var fromText: [ParquetColumn] = []
+            for index in 0..<TestColumn.types.count {
+                let type = TestColumn.types[index]
+                let distinct = [1, 5, 300, 100_000][random.below(4)]
+                let values: [TestColumn.Value?] = (0..<rows).map { _ in
+                    random.below(5) == 0 ? nil : TestColumn.Value.sample(type, random.below(distinct))
+                }
+                let column = TestColumn("c\(index)", type, true, values)
+                typed.append(try column.parquet())
+                var parsed = ParquetColumn(name: column.name, type: type, nullable: true)
+                for value in values {
+                    let text = value.map { Self.text($0, type) }
+                    let problem =
+                        text.map { bytes in bytes.withUnsafeBufferPointer { parsed.append(text: $0) } }
+                        ?? parsed.append(text: nil)
+                    #expect(problem == nil, "\(type) \(String(describing: value))")
+                }
+                fromText.append(parsed)
+            }
+            #expect(try ParquetWriter.write(fromText) == ParquetWriter.write(typed))
+        }
+    }
+
+    @Test func textTheTypeCannotHoldIsRefused() {
+        let refused: [(ParquetType, String)] = [
+            (.int64, "12a"), (.int64, "-"), (.int64, "9223372036854775808"), (.int64, "1.5"),
+            (.int32, "2147483648"), (.boolean, "TRUE"), (.boolean, "1"),
+            (.date, "2026-13-01"), (.date, "2026-02-00"), (.date, "2026/02/01"), (.date, "26-02-01"),
+            (.decimal(precision: 38, scale: 6), "1.0000001"), (.decimal(precision: 38, scale: 6), "1.2.3"),
+            (.decimal(precision: 38, scale: 6), "."), (.decimal(precision: 38, scale: 6), "1e5"),
+        ]
+        for (type, text) in refused {
+            var column = ParquetColumn(name: "c", type: type, nullable: true)
+            let problem = Array(text.utf8).withUnsafeBufferPointer { column.append(text: $0) }
+            #expect(problem == .invalidValue(text), "\(type) \(text)")
+            #expect(column.rows == 0, "a refused value adds no row")
+        }
+        var required = ParquetColumn(name: "postbacks", type: .int64, nullable: false)
+        #expect(required.append(text: nil) == .nullInRequiredColumn("postbacks", row: 0))
+        // And the limits a type holds.
+        var limits = ParquetColumn(name: "c", type: .int64, nullable: false)
+        for text in ["9223372036854775807", "-9223372036854775808", "0"] {
+            #expect(Array(text.utf8).withUnsafeBufferPointer { limits.append(text: $0) } == nil, "\(text)")
+        }
+    }
+
+    @Test func aRenderedLineThatDoesNotFitItsTableIsNamed() throws {
+        let (table, columns) = AggregateTables.columnsByTable[0]
+        let header = columns.map(\.name).joined(separator: ",")
+        let good = try ParquetTable.encode(csv: Array("\(header)\n".utf8), table: table, columns: columns)
+        #expect(try ParquetReader.read(good).first?.rows == 0)
+
+        let count = try #require(columns.firstIndex { $0.isPostbackCount })
+        var fields = columns.map { $0.isPostbackCount ? "1" : "" }
+        #expect(Self.refusal(Array("\(header)\n\(fields.joined(separator: ","))\n".utf8), table, columns) == nil)
+        let short = Array("\(header)\n\(fields.dropLast().joined(separator: ","))\n".utf8)
+        #expect(Self.refusal(short, table, columns) == "\(table): line 2: not \(columns.count) fields")
+        fields[count] = "12x"
+        #expect(
+            Self.refusal(Array("\(header)\n\(fields.joined(separator: ","))\n".utf8), table, columns)
+                == "\(table): line 2, \(columns[count].name): not a value of the column's type: 12x")
+        fields[count] = "1"
+        fields[0] = "\"open"
+        #expect(
+            Self.refusal(Array("\(header)\n\(fields.joined(separator: ","))\n".utf8), table, columns)
+                == "\(table): line 2, \(columns[0].name): an unterminated quote")
+    }
+
+    /// What `ParquetTable.encode` says of `csv`, or nil when it takes it.
+    static func refusal(_ csv: [UInt8], _ table: String, _ columns: [AggregateColumn]) -> String? {
+        do {
+            _ = try ParquetTable.encode(csv: csv, table: table, columns: columns)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    /// A value as the CSV writes it (without the quoting, which the caller removes).
+    static func text(_ value: TestColumn.Value, _ type: ParquetType) -> [UInt8] {
+        switch (value, type) {
+        case (.string(let bytes), _): return bytes
+        case (.integer(let number), .boolean): return Array((number == 1 ? "true" : "false").utf8)
+        case (.integer(let days), .date): return Array(UTCDay(daysSinceEpoch: Int(days)).description.utf8)
+        case (.integer(let number), _): return Array(String(number).utf8)
+        case (.decimal(let unscaled), _):
+            let magnitude = unscaled.magnitude
+            let fraction = String(magnitude % 1_000_000)
+            return Array(
+                "\(unscaled < 0 ? "-" : "")\(magnitude / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+                    .utf8)
+        }
+    }
+}

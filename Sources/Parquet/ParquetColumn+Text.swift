@@ -1,0 +1,96 @@
+import Basics
+
+extension ParquetColumn {
+    /// A value written as text, as a CSV file has it: a decimal integer (`-12`), `true`/`false`, a
+    /// `YYYY-MM-DD` date, an exact decimal (`2.99`, `150`, `-0.5`) with at most the column's scale of
+    /// fraction digits, or any bytes for a string; nil for null. Returns what is wrong with the text,
+    /// or nil. Here rather than in the caller so that a table's whole parse specializes in one module.
+    package mutating func append(text field: UnsafeBufferPointer<UInt8>?) -> ParquetError? {
+        guard let field else {
+            guard nullable else { return .nullInRequiredColumn(name, row: rows) }
+            present.append(false)
+            rows += 1
+            return nil
+        }
+        switch type {
+        case .string:
+            stringBytes.append(contentsOf: field)
+            stringStarts.append(stringBytes.count)
+        case .int64:
+            guard let value = Self.integer(field) else { return .invalid(field) }
+            integers.append(value)
+        case .int32:
+            guard let value = Self.integer(field), Int32(exactly: value) != nil else { return .invalid(field) }
+            integers.append(value)
+        case .boolean:
+            if field.elementsEqual("true".utf8) {
+                integers.append(1)
+            } else if field.elementsEqual("false".utf8) {
+                integers.append(0)
+            } else {
+                return .invalid(field)
+            }
+        case .date:
+            guard field.count == 10, field[4] == 0x2D, field[7] == 0x2D,
+                let year = Self.integer(UnsafeBufferPointer(rebasing: field[0..<4])),
+                let month = Self.integer(UnsafeBufferPointer(rebasing: field[5..<7])), (1...12).contains(month),
+                let day = Self.integer(UnsafeBufferPointer(rebasing: field[8..<10])), (1...31).contains(day)
+            else { return .invalid(field) }
+            integers.append(Int64(UTCDay(year: Int(year), month: Int(month), day: Int(day)).daysSinceEpoch))
+        case .decimal(_, let scale):
+            guard let value = Self.decimal(field, scale: scale) else { return .invalid(field) }
+            decimals.append(value)
+        }
+        // The value is stored above without `append(_:)`'s checks, which the switch has made.
+        if nullable { present.append(true) }
+        rows += 1
+        return nil
+    }
+
+    /// A decimal integer with an optional leading minus.
+    private static func integer(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+        let negative = text.first == 0x2D
+        let digits = negative ? UnsafeBufferPointer(rebasing: text.dropFirst()) : text
+        guard !digits.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - 0x30) * (negative ? -1 : 1))
+            guard !overflow, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// An exact decimal as an unscaled integer with `scale` places.
+    private static func decimal(_ text: UnsafeBufferPointer<UInt8>, scale: Int) -> Int128? {
+        var value: Int128 = 0
+        var fractionDigits = 0
+        var seenPoint = false
+        var digits = 0
+        let negative = text.first == 0x2D
+        for byte in text.dropFirst(negative ? 1 : 0) {
+            if byte == 0x2E, !seenPoint {
+                seenPoint = true
+                continue
+            }
+            guard byte >= 0x30, byte <= 0x39, digits < 38 else { return nil }
+            if seenPoint {
+                fractionDigits += 1
+                guard fractionDigits <= scale else { return nil }
+            }
+            value = value * 10 + Int128(byte - 0x30)
+            digits += 1
+        }
+        guard digits > 0 else { return nil }
+        for _ in fractionDigits..<scale { value *= 10 }
+        return negative ? -value : value
+    }
+}
+
+extension ParquetError {
+    fileprivate static func invalid(_ field: UnsafeBufferPointer<UInt8>) -> ParquetError {
+        .invalidValue(String(decoding: field, as: UTF8.self))
+    }
+}
