@@ -4,11 +4,10 @@
 // libraries (through `systemLibrary` targets) are used: no outside Swift packages can be fetched.
 //
 // Layering, bottom up:
-//   COpenSSL, CMicroHTTPD, CCurl, CZstd   Debian's C libraries (system library targets)
-//   CCRC32          CRC-32 in C: folded with PCLMULQDQ, zlib for the rest (the only code that calls zlib)
+//   COpenSSL, CMicroHTTPD, CCurl, CZstd, CZlib   Debian's C libraries (system library targets)
 //   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
 //   BuildStamp      the release and the git commit of the build (written by BuildStampPlugin)
-//   Basics          foundations with no postback in them: strict JSON, Base64, hex, CRC-32, UTC time, durable
+//   Basics          foundations with no postback in them: strict JSON, Base64, hex, CRC-32 (zlib), UTC time, durable
 //                   files, line and record readers, SystemCallError, EINTR-safe fd I/O, flock,
 //                   Parallel.run, the Prometheus text writer
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
@@ -51,13 +50,16 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
-        // CRC-32 of spool lines: folded with PCLMULQDQ, zlib (zlib1g-dev) for the rest and as the reference.
-        .target(name: "CCRC32", linkerSettings: [.linkedLibrary("z")]),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(name: "Locking"),
         // The release, and the commit the build was made from (BuildStampPlugin, scripts/build-stamp).
         .plugin(name: "BuildStampPlugin", capability: .buildTool()),
         .target(name: "BuildStamp", plugins: ["BuildStampPlugin"]),
-        .target(name: "Basics", dependencies: ["Locking", "CCRC32"]),
+        .target(name: "Basics", dependencies: ["Locking", "CZlib"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
@@ -103,7 +105,7 @@ let package = Package(
             name: "PostbacksTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Postbacks", "PostbackCrypto"]),
         .testTarget(
             name: "PostbackStoreTests",
-            dependencies: ["TestSupport", "PostbackTesting", "Basics", "CCRC32", "PostbackStore", "Postbacks", "PostbackCrypto"]),
+            dependencies: ["TestSupport", "PostbackTesting", "Basics", "PostbackStore", "Postbacks", "PostbackCrypto"]),
         .testTarget(
             name: "PostbackServerTests",
             dependencies: [

@@ -10,9 +10,9 @@ let package = Package(
     targets: [
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd"),
-        .target(name: "CCRC32", linkerSettings: [.linkedLibrary("z")]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib"),
         .target(name: "Locking"),
-        .target(name: "Basics", dependencies: ["Locking", "CCRC32"]),
+        .target(name: "Basics", dependencies: ["Locking", "CZlib"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),

@@ -19,39 +19,35 @@ package enum SpoolChecksum {
         case mismatch
     }
 
+    /// `,"crc32":"`, the member's start after the covered bytes (their last is the comma).
+    private static let memberStart: [UInt8] = Array(",\"crc32\":\"".utf8)
     /// From the comma to the end: `,"crc32":"` + 8 hex digits + `"}`.
     static let tailLength = 20
 
     /// Ends `object`, a JSON object's bytes (`}` last, no newline), with the member.
     package static func seal(_ object: inout [UInt8]) {
         precondition(object.last == UInt8(ascii: "}"), "a JSON object")
-        object[object.count - 1] = UInt8(ascii: ",")
+        object.removeLast()
+        object.append(UInt8(ascii: ","))
         let crc = object.withUnsafeBytes { CRC32.checksum($0) }
-        object.append(contentsOf: memberTemplate)
-        let digits = object.count - 10
-        object.withUnsafeMutableBufferPointer { line in
-            for index in 0..<8 {
-                let digit = UInt8(truncatingIfNeeded: crc >> UInt32(28 - 4 * index)) & 0x0F
-                line[digits + index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
-            }
+        object.append(contentsOf: memberStart.dropFirst())
+        for shift in stride(from: 28, through: 0, by: -4) {
+            let digit = UInt8(truncatingIfNeeded: crc >> UInt32(shift)) & 0x0F
+            object.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
         }
+        object.append(UInt8(ascii: "\""))
+        object.append(UInt8(ascii: "}"))
     }
 
-    /// What follows the comma, its eight digits still to be filled in.
-    private static let memberTemplate: [UInt8] = Array("\"crc32\":\"00000000\"}".utf8)
-
-    /// Whether `line` (without its newline) ends with the member, and if so whether it matches. Read
-    /// for every line the nightly job counts: the member's start is compared as two words.
+    /// Whether `line` (without its newline) ends with the member, and if so whether it matches.
     package static func verdict(_ line: UnsafeRawBufferPointer) -> Verdict {
         let count = line.count
-        guard count >= tailLength + 1, let base = line.baseAddress else { return .absent }
+        guard count >= tailLength + 1 else { return .absent }
         let tail = count - tailLength
-        guard base.loadUnaligned(fromByteOffset: tail, as: UInt64.self) == memberWord,
-            base.loadUnaligned(fromByteOffset: tail + 8, as: UInt16.self) == memberEnd
-        else { return .absent }
+        for (offset, byte) in memberStart.enumerated() where line[tail + offset] != byte { return .absent }
         guard line[count - 2] == UInt8(ascii: "\""), line[count - 1] == UInt8(ascii: "}") else { return .mismatch }
         var stored: UInt32 = 0
-        for position in (tail + 10)..<(count - 2) {
+        for position in (tail + memberStart.count)..<(count - 2) {
             let byte = line[position]
             let digit: UInt8
             switch byte {
@@ -64,9 +60,4 @@ package enum SpoolChecksum {
         let covered = UnsafeRawBufferPointer(rebasing: line[..<(tail + 1)])
         return CRC32.checksum(covered) == stored ? .valid : .mismatch
     }
-
-    /// `,"crc32":"`, the member's start after the covered bytes (their last is the comma), as a
-    /// little-endian word (`,"crc32"`) and half-word (`:"`): literals, so no lazy global is checked.
-    private static let memberWord: UInt64 = 0x2232_3363_7263_222C
-    private static let memberEnd: UInt16 = 0x223A
 }
