@@ -4,10 +4,10 @@
 // libraries (through `systemLibrary` targets) are used: no outside Swift packages can be fetched.
 //
 // Layering, bottom up:
-//   COpenSSL, CMicroHTTPD, CCurl, CZstd, CZlib   Debian's C libraries (system library targets)
+//   COpenSSL, CMicroHTTPD, CCurl, CZstd   Debian's C libraries (system library targets)
 //   Locking         a pthread-mutex lock (visible to ThreadSanitizer, unlike Synchronization.Mutex)
 //   BuildStamp      the release and the git commit of the build (written by BuildStampPlugin)
-//   Basics          foundations with no postback in them: strict JSON, Base64, hex, CRC-32 (zlib), UTC time, durable
+//   Basics          foundations with no postback in them: strict JSON, Base64, hex, UTC time, durable
 //                   files, line and record readers, SystemCallError, EINTR-safe fd I/O, flock,
 //                   Parallel.run, the Prometheus text writer
 //   PostbackCrypto  the only module that touches OpenSSL: keys, ECDSA verify/sign, SHA-256
@@ -50,16 +50,11 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
-        .systemLibrary(
-            name: "CZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"])]
-        ),
         .target(name: "Locking"),
         // The release, and the commit the build was made from (BuildStampPlugin, scripts/build-stamp).
         .plugin(name: "BuildStampPlugin", capability: .buildTool()),
         .target(name: "BuildStamp", plugins: ["BuildStampPlugin"]),
-        .target(name: "Basics", dependencies: ["Locking", "CZlib"]),
+        .target(name: "Basics", dependencies: ["Locking"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),

@@ -10,9 +10,8 @@ let package = Package(
     targets: [
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd"),
-        .systemLibrary(name: "CZlib", pkgConfig: "zlib"),
         .target(name: "Locking"),
-        .target(name: "Basics", dependencies: ["Locking", "CZlib"]),
+        .target(name: "Basics", dependencies: ["Locking"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),

@@ -427,24 +427,6 @@ def file_facts(lines):
         F.regexp_extract(name, segment, 4).cast("long").alias("sequence"))
 
 
-def checksum_verdict(text):
-    """SpoolChecksum.verdict: `absent` when the line does not end with `,"crc32":"` + 8 bytes + `"}`;
-    `valid` when those 8 are lower-case hex naming the CRC-32 (Spark's `crc32`, zlib's) of every byte
-    before `"crc32"`, through the comma; `mismatch` otherwise. On the line's UTF-8 bytes."""
-    from pyspark.sql import functions as F
-
-    raw = F.encode(text, "UTF-8")
-    n = F.octet_length(raw)
-    member = raw.substr(n - 19, F.lit(10))  # 1-based: the comma is byte n - 19
-    digits = F.decode(raw.substr(n - 9, F.lit(8)), "UTF-8")
-    ending = raw.substr(n - 1, F.lit(2))
-    covered = raw.substr(F.lit(1), n - 19)
-    return (F.when((n < 21) | (member != F.encode(F.lit(',"crc32":"'), "UTF-8")), F.lit("absent"))
-            .when((ending == F.encode(F.lit('"}'), "UTF-8")) & digits.rlike("^[0-9a-f]{8}$")
-                  & (F.crc32(covered) == F.conv(digits, 16, 10).cast("long")), F.lit("valid"))
-            .otherwise(F.lit("mismatch")))
-
-
 def classify_lines(lines):
     """Parses each line and gives it a `state`, as SegmentScanner and SpoolLineDecoder do:
 
@@ -470,8 +452,7 @@ def classify_lines(lines):
     record = F.from_json(text, record_schema(), {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
     parsed = lines.select("dt", "spool", "name", "writer", "sequence", "block", "position", is_last.alias("is_last"),
                           without_newline.alias("without_newline"), (line_bytes > MAXIMUM_LINE_BYTES).alias("too_long"),
-                          F.col("value").contains("\u0000").alias("has_nul"), record.alias("r"),
-                          checksum_verdict(text).alias("checksum"))
+                          F.col("value").contains("\u0000").alias("has_nul"), record.alias("r"))
 
     r, a = F.col("r"), F.col("r.attribution")
     received = r["received_at"]
@@ -494,13 +475,11 @@ def classify_lines(lines):
     attribution_ok = a.isNull() | members_ok
     # SpoolRecord(line:): a known format, quarantine reason and flags (field, action and raw required).
     format_ok = r["format"].isNull() | r["format"].between(1, CURRENT_RECORD_FORMAT)
-    # SpoolChecksum: a line that ends with a crc32 must match it; from format 3 on, every line ends with one.
-    checksum_ok = (F.col("checksum") != "mismatch") & ((F.coalesce(r["format"], F.lit(1)) < 3) | (F.col("checksum") == "valid"))
     flags_ok = r["flags"].isNull() | F.forall(r["flags"], lambda f: f.isNotNull() & f["field"].isin(*FLAG_FIELDS)
                                                 & f["action"].isin(*FLAG_ACTIONS) & f["raw"].isNotNull())
     quarantine_ok = r["quarantine"].isNull() | r["quarantine"].isin(*QUARANTINE_REASONS)
     record_ok = (r.isNotNull() & r["_corrupt"].isNull() & received_ok & r["status"].isin(*VERIFICATION_STATUSES)
-                 & (r["body"].isNotNull() | r["body_base64"].isNotNull()) & attribution_ok & format_ok & checksum_ok & flags_ok & quarantine_ok)
+                 & (r["body"].isNotNull() | r["body_base64"].isNotNull()) & attribution_ok & format_ok & flags_ok & quarantine_ok)
     # A quarantined record (raw/unverifiable, or --input) is never counted as a postback.
     verified = (F.col("spool") == "postbacks") & (r["status"] == "verified") & r["quarantine"].isNull()
     sequence_index = F.coalesce(a["postback_sequence_index"], F.lit(0))

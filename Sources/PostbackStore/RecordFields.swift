@@ -13,8 +13,6 @@ package import Postbacks
 package enum RecordKey: Int, CaseIterable, Sendable {
     case format, receivedAt, writer, route, status, environment, dedupKey, postbackProtocol, version, key, reason, client
     case quarantine, attribution, bodyKept, bodySHA256, bodyBytes, flags, body, bodyBase64
-    /// Always last (`SpoolChecksum`).
-    case crc32
 
     package var spoolKey: String {
         switch self {
@@ -38,7 +36,6 @@ package enum RecordKey: Int, CaseIterable, Sendable {
         case .flags: return "flags"
         case .body: return "body"
         case .bodyBase64: return "body_base64"
-        case .crc32: return "crc32"
         }
     }
 
@@ -49,7 +46,7 @@ package enum RecordKey: Int, CaseIterable, Sendable {
         case .attribution: return .object
         case .flags: return .array
         case .receivedAt, .writer, .route, .status, .environment, .dedupKey, .postbackProtocol, .version, .key, .reason,
-            .client, .quarantine, .bodyKept, .bodySHA256, .body, .bodyBase64, .crc32:
+            .client, .quarantine, .bodyKept, .bodySHA256, .body, .bodyBase64:
             return .string
         }
     }
@@ -59,7 +56,6 @@ package enum RecordKey: Int, CaseIterable, Sendable {
         switch self {
         // `client` and the `body_*` keys of rejected records came after format 2 and only with it.
         case .format, .quarantine, .flags, .client, .bodyKept, .bodySHA256, .bodyBytes: return 2
-        case .crc32: return 3
         case .receivedAt, .writer, .route, .status, .environment, .dedupKey, .postbackProtocol, .version, .key, .reason,
             .attribution, .body, .bodyBase64:
             return 1

@@ -14,13 +14,11 @@ package import Postbacks
 /// be counted, so the nightly job need not re-parse Apple's JSON; `body` keeps the original for audits
 /// and re-verification. A body that is not UTF-8 is kept as `body_base64` instead.
 ///
-/// Format 2 writes `"format":2` first and `flags` (values not taken as sent, see `PostbackFlag`) when
-/// there are any; format 3 (this release) also ends every line with its `crc32` (`SpoolChecksum`), and
-/// a line whose checksum does not match is not a record. Format 1 records (no `format` key) and
-/// format 2 ones are read as before.
+/// Format 2 (this release) writes `"format":2` first and `flags` (values not taken as sent, see
+/// `PostbackFlag`) when there are any; format 1 records (no `format` key) are read as before.
 package struct SpoolRecord: Sendable, Equatable {
     /// The record layout this release writes; it reads this one and every earlier one.
-    package static let currentFormat = 3
+    package static let currentFormat = 2
 
     package var format: Int = SpoolRecord.currentFormat
     package var receivedAt: UTCTimestamp
@@ -143,20 +141,16 @@ package struct SpoolRecord: Sendable, Equatable {
                 // Not UTF-8: the next key, `body_base64`, keeps it instead.
                 if json.field(name, utf8: body) { break keys }
             case .bodyBase64: json.field(name, Base64.encode(body, alphabet: .standard))
-            case .crc32: break  // below, over the bytes before it
             }
         }
         json.endObject()
         var line = json.bytes
-        if format >= 3 { SpoolChecksum.seal(&line) }
         line.append(0x0A)
         return line
     }
 
     /// Parses a line written by `encoded()` (without its newline).
     package init(line: [UInt8]) throws(StoredFormError) {
-        let seal = line.withUnsafeBytes { SpoolChecksum.verdict($0) }
-        guard seal != .mismatch else { throw StoredFormError("the line's crc32 does not match its bytes: it is damaged") }
         let value: JSONValue
         do {
             value = try StrictJSONParser.parse(line)
@@ -179,9 +173,6 @@ package struct SpoolRecord: Sendable, Equatable {
                 )
             }
             format = Int(parsed)
-        }
-        guard format < 3 || seal == .valid else {
-            throw StoredFormError("a format \(format) record ends with its crc32, and this line does not: it is damaged")
         }
         guard let receivedText = string(.receivedAt), let receivedAt = UTCTimestamp(iso8601: receivedText) else {
             throw StoredFormError("received_at missing or not an ISO 8601 UTC timestamp")

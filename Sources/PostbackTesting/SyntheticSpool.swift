@@ -283,24 +283,3 @@ struct RealisticShape: Sendable {
     func country(_ draw: UInt64) -> String { Self.countries[countryCode.rank(draw)] }
     func coarse(_ draw: UInt64) -> CoarseConversionValue { CoarseConversionValue.allCases[coarseValue.rank(draw)] }
 }
-
-/// Spool lines edited by tests: a line whose bytes a test changed on purpose gets its `crc32` made
-/// again, so that what is tested is how the line reads, not that the change is caught (which
-/// `SpoolChecksum` does to every changed line).
-package enum EditedSpoolLine {
-    /// `line` (without its newline) with its `crc32` member made over its bytes as they are now; a
-    /// line that does not end with the member is returned as it is.
-    package static func resealed(_ line: [UInt8]) -> [UInt8] {
-        var object = unsealed(line)
-        guard object.count < line.count else { return line }
-        SpoolChecksum.seal(&object)
-        return object
-    }
-
-    /// `line` without its `crc32` member (as a format 2 line would end).
-    package static func unsealed(_ line: [UInt8]) -> [UInt8] {
-        let tail = Array(",\"crc32\":\"".utf8)
-        guard line.count > 20, Array(line[(line.count - 20)..<(line.count - 10)]) == tail else { return line }
-        return Array(line[..<(line.count - 20)]) + [UInt8(ascii: "}")]
-    }
-}

@@ -87,14 +87,11 @@ import Testing
         }
     }
 
-    /// Lines changed at random: as they are, no parser takes one (the `crc32` no longer matches); with
-    /// the checksum made again, the fast path reads each one as the full parser does, or leaves it.
     @Test func mutatedLinesAreNeverReadDifferently() {
         var random = SplitMix64(seed: 42)
         let inserts: [UInt8] = Array("\\\",:{}[] 0-9enultrfaé".utf8) + [0x01, 0x7F, 0xFF, 0x0D]
         var accepted = 0
         var declined = 0
-        var damagedTaken = 0
         for round in 0..<3000 {
             var line = Self.syntheticLines[round % Self.syntheticLines.count]
             for _ in 0...(random.next() % 3) {
@@ -105,9 +102,6 @@ import Testing
                 default: line.insert(inserts[Int(random.next() % UInt64(inserts.count))], at: position)
                 }
             }
-            let damaged = Self.fastAgreesWithFull(line)
-            if damaged.fast != nil || damaged.full != nil { damagedTaken += 1 }
-            line = EditedSpoolLine.resealed(line)
             let (fast, full) = Self.fastAgreesWithFull(line)
             if let fast {
                 accepted += 1
@@ -117,7 +111,6 @@ import Testing
             }
         }
         #expect(accepted > 0 && declined > 0)
-        #expect(damagedTaken == 0, "\(damagedTaken) changed lines read as records despite their crc32")
     }
 
     @Test func unusualButValidLinesFallBackToTheFullParser() throws {
@@ -138,7 +131,7 @@ import Testing
             encoded.replacingOccurrences(of: #""route""#, with: #" "route""#),  // whitespace
             encoded.replacingOccurrences(of: #""dedup_key":"k:0""#, with: #""dedup_key":"k\/0""#),  // escape in a field
         ]
-        for variant in variants.map({ String(decoding: EditedSpoolLine.resealed(Array($0.utf8)), as: UTF8.self) }) {
+        for variant in variants {
             guard case .verified(let inScratch) = decode(variant) else {
                 Issue.record("valid line not read: \(variant)")
                 continue

@@ -88,10 +88,8 @@ package struct FastSpoolLineParser {
     ) -> Bool {
         summary.reset()
         guard line.count > 2 else { return false }
-        let seal = SpoolChecksum.verdict(line)
-        guard seal != .mismatch else { return false }  // damaged: the full parser says so
         var parser = FastSpoolLineParser(line: line, literals: literals)
-        return parser.parseRecord(into: &summary, sealed: seal == .valid)
+        return parser.parseRecord(into: &summary)
     }
 
     package static func parse(_ line: UnsafeRawBufferPointer) -> SpoolLineSummary? {
@@ -101,20 +99,15 @@ package struct FastSpoolLineParser {
 
     // MARK: The record
 
-    /// `sealed`: the line ends with a `crc32` that matches (`SpoolChecksum`).
-    private mutating func parseRecord(into summary: inout SpoolLineSummary, sealed: Bool) -> Bool {
+    private mutating func parseRecord(into summary: inout SpoolLineSummary) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
         var keys = KeyCursor(recordKeys, count: recordKeyCount)
         while true {
             guard let position = nextKey(&keys), let key = RecordKey(rawValue: position) else { return false }
             switch key {
             case .format:
-                // Format 1 (no key), 2 and 3 read alike here; a format 3 line without its checksum, or
-                // anything newer, is the full parser's to refuse.
-                guard let value = integer(), value == 2 || (value == 3 && sealed) else { return false }
-            case .crc32:
-                // Checked above; the member is the last one when it is the line's seal.
-                guard sealed, simpleString() != nil else { return false }
+                // Format 1 (no key) and 2 read alike here; anything newer is the full parser's to refuse.
+                guard let value = integer(), value == 2 else { return false }
             case .flags, .quarantine:
                 // Flagged postbacks are few: the full parser reads them (and counts their flags).
                 return false
