@@ -58,8 +58,9 @@ import Testing
             #expect(connection.readSome().hasPrefix("HTTP/1.1 200"))
         }
         // A connection counts as idle once the receiver has finished its reply, which a loaded host
-        // may do a moment after the client read it: until then it is not a candidate to shed.
-        usleep(300_000)
+        // may do a moment after the client read it (a full test run in parallel on 2 cores: hundreds of
+        // milliseconds): until then it is not a candidate to shed.
+        usleep(1_000_000)
         let extra = try RawConnection(port: server.server.port, receiveTimeoutSeconds: 2)
         let start = Date()
         extra.send("GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
