@@ -7,9 +7,9 @@
 enum ChunkEncoder {
     /// Writes `column`'s `rows` to `out`. `firstValue` is the index of the first non-null value of
     /// these rows, advanced past them.
-    static func write(_ column: ParquetColumn, rows: Range<Int>, firstValue: inout Int, to out: inout [UInt8])
-        throws(ParquetError) -> ChunkMeta
-    {
+    static func write(
+        _ column: ParquetColumn, rows: Range<Int>, firstValue: inout Int, to out: inout [UInt8], compressor: Zstd.Compressor
+    ) throws(ParquetError) -> ChunkMeta {
         var present = 0
         if column.nullable {
             for row in rows where column.isPresent(row) { present += 1 }
@@ -43,8 +43,8 @@ enum ChunkEncoder {
         }
         // zstd for the chunk's pages, unless that makes them no smaller (a tiny or random chunk):
         // the codec is the chunk's, so then every page is stored as it is.
-        let dictionaryPage = dictionary.map { ($0.plain, Zstd.compress($0.plain)) }
-        let dataPage = (data, Zstd.compress(data))
+        let dictionaryPage = dictionary.map { ($0.plain, compressor.compress($0.plain)) }
+        let dataPage = (data, compressor.compress(data))
         let compresses =
             (dictionaryPage?.1.count ?? 0) + dataPage.1.count < (dictionaryPage?.0.count ?? 0) + dataPage.0.count
 

@@ -5,6 +5,8 @@ extension ParquetColumn {
     /// `YYYY-MM-DD` date, an exact decimal (`2.99`, `150`, `-0.5`) with at most the column's scale of
     /// fraction digits, or any bytes for a string; nil for null. Returns what is wrong with the text,
     /// or nil. Here rather than in the caller so that a table's whole parse specializes in one module.
+    /// Inlinable: the job calls it for every field of every table, from another module.
+    @inlinable
     package mutating func append(text field: UnsafeBufferPointer<UInt8>?) -> ParquetError? {
         guard let field else {
             guard nullable else { return .nullInRequiredColumn(name, row: rows) }
@@ -48,7 +50,8 @@ extension ParquetColumn {
     }
 
     /// A decimal integer with an optional leading minus.
-    private static func integer(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+    @usableFromInline
+    static func integer(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
         let negative = text.first == 0x2D
         let digits = negative ? UnsafeBufferPointer(rebasing: text.dropFirst()) : text
         guard !digits.isEmpty else { return nil }
@@ -64,7 +67,8 @@ extension ParquetColumn {
     }
 
     /// An exact decimal as an unscaled integer with `scale` places.
-    private static func decimal(_ text: UnsafeBufferPointer<UInt8>, scale: Int) -> Int128? {
+    @usableFromInline
+    static func decimal(_ text: UnsafeBufferPointer<UInt8>, scale: Int) -> Int128? {
         var value: Int128 = 0
         var fractionDigits = 0
         var seenPoint = false
@@ -90,7 +94,8 @@ extension ParquetColumn {
 }
 
 extension ParquetError {
-    fileprivate static func invalid(_ field: UnsafeBufferPointer<UInt8>) -> ParquetError {
+    @usableFromInline
+    static func invalid(_ field: UnsafeBufferPointer<UInt8>) -> ParquetError {
         .invalidValue(String(decoding: field, as: UTF8.self))
     }
 }

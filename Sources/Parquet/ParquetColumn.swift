@@ -29,15 +29,15 @@ package struct ParquetColumn: Sendable {
     package let nullable: Bool
 
     /// Per row: whether it holds a value (only kept for nullable columns).
-    var present: [Bool] = []
-    package internal(set) var rows = 0
+    @usableFromInline var present: [Bool] = []
+    @usableFromInline package internal(set) var rows = 0
     /// INT32, INT64, DATE and BOOLEAN (0 or 1) values, one per non-null row.
-    var integers: [Int64] = []
+    @usableFromInline var integers: [Int64] = []
     /// DECIMAL values (unscaled), one per non-null row.
-    var decimals: [Int128] = []
+    @usableFromInline var decimals: [Int128] = []
     /// STRING values: their bytes end to end, and where each starts (plus the end).
-    var stringBytes: [UInt8] = []
-    var stringStarts: [Int] = [0]
+    @usableFromInline var stringBytes: [UInt8] = []
+    @usableFromInline var stringStarts: [Int] = [0]
 
     package init(name: String, type: ParquetType, nullable: Bool) {
         self.name = name

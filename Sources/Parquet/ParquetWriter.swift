@@ -35,11 +35,14 @@ package enum ParquetWriter {
         var rowGroups: [RowGroupMeta] = []
         var valueCursor = [Int](repeating: 0, count: columns.count)
         var start = 0
+        let compressor = Zstd.Compressor()
         while start < rows {
             let end = min(rows, start + rowGroupRows)
             var chunks: [ChunkMeta] = []
             for (index, column) in columns.enumerated() {
-                chunks.append(try ChunkEncoder.write(column, rows: start..<end, firstValue: &valueCursor[index], to: &out))
+                chunks.append(
+                    try ChunkEncoder.write(
+                        column, rows: start..<end, firstValue: &valueCursor[index], to: &out, compressor: compressor))
             }
             rowGroups.append(RowGroupMeta(rows: end - start, chunks: chunks, ordinal: rowGroups.count))
             start = end
