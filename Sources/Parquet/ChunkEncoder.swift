@@ -29,7 +29,12 @@ enum ChunkEncoder {
         var levels: [UInt8] = []
         if column.nullable {
             var encoded: [UInt8] = []
-            RLEHybridEncoder.encode(rows.map { column.isPresent($0) ? 1 : 0 }, bitWidth: 1, into: &encoded)
+            if present == rows.count && rows.count >= 8 {
+                // No null: the one run `encode` would write, without building a level per row.
+                RLEHybridEncoder.appendRun(1, count: rows.count, bitWidth: 1, into: &encoded)
+            } else {
+                RLEHybridEncoder.encode(rows.map { column.isPresent($0) ? 1 : 0 }, bitWidth: 1, into: &encoded)
+            }
             ParquetBytes.appendLittleEndian(UInt32(encoded.count), to: &levels)
             levels.append(contentsOf: encoded)
         }

@@ -27,14 +27,19 @@ enum RLEHybridEncoder {
             }
             if run >= 8 {
                 flushLiterals(&literals, bitWidth: bitWidth, into: &out)
-                ParquetBytes.appendULEB128(UInt64(run) << 1, to: &out)
-                appendValue(value, bitWidth: bitWidth, into: &out)
+                appendRun(value, count: run, bitWidth: bitWidth, into: &out)
             } else {
                 for _ in 0..<run { literals.append(value) }
             }
             index = end
         }
         flushLiterals(&literals, bitWidth: bitWidth, into: &out)
+    }
+
+    /// One RLE run: `value` `count` times (what `encode` writes for 8 or more equal values).
+    static func appendRun(_ value: UInt32, count: Int, bitWidth: Int, into out: inout [UInt8]) {
+        ParquetBytes.appendULEB128(UInt64(count) << 1, to: &out)
+        appendValue(value, bitWidth: bitWidth, into: &out)
     }
 
     private static func appendValue(_ value: UInt32, bitWidth: Int, into out: inout [UInt8]) {
