@@ -51,11 +51,15 @@ import Testing
     @Test func atTheLimitTheOldestIdleConnectionMakesRoom() throws {
         let server = try TestServer { $0.connectionLimit = 4 }
         defer { server.stop() }
-        let held = try (0..<4).map { _ in try RawConnection(port: server.server.port) }
-        // An answered request proves each of the four was accepted; they then stay open (keep-alive).
-        for connection in held {
+        // Opened one after the other, each answered before the next connects: the receiver's worker
+        // threads accept in their own order, and "oldest" is the order in which it took them.
+        // An answered request proves each was accepted; they then stay open (keep-alive).
+        var held: [RawConnection] = []
+        for _ in 0..<4 {
+            let connection = try RawConnection(port: server.server.port)
             connection.send("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(connection.readSome().hasPrefix("HTTP/1.1 200"))
+            held.append(connection)
         }
         // A connection counts as idle once the receiver has finished its reply, which a loaded host
         // may do a moment after the client read it (a full test run in parallel on 2 cores: hundreds of
