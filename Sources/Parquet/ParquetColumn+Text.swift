@@ -9,9 +9,7 @@ extension ParquetColumn {
     @inlinable
     package mutating func append(text field: UnsafeBufferPointer<UInt8>?) -> ParquetError? {
         guard let field else {
-            guard nullable else { return .nullInRequiredColumn(name, row: rows) }
-            present.append(false)
-            rows += 1
+            do { try appendNull() } catch { return error }
             return nil
         }
         switch type {
@@ -44,8 +42,7 @@ extension ParquetColumn {
             decimals.append(value)
         }
         // The value is stored above without `append(_:)`'s checks, which the switch has made.
-        if nullable { present.append(true) }
-        rows += 1
+        presentRow()
         return nil
     }
 

@@ -63,6 +63,7 @@ package struct ParquetColumn: Sendable {
         }
     }
 
+    @inlinable
     package mutating func appendNull() throws(ParquetError) {
         guard nullable else { throw .nullInRequiredColumn(name, row: rows) }
         present.append(false)
@@ -100,7 +101,8 @@ package struct ParquetColumn: Sendable {
         presentRow()
     }
 
-    private mutating func presentRow() {
+    @usableFromInline
+    mutating func presentRow() {
         if nullable { present.append(true) }
         rows += 1
     }
