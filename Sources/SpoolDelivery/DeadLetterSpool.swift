@@ -41,6 +41,10 @@ package struct DeadLetterSpool: Sendable {
         /// The dead-letter file and the line's offset in it: the entry's identity.
         package let file: String
         package let offset: Int
+        /// Offsets of later lines in the same file for the same postback (same idempotency key): a crash
+        /// or power cut after a dead letter was synced but before the cursor moved past it writes it
+        /// again. One entry stands for all of them, and resolving it resolves them all.
+        package var repeats: [Int] = []
         package let reason: String
         package let status: Int?
         package let answer: String?
@@ -71,14 +75,17 @@ package struct DeadLetterSpool: Sendable {
     /// Marks one entry as delivered after all (by `forward retry-dead-letters`).
     package func markResolved(_ entry: Entry) throws(StorageError) {
         let name = String(entry.file.split(separator: "/").last ?? "")
-        try appendLine(Array("\(name)\t\(entry.offset)".utf8), to: "\(directory)/\(writerID).resolved")
+        for offset in [entry.offset] + entry.repeats {
+            try appendLine(Array("\(name)\t\(offset)".utf8), to: "\(directory)/\(writerID).resolved")
+        }
     }
 
     private func appendLine(_ bytes: [UInt8], to file: String) throws(StorageError) {
         try storage.makeDirectories(directory)
-        let fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let fd = open(file, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw StorageError(operation: "open", path: file, errorNumber: errno) }
         defer { Glibc.close(fd) }
+        try DurableFile.cutTornLine(fd, path: file)
         try storage.append(bytes + [0x0A], to: fd, path: file)
         try storage.sync(fd, path: file)
         try storage.syncDirectory(directory)
@@ -103,6 +110,7 @@ package struct DeadLetterSpool: Sendable {
                 continue
             }
             let bytes = [UInt8](data)
+            var entryByKey: [String: Int] = [:]  // idempotency key → index in `entries`, this file
             var start = 0
             while start < bytes.count {
                 guard let end = bytes[start...].firstIndex(of: 0x0A) else { break }  // a torn tail: not a dead letter yet
@@ -121,10 +129,16 @@ package struct DeadLetterSpool: Sendable {
                 }
                 var status: Int?
                 if case .number(let number)? = object["status"] { status = number.int64Value.map(Int.init) }
+                let key = text("idempotency_key") ?? ForwardSender.idempotencyKey(record)
+                if let earlier = entryByKey[key] {
+                    entries[earlier].repeats.append(start)
+                    continue
+                }
+                entryByKey[key] = entries.count
                 entries.append(
                     Entry(
                         file: file, offset: start, reason: text("reason") ?? "?", status: status, answer: text("answer"),
-                        idempotencyKey: text("idempotency_key") ?? ForwardSender.idempotencyKey(record), record: record))
+                        idempotencyKey: key, record: record))
             }
         }
         return (entries, problems)

@@ -47,20 +47,14 @@ package final class DeliveryLedger {
         let parsed = Self.parse(bytes)
         delivered = parsed.delivered
         offsets = parsed.offsets
-        let lineStart = parsed.completeLength
-        if lineStart < bytes.count {
-            // Cut the torn line off so the next append starts a clean line.
-            guard ftruncate(fd, off_t(lineStart)) == 0, fdatasync(fd) == 0 else {
-                throw StorageError(operation: "truncate", path: path, errorNumber: errno)
-            }
-        }
+        try DurableFile.cutTornLine(fd, path: path)
     }
 
     deinit { if descriptor >= 0 { close(descriptor) } }
 
-    /// A ledger's contents: delivered segments, resume offsets of partly delivered ones, and the
-    /// length of its complete lines (a torn last line is ignored).
-    package static func parse(_ bytes: [UInt8]) -> (delivered: Set<String>, offsets: [String: Int], completeLength: Int) {
+    /// A ledger's contents: delivered segments and resume offsets of partly delivered ones (a torn
+    /// last line is ignored).
+    package static func parse(_ bytes: [UInt8]) -> (delivered: Set<String>, offsets: [String: Int]) {
         var delivered: Set<String> = []
         var offsets: [String: Int] = [:]
         var lineStart = 0
@@ -76,7 +70,7 @@ package final class DeliveryLedger {
             lineStart = position + 1
         }
         for path in delivered { offsets[path] = nil }
-        return (delivered, offsets, lineStart)
+        return (delivered, offsets)
     }
 
     package var count: Int { delivered.count }

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @testable import Basics
 @testable import Postbacks
 
@@ -23,4 +27,31 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: directory + "/a/b/.other.csv.tmp-99999"))
         #expect(throws: DurableFile.WriteError.self) { try DurableFile.write([1], to: directory + "/missing/x") }
     }
+
+    /// A torn last line is cut before the next append, whatever its length; complete lines stay.
+    @Test func cutTornLineLeavesOnlyCompleteLines() throws {
+        let directory = NSTemporaryDirectory() + "durable-\(UUID().uuidString)"
+        try DurableFile.makeDirectories(directory)
+        let cases: [(content: String, kept: String)] = [
+            ("", ""),
+            ("one\ntwo\n", "one\ntwo\n"),
+            ("one\ntw", "one\n"),
+            ("no newline at all", ""),
+            ("one\n" + String(repeating: "x", count: 10_000), "one\n"),  // a tail longer than one read
+            ("one\n\0\0\0\0", "one\n"),  // zeros a power cut left
+            (String(repeating: "y", count: 5000) + "\n" + String(repeating: "z", count: 4095), String(repeating: "y", count: 5000) + "\n"),
+        ]
+        for (number, item) in cases.enumerated() {
+            let path = "\(directory)/\(number).jsonl"
+            _ = FileManager.default.createFile(atPath: path, contents: Data(item.content.utf8))
+            let fd = open(path, O_RDWR | O_APPEND)
+            #expect(fd >= 0)
+            defer { close(fd) }
+            let cut = try DurableFile.cutTornLine(fd, path: path)
+            #expect(cut == item.content.utf8.count - item.kept.utf8.count, "case \(number)")
+            try FileDescriptorIO.writeAll(Array("next\n".utf8), to: fd, path: path)
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == item.kept + "next\n", "case \(number)")
+        }
+    }
 }
+

@@ -314,6 +314,43 @@ struct ForwardingTests {
         #expect(dead.first?.status == nil)
     }
 
+    /// A power cut can leave the last dead letter (or `.resolved` line) torn: the next append starts a
+    /// clean line instead of merging with it into one that cannot be read back (found by
+    /// scripts/power-loss: a dead letter lost that way would never be retried). A postback written
+    /// twice (the cut came before the cursor moved) is one entry, resolved as a whole.
+    @Test func deadLettersAndResolvedLinesAfterATornAppendReadBack() throws {
+        let root = NSTemporaryDirectory() + "postback-dead-torn-\(UUID().uuidString)"
+        let spool = DeadLetterSpool(root: root, destination: "forward-p", writerID: "rx1")
+        let first = try #require(try verifiedRecordFor(index: 1, seed: 11))
+        let second = try #require(try verifiedRecordFor(index: 2, seed: 11))
+        func append(_ record: SpoolRecord) throws {
+            try spool.append(
+                record: record, recordLine: record.encoded().filter { $0 != 0x0A }, reason: .refused, status: 400,
+                answer: "no", segment: "raw/postbacks/dt=2026-12-05/part-rx1-00001.jsonl", offset: 0)
+        }
+        func tear(_ path: String, _ bytes: String) throws {
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            handle.seekToEndOfFile()
+            handle.write(Data(bytes.utf8))
+            try handle.close()
+        }
+        try append(first)
+        try tear(spool.path, "{\"dead_at\":\"2026-12-05T01:")
+        try append(second)
+        try append(first)  // written again: the cut came before the cursor moved past it
+        var dead = DeadLetterSpool.unresolved(root: root, destination: "forward-p")
+        #expect(dead.problems == [])
+        #expect(dead.entries.map(\.idempotencyKey) == [first.dedupKey!, second.dedupKey!], "one entry per postback")
+        #expect(dead.entries.first?.repeats.count == 1)
+
+        try spool.markResolved(dead.entries[0])
+        try tear("\(spool.directory)/rx1.resolved", "rx1.jsonl\t12")
+        try spool.markResolved(dead.entries[1])
+        dead = DeadLetterSpool.unresolved(root: root, destination: "forward-p")
+        #expect(dead.problems == [])
+        #expect(dead.entries.isEmpty)
+    }
+
     /// `forward status`, `forward retry-dead-letters` and `forward replay` against a running receiver's data.
     @Test func forwardCommandsShowRetryAndReplay() throws {
         let partner = try PartnerServer()

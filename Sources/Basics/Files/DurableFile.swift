@@ -85,4 +85,32 @@ package enum DurableFile {
             try syncDirectory(parent)
         }
     }
+
+    /// Cuts a last line without its newline off an append-only file of lines (open for writing), so
+    /// that the next append starts a clean line. A crash between a write and its fdatasync, or a power
+    /// cut that kept part of an unsynced write, leaves such a tail; appended to, it would merge with
+    /// the next line into one that no reader can parse. Nothing relies on the tail: every writer syncs
+    /// a line before acting on it. Returns the number of bytes cut.
+    @discardableResult
+    package static func cutTornLine(_ fd: Int32, path: String) throws(WriteError) -> Int {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw WriteError(operation: "fstat", path: path, errorNumber: errno) }
+        let size = Int(status.st_size)
+        var end = size
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while end > 0 {
+            let start = max(0, end - chunk.count)
+            let got = try FileDescriptorIO.read(fd, into: &chunk, at: start, path: path)
+            if let newline = chunk[..<min(got, end - start)].lastIndex(of: 0x0A) {
+                end = start + newline + 1
+                break
+            }
+            end = start
+        }
+        guard end < size else { return 0 }
+        guard ftruncate(fd, off_t(end)) == 0, fdatasync(fd) == 0 else {
+            throw WriteError(operation: "truncate a torn last line", path: path, errorNumber: errno)
+        }
+        return size - end
+    }
 }
