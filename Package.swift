@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "Basics", dependencies: ["Locking"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
-        .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
+        .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "Locking"]),
         .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(

@@ -14,7 +14,7 @@ let package = Package(
         .target(name: "Basics", dependencies: ["Locking"]),
         .target(name: "PostbackCrypto", dependencies: ["Basics", "COpenSSL", "Locking"]),
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
-        .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "Locking"]),
+        .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "Locking"]),
         .target(name: "Parquet", dependencies: ["Basics", "CZstd"]),
         .target(
             name: "Aggregation",

@@ -278,6 +278,10 @@ private func logAndCount(_ event: SpoolWriter.Event, of spool: StoreLayout.Spool
         log.error(
             "open segment deleted or replaced under the receiver: closed it, the next record goes to a new segment",
             ["spool": .string(spool.rawValue), "path": .string(path)])
+    case .sealNotRecorded(let path, let error):
+        log.warning(
+            "sealed segment without its SHA-256 seal: it is stored and counted, but damage at rest would go unnoticed",
+            ["spool": .string(spool.rawValue), "path": .string(path), "error": .string(error.description)])
     case .committed:
         break
     }

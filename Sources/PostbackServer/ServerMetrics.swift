@@ -168,7 +168,7 @@ final class ServerMetrics: Sendable {
                 state.storageErrors[spool, default: 0] += 1
             case .segmentVanished:
                 state.segmentsVanished[spool, default: 0] += 1
-            case .recovered:
+            case .recovered, .sealNotRecorded:
                 break
             }
         }

@@ -173,6 +173,7 @@ package struct Reverification {
             }
             do {
                 try DurableFile.makeDirectories(layout.partition(.postbacks, day: day))
+                try seal(bytes, of: destination, day: day)
                 try DurableFile.write(bytes, to: destination)
             } catch {
                 throw Failure("cannot write \(destination): \(error); nothing was moved for \(day)")
@@ -185,11 +186,24 @@ package struct Reverification {
                 kept.append(contentsOf: line.bytes)
                 if line.endsWithNewline { kept.append(0x0A) }
             }
-            do { try DurableFile.write(kept, to: path) } catch {
+            do {
+                try seal(kept, of: path, day: day)
+                try DurableFile.write(kept, to: path)
+            } catch {
                 throw Failure("cannot rewrite \(path): \(error); its moved records are stored, a rerun finishes the move")
             }
             if killPoint == "source" { kill(getpid(), SIGKILL) }
         }
+    }
+
+    /// Records the seal of a segment about to be written whole (before it is written: a crash in
+    /// between leaves the old bytes, which match their own seal, since a segment matches any of its seals).
+    private func seal(_ bytes: [UInt8], of path: String, day: UTCDay) throws(SystemCallError) {
+        guard let spool = StoreLayout.Spool.allCases.first(where: { path.hasPrefix(layout.spoolDirectory($0) + "/") }) else {
+            return
+        }
+        try SegmentSeals.Recorder(root: layout.root, spool: spool, writerID: Self.writerID)
+            .record(path, day: day, SegmentSeals.seal(of: bytes))
     }
 
     private func nextDestination(day: UTCDay) throws(Failure) -> String {

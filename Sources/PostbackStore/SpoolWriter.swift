@@ -2,6 +2,7 @@ package import Basics
 import Dispatch
 import Foundation
 import Locking
+import PostbackCrypto
 package import Postbacks
 import Synchronization
 
@@ -46,6 +47,9 @@ package final class SpoolWriter: Sendable {
         /// An open segment was deleted or replaced under the writer (its directory removed, the file
         /// renamed or unlinked): it was closed, and the next record goes to a new one.
         case segmentVanished(path: String)
+        /// A segment was sealed but its seal (`SegmentSeals`) could not be recorded: readers take it as
+        /// it is, unchecked. Storage for postbacks is unaffected.
+        case sealNotRecorded(path: String, error: StorageError)
     }
 
     package struct Configuration: Sendable {
@@ -243,11 +247,14 @@ private final class Worker: @unchecked Sendable {
     struct OpenSegment {
         let descriptor: Int32
         let path: String
+        let day: UTCDay
         var size = 0
         var syncedSize = 0
         /// What `path` named when the segment was created (nil if it could not be read).
         var identity: FileIdentity? = nil
         let openedAt = DispatchTime.now().uptimeNanoseconds
+        /// Every byte written, for the seal: hashed as it is written, never read back.
+        let hasher = SHA256Hasher()
     }
 
     let owner: SpoolWriter
@@ -262,6 +269,8 @@ private final class Worker: @unchecked Sendable {
     var lastBatchSize = 0
     /// The open segments differ from what `publishSegments` last told the owner.
     var segmentsChanged = false
+    lazy var seals = SegmentSeals.Recorder(
+        root: configuration.layout.root, spool: configuration.spool, writerID: configuration.writerID)
 
     init(owner: SpoolWriter, index: DedupIndex?, events: @escaping @Sendable (SpoolWriter.Event) -> Void) {
         self.owner = owner
@@ -302,7 +311,7 @@ private final class Worker: @unchecked Sendable {
                 probeIfDue()
             }
         }
-        for segment in segments.values { closeSegment(segment) }
+        for segment in segments.values { sealSegment(segment) }
         segments.removeAll()
         owner.didFinish()
     }
@@ -364,7 +373,7 @@ private final class Worker: @unchecked Sendable {
                 }
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 // Rolled segments are full and synced: done with them.
-                for segment in rolled { closeSegment(segment) }
+                for segment in rolled { sealSegment(segment) }
                 rolled.removeAll()
                 for position in written {
                     outcomes[position] = .stored
@@ -423,6 +432,7 @@ private final class Worker: @unchecked Sendable {
         // it back to `syncedSize` anyway.
         segment.size += bytes.count
         try storage.append(bytes, to: segment.descriptor, path: segment.path)
+        segment.hasher.update(bytes)
     }
 
     private func newSegment(for day: UTCDay) throws(StorageError) -> OpenSegment {
@@ -456,7 +466,7 @@ private final class Worker: @unchecked Sendable {
             }
             events(.openedSegment(path: path))
             segmentsChanged = true
-            return OpenSegment(descriptor: descriptor, path: path, identity: FileIdentity(descriptor: descriptor))
+            return OpenSegment(descriptor: descriptor, path: path, day: day, identity: FileIdentity(descriptor: descriptor))
         }
     }
 
@@ -490,13 +500,28 @@ private final class Worker: @unchecked Sendable {
     /// After a midnight, the previous day's segment is closed once a batch no longer writes to it.
     private func closeStaleSegments(newest: UTCDay) {
         for (day, segment) in segments where day < newest {
-            closeSegment(segment)
+            sealSegment(segment)
             segments[day] = nil
             segmentsChanged = true
         }
     }
 
-    /// Closes a segment for good: from now on its bytes never change (it is sealed).
+    /// Closes a segment whose bytes are all synced, for good: from now on they never change. Its
+    /// seal is recorded first, so that a reader who sees it closed finds the seal.
+    private func sealSegment(_ segment: OpenSegment) {
+        if segment.size > 0 {
+            do {
+                try seals.record(
+                    segment.path, day: segment.day,
+                    SegmentSeals.Seal(size: segment.size, sha256: segment.hasher.finalize().description))
+            } catch {
+                events(.sealNotRecorded(path: segment.path, error: error))
+            }
+        }
+        closeSegment(segment)
+    }
+
+    /// Closes a segment without a seal (it vanished, or its unsynced bytes were dropped after a failure).
     private func closeSegment(_ segment: OpenSegment) {
         storage.close(segment.descriptor)
         owner.markOpen(segment.path, false)
@@ -516,7 +541,7 @@ private final class Worker: @unchecked Sendable {
         guard let maxAge = configuration.segmentMaxAgeSeconds else { return }
         let now = DispatchTime.now().uptimeNanoseconds
         for (day, segment) in segments where Double(now - segment.openedAt) / 1e9 >= maxAge {
-            closeSegment(segment)
+            sealSegment(segment)
             segments[day] = nil
             segmentsChanged = true
         }

@@ -426,6 +426,37 @@ import Testing
         #expect(try store.bytes("agg/_manifests/dt=2026-03-10.json") == manifest)
     }
 
+    /// A segment whose bytes are not what its writer sealed is refused, named, with the remedy; the
+    /// published day stays. A segment without a seal is read as it is, and a rewrite sealed again
+    /// (as `reverify` seals what it rewrites) matches its new seal.
+    @Test func aSegmentDamagedAfterItWasSealedIsRefused() throws {
+        let store = TemporaryDirectory()
+        try Self.buildSpool(root: store.path)
+        let name = "raw/postbacks/dt=2026-03-10/part-rx2-000001.jsonl"
+        let path = store.path + "/" + name
+        var bytes = try store.bytes(name)
+        let recorder = SegmentSeals.Recorder(root: store.path, spool: .postbacks, writerID: "rx2")
+        try recorder.record(path, day: UTCDay("2026-03-10")!, SegmentSeals.seal(of: bytes))
+        _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
+        let before = try store.bytes("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv")
+
+        // One digit of the first record's `received_at` changed: still a valid record, counted wrong.
+        let digit = try #require(bytes.firstIndex(of: UInt8(ascii: "2")))
+        bytes[digit] = UInt8(ascii: "3")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
+            Issue.record("a damaged segment was counted")
+        } catch let error as AggregationError {
+            #expect(error.description.contains("\(path) is damaged"), "\(error)")
+            #expect(error.description.contains("Restore the file from the object store's copy"), "\(error)")
+        }
+        #expect(try store.bytes("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv") == before, "the good output stays")
+
+        try recorder.record(path, day: UTCDay("2026-03-10")!, SegmentSeals.seal(of: bytes))
+        _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
+    }
+
     @Test func aPartitionThatCannotBeListedIsAnErrorNotAnEmptyDay() throws {
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)

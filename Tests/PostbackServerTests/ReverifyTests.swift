@@ -77,6 +77,17 @@ import Testing
         let again = try Reverification(layout: server.layout, verifier: Self.standInVerifier).run(from: today, to: today)
         #expect(again.moved.isEmpty && again.completed == 0)
         #expect(try server.records(.postbacks).count == 1)
+
+        // Every segment, the receiver's and those reverify wrote or rewrote, matches a seal of its
+        // bytes, so the nightly job's check (SegmentSeals) never takes a reverified store for damaged.
+        let seals = SegmentSeals.load(root: server.layout.root, day: today)
+        for spool in [StoreLayout.Spool.postbacks, .unverifiable] {
+            for segment in try server.layout.segments(spool, day: today) {
+                let bytes = [UInt8](try #require(FileManager.default.contents(atPath: segment.path)))
+                let name = String(segment.path.dropFirst(server.layout.root.count + 1))
+                #expect(seals[name]?.contains(SegmentSeals.seal(of: bytes)) == true, "\(name)")
+            }
+        }
     }
 
     @Test func theCommandRefusesDaysReceiversMayStillWrite() throws {

@@ -60,6 +60,34 @@ import Testing
         #expect(segments.map(\.sequence) == Array(1...segments.count))
     }
 
+    /// Every segment the writer seals (rolled at the size limit, or closed at the end) has a seal
+    /// with the file's own size and SHA-256, recorded as it was written, not read back.
+    @Test func everySealedSegmentHasTheSealOfItsBytes() throws {
+        let layout = StoreLayout(root: TemporaryDirectory.create("postback-store-tests"))
+        let writer = SpoolWriter(
+            configuration: .init(layout: layout, spool: .postbacks, writerID: "unit", segmentBytes: 4096),
+            dedupIndex: DedupIndex())
+        let day = UTCTimestamp.now().day
+        let group = DispatchGroup()
+        for index in 0..<12 {
+            let entry = record(index, seed: 33)
+            group.enter()
+            writer.submit(line: entry.line, day: day, dedupKey: entry.key) { _ in group.leave() }
+            if index % 3 == 0 { group.wait() }  // several batches, so segments roll between them too
+        }
+        group.wait()
+        writer.close()
+        let seals = SegmentSeals.load(root: layout.root, day: day)
+        let segments = try layout.segments(.postbacks, day: day)
+        #expect(segments.count >= 3)
+        #expect(seals.count == segments.count)
+        for segment in segments {
+            let bytes = [UInt8](try #require(FileManager.default.contents(atPath: segment.path)))
+            let name = String(segment.path.dropFirst(layout.root.count + 1))
+            #expect(seals[name] == [SegmentSeals.seal(of: bytes)], "\(name)")
+        }
+    }
+
     @Test func duplicatesInOneBatchAreWrittenOnce() throws {
         let layout = StoreLayout(root: TemporaryDirectory.create("postback-store-tests"))
         let storage = FaultyStorage()

@@ -1,12 +1,12 @@
 import Foundation
 import Testing
 
+@testable import Basics
+@testable import Postbacks
+
 #if canImport(Glibc)
     import Glibc
 #endif
-
-@testable import Basics
-@testable import Postbacks
 
 @Suite struct DurableFileTests {
     @Test func writesAtomicallyThroughAHiddenTemporaryAndCleansStaleOnes() throws {
@@ -39,7 +39,10 @@ import Testing
             ("no newline at all", ""),
             ("one\n" + String(repeating: "x", count: 10_000), "one\n"),  // a tail longer than one read
             ("one\n\0\0\0\0", "one\n"),  // zeros a power cut left
-            (String(repeating: "y", count: 5000) + "\n" + String(repeating: "z", count: 4095), String(repeating: "y", count: 5000) + "\n"),
+            (
+                String(repeating: "y", count: 5000) + "\n" + String(repeating: "z", count: 4095),
+                String(repeating: "y", count: 5000) + "\n"
+            ),
         ]
         for (number, item) in cases.enumerated() {
             let path = "\(directory)/\(number).jsonl"
@@ -54,4 +57,3 @@ import Testing
         }
     }
 }
-

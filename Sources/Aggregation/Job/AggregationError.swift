@@ -1,4 +1,5 @@
 package import Basics
+package import PostbackStore
 import Postbacks
 
 #if canImport(Glibc)
@@ -23,6 +24,8 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
     case openDay(UTCDay)
     /// A rendered table that could not be written as Parquet (a value its declared type does not hold).
     case parquet(String)
+    /// A segment whose bytes are not what its writer sealed (`SegmentSeals`): damaged at rest.
+    case damagedSegment(path: String, size: Int, sha256: String, sealed: SegmentSeals.Seal)
 
     package var description: String {
         switch self {
@@ -33,6 +36,11 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
         case .locked(let path): return "\(path) is locked: another 'postback aggregate' is running on this store"
         case .overflow(let message): return message
         case .parquet(let message): return message
+        case .damagedSegment(let path, let size, let sha256, let sealed):
+            return "\(path) is damaged: its \(size) bytes (SHA-256 \(sha256.prefix(16))…) are not the \(sealed.size) its "
+                + "receiver wrote and sealed (SHA-256 \(sealed.sha256.prefix(16))…), so its postbacks would be counted wrong; "
+                + "its day was not published. Restore the file from the object store's copy (ship_to, same path) or a backup, "
+                + "then rerun (docs/guarantees.md)"
         case .worseThanPublished(let day, let manifest, let losses):
             return "\(day): not replaced: compared with the day published in \(manifest), this run has \(losses). "
                 + "Check --data and --schemas; rerun with --force to publish it anyway"

@@ -238,6 +238,9 @@ package final class AggregationJob: Sendable {
                 }
                 continue
             }
+            // Local segments are checked against the seals their writers recorded (a bucket's were
+            // checked by the store against the SHA-256 each upload carried).
+            let seals = SegmentSeals.load(root: layout.root, day: day)
             let segments: [StoreLayout.Segment]
             do {
                 segments = try layout.segments(spool, day: day)
@@ -251,7 +254,9 @@ package final class AggregationJob: Sendable {
                 let name =
                     "raw/\(spool.rawValue)/dt=\(day)/"
                     + (segment.path.split(separator: "/").last.map(String.init) ?? segment.path)
-                tasks.append(SegmentTask(path: segment.path, name: name, spool: spool, ordinal: tasks.count, size: size))
+                tasks.append(
+                    SegmentTask(
+                        path: segment.path, name: name, spool: spool, ordinal: tasks.count, size: size, seals: seals[name] ?? []))
             }
         }
         return tasks

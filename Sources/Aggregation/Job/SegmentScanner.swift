@@ -17,6 +17,8 @@ struct SegmentTask: Sendable {
     /// microsecond.
     let ordinal: Int
     let size: Int
+    /// What its writers sealed it as (`SegmentSeals`); empty: not sealed, read unchecked.
+    var seals: [SegmentSeals.Seal] = []
 }
 
 /// What reading one segment found, for the manifest.
@@ -131,6 +133,10 @@ final class SegmentScanner {
         }
         report.lines = lines.lineCount
         report.sha256 = hasher.finalize().description
+        // The hash is taken for the manifest anyway: checking it against the seal costs nothing.
+        if !task.seals.isEmpty, !task.seals.contains(SegmentSeals.Seal(size: report.bytes, sha256: report.sha256)) {
+            throw .damagedSegment(path: task.path, size: report.bytes, sha256: report.sha256, sealed: task.seals[0])
+        }
         reports.append(report)
     }
 
