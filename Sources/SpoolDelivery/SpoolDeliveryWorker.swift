@@ -58,6 +58,9 @@ package final class SpoolDeliveryWorker: Sendable {
         /// The first success after `destinationDown`.
         case destinationUp
         case conflict(SealedSegment, String)
+        /// The segment's bytes match none of its seals (`SegmentSeals`): damaged at rest since it was
+        /// written. Never delivered (the far side would hold the damage), kept local, and not retried.
+        case damaged(SealedSegment, String)
         case removedLocally(String)
         /// A local problem (listing, hashing, the ledger): retried like a destination failure.
         case localProblem(String)
@@ -75,6 +78,7 @@ package final class SpoolDeliveryWorker: Sendable {
         /// Failed attempts since the last one that delivered something: what the backoff waits by.
         package var consecutiveFailures = 0
         package var conflicts = 0
+        package var damagedSegments = 0
         package var removedLocally = 0
         /// False from a failed attempt until the next success.
         package var destinationUp = true
@@ -191,6 +195,10 @@ package final class SpoolDeliveryWorker: Sendable {
             "postback_delivery_conflicts", .gauge, "Segments the destination holds with different bytes (never overwritten).",
             value: Double(status.conflicts))
         family(
+            "postback_delivery_damaged_segments", .gauge,
+            "Sealed segments not delivered because their bytes no longer match their seal (damaged at rest).",
+            value: Double(status.damagedSegments))
+        family(
             "postback_delivery_local_removed_total", .counter, "Delivered segments removed locally after the retention time.",
             value: Double(status.removedLocally))
         family(
@@ -212,6 +220,10 @@ private final class DeliveryPass: @unchecked Sendable {
     let ledger: DeliveryLedger
     let events: @Sendable (SpoolDeliveryWorker.Event) -> Void
     var conflicts: Set<String> = []
+    /// Segments found damaged (they match none of their seals): skipped like conflicts.
+    var damaged: Set<String> = []
+    /// The seals of the days this pass has looked at (`SegmentSeals`), by day.
+    var seals: [String: [String: [SegmentSeals.Seal]]] = [:]
     var consecutiveFailures = 0
     var reportedDown = false
     /// The destination's last `Retry-After`, honoured by the next wait.
@@ -245,6 +257,7 @@ private final class DeliveryPass: @unchecked Sendable {
 
     /// One pass; false if it stopped at a failure.
     private func pass(_ configuration: SpoolDeliveryWorker.Configuration) -> Bool {
+        seals.removeAll()  // a segment sealed since the last pass has its seal in the files now
         let pending: [SealedSegment]
         var delivered: [SealedSegment] = []
         var newest: Set<String> = []
@@ -261,6 +274,19 @@ private final class DeliveryPass: @unchecked Sendable {
             guard let digest = hash(segment.path) else {
                 fail("\(segment.path): cannot read the segment to deliver it", local: true)
                 return false
+            }
+            if let sealed = seals(of: segment, root: configuration.layout.root),
+                !sealed.contains(SegmentSeals.Seal(size: segment.size, sha256: digest.description))
+            {
+                damaged.insert(segment.relativePath)
+                owner.update { $0.damagedSegments = damaged.count }
+                events(
+                    .damaged(
+                        segment,
+                        "its \(segment.size) bytes (SHA-256 \(digest.description.prefix(16))…) are not the \(sealed[0].size) sealed "
+                            + "(SHA-256 \(sealed[0].sha256.prefix(16))…)"))
+                publishPending(remaining)
+                continue
             }
             // A resumable destination's cursor: a failure after it moved still made progress.
             var cursor: SegmentCursor?
@@ -366,7 +392,7 @@ private final class DeliveryPass: @unchecked Sendable {
                 for found in try configuration.layout.segments(spool, day: day) where found.writer == configuration.writerID {
                     if found.sequence > highest[spool]?.sequence ?? 0 { highest[spool] = (found.sequence, found.path) }
                     let relative = String(found.path.dropFirst(root.count + 1))
-                    if conflicts.contains(relative) { continue }
+                    if conflicts.contains(relative) || damaged.contains(relative) { continue }
                     var info = stat()
                     guard stat(found.path, &info) == 0 else { continue }
                     let segment = SealedSegment(
@@ -382,6 +408,15 @@ private final class DeliveryPass: @unchecked Sendable {
         }
         pending.sort { ($0.day, $0.segment.spool.rawValue, $0.sequence) < ($1.day, $1.segment.spool.rawValue, $1.sequence) }
         return (pending.map(\.segment), delivered, Set(highest.values.map(\.path)))
+    }
+
+    /// The seals recorded for `segment`, or nil when it has none (written before seals existed, or
+    /// left open by a crash): the day's seal files are read once per pass.
+    private func seals(of segment: SealedSegment, root: String) -> [SegmentSeals.Seal]? {
+        let parts = segment.relativePath.split(separator: "/")
+        guard parts.count == 4, parts[2].hasPrefix("dt="), let day = UTCDay(String(parts[2].dropFirst(3))) else { return nil }
+        if seals["\(day)"] == nil { seals["\(day)"] = SegmentSeals.load(root: root, day: day) }
+        return seals["\(day)"]?[segment.relativePath]
     }
 
     private func hash(_ path: String) -> SHA256.Digest? {

@@ -39,6 +39,10 @@ enum ServeForwarding {
                 log.error(
                     "segment not forwarded",
                     ["destination": .string(name), "path": .string(segment.path), "detail": .string(detail)])
+            case .damaged(let segment, let detail):
+                log.error(
+                    "segment not forwarded: damaged at rest since it was sealed; restore it from the object store's copy or a backup",
+                    ["destination": .string(name), "path": .string(segment.path), "detail": .string(detail)])
             case .removedLocally:
                 break
             case .localProblem(let detail):

@@ -50,6 +50,10 @@ enum ServeShipping {
                 log.error(
                     "segment not shipped: the bucket holds different bytes under its name",
                     ["path": .string(segment.path), "detail": .string(detail)])
+            case .damaged(let segment, let detail):
+                log.error(
+                    "segment not shipped: damaged at rest since it was sealed; restore it from a backup",
+                    ["path": .string(segment.path), "detail": .string(detail)])
             case .removedLocally(let path):
                 log.info("shipped segment removed locally after local_retention_hours", ["path": .string(path)])
             case .localProblem(let detail):
