@@ -101,6 +101,31 @@ package enum SegmentSeals {
         }
     }
 
+    /// Seals `writerID`'s newest segments that have no seal: the ones a crash or a power cut left open,
+    /// whose seal their writer never recorded. Called at start-up under the writer lock, when no
+    /// segment of this writer is open and recovery has read them; they never change again. Only the
+    /// two newest of each spool (a crash leaves at most today's open segment and yesterday's): older
+    /// unsealed ones predate seals and stay unchecked, so a first start does not hash a whole store.
+    /// Best effort: a segment that cannot be read or sealed stays unchecked, as before seals.
+    package static func sealLeftOpen(layout: StoreLayout, writerID: String) {
+        for spool in StoreLayout.Spool.allCases {
+            var own: [(sequence: Int, day: UTCDay, path: String)] = []
+            for day in (try? layout.days(spool)) ?? [] {
+                for segment in (try? layout.segments(spool, day: day)) ?? [] where segment.writer == writerID {
+                    own.append((segment.sequence, day, segment.path))
+                }
+            }
+            let recorder = Recorder(root: layout.root, spool: spool, writerID: writerID)
+            for segment in own.sorted(by: { $0.sequence < $1.sequence }).suffix(2) {
+                let name = String(segment.path.dropFirst(layout.root.count + 1))
+                guard load(root: layout.root, day: segment.day)[name] == nil,
+                    let data = FileManager.default.contents(atPath: segment.path), !data.isEmpty
+                else { continue }
+                try? recorder.record(segment.path, day: segment.day, seal(of: [UInt8](data)))
+            }
+        }
+    }
+
     /// The seal of `bytes` (a segment written whole, as `reverify` writes them).
     package static func seal(of bytes: [UInt8]) -> Seal {
         let hasher = SHA256Hasher()

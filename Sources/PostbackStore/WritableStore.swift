@@ -102,6 +102,7 @@ package final class WritableStore: Sendable {
         do { recovery = try SpoolRecovery.scan(layout: layout, writerID: writerID) } catch { throw .notRecoverable(error) }
         recovery.damage.forEach(damaged)
         guard recovery.unreadable.isEmpty else { throw .unreadableSegments(recovery.unreadable) }
+        SegmentSeals.sealLeftOpen(layout: layout, writerID: writerID)
         let recovered = Recovered(
             segments: recovery.segmentsScanned, records: recovery.recordsScanned, dedupKeys: recovery.dedupIndex.count,
             seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)

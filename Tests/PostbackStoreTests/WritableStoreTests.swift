@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import PostbackCrypto
 import PostbackStore
@@ -42,6 +43,40 @@ import Testing
         #expect(reopened.recovered.records == 1)
         #expect(reopened.recovered.dedupKeys == 1)
         #expect(reopened.postbacks.dedupKeyCount == 1)
+    }
+
+    /// A segment a crash left open (no seal: its writer never sealed it) is sealed, as it is, when the
+    /// writer id opens the store again; only the newest two of each spool, and never another
+    /// writer's (it may be open in a running receiver).
+    @Test func openingSealsTheSegmentsACrashLeftOpen() throws {
+        let directory = temporaryDirectory()
+        let layout = StoreLayout(root: directory)
+        let day = UTCDay("2026-12-04")!
+        let partition = layout.partition(.postbacks, day: day)
+        try FileManager.default.createDirectory(atPath: partition, withIntermediateDirectories: true)
+        var written: [String: [UInt8]] = [:]
+        for (writer, sequence) in [("rx", 1), ("rx", 2), ("rx", 3), ("other", 1)] {
+            let path = partition + "/" + StoreLayout.segmentName(writer: writer, sequence: sequence)
+            // A torn last line, as a crash leaves it: sealed as it is, since it never changes again.
+            let bytes = Array("{\"torn\":\(sequence)".utf8)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            written[String(path.dropFirst(directory.count + 1))] = bytes
+        }
+        let store = try WritableStore.open(dataDirectory: directory, writerID: "rx")
+        store.close()
+        let seals = SegmentSeals.load(root: directory, day: day)
+        let name = { (writer: String, sequence: Int) in
+            "raw/postbacks/dt=\(day)/" + StoreLayout.segmentName(writer: writer, sequence: sequence)
+        }
+        #expect(seals[name("rx", 1)] == nil, "older than the two newest: predates seals")
+        for sequence in [2, 3] {
+            #expect(seals[name("rx", sequence)] == [SegmentSeals.seal(of: written[name("rx", sequence)]!)])
+        }
+        #expect(seals[name("other", 1)] == nil, "another writer's segment is never sealed here")
+
+        // Opening again records nothing twice.
+        try WritableStore.open(dataDirectory: directory, writerID: "rx").close()
+        #expect(SegmentSeals.load(root: directory, day: day)[name("rx", 3)]?.count == 1)
     }
 
     @Test func anUnreadableSegmentIsRefusedAfterReportingDamage() throws {
