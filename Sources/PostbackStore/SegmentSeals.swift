@@ -81,17 +81,7 @@ package enum SegmentSeals {
             if wanted != path || descriptor < 0 {
                 if descriptor >= 0 { close(descriptor) }
                 descriptor = -1
-                try DurableFile.makeDirectories(directory)
-                let fd = open(wanted, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
-                guard fd >= 0 else { throw SystemCallError(operation: "open", path: wanted, errorNumber: errno) }
-                do throws(SystemCallError) {
-                    try DurableFile.syncDirectory(directory)
-                    try DurableFile.cutTornLine(fd, path: wanted)
-                } catch {
-                    close(fd)
-                    throw error
-                }
-                (descriptor, path) = (fd, wanted)
+                (descriptor, path) = (try DurableFile.openLines(wanted), wanted)
             }
             let relative = segmentPath.hasPrefix(root + "/") ? String(segmentPath.dropFirst(root.count + 1)) : segmentPath
             try FileDescriptorIO.writeAll(Array("\(relative)\t\(seal.size)\t\(seal.sha256)\n".utf8), to: descriptor, path: path)

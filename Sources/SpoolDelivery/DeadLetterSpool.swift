@@ -81,14 +81,10 @@ package struct DeadLetterSpool: Sendable {
     }
 
     private func appendLine(_ bytes: [UInt8], to file: String) throws(StorageError) {
-        try storage.makeDirectories(directory)
-        let fd = open(file, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw StorageError(operation: "open", path: file, errorNumber: errno) }
+        let fd = try DurableFile.openLines(file)
         defer { Glibc.close(fd) }
-        try DurableFile.cutTornLine(fd, path: file)
         try storage.append(bytes + [0x0A], to: fd, path: file)
         try storage.sync(fd, path: file)
-        try storage.syncDirectory(directory)
     }
 
     /// Every dead letter of every writer in `directory` not yet resolved, oldest first per file.

@@ -31,12 +31,8 @@ package final class DeliveryLedger {
     /// error: taking it for empty would only re-deliver, but it hides a broken disk.
     package init(path: String) throws(StorageError) {
         self.path = path
-        let directory = String(path[..<path.lastIndex(of: "/")!])
-        try storage.makeDirectories(directory)
-        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw StorageError(operation: "open", path: path, errorNumber: errno) }
+        let fd = try DurableFile.openLines(path)
         descriptor = fd
-        try storage.syncDirectory(directory)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -47,7 +43,6 @@ package final class DeliveryLedger {
         let parsed = Self.parse(bytes)
         delivered = parsed.delivered
         offsets = parsed.offsets
-        try DurableFile.cutTornLine(fd, path: path)
     }
 
     deinit { if descriptor >= 0 { close(descriptor) } }

@@ -223,7 +223,7 @@ private final class DeliveryPass: @unchecked Sendable {
     /// Segments found damaged (they match none of their seals): skipped like conflicts.
     var damaged: Set<String> = []
     /// The seals of the days this pass has looked at (`SegmentSeals`), by day.
-    var seals: [String: [String: [SegmentSeals.Seal]]] = [:]
+    var seals: [UTCDay: [String: [SegmentSeals.Seal]]] = [:]
     var consecutiveFailures = 0
     var reportedDown = false
     /// The destination's last `Retry-After`, honoured by the next wait.
@@ -415,8 +415,8 @@ private final class DeliveryPass: @unchecked Sendable {
     private func seals(of segment: SealedSegment, root: String) -> [SegmentSeals.Seal]? {
         let parts = segment.relativePath.split(separator: "/")
         guard parts.count == 4, parts[2].hasPrefix("dt="), let day = UTCDay(String(parts[2].dropFirst(3))) else { return nil }
-        if seals["\(day)"] == nil { seals["\(day)"] = SegmentSeals.load(root: root, day: day) }
-        return seals["\(day)"]?[segment.relativePath]
+        if seals[day] == nil { seals[day] = SegmentSeals.load(root: root, day: day) }
+        return seals[day]?[segment.relativePath]
     }
 
     private func hash(_ path: String) -> SHA256.Digest? {

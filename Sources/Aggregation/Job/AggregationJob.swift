@@ -226,6 +226,9 @@ package final class AggregationJob: Sendable {
     private func segmentTasks(day: UTCDay, includeRejected: Bool) throws(AggregationError) -> [SegmentTask] {
         var tasks: [SegmentTask] = []
         let spools: [StoreLayout.Spool] = includeRejected ? [.postbacks, .rejected] : [.postbacks]
+        // Local segments are checked against the seals their writers recorded (a bucket's were
+        // checked by the store against the SHA-256 each upload carried).
+        let seals = request.segmentSource == nil ? SegmentSeals.load(root: layout.root, day: day) : [:]
         for spool in spools {
             if let source = request.segmentSource {
                 // Sorted the way the local listing sorts (writer, then sequence): the order is the tie-breaker.
@@ -238,9 +241,6 @@ package final class AggregationJob: Sendable {
                 }
                 continue
             }
-            // Local segments are checked against the seals their writers recorded (a bucket's were
-            // checked by the store against the SHA-256 each upload carried).
-            let seals = SegmentSeals.load(root: layout.root, day: day)
             let segments: [StoreLayout.Segment]
             do {
                 segments = try layout.segments(spool, day: day)

@@ -86,6 +86,23 @@ package enum DurableFile {
         }
     }
 
+    /// Opens (creating it and its directories, durably) an append-only file of lines for appending,
+    /// with a torn last line cut off (`cutTornLine`): the ledgers, seals and dead letters.
+    package static func openLines(_ path: String) throws(WriteError) -> Int32 {
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        try makeDirectories(directory)
+        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw WriteError(operation: "open", path: path, errorNumber: errno) }
+        do throws(WriteError) {
+            try syncDirectory(directory)  // the file's name, if this created it
+            try cutTornLine(fd, path: path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
     /// Cuts a last line without its newline off an append-only file of lines (open for writing), so
     /// that the next append starts a clean line. A crash between a write and its fdatasync, or a power
     /// cut that kept part of an unsynced write, leaves such a tail; appended to, it would merge with
