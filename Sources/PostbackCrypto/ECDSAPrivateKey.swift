@@ -73,7 +73,8 @@ package final class ECDSAPrivateKey: @unchecked Sendable {
             }
         }
         guard ok == 1 else { throw CryptoError("EVP_PKEY_sign") }
-        return Array(signature.prefix(length))
+        signature.removeLast(signature.count - length)
+        return signature
     }
 
     /// A raw `r ‖ s` signature over SHA-256(`message`), as a JWS ES256 signature.

@@ -1,6 +1,10 @@
 import Basics
 internal import COpenSSL
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// SHA-256 through OpenSSL's EVP interface.
 package enum SHA256 {
     /// A 32-byte SHA-256 digest, stored inline so hashing on the hot path does not allocate.
@@ -38,20 +42,35 @@ package enum SHA256 {
     package static func hash(bytes: UnsafeRawBufferPointer) -> Digest {
         var digest = Digest()
         var length: UInt32 = 0
-        let ok = digestContexts.withContext { context in
-            Swift.withUnsafeMutableBytes(of: &digest.storage) { out in
-                EVP_DigestInit_ex2(context, sha256Algorithm.pointer, nil) == 1
-                    && EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1
-                    && EVP_DigestFinal_ex(context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length) == 1
-            }
+        let context = threadDigestContext()
+        let ok = Swift.withUnsafeMutableBytes(of: &digest.storage) { out in
+            EVP_DigestInit_ex2(context, sha256Algorithm.pointer, nil) == 1
+                && EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1
+                && EVP_DigestFinal_ex(context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length) == 1
         }
         // Only allocation failure makes these fail; stopping is better than a digest of zeros.
-        precondition(ok == true && length == 32, "SHA-256 failed: \(CryptoError.drainErrorQueue())")
+        precondition(ok && length == 32, "SHA-256 failed: \(CryptoError.drainErrorQueue())")
         return digest
     }
 
-    /// Reused digest contexts: EVP_Digest would allocate and free one per call.
-    private static let digestContexts = ContextPool(make: { EVP_MD_CTX_new() }, destroy: { EVP_MD_CTX_free($0) })
+    /// This thread's digest context, made on first use and freed when the thread ends. EVP_Digest
+    /// would allocate and free one per call; one pool shared by all threads put a lock and its
+    /// cache line between every two signatures of concurrent workers.
+    private static func threadDigestContext() -> OpaquePointer {
+        if let context = pthread_getspecific(digestContextKey) { return OpaquePointer(context) }
+        guard let context = EVP_MD_CTX_new() else {
+            preconditionFailure("EVP_MD_CTX_new failed: \(CryptoError.drainErrorQueue())")
+        }
+        pthread_setspecific(digestContextKey, UnsafeRawPointer(context))
+        return context
+    }
+
+    private static let digestContextKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let created = pthread_key_create(&key) { context in EVP_MD_CTX_free(OpaquePointer(context)) }
+        precondition(created == 0, "pthread_key_create failed (\(created))")
+        return key
+    }()
 }
 
 /// Incremental SHA-256, for file checksums.

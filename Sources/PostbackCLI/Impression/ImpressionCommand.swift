@@ -77,38 +77,44 @@ enum ImpressionCommand {
         }
         let counts = Locked((signed: 0, refused: 0, failed: false))
         do {
-            try forEachBatch(path: path, jobs: jobs, io: io) { batch in
-                var output = JSONWriter(reservingCapacity: batch.count * 400)
-                var errors: [UInt8] = []
-                var signed = 0
-                var refused = 0
-                var failed = false
-                for record in batch {
-                    do {
-                        if let problem = record.problem {
-                            // Empty input is nothing to sign, not a bad line.
-                            if record.bytes.isEmpty, problem.hasPrefix("empty input") { continue }
-                            throw PostbackRejection(.malformed, problem)
+            try forEachBatch(path: path, jobs: jobs, io: io) { worker in
+                // Each worker signs with its own copy of the key (and so its own OpenSSL contexts):
+                // sharing one costs a reference count and a pool lock bounced between cores per line.
+                let signer = worker == 0 ? signer : signer.independentCopy()
+                return { batch in
+                    var output = JSONWriter(reservingCapacity: batch.count * 400)
+                    var errors: [UInt8] = []
+                    var signed = 0
+                    var refused = 0
+                    var failed = false
+                    for record in batch {
+                        do {
+                            if let problem = record.problem {
+                                // Empty input is nothing to sign, not a bad line.
+                                if record.bytes.isEmpty, problem.hasPrefix("empty input") { continue }
+                                throw PostbackRejection(.malformed, problem)
+                            }
+                            try signer.signRecord(record.bytes, to: &output)
+                            signed += 1
+                        } catch let rejection as PostbackRejection {
+                            refused += 1
+                            errors.append(
+                                contentsOf:
+                                    "postback impression sign: \(VerdictFormatter.printable(record.source)): \(rejection.reason)\n"
+                                    .utf8)
+                        } catch {
+                            failed = true
+                            errors.append(
+                                contentsOf: "postback impression sign: \(record.source): signing failed: \(error)\n".utf8)
                         }
-                        try signer.signRecord(record.bytes, to: &output)
-                        signed += 1
-                    } catch let rejection as PostbackRejection {
-                        refused += 1
-                        errors.append(
-                            contentsOf:
-                                "postback impression sign: \(VerdictFormatter.printable(record.source)): \(rejection.reason)\n"
-                                .utf8)
-                    } catch {
-                        failed = true
-                        errors.append(contentsOf: "postback impression sign: \(record.source): signing failed: \(error)\n".utf8)
                     }
+                    counts.withLock {
+                        $0.signed += signed
+                        $0.refused += refused
+                        $0.failed = $0.failed || failed
+                    }
+                    return (output.bytes, errors)
                 }
-                counts.withLock {
-                    $0.signed += signed
-                    $0.refused += refused
-                    $0.failed = $0.failed || failed
-                }
-                return (output.bytes, errors)
             }
         } catch {
             io.printError("postback impression sign: \(error)")
@@ -147,24 +153,26 @@ enum ImpressionCommand {
         var hadIOError = false
         for path in paths {
             do {
-                try forEachBatch(path: path, jobs: jobs, io: io) { batch in
-                    var jsonOutput = JSONWriter(reservingCapacity: json ? batch.count * 300 : 0)
-                    var text: [UInt8] = []
-                    var counts = VerdictTally()
-                    for record in batch {
-                        var verdict = verifier.verify(record.bytes)
-                        if let problem = record.problem {
-                            verdict = ImpressionVerdict(status: .malformed, reason: problem)
+                try forEachBatch(path: path, jobs: jobs, io: io) { _ in
+                    { batch in
+                        var jsonOutput = JSONWriter(reservingCapacity: json ? batch.count * 300 : 0)
+                        var text: [UInt8] = []
+                        var counts = VerdictTally()
+                        for record in batch {
+                            var verdict = verifier.verify(record.bytes)
+                            if let problem = record.problem {
+                                verdict = ImpressionVerdict(status: .malformed, reason: problem)
+                            }
+                            counts.byStatus[verdict.status, default: 0] += 1
+                            if json {
+                                appendJSON(source: record.source, verdict: verdict, to: &jsonOutput)
+                            } else {
+                                appendText(source: record.source, verdict: verdict, explain: explain, to: &text)
+                            }
                         }
-                        counts.byStatus[verdict.status, default: 0] += 1
-                        if json {
-                            appendJSON(source: record.source, verdict: verdict, to: &jsonOutput)
-                        } else {
-                            appendText(source: record.source, verdict: verdict, explain: explain, to: &text)
-                        }
+                        tally.withLock { $0.add(counts) }
+                        return (json ? jsonOutput.bytes : text, [])
                     }
-                    tally.withLock { $0.add(counts) }
-                    return (json ? jsonOutput.bytes : text, [])
                 }
             } catch {
                 io.printError("postback impression verify: \(error)")
@@ -245,15 +253,16 @@ enum ImpressionCommand {
         return String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "\u{2063}", with: "\\u2063")
     }
 
-    /// Reads `path` as records and runs `work` on batches on `jobs` threads, writing each batch's
-    /// standard output and standard error in input order.
+    /// Reads `path` as records and runs batches on `jobs` threads, each with the work
+    /// `makeWork(worker)` made for it, writing each batch's standard output and standard error in
+    /// input order.
     static func forEachBatch(
         path: String, jobs: Int, io: CommandIO,
-        _ work: @escaping @Sendable ([InputRecord]) -> (output: [UInt8], errors: [UInt8])
+        _ makeWork: @escaping @Sendable (_ worker: Int) -> ([InputRecord]) -> (output: [UInt8], errors: [UInt8])
     ) throws {
         let reader = try RecordReader(path: path, numbersEveryRecord: true)
         let map = OrderedParallelMap<[InputRecord], (output: [UInt8], errors: [UInt8])>(
-            maximumInFlight: 2 * jobs, transform: work,
+            workers: jobs, makeTransform: makeWork,
             deliver: { result in
                 if !result.output.isEmpty { io.standardOutput.write(result.output) }
                 if !result.errors.isEmpty { io.standardError.write(result.errors) }

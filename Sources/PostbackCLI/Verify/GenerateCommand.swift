@@ -91,7 +91,7 @@ enum GenerateCommand {
 
         let failed = AtomicFlag()
         let map = OrderedParallelMap<Range<Int>, [UInt8]>(
-            maximumInFlight: 2 * ProcessInfoCores.count,
+            workers: ProcessInfoCores.count,
             transform: { range in
                 var out: [UInt8] = []
                 for index in range {

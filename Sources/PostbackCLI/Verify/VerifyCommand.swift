@@ -114,7 +114,7 @@ final class VerifyRun: Sendable {
         let reader = try RecordReader(path: path)
         let progress = Progress(reader: reader, sink: io.standardError)
         let map = OrderedParallelMap<[InputRecord], (bytes: [UInt8], tally: VerdictTally)>(
-            maximumInFlight: 2 * jobs,
+            workers: jobs,
             transform: { [self] batch in process(batch) },
             deliver: { [self] output in
                 io.standardOutput.write(output.bytes)

@@ -21,6 +21,19 @@ package struct ImpressionSigner: Sendable {
         self.keyID = keyID
     }
 
+    /// The same signer with its own copy of the key, for another thread: threads that share one key
+    /// share its reference count and context pool on every signature. Falls back to sharing if the
+    /// key cannot be copied (it was read from the same PEM, so that would be an allocation failure).
+    package func independentCopy() -> ImpressionSigner {
+        guard let copy = try? ECDSAPrivateKey(pemRepresentation: key.pemRepresentation) else { return self }
+        return ImpressionSigner(checkedKey: copy, keyID: keyID)
+    }
+
+    private init(checkedKey: ECDSAPrivateKey, keyID: String?) {
+        self.key = checkedKey
+        self.keyID = keyID
+    }
+
     /// The Base64 DER signature of a SKAdNetwork impression.
     package func signature(for impression: SKAdNetworkImpression) throws -> String {
         Base64.encode(try key.derSignature(for: impression.signedMessage), alphabet: .standard)

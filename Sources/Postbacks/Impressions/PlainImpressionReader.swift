@@ -110,7 +110,8 @@ package enum PlainImpressionReader {
         }
         return SKAdNetworkImpression(
             version: version, adNetworkID: adNetworkID, campaignID: campaignID, sourceIdentifier: sourceIdentifier,
-            itunesItemID: itunesItemID, nonce: nonceText.lowercased(), sourceAppID: sourceAppID, sourceDomain: sourceDomain,
+            itunesItemID: itunesItemID, nonce: ImpressionFields.lowerCasedUUID(nonceText), sourceAppID: sourceAppID,
+            sourceDomain: sourceDomain,
             fidelityType: fidelityType, timestamp: timestamp)
     }
 

@@ -75,7 +75,7 @@ package struct SKAdNetworkImpression: Sendable, Equatable {
             throw .malformed(
                 "nonce \"\(JSONWriter.escapedForMessage(nonceText))\" must be a UUID (8-4-4-4-12 hexadecimal digits)")
         }
-        nonce = nonceText.lowercased()
+        nonce = ImpressionFields.lowerCasedUUID(nonceText)
 
         sourceAppID = try fields.integer("source-app-id", in: 0...Int64.max)
         sourceDomain = nil
