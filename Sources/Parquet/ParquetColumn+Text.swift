@@ -16,30 +16,12 @@ extension ParquetColumn {
         case .string:
             stringBytes.append(contentsOf: field)
             stringStarts.append(stringBytes.count)
-        case .int64:
-            guard let value = Self.integer(field) else { return .invalid(field) }
-            integers.append(value)
-        case .int32:
-            guard let value = Self.integer(field), Int32(exactly: value) != nil else { return .invalid(field) }
-            integers.append(value)
-        case .boolean:
-            if field.elementsEqual("true".utf8) {
-                integers.append(1)
-            } else if field.elementsEqual("false".utf8) {
-                integers.append(0)
-            } else {
-                return .invalid(field)
-            }
-        case .date:
-            guard field.count == 10, field[4] == 0x2D, field[7] == 0x2D,
-                let year = Self.integer(UnsafeBufferPointer(rebasing: field[0..<4])),
-                let month = Self.integer(UnsafeBufferPointer(rebasing: field[5..<7])), (1...12).contains(month),
-                let day = Self.integer(UnsafeBufferPointer(rebasing: field[8..<10])), (1...31).contains(day)
-            else { return .invalid(field) }
-            integers.append(Int64(UTCDay(year: Int(year), month: Int(month), day: Int(day)).daysSinceEpoch))
         case .decimal(_, let scale):
             guard let value = Self.decimal(field, scale: scale) else { return .invalid(field) }
             decimals.append(value)
+        case .int64, .int32, .boolean, .date:
+            guard let value = Self.integerValue(field, type: type) else { return .invalid(field) }
+            integers.append(value)
         }
         // The value is stored above without `append(_:)`'s checks, which the switch has made.
         presentRow()
@@ -66,6 +48,8 @@ extension ParquetColumn {
     /// An exact decimal as an unscaled integer with `scale` places.
     @usableFromInline
     static func decimal(_ text: UnsafeBufferPointer<UInt8>, scale: Int) -> Int128? {
+        // The first 18 digits in 64 bits (amounts rarely have more), the rest in 128.
+        var small: UInt64 = 0
         var value: Int128 = 0
         var fractionDigits = 0
         var seenPoint = false
@@ -81,11 +65,26 @@ extension ParquetColumn {
                 fractionDigits += 1
                 guard fractionDigits <= scale else { return nil }
             }
-            value = value * 10 + Int128(byte - 0x30)
+            if digits < 18 {
+                small = small &* 10 &+ UInt64(byte &- 0x30)
+            } else {
+                if digits == 18 { value = Int128(small) }
+                value = value * 10 + Int128(byte &- 0x30)
+            }
             digits += 1
         }
         guard digits > 0 else { return nil }
-        for _ in fractionDigits..<scale { value *= 10 }
+        if digits <= 18 { value = Int128(small) }
+        var missing = scale - fractionDigits
+        while missing > 0 {
+            let step = min(missing, 18)
+            var power: Int64 = 1
+            for _ in 0..<step { power &*= 10 }
+            let (scaled, overflow) = value.multipliedReportingOverflow(by: Int128(power))
+            guard !overflow else { return nil }
+            value = scaled
+            missing -= step
+        }
         return negative ? -value : value
     }
 }
@@ -94,5 +93,35 @@ extension ParquetError {
     @usableFromInline
     static func invalid(_ field: UnsafeBufferPointer<UInt8>) -> ParquetError {
         .invalidValue(String(decoding: field, as: UTF8.self))
+    }
+}
+
+extension ParquetColumn {
+    /// An INT64, INT32, BOOLEAN or DATE column's value from its text, as `append(text:)` reads it.
+    @inlinable
+    static func integerValue(_ field: UnsafeBufferPointer<UInt8>, type: ParquetType) -> Int64? {
+        switch type {
+        case .int64: return integer(field)
+        case .int32:
+            guard let value = integer(field), Int32(exactly: value) != nil else { return nil }
+            return value
+        case .boolean:
+            if field.elementsEqual("true".utf8) { return 1 }
+            if field.elementsEqual("false".utf8) { return 0 }
+            return nil
+        case .date: return date(field)
+        case .string, .decimal: return nil
+        }
+    }
+
+    /// `YYYY-MM-DD` as days since 1970-01-01.
+    @inlinable
+    static func date(_ field: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard field.count == 10, field[4] == 0x2D, field[7] == 0x2D,
+            let year = integer(UnsafeBufferPointer(rebasing: field[0..<4])),
+            let month = integer(UnsafeBufferPointer(rebasing: field[5..<7])), (1...12).contains(month),
+            let day = integer(UnsafeBufferPointer(rebasing: field[8..<10])), (1...31).contains(day)
+        else { return nil }
+        return Int64(UTCDay(year: Int(year), month: Int(month), day: Int(day)).daysSinceEpoch)
     }
 }

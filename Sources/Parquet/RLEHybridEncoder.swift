@@ -11,29 +11,35 @@ enum RLEHybridEncoder {
     /// Appends `values` (each < 2^`bitWidth`) encoded with `bitWidth` bits.
     static func encode(_ values: [UInt32], bitWidth: Int, into out: inout [UInt8]) {
         precondition((0...32).contains(bitWidth))
-        var literals: [UInt32] = []
-        var index = 0
-        while index < values.count {
-            let value = values[index]
-            var end = index + 1
-            while end < values.count && values[end] == value { end += 1 }
-            var run = end - index
-            if run >= 8 && literals.count % 8 != 0 {
-                // Complete the pending literal group from the run first: only a whole group of 8 may
-                // precede a run.
-                let take = 8 - literals.count % 8
-                for _ in 0..<take { literals.append(value) }
-                run -= take
+        values.withUnsafeBufferPointer { values in
+            // The pending literals are always values[literalStart..<index]: a run that completes their
+            // last group gives them its first values, which come right after them.
+            var literalStart = 0
+            var index = 0
+            while index < values.count {
+                let value = values[index]
+                var end = index + 1
+                while end < values.count && values[end] == value { end += 1 }
+                var run = end - index
+                var literalEnd = index
+                let pending = index - literalStart
+                if run >= 8 && pending % 8 != 0 {
+                    // Complete the pending literal group from the run first: only a whole group of 8
+                    // may precede a run.
+                    let take = 8 - pending % 8
+                    literalEnd += take
+                    run -= take
+                }
+                if run >= 8 {
+                    flushLiterals(
+                        UnsafeBufferPointer(rebasing: values[literalStart..<literalEnd]), bitWidth: bitWidth, into: &out)
+                    appendRun(value, count: run, bitWidth: bitWidth, into: &out)
+                    literalStart = end
+                }
+                index = end
             }
-            if run >= 8 {
-                flushLiterals(&literals, bitWidth: bitWidth, into: &out)
-                appendRun(value, count: run, bitWidth: bitWidth, into: &out)
-            } else {
-                for _ in 0..<run { literals.append(value) }
-            }
-            index = end
+            flushLiterals(UnsafeBufferPointer(rebasing: values[literalStart...]), bitWidth: bitWidth, into: &out)
         }
-        flushLiterals(&literals, bitWidth: bitWidth, into: &out)
     }
 
     /// One RLE run: `value` `count` times (what `encode` writes for 8 or more equal values).
@@ -46,21 +52,28 @@ enum RLEHybridEncoder {
         for byte in 0..<(bitWidth + 7) / 8 { out.append(UInt8(truncatingIfNeeded: value >> UInt32(8 * byte))) }
     }
 
-    private static func flushLiterals(_ literals: inout [UInt32], bitWidth: Int, into out: inout [UInt8]) {
+    /// One bit-packed run of `literals`, padded with zeros to whole groups of 8.
+    private static func flushLiterals(_ literals: UnsafeBufferPointer<UInt32>, bitWidth: Int, into out: inout [UInt8]) {
         guard !literals.isEmpty else { return }
         let groups = (literals.count + 7) / 8
         ParquetBytes.appendULEB128(UInt64(groups) << 1 | 1, to: &out)
-        while literals.count < groups * 8 { literals.append(0) }
-        appendBitPacked(literals, bitWidth: bitWidth, into: &out)
-        literals.removeAll(keepingCapacity: true)
+        appendBitPacked(literals, padding: groups * 8 - literals.count, bitWidth: bitWidth, into: &out)
     }
 
     /// `values` packed with `bitWidth` bits each, least significant bit first (also PLAIN BOOLEAN, width 1).
     static func appendBitPacked(_ values: [UInt32], bitWidth: Int, into out: inout [UInt8]) {
+        values.withUnsafeBufferPointer { appendBitPacked($0, padding: 0, bitWidth: bitWidth, into: &out) }
+    }
+
+    /// `values`, then `padding` zeros, packed with `bitWidth` bits each.
+    private static func appendBitPacked(
+        _ values: UnsafeBufferPointer<UInt32>, padding: Int, bitWidth: Int, into out: inout [UInt8]
+    ) {
         guard bitWidth > 0 else { return }
+        out.reserveCapacity(out.count + ((values.count + padding) * bitWidth + 7) / 8)
         var accumulator: UInt64 = 0
         var bits = 0
-        for value in values {
+        func pack(_ value: UInt32) {
             accumulator |= UInt64(value) << UInt64(bits)
             bits += bitWidth
             while bits >= 8 {
@@ -69,6 +82,8 @@ enum RLEHybridEncoder {
                 bits -= 8
             }
         }
+        for value in values { pack(value) }
+        for _ in 0..<padding { pack(0) }
         if bits > 0 { out.append(UInt8(truncatingIfNeeded: accumulator)) }
     }
 }

@@ -453,6 +453,62 @@ extension Int128 {
                 == "\(table): line 2, \(columns[0].name): an unterminated quote")
     }
 
+    /// The job's pass over a rendered table (`CSVColumnReader`: blocks of rows, then column by
+    /// column) makes the same file as the same values given typed: across block boundaries, with
+    /// quoted fields, nulls, and decimals of up to 33 digits; a bad field in a later block is named by
+    /// its own line.
+    @Test func renderedCSVMakesTheSameFileAsTypedValues() throws {
+        var random = SeededRandom(seed: 0x6373_7662)
+        for rows in [0, 1, 511, 512, 513, 1500] {
+            var typed: [ParquetColumn] = []
+            var texts: [[[UInt8]?]] = []
+            for (index, type) in TestColumn.types.enumerated() {
+                let values: [TestColumn.Value?] = (0..<rows).map { row in
+                    if random.below(5) == 0 { return nil }
+                    if case .decimal = type, random.below(4) == 0 {
+                        return .decimal(Int128(random.below(1_000_000_007)) * Int128(10).power(24) + Int128(row))
+                    }
+                    return TestColumn.Value.sample(type, random.below(300))
+                }
+                typed.append(try TestColumn("c\(index)", type, true, values).parquet())
+                texts.append(values.map { $0.map { Self.text($0, type) } })
+            }
+            var csv = Array((TestColumn.types.indices.map { "c\($0)" }.joined(separator: ",") + "\n").utf8)
+            let headerEnd = csv.count
+            for row in 0..<rows {
+                for column in texts.indices {
+                    if column > 0 { csv.append(UInt8(ascii: ",")) }
+                    if let text = texts[column][row] { csv += Self.csvField(text) }
+                }
+                csv.append(0x0A)
+            }
+            var columns = TestColumn.types.indices.map {
+                ParquetColumn(name: "c\($0)", type: TestColumn.types[$0], nullable: true)
+            }
+            let failure = csv.withUnsafeBufferPointer { bytes in
+                columns.withUnsafeMutableBufferPointer { CSVColumnReader.appendRows(of: bytes, from: headerEnd, to: $0) }
+            }
+            #expect(failure == nil, "\(rows) rows: \(failure?.problem ?? "")")
+            #expect(try ParquetWriter.write(columns) == ParquetWriter.write(typed), "\(rows) rows")
+        }
+
+        var lines = Array(repeating: "1", count: 1200)
+        lines[1000] = "x"  // line 1002 of the file, in the second block
+        let csv = Array(("c\n" + lines.joined(separator: "\n") + "\n").utf8)
+        var columns = [ParquetColumn(name: "c", type: .int64, nullable: false)]
+        let failure = csv.withUnsafeBufferPointer { bytes in
+            columns.withUnsafeMutableBufferPointer { CSVColumnReader.appendRows(of: bytes, from: 2, to: $0) }
+        }
+        #expect(failure?.line == 1002 && failure?.column == 0)
+        #expect(failure?.problem == "not a value of the column's type: x")
+    }
+
+    /// A field as `CSVLine` writes it: quoted (quotes doubled) when empty or holding `,`, `"` or a line end.
+    static func csvField(_ text: [UInt8]) -> [UInt8] {
+        guard text.isEmpty || text.contains(where: { [0x2C, 0x22, 0x0A, 0x0D].contains($0) }) else { return text }
+        return [0x22] + text.flatMap { $0 == 0x22 ? [0x22, 0x22] : [$0] } + [0x22]
+    }
+
     /// What `ParquetTable.encode` says of `csv`, or nil when it takes it.
     static func refusal(_ csv: [UInt8], _ table: String, _ columns: [AggregateColumn]) -> String? {
         do {

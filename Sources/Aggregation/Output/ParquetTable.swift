@@ -43,7 +43,7 @@ package enum ParquetTable {
         }
         let failure = csv.withUnsafeBufferPointer { bytes in
             parquetColumns.withUnsafeMutableBufferPointer { parquetColumns in
-                appendRows(of: bytes, from: reader.position, to: parquetColumns)
+                CSVColumnReader.appendRows(of: bytes, from: reader.position, to: parquetColumns)
             }
         }
         if let failure {
@@ -55,63 +55,6 @@ package enum ParquetTable {
         } catch {
             throw .parquet("\(table): \(error)")
         }
-    }
-
-    /// Where a rendered line does not fit its columns: the 1-based line, the column (when one field is
-    /// to blame) and what is wrong.
-    private struct RowFailure: Error {
-        let line: Int
-        let column: Int?
-        let problem: String
-    }
-
-    /// Parses the records from byte `start` on (RFC 4180 as `CSVLine` writes it), appending each field
-    /// to its column; the first line that does not fit is returned.
-    private static func appendRows(
-        of bytes: UnsafeBufferPointer<UInt8>, from start: Int, to columns: UnsafeMutableBufferPointer<ParquetColumn>
-    ) -> RowFailure? {
-        var lines = 0
-        for byte in bytes[start...] where byte == 0x0A { lines += 1 }
-        for index in columns.indices { columns[index].reserveCapacity(lines) }
-        let end = bytes.count
-        var position = start
-        var line = 1
-        var scratch: [UInt8] = []
-        while position < end {
-            line += 1
-            for index in columns.indices {
-                if position < end, bytes[position] == 0x22 {
-                    // Quoted: the text between the quotes, doubled quotes made single.
-                    scratch.removeAll(keepingCapacity: true)
-                    position += 1
-                    while position < end {
-                        if bytes[position] == 0x22 {
-                            guard position + 1 < end, bytes[position + 1] == 0x22 else { break }
-                            position += 1
-                        }
-                        scratch.append(bytes[position])
-                        position += 1
-                    }
-                    guard position < end else { return RowFailure(line: line, column: index, problem: "an unterminated quote") }
-                    position += 1  // the closing quote
-                    let appended = scratch.withUnsafeBufferPointer { text in columns[index].append(text: text) }
-                    if let problem = appended { return RowFailure(line: line, column: index, problem: problem.description) }
-                } else {
-                    let fieldStart = position
-                    while position < end, bytes[position] != 0x2C, bytes[position] != 0x0A { position += 1 }
-                    let field = position == fieldStart ? nil : UnsafeBufferPointer(rebasing: bytes[fieldStart..<position])
-                    if let problem = columns[index].append(text: field) {
-                        return RowFailure(line: line, column: index, problem: problem.description)
-                    }
-                }
-                let last = index == columns.count - 1
-                guard position < end, bytes[position] == (last ? 0x0A : 0x2C) else {
-                    return RowFailure(line: line, column: nil, problem: "not \(columns.count) fields")
-                }
-                position += 1
-            }
-        }
-        return nil
     }
 
     /// A Parquet table file read back as the CSV would have it: the column names, then each row's

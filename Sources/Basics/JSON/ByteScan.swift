@@ -42,6 +42,16 @@ package enum ByteScan {
         return end
     }
 
+    /// The position of the first `,` or newline in `base[start..<end]`, or `end`: where an unquoted
+    /// CSV field ends.
+    @inlinable @inline(__always)
+    package static func firstFieldEnd(_ base: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
+        firstFlagged(
+            base, from: start, end: end,
+            word: { (zeroBytes($0 ^ 0x2C2C_2C2C_2C2C_2C2C) | zeroBytes($0 ^ 0x0A0A_0A0A_0A0A_0A0A)) & 0x8080_8080_8080_8080 }
+        ) { byte in byte == UInt8(ascii: ",") || byte == 0x0A }
+    }
+
     /// Whether every byte is printable ASCII (0x20–0x7E): no control, no DEL, nothing non-ASCII.
     @inlinable
     package static func isPrintableASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
