@@ -30,11 +30,27 @@ extension RecordReader {
 
 /// One postback's bytes from an input file, with where it came from.
 package struct InputRecord: Sendable {
-    /// `path` for a file holding one postback, `path:line` for JSON Lines (line of the record's start).
-    package let source: String
+    /// The file's path (or `-`), and the line the record starts on when the file holds several.
+    private let label: String
+    private let line: Int?
     package let bytes: [UInt8]
     /// Set when the record could not be read whole (too long); `bytes` is then empty.
     package let problem: String?
+
+    /// `path` for a file holding one postback, `path:line` for JSON Lines (line of the record's
+    /// start). Made when asked for: signing prints it only for a line it refuses.
+    package var source: String { line.map { "\(label):\($0)" } ?? label }
+
+    package init(source: String, bytes: [UInt8], problem: String?) {
+        self.init(label: source, line: nil, bytes: bytes, problem: problem)
+    }
+
+    init(label: String, line: Int?, bytes: [UInt8], problem: String?) {
+        self.label = label
+        self.line = line
+        self.bytes = bytes
+        self.problem = problem
+    }
 }
 
 /// Reads postbacks from a file or stdin as a stream, never holding more than one record.
@@ -151,8 +167,7 @@ package final class RecordReader {
         lookahead = try readRawRecord()
         let isOnlyRecord = recordsReturned == 0 && lookahead == nil && !numbersEveryRecord
         recordsReturned += 1
-        let source = isOnlyRecord ? label : "\(label):\(current.line)"
-        return InputRecord(source: source, bytes: current.bytes, problem: current.problem)
+        return InputRecord(label: label, line: isOnlyRecord ? nil : current.line, bytes: current.bytes, problem: current.problem)
     }
 
     // MARK: Records
