@@ -1,7 +1,10 @@
 import Dispatch
-import Foundation
 import Locking
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs a transform on batches on exactly `workers` threads and hands the results to `deliver` in
 /// submission order.
@@ -25,7 +28,7 @@ final class OrderedParallelMap<Input: Sendable, Output: Sendable>: Sendable {
     private let deliver: @Sendable (Output) -> Void
     private let slots: DispatchSemaphore
     private let queued = DispatchSemaphore(value: 0)
-    private let stopped = DispatchGroup()
+    private let threads = Locked<[pthread_t]>([])
     private let state = Locked(State())
     private let submitted = Atomic<Int>(0)
     private let workers: Int
@@ -43,14 +46,11 @@ final class OrderedParallelMap<Input: Sendable, Output: Sendable>: Sendable {
         self.deliver = deliver
         self.slots = DispatchSemaphore(value: max(self.workers, maximumInFlight ?? 2 * self.workers))
         for worker in 0..<self.workers {
-            stopped.enter()
-            let thread = Thread { [self] in
+            let thread = JoinableThread.start { [self] in
                 let transform = makeTransform(worker)
                 while let (sequence, input) = next() { finish(sequence, transform(input)) }
-                stopped.leave()
             }
-            thread.name = "postback-worker-\(worker)"
-            thread.start()
+            threads.withLock { $0.append(thread) }
         }
     }
 
@@ -69,12 +69,17 @@ final class OrderedParallelMap<Input: Sendable, Output: Sendable>: Sendable {
         queued.signal()
     }
 
-    /// Waits until every submitted batch has been delivered, then stops the workers. Call once,
-    /// after the last `submit`.
+    /// Waits until every submitted batch has been delivered, then stops the workers and joins them.
+    /// Call once, after the last `submit`. Joining, not just waiting for their last batch, means a
+    /// worker's thread-local state (OpenSSL's per-thread random generators, the SHA-256 context) is
+    /// freed before this returns, so nothing of it is still being torn down when the process exits.
     func waitUntilDone() {
         state.withLock { $0.closed = true }
         for _ in 0..<workers { queued.signal() }
-        stopped.wait()
+        for thread in threads.withLock({ threads in
+            defer { threads = [] }
+            return threads
+        }) { pthread_join(thread, nil) }
     }
 
     /// The next batch for a worker, or nil once the input is closed and drained.
@@ -106,6 +111,27 @@ final class OrderedParallelMap<Input: Sendable, Output: Sendable>: Sendable {
         // A batch keeps its slot until it is delivered, not just computed: finished batches
         // waiting behind a slow one count against the limit too, so memory stays bounded.
         for _ in 0..<delivered { slots.signal() }
+    }
+}
+
+/// A thread that `pthread_join` can wait for (Foundation's `Thread` cannot be joined).
+enum JoinableThread {
+    private final class Body {
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
+    }
+
+    static func start(_ run: @escaping @Sendable () -> Void) -> pthread_t {
+        let context = Unmanaged.passRetained(Body(run)).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, context)
+        precondition(created == 0, "pthread_create failed (\(created))")
+        return thread
     }
 }
 
