@@ -4,8 +4,8 @@ extension ParquetColumn {
     /// A value written as text, as a CSV file has it: a decimal integer (`-12`), `true`/`false`, a
     /// `YYYY-MM-DD` date, an exact decimal (`2.99`, `150`, `-0.5`) with at most the column's scale of
     /// fraction digits, or any bytes for a string; nil for null. Returns what is wrong with the text,
-    /// or nil. Here rather than in the caller so that a table's whole parse specializes in one module.
-    /// Inlinable: the job calls it for every field of every table, from another module.
+    /// or nil. The job reads whole blocks of rows through `CSVColumnReader`, whose per-column pass
+    /// must give the same values as this field-by-field one (a test holds them equal).
     @inlinable
     package mutating func append(text field: UnsafeBufferPointer<UInt8>?) -> ParquetError? {
         guard let field else {

@@ -28,9 +28,8 @@ extension AggregateColumn {
 /// A table's Parquet file, made from the CSV file the job rendered for it: the same rows in the same
 /// order, each field typed as its column declares (`AggregateColumn.parquetType`), an empty field
 /// null. Reading the rendered lines back keeps one source for every value (the CSV and the Parquet
-/// file cannot disagree) at the cost of one pass over bytes already in memory; that pass parses each
-/// field straight into its column, without an intermediate record, since it is most of what Parquet
-/// adds to the job's time.
+/// file cannot disagree) at the cost of one pass over bytes already in memory, a block of rows at a
+/// time (`CSVColumnReader`), since it is most of what Parquet adds to the job's time.
 package enum ParquetTable {
     package static func encode(
         csv: [UInt8], table: String, columns: [AggregateColumn], rowGroupRows: Int = ParquetWriter.defaultRowGroupRows
