@@ -61,8 +61,9 @@ final class PostbackIngest: Sendable {
         let body: [UInt8]
         let route: Route
         let receivedAt: UTCTimestamp
-        /// The client's address (see `ClientAddress`); asked for rejections only.
-        let client: () -> String
+        /// The client's address (see `ClientAddress`); asked only when a record keeps it (rejections,
+        /// quarantine budgets, conflicting copies): it makes a String from the socket for each ask.
+        let client: @Sendable () -> String
     }
 
     /// A postback's reply, once its fate is settled.
@@ -87,7 +88,10 @@ final class PostbackIngest: Sendable {
     }
 
     /// One body, verified alone on the calling thread (`thread_per_connection`); otherwise as `ingest(_:)`.
-    func ingest(body: [UInt8], route: Route, client: () -> String, completion: @escaping @Sendable (Answer) -> Void) {
+    func ingest(
+        body: [UInt8], route: Route, client: @escaping @Sendable () -> String,
+        completion: @escaping @Sendable (Answer) -> Void
+    ) {
         perform(receive(body: body, route: route, client: client), completion)
     }
 
@@ -103,7 +107,7 @@ final class PostbackIngest: Sendable {
     }
 
     /// - Parameter client: the client's address (see `ClientAddress`); kept with rejections only.
-    private func receive(body: [UInt8], route: Route, client: () -> String) -> Action {
+    private func receive(body: [UInt8], route: Route, client: @escaping @Sendable () -> String) -> Action {
         let receivedAt = UTCTimestamp.now()
         guard isStorageHealthy else { return Self.storageUnavailable }
         return act(on: verifier.verify(body: body), body: body, route: route, receivedAt: receivedAt, client: client)
@@ -127,7 +131,8 @@ final class PostbackIngest: Sendable {
 
     /// The receiver's policy applied to a verdict: what to store, and the reply once it is stored.
     private func act(
-        on result: VerificationResult, body: [UInt8], route: Route, receivedAt: UTCTimestamp, client: () -> String
+        on result: VerificationResult, body: [UInt8], route: Route, receivedAt: UTCTimestamp,
+        client: @escaping @Sendable () -> String
     ) -> Action {
         metrics.verdict(result)
         metrics.flags(result.flags)
@@ -175,8 +180,8 @@ final class PostbackIngest: Sendable {
             let log = log
             let attribution = record.attribution
             let values = attribution.map(UnsignedValues.init) ?? .unknown
-            // Asked now: a copy that disagrees with the stored one is known only once the writer says so.
-            let client = client()
+            // Asked only for a copy that disagrees with the stored one, which the writer's answer
+            // shows; its connection is still suspended then (the reply made here resumes it).
             return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey, values: values) {
                 [self] outcome in
                 switch outcome {
@@ -239,10 +244,11 @@ final class PostbackIngest: Sendable {
     /// copy is never changed. Not waited for: the reply ("duplicate") does not depend on it.
     private func recordConflict(
         copy: UnsignedValues, stored: UnsignedValues, attribution: Attribution, dedupKey: String, route: Route,
-        client: String, receivedAt: UTCTimestamp, body: [UInt8]
+        client: () -> String, receivedAt: UTCTimestamp, body: [UInt8]
     ) {
         let differences = copy.differences(from: stored)
         guard !differences.isEmpty else { return }
+        let client = client()
         metrics.conflictingCopy(route: route, fields: differences.map(\.field))
         let record = ConflictRecord(
             receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, client: client, dedupKey: dedupKey,

@@ -380,7 +380,7 @@ final class RequestHandler: Sendable {
         request.stage = .waiting
         guard let verifications else {
             let answered = DispatchSemaphore(value: 0)
-            ingest.ingest(body: body, route: request.route, client: { clientAddress(of: connection) }) { answer in
+            ingest.ingest(body: body, route: request.route, client: { [self] in clientAddress(of: connection) }) { answer in
                 request.answer.withLock { $0 = answer }
                 answered.signal()
             }
@@ -394,8 +394,9 @@ final class RequestHandler: Sendable {
                 seconds: answer.waitedForStorage ? request.secondsProcessing : nil)
         }
         connection.suspend()
-        // The client's address is read on the verifying thread, for rejections only: the connection
-        // stays suspended (and so allocated, and untouched by its HTTP thread) until it is resumed.
+        // The client's address is read where a record keeps it (a rejection on the verifying thread,
+        // a conflicting copy on the spool writer's): the connection stays suspended (and so
+        // allocated, and untouched by its HTTP thread) until the answer resumes it.
         let received = PostbackIngest.Received(
             body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: connection) })
         verifications.submit(
