@@ -73,8 +73,15 @@ final class VerificationQueue: @unchecked Sendable {
         }
         let share = (pending.count + idle) / (idle + 1)
         let count = min(share, Self.maximumBatch)
-        let batch = Array(pending.prefix(count))
-        pending.removeFirst(count)
+        let batch: [Job]
+        if count == pending.count {
+            // The whole queue (the usual case): handed over as it is, without copying it.
+            batch = pending
+            pending = []
+        } else {
+            batch = Array(pending.prefix(count))
+            pending.removeFirst(count)
+        }
         // More left than this thread takes: wake another thread for them.
         if !pending.isEmpty, idle > 0 { condition.signal() }
         return batch

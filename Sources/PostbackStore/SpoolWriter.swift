@@ -407,6 +407,8 @@ private final class Worker: @unchecked Sendable {
         if let open = segments[day] { segment = open } else { segment = try newSegment(for: day) }
         segments[day] = segment
         var chunk: [UInt8] = []
+        // The whole batch's bytes at once (a segment roll is rare): the chunk never grows by copying.
+        chunk.reserveCapacity(lines.reduce(0) { $0 + $1.count })
         var total = 0
         for line in lines {
             let pending = segment.size + chunk.count

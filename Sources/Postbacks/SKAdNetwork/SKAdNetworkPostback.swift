@@ -224,7 +224,8 @@ package struct SKAdNetworkPostback: Sendable, Equatable {
     /// (UTF-8 `E2 81 A3`), with no separator at either end.
     package func signedMessage(omittingZeroSourceAppID: Bool = false) -> [UInt8] {
         var message: [UInt8] = []
-        message.reserveCapacity(192)
+        // A 4.0 message with every field is about 200 bytes: room for it, so it never grows by copying.
+        message.reserveCapacity(320)
         var isFirst = true
         forEachSignedField(omittingZeroSourceAppID: omittingZeroSourceAppID) { _, value in
             if !isFirst { message.append(contentsOf: Self.separator) }
