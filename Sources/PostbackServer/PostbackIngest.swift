@@ -106,7 +106,8 @@ final class PostbackIngest: Sendable {
         }
     }
 
-    /// - Parameter client: the client's address (see `ClientAddress`); kept with rejections only.
+    /// - Parameter client: the client's address (see `ClientAddress`), asked only where it is kept
+    ///   or counted (rejections, the quarantine's budget, conflicting copies).
     private func receive(body: [UInt8], route: Route, client: @escaping @Sendable () -> String) -> Action {
         let receivedAt = UTCTimestamp.now()
         guard isStorageHealthy else { return Self.storageUnavailable }

@@ -103,8 +103,8 @@ package struct SpoolRecord: Sendable, Equatable {
 
     /// The record as one JSON line, newline included.
     package func encoded() -> [UInt8] {
-        // The body is written escaped (a quoted body's `"` doubles) after some 700 bytes of fields and
-        // the attribution: room for all of it at once, so the line is never copied to grow.
+        // The body is written escaped (each `"` in it gains a backslash) after some 700 bytes of fields
+        // and the attribution: room for all of it at once, so the line is not copied to grow.
         var json = JSONWriter(reservingCapacity: body.count + body.count / 4 + 1024)
         json.beginObject()
         // Every key in its declared order (`RecordKey`); the optional ones only when they apply.
