@@ -108,10 +108,14 @@ package struct DeadLetterSpool: Sendable {
             let bytes = [UInt8](data)
             var entryByKey: [String: Int] = [:]  // idempotency key → index in `entries`, this file
             var start = 0
+            // A torn append: a last line without its newline, or with NUL bytes where a power cut lost
+            // a page of it (`DurableFile.cutTornLine` cuts it before the next append). Not a dead letter yet.
+            let lastNewline = bytes.lastIndex(of: 0x0A)
             while start < bytes.count {
-                guard let end = bytes[start...].firstIndex(of: 0x0A) else { break }  // a torn tail: not a dead letter yet
+                guard let end = bytes[start...].firstIndex(of: 0x0A) else { break }
                 let line = Array(bytes[start..<end])
                 defer { start = end + 1 }
+                if end == lastNewline, line.contains(0) { break }
                 if resolved.contains("\(name)\t\(start)") { continue }
                 guard case .object(let object)? = try? StrictJSONParser.parse(line), case .object? = object["record"],
                     let recordStart = line.firstRange(of: Array("\"record\":".utf8))?.upperBound,

@@ -28,7 +28,8 @@ import Testing
         #expect(throws: DurableFile.WriteError.self) { try DurableFile.write([1], to: directory + "/missing/x") }
     }
 
-    /// A torn last line is cut before the next append, whatever its length; complete lines stay.
+    /// A torn last line (no newline, or NUL bytes where a page was lost) is cut before the next
+    /// append, whatever its length; complete lines before it stay.
     @Test func cutTornLineLeavesOnlyCompleteLines() throws {
         let directory = NSTemporaryDirectory() + "durable-\(UUID().uuidString)"
         try DurableFile.makeDirectories(directory)
@@ -39,6 +40,11 @@ import Testing
             ("no newline at all", ""),
             ("one\n" + String(repeating: "x", count: 10_000), "one\n"),  // a tail longer than one read
             ("one\n\0\0\0\0", "one\n"),  // zeros a power cut left
+            ("one\n\0\0two\n", "one\n"),  // a complete last line whose first page was lost
+            ("one\ntw\0\0o\n", "one\n"),  // … or a page in its middle
+            ("\0\0\0\n", ""),
+            (String(repeating: "\0", count: 5000) + "end\n", ""),  // a last line longer than one read
+            ("\0\0x\none\n", "\0\0x\none\n"),  // only the last line can be unsynced: the rest is left
             (
                 String(repeating: "y", count: 5000) + "\n" + String(repeating: "z", count: 4095),
                 String(repeating: "y", count: 5000) + "\n"

@@ -351,6 +351,49 @@ struct ForwardingTests {
         #expect(dead.entries.isEmpty)
     }
 
+    /// A power cut can keep an unsynced append page by page: the line's newline survives while a page
+    /// before it reads as zeros. Read back before the next append, that line is a torn append, not a
+    /// problem; the next append cuts it, so it never stays in the middle of the file.
+    @Test func aDeadLetterWithALostPageIsATornAppendAndIsCut() throws {
+        let root = NSTemporaryDirectory() + "postback-dead-zeros-\(UUID().uuidString)"
+        let spool = DeadLetterSpool(root: root, destination: "forward-p", writerID: "rx1")
+        let first = try #require(try verifiedRecordFor(index: 1, seed: 12))
+        let second = try #require(try verifiedRecordFor(index: 2, seed: 12))
+        func append(_ record: SpoolRecord) throws {
+            try spool.append(
+                record: record, recordLine: record.encoded().filter { $0 != 0x0A }, reason: .refused, status: 400,
+                answer: "no", segment: "raw/postbacks/dt=2026-12-05/part-rx1-00001.jsonl", offset: 0)
+        }
+        func tear(_ path: String, _ bytes: [UInt8]) throws {
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            handle.seekToEndOfFile()
+            handle.write(Data(bytes))
+            try handle.close()
+        }
+        try append(first)
+        let intact = try Data(contentsOf: URL(fileURLWithPath: spool.path))
+        // The first page of a second copy lost, its end (with the newline) kept.
+        try tear(spool.path, [UInt8](repeating: 0, count: 700) + Array(intact.suffix(300)))
+        var dead = DeadLetterSpool.unresolved(root: root, destination: "forward-p")
+        #expect(dead.problems == [], "a torn last append is not a problem")
+        #expect(dead.entries.map(\.idempotencyKey) == [first.dedupKey!])
+
+        try append(second)
+        let after = try Data(contentsOf: URL(fileURLWithPath: spool.path))
+        #expect(!after.contains(0), "the torn line was cut before the append")
+        #expect(after.prefix(intact.count) == intact)
+        dead = DeadLetterSpool.unresolved(root: root, destination: "forward-p")
+        #expect(dead.problems == [])
+        #expect(dead.entries.map(\.idempotencyKey) == [first.dedupKey!, second.dedupKey!])
+
+        try spool.markResolved(dead.entries[0])
+        try tear("\(spool.directory)/rx1.resolved", [0, 0, 0] + Array("jsonl\t12\n".utf8))
+        try spool.markResolved(dead.entries[1])
+        let resolved = try String(contentsOfFile: "\(spool.directory)/rx1.resolved", encoding: .utf8)
+        #expect(!resolved.contains("\0"), "\(resolved)")
+        #expect(DeadLetterSpool.unresolved(root: root, destination: "forward-p").entries.isEmpty)
+    }
+
     /// `forward status`, `forward retry-dead-letters` and `forward replay` against a running receiver's data.
     @Test func forwardCommandsShowRetryAndReplay() throws {
         let partner = try PartnerServer()

@@ -103,31 +103,51 @@ package enum DurableFile {
         return fd
     }
 
-    /// Cuts a last line without its newline off an append-only file of lines (open for writing), so
-    /// that the next append starts a clean line. A crash between a write and its fdatasync, or a power
-    /// cut that kept part of an unsynced write, leaves such a tail; appended to, it would merge with
-    /// the next line into one that no reader can parse. Nothing relies on the tail: every writer syncs
-    /// a line before acting on it. Returns the number of bytes cut.
+    /// Cuts a torn last line off an append-only file of lines (open for writing), so that the next
+    /// append starts a clean line. A crash between a write and its fdatasync, or a power cut that kept
+    /// part of an unsynced write, leaves one: a last line without its newline, or a complete last line
+    /// with zeros where a page of it was not written (a disk keeps an unsynced write page by page, so
+    /// the lost part of a line reads as NUL bytes, which no line of ours contains: JSON escapes them).
+    /// Appended to, it would stay in the file as a line no reader can parse. Nothing relies on it:
+    /// every writer writes a line in one call and syncs it before acting on it, so only the last line
+    /// can be unsynced. Returns the number of bytes cut.
     @discardableResult
     package static func cutTornLine(_ fd: Int32, path: String) throws(WriteError) -> Int {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw WriteError(operation: "fstat", path: path, errorNumber: errno) }
         let size = Int(status.st_size)
-        var end = size
+        let end = try lineStart(before: size, in: fd, path: path)
+        // The last complete line, `end` up to its newline: cut too when a page of it was lost.
+        var keep = end
+        if end > 0 {
+            let start = try lineStart(before: end - 1, in: fd, path: path)
+            var line = [UInt8](repeating: 0, count: end - start)
+            var filled = 0
+            while filled < line.count {
+                let got = try FileDescriptorIO.read(fd, into: &line, from: filled, at: start + filled, path: path)
+                if got == 0 { break }
+                filled += got
+            }
+            if line[..<filled].contains(0) { keep = start }
+        }
+        guard keep < size else { return 0 }
+        guard ftruncate(fd, off_t(keep)) == 0, fdatasync(fd) == 0 else {
+            throw WriteError(operation: "truncate a torn last line", path: path, errorNumber: errno)
+        }
+        return size - keep
+    }
+
+    /// Where the line holding byte `position - 1` starts: just after the last newline before `position`
+    /// (0 if none), read backwards a page at a time.
+    private static func lineStart(before position: Int, in fd: Int32, path: String) throws(WriteError) -> Int {
+        var end = position
         var chunk = [UInt8](repeating: 0, count: 4096)
         while end > 0 {
             let start = max(0, end - chunk.count)
             let got = try FileDescriptorIO.read(fd, into: &chunk, at: start, path: path)
-            if let newline = chunk[..<min(got, end - start)].lastIndex(of: 0x0A) {
-                end = start + newline + 1
-                break
-            }
+            if let newline = chunk[..<min(got, end - start)].lastIndex(of: 0x0A) { return start + newline + 1 }
             end = start
         }
-        guard end < size else { return 0 }
-        guard ftruncate(fd, off_t(end)) == 0, fdatasync(fd) == 0 else {
-            throw WriteError(operation: "truncate a torn last line", path: path, errorNumber: errno)
-        }
-        return size - end
+        return 0
     }
 }
