@@ -314,6 +314,21 @@ struct ForwardingTests {
         #expect(dead.first?.status == nil)
     }
 
+    /// Appends `record` to `spool` as a partner's refusal.
+    static func deadLetter(_ record: SpoolRecord, to spool: DeadLetterSpool) throws {
+        try spool.append(
+            record: record, recordLine: record.encoded().filter { $0 != 0x0A }, reason: .refused, status: 400,
+            answer: "no", segment: "raw/postbacks/dt=2026-12-05/part-rx1-00001.jsonl", offset: 0)
+    }
+
+    /// Appends `bytes` to the file at `path` as a torn write would leave them (no sync, no cut first).
+    static func tear(_ path: String, _ bytes: [UInt8]) throws {
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data(bytes))
+        try handle.close()
+    }
+
     /// A power cut can leave the last dead letter (or `.resolved` line) torn: the next append starts a
     /// clean line instead of merging with it into one that cannot be read back (found by
     /// scripts/power-loss: a dead letter lost that way would never be retried). A postback written
@@ -323,19 +338,9 @@ struct ForwardingTests {
         let spool = DeadLetterSpool(root: root, destination: "forward-p", writerID: "rx1")
         let first = try #require(try verifiedRecordFor(index: 1, seed: 11))
         let second = try #require(try verifiedRecordFor(index: 2, seed: 11))
-        func append(_ record: SpoolRecord) throws {
-            try spool.append(
-                record: record, recordLine: record.encoded().filter { $0 != 0x0A }, reason: .refused, status: 400,
-                answer: "no", segment: "raw/postbacks/dt=2026-12-05/part-rx1-00001.jsonl", offset: 0)
-        }
-        func tear(_ path: String, _ bytes: String) throws {
-            let handle = try #require(FileHandle(forWritingAtPath: path))
-            handle.seekToEndOfFile()
-            handle.write(Data(bytes.utf8))
-            try handle.close()
-        }
+        func append(_ record: SpoolRecord) throws { try Self.deadLetter(record, to: spool) }
         try append(first)
-        try tear(spool.path, "{\"dead_at\":\"2026-12-05T01:")
+        try Self.tear(spool.path, Array("{\"dead_at\":\"2026-12-05T01:".utf8))
         try append(second)
         try append(first)  // written again: the cut came before the cursor moved past it
         var dead = DeadLetterSpool.unresolved(root: root, destination: "forward-p")
@@ -344,7 +349,7 @@ struct ForwardingTests {
         #expect(dead.entries.first?.repeats.count == 1)
 
         try spool.markResolved(dead.entries[0])
-        try tear("\(spool.directory)/rx1.resolved", "rx1.jsonl\t12")
+        try Self.tear("\(spool.directory)/rx1.resolved", Array("rx1.jsonl\t12".utf8))
         try spool.markResolved(dead.entries[1])
         dead = DeadLetterSpool.unresolved(root: root, destination: "forward-p")
         #expect(dead.problems == [])
@@ -359,17 +364,8 @@ struct ForwardingTests {
         let spool = DeadLetterSpool(root: root, destination: "forward-p", writerID: "rx1")
         let first = try #require(try verifiedRecordFor(index: 1, seed: 12))
         let second = try #require(try verifiedRecordFor(index: 2, seed: 12))
-        func append(_ record: SpoolRecord) throws {
-            try spool.append(
-                record: record, recordLine: record.encoded().filter { $0 != 0x0A }, reason: .refused, status: 400,
-                answer: "no", segment: "raw/postbacks/dt=2026-12-05/part-rx1-00001.jsonl", offset: 0)
-        }
-        func tear(_ path: String, _ bytes: [UInt8]) throws {
-            let handle = try #require(FileHandle(forWritingAtPath: path))
-            handle.seekToEndOfFile()
-            handle.write(Data(bytes))
-            try handle.close()
-        }
+        func append(_ record: SpoolRecord) throws { try Self.deadLetter(record, to: spool) }
+        func tear(_ path: String, _ bytes: [UInt8]) throws { try Self.tear(path, bytes) }
         try append(first)
         let intact = try Data(contentsOf: URL(fileURLWithPath: spool.path))
         // The first page of a second copy lost, its end (with the newline) kept.
