@@ -314,6 +314,17 @@ struct ForwardingTests {
         #expect(dead.first?.status == nil)
     }
 
+    /// An empty dead-letter spool in a new directory, and two verified records to put in it.
+    static func deadLetterSpool(seed: UInt64) throws -> (
+        root: String, spool: DeadLetterSpool, first: SpoolRecord, second: SpoolRecord
+    ) {
+        let root = NSTemporaryDirectory() + "postback-dead-letters-\(UUID().uuidString)"
+        return (
+            root, DeadLetterSpool(root: root, destination: "forward-p", writerID: "rx1"),
+            try #require(try verifiedRecordFor(index: 1, seed: seed)), try #require(try verifiedRecordFor(index: 2, seed: seed))
+        )
+    }
+
     /// Appends `record` to `spool` as a partner's refusal.
     static func deadLetter(_ record: SpoolRecord, to spool: DeadLetterSpool) throws {
         try spool.append(
@@ -334,10 +345,7 @@ struct ForwardingTests {
     /// scripts/power-loss: a dead letter lost that way would never be retried). A postback written
     /// twice (the cut came before the cursor moved) is one entry, resolved as a whole.
     @Test func deadLettersAndResolvedLinesAfterATornAppendReadBack() throws {
-        let root = NSTemporaryDirectory() + "postback-dead-torn-\(UUID().uuidString)"
-        let spool = DeadLetterSpool(root: root, destination: "forward-p", writerID: "rx1")
-        let first = try #require(try verifiedRecordFor(index: 1, seed: 11))
-        let second = try #require(try verifiedRecordFor(index: 2, seed: 11))
+        let (root, spool, first, second) = try Self.deadLetterSpool(seed: 11)
         func append(_ record: SpoolRecord) throws { try Self.deadLetter(record, to: spool) }
         try append(first)
         try Self.tear(spool.path, Array("{\"dead_at\":\"2026-12-05T01:".utf8))
@@ -360,16 +368,12 @@ struct ForwardingTests {
     /// before it reads as zeros. Read back before the next append, that line is a torn append, not a
     /// problem; the next append cuts it, so it never stays in the middle of the file.
     @Test func aDeadLetterWithALostPageIsATornAppendAndIsCut() throws {
-        let root = NSTemporaryDirectory() + "postback-dead-zeros-\(UUID().uuidString)"
-        let spool = DeadLetterSpool(root: root, destination: "forward-p", writerID: "rx1")
-        let first = try #require(try verifiedRecordFor(index: 1, seed: 12))
-        let second = try #require(try verifiedRecordFor(index: 2, seed: 12))
+        let (root, spool, first, second) = try Self.deadLetterSpool(seed: 12)
         func append(_ record: SpoolRecord) throws { try Self.deadLetter(record, to: spool) }
-        func tear(_ path: String, _ bytes: [UInt8]) throws { try Self.tear(path, bytes) }
         try append(first)
         let intact = try Data(contentsOf: URL(fileURLWithPath: spool.path))
         // The first page of a second copy lost, its end (with the newline) kept.
-        try tear(spool.path, [UInt8](repeating: 0, count: 700) + Array(intact.suffix(300)))
+        try Self.tear(spool.path, [UInt8](repeating: 0, count: 700) + Array(intact.suffix(300)))
         var dead = DeadLetterSpool.unresolved(root: root, destination: "forward-p")
         #expect(dead.problems == [], "a torn last append is not a problem")
         #expect(dead.entries.map(\.idempotencyKey) == [first.dedupKey!])
@@ -383,7 +387,7 @@ struct ForwardingTests {
         #expect(dead.entries.map(\.idempotencyKey) == [first.dedupKey!, second.dedupKey!])
 
         try spool.markResolved(dead.entries[0])
-        try tear("\(spool.directory)/rx1.resolved", [0, 0, 0] + Array("jsonl\t12\n".utf8))
+        try Self.tear("\(spool.directory)/rx1.resolved", [0, 0, 0] + Array("jsonl\t12\n".utf8))
         try spool.markResolved(dead.entries[1])
         let resolved = try String(contentsOfFile: "\(spool.directory)/rx1.resolved", encoding: .utf8)
         #expect(!resolved.contains("\0"), "\(resolved)")

@@ -116,19 +116,12 @@ package enum DurableFile {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw WriteError(operation: "fstat", path: path, errorNumber: errno) }
         let size = Int(status.st_size)
-        let end = try lineStart(before: size, in: fd, path: path)
-        // The last complete line, `end` up to its newline: cut too when a page of it was lost.
+        let end = try lineStart(before: size, in: fd, path: path).start
+        // The last complete line, up to its newline at `end - 1`: cut too when a page of it was lost.
         var keep = end
         if end > 0 {
-            let start = try lineStart(before: end - 1, in: fd, path: path)
-            var line = [UInt8](repeating: 0, count: end - start)
-            var filled = 0
-            while filled < line.count {
-                let got = try FileDescriptorIO.read(fd, into: &line, from: filled, at: start + filled, path: path)
-                if got == 0 { break }
-                filled += got
-            }
-            if line[..<filled].contains(0) { keep = start }
+            let last = try lineStart(before: end - 1, in: fd, path: path)
+            if last.holdsNUL { keep = last.start }
         }
         guard keep < size else { return 0 }
         guard ftruncate(fd, off_t(keep)) == 0, fdatasync(fd) == 0 else {
@@ -137,17 +130,25 @@ package enum DurableFile {
         return size - keep
     }
 
-    /// Where the line holding byte `position - 1` starts: just after the last newline before `position`
-    /// (0 if none), read backwards a page at a time.
-    private static func lineStart(before position: Int, in fd: Int32, path: String) throws(WriteError) -> Int {
+    /// Where the line holding byte `position - 1` starts (just after the last newline before
+    /// `position`, 0 if none), and whether its bytes before `position` hold a NUL; read backwards a
+    /// page at a time.
+    private static func lineStart(before position: Int, in fd: Int32, path: String) throws(WriteError) -> (
+        start: Int, holdsNUL: Bool
+    ) {
         var end = position
+        var holdsNUL = false
         var chunk = [UInt8](repeating: 0, count: 4096)
         while end > 0 {
             let start = max(0, end - chunk.count)
             let got = try FileDescriptorIO.read(fd, into: &chunk, at: start, path: path)
-            if let newline = chunk[..<min(got, end - start)].lastIndex(of: 0x0A) { return start + newline + 1 }
+            let piece = chunk[..<min(got, end - start)]
+            if let newline = piece.lastIndex(of: 0x0A) {
+                return (start + newline + 1, holdsNUL || piece[(newline + 1)...].contains(0))
+            }
+            holdsNUL = holdsNUL || piece.contains(0)
             end = start
         }
-        return 0
+        return (0, holdsNUL)
     }
 }
