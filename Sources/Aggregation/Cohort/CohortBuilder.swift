@@ -142,7 +142,8 @@ package enum CohortBuilder {
                     if cohorts[installDay] != nil { cohorts[installDay]!.sources.append(input) }
                 }
                 try rows.forEach { row throws(AggregationError) in
-                    guard cohorts[row.installDay] != nil else { return }
+                    // A row of development or rejected records only (postbacks 0) is in no cohort of its table.
+                    guard row.postbacks > 0, cohorts[row.installDay] != nil else { return }
                     cohorts[row.installDay]!.tables[tableIndex][row.key, default: CohortCell()].add(row)
                 }
             }
@@ -179,6 +180,10 @@ package enum CohortBuilder {
                 var losses: [String] = []
                 if cohort.postbacks < previous.postbacks {
                     losses.append("\(cohort.postbacks) postbacks instead of \(previous.postbacks)")
+                }
+                if cohort.developmentPostbacks < previous.developmentPostbacks {
+                    losses.append(
+                        "\(cohort.developmentPostbacks) development postbacks instead of \(previous.developmentPostbacks)")
                 }
                 if let before = previous.completeThrough, complete.map({ $0 < before }) ?? true {
                     losses.append("received days complete through \(complete?.description ?? "none") instead of \(before)")
