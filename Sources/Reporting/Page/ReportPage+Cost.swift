@@ -45,10 +45,11 @@ extension ReportPage {
         }.joined(separator: " · ")
     }
 
-    /// ROAS of one window (0, 1, 2) per revenue currency; a note's meaning when no cohort has one.
+    /// ROAS of one window (0, 1, 2) per revenue currency; `–` when no cohort has one (the table of
+    /// cohorts beside it says why).
     static func roasText(_ stats: CohortStats, window: Int) -> String {
         let sums = stats.roas.filter { $0.key.window == window }.sorted { $0.key < $1.key }
-        guard !sums.isEmpty else { return stats.hasSpend ? exclusionsText(stats, counted: false) : "–" }
+        guard !sums.isEmpty else { return "–" }
         if sums.count == 1 { return roasText(sums[0].value) }
         return sums.map { "\(roasText($0.value)) \($0.key.revenueCurrency)" }.joined(separator: " · ")
     }
@@ -112,7 +113,7 @@ extension ReportPage {
     func renderSpendLines(_ html: inout HTMLWriter) {
         let cohorts = model.cohorts
         for (network, claims) in cohorts.networksClaimingMore {
-            html.element("p", ["class": "warning", "role": "alert", "data-warning": "claims:\(network)"]) { html in
+            html.element("p", ["class": "warning", "role": "alert", "data-metric": "claims_warning:\(network)"]) { html in
                 let signed =
                     claims.signed == 0
                     ? "Apple signed none"
@@ -215,22 +216,32 @@ extension ReportPage {
                 id: "table-cost-campaigns",
                 caption:
                     "\(keys.count > request.topCampaigns ? "The \(request.topCampaigns) of \(NumberFormat.count(keys.count))" : "All \(keys.count)") "
-                    + "campaigns with spend, most installs first: ROAS by window",
+                    + "campaigns with spend, most installs first: ROAS by window (–: none; the next table says why)",
                 columns: cohortCampaignColumns(keys) + [
                     .number("Spend"), .number("Installs"), .number("CPI"), .number("ROAS w1"), .number("ROAS w2"),
-                    .number("ROAS w3"), .longText("Cohorts"), .longText("Without ROAS"),
+                    .number("ROAS w3"),
                 ])
             func cells(_ stats: CohortStats) -> [String] {
                 [
                     Self.amounts(stats.spend), NumberFormat.count(stats.installsWithSpend.values.reduce(0, +)),
                     Self.cpiText(stats),
                     Self.roasText(stats, window: 0), Self.roasText(stats, window: 1), Self.roasText(stats, window: 2),
-                    Self.statusText(stats), stats.withoutROAS.isEmpty ? "" : Self.exclusionsText(stats),
                 ]
             }
             for row in rows { table.add(cohortCampaignCells(row, keys) + cells(row.stats)) }
             table.footer = ["All campaigns", ""] + (showsCohortApp(keys) ? [""] : []) + cells(cohorts.total)
             place(table, &html)
+
+            var statuses = FiguresTable(
+                id: "table-cost-cohorts",
+                caption: "The same campaigns' cohorts with spend: how mature (cohort_status), and why some have no ROAS",
+                columns: cohortCampaignColumns(keys) + [.longText("Cohorts with spend"), .longText("Without ROAS")])
+            func statusCells(_ stats: CohortStats) -> [String] {
+                [Self.statusText(stats), stats.withoutROAS.isEmpty ? "–" : Self.exclusionsText(stats)]
+            }
+            for row in rows { statuses.add(cohortCampaignCells(row, keys) + statusCells(row.stats)) }
+            statuses.footer = ["All campaigns", ""] + (showsCohortApp(keys) ? [""] : []) + statusCells(cohorts.total)
+            place(statuses, &html)
 
             var weeks = FiguresTable(
                 id: "table-cost-weeks",
