@@ -81,14 +81,14 @@ import Testing
     }
 
     /// With spend in the range: spend, CPI and ROAS (its open cohort marked) and the warning about a
-    /// network's claims are on the first screen at 1280×800, and the page's tables still fit.
-    @Test func spendCPIAndROASAndTheClaimsWarningAreOnTheFirstScreen() throws {
+    /// network's claims are on the first screen at 1280×800 (and 1920×800), and the page's tables still fit.
+    @Test(arguments: [1280, 1920]) func spendCPIAndROASAndTheClaimsWarningAreOnTheFirstScreen(width: Int) throws {
         let store = try ReportCostTests.store("first-screen-cost")
         try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
-        let page = TestPaths.output + "/report-cost.html"
+        let page = TestPaths.output + "/report-cost-\(width).html"
         _ = try ReportGenerator.generate(store.request(from: ReportCostTests.first, to: ReportCostTests.last, out: page))
-        let screenshot = TestPaths.output + "/first-screen-cost-1280.png"
-        let visit = try BrowserRenderTests.visit(page, screenshot: screenshot, width: 1280, height: 800)
+        let screenshot = TestPaths.output + "/first-screen-cost-\(width).png"
+        let visit = try BrowserRenderTests.visit(page, screenshot: screenshot, width: width, height: 800)
         let firstScreen = visit.facts["firstScreen"] as? String ?? ""
         let expected = ReportCostTests.Expected(ReportCostTests.rowsInRange())
         #expect(expected.roasText.hasSuffix(" (open)"))

@@ -309,6 +309,28 @@ import Testing
         #expect(parquet == csv)
     }
 
+    /// Campaign names and network ids in the cohort table are data: only ever text, in the
+    /// tables, the cards and the claims warning alike.
+    @Test func hostileNamesInTheCohortsStayText() throws {
+        let hostile = [
+            "2026-03-01": [
+                CohortFixture.row(
+                    network: ReportEscapingTests.hostileNetwork, campaign: ReportEscapingTests.hostileCampaign,
+                    status: "open", spend: "10", spendCurrency: "USD", reported: 500, installs: 100, revenue: ["5", nil, nil])
+            ]
+        ]
+        let store = try Self.store("cost-hostile", cohorts: hostile)
+        let html = try ReportGenerator.page(store.request(from: Self.first, to: Self.last))
+        #expect(html.contains("claims 500 installs; Apple signed 100 (+400.0%)"))
+        for text in [ReportEscapingTests.hostileNetwork, ReportEscapingTests.hostileCampaign] {
+            #expect(!html.contains(text), "raw: \(text)")
+        }
+        let table = try #require(PageFigures(html: html).table("table-cost-campaigns"))
+        #expect(table.records.first?["Campaign"] == ReportEscapingTests.hostileCampaign, "the full name, as text")
+        #expect(table.records.first?["Ad network"] == ReportEscapingTests.hostileNetwork)
+        try ReportEscapingTests.checkMarkup(html)
+    }
+
     @Test func theDevelopmentPageReadsTheDevelopmentCohorts() throws {
         let development = [
             "2026-03-01": [

@@ -306,10 +306,16 @@ extension ReportPage {
             let sorted = cohorts.claimsByNetwork.sorted {
                 $0.value.reported != $1.value.reported ? $0.value.reported > $1.value.reported : $0.key < $1.key
             }
-            for (network, claims) in sorted {
+            for (network, claims) in sorted.prefix(Self.entriesListed) {
                 networks.add([Self.networkName(network)] + cells(claims))
-                total.add(claims)
             }
+            let rest = sorted.dropFirst(Self.entriesListed)
+            if !rest.isEmpty {
+                var others = ClaimCounts()
+                for (_, claims) in rest { others.add(claims) }
+                networks.add(["Other networks (\(NumberFormat.count(rest.count)))"] + cells(others))
+            }
+            for (_, claims) in sorted { total.add(claims) }
             networks.footer = ["All networks"] + cells(total)
             place(networks, &html)
 
