@@ -298,6 +298,22 @@ import Testing
         #expect(PageFigures(html: html).metric("roas:USD") == expected.roasText)
     }
 
+    /// A cohort manifest that lists the table somewhere other than the documented path is not
+    /// guessed at: the cohort is left out, with where it was listed.
+    @Test func aCohortListedElsewhereIsLeftOutAndNamed() throws {
+        let store = try Self.store("cost-elsewhere")
+        let path = store.path("agg/_cohort_manifests/dt=2026-03-01.json")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let moved = text.replacingOccurrences(
+            of: "agg\\/campaign_cohort_daily\\/dt=2026-03-01", with: "agg\\/campaign_cohort_daily\\/day=2026-03-01")
+        #expect(moved != text)
+        try moved.write(toFile: path, atomically: false, encoding: .utf8)
+        let html = try ReportGenerator.page(store.request(from: Self.first, to: Self.last))
+        #expect(html.contains("2026-03-01: the cohort manifest lists campaign_cohort_daily as agg/campaign_cohort_daily/day="))
+        let kept = Self.cohorts["2026-03-02"]! + Self.cohorts["2026-03-03"]!
+        #expect(PageFigures(html: html).metric("spend:USD") == Expected(kept).spendText("USD"))
+    }
+
     @Test func aCohortPublishedAsParquetOnlyGivesTheSamePage() throws {
         let csvStore = try Self.store("cost-csv")
         let csv = try ReportGenerator.page(csvStore.request(from: Self.first, to: Self.last))

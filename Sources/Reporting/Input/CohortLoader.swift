@@ -100,6 +100,9 @@ struct CohortLoader {
                 throw .malformed(path: parquetPath, line: nil, reason: "\(read.count) rows, its manifest says \(output.rows)")
             }
             records = read
+        } else if let listed = manifest.paths[table] {
+            // Listed under another name than the documented one: not read, and said so.
+            return "the cohort manifest lists \(table) as \(listed), not \(relativePath(day: day, extension: "csv"))"
         } else {
             // A cohort published before this table existed (or without it): nothing to read.
             return nil
@@ -125,6 +128,8 @@ struct CohortManifest {
 
     /// Every output the manifest lists, by `path` (`agg/<table>/dt=D/part-00000.csv` or `.parquet`).
     var outputs: [String: PublishedFile.Expected] = [:]
+    /// The path of each output that names its `table`.
+    var paths: [String: String] = [:]
 
     init(json bytes: [UInt8], path: String) throws(ReportError) {
         func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
@@ -154,7 +159,9 @@ struct CohortManifest {
         guard case .array(let entries)? = root["outputs"] else { throw bad("outputs is missing or not an array") }
         for entry in entries {
             guard case .object(let output) = entry else { throw bad("outputs holds something other than objects") }
-            outputs[try string(output, "path", in: "outputs[].")] = PublishedFile.Expected(
+            let path = try string(output, "path", in: "outputs[].")
+            if case .string(let table)? = output["table"] { paths[table] = path }
+            outputs[path] = PublishedFile.Expected(
                 rows: try integer(output, "rows", in: "outputs[]."), bytes: try integer(output, "bytes", in: "outputs[]."),
                 sha256: try string(output, "sha256", in: "outputs[]."))
         }

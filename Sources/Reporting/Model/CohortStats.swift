@@ -109,7 +109,7 @@ struct CohortStats {
         }
         if !filled {
             let exclusion = ROASExclusion(
-                note: record.roasNote ?? .currencyMismatch, spendCurrency: record.spendCurrency ?? "",
+                note: record.roasNote, spendCurrency: record.spendAmount?.currency ?? record.spendCurrency ?? "",
                 revenueCurrency: record.revenueCurrency ?? "")
             withoutROAS[exclusion, default: 0] += 1
         }
@@ -132,13 +132,19 @@ struct CohortStats {
 
 /// Why a cohort with spend has no ROAS, with the currencies that explain it.
 struct ROASExclusion: Hashable, Comparable {
-    let note: ROASNote
+    /// Nil when the row's ROAS is empty without a note, or given for spend and revenue this page
+    /// cannot tell to be in one currency: it is not divided here either.
+    let note: ROASNote?
     let spendCurrency: String
     let revenueCurrency: String
 
     /// What the note means, in a reader's words: `no rate for EUR→USD`.
     var meaning: String {
-        switch note {
+        guard let note else {
+            return "spend in \(spendCurrency.isEmpty ? "?" : spendCurrency), revenue in "
+                + (revenueCurrency.isEmpty ? "?" : revenueCurrency)
+        }
+        return switch note {
         case .noSpend: "no spend"
         case .zeroSpend: "spend 0"
         case .noRevenue: "no revenue decoded"
