@@ -74,7 +74,7 @@ struct CohortDay {
         var spendTotal: Money? = nil
         var spendCurrency: String? = nil
         var fxRate: FXRate? = nil
-        var note: String? = nil
+        var note: ROASNote? = nil
         var byCurrency: [String: Money] = [:]
         var impressions: Int64? = nil
         var clicks: Int64? = nil
@@ -86,7 +86,7 @@ struct CohortDay {
             reported = SpendRow.addOptional(reported, row.reportedInstalls)
         }
         if byCurrency.isEmpty {
-            note = "no-spend"
+            note = .noSpend
         } else if let target = revenueCurrency,
             byCurrency.keys.allSatisfy({ $0 == target || fx.rate(on: installDay, from: $0, to: target) != nil })
         {
@@ -108,17 +108,17 @@ struct CohortDay {
             spendTotal = amount
             spendCurrency = currency
         } else {
-            note = "mixed-spend-currencies"
+            note = .mixedSpendCurrencies
         }
         if note == nil {
             if cell.currencies.count > 1 {
-                note = "mixed-revenue-currencies"
+                note = .mixedRevenueCurrencies
             } else if revenueCurrency == nil || cumulative[2][0].value == nil {
-                note = "no-revenue"
+                note = .noRevenue
             } else if spendCurrency != revenueCurrency {
-                note = "currency-mismatch"
+                note = .currencyMismatch
             } else if spendTotal?.micros == 0 {
-                note = "zero-spend"
+                note = .zeroSpend
             }
         }
         var roas: [Money?] = [nil, nil, nil]
@@ -173,7 +173,7 @@ struct CohortDay {
             case .roasW1: csv.field(roas[0])
             case .roasW2: csv.field(roas[1])
             case .roasW3: csv.field(roas[2])
-            case .roasNote: csv.field(note)
+            case .roasNote: csv.field(note?.rawValue)
             case .reportedInstallsExcess: csv.field(reported.map { $0 - cell.installs })
             }
         }

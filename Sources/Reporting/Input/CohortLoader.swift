@@ -14,8 +14,8 @@ import Postbacks
 /// when the cohort was published as Parquet only. A store from before the cohort tables has none of
 /// them: the model is empty and the page shows no spend, without an error.
 struct CohortLoader {
-    static let production = "campaign_cohort_daily"
-    static let development = "campaign_cohort_daily_development"
+    static let production = AggregateTables.campaignCohortDaily
+    static let development = AggregateTables.campaignCohortDailyDevelopment
 
     let layout: StoreLayout
     let appID: String?

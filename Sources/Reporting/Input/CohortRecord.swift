@@ -45,24 +45,24 @@ struct CohortRecord {
         return (spend, spendCurrency ?? "")
     }
 
-    /// The column names the report reads, as docs/aggregate.md declares them.
+    /// The columns the report reads, by their declarations in Aggregation (`CohortColumn`).
     enum Column {
-        static let appID = "app_id"
-        static let adNetworkID = "ad_network_id"
-        static let campaignID = "campaign_id"
-        static let sourceIdentifier = "source_identifier"
-        static let campaign = "campaign"
-        static let status = "cohort_status"
-        static let spend = "spend"
-        static let spendCurrency = "spend_currency"
-        static let spendFXRate = "spend_fx_rate"
-        static let reportedInstalls = "reported_installs"
-        static let installs = "installs"
-        static let revenueCurrency = "revenue_currency"
-        static let cumulativeRevenue = ["revenue_est_w1", "revenue_est_cum_w2", "revenue_est_cum_w3"]
-        static let cpi = "cpi"
-        static let roas = ["roas_w1", "roas_w2", "roas_w3"]
-        static let roasNote = "roas_note"
+        static let appID = CohortColumn.appID.rawValue
+        static let adNetworkID = CohortColumn.adNetworkID.rawValue
+        static let campaignID = CohortColumn.campaignID.rawValue
+        static let sourceIdentifier = CohortColumn.sourceIdentifier.rawValue
+        static let campaign = CohortColumn.campaign.rawValue
+        static let status = CohortColumn.cohortStatus.rawValue
+        static let spend = CohortColumn.spend.rawValue
+        static let spendCurrency = CohortColumn.spendCurrency.rawValue
+        static let spendFXRate = CohortColumn.spendFXRate.rawValue
+        static let reportedInstalls = CohortColumn.reportedInstalls.rawValue
+        static let installs = CohortColumn.installs.rawValue
+        static let revenueCurrency = CohortColumn.revenueCurrency.rawValue
+        static let cumulativeRevenue = [CohortColumn.revenueEstW1, .revenueEstCumW2, .revenueEstCumW3].map(\.rawValue)
+        static let cpi = CohortColumn.cpi.rawValue
+        static let roas = [CohortColumn.roasW1, .roasW2, .roasW3].map(\.rawValue)
+        static let roasNote = CohortColumn.roasNote.rawValue
 
         static let required =
             [
@@ -134,36 +134,4 @@ struct CohortRecord {
                 roas: roas, roasNote: note)
         }
     }
-}
-
-/// How far a cohort's return can still grow (`cohort_status`): ordered from least to most mature.
-enum CohortStatus: String, Comparable, CaseIterable {
-    /// Window 1 can still grow.
-    case open
-    case window1Final = "window-1-final"
-    case window2Final = "window-2-final"
-    /// Nothing can be added.
-    case final
-
-    /// The last window (1–3) whose revenue is complete; 0 when none is.
-    var finalWindows: Int {
-        switch self {
-        case .open: 0
-        case .window1Final: 1
-        case .window2Final: 2
-        case .final: 3
-        }
-    }
-
-    static func < (lhs: CohortStatus, rhs: CohortStatus) -> Bool { lhs.finalWindows < rhs.finalWindows }
-}
-
-/// Why a cohort row's ROAS columns are empty (`roas_note`).
-enum ROASNote: String, CaseIterable {
-    case noSpend = "no-spend"
-    case zeroSpend = "zero-spend"
-    case noRevenue = "no-revenue"
-    case currencyMismatch = "currency-mismatch"
-    case mixedRevenueCurrencies = "mixed-revenue-currencies"
-    case mixedSpendCurrencies = "mixed-spend-currencies"
 }
