@@ -19,14 +19,15 @@ enum SpendCommand {
         file again writes the same bytes. Every row is checked first; a bad one stops the import
         with FILE:LINE:COLUMN and nothing is stored. Each import is recorded in DATA/spend/_imports/.
 
-          --data DATA      the store (the receiver's data directory), or s3://BUCKET/PREFIX
+          --data DATA      the store (the receiver's data directory; created when missing), or
+                           s3://BUCKET/PREFIX
           --schemas DIR    conversion schemas: campaign names are checked against the app's
                            source-identifier map, and ids the map names are stored with the name
           --source NAME    where the rows come from (default: the file's name without extension;
                            '-' needs it): letters, digits, '.', '_', '-'
           FILE             a spend CSV; '-' reads standard input
 
-        Example: Samples/spend/demo-spend.csv. The format: docs/spend.md.
+        Example: Samples/spend/example-spend.csv. The format: docs/spend.md.
 
         Exit status: 0 imported; 2 usage, a bad row or an I/O error (nothing imported).
         """
@@ -43,15 +44,17 @@ enum SpendCommand {
         let source: String
         var files: [SpendStore.InputFile] = []
         var catalog: SchemaCatalog? = nil
+        var created = false
         do {
             let arguments = try importSyntax.parse(words)
             guard let directory = arguments.value("--data") else { throw UsageError("--data DATA is required") }
             guard !arguments.positionals.isEmpty else {
                 throw UsageError("no FILE given (a spend CSV, or '-' for standard input)")
             }
-            if !S3Location.isObjectStoreURL(directory) {
+            if !S3Location.isObjectStoreURL(directory), UserPaths.kind(of: directory) != .missing {
                 try UserPaths.requireDirectory(directory, option: "--data", holding: "the store (raw/ from 'postback serve')")
             }
+            created = !S3Location.isObjectStoreURL(directory) && UserPaths.kind(of: directory) == .missing
             data = directory
             for path in arguments.positionals {
                 if path == "-" {
@@ -101,7 +104,7 @@ enum SpendCommand {
             io.print(
                 "spend import: \(result.rows) row\(result.rows == 1 ? "" : "s") from \(source) for \(days)\(range); "
                     + "\(result.changedDays.count) day\(result.changedDays.count == 1 ? "" : "s") changed; "
-                    + "run 'postback aggregate' to rebuild the cohorts")
+                    + "run 'postback aggregate' to rebuild the cohorts" + (created ? " (\(data) was created: a new store)" : ""))
             return .success
         } catch {
             io.printError("postback spend import: \(error)")

@@ -18,11 +18,12 @@ enum DemoCommand {
         127.0.0.1 (a free port), mints N postbacks for the example schema's app (three ad
         networks, five named campaigns that differ in installs and value, fine and coarse values,
         null values, re-engagements), signs them with a new test key, POSTs them to the receiver,
-        runs the nightly job and writes the report. Then prints where the store, the aggregates
-        and the report are.
+        publishes the 20 days before from daily files (so install cohorts mature), imports the
+        networks' spend for the three weeks (one network claims more installs than Apple signed),
+        runs the nightly job and writes the report. Then prints where everything is.
 
           --dir DIR    where to put everything (default ./postback-demo); must be missing or empty
-          --count N    how many postbacks (default 3000)
+          --count N    how many postbacks today (default 3000; each earlier day about half)
 
         The postbacks are signed with a test key, so they are development postbacks: the report is
         the development page (report --environment development), every figure labelled so.

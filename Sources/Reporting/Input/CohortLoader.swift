@@ -1,5 +1,6 @@
 import Aggregation
 import Basics
+import Foundation
 import PostbackStore
 import Postbacks
 
@@ -41,7 +42,26 @@ struct CohortLoader {
                 model.leftOutDays.append((day, reason))
             }
         }
+        if !model.hasSpend { model.spendOutsideRange = spendOutside(from: from, to: to) }
         return model
+    }
+
+    /// The first and last install dates outside the range whose cohort manifest counts spend.
+    private func spendOutside(from: UTCDay, to: UTCDay) -> (first: UTCDay, last: UTCDay)? {
+        let directory = layout.root + "/agg/_cohort_manifests"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let days = names.compactMap { name -> UTCDay? in
+            guard name.hasPrefix("dt="), name.hasSuffix(".json"), let day = UTCDay(String(name.dropFirst(3).dropLast(5))),
+                day < from || day > to,
+                let bytes = try? FileBytes.read(path: "\(directory)/\(name)", limit: 64 << 20),
+                case .object(let manifest)? = try? StrictJSONParser.parse(bytes),
+                case .object(let totals)? = manifest["totals"], case .object(let spend)? = totals["spend_by_currency"],
+                !spend.members.isEmpty
+            else { return nil }
+            return day
+        }.sorted()
+        guard let first = days.first, let last = days.last else { return nil }
+        return (first, last)
     }
 
     /// Reads one install date's cohort; returns why it was left out, or nil (read, or not there).

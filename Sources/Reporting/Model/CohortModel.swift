@@ -8,6 +8,9 @@ struct CohortModel {
     var days: [UTCDay] = []
     /// Install dates with a cohort file the report could not trust, and why.
     var leftOutDays: [(day: UTCDay, reason: String)] = []
+    /// Install dates outside the range whose published cohort has spend (the first and last), so a
+    /// page without spend can say where it is.
+    var spendOutsideRange: (first: UTCDay, last: UTCDay)?
 
     var total = CohortStats()
     var campaigns: [CampaignKey: CohortStats] = [:]

@@ -126,9 +126,18 @@ extension ReportPage {
         }
         if !cohorts.hasSpend {
             html.element("p", ["class": "aside", "id": "no-spend"]) { html in
-                html.text("No spend for this range: import the networks' cost with ")
-                html.element("code", text: "postback spend import")
-                html.text(" to see CPI and ROAS (docs/spend.md).")
+                if let outside = cohorts.spendOutsideRange {
+                    // Spend is joined by install date, which comes days before a postback arrives.
+                    html.text(
+                        "No spend for the install dates of this range; the store has spend for install dates \(outside.first) to \(outside.last): "
+                    )
+                    html.element("code", text: "postback report --from \(outside.first) --to \(outside.last)")
+                    html.text(" shows their CPI and ROAS.")
+                } else {
+                    html.text("No spend for this range: import the networks' cost with ")
+                    html.element("code", text: "postback spend import")
+                    html.text(" to see CPI and ROAS (docs/spend.md).")
+                }
             }
         }
         if !cohorts.leftOutDays.isEmpty {
