@@ -6,7 +6,8 @@ tables): every cell of every published cohort file is recomputed with DuckDB SQL
 `DATA/spend/dt=*/*.csv`, the `--fx` file if the run used one, and which received days have a
 published, non-partial manifest; then compared, as text, with the published CSV.
 
-    scripts/venv-python scripts/cohort_check.py DATA [--fx FILE] [--runs FILE] [--docs FILE] [--self-test]
+    scripts/venv-python scripts/cohort_check.py DATA [--fx FILE] [--runs FILE] [--schemas DIR] [--docs FILE]
+    scripts/venv-python scripts/cohort_check.py --self-test
 
 --runs FILE   a JSON list of what was done to the store, in order: {"aggregate": ["FROM", "TO"]} for
               each `postback aggregate --from FROM --to TO` (or --date D: ["D", "D"]) and
@@ -16,6 +17,9 @@ published, non-partial manifest; then compared, as text, with the published CSV.
               date whose spend changed since) and compares each cohort with the state of the store
               when it was last rebuilt (its `complete_through`, the received days published then).
               Without it, every cohort is expected to reflect the store as it is now.
+--schemas DIR the schemas the spend was imported with: each stored spend row named by campaign id or
+              four-digit source identifier must carry the name the app's map gives it (docs/spend.md).
+--self-test   a hand-made store whose cohort files were worked out by hand from the docs.
 
 Reads every CSV with explicit types (the `CREATE TABLE` blocks of docs/aggregate.md; the spend file's
 canonical columns of docs/spend.md); nothing is left to DuckDB's sniffer. Amounts are carried as
@@ -456,7 +460,7 @@ def read_csv_sql(files, columns, extra=""):
             f"new_line = '\\n', columns = {typed}, filename = true, null_padding = false{extra})")
 
 
-def check(data, fx_path=None, runs_path=None, doc_path=None):
+def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
     doc_path = doc_path or os.path.join(ROOT, "docs/aggregate.md")
     documented = create_tables(doc_path)
     problems, mismatches, notes = [], [], []
@@ -508,6 +512,17 @@ def check(data, fx_path=None, runs_path=None, doc_path=None):
                 f"AND postbacks > 0").fetchall():
             rows_by_received_day.setdefault(dt_value, set()).add(install)
     spend_days = {d for (d,) in con.execute("SELECT DISTINCT \"date\" FROM spend").fetchall()}
+    if schemas_dir:
+        cells += check_spend_names(con, schemas_dir, mismatch)
+    # The stored form: one row per day, app, network, campaign and currency, rows sorted.
+    for path in spend_files:
+        lines = open(path, encoding="utf-8").read().split("\n")[1:-1]
+        if lines != sorted(lines, key=lambda s: s.encode("utf-8")):
+            problems.append(f"{os.path.relpath(path, data)}: rows are not sorted")
+    for (file_name, count) in con.execute(
+            "SELECT filename, count(*) FROM spend GROUP BY filename, \"date\", app_id, lower(ad_network_id), campaign_id, "
+            "source_identifier, campaign, currency HAVING count(*) > 1").fetchall():
+        problems.append(f"{os.path.relpath(file_name, data)}: {count} rows of one day, app, network, campaign and currency")
 
     runs = json.load(open(runs_path, encoding="utf-8")) if runs_path else None
     last_rebuild, first_run = simulate(runs, published, rows_by_received_day, spend_days, None)
@@ -540,6 +555,9 @@ def check(data, fx_path=None, runs_path=None, doc_path=None):
         for i in sorted(expected):
             if i not in published_cohorts:
                 problems.append(f"agg/{table}/dt={i}: no cohort file, though {len(expected[i])} row(s) are expected")
+        for i in sorted(last_rebuild):
+            if i not in published_cohorts and i not in expected:
+                problems.append(f"agg/{table}/dt={i}: no cohort file, though the runs rebuilt that cohort")
         for i in sorted(published_cohorts):
             if i not in last_rebuild:
                 problems.append(f"agg/{table}/dt={i}: a cohort file no run should have written")
@@ -863,12 +881,70 @@ def self_test(doc_path):
         shutil.rmtree(root, ignore_errors=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# The stored spend's campaign names (docs/spend.md, "Campaign names")
+
+def schema_names(schemas_dir):
+    """{app_id: [schema]} of every schema file (docs/aggregate.md §1: DIR/<app-id>/<effective-from>.json)."""
+    schemas = {}
+    for path in sorted(glob.glob(os.path.join(schemas_dir, "*", "*.json"))):
+        if os.path.basename(path).startswith("."):
+            continue
+        schema = json.load(open(path, encoding="utf-8"))
+        schemas.setdefault(int(schema["app_id"]), []).append(schema)
+    return schemas
+
+
+def expected_name(schemas, app_id, network, on, campaign_id, source_identifier):
+    """The campaign name the app's schemas give a campaign id or a four-digit source identifier on that
+    date and network; None when none does (or when two schemas disagree)."""
+    names = set()
+    for schema in schemas.get(app_id, []):
+        if day(schema["effective_from"]) > on or (schema.get("effective_to") and day(schema["effective_to"]) < on):
+            continue
+        for entry in schema.get("source_identifier_map", []):
+            if entry["ad_network_id"].lower() != network.lower():
+                continue
+            if (entry.get("valid_from") and day(entry["valid_from"]) > on) or \
+                    (entry.get("valid_to") and day(entry["valid_to"]) < on):
+                continue
+            if campaign_id is not None:
+                name = entry.get("campaign_id_map", {}).get(str(campaign_id))
+                if name:
+                    names.add(name)
+            elif source_identifier is not None and len(source_identifier) == 4:
+                for group in entry.get("digits", []):
+                    if group["dimension"] != "campaign":
+                        continue
+                    digits = "".join(source_identifier[p - 1] for p in group["positions"])
+                    name = group["values"].get(digits) if "values" in group else digits
+                    if name:
+                        names.add(name)
+    return names.pop() if len(names) == 1 else None
+
+
+def check_spend_names(con, schemas_dir, mismatch):
+    """Every stored spend row named by id carries the name the schema gives it (and only then)."""
+    schemas = schema_names(schemas_dir)
+    cells = 0
+    for file_name, on, app_id, network, campaign_id, source_identifier, campaign in con.execute(
+            "SELECT filename, \"date\", app_id, ad_network_id, campaign_id, source_identifier, campaign FROM spend "
+            "WHERE campaign_id IS NOT NULL OR source_identifier IS NOT NULL ORDER BY ALL").fetchall():
+        cells += 1
+        want = expected_name(schemas, app_id, network, on, campaign_id, source_identifier)
+        if want != campaign:
+            mismatch("spend", on, [app_id, network, campaign_id, source_identifier, os.path.basename(file_name)],
+                     "campaign", want, campaign)
+    return cells
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?")
     parser.add_argument("--fx")
     parser.add_argument("--runs")
     parser.add_argument("--docs")
+    parser.add_argument("--schemas", help="the schema directory the import used: checks the stored campaign names")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args(argv)
     if args.self_test:
@@ -876,7 +952,7 @@ def main(argv):
     if not args.data:
         parser.error("DATA is required")
     try:
-        answer = check(args.data, args.fx, args.runs, args.docs)
+        answer = check(args.data, args.fx, args.runs, args.docs, args.schemas)
     except (StoreError, duckdb.Error, OSError, ValueError) as error:
         print(json.dumps({"error": str(error), "cells": 0, "mismatches": 0}))
         return 2
