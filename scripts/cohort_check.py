@@ -236,12 +236,24 @@ def simulate(runs, published, rows_by_received_day, spend_days, cohort_files):
     return last_rebuild, first_run
 
 
+def status(install, through):
+    """cohort_status from the install date and complete_through (docs/aggregate.md, "When a cohort is final")."""
+    if through is None or through < install + datetime.timedelta(days=4):
+        return "open"
+    if through < install + datetime.timedelta(days=11):
+        return "window-1-final"
+    if through < install + datetime.timedelta(days=LOOKBACK):
+        return "window-2-final"
+    return "final"
+
+
 def complete_through(install, published_then, partial):
-    """The last received day C such that every day from the install date to C is published, not partial."""
+    """The last received day C such that every day from the install date to C is published, not partial, at
+    most the install date + 39; None when the install day itself is not published."""
     if install not in published_then or partial.get(install):
         return None
-    c = install
-    while (c + datetime.timedelta(days=1)) in published_then and not partial.get(c + datetime.timedelta(days=1)):
+    c, cap = install, install + datetime.timedelta(days=LOOKBACK)
+    while c < cap and (c + datetime.timedelta(days=1)) in published_then and not partial.get(c + datetime.timedelta(days=1)):
         c += datetime.timedelta(days=1)
     return c
 
@@ -535,6 +547,7 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
                         [(i, run, c) for i, (run, c) in sorted(last_rebuild.items())])
 
     summary = {}
+    fx_inputs_listed = set()
     for table, source in TABLES:
         # "the same for campaign_cohort_daily_development"
         columns = [c for c, _ in documented["campaign_cohort_daily"] if c != "dt"]
@@ -608,11 +621,42 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
                     continue
                 manifest = json.load(open(path, encoding="utf-8"))
                 want_c = str(last_rebuild[i][1]) if i in last_rebuild and last_rebuild[i][1] else None
-                cells += 2
+                cells += 3
                 if manifest.get("dt") != str(i):
                     mismatch("_cohort_manifests", i, [], "dt", str(i), manifest.get("dt"))
                 if manifest.get("complete_through") != want_c:
                     mismatch("_cohort_manifests", i, [], "complete_through", want_c, manifest.get("complete_through"))
+                want_status = status(i, last_rebuild[i][1] if i in last_rebuild else None)
+                if manifest.get("cohort_status") != want_status:
+                    mismatch("_cohort_manifests", i, [], "cohort_status", want_status, manifest.get("cohort_status"))
+                # inputs: every campaign_daily(_development) file that can hold the install date (its day from I to
+                # I + 39) published when the cohort was rebuilt, and the day's spend files; each as it is now.
+                run_index = last_rebuild[i][0] if i in last_rebuild else -1
+                want_inputs = set()
+                for r in published:
+                    if i <= r <= i + datetime.timedelta(days=LOOKBACK) and first_run.get(r, 10 ** 6) <= run_index:
+                        for _, source in TABLES:
+                            want_inputs.add(f"agg/{source}/dt={r}/part-00000.csv")
+                for path in glob.glob(os.path.join(data, f"spend/dt={i}/*.csv")):
+                    want_inputs.add(os.path.relpath(path, data))
+                # The --fx file is not among the documented inputs; listed, it must still be the file read.
+                fx_listed = {entry.get("path") for entry in manifest.get("inputs", [])
+                             if fx_path and os.path.abspath(os.path.join(data, entry.get("path", ""))) ==
+                             os.path.abspath(fx_path)}
+                if fx_listed:
+                    fx_inputs_listed.add(i)
+                listed = {entry.get("path") for entry in manifest.get("inputs", [])} - fx_listed
+                cells += 1
+                if listed != want_inputs:
+                    mismatch("_cohort_manifests", i, [], "inputs",
+                             f"missing {sorted(want_inputs - listed)[:3]}", f"extra {sorted(listed - want_inputs)[:3]}")
+                for entry in manifest.get("inputs", []):
+                    file = os.path.join(data, entry.get("path", ""))
+                    cells += 1
+                    if not os.path.exists(file) or sha256(file) != entry.get("sha256") or \
+                            os.path.getsize(file) != entry.get("bytes"):
+                        mismatch("_cohort_manifests", i, [], f"inputs {entry.get('path')}", "its bytes and SHA-256",
+                                 "another file")
                 totals = manifest.get("totals", {})
                 prod = expected.get(i, {}).values()
                 for name, value in (("postbacks", sum(int(r["_postbacks"]) for r in prod)),
@@ -628,9 +672,16 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
         summary[table] = {"files": len(published_cohorts), "rows": rows_checked,
                           "expected_rows": sum(len(v) for v in expected.values()),
                           "days_with_rows": len(expected)}
+    if fx_inputs_listed:
+        notes.append(f"{len(fx_inputs_listed)} cohort manifests list the --fx file among their inputs "
+                     f"(docs/aggregate.md lists campaign_daily and spend files only)")
     notes.append(f"received days published: {len(published)}, spend files: {len(spend_files)}, "
                  f"cohorts rebuilt by the runs: {len(last_rebuild)}")
-    return {"cells": cells, "mismatches": len(mismatches), "first": mismatches[:20], "problems": problems[:50],
+    by_column = {}
+    for m in mismatches:
+        name = f"{m['table']}.{m['column'].split(' ')[0]}"
+        by_column[name] = by_column.get(name, 0) + 1
+    return {"cells": cells, "mismatches": len(mismatches), "by_column": by_column, "first": mismatches[:20], "problems": problems[:50],
             "problem_count": len(problems), "tables": summary, "notes": notes}
 
 
@@ -737,7 +788,8 @@ def self_test(doc_path):
         # Worked out by hand from docs/aggregate.md ("campaign_cohort_daily") and docs/spend.md.
         expected = {
             ("campaign_cohort_daily", "2026-01-10"): {
-                brand: dict(cohort_status="final", complete_through="2026-03-03", postbacks_w3="1", winning_postbacks="1",
+                # published through 2026-03-03, but complete_through is at most the install date + 39
+                brand: dict(cohort_status="final", complete_through="2026-02-18", postbacks_w3="1", winning_postbacks="1",
                             null_cv_share="0", revenue_currency="EUR", revenue_est_w3="80", revenue_min_w3="50",
                             revenue_est_cum_w3="80", revenue_min_cum_w3="50", roas_note="no-spend")},
             ("campaign_cohort_daily", "2026-02-15"): {
@@ -855,8 +907,15 @@ def self_test(doc_path):
                 through = {r.get("complete_through") for r in rows.values()}.pop()
                 totals = {"postbacks": sum(int(r.get(f"postbacks_w{w}", 0)) for r in rows.values() for w in (1, 2, 3)),
                           "installs": sum(int(r.get("installs", 0)) for r in rows.values())}
+                install = day(d)
+                inputs = [f"agg/{source}/dt={r}/part-00000.csv" for r in dates(install, min(
+                    install + datetime.timedelta(days=LOOKBACK), datetime.date(2026, 3, 5))) for _, source in TABLES]
+                inputs += sorted(os.path.relpath(p, root) for p in glob.glob(f"{root}/spend/dt={d}/*.csv"))
+                inputs = [{"path": p, "bytes": os.path.getsize(f"{root}/{p}"), "sha256": sha256(f"{root}/{p}")}
+                          for p in inputs]
                 with open(f"{root}/agg/_cohort_manifests/dt={d}.json", "w") as f:
-                    json.dump({"format": 1, "dt": d, "complete_through": through, "totals": totals}, f)
+                    json.dump({"format": 1, "dt": d, "cohort_status": {r.get("cohort_status") for r in rows.values()}.pop(),
+                               "complete_through": through, "inputs": inputs, "totals": totals}, f)
         answer = check(root, f"{root}/fx.csv", None, doc_path)
         failures = []
         if answer["mismatches"] or answer["problem_count"] or answer["cells"] == 0:
@@ -871,7 +930,8 @@ def self_test(doc_path):
                 f.write(original.replace(old, new, 1))
             altered = check(root, f"{root}/fx.csv", None, doc_path)
             if altered["mismatches"] != 1 or altered["first"][0]["column"] != column:
-                failures.append(f"altering {column} ({old} -> {new}) found {altered['first']}")
+                failures.append(f"altering {column} ({old} -> {new}) found {altered['mismatches']} mismatches, "
+                                f"first {altered['first'][:2]}")
         with open(path, "w") as f:
             f.write(original)
         print(json.dumps({"self_test": "failed" if failures else "passed", "cells": answer["cells"],
@@ -912,11 +972,15 @@ def expected_name(schemas, app_id, network, on, campaign_id, source_identifier):
                 name = entry.get("campaign_id_map", {}).get(str(campaign_id))
                 if name:
                     names.add(name)
-            elif source_identifier is not None and len(source_identifier) == 4:
+            elif source_identifier is not None:
+                # the positions (1-4 of the four-digit identifier) a truncated one keeps
+                n = len(source_identifier)
+                first = 1 if entry.get("truncation", "keeps_trailing") == "keeps_leading" else 5 - n
+                at = {first + k: source_identifier[k] for k in range(n)}
                 for group in entry.get("digits", []):
-                    if group["dimension"] != "campaign":
+                    if group["dimension"] != "campaign" or any(p not in at for p in group["positions"]):
                         continue
-                    digits = "".join(source_identifier[p - 1] for p in group["positions"])
+                    digits = "".join(at[p] for p in group["positions"])
                     name = group["values"].get(digits) if "values" in group else digits
                     if name:
                         names.add(name)
@@ -971,6 +1035,8 @@ def report(answer):
     for m in answer["first"]:
         print(f"mismatch: {m['table']} dt={m['dt']} key={m['key']} {m['column']}: expected {m['expected']!r}, "
               f"got {m['got']!r}")
+    for name, count in sorted(answer.get("by_column", {}).items()):
+        print(f"mismatches in {name}: {count}")
     print(f"{answer['cells']} cells checked, {answer['mismatches']} mismatches, {answer['problem_count']} problems")
     print(json.dumps(answer))
 
