@@ -313,7 +313,6 @@ pb AS (
            sum(est) FILTER (WHERE w = 1) AS est2, sum(mn) FILTER (WHERE w = 1) AS min2, sum(mx) FILTER (WHERE w = 1) AS max2,
            sum(est) FILTER (WHERE w = 2) AS est3, sum(mn) FILTER (WHERE w = 2) AS min3, sum(mx) FILTER (WHERE w = 2) AS max3
     FROM rows GROUP BY ALL
-    HAVING sum(postbacks) > 0
 ),
 -- a cumulative sum is SUM over the windows' sums: empty only when every window's is
 pbc AS (
@@ -339,8 +338,9 @@ sp AS (
     FROM spend
     WHERE "date" IN (SELECT install FROM cohort_runs)
 ),
+-- a row per campaign with postbacks or spend that day; its sums are over all of its campaign_daily rows
 keys AS (
-    SELECT DISTINCT i, app_id, ad_network_id, k_cid, k_sid, k_name FROM pb
+    SELECT DISTINCT i, app_id, ad_network_id, k_cid, k_sid, k_name FROM pb WHERE postbacks > 0
     UNION SELECT DISTINCT i, app_id, ad_network_id, k_cid, k_sid, k_name FROM sp
 ),
 counts AS (
@@ -733,6 +733,8 @@ def self_test(doc_path):
             cd_row("2026-02-25", 1, "n1.skadnetwork", 0, 1, installs=1, rmin="0.99", rest="1.333333", cur="EUR",
                    cid=10, name="brand"),
             cd_row("2026-02-25", 1, "n2.skadnetwork", 0, 0, sid="55", cur="EUR", development=1),
+            # only a development postback and no spend: no row ("with postbacks or spend that day")
+            cd_row("2026-02-25", 1, "n2.skadnetwork", 0, 0, sid="56", cur="EUR", development=1, rmin="0", rest="0"),
             cd_row("2026-02-25", 2, "n3.adattributionkit", 0, 1, installs=1, sid="77"),
             cd_row("2026-02-25", 1, "n4.skadnetwork", 0, 1, installs=1, rmin="5", rmax="5", rest="5", cur="USD", sid="4242"),
             cd_row("2026-02-25", 1, "n4.skadnetwork", 0, 1, reengagements=1, rmin="1", rmax="1", rest="1", cur="EUR",
@@ -819,9 +821,11 @@ def self_test(doc_path):
                 ("1", n1, "7", None, None): dict(
                     cohort_status="window-1-final", complete_through="2026-03-03", spend="30", spend_currency="EUR",
                     roas_note="no-revenue"),
+                # a row for its spend; its only campaign_daily row (a development postback's: postbacks 0) is
+                # summed too, which gives its currency
                 ("1", "n2.skadnetwork", None, "55", None): dict(
                     cohort_status="window-1-final", complete_through="2026-03-03", spend="0", spend_currency="EUR",
-                    roas_note="zero-spend"),
+                    revenue_currency="EUR", roas_note="zero-spend"),
                 ("2", "n3.adattributionkit", None, "77", None): dict(
                     cohort_status="window-1-final", complete_through="2026-03-03", spend="10", spend_currency="USD",
                     installs="1", postbacks_w1="1", winning_postbacks="1", null_cv_share="0", cpi="10",

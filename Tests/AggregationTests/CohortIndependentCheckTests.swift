@@ -357,6 +357,13 @@ struct CohortMonth {
             try? JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
             "scripts/cohort_check.py gave no answer (scripts/setup --test installs duckdb): \(result.stderr)\(result.stdout)")
         let text = result.stdout.split(separator: "\n").dropLast().joined(separator: "\n")
+        // POSTBACK_COHORT_CHECK_KEEP=DIR keeps a copy of the store (and the runs) of each check for a look.
+        if let keep = ProcessInfo.processInfo.environment["POSTBACK_COHORT_CHECK_KEEP"] {
+            let copy = keep + "/" + URL(fileURLWithPath: store.path).lastPathComponent + "-\(runs.count)"
+            try? FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
+            try? FileManager.default.copyItem(atPath: store.path, toPath: copy)
+            try? FileManager.default.copyItem(atPath: schemas.path, toPath: copy + "/schemas")
+        }
         return Answer(
             cells: answer["cells"] as? Int ?? 0, mismatches: answer["mismatches"] as? Int ?? -1,
             problems: answer["problem_count"] as? Int ?? (answer["error"] == nil ? 0 : 1),
