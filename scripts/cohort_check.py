@@ -681,7 +681,8 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
     for m in mismatches:
         name = f"{m['table']}.{m['column'].split(' ')[0]}"
         by_column[name] = by_column.get(name, 0) + 1
-    return {"cells": cells, "mismatches": len(mismatches), "by_column": by_column, "first": mismatches[:20], "problems": problems[:50],
+    return {"cells": cells, "mismatches": len(mismatches), "by_column": by_column, "first": mismatches[:20],
+            "all": mismatches, "problems": problems[:50],
             "problem_count": len(problems), "tables": summary, "notes": notes}
 
 
@@ -1014,6 +1015,7 @@ def main(argv):
     parser.add_argument("--docs")
     parser.add_argument("--schemas", help="the schema directory the import used: checks the stored campaign names")
     parser.add_argument("--self-test", action="store_true")
+    parser.add_argument("--all-mismatches", metavar="FILE", help="write every mismatch there, one JSON object a line")
     args = parser.parse_args(argv)
     if args.self_test:
         return self_test(args.docs)
@@ -1024,6 +1026,11 @@ def main(argv):
     except (StoreError, duckdb.Error, OSError, ValueError) as error:
         print(json.dumps({"error": str(error), "cells": 0, "mismatches": 0}))
         return 2
+    if args.all_mismatches:
+        with open(args.all_mismatches, "w", encoding="utf-8") as f:
+            for m in answer["all"]:
+                f.write(json.dumps(m) + "\n")
+    del answer["all"]
     report(answer)
     return 0 if answer["mismatches"] == 0 and answer["problem_count"] == 0 and answer["cells"] > 0 else 1
 
