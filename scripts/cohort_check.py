@@ -4,7 +4,8 @@ Written from docs/spend.md and docs/aggregate.md only (never from the Swift code
 tables): every cell of every published cohort file is recomputed with DuckDB SQL from the published
 `campaign_daily` (resp. `campaign_daily_development`) CSV files, the stored spend files
 `DATA/spend/dt=*/*.csv`, the `--fx` file if the run used one, and which received days have a
-published, non-partial manifest; then compared, as text, with the published CSV.
+published, non-partial manifest; then compared, as text, with the published CSV. Each cohort manifest's
+`complete_through`, `cohort_status`, `inputs`, `fx_rates` and `totals` are checked too.
 
     scripts/venv-python scripts/cohort_check.py DATA [--fx FILE] [--runs FILE] [--schemas DIR] [--docs FILE]
     scripts/venv-python scripts/cohort_check.py --self-test
@@ -30,6 +31,7 @@ Exit status 0 only when M is 0 and N > 0; 1 otherwise; 2 when the store cannot b
 """
 import argparse
 import datetime
+import decimal
 import glob
 import hashlib
 import json
@@ -149,6 +151,11 @@ def dates(first, last):
     while d <= last:
         yield d
         d += datetime.timedelta(days=1)
+
+
+def json_text(value):
+    """A totals value for a mismatch line (exact amounts as text)."""
+    return json.loads(json.dumps(value, default=str))
 
 
 def sha256(path):
@@ -298,7 +305,9 @@ rows AS (
     FROM {source} c
     JOIN received_days r ON r.dt = c.dt
     JOIN cohort_runs k ON k.install = c.est_install_date AND r.first_run <= k.run
-    WHERE c.est_install_date IS NOT NULL
+    -- a campaign_daily row that counts no postback (postbacks 0: only development or rejected records) is in no
+    -- cohort: no row, no sums, no currency
+    WHERE c.est_install_date IS NOT NULL AND c.postbacks > 0
 ),
 pb AS (
     SELECT i, app_id, ad_network_id, k_cid, k_sid, k_name,
@@ -338,9 +347,9 @@ sp AS (
     FROM spend
     WHERE "date" IN (SELECT install FROM cohort_runs)
 ),
--- a row per campaign with postbacks or spend that day; its sums are over all of its campaign_daily rows
+-- a row per campaign with postbacks or spend that day
 keys AS (
-    SELECT DISTINCT i, app_id, ad_network_id, k_cid, k_sid, k_name FROM pb WHERE postbacks > 0
+    SELECT DISTINCT i, app_id, ad_network_id, k_cid, k_sid, k_name FROM pb
     UNION SELECT DISTINCT i, app_id, ad_network_id, k_cid, k_sid, k_name FROM sp
 ),
 counts AS (
@@ -358,7 +367,8 @@ converted AS (
            CASE WHEN b.currency = p.revenue_currency THEN b.s
                 WHEN f.rate IS NOT NULL THEN (2 * b.s * CAST(f.rate * 10000000000 AS HUGEINT) + 10000000000)
                                               // 20000000000 END AS s_in_revenue,
-           CASE WHEN b.currency <> p.revenue_currency THEN CAST(f.rate * 10000000000 AS HUGEINT) END AS rate10
+           CASE WHEN b.currency <> p.revenue_currency THEN CAST(f.rate * 10000000000 AS HUGEINT) END AS rate10,
+           CASE WHEN b.currency <> p.revenue_currency AND f.rate IS NOT NULL THEN b.currency END AS converted_from
     FROM by_currency b
     LEFT JOIN pbc p ON p.i = b.i AND p.app_id = b.app_id AND p.ad_network_id = b.ad_network_id
          AND p.k_cid IS NOT DISTINCT FROM b.k_cid AND p.k_sid IS NOT DISTINCT FROM b.k_sid
@@ -371,7 +381,7 @@ spent AS (
            min(currency) AS only_currency, sum(s) AS own,
            bool_and(s_in_revenue IS NOT NULL) AS convertible, sum(s_in_revenue) AS in_revenue,
            min(revenue_currency) AS revenue_currency,
-           count(DISTINCT rate10) AS rates, min(rate10) AS rate10
+           count(DISTINCT converted_from) AS converted_currencies, min(rate10) AS rate10
     FROM converted GROUP BY ALL
 ),
 spend_final AS (
@@ -379,7 +389,8 @@ spend_final AS (
            -- one currency: used as it is, converted when a rate is given; several: added when all convert
            CASE WHEN convertible THEN in_revenue WHEN currencies = 1 THEN own END AS spend,
            CASE WHEN convertible THEN revenue_currency WHEN currencies = 1 THEN only_currency END AS spend_currency,
-           CASE WHEN convertible AND rates = 1 THEN rate10 END AS rate10,
+           -- the rate when spend of one other currency was converted; empty when none or two were
+           CASE WHEN convertible AND converted_currencies = 1 THEN rate10 END AS rate10,
            currencies > 1 AND NOT convertible AS mixed_spend
     FROM spent
 ),
@@ -407,13 +418,15 @@ joined AS (
          AND c.k_name IS NOT DISTINCT FROM k.k_name
 ),
 noted AS (
+    -- when several apply, the first in the documented order: no-spend, mixed-spend-currencies,
+    -- mixed-revenue-currencies, no-revenue, currency-mismatch, zero-spend
     SELECT *,
            CASE WHEN NOT has_spend THEN 'no-spend'
                 WHEN mixed_spend THEN 'mixed-spend-currencies'
-                WHEN spend = 0 THEN 'zero-spend'
                 WHEN mixed_revenue THEN 'mixed-revenue-currencies'
                 WHEN estc3 IS NULL THEN 'no-revenue'
                 WHEN spend_currency <> revenue_currency THEN 'currency-mismatch'
+                WHEN spend = 0 THEN 'zero-spend'
            END AS roas_note
     FROM joined
 )
@@ -547,7 +560,7 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
                         [(i, run, c) for i, (run, c) in sorted(last_rebuild.items())])
 
     summary = {}
-    fx_inputs_listed = set()
+    expected_by_table, cohort_files = {}, {}
     for table, source in TABLES:
         # "the same for campaign_cohort_daily_development"
         columns = [c for c, _ in documented["campaign_cohort_daily"] if c != "dt"]
@@ -612,69 +625,91 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
             for key in want:
                 if key not in seen:
                     mismatch(table, i, list(key), "(row)", "a row", "no row")
-        # The cohort manifest: complete_through, and the checksums of the files it lists.
-        if table == "campaign_cohort_daily":
-            for i in sorted(published_cohorts):
-                path = os.path.join(data, f"agg/_cohort_manifests/dt={i}.json")
-                if not os.path.exists(path):
-                    problems.append(f"agg/_cohort_manifests/dt={i}.json: missing for a published cohort")
-                    continue
-                manifest = json.load(open(path, encoding="utf-8"))
-                want_c = str(last_rebuild[i][1]) if i in last_rebuild and last_rebuild[i][1] else None
-                cells += 3
-                if manifest.get("dt") != str(i):
-                    mismatch("_cohort_manifests", i, [], "dt", str(i), manifest.get("dt"))
-                if manifest.get("complete_through") != want_c:
-                    mismatch("_cohort_manifests", i, [], "complete_through", want_c, manifest.get("complete_through"))
-                want_status = status(i, last_rebuild[i][1] if i in last_rebuild else None)
-                if manifest.get("cohort_status") != want_status:
-                    mismatch("_cohort_manifests", i, [], "cohort_status", want_status, manifest.get("cohort_status"))
-                # inputs: every campaign_daily(_development) file that can hold the install date (its day from I to
-                # I + 39) published when the cohort was rebuilt, and the day's spend files; each as it is now.
-                run_index = last_rebuild[i][0] if i in last_rebuild else -1
-                want_inputs = set()
-                for r in published:
-                    if i <= r <= i + datetime.timedelta(days=LOOKBACK) and first_run.get(r, 10 ** 6) <= run_index:
-                        for _, source in TABLES:
-                            want_inputs.add(f"agg/{source}/dt={r}/part-00000.csv")
-                for path in glob.glob(os.path.join(data, f"spend/dt={i}/*.csv")):
-                    want_inputs.add(os.path.relpath(path, data))
-                # The --fx file is not among the documented inputs; listed, it must still be the file read.
-                fx_listed = {entry.get("path") for entry in manifest.get("inputs", [])
-                             if fx_path and os.path.abspath(os.path.join(data, entry.get("path", ""))) ==
-                             os.path.abspath(fx_path)}
-                if fx_listed:
-                    fx_inputs_listed.add(i)
-                listed = {entry.get("path") for entry in manifest.get("inputs", [])} - fx_listed
-                cells += 1
-                if listed != want_inputs:
-                    mismatch("_cohort_manifests", i, [], "inputs",
-                             f"missing {sorted(want_inputs - listed)[:3]}", f"extra {sorted(listed - want_inputs)[:3]}")
-                for entry in manifest.get("inputs", []):
-                    file = os.path.join(data, entry.get("path", ""))
-                    cells += 1
-                    if not os.path.exists(file) or sha256(file) != entry.get("sha256") or \
-                            os.path.getsize(file) != entry.get("bytes"):
-                        mismatch("_cohort_manifests", i, [], f"inputs {entry.get('path')}", "its bytes and SHA-256",
-                                 "another file")
-                totals = manifest.get("totals", {})
-                prod = expected.get(i, {}).values()
-                for name, value in (("postbacks", sum(int(r["_postbacks"]) for r in prod)),
-                                    ("installs", sum(int(r["installs"]) for r in prod))):
-                    cells += 1
-                    if totals.get(name) != value:
-                        mismatch("_cohort_manifests", i, [], f"totals.{name}", value, totals.get(name))
-                for output in manifest.get("outputs", []):
-                    file = os.path.join(data, output.get("path", ""))
-                    cells += 1
-                    if not os.path.exists(file) or sha256(file) != output.get("sha256"):
-                        mismatch("_cohort_manifests", i, [], f"outputs {output.get('path')}", "its SHA-256", "another file")
+        expected_by_table[table], cohort_files[table] = expected, published_cohorts
         summary[table] = {"files": len(published_cohorts), "rows": rows_checked,
                           "expected_rows": sum(len(v) for v in expected.values()),
                           "days_with_rows": len(expected)}
-    if fx_inputs_listed:
-        notes.append(f"{len(fx_inputs_listed)} cohort manifests list the --fx file among their inputs "
-                     f"(docs/aggregate.md lists campaign_daily and spend files only)")
+
+    # The cohort manifests (docs/aggregate.md, "When cohorts are rebuilt"), once both tables are worked out.
+    fx_file = None
+    if fx_path:
+        fx_file = {"file": os.path.basename(fx_path), "bytes": os.path.getsize(fx_path), "sha256": sha256(fx_path)}
+    spend_by_currency = {}
+    for i, currency, amount in con.execute(
+            "SELECT \"date\", currency, fmt6(sum(m6(spend))) FROM spend GROUP BY ALL ORDER BY ALL").fetchall():
+        spend_by_currency.setdefault(i, {})[currency] = amount
+    prod_cohorts = cohort_files["campaign_cohort_daily"]
+    for i in sorted(prod_cohorts):
+        path = os.path.join(data, f"agg/_cohort_manifests/dt={i}.json")
+        if not os.path.exists(path):
+            problems.append(f"agg/_cohort_manifests/dt={i}.json: missing for a published cohort")
+            continue
+        manifest = json.load(open(path, encoding="utf-8"), parse_float=decimal.Decimal)
+        want_c = str(last_rebuild[i][1]) if i in last_rebuild and last_rebuild[i][1] else None
+        cells += 3
+        if manifest.get("dt") != str(i):
+            mismatch("_cohort_manifests", i, [], "dt", str(i), manifest.get("dt"))
+        if manifest.get("complete_through") != want_c:
+            mismatch("_cohort_manifests", i, [], "complete_through", want_c, manifest.get("complete_through"))
+        want_status = status(i, last_rebuild[i][1] if i in last_rebuild else None)
+        if manifest.get("cohort_status") != want_status:
+            mismatch("_cohort_manifests", i, [], "cohort_status", want_status, manifest.get("cohort_status"))
+        # inputs: every campaign_daily(_development) file that can hold the install date (its day from I to
+        # I + 39) published when the cohort was rebuilt, and the day's spend files; each as it is now. The --fx
+        # file is not an input: it is `fx_rates` (its name, bytes, SHA-256), before `outputs`.
+        run_index = last_rebuild[i][0] if i in last_rebuild else -1
+        want_inputs = set()
+        for r in published:
+            if i <= r <= i + datetime.timedelta(days=LOOKBACK) and first_run.get(r, 10 ** 6) <= run_index:
+                for _, source in TABLES:
+                    want_inputs.add(f"agg/{source}/dt={r}/part-00000.csv")
+        for spend_path in glob.glob(os.path.join(data, f"spend/dt={i}/*.csv")):
+            want_inputs.add(os.path.relpath(spend_path, data))
+        listed = {entry.get("path") for entry in manifest.get("inputs", [])}
+        cells += 1
+        if listed != want_inputs:
+            mismatch("_cohort_manifests", i, [], "inputs",
+                     f"missing {sorted(want_inputs - listed)[:3]}", f"extra {sorted(listed - want_inputs)[:3]}")
+        for entry in manifest.get("inputs", []):
+            file = os.path.join(data, entry.get("path", ""))
+            cells += 1
+            if not os.path.exists(file) or sha256(file) != entry.get("sha256") or \
+                    os.path.getsize(file) != entry.get("bytes"):
+                mismatch("_cohort_manifests", i, [], f"inputs {entry.get('path')}", "its bytes and SHA-256",
+                         "another file")
+        cells += 2
+        if manifest.get("fx_rates") != fx_file:
+            mismatch("_cohort_manifests", i, [], "fx_rates", fx_file, manifest.get("fx_rates"))
+        names = list(manifest)
+        if fx_file and "fx_rates" in names and "outputs" in names and names.index("fx_rates") > names.index("outputs"):
+            mismatch("_cohort_manifests", i, [], "fx_rates (order)", "before outputs", "after outputs")
+        # totals: postbacks, installs, revenue_est_by_currency of campaign_cohort_daily; development_postbacks, the
+        # development table's postbacks; spend_by_currency as imported, before any conversion.
+        totals = manifest.get("totals", {})
+        prod = list(expected_by_table["campaign_cohort_daily"].get(i, {}).values())
+        dev = list(expected_by_table["campaign_cohort_daily_development"].get(i, {}).values())
+        revenue = {}
+        for r in prod:
+            if r["revenue_est_cum_w3"] is not None:
+                revenue[r["revenue_currency"]] = revenue.get(r["revenue_currency"], 0) + \
+                    decimal.Decimal(r["revenue_est_cum_w3"])
+        want_totals = {"postbacks": sum(int(r["_postbacks"]) for r in prod),
+                       "installs": sum(int(r["installs"]) for r in prod),
+                       "revenue_est_by_currency": {c: revenue[c] for c in sorted(revenue)},
+                       "development_postbacks": sum(int(r["_postbacks"]) for r in dev),
+                       "spend_by_currency": {c: decimal.Decimal(a) for c, a in spend_by_currency.get(i, {}).items()}}
+        for name, value in want_totals.items():
+            got = totals.get(name)
+            if isinstance(value, dict) and isinstance(got, dict):
+                got = {c: decimal.Decimal(str(a)) for c, a in got.items()}
+            cells += 1
+            if got != value:
+                mismatch("_cohort_manifests", i, [], f"totals.{name}", json_text(value), json_text(totals.get(name)))
+        for output in manifest.get("outputs", []):
+            file = os.path.join(data, output.get("path", ""))
+            cells += 1
+            if not os.path.exists(file) or sha256(file) != output.get("sha256"):
+                mismatch("_cohort_manifests", i, [], f"outputs {output.get('path')}", "its SHA-256", "another file")
     notes.append(f"received days published: {len(published)}, spend files: {len(spend_files)}, "
                  f"cohorts rebuilt by the runs: {len(last_rebuild)}")
     by_column = {}
@@ -751,11 +786,16 @@ def self_test(doc_path):
                    name="brand"),
             cd_row("2026-03-01", 1, "n1.skadnetwork", 0, 1, installs=1, rmin="1", rmax="1", rest="1", cur="EUR", sid="22"),
             cd_row("2026-03-01", 2, "n5.skadnetwork", 0, 3, installs=3, rmin="9", rmax="9", rest="9", cur="USD", cid=42),
+            cd_row("2026-03-01", 1, "n1.skadnetwork", 0, 1, installs=1, rmin="1", rmax="1", rest="1", cur="EUR", sid="88"),
         ]
         cd["2026-03-05"] = [
             cd_row("2026-03-03", 1, "n1.skadnetwork", 0, 2, installs=2, null_cv=1, rmin="0", rmax="0.000003",
                    rest="0.000003", cur="EUR", sid="33"),
             cd_row("2026-03-03", 1, "n1.skadnetwork", 0, 3, installs=3, null_cv=2, cur="EUR", sid="44"),
+            cd_row("2026-03-03", 1, "n1.skadnetwork", 0, 1, installs=1, rmin="2", rmax="2", rest="2", cur="USD", sid="66"),
+            cd_row("2026-03-03", 1, "n1.skadnetwork", 0, 1, installs=1, rest="1", cur="USD", sid="67"),
+            cd_row("2026-03-03", 1, "n1.skadnetwork", 0, 1, reengagements=1, rest="1", cur="EUR", sid="67",
+                   conversion="re-engagement"),
         ]
         dev["2026-03-03"] = [cd_row("2026-02-25", 1, "n2.skadnetwork", 0, 1, installs=1, rmin="0", rmax="0", rest="0",
                                     cur="EUR", sid="55")]
@@ -776,14 +816,19 @@ def self_test(doc_path):
                                   "2026-03-01,1,n1.skadnetwork,,22,,5,EUR,,,",
                                   "2026-03-01,2,n5.skadnetwork,42,,,6,EUR,,,"],
             ("2026-03-01", "b"): ["2026-03-01,1,n1.skadnetwork,,1011,brand,12,USD,,,",
-                                  "2026-03-01,1,n1.skadnetwork,,22,,5,GBP,,,"],
-            ("2026-03-03", "a"): ["2026-03-03,1,n1.skadnetwork,,33,,0.000001,EUR,,,"],
+                                  "2026-03-01,1,n1.skadnetwork,,22,,5,GBP,,,",
+                                  "2026-03-01,1,n1.skadnetwork,,88,,10,USD,,,",
+                                  "2026-03-01,1,n1.skadnetwork,,88,,10,CHF,,,"],
+            ("2026-03-03", "a"): ["2026-03-03,1,n1.skadnetwork,,33,,0.000001,EUR,,,",
+                                  "2026-03-03,1,n1.skadnetwork,,66,,0,EUR,,,",
+                                  "2026-03-03,1,n1.skadnetwork,,67,,0,EUR,,,"],
             ("2026-03-09", "a"): ["2026-03-09,1,n1.skadnetwork,,,video,40,EUR,,,12"],
         }
         for (d, source), lines in spend.items():
             write_table(f"{root}/spend/dt={d}/{source}.csv", SPEND_COLUMNS, lines)
         with open(f"{root}/fx.csv", "w") as f:
-            f.write("date,from,to,rate\n2026-03-01,USD,EUR,0.9200\n2026-03-02,EUR,USD,1.08\n2026-02-25,GBP,EUR,1.17\n")
+            f.write("date,from,to,rate\n2026-03-01,USD,EUR,0.9200\n2026-03-02,EUR,USD,1.08\n2026-02-25,GBP,EUR,1.17\n"
+                    "2026-03-01,CHF,EUR,1.05\n")
 
         brand, n1 = ("1", "n1.skadnetwork", None, None, "brand"), "n1.skadnetwork"
         common = {"postbacks_w1": "0", "postbacks_w2": "0", "postbacks_w3": "0", "installs": "0", "redownloads": "0",
@@ -822,11 +867,11 @@ def self_test(doc_path):
                 ("1", n1, "7", None, None): dict(
                     cohort_status="window-1-final", complete_through="2026-03-03", spend="30", spend_currency="EUR",
                     roas_note="no-revenue"),
-                # a row for its spend; its only campaign_daily row (a development postback's: postbacks 0) is
-                # summed too, which gives its currency
+                # a row for its spend; its only campaign_daily row (a development postback's: postbacks 0) is in
+                # no cohort: no currency; no-revenue comes before zero-spend
                 ("1", "n2.skadnetwork", None, "55", None): dict(
                     cohort_status="window-1-final", complete_through="2026-03-03", spend="0", spend_currency="EUR",
-                    revenue_currency="EUR", roas_note="zero-spend"),
+                    roas_note="no-revenue"),
                 ("2", "n3.adattributionkit", None, "77", None): dict(
                     cohort_status="window-1-final", complete_through="2026-03-03", spend="10", spend_currency="USD",
                     installs="1", postbacks_w1="1", winning_postbacks="1", null_cv_share="0", cpi="10",
@@ -856,6 +901,14 @@ def self_test(doc_path):
                     revenue_est_w1="9", revenue_min_w1="9", revenue_max_w1="9", revenue_est_cum_w2="9",
                     revenue_min_cum_w2="9", revenue_max_cum_w2="9", revenue_est_cum_w3="9", revenue_min_cum_w3="9",
                     revenue_max_cum_w3="9", cpi="2", roas_note="currency-mismatch"),
+                # 10 USD at 0.92 + 10 CHF at 1.05 = 19.7 EUR: two other currencies converted, so no rate shown
+                ("1", n1, None, "88", None): dict(
+                    cohort_status="open", complete_through="2026-03-03", spend="19.7", spend_currency="EUR",
+                    installs="1", postbacks_w1="1", winning_postbacks="1", null_cv_share="0", revenue_currency="EUR",
+                    revenue_est_w1="1", revenue_min_w1="1", revenue_max_w1="1", revenue_est_cum_w2="1",
+                    revenue_min_cum_w2="1", revenue_max_cum_w2="1", revenue_est_cum_w3="1", revenue_min_cum_w3="1",
+                    revenue_max_cum_w3="1", cpi="19.7",
+                    roas_w1="0.050761", roas_w2="0.050761", roas_w3="0.050761"),  # 1 / 19.7 = 0.0507614…
             },
             ("campaign_cohort_daily", "2026-03-03"): {
                 ("1", n1, None, "33", None): dict(
@@ -870,6 +923,18 @@ def self_test(doc_path):
                     cohort_status="open", complete_through="2026-03-03", installs="3", postbacks_w1="3",
                     winning_postbacks="3", null_cv_postbacks="2", null_cv_share="0.666667", revenue_currency="EUR",
                     roas_note="no-spend"),
+                # zero spend in EUR, revenue in USD, no rate that day: currency-mismatch comes before zero-spend
+                ("1", n1, None, "66", None): dict(
+                    cohort_status="open", complete_through="2026-03-03", spend="0", spend_currency="EUR",
+                    installs="1", postbacks_w1="1", winning_postbacks="1", null_cv_share="0", revenue_currency="USD",
+                    revenue_est_w1="2", revenue_min_w1="2", revenue_max_w1="2", revenue_est_cum_w2="2",
+                    revenue_min_cum_w2="2", revenue_max_cum_w2="2", revenue_est_cum_w3="2", revenue_min_cum_w3="2",
+                    revenue_max_cum_w3="2", cpi="0", roas_note="currency-mismatch"),
+                # zero spend, revenue in two currencies: mixed-revenue-currencies comes before zero-spend
+                ("1", n1, None, "67", None): dict(
+                    cohort_status="open", complete_through="2026-03-03", spend="0", spend_currency="EUR",
+                    installs="1", reengagements="1", postbacks_w1="2", winning_postbacks="2", null_cv_share="0",
+                    cpi="0", roas_note="mixed-revenue-currencies"),
             },
             ("campaign_cohort_daily", "2026-03-09"): {
                 ("1", n1, None, None, "video"): dict(
@@ -883,10 +948,8 @@ def self_test(doc_path):
                 if "spend" in row or "roas_note" in row and row["roas_note"] in ("mixed-spend-currencies",):
                     keep = {c: row[c] for c in ("cohort_status", "complete_through", "spend", "spend_currency",
                                                 "impressions", "clicks", "reported_installs") if c in row}
-                    if row.get("spend") not in (None, "0"):
-                        keep["roas_note"] = "no-revenue"
-                    elif row.get("spend") == "0":
-                        keep["roas_note"] = "zero-spend"
+                    if row.get("spend") is not None:
+                        keep["roas_note"] = "no-revenue"  # before zero-spend
                     else:
                         keep["roas_note"] = "mixed-spend-currencies"
                     if "reported_installs" in row:
@@ -896,7 +959,11 @@ def self_test(doc_path):
         expected[("campaign_cohort_daily_development", "2026-02-25")][("1", "n2.skadnetwork", None, "55", None)].update(
             installs="1", postbacks_w1="1", winning_postbacks="1", null_cv_share="0", revenue_currency="EUR",
             revenue_est_w1="0", revenue_min_w1="0", revenue_max_w1="0", revenue_est_cum_w2="0", revenue_min_cum_w2="0",
-            revenue_max_cum_w2="0", revenue_est_cum_w3="0", revenue_min_cum_w3="0", revenue_max_cum_w3="0", cpi="0")
+            revenue_max_cum_w2="0", revenue_est_cum_w3="0", revenue_min_cum_w3="0", revenue_max_cum_w3="0", cpi="0",
+            roas_note="zero-spend")
+        # USD and CHF with no revenue currency to bring them to: not added
+        expected[("campaign_cohort_daily_development", "2026-03-01")][("1", n1, None, "88", None)].update(
+            spend=None, spend_currency=None, roas_note="mixed-spend-currencies")
         # 10 EUR + 12 USD with no revenue currency to bring them to: not added
         expected[("campaign_cohort_daily_development", "2026-03-01")][brand].update(
             spend=None, spend_currency=None, roas_note="mixed-spend-currencies")
@@ -910,8 +977,22 @@ def self_test(doc_path):
         for (table, d), rows in expected.items():
             if table == "campaign_cohort_daily":
                 through = {r.get("complete_through") for r in rows.values()}.pop()
+                revenue, spent = {}, {}
+                for r in rows.values():
+                    if r.get("revenue_est_cum_w3") is not None:
+                        revenue[r["revenue_currency"]] = revenue.get(r["revenue_currency"], 0) + \
+                            decimal.Decimal(r["revenue_est_cum_w3"])
+                for spend_path in glob.glob(f"{root}/spend/dt={d}/*.csv"):
+                    for line in open(spend_path).read().split("\n")[1:-1]:
+                        fields = line.split(",")
+                        spent[fields[7]] = spent.get(fields[7], 0) + decimal.Decimal(fields[6])
+                dev_rows = expected[("campaign_cohort_daily_development", d)].values()
                 totals = {"postbacks": sum(int(r.get(f"postbacks_w{w}", 0)) for r in rows.values() for w in (1, 2, 3)),
-                          "installs": sum(int(r.get("installs", 0)) for r in rows.values())}
+                          "installs": sum(int(r.get("installs", 0)) for r in rows.values()),
+                          "revenue_est_by_currency": {c: str(a) for c, a in sorted(revenue.items())},
+                          "development_postbacks": sum(int(r.get(f"postbacks_w{w}", 0)) for r in dev_rows
+                                                       for w in (1, 2, 3)),
+                          "spend_by_currency": {c: str(a) for c, a in sorted(spent.items())}}
                 install = day(d)
                 inputs = [f"agg/{source}/dt={r}/part-00000.csv" for r in dates(install, min(
                     install + datetime.timedelta(days=LOOKBACK), datetime.date(2026, 3, 5))) for _, source in TABLES]
@@ -920,7 +1001,10 @@ def self_test(doc_path):
                           for p in inputs]
                 with open(f"{root}/agg/_cohort_manifests/dt={d}.json", "w") as f:
                     json.dump({"format": 1, "dt": d, "cohort_status": {r.get("cohort_status") for r in rows.values()}.pop(),
-                               "complete_through": through, "inputs": inputs, "totals": totals}, f)
+                               "complete_through": through, "inputs": inputs,
+                               "fx_rates": {"file": "fx.csv", "bytes": os.path.getsize(f"{root}/fx.csv"),
+                                            "sha256": sha256(f"{root}/fx.csv")},
+                               "outputs": [], "totals": totals}, f)
         answer = check(root, f"{root}/fx.csv", None, doc_path)
         failures = []
         if answer["mismatches"] or answer["problem_count"] or answer["cells"] == 0:
@@ -937,6 +1021,23 @@ def self_test(doc_path):
             if altered["mismatches"] != 1 or altered["first"][0]["column"] != column:
                 failures.append(f"altering {column} ({old} -> {new}) found {altered['mismatches']} mismatches, "
                                 f"first {altered['first'][:2]}")
+        with open(path, "w") as f:
+            f.write(original)
+        # Each altered manifest field is found: the development postbacks, the --fx file listed as an input.
+        path = f"{root}/agg/_cohort_manifests/dt=2026-02-25.json"
+        original = open(path).read()
+        for field, alter in (("totals.development_postbacks", lambda m: m["totals"].update(development_postbacks=2)),
+                             ("totals.revenue_est_by_currency",
+                              lambda m: m["totals"].update(revenue_est_by_currency={"EUR": "6.583333", "USD": "0"})),
+                             ("inputs", lambda m: m["inputs"].append(dict(m["fx_rates"], path="fx.csv"))),
+                             ("fx_rates", lambda m: m.pop("fx_rates"))):
+            altered_manifest = json.loads(original)
+            alter(altered_manifest)
+            with open(path, "w") as f:
+                json.dump(altered_manifest, f)
+            altered = check(root, f"{root}/fx.csv", None, doc_path)
+            if altered["mismatches"] < 1 or altered["first"][0]["column"] != field:
+                failures.append(f"altering {field} found {altered['mismatches']} mismatches, first {altered['first'][:2]}")
         with open(path, "w") as f:
             f.write(original)
         print(json.dumps({"self_test": "failed" if failures else "passed", "cells": answer["cells"],
