@@ -22,15 +22,19 @@ import Testing
         let started = Date()
         try month.synthesize()
         try month.importSpend(month.spendCSV(restated: false), source: "network-a", days: month.spendDays(source: "network-a"))
-        try month.importSpend(month.spendCSV(source: "network-b"), source: "network-b", days: month.spendDays(source: "network-b"))
-        try month.importSpend(month.spendCSV(source: "network-c"), source: "network-c", days: month.spendDays(source: "network-c"))
+        try month.importSpend(
+            month.spendCSV(source: "network-b"), source: "network-b", days: month.spendDays(source: "network-b"))
+        try month.importSpend(
+            month.spendCSV(source: "network-c"), source: "network-c", days: month.spendDays(source: "network-c"))
         // Empty received days before the month (published, nothing to read), so early cohorts can mature to `final`.
         try month.aggregate(from: CohortMonth.before, to: CohortMonth.day(-1))
         try month.aggregate(from: CohortMonth.day(0), to: CohortMonth.day(month.days / 2))
         // network-a restates one day: the import replaces its day, and the next run rebuilds that cohort.
         try month.importSpend(month.spendCSV(restated: true), source: "network-a", days: [CohortMonth.restatedDay])
         let restated = try month.store.read("spend/dt=\(CohortMonth.restatedDay)/network-a.csv")
-        #expect(restated.contains(CohortMonth.restatedMarker), "the restated day does not have the second import's figures:\n\(restated)")
+        #expect(
+            restated.contains(CohortMonth.restatedMarker),
+            "the restated day does not have the second import's figures:\n\(restated)")
         #expect(!restated.contains(CohortMonth.firstMarker), "the restated day was added to, not replaced:\n\(restated)")
         try month.aggregate(from: CohortMonth.day(month.days / 2 + 1), to: CohortMonth.day(month.days / 2 + 1))
         try month.aggregate(from: CohortMonth.day(month.days / 2 + 2), to: CohortMonth.day(month.days - 1))
@@ -44,9 +48,19 @@ import Testing
         for status in ["open", "window-1-final", "window-2-final", "final"] {
             #expect(month.cohortText().contains(",\(status),"), "no cohort is \(status)")
         }
-        for note in ["no-spend", "zero-spend", "no-revenue", "currency-mismatch", "mixed-revenue-currencies", "mixed-spend-currencies"] {
+        for note in [
+            "no-spend", "zero-spend", "no-revenue", "currency-mismatch", "mixed-revenue-currencies", "mixed-spend-currencies",
+        ] {
             #expect(month.cohortText().contains(",\(note),"), "no row has roas_note \(note)")
         }
+        // What docs/aggregate.md settled is exercised: campaign_daily rows that count no postback (in no cohort),
+        // and a zero spend whose roas_note is an earlier one in the documented order.
+        let files = try month.agg()
+        #expect(month.rows(of: "campaign_daily", in: files).contains { $0["postbacks"] == "0" && $0["est_install_date"] != "" })
+        #expect(
+            month.rows(of: "campaign_cohort_daily", in: files).contains {
+                $0["spend"] == "0" && $0["roas_note"] != "zero-spend"
+            })
 
         // A rerun of the last run over the same inputs republishes the same bytes, cohorts and manifests included.
         let before = try month.agg()
@@ -167,14 +181,20 @@ struct CohortMonth {
             }.joined(separator: "\n")
         }
         let game = try String(contentsOfFile: Fixtures.sampleSchemas + "/525463029/2025-06-01.json", encoding: .utf8)
-        let gameNetworks = ["network0.skadnetwork", "network1.skadnetwork", "network0.adattributionkit", "network1.adattributionkit"]
+        let gameNetworks = [
+            "network0.skadnetwork", "network1.skadnetwork", "network0.adattributionkit", "network1.adattributionkit",
+        ]
         try schemas.write(
-            game.replacingOccurrences(of: "\"source_identifier_map\": [", with: "\"source_identifier_map\": [\n" + maps(gameNetworks)),
+            game.replacingOccurrences(
+                of: "\"source_identifier_map\": [", with: "\"source_identifier_map\": [\n" + maps(gameNetworks)),
             to: "525463029/2025-06-01.json")
         let shop = try String(contentsOfFile: Fixtures.sampleSchemas + "/1229670720/2026-01-01.json", encoding: .utf8)
-        let shopNetworks = ["network1.skadnetwork", "network2.skadnetwork", "network1.adattributionkit", "network2.adattributionkit"]
+        let shopNetworks = [
+            "network1.skadnetwork", "network2.skadnetwork", "network1.adattributionkit", "network2.adattributionkit",
+        ]
         try schemas.write(
-            shop.replacingOccurrences(of: "\"source_identifier_map\": [", with: "\"source_identifier_map\": [\n" + maps(shopNetworks)),
+            shop.replacingOccurrences(
+                of: "\"source_identifier_map\": [", with: "\"source_identifier_map\": [\n" + maps(shopNetworks)),
             to: "1229670720/2026-01-01.json")
         let reengagement = """
             { "schema_id": "example-game-reengagement/\(Self.day(9))", "app_id": 525463029, "effective_from": "\(Self.day(9))",
@@ -203,7 +223,9 @@ struct CohortMonth {
     /// EUR), with a zero-spend campaign; network-c in GBP on a few days, for a campaign network-a also
     /// reports (two currencies on one key). `restated`: network-a's restated day only, other numbers.
     func spendCSV(source: String = "network-a", restated: Bool = false) -> String {
-        var rows = ["date,app_id,ad_network_id,campaign_id,source_identifier,campaign,spend,currency,impressions,clicks,reported_installs"]
+        var rows = [
+            "date,app_id,ad_network_id,campaign_id,source_identifier,campaign,spend,currency,impressions,clicks,reported_installs"
+        ]
         var random = UInt64(source.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }) &+ (restated ? 99 : 0)
         func amount(_ scale: UInt64) -> String {
             random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
@@ -237,7 +259,8 @@ struct CohortMonth {
                 ]
                 if day != Self.restatedDay {
                     rows.append(
-                        "\(day),525463029,Network1.SKAdNetwork,,,brand,\(amount(50)),EUR,\(count(9000)),\(count(90)),\(5 + count(5))")
+                        "\(day),525463029,Network1.SKAdNetwork,,,brand,\(amount(50)),EUR,\(count(9000)),\(count(90)),\(5 + count(5))"
+                    )
                 }
                 rows += [
                     // by campaign id: 11 is video in the map, 14 is not named
@@ -336,10 +359,23 @@ struct CohortMonth {
             .map { String(decoding: $0, as: UTF8.self) }.joined()
     }
 
+    /// Every row of a table's CSV files, column → field (names here have no comma: splitting on commas is safe).
+    func rows(of table: String, in files: [String: Data]) -> [[String: String]] {
+        files.filter { $0.key.hasPrefix(table + "/") && $0.key.hasSuffix(".csv") }.values.flatMap { data in
+            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+                $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            }
+            guard let header = lines.first else { return [[String: String]]() }
+            return lines.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
+        }
+    }
+
     /// Sum of postbacks_w1…w3 over a cohort file's rows.
     func postbacks(cohort: String, in files: [String: Data]) throws -> Int {
         let text = String(decoding: try #require(files["campaign_cohort_daily/dt=\(cohort)/part-00000.csv"]), as: UTF8.self)
-        let lines = text.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let lines = text.split(separator: "\n").map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
         let header = lines[0]
         let columns = ["postbacks_w1", "postbacks_w2", "postbacks_w3"].map { header.firstIndex(of: $0)! }
         // Campaign names here have no comma, so splitting on commas is safe.
@@ -360,7 +396,8 @@ struct CohortMonth {
         let log = store.path + "/runs.json"
         try JSONSerialization.data(withJSONObject: runs).write(to: URL(fileURLWithPath: log))
         let result = try VenvPython.run(
-            script: Self.checker, arguments: [
+            script: Self.checker,
+            arguments: [
                 store.path, "--fx", store.path + "/fx.csv", "--runs", log, "--schemas", schemas.path, "--all-mismatches",
                 store.path + "/mismatches-\(runs.count).jsonl",
             ])
