@@ -21,6 +21,7 @@ package enum PostbackCommand {
           send       POST postback files to an endpoint (test a deployment, load test)
           forward    the receiver's forwarding to partners: status, replay, retry-dead-letters
           aggregate  decode stored postbacks into campaign-level daily aggregates
+          spend      import what ad networks charged (cost rows) for CPI and ROAS by install date
           schema     check or export conversion schemas
           report     a self-contained HTML report of the aggregates
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
@@ -66,6 +67,7 @@ package enum PostbackCommand {
                 ("send", SendCommand.run),
                 ("forward", ForwardCommand.run),
                 ("aggregate", AggregateCommand.run),
+                ("spend", SpendCommand.run),
                 ("schema", SchemaCommand.run),
                 ("report", ReportCommand.run),
                 ("generate", GenerateCommand.run),

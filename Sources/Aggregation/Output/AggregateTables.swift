@@ -101,6 +101,21 @@ package enum AggregateTables {
         }.joined(separator: "\n")
     }
 
+    /// The install-date cohort tables (docs/aggregate.md, "campaign_cohort_daily"), each with the
+    /// day table it is made from; partitioned by estimated install date, with manifests of their own.
+    package static let campaignCohortDaily = "campaign_cohort_daily"
+    package static let campaignCohortDailyDevelopment = "campaign_cohort_daily_development"
+    package static let cohortTables: [(table: String, source: String)] = [
+        (campaignCohortDaily, campaignDaily), (campaignCohortDailyDevelopment, campaignDailyDevelopment),
+    ]
+    package static let cohortColumns: [AggregateColumn] = CohortColumn.allCases.map { .cohort($0) }
+
+    /// The cohort table's `CREATE TABLE` statement (docs/aggregate.md shows it; a test keeps them equal).
+    package static func cohortCreateTableStatement() -> String {
+        "CREATE TABLE \(campaignCohortDaily) (\n"
+            + (cohortColumns.map { "    \($0.name) \($0.sqlType)" } + ["    dt DATE"]).joined(separator: ",\n") + "\n);\n"
+    }
+
     package static let dimensionColumns = dimensions.map(\.name)
     package static let detailColumns = detailInOrder.map(\.name)
     package static let campaignEventsDailyColumns = (dimensions + campaignEventsDailyMeasures).map(\.name)
@@ -127,6 +142,8 @@ package enum AggregateColumn: Hashable, Sendable {
     case cvKind, decodedLabel, schemaID, postbacks, installs, redownloads, reengagements, losses, nullValuePostbacks
     case revenueMinSum, revenueMaxSum, revenueEstSum, currency, developmentPostbacks, rejectedPostbacks, duplicatesDropped
     case flaggedPostbacks, conflictingCopies, eventName, eventCountMinSum, eventCountMaxSum
+    /// A column of the install-date cohort tables (`campaign_cohort_daily`).
+    case cohort(CohortColumn)
 
     package var name: String {
         switch self {
@@ -158,6 +175,7 @@ package enum AggregateColumn: Hashable, Sendable {
         case .eventName: return "event_name"
         case .eventCountMinSum: return "event_count_min_sum"
         case .eventCountMaxSum: return "event_count_max_sum"
+        case .cohort(let column): return column.rawValue
         }
     }
 
@@ -192,6 +210,7 @@ package enum AggregateColumn: Hashable, Sendable {
         case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
             .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks, .conflictingCopies:
             return "BIGINT"
+        case .cohort(let column): return column.sqlType
         }
     }
 

@@ -258,7 +258,7 @@ enum DayRenderer {
             case .flaggedPostbacks: line.field(flagged)
             case .conflictingCopies: line.field(conflicting)
             case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
-                .eventCountMaxSum:
+                .eventCountMaxSum, .cohort:
                 preconditionFailure("\(step.column.name) is not a detail measure")
             }
         }

@@ -22,7 +22,10 @@ extension AggregateColumn {
 
     /// Whether the column may be empty (null): every column but the postback counts, which are 0 on
     /// a row that has none (a rejected record's row).
-    package var isNullable: Bool { !isPostbackCount }
+    package var isNullable: Bool {
+        if case .cohort(let column) = self { return !column.isCount }
+        return !isPostbackCount
+    }
 }
 
 /// A table's Parquet file, made from the CSV file the job rendered for it: the same rows in the same

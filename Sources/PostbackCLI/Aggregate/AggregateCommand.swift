@@ -12,7 +12,7 @@ enum AggregateCommand {
     static let usage = """
         usage: postback aggregate --data DIR --schemas DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD)
                                   [--lookback-days N] [--jobs N] [--json] [--force] [--allow-open-day]
-                                  [--format csv|parquet|both]
+                                  [--format csv|parquet|both] [--fx FILE] [--skip-cohorts]
                postback aggregate --input FILE [--input FILE]... --date YYYY-MM-DD --data DIR --schemas DIR
                                   [--allow-dev] [--trust-key PEM]...
 
@@ -26,7 +26,10 @@ enum AggregateCommand {
           DIR/agg/campaign_events_daily/dt=DAY/part-00000.csv
           DIR/agg/campaign_daily_development/dt=DAY/part-00000.csv
           DIR/agg/_manifests/dt=DAY.json        (written last)
-        atomically. Rerunning a day over the same input rewrites the same bytes. A rerun that would
+        atomically. Then it rebuilds the install-date cohorts the days touch (spend, CPI, ROAS:
+          DIR/agg/campaign_cohort_daily/dt=INSTALL_DAY/part-00000.csv, and _development,
+          DIR/agg/_cohort_manifests/dt=INSTALL_DAY.json) from campaign_daily and the spend that
+        'postback spend import' stored (docs/spend.md). Rerunning a day over the same input rewrites the same bytes. A rerun that would
         replace a published day with one built from fewer input files or bytes, or with fewer
         decoded postbacks, is refused (a lost spool or schema) unless --force; a UTC day that is not
         over yet is refused unless --allow-open-day (with --input too). A day with nothing to read is
@@ -44,19 +47,24 @@ enum AggregateCommand {
           --allow-open-day    publish a day that is not over yet (UTC), marked partial in its manifest
           --format F          csv (default), parquet or both: each table as part-00000.csv, as a
                               typed part-00000.parquet (zstd), or both, all listed in the manifest
+          --fx FILE           daily exchange rates (date,from,to,rate) to bring spend into the
+                              revenue's currency; without one, amounts of two currencies are never divided
+          --skip-cohorts      publish the day tables only (the next run rebuilds the cohorts)
           --input FILE        aggregate raw postbacks (JSON Lines) instead of the spool, all as
                               received on --date; each is verified here first (repeatable)
           --allow-dev         with --input: accept development keys (counted as development)
           --trust-key PEM     with --input: also trust this test key (needs --allow-dev)
 
         Exit status: 0 published; 1 published, but some spool lines were corrupt (listed in the
-        manifest); 2 usage, schema or I/O error.
+        manifest); 2 usage, schema or I/O error, or a cohort the run would make worse than the
+        published one (fewer postbacks: a lost campaign_daily partition; --force replaces it).
         """
 
     static let syntax = CommandSyntax(
-        "aggregate", usage: usage, flags: ["--json", "--allow-dev", "--force", "--allow-open-day"],
+        "aggregate", usage: usage, flags: ["--json", "--allow-dev", "--force", "--allow-open-day", "--skip-cohorts"],
         options: [
             "--data", "--schemas", "--date", "--from", "--to", "--lookback-days", "--jobs", "--input", "--trust-key", "--format",
+            "--fx",
         ])
 
     static func run(_ words: [String], io: CommandIO) -> ExitStatus {
@@ -142,9 +150,34 @@ enum AggregateCommand {
             }
             io.print(json ? jsonSummary(summary, seconds: seconds) : textSummary(summary, seconds: seconds))
         }
+        var fx = FXTable.empty
+        if let path = arguments.value("--fx") {
+            do {
+                try UserPaths.requireInputFile(path, option: "--fx")
+                fx = try FXTable(bytes: FileBytes.read(path: path), name: path)
+            } catch {
+                io.printError("postback aggregate: \(error)")
+                return .usageOrIOError
+            }
+        }
+        let cohorts = { (root: String) throws -> Void in
+            guard !arguments.has("--skip-cohorts") else { return }
+            var cohortRequest = CohortRequest(
+                dataDirectory: root, from: request.from, to: request.to, toolVersion: request.toolVersion)
+            cohortRequest.format = request.format
+            cohortRequest.force = request.force
+            cohortRequest.fx = fx
+            let summaries = try CohortBuilder.rebuild(cohortRequest)
+            if json {
+                for summary in summaries where summary.changed { io.print(cohortJSON(summary)) }
+            } else {
+                io.print(cohortText(summaries))
+            }
+        }
         do {
             if let verifier {
                 report(try job.runInput(files: arguments.values("--input"), verifier: verifier))
+                try cohorts(request.dataDirectory)
             } else if S3Location.isObjectStoreURL(request.dataDirectory) {
                 try ObjectStoreJobs.aggregate(
                     url: request.dataDirectory, from: request.from, to: request.to, lookbackDays: request.lookbackDays
@@ -153,9 +186,11 @@ enum AggregateCommand {
                     local.dataDirectory = staged
                     local.segmentSource = segments
                     try AggregationJob(request: local, catalog: catalog).run(onDay: report)
+                    try cohorts(staged)
                 }
             } else {
                 try job.run(onDay: report)
+                try cohorts(request.dataDirectory)
             }
         } catch {
             io.printError("postback aggregate: \(error)")
@@ -208,6 +243,27 @@ enum AggregateCommand {
         if summary.partial { text += "; the day is not over: published as partial" }
         text += String(format: " (%.2f s)", seconds)
         return text
+    }
+
+    /// One line for the cohort pass: how many cohorts changed and how mature they are.
+    static func cohortText(_ summaries: [CohortSummary]) -> String {
+        let changed = summaries.filter(\.changed)
+        guard let first = summaries.first, let last = summaries.last else {
+            return "cohorts: none to build (no postbacks or spend in reach)"
+        }
+        let open = summaries.filter { $0.status < .final }.count
+        return "cohorts \(first.installDay)..\(last.installDay): \(changed.count) of \(summaries.count) rewritten; "
+            + "\(open) not final yet (later postbacks can still add to them)"
+    }
+
+    static func cohortJSON(_ summary: CohortSummary) -> String {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("cohort", summary.installDay.description)
+        json.field("rows", summary.rows)
+        json.field("cohort_status", summary.status.rawValue)
+        json.endObject()
+        return json.string
     }
 
     static func jsonSummary(_ summary: DaySummary, seconds: Double) -> String {

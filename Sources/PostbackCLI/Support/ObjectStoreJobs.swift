@@ -60,6 +60,7 @@ enum ObjectStoreJobs {
         var staged = try Staged(client: client, root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
         try stageAggregates(from: from, to: to, into: &staged)
+        try stageCohortInputs(from: from, to: to, into: &staged)
         // The local job checks that the store has a spool; its segments come from the bucket.
         try FileManager.default.createDirectory(atPath: staged.root + "/raw/postbacks", withIntermediateDirectories: true)
         try body(staged.root, ObjectStoreSegments(location: client.location, settings: client.settings))
@@ -80,6 +81,61 @@ enum ObjectStoreJobs {
             }
             day = day.adding(days: 1)
         }
+        // Then the cohorts the job rebuilt: tables first, each cohort's manifest last.
+        let cohortFiles = try AggregateTables.cohortTables.flatMap {
+            try localFiles(under: staged.root, relative: "agg/\($0.table)")
+        }
+        for path in cohortFiles.sorted() { try publish(path, from: staged) }
+        for path in try localFiles(under: staged.root, relative: "agg/_cohort_manifests").sorted() {
+            try publish(path, from: staged)
+        }
+    }
+
+    /// What the cohort pass reads besides the run's own days: the manifests and `campaign_daily`
+    /// partitions of the received days its cohorts reach, the published cohorts, and the stored spend.
+    private static func stageCohortInputs(from: UTCDay, to: UTCDay, into staged: inout Staged) throws {
+        let reach = CohortStatus.lastDayOffsets.window3
+        var keys: [String] = []
+        var day = from.adding(days: -reach)
+        while day <= to.adding(days: reach) {
+            if day < from || day > to {
+                keys += try staged.client.list(relativePrefix: "agg/_manifests/dt=\(day).json").map(\.relativeKey)
+                for (_, source) in AggregateTables.cohortTables {
+                    keys += try staged.client.list(relativePrefix: "agg/\(source)/dt=\(day)/").map(\.relativeKey)
+                }
+                if day < from { keys += try cohortKeys(staged.client, day: day) }
+            }
+            day = day.adding(days: 1)
+        }
+        keys += try staged.client.list(relativePrefix: "spend/dt=").map(\.relativeKey)
+        keys += try staged.client.list(relativePrefix: "agg/_cohort_manifests/").map(\.relativeKey).filter { !keys.contains($0) }
+        try download(Array(Set(keys)).sorted(), into: &staged)
+    }
+
+    /// The keys of an install date's published cohort: its manifest and both tables' partitions.
+    private static func cohortKeys(_ client: S3Client, day: UTCDay) throws -> [String] {
+        var keys = try client.list(relativePrefix: "agg/_cohort_manifests/dt=\(day).json").map(\.relativeKey)
+        for (table, _) in AggregateTables.cohortTables {
+            keys += try client.list(relativePrefix: "agg/\(table)/dt=\(day)/").map(\.relativeKey)
+        }
+        return keys
+    }
+
+    /// `spend import --data s3://…`: the bucket's stored spend is staged, `body` imports into the
+    /// staged store, and the day files that changed and the import's record are uploaded (each
+    /// object replaced whole: an interrupted import leaves some days new, the others old).
+    static func importSpend(
+        url: String, environment: [String: String]? = nil, body: (String) throws -> SpendStore.ImportResult
+    ) throws -> SpendStore.ImportResult {
+        var staged = try Staged(client: client(url, environment: environment), root: makeWorkDirectory())
+        defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        try download(try staged.client.list(relativePrefix: "spend/dt=").map(\.relativeKey), into: &staged)
+        let result = try body(staged.root)
+        for path in try localFiles(under: staged.root, relative: "spend").sorted() where !path.hasPrefix("spend/_") {
+            try publish(path, from: staged)
+        }
+        try publish(String(result.recordPath.dropFirst(staged.root.count + 1)), from: staged)
+        return result
     }
 
     /// Runs the report against the bucket; `body` runs it on the staged directory.
@@ -110,7 +166,7 @@ enum ObjectStoreJobs {
         for table in AggregateTables.all {
             keys += try client.list(relativePrefix: "agg/\(table)/dt=\(day)/").map(\.relativeKey)
         }
-        return keys
+        return keys + (try cohortKeys(client, day: day))
     }
 
     /// Downloads `keys`, each streamed to its file under the staging root, on `parallelDownloads`

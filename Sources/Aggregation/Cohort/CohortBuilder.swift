@@ -1,0 +1,407 @@
+package import Basics
+import Foundation
+import PostbackCrypto
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the cohort pass needs (docs/aggregate.md, "campaign_cohort_daily").
+package struct CohortRequest: Sendable {
+    package var dataDirectory: String
+    /// The received days the nightly run published.
+    package var from: UTCDay
+    package var to: UTCDay
+    package var toolVersion: String
+    package var format = AggregateFormat.csv
+    package var force = false
+    package var fx = FXTable.empty
+
+    package init(dataDirectory: String, from: UTCDay, to: UTCDay, toolVersion: String) {
+        self.dataDirectory = dataDirectory
+        self.from = from
+        self.to = to
+        self.toolVersion = toolVersion
+    }
+}
+
+/// One cohort the pass published.
+package struct CohortSummary: Sendable {
+    package var installDay: UTCDay
+    package var rows: Int
+    package var status: CohortStatus
+    package var changed: Bool
+}
+
+/// How far a cohort's postbacks can still grow (docs/aggregate.md, "When a cohort is final").
+package enum CohortStatus: String, Sendable, Comparable {
+    case open
+    case window1Final = "window-1-final"
+    case window2Final = "window-2-final"
+    case final
+
+    /// The last received day that can add a postback of window 1, 2, 3 to install day I is I + 4,
+    /// I + 11, I + 39: the estimated install date subtracts 84 h, 252 h, 924 h from the arrival.
+    package static let lastDayOffsets = (window1: 4, window2: 11, window3: 39)
+
+    init(installDay: UTCDay, completeThrough: UTCDay?) {
+        guard let complete = completeThrough else {
+            self = .open
+            return
+        }
+        let days = complete.daysSinceEpoch - installDay.daysSinceEpoch
+        if days >= Self.lastDayOffsets.window3 {
+            self = .final
+        } else if days >= Self.lastDayOffsets.window2 {
+            self = .window2Final
+        } else if days >= Self.lastDayOffsets.window1 {
+            self = .window1Final
+        } else {
+            self = .open
+        }
+    }
+
+    private var rank: Int {
+        switch self {
+        case .open: return 0
+        case .window1Final: return 1
+        case .window2Final: return 2
+        case .final: return 3
+        }
+    }
+
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// The cohort pass of the nightly job: rebuilds `campaign_cohort_daily` (and its development twin) for
+/// the install dates the run's days can touch, from the published `campaign_daily` files and the
+/// stored spend only, then each cohort's manifest. Runs after the day tables, under the same store lock.
+package enum CohortBuilder {
+    static let manifestFormat = 1
+
+    package static func rebuild(_ request: CohortRequest) throws(AggregationError) -> [CohortSummary] {
+        let root = request.dataDirectory
+        let spend = SpendStore(dataDirectory: root)
+        do {
+            try spend.recover()
+        } catch {
+            throw .usage(error.description)
+        }
+        let published = PublishedDays(root: root)
+        let offsets = CohortStatus.lastDayOffsets
+
+        // Install dates the run's days reach, and any other whose spend changed since its cohort.
+        var installDays = Set<UTCDay>()
+        var day = request.from.adding(days: -offsets.window3)
+        while day <= request.to {
+            installDays.insert(day)
+            day = day.adding(days: 1)
+        }
+        for spendDay in spend.days() where !installDays.contains(spendDay) {
+            let recorded = CohortManifest.read(root: root, day: spendDay)?.spendInputs ?? [:]
+            let current = Dictionary(
+                uniqueKeysWithValues: spend.files(of: spendDay).map {
+                    (
+                        relative($0, root: root),
+                        (try? FileBytes.read(path: $0, limit: 1 << 30)).map { SHA256.hash($0).description } ?? ""
+                    )
+                })
+            if recorded != current { installDays.insert(spendDay) }
+        }
+
+        // Every received day that can hold postbacks of those cohorts, read once.
+        var cohorts: [UTCDay: CohortInputs] = [:]
+        for installDay in installDays { cohorts[installDay] = CohortInputs() }
+        var receivedDays = Set<UTCDay>()
+        for installDay in installDays {
+            for offset in 0...offsets.window3 {
+                let received = installDay.adding(days: offset)
+                if published.manifest(received) != nil { receivedDays.insert(received) }
+            }
+        }
+        for received in receivedDays.sorted() {
+            guard let manifest = published.manifest(received) else { continue }
+            for (tableIndex, (_, source)) in AggregateTables.cohortTables.enumerated() {
+                guard let file = manifest.outputs[source] else { continue }
+                let bytes: [UInt8]
+                do {
+                    bytes = try FileBytes.read(path: root + "/" + file.path, limit: 1 << 34)
+                } catch {
+                    throw .usage(
+                        "\(root)/\(file.path): cannot read it (\(error.message)): rerun 'postback aggregate' for \(received)")
+                }
+                guard SHA256.hash(bytes).description == file.sha256 else {
+                    throw .usage(
+                        "\(root)/\(file.path) is not the file its manifest lists (SHA-256 differs): rerun 'postback aggregate' for \(received) to publish it again"
+                    )
+                }
+                let input = CohortManifest.Input(path: file.path, bytes: bytes.count, sha256: file.sha256)
+                let rows = try CampaignDailyRows(bytes: bytes, path: file.path, parquet: file.path.hasSuffix(".parquet"))
+                for offset in 0...offsets.window3 {
+                    let installDay = received.adding(days: -offset)
+                    if cohorts[installDay] != nil { cohorts[installDay]!.sources.append(input) }
+                }
+                try rows.forEach { row throws(AggregationError) in
+                    guard cohorts[row.installDay] != nil else { return }
+                    cohorts[row.installDay]!.tables[tableIndex][row.key, default: CohortCell()].add(row)
+                }
+            }
+        }
+
+        var summaries: [CohortSummary] = []
+        for installDay in installDays.sorted() {
+            var inputs = cohorts[installDay]!
+            let spendFiles = spend.files(of: installDay)
+            var spendRows: [SpendRow] = []
+            for path in spendFiles {
+                let bytes: [UInt8]
+                do {
+                    bytes = try FileBytes.read(path: path, limit: 1 << 30)
+                    spendRows += try SpendRow.readStored(bytes, path: path)
+                } catch let error as SpendError {
+                    throw .usage(error.description)
+                } catch {
+                    throw .usage("\(path): cannot read it: \(error)")
+                }
+                inputs.spendInputs.append(
+                    CohortManifest.Input(
+                        path: relative(path, root: root), bytes: bytes.count, sha256: SHA256.hash(bytes).description))
+            }
+            let previous = CohortManifest.read(root: root, day: installDay)
+            let hasPostbacks = inputs.tables.contains { !$0.isEmpty }
+            guard hasPostbacks || !spendRows.isEmpty || previous != nil else { continue }
+            let complete = published.completeThrough(installDay, cap: offsets.window3)
+            let status = CohortStatus(installDay: installDay, completeThrough: complete)
+            let cohort = CohortDay(
+                installDay: installDay, completeThrough: complete, status: status, inputs: inputs, spend: spendRows,
+                fx: request.fx)
+            if let previous, !request.force {
+                var losses: [String] = []
+                if cohort.postbacks < previous.postbacks {
+                    losses.append("\(cohort.postbacks) postbacks instead of \(previous.postbacks)")
+                }
+                if let before = previous.completeThrough, complete.map({ $0 < before }) ?? true {
+                    losses.append("received days complete through \(complete?.description ?? "none") instead of \(before)")
+                }
+                if !losses.isEmpty {
+                    throw .worseThanPublished(
+                        day: installDay, manifest: CohortManifest.path(root: root, day: installDay),
+                        losses: losses.joined(separator: " and ") + " (cohort of install date \(installDay))")
+                }
+            }
+            let changed = try cohort.publish(root: root, request: request)
+            summaries.append(CohortSummary(installDay: installDay, rows: cohort.rows[0].count, status: status, changed: changed))
+        }
+        return summaries
+    }
+
+    static func relative(_ path: String, root: String) -> String {
+        path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
+    }
+}
+
+/// What one install date's cohort is made of: per table (production, development) its cells by key,
+/// and the files they were read from.
+struct CohortInputs {
+    var tables: [[CohortKey: CohortCell]] = [[:], [:]]
+    var sources: [CohortManifest.Input] = []
+    var spendInputs: [CohortManifest.Input] = []
+}
+
+/// A cohort row's key: the decoded campaign name when there is one, else the id the postback carried.
+struct CohortKey: Hashable {
+    var appID: Int64
+    var adNetworkID: String
+    var campaignID: Int64?
+    var sourceIdentifier: String?
+    var campaign: String?
+
+    init(appID: Int64, adNetworkID: String, campaignID: Int64?, sourceIdentifier: String?, campaign: String?) {
+        self.appID = appID
+        self.adNetworkID = adNetworkID
+        if let campaign {
+            self.campaign = campaign
+        } else {
+            self.campaignID = campaignID
+            self.sourceIdentifier = sourceIdentifier
+        }
+    }
+
+    init(_ spend: SpendRow) {
+        self.init(
+            appID: spend.appID, adNetworkID: spend.adNetworkID, campaignID: spend.campaignID,
+            sourceIdentifier: spend.sourceIdentifier, campaign: spend.campaign)
+    }
+}
+
+/// An exact amount summed as SQL SUM does: nil until a non-empty value is added.
+struct AmountSum {
+    var value: Money?
+
+    mutating func add(_ other: Money?) {
+        guard let other else { return }
+        value = Money(micros: (value?.micros ?? 0) + other.micros)
+    }
+}
+
+/// The postback side of one cohort row.
+struct CohortCell {
+    var installs: Int64 = 0
+    var redownloads: Int64 = 0
+    var reengagements: Int64 = 0
+    var postbacks: [Int64] = [0, 0, 0]
+    var winning: Int64 = 0
+    var nullValues: Int64 = 0
+    /// Per window: estimate, min, max.
+    var revenue: [[AmountSum]] = Array(repeating: Array(repeating: AmountSum(), count: 3), count: 3)
+    var currencies: Set<String> = []
+
+    mutating func add(_ row: CampaignDailyRow) {
+        installs += row.installs
+        redownloads += row.redownloads
+        reengagements += row.reengagements
+        let window = min(max(row.sequenceIndex, 0), 2)
+        postbacks[window] += row.postbacks
+        winning += row.postbacks - row.losses
+        nullValues += row.nullValues
+        revenue[window][0].add(row.revenueEstimate)
+        revenue[window][1].add(row.revenueMin)
+        revenue[window][2].add(row.revenueMax)
+        if let currency = row.currency { currencies.insert(currency) }
+    }
+}
+
+/// The columns of a `campaign_daily` (or development) row the cohorts use.
+struct CampaignDailyRow {
+    var installDay: UTCDay
+    var key: CohortKey
+    var sequenceIndex: Int
+    var postbacks: Int64
+    var installs: Int64
+    var redownloads: Int64
+    var reengagements: Int64
+    var losses: Int64
+    var nullValues: Int64
+    var revenueMin: Money?
+    var revenueMax: Money?
+    var revenueEstimate: Money?
+    var currency: String?
+}
+
+/// A published `campaign_daily` file (CSV or Parquet) read row by row into `CampaignDailyRow`s.
+struct CampaignDailyRows {
+    private var header: [String]
+    private var records: [[String?]]
+
+    init(bytes: [UInt8], path: String, parquet: Bool) throws(AggregationError) {
+        if parquet {
+            do {
+                (header, records) = try ParquetTable.textRows(parquet: bytes)
+            } catch {
+                throw .usage("\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
+            }
+        } else {
+            var reader = RenderedCSV(bytes)
+            header = reader.nextRecord()?.map { String(decoding: $0 ?? [], as: UTF8.self) } ?? []
+            var rows: [[String?]] = []
+            while let record = reader.nextRecord() { rows.append(record.map { $0.map { String(decoding: $0, as: UTF8.self) } }) }
+            records = rows
+        }
+        self.path = path
+    }
+
+    private let path: String
+
+    func forEach(_ body: (CampaignDailyRow) throws(AggregationError) -> Void) throws(AggregationError) {
+        let names = [
+            "est_install_date", "app_id", "ad_network_id", "campaign_id", "source_identifier", "campaign",
+            "postback_sequence_index", "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
+            "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
+        ]
+        var index: [Int] = []
+        for name in names {
+            guard let position = header.firstIndex(of: name) else {
+                throw .usage("\(path): has no \(name) column: rerun 'postback aggregate' for its day with this release")
+            }
+            index.append(position)
+        }
+        for (number, record) in records.enumerated() {
+            func field(_ i: Int) -> String? { record.indices.contains(index[i]) ? record[index[i]] : nil }
+            func count(_ i: Int) -> Int64 { field(i).flatMap { Int64($0) } ?? 0 }
+            // A rejected record's row has no install date: it is in no cohort.
+            guard let dayText = field(0), let installDay = UTCDay(dayText), let app = field(1).flatMap({ Int64($0) }) else {
+                continue
+            }
+            func money(_ i: Int) throws(AggregationError) -> Money? {
+                guard let text = field(i) else { return nil }
+                guard let amount = Money(decimal: text) else {
+                    throw .usage("\(path): row \(number + 2): \(names[i]) '\(text)' is not an amount")
+                }
+                return amount
+            }
+            let key = CohortKey(
+                appID: app, adNetworkID: field(2) ?? "", campaignID: field(3).flatMap { Int64($0) }, sourceIdentifier: field(4),
+                campaign: field(5))
+            try body(
+                CampaignDailyRow(
+                    installDay: installDay, key: key, sequenceIndex: Int(count(6)), postbacks: count(7), installs: count(8),
+                    redownloads: count(9), reengagements: count(10), losses: count(11), nullValues: count(12),
+                    revenueMin: try money(13), revenueMax: try money(14), revenueEstimate: try money(15), currency: field(16)))
+        }
+    }
+}
+
+/// Which days are published (a day's manifest) and which of its files the cohorts read.
+struct PublishedDays {
+    struct Manifest {
+        var partial: Bool
+        var outputs: [String: (path: String, sha256: String)]
+    }
+
+    let root: String
+    private let cache = ManifestCache()
+
+    init(root: String) { self.root = root }
+
+    func manifest(_ day: UTCDay) -> Manifest? {
+        if let cached = cache.entries[day] { return cached }
+        let value = Self.read(root + "/agg/_manifests/dt=\(day).json")
+        cache.entries[day] = value
+        return value
+    }
+
+    /// The last day from `day` on up to which every day is published and not partial, at most
+    /// `cap` days after it; nil when `day` itself is not.
+    func completeThrough(_ day: UTCDay, cap: Int) -> UTCDay? {
+        var last: UTCDay? = nil
+        for offset in 0...cap {
+            guard let manifest = manifest(day.adding(days: offset)), !manifest.partial else { break }
+            last = day.adding(days: offset)
+        }
+        return last
+    }
+
+    private static func read(_ path: String) -> Manifest? {
+        guard let bytes = try? FileBytes.read(path: path), case .object(let object)? = try? StrictJSONParser.parse(bytes) else {
+            return nil
+        }
+        var outputs: [String: (path: String, sha256: String)] = [:]
+        if case .array(let list)? = object["outputs"] {
+            for case .object(let output) in list {
+                guard case .string(let table)? = output["table"], case .string(let file)? = output["path"],
+                    case .string(let sha)? = output["sha256"]
+                else { continue }
+                // The CSV when the day has both: the same rows, cheaper to read.
+                if let existing = outputs[table], existing.path.hasSuffix(".csv") { continue }
+                outputs[table] = (file, sha)
+            }
+        }
+        var partial = false
+        if case .bool(let flag)? = object["partial"] { partial = flag }
+        return Manifest(partial: partial, outputs: outputs)
+    }
+
+    private final class ManifestCache: @unchecked Sendable {
+        var entries: [UTCDay: Manifest?] = [:]
+    }
+}

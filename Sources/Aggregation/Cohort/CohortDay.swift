@@ -1,0 +1,309 @@
+import Basics
+import Foundation
+import PostbackCrypto
+
+/// One install date's cohort: its rows in both tables, rendered, and published with its manifest.
+struct CohortDay {
+    let installDay: UTCDay
+    let completeThrough: UTCDay?
+    let status: CohortStatus
+    let inputs: CohortInputs
+    /// Per table (production, development): the rendered lines, sorted.
+    private(set) var rows: [[[UInt8]]] = [[], []]
+    private(set) var postbacks: Int64 = 0
+    private var installs: Int64 = 0
+    private var spendByCurrency: [String: Money] = [:]
+    private var revenueByCurrency: [String: Money] = [:]
+
+    init(installDay: UTCDay, completeThrough: UTCDay?, status: CohortStatus, inputs: CohortInputs, spend: [SpendRow], fx: FXTable)
+    {
+        self.installDay = installDay
+        self.completeThrough = completeThrough
+        self.status = status
+        self.inputs = inputs
+        var spendByKey: [CohortKey: [SpendRow]] = [:]
+        for row in spend { spendByKey[CohortKey(row), default: []].append(row) }
+        for row in spend { spendByCurrency[row.currency, default: .zero].micros += row.spend.micros }
+        for (table, cells) in inputs.tables.enumerated() {
+            let keys = Set(cells.keys).union(spendByKey.keys)
+            var lines: [[UInt8]] = []
+            for key in keys {
+                let cell = cells[key] ?? CohortCell()
+                lines.append(line(key: key, cell: cell, spend: spendByKey[key] ?? [], fx: fx))
+                postbacks += cell.postbacks.reduce(0, +)
+                if table == 0 {
+                    installs += cell.installs
+                    if cell.currencies.count == 1, let currency = cell.currencies.first {
+                        for window in 0..<3 {
+                            revenueByCurrency[currency, default: .zero].micros += cell.revenue[window][0].value?.micros ?? 0
+                        }
+                    }
+                }
+            }
+            lines.sort { $0.lexicographicallyPrecedes($1) }
+            rows[table] = lines
+        }
+    }
+
+    /// `a ÷ b` in millionths, rounded half up (docs/aggregate.md): nil when `b` is 0.
+    static func quotient(_ a: Int64, _ b: Int64, scale: Int128 = 1) -> Money? {
+        guard b > 0 else { return nil }
+        let numerator = Int128(a) * 1_000_000 / scale
+        return Money(micros: Int64((2 * numerator + Int128(b)) / (2 * Int128(b))))
+    }
+
+    private func line(key: CohortKey, cell: CohortCell, spend: [SpendRow], fx: FXTable) -> [UInt8] {
+        // Revenue, unless the campaign's postbacks were decoded in two currencies.
+        let revenueCurrency = cell.currencies.count == 1 ? cell.currencies.first : nil
+        var revenue = cell.revenue
+        var cumulative: [[AmountSum]] = [revenue[0], revenue[0], revenue[0]]
+        for window in 1..<3 {
+            cumulative[window] = cumulative[window - 1]
+            for part in 0..<3 { cumulative[window][part].add(revenue[window][part].value) }
+        }
+        if revenueCurrency == nil {
+            revenue = Array(repeating: Array(repeating: AmountSum(), count: 3), count: 3)
+            cumulative = revenue
+        }
+
+        // Spend, in one currency or not at all.
+        var spendTotal: Money? = nil
+        var spendCurrency: String? = nil
+        var fxRate: FXRate? = nil
+        var note: String? = nil
+        var byCurrency: [String: Money] = [:]
+        var impressions: Int64? = nil
+        var clicks: Int64? = nil
+        var reported: Int64? = nil
+        for row in spend {
+            byCurrency[row.currency, default: .zero].micros += row.spend.micros
+            impressions = SpendRow.addOptional(impressions, row.impressions)
+            clicks = SpendRow.addOptional(clicks, row.clicks)
+            reported = SpendRow.addOptional(reported, row.reportedInstalls)
+        }
+        if byCurrency.isEmpty {
+            note = "no-spend"
+        } else if let target = revenueCurrency,
+            byCurrency.keys.allSatisfy({ $0 == target || fx.rate(on: installDay, from: $0, to: target) != nil })
+        {
+            var total = Money.zero
+            var rates: [FXRate] = []
+            for (currency, amount) in byCurrency.sorted(by: { $0.key < $1.key }) {
+                if currency == target {
+                    total.micros += amount.micros
+                } else {
+                    let rate = fx.rate(on: installDay, from: currency, to: target)!
+                    rates.append(rate)
+                    total.micros += rate.convert(amount).micros
+                }
+            }
+            spendTotal = total
+            spendCurrency = target
+            fxRate = rates.count == 1 ? rates[0] : nil
+        } else if byCurrency.count == 1, let (currency, amount) = byCurrency.first {
+            spendTotal = amount
+            spendCurrency = currency
+        } else {
+            note = "mixed-spend-currencies"
+        }
+        if note == nil {
+            if cell.currencies.count > 1 {
+                note = "mixed-revenue-currencies"
+            } else if revenueCurrency == nil || cumulative[2][0].value == nil {
+                note = "no-revenue"
+            } else if spendCurrency != revenueCurrency {
+                note = "currency-mismatch"
+            } else if spendTotal?.micros == 0 {
+                note = "zero-spend"
+            }
+        }
+        var roas: [Money?] = [nil, nil, nil]
+        if note == nil, let spendTotal {
+            for window in 0..<3 {
+                roas[window] = cumulative[window][0].value.flatMap { Self.quotient($0.micros, spendTotal.micros) }
+            }
+        }
+
+        var csv = CSVLine()
+        for column in CohortColumn.allCases {
+            switch column {
+            case .appID: csv.field(key.appID)
+            case .adNetworkID: csv.field(key.adNetworkID)
+            case .campaignID: csv.field(key.campaignID)
+            case .sourceIdentifier: csv.field(key.sourceIdentifier)
+            case .campaign: csv.field(key.campaign)
+            case .cohortStatus: csv.field(status.rawValue)
+            case .completeThrough: csv.field(completeThrough?.description)
+            case .spend: csv.field(spendTotal)
+            case .spendCurrency: csv.field(spendCurrency)
+            case .spendFXRate: csv.field(fxRate?.description)
+            case .impressions: csv.field(impressions)
+            case .clicks: csv.field(clicks)
+            case .reportedInstalls: csv.field(reported)
+            case .installs: csv.field(cell.installs)
+            case .redownloads: csv.field(cell.redownloads)
+            case .reengagements: csv.field(cell.reengagements)
+            case .postbacksW1: csv.field(cell.postbacks[0])
+            case .postbacksW2: csv.field(cell.postbacks[1])
+            case .postbacksW3: csv.field(cell.postbacks[2])
+            case .winningPostbacks: csv.field(cell.winning)
+            case .nullValuePostbacks: csv.field(cell.nullValues)
+            case .nullValueShare: csv.field(Self.quotient(cell.nullValues, cell.winning))
+            case .revenueCurrency: csv.field(revenueCurrency)
+            case .revenueEstW1: csv.field(revenue[0][0].value)
+            case .revenueMinW1: csv.field(revenue[0][1].value)
+            case .revenueMaxW1: csv.field(revenue[0][2].value)
+            case .revenueEstW2: csv.field(revenue[1][0].value)
+            case .revenueMinW2: csv.field(revenue[1][1].value)
+            case .revenueMaxW2: csv.field(revenue[1][2].value)
+            case .revenueEstW3: csv.field(revenue[2][0].value)
+            case .revenueMinW3: csv.field(revenue[2][1].value)
+            case .revenueMaxW3: csv.field(revenue[2][2].value)
+            case .revenueEstCumW2: csv.field(cumulative[1][0].value)
+            case .revenueMinCumW2: csv.field(cumulative[1][1].value)
+            case .revenueMaxCumW2: csv.field(cumulative[1][2].value)
+            case .revenueEstCumW3: csv.field(cumulative[2][0].value)
+            case .revenueMinCumW3: csv.field(cumulative[2][1].value)
+            case .revenueMaxCumW3: csv.field(cumulative[2][2].value)
+            case .cpi: csv.field(spendTotal.flatMap { Self.quotient($0.micros, cell.installs, scale: 1_000_000) })
+            case .roasW1: csv.field(roas[0])
+            case .roasW2: csv.field(roas[1])
+            case .roasW3: csv.field(roas[2])
+            case .roasNote: csv.field(note)
+            case .reportedInstallsExcess: csv.field(reported.map { $0 - cell.installs })
+            }
+        }
+        csv.endLine()
+        return csv.array
+    }
+
+    /// Writes both tables' files, then the manifest; returns whether any byte changed.
+    func publish(root: String, request: CohortRequest) throws(AggregationError) -> Bool {
+        var outputs: [ManifestWriter.Output] = []
+        var changed = false
+        for (index, (table, _)) in AggregateTables.cohortTables.enumerated() {
+            let csv = CSVLine.header(AggregateTables.cohortColumns.map(\.name)) + rows[index].flatMap { $0 }
+            let directory = "agg/\(table)/dt=\(installDay)"
+            var files: [(String, [UInt8])] = []
+            if request.format.writesCSV { files.append(("\(directory)/part-00000.csv", csv)) }
+            if request.format.writesParquet {
+                files.append(
+                    (
+                        "\(directory)/part-00000.parquet",
+                        try ParquetTable.encode(csv: csv, table: table, columns: AggregateTables.cohortColumns)
+                    ))
+            }
+            for (path, bytes) in files {
+                if (try? FileBytes.read(path: root + "/" + path, limit: 1 << 34)) != bytes {
+                    changed = true
+                    try AggregationJob.publish(bytes, to: root + "/" + path)
+                }
+                outputs.append(
+                    ManifestWriter.Output(
+                        table: table, path: path, rows: rows[index].count, bytes: bytes.count,
+                        sha256: SHA256.hash(bytes).description))
+            }
+        }
+        let manifest = manifestBytes(request: request, outputs: outputs)
+        let path = CohortManifest.path(root: root, day: installDay)
+        if (try? FileBytes.read(path: path)) != manifest {
+            changed = true
+            try AggregationJob.publish(manifest, to: path)
+        }
+        // A file of the format this run no longer writes goes, after the manifest that no longer lists it.
+        for (table, _) in AggregateTables.cohortTables {
+            let directory = "\(root)/agg/\(table)/dt=\(installDay)"
+            if !request.format.writesCSV { try AggregationJob.remove(directory + "/part-00000.csv") }
+            if !request.format.writesParquet { try AggregationJob.remove(directory + "/part-00000.parquet") }
+        }
+        return changed
+    }
+
+    private func manifestBytes(request: CohortRequest, outputs: [ManifestWriter.Output]) -> [UInt8] {
+        var json = JSONWriter(reservingCapacity: 4096)
+        json.beginObject()
+        json.field("format", CohortBuilder.manifestFormat)
+        json.field("dt", installDay.description)
+        json.field("tool", request.toolVersion)
+        json.field("cohort_status", status.rawValue)
+        json.field("complete_through", completeThrough?.description)
+        json.key("inputs")
+        json.beginArray()
+        for input in inputs.sources + inputs.spendInputs
+            + (request.fx.source.map { [CohortManifest.Input(path: $0.path, bytes: 0, sha256: $0.sha256)] } ?? [])
+        {
+            json.beginObject()
+            json.field("path", input.path)
+            json.field("bytes", input.bytes)
+            json.field("sha256", input.sha256)
+            json.endObject()
+        }
+        json.endArray()
+        json.key("outputs")
+        json.beginArray()
+        for output in outputs {
+            json.beginObject()
+            json.field("table", output.table)
+            json.field("path", output.path)
+            json.field("rows", output.rows)
+            json.field("bytes", output.bytes)
+            json.field("sha256", output.sha256)
+            json.endObject()
+        }
+        json.endArray()
+        json.key("totals")
+        json.beginObject()
+        json.field("postbacks", postbacks)
+        json.field("installs", installs)
+        for (name, amounts) in [("spend_by_currency", spendByCurrency), ("revenue_est_by_currency", revenueByCurrency)] {
+            json.key(name)
+            json.beginObject()
+            for (currency, amount) in amounts.sorted(by: { $0.key < $1.key }) {
+                json.key(currency)
+                json.value(numberText: amount.description)
+            }
+            json.endObject()
+        }
+        json.endObject()
+        json.endObject()
+        json.endLine()
+        return json.bytes
+    }
+}
+
+/// A published cohort's manifest, read back for the rerun rules and the spend check.
+struct CohortManifest {
+    struct Input {
+        var path: String
+        var bytes: Int
+        var sha256: String
+    }
+
+    var postbacks: Int64
+    var completeThrough: UTCDay?
+    /// Spend files (relative path → SHA-256) the cohort was made with.
+    var spendInputs: [String: String]
+
+    static func path(root: String, day: UTCDay) -> String { "\(root)/agg/_cohort_manifests/dt=\(day).json" }
+
+    static func read(root: String, day: UTCDay) -> CohortManifest? {
+        guard let bytes = try? FileBytes.read(path: path(root: root, day: day)),
+            case .object(let object)? = try? StrictJSONParser.parse(bytes)
+        else { return nil }
+        var spend: [String: String] = [:]
+        if case .array(let inputs)? = object["inputs"] {
+            for case .object(let input) in inputs {
+                if case .string(let file)? = input["path"], file.hasPrefix("spend/"), case .string(let sha)? = input["sha256"] {
+                    spend[file] = sha
+                }
+            }
+        }
+        var postbacks: Int64 = 0
+        if case .object(let totals)? = object["totals"], case .number(let number)? = totals["postbacks"] {
+            postbacks = number.int64Value ?? 0
+        }
+        var complete: UTCDay? = nil
+        if case .string(let text)? = object["complete_through"] { complete = UTCDay(text) }
+        return CohortManifest(postbacks: postbacks, completeThrough: complete, spendInputs: spend)
+    }
+}
