@@ -931,6 +931,21 @@ def quotient_column(a, b, factor=1_000_000):
     return F.when(b != 0, F.call_function("div", numerator, denominator))
 
 
+def fx_convert(micros, rate):
+    """Spend in millionths at an --fx rate (10^-10 units): the product, rounded half up to millionths
+    (FXRate.convert). The reference for `fx_convert_column`."""
+    return (2 * micros * rate + 10 ** 10) // (2 * 10 ** 10)
+
+
+def fx_convert_column(amount, rate):
+    """`fx_convert` in Spark, exact in DECIMAL(38, 0)."""
+    from pyspark.sql import functions as F
+
+    exact = "decimal(38,0)"
+    return F.call_function("div", F.lit(2).cast(exact) * amount.cast(exact) * rate.cast(exact) + F.lit(10 ** 10).cast(exact),
+                           F.lit(2 * 10 ** 10).cast(exact))
+
+
 def status_column(install_day, complete_through):
     from pyspark.sql import functions as F
 
@@ -1069,17 +1084,12 @@ def cohort_rows(spark, postbacks, spend, complete_through, fx):
     target = F.col("_target")
     rate_of = lambda currency: F.element_at(F.col("_rates"), currency)  # noqa: E731
 
-    def converted(amount, rate):
-        # Millionths times the rate (10^-10 units), rounded half up (FXRate.convert).
-        return F.call_function("div", amount.cast(exact) * rate.cast(exact) * F.lit(2).cast(exact) + F.lit(10 ** 10).cast(exact),
-                               F.lit(2 * 10 ** 10).cast(exact))
-
     spend_list = F.col("_spend_by_currency")
     # Spend brought into the revenue's currency: each currency is that one or has a rate for the day.
     convertible = (spend_list.isNotNull() & target.isNotNull()
                    & F.forall(spend_list, lambda row: (row["currency"] == target) | rate_of(row["currency"]).isNotNull()))
     converted_total = F.aggregate(spend_list, F.lit(0).cast(exact), lambda total, row: total + F.when(
-        row["currency"] == target, row["spend"].cast(exact)).otherwise(converted(row["spend"], rate_of(row["currency"])))).cast("long")
+        row["currency"] == target, row["spend"].cast(exact)).otherwise(fx_convert_column(row["spend"], rate_of(row["currency"])))).cast("long")
     foreign = F.filter(spend_list, lambda row: row["currency"] != target)
     one_spend_currency = F.size(spend_list) == 1
     spend_value = F.when(convertible, converted_total).when(one_spend_currency, spend_list[0]["spend"])
