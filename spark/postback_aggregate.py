@@ -15,6 +15,13 @@ the same tables as `postback aggregate`, byte for byte:
     OUT/campaign_daily_development/dt=D/part-00000.csv  (the development rows, rolled up like campaign_daily)
     OUT/_manifests/dt=D.json            (written last: totals, inputs, outputs)
 
+then the install-date cohorts, from the published campaign_daily files and the stored spend
+(DATA/spend/dt=I/SOURCE.csv, from `postback spend import`), for the install dates the days can touch:
+
+    OUT/campaign_cohort_daily/dt=I/part-00000.csv               (spend, CPI, ROAS per campaign)
+    OUT/campaign_cohort_daily_development/dt=I/part-00000.csv
+    OUT/_cohort_manifests/dt=I.json     (written last)
+
 Usage:
 
     scripts/venv-python spark/postback_aggregate.py --data DATA --decode-table DIR --date 2026-03-10
@@ -33,7 +40,8 @@ next to each step. Nothing here knows the schema format: labels, revenue, events
 and source-identifier dimensions all come from the decode table.
 
 Exit status: 0 every day published; 1 published, but some spool lines were corrupt (not counted) or
-could not be read without re-parsing the stored body (see `unreadable_lines`); 2 usage or I/O error.
+could not be read without re-parsing the stored body (see `unreadable_lines`); 2 usage or I/O error,
+or a published cohort this run would make worse (not replaced without --force).
 """
 
 import argparse
@@ -1210,13 +1218,10 @@ class CohortPlan:
     def __init__(self, fs, args, days):
         first = days[0] - datetime.timedelta(days=COHORT_HORIZON_DAYS)
         self.window = days_between(first, days[-1])
-        # Published days (a manifest), and whether each was published whole (not partial).
-        self.published = {}
-        for name, _ in fs.list_files(f"{args.out}/_manifests"):
-            day = day_of(name, suffix=".json")
-            if day is not None and day >= first:
-                manifest = json.loads(fs.read_bytes(f"{args.out}/_manifests/{name}"))
-                self.published[day] = not manifest.get("partial", False)
+        # Published days (a manifest); whether each was published whole (not partial) is read when asked.
+        self.manifests = f"{args.out}/_manifests"
+        self.published = {day for day in (day_of(name, suffix=".json") for name, _ in fs.list_files(self.manifests)) if day is not None}
+        self.whole = {}
         # Published cohorts and what they read.
         self.cohort_manifests = {}
         for name, _ in fs.list_files(f"{args.out}/_cohort_manifests"):
@@ -1249,13 +1254,14 @@ class CohortPlan:
         for day in self.candidates:
             through = None
             probe = day
-            while self.published.get(probe) is True and (probe - day).days <= COHORT_HORIZON_DAYS:
+            while self.published_whole(fs, probe) and (probe - day).days <= COHORT_HORIZON_DAYS:
                 through = probe
                 probe += datetime.timedelta(days=1)
             self.complete_through[day] = through
         # The campaign_daily files each install date reads: received days I .. I + 39 that are published.
         self.sources = {}
-        extension_order = ("csv", "parquet") if args.format == "csv" else ("parquet", "csv")
+        # The CSV file when a day has both (the same rows), as postback aggregate reads them.
+        extension_order = ("csv", "parquet")
         self.files_by_day = {}
         for day in self.candidates:
             files = []
@@ -1271,6 +1277,13 @@ class CohortPlan:
                     if self.sources[key]:
                         files.append(self.sources[key])
             self.files_by_day[day] = files
+
+    def published_whole(self, fs, day):
+        if day not in self.published:
+            return False
+        if day not in self.whole:
+            self.whole[day] = not json.loads(fs.read_bytes(f"{self.manifests}/dt={day.isoformat()}.json")).get("partial", False)
+        return self.whole[day]
 
     @staticmethod
     def find_source(fs, out, source, received, extension_order):
@@ -1294,7 +1307,7 @@ class CohortPlan:
         manifest = self.published_manifest(fs, day)
         if manifest is None:
             return None
-        return {i["path"]: i["sha256"] for i in manifest.get("inputs", []) if i["path"].startswith("spend/") or "/spend/" in i["path"]}
+        return {i["path"]: i["sha256"] for i in manifest.get("inputs", []) if i["path"].startswith("spend/")}
 
 
 def input_facts(spark, fs, paths):

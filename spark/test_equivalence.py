@@ -14,12 +14,14 @@ characters that need quoting, split segments, corrupt lines, three kinds of torn
 a stray file, a duplicate older than the lookback, a day with no input, and conflict evidence
 (`raw/conflicts/`: a key twice, a key with no copy that day, a key of the day before, a line that is
 not JSON) for `conflicting_copies`. Schemas: the samples,
-with a second effective period and source-identifier maps that change on a date.
+with a second effective period and source-identifier maps that change on a date. Spend, imported
+with `postback spend import`, and an --fx file for the install-date cohorts (see import_spend).
 
 Both engines run over it (`--lookback-days 2`, a range that starts after the spool does, so keys
-come from days read for their keys only). The checks: every CSV file byte-identical; the manifests'
-totals, per-input counts, rejected statuses and output sizes equal; the same exit status; the
-Parquet output holding the same rows. It also checks that the spool exercised what it should
+come from days read for their keys only). The checks: every CSV file byte-identical, the cohort
+tables' for every install date included; the manifests' totals, per-input counts, rejected statuses
+and output sizes equal; the cohort manifests equal but for `tool`; the same exit status; the
+Parquet output (cohorts too) holding the same rows. It also checks that the spool exercised what it should
 (coverage, read off the Swift output), so that an empty or degenerate spool cannot pass.
 
 The last line is `equivalence: N passed, N failed`; exit status 0 only when nothing failed.
