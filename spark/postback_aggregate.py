@@ -1383,9 +1383,10 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
                 refused.append((day, published, new_postbacks, new_through))
                 continue
         accepted.append(day)
+    summaries = []
     if not accepted:
         rows.unpersist()
-        return refused
+        return refused, summaries
 
     published_files = {}
     accepted_text = [day.isoformat() for day in accepted]
@@ -1420,9 +1421,25 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
                        "spend_by_currency": {c: ExactDecimal(money_text(spent[c])) for c in sorted(spent)},
                        "revenue_est_by_currency": {c: ExactDecimal(money_text(amounts[c])) for c in sorted(amounts)}},
         }
+        previous = plan.published_manifest(fs, day)
         fs.write_bytes(f"{args.out}/_cohort_manifests/dt={text}.json", (json_with_exact_revenue(manifest) + "\n").encode())
+        # Changed: any output or input differs from the published cohort's (its manifest lists them all).
+        summaries.append({"cohort": text, "rows": totals.get(("campaign_cohort_daily", text), {}).get("rows", 0),
+                          "cohort_status": manifest["cohort_status"],
+                          "changed": previous is None or {k: v for k, v in previous.items() if k != "tool"}
+                          != json.loads(json_with_exact_revenue({k: v for k, v in manifest.items() if k != "tool"}))})
     rows.unpersist()
-    return refused
+    return refused, summaries
+
+
+def cohort_text(summaries):
+    """postback aggregate's line for the cohort pass."""
+    if not summaries:
+        return "cohorts: none to build (no postbacks or spend in reach)"
+    changed = sum(1 for summary in summaries if summary["changed"])
+    not_final = sum(1 for summary in summaries if summary["cohort_status"] != "final")
+    return (f"cohorts {summaries[0]['cohort']}..{summaries[-1]['cohort']}: {changed} of {len(summaries)} rewritten; "
+            f"{not_final} not final yet (later postbacks can still add to them)")
 
 
 def cohort_postbacks_empty(spark):
@@ -1674,8 +1691,14 @@ def run(args):
                        "campaign_events_daily_rows": rows["campaign_events_daily"]}
             print(json_with_exact_revenue(summary) if args.json else text_summary(day, manifest), flush=True)
         if not args.skip_cohorts:
-            refused = publish_cohorts(spark, fs, args, days, staging, pyspark.__version__)
+            refused, summaries = publish_cohorts(spark, fs, args, days, staging, pyspark.__version__)
             trace.mark("cohorts written")
+            if args.json:
+                for summary in summaries:
+                    if summary["changed"]:
+                        print(json.dumps({k: summary[k] for k in ("cohort", "rows", "cohort_status")}, separators=(",", ":")), flush=True)
+            else:
+                print(cohort_text(summaries), flush=True)
             if refused:
                 for day, published, postbacks, through in refused:
                     print(f"postback_aggregate: cohort {day}: not replaced: this run has {postbacks} postbacks through "

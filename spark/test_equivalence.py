@@ -694,6 +694,9 @@ def main():
                      f"      postback {swift.returncode}, spark {spark.returncode}\n{spark.stderr[-3000:]}")
         checks.check(swift.stdout.splitlines()[0].split(" (")[0] in spark.stdout if swift.stdout else False,
                      "same summary line for the first day", f"      postback: {swift.stdout.splitlines()[:1]}\n      spark: {spark.stdout.splitlines()[:1]}")
+        cohort_lines = [[line for line in result.stdout.splitlines() if line.startswith("cohorts")] for result in (swift, spark)]
+        checks.check(cohort_lines[0] == cohort_lines[1] and len(cohort_lines[0]) == 1, "same summary line for the cohorts",
+                     f"      postback: {cohort_lines[0]}\n      spark: {cohort_lines[1]}")
         compare_csv(checks, f"{data}/agg", f"{work}/spark-csv")
         compare_manifests(checks, f"{data}/agg", f"{work}/spark-csv")
         check_coverage(checks, f"{data}/agg")
