@@ -1316,11 +1316,14 @@ def input_facts(spark, fs, paths):
 
     if not paths:
         return {}
-    qualified = {fs.qualified(path): path for path in paths}
+    from urllib.parse import unquote
+
+    # binaryFile names each file by its URI (percent-encoded where the path needs it).
+    qualified = {unquote(fs.qualified(path)): path for path in paths}
     facts = {}
-    for row in (spark.read.format("binaryFile").load(list(qualified))
+    for row in (spark.read.format("binaryFile").load([fs.qualified(path) for path in paths])
                 .select("path", "length", F.sha2("content", 256).alias("sha256")).collect()):
-        facts[qualified.get(row["path"], row["path"])] = (int(row["length"]), row["sha256"])
+        facts[qualified.get(unquote(row["path"]), row["path"])] = (int(row["length"]), row["sha256"])
     missing = [path for path in paths if path not in facts]
     if missing:
         raise IOError(f"{missing[0]}: could not be read for its checksum")
