@@ -111,7 +111,7 @@ let package = Package(
             name: "ReportingTests",
             dependencies: [
                 "TestSupport", "PostbackTesting", "Basics", "Reporting", "Aggregation", "PostbackStore", "Postbacks",
-                "PostbackCrypto", "PostbackCLI",
+                "PostbackCrypto", "PostbackCLI", "Parquet",
             ]),
         .testTarget(
             name: "AggregationTests",

@@ -45,6 +45,15 @@ package enum ReportGenerator {
     /// which days are there, and its manifests hold the side counts (rejected, duplicates, corrupt
     /// lines) that both pages show apart from their figures.
     static func model(_ request: ReportRequest) throws(ReportError) -> ReportModel {
+        var model = try dayModel(request)
+        model.cohorts = try CohortLoader(
+            dataDirectory: request.dataDirectory, appID: request.appID, table: request.environment.cohortTable
+        ).load(from: request.from, to: request.to)
+        return model
+    }
+
+    /// The figures of the day tables (by received day).
+    private static func dayModel(_ request: ReportRequest) throws(ReportError) -> ReportModel {
         let production = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
             from: request.from, to: request.to)
         guard request.environment == .development else { return production }

@@ -56,4 +56,12 @@ package enum ReportEnvironment: String, CaseIterable, Sendable {
         case .development: AggregateTables.campaignDailyDevelopment
         }
     }
+
+    /// The cohort table (by estimated install date) whose spend and return the page shows.
+    var cohortTable: String {
+        switch self {
+        case .production: CohortLoader.production
+        case .development: CohortLoader.development
+        }
+    }
 }

@@ -54,6 +54,29 @@ import Testing
         }
         // No progress line when standard error is not a terminal.
         #expect(!demo.stderr.contains("sent 400 of 400"))
+        // Twenty earlier days, their spend imported, and cohorts with spend, CPI and ROAS: summed here
+        // from the published development cohorts, network b claims a fifth more installs than were signed.
+        #expect(manifests.count == 21, "\(manifests)")
+        var claimed = 0
+        var signed = 0
+        var withSpend = 0
+        var open = 0
+        let cohorts = try FileManager.default.contentsOfDirectory(atPath: dir + "/store/agg/campaign_cohort_daily_development")
+        for partition in cohorts {
+            let path = dir + "/store/agg/campaign_cohort_daily_development/\(partition)/part-00000.csv"
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+            for row in CSVText.rows(text) {
+                if row["spend"] != "" { withSpend += 1 }
+                if row["cohort_status"] == "open" { open += 1 }
+                if row["ad_network_id"] == "demo-network-b.skadnetwork", let claim = Int(row["reported_installs"] ?? "") {
+                    claimed += claim
+                    signed += Int(row["installs"]!)!
+                }
+            }
+        }
+        #expect(withSpend > 50 && open > 0, "\(withSpend) rows with spend, \(open) open")
+        #expect(signed > 0 && Double(claimed) > Double(signed) * 1.15, "network b claims \(claimed), Apple signed \(signed)")
+        #expect(page.contains("claims") && page.contains("What networks report and what Apple signed"))
     }
 
     @Test func progressIsShownOnlyOnATerminal() throws {

@@ -70,7 +70,7 @@ import Testing
     }
 
     @Test(arguments: [
-        "verify", "explain", "reverify", "generate", "impression", "serve", "send", "aggregate", "schema", "report",
+        "verify", "explain", "reverify", "generate", "impression", "serve", "send", "aggregate", "spend", "schema", "report",
     ])
     func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
         let out = MemorySink()

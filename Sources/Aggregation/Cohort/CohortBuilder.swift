@@ -34,7 +34,7 @@ package struct CohortSummary: Sendable {
 }
 
 /// How far a cohort's postbacks can still grow (docs/aggregate.md, "When a cohort is final").
-package enum CohortStatus: String, Sendable, Comparable {
+package enum CohortStatus: String, Sendable, Comparable, CaseIterable {
     case open
     case window1Final = "window-1-final"
     case window2Final = "window-2-final"
@@ -61,7 +61,8 @@ package enum CohortStatus: String, Sendable, Comparable {
         }
     }
 
-    private var rank: Int {
+    /// The last window (1–3) whose revenue is complete; 0 when none is.
+    package var finalWindows: Int {
         switch self {
         case .open: return 0
         case .window1Final: return 1
@@ -70,7 +71,17 @@ package enum CohortStatus: String, Sendable, Comparable {
         }
     }
 
-    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.finalWindows < rhs.finalWindows }
+}
+
+/// Why a cohort row's ROAS columns are empty (`roas_note`), in the order the first that applies is given.
+package enum ROASNote: String, Sendable, CaseIterable {
+    case noSpend = "no-spend"
+    case mixedSpendCurrencies = "mixed-spend-currencies"
+    case mixedRevenueCurrencies = "mixed-revenue-currencies"
+    case noRevenue = "no-revenue"
+    case currencyMismatch = "currency-mismatch"
+    case zeroSpend = "zero-spend"
 }
 
 /// The cohort pass of the nightly job: rebuilds `campaign_cohort_daily` (and its development twin) for
@@ -142,7 +153,8 @@ package enum CohortBuilder {
                     if cohorts[installDay] != nil { cohorts[installDay]!.sources.append(input) }
                 }
                 try rows.forEach { row throws(AggregationError) in
-                    guard cohorts[row.installDay] != nil else { return }
+                    // A row of development or rejected records only (postbacks 0) is in no cohort of its table.
+                    guard row.postbacks > 0, cohorts[row.installDay] != nil else { return }
                     cohorts[row.installDay]!.tables[tableIndex][row.key, default: CohortCell()].add(row)
                 }
             }
@@ -179,6 +191,10 @@ package enum CohortBuilder {
                 var losses: [String] = []
                 if cohort.postbacks < previous.postbacks {
                     losses.append("\(cohort.postbacks) postbacks instead of \(previous.postbacks)")
+                }
+                if cohort.developmentPostbacks < previous.developmentPostbacks {
+                    losses.append(
+                        "\(cohort.developmentPostbacks) development postbacks instead of \(previous.developmentPostbacks)")
                 }
                 if let before = previous.completeThrough, complete.map({ $0 < before }) ?? true {
                     losses.append("received days complete through \(complete?.description ?? "none") instead of \(before)")

@@ -10,7 +10,9 @@ struct CohortDay {
     let inputs: CohortInputs
     /// Per table (production, development): the rendered lines, sorted.
     private(set) var rows: [[[UInt8]]] = [[], []]
+    /// The production table's postbacks, and the development table's.
     private(set) var postbacks: Int64 = 0
+    private(set) var developmentPostbacks: Int64 = 0
     private var installs: Int64 = 0
     private var spendByCurrency: [String: Money] = [:]
     private var revenueByCurrency: [String: Money] = [:]
@@ -30,14 +32,16 @@ struct CohortDay {
             for key in keys {
                 let cell = cells[key] ?? CohortCell()
                 lines.append(line(key: key, cell: cell, spend: spendByKey[key] ?? [], fx: fx))
-                postbacks += cell.postbacks.reduce(0, +)
                 if table == 0 {
+                    postbacks += cell.postbacks.reduce(0, +)
                     installs += cell.installs
                     if cell.currencies.count == 1, let currency = cell.currencies.first {
                         for window in 0..<3 {
                             revenueByCurrency[currency, default: .zero].micros += cell.revenue[window][0].value?.micros ?? 0
                         }
                     }
+                } else {
+                    developmentPostbacks += cell.postbacks.reduce(0, +)
                 }
             }
             lines.sort { $0.lexicographicallyPrecedes($1) }
@@ -70,7 +74,7 @@ struct CohortDay {
         var spendTotal: Money? = nil
         var spendCurrency: String? = nil
         var fxRate: FXRate? = nil
-        var note: String? = nil
+        var note: ROASNote? = nil
         var byCurrency: [String: Money] = [:]
         var impressions: Int64? = nil
         var clicks: Int64? = nil
@@ -82,7 +86,7 @@ struct CohortDay {
             reported = SpendRow.addOptional(reported, row.reportedInstalls)
         }
         if byCurrency.isEmpty {
-            note = "no-spend"
+            note = .noSpend
         } else if let target = revenueCurrency,
             byCurrency.keys.allSatisfy({ $0 == target || fx.rate(on: installDay, from: $0, to: target) != nil })
         {
@@ -104,17 +108,17 @@ struct CohortDay {
             spendTotal = amount
             spendCurrency = currency
         } else {
-            note = "mixed-spend-currencies"
+            note = .mixedSpendCurrencies
         }
         if note == nil {
             if cell.currencies.count > 1 {
-                note = "mixed-revenue-currencies"
+                note = .mixedRevenueCurrencies
             } else if revenueCurrency == nil || cumulative[2][0].value == nil {
-                note = "no-revenue"
+                note = .noRevenue
             } else if spendCurrency != revenueCurrency {
-                note = "currency-mismatch"
+                note = .currencyMismatch
             } else if spendTotal?.micros == 0 {
-                note = "zero-spend"
+                note = .zeroSpend
             }
         }
         var roas: [Money?] = [nil, nil, nil]
@@ -169,7 +173,7 @@ struct CohortDay {
             case .roasW1: csv.field(roas[0])
             case .roasW2: csv.field(roas[1])
             case .roasW3: csv.field(roas[2])
-            case .roasNote: csv.field(note)
+            case .roasNote: csv.field(note?.rawValue)
             case .reportedInstallsExcess: csv.field(reported.map { $0 - cell.installs })
             }
         }
@@ -229,9 +233,7 @@ struct CohortDay {
         json.field("complete_through", completeThrough?.description)
         json.key("inputs")
         json.beginArray()
-        for input in inputs.sources + inputs.spendInputs
-            + (request.fx.source.map { [CohortManifest.Input(path: $0.path, bytes: 0, sha256: $0.sha256)] } ?? [])
-        {
+        for input in inputs.sources + inputs.spendInputs {
             json.beginObject()
             json.field("path", input.path)
             json.field("bytes", input.bytes)
@@ -239,6 +241,15 @@ struct CohortDay {
             json.endObject()
         }
         json.endArray()
+        // The rates used, named by the file's name only: the same rates from another path are the same run.
+        if let fx = request.fx.source {
+            json.key("fx_rates")
+            json.beginObject()
+            json.field("file", fx.path.split(separator: "/").last.map(String.init) ?? fx.path)
+            json.field("bytes", fx.bytes)
+            json.field("sha256", fx.sha256)
+            json.endObject()
+        }
         json.key("outputs")
         json.beginArray()
         for output in outputs {
@@ -255,6 +266,7 @@ struct CohortDay {
         json.beginObject()
         json.field("postbacks", postbacks)
         json.field("installs", installs)
+        json.field("development_postbacks", developmentPostbacks)
         for (name, amounts) in [("spend_by_currency", spendByCurrency), ("revenue_est_by_currency", revenueByCurrency)] {
             json.key(name)
             json.beginObject()
@@ -280,6 +292,7 @@ struct CohortManifest {
     }
 
     var postbacks: Int64
+    var developmentPostbacks: Int64
     var completeThrough: UTCDay?
     /// Spend files (relative path → SHA-256) the cohort was made with.
     var spendInputs: [String: String]
@@ -299,11 +312,14 @@ struct CohortManifest {
             }
         }
         var postbacks: Int64 = 0
-        if case .object(let totals)? = object["totals"], case .number(let number)? = totals["postbacks"] {
-            postbacks = number.int64Value ?? 0
+        var development: Int64 = 0
+        if case .object(let totals)? = object["totals"] {
+            if case .number(let number)? = totals["postbacks"] { postbacks = number.int64Value ?? 0 }
+            if case .number(let number)? = totals["development_postbacks"] { development = number.int64Value ?? 0 }
         }
         var complete: UTCDay? = nil
         if case .string(let text)? = object["complete_through"] { complete = UTCDay(text) }
-        return CohortManifest(postbacks: postbacks, completeThrough: complete, spendInputs: spend)
+        return CohortManifest(
+            postbacks: postbacks, developmentPostbacks: development, completeThrough: complete, spendInputs: spend)
     }
 }

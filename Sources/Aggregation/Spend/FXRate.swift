@@ -70,7 +70,7 @@ package struct FXTable: Sendable {
 
     var rates: [Pair: FXRate] = [:]
     /// The file's name and SHA-256, for the cohort manifests.
-    package var source: (path: String, sha256: String)?
+    package var source: (path: String, bytes: Int, sha256: String)?
 
     package static let empty = FXTable()
 
@@ -110,7 +110,7 @@ package struct FXTable: Sendable {
             }
             rates[pair] = rate
         }
-        source = (name, SHA256.hash(bytes).description)
+        source = (name, bytes.count, SHA256.hash(bytes).description)
     }
 
     package func rate(on date: UTCDay, from: String, to: String) -> FXRate? {

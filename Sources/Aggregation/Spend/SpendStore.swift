@@ -80,6 +80,7 @@ package struct SpendStore: Sendable {
             try DurableFile.write(Array("commit\n".utf8), to: "\(staging)/COMMIT")
         }
         try finish(staging: staging)
+        rmdir(stagingRoot)  // only when empty
 
         var json = JSONWriter()
         json.beginObject()

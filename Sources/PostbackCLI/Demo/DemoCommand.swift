@@ -116,6 +116,8 @@ enum DemoCommand {
         var schemas: String { directory + "/schemas" }
         var key: String { directory + "/demo-key.pem" }
         var report: String { directory + "/report.html" }
+        var history: String { directory + "/history" }
+        var spend: String { directory + "/spend.csv" }
         var aggregates: String { store + "/agg" }
     }
 
@@ -165,7 +167,7 @@ enum DemoCommand {
         return path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
     }
 
-    private struct StepFailed: Error, CustomStringConvertible {
+    struct StepFailed: Error, CustomStringConvertible {
         let description: String
     }
 
@@ -222,18 +224,38 @@ enum DemoCommand {
             throw StepFailed(description: "the receiver did not accept every postback (see above)")
         }
 
-        // The nightly job over the days the postbacks were received (today, or yesterday too when
-        // the demo ran across midnight UTC), then the report.
+        // The 20 days before, as a relay's daily files; then the nightly job over today's spool (today,
+        // or yesterday too when the demo ran across midnight UTC).
         let lastDay = UTCDay(daysSinceEpoch: Int(time(nil) / 86_400))
+        let history = try DemoHistory.publish(
+            traffic: traffic, signer: signer, count: count, today: firstDay, layout: layout, io: io)
         let days = ["--from", firstDay.description, "--to", lastDay.description]
-        let aggregated = AggregateCommand.run(
-            ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day"] + days, io: io)
-        guard aggregated == .success else { throw StepFailed(description: "'postback aggregate' failed (see above)") }
+        let nightly = ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day"] + days
+        guard AggregateCommand.run(nightly + ["--skip-cohorts"], io: io) == .success else {
+            throw StepFailed(description: "'postback aggregate' failed (see above)")
+        }
+        // What the networks say they charged (and delivered), imported; the nightly job's cohort pass
+        // joins it to the installs by install date.
+        let firstHistoryDay = firstDay.adding(days: -DemoHistory.days)
+        let spendFile = try DemoHistory.writeSpend(layout: layout, from: firstHistoryDay, to: lastDay)
+        guard
+            SpendCommand.run(
+                ["import", "--data", layout.store, "--schemas", layout.schemas, "--source", "demo-networks", spendFile], io: io)
+                == .success
+        else { throw StepFailed(description: "'postback spend import' failed (see above)") }
+        guard AggregateCommand.run(nightly, io: io) == .success else {
+            throw StepFailed(description: "'postback aggregate' failed (see above)")
+        }
         let reported = ReportCommand.run(
-            ["--data", layout.store, "--out", layout.report, "--title", "postback demo", "--environment", "development"]
-                + days,
+            [
+                "--data", layout.store, "--out", layout.report, "--title", "postback demo", "--environment", "development",
+                "--from", firstHistoryDay.description, "--to", lastDay.description,
+            ],
             io: io)
         guard reported == .success else { throw StepFailed(description: "'postback report' failed (see above)") }
+        io.print(
+            "\(count + history) postbacks in all: \(count) through the receiver today, \(history) on the \(DemoHistory.days) days before"
+        )
 
         io.print(
             """
@@ -242,6 +264,8 @@ enum DemoCommand {
               store (spool, as 'postback serve' writes it)  \(layout.store)/raw
               aggregates (CSV and manifests)                \(layout.aggregates)
               schema                                        \(schemaPath)
+              the networks' spend (imported)                \(layout.spend)
+              earlier days' postbacks                       \(layout.history)
               test key that signed the postbacks            \(layout.key)
               report                                        \(layout.report)
             Open the report in a browser, e.g.: xdg-open \(layout.report)

@@ -11,13 +11,15 @@ enum ReportCommand {
 
         Writes one self-contained HTML page (inline SVG charts, no scripts, nothing loaded from
         elsewhere) from the aggregates 'postback aggregate' published under DIR/agg. It opens on the
-        range's totals (postbacks, installs, revenue estimate, null-value share) and the top
-        campaigns by installs; then postbacks and installs per day and ad network, campaigns per app,
+        range's totals (postbacks, installs, revenue estimate, null-value share; with spend, spend,
+        CPI and ROAS of the install cohorts, and a warning when a network claims more than 5% more
+        installs than Apple signed) and the top campaigns by installs; then postbacks and installs per day and ad network, campaigns per app,
         fine and coarse conversion values and revenue per campaign, null-value and non-winning
         shares, rejected postbacks. The page is written atomically, and the same aggregates always
         give the same bytes.
 
-          --data DIR          the store (reads DIR/agg/postback_detail_daily and DIR/agg/_manifests);
+          --data DIR          the store (reads DIR/agg/postback_detail_daily and DIR/agg/_manifests,
+                              DIR/agg/campaign_cohort_daily and DIR/agg/_cohort_manifests);
                               or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
           --date DAY          one day; or --from DAY --to DAY, inclusive (the UTC day received)
           --out FILE          the page to write ('-': standard output, the summary then on stderr)

@@ -25,6 +25,30 @@ enum NumberFormat {
         return grouped(String(unsigned[..<point]), negative: negative) + unsigned[point...]
     }
 
+    /// `amount ÷ count` with exactly two decimals, rounded half up once (not via micro-units):
+    /// a cost per install. `–` when `count` is 0.
+    static func money(_ amount: Money, per count: Int) -> String {
+        guard count > 0 else { return "–" }
+        // Cents of amount ÷ count: (2·micros + count·10⁴) div (2·count·10⁴), in 128 bits.
+        let micros = Int128(amount.micros.magnitude)
+        let divisor = Int128(count) * 10_000
+        let cents = (2 * micros + divisor) / (2 * divisor)
+        let text = money(Money(micros: Int64(cents * 10_000)))
+        return amount.micros < 0 ? "-" + text : text
+    }
+
+    /// `numerator ÷ denominator` (two amounts of one currency) with two decimals, rounded half up:
+    /// a return on spend, `0.82`. `–` when `denominator` is not positive.
+    static func ratio(_ numerator: Money, _ denominator: Money) -> String {
+        guard denominator.micros > 0 else { return "–" }
+        let part = Int128(numerator.micros.magnitude)
+        let whole = Int128(denominator.micros)
+        let hundredths = (200 * part + whole) / (2 * whole)
+        let fraction = Int(hundredths % 100)
+        return (numerator.micros < 0 ? "-" : "") + grouped(String(hundredths / 100), negative: false) + "."
+            + (fraction < 10 ? "0" : "") + String(fraction)
+    }
+
     /// `part` of `whole` as a percentage with one decimal, rounded half up: `12.3%`; `–` when `whole` is 0.
     static func percent(_ part: Int, of whole: Int) -> String {
         guard whole > 0 else { return "–" }

@@ -94,31 +94,25 @@ struct AggregateLoader {
             return .leftOut("its manifest lists no \(table) (published before it existed): run 'postback aggregate' for it again")
         }
 
-        let fd = open(csvPath, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return .leftOut("the manifest lists \(table), but the file is missing") }
-            throw .io(path: csvPath, message: SystemCallError(operation: "open", path: csvPath, errorNumber: errno).reason)
+        let outcome = try PublishedFile.withCSV(at: csvPath, matching: output) { reader throws(ReportError) -> Int in
+            guard let header = try reader.next() else {
+                throw .malformed(path: csvPath, line: 1, reason: "empty file: no header")
+            }
+            let layout = try CampaignDailyRecord.Layout(header: header, path: csvPath)
+            var rows = 0
+            while let fields = try reader.next() {
+                let record = try layout.record(fields, path: csvPath, line: reader.recordLine)
+                rows += 1
+                if let appID, record.appID != appID { continue }
+                try model.add(record, day: day)
+            }
+            return rows
         }
-        defer { close(fd) }
-        let (bytes, digest) = try checksum(fd: fd, path: csvPath)
-        guard bytes == output.bytes, digest == output.sha256 else {
-            return .leftOut(
-                "\(table) does not match its manifest (a run of 'postback aggregate' may be in progress or "
-                    + "was interrupted): rerun it for this day")
-        }
-        guard lseek(fd, 0, SEEK_SET) == 0 else {
-            throw .io(path: csvPath, message: SystemCallError(operation: "seek", path: csvPath, errorNumber: errno).reason)
-        }
-
-        let reader = CSVRecordReader(fd: fd, path: csvPath)
-        guard let header = try reader.next() else { throw .malformed(path: csvPath, line: 1, reason: "empty file: no header") }
-        let layout = try CampaignDailyRecord.Layout(header: header, path: csvPath)
-        var rows = 0
-        while let fields = try reader.next() {
-            let record = try layout.record(fields, path: csvPath, line: reader.recordLine)
-            rows += 1
-            if let appID, record.appID != appID { continue }
-            try model.add(record, day: day)
+        let rows: Int
+        switch outcome {
+        case .missing: return .leftOut("the manifest lists \(table), but the file is missing")
+        case .mismatch: return .leftOut(Self.doesNotMatch(table))
+        case .read(let count): rows = count
         }
         guard rows == output.rows else {
             throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(output.rows)")
@@ -134,23 +128,11 @@ struct AggregateLoader {
         _ day: UTCDay, table: String, output: DayManifest.Output, manifest: DayManifest, into model: inout ReportModel
     ) throws(ReportError) -> DayOutcome {
         let path = layout.aggregateFile(table: table, day: day, extension: "parquet")
-        guard exists(path) else { return .leftOut("the manifest lists \(table), but the file is missing") }
-        let bytes: [UInt8]
-        do {
-            bytes = try FileBytes.read(path: path, limit: 1 << 30)
-        } catch {
-            throw .io(path: error.path, message: error.message)
-        }
-        guard bytes.count == output.bytes, SHA256.hash(bytes).description == output.sha256 else {
-            return .leftOut(
-                "\(table) does not match its manifest (a run of 'postback aggregate' may be in progress or "
-                    + "was interrupted): rerun it for this day")
-        }
         let decoded: (header: [String], rows: [[String?]])
-        do {
-            decoded = try ParquetTable.textRows(parquet: bytes)
-        } catch {
-            throw .malformed(path: path, line: nil, reason: "\(error)")
+        switch try PublishedFile.parquetRows(at: path, matching: output) {
+        case .missing: return .leftOut("the manifest lists \(table), but the file is missing")
+        case .mismatch: return .leftOut(Self.doesNotMatch(table))
+        case .read(let table): decoded = table
         }
         let layout = try CampaignDailyRecord.Layout(header: decoded.header.map { $0 }, path: path)
         for (index, fields) in decoded.rows.enumerated() {
@@ -166,25 +148,16 @@ struct AggregateLoader {
         return .included
     }
 
+    /// Why a file that is not the one its manifest lists is left out.
+    static func doesNotMatch(_ table: String) -> String {
+        "\(table) does not match its manifest (a run of 'postback aggregate' may be in progress or was interrupted): "
+            + "rerun it for this day"
+    }
+
     private var readsDetail: Bool { table == AggregateTables.postbackDetailDaily }
 
     private func exists(_ path: String) -> Bool {
         var status = stat()
         return stat(path, &status) == 0
-    }
-
-    /// The file's size and SHA-256 (hex), read through `fd` from its current offset.
-    private func checksum(fd: Int32, path: String) throws(ReportError) -> (Int, String) {
-        let hasher = SHA256Hasher()
-        var total = 0
-        do {
-            try FileDescriptorIO.forEachChunk(of: fd, path: path) { chunk in
-                hasher.update(chunk)
-                total += chunk.count
-            }
-        } catch {
-            throw .io(path: path, message: error.reason)
-        }
-        return (total, hasher.finalize().description)
     }
 }

@@ -7,11 +7,8 @@ import Postbacks
 /// in the table (duplicates, corrupt lines, torn tails), and the rejected records by status and
 /// reason, which the table does not break down.
 struct DayManifest {
-    struct Output {
-        let rows: Int
-        let bytes: Int
-        let sha256: String
-    }
+    /// An output file's rows, size and SHA-256.
+    typealias Output = PublishedFile.Expected
 
     /// Format 2 added per-currency totals, `spool_segments` and `partial`; format 3 renamed the detail
     /// table `postback_detail_daily` and made `campaign_daily` its rollup. All are read.

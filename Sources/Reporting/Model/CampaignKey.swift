@@ -19,13 +19,20 @@ struct CampaignKey: Hashable, Comparable {
     }
 
     init(_ record: CampaignDailyRecord) {
-        let app = record.appID ?? "unknown app"
-        let network = record.adNetworkID ?? "unknown network"
-        if let campaign = record.campaign, !campaign.isEmpty {
+        self.init(
+            appID: record.appID, adNetworkID: record.adNetworkID, campaign: record.campaign, campaignID: record.campaignID,
+            sourceIdentifier: record.sourceIdentifier)
+    }
+
+    /// A table row's key columns (`campaign_daily`'s, or the cohort table's, which keys campaigns the same way).
+    init(appID: String?, adNetworkID: String?, campaign: String?, campaignID: String?, sourceIdentifier: String?) {
+        let app = appID ?? "unknown app"
+        let network = adNetworkID ?? "unknown network"
+        if let campaign, !campaign.isEmpty {
             self.init(appID: app, adNetworkID: network, name: campaign, isDecoded: true)
-        } else if let id = record.campaignID {
+        } else if let id = campaignID {
             self.init(appID: app, adNetworkID: network, name: "campaign id \(id)", isDecoded: false)
-        } else if let source = record.sourceIdentifier {
+        } else if let source = sourceIdentifier {
             self.init(appID: app, adNetworkID: network, name: "source id \(source)", isDecoded: false)
         } else {
             self.init(appID: app, adNetworkID: network, name: "no campaign", isDecoded: false)

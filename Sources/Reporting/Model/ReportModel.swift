@@ -49,6 +49,9 @@ struct ReportModel {
     /// Quarantined postbacks (manifests): reason, field and value → postbacks. Never in the headline.
     var quarantined: [String: Int] = [:]
     var conflicts = ConflictCounts()
+    /// Spend, CPI and ROAS of the range's install cohorts (the page environment's cohort table);
+    /// empty for a store without cohort tables.
+    var cohorts = CohortModel()
 
     /// Later copies not counted again: the same day's and earlier days' (from the manifests; the
     /// table's `duplicates_dropped` has only the former).

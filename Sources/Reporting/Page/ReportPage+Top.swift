@@ -16,6 +16,21 @@ extension ReportPage {
                 .map(\.key).prefix(Self.currenciesShown))
         var all = CampaignStats()
         for row in rows { try all.add(row.stats) }
+        // With spend: each row's return to date, from its install cohorts in the range.
+        let showsROAS = model.cohorts.hasSpend
+        var rowROAS: [String] = []
+        if showsROAS {
+            for key in keys.prefix(request.topCampaigns) {
+                rowROAS.append(model.cohorts.campaigns[key].map(Self.latestROASText) ?? "–")
+            }
+            if keys.count > request.topCampaigns {
+                var rest = CohortStats()
+                for key in keys.dropFirst(request.topCampaigns) {
+                    if let stats = model.cohorts.campaigns[key] { try rest.add(stats) }
+                }
+                rowROAS.append(Self.latestROASText(rest))
+            }
+        }
         html.element("section", ["id": "top-campaigns", "aria-labelledby": "top-campaigns-heading"]) { html in
             html.element("h2", ["id": "top-campaigns-heading", "class": "first"], text: labelled("Top campaigns by installs"))
             guard !rows.isEmpty else {
@@ -29,7 +44,7 @@ extension ReportPage {
                     + "campaigns with most installs, then revenue; revenue estimates add every postback window, as the headline does",
                 columns: campaignColumns + [.number("Installs")]
                     + currencies.flatMap { [FiguresTable.Column.number("Revenue est., \($0)"), .number("Per install, \($0)")] }
-                    + [.number("Null share"), .number("Postbacks")])
+                    + [.number("Null share"), .number("Postbacks")] + (showsROAS ? [.number("ROAS")] : []))
             func cells(_ stats: CampaignStats) -> [String] {
                 [NumberFormat.count(stats.counts.installs)]
                     + currencies.flatMap { currency -> [String] in
@@ -45,9 +60,19 @@ extension ReportPage {
                         NumberFormat.count(stats.counts.postbacks),
                     ]
             }
-            for row in rows { table.add(campaignCells(row) + cells(row.stats)) }
-            table.footer = ["All campaigns", ""] + (model.appIDs.count > 1 ? [""] : []) + cells(all)
+            for (index, row) in rows.enumerated() {
+                table.add(campaignCells(row) + cells(row.stats) + (showsROAS ? [rowROAS[index]] : []))
+            }
+            table.footer =
+                ["All campaigns", ""] + (model.appIDs.count > 1 ? [""] : []) + cells(all)
+                + (showsROAS ? [Self.latestROASText(model.cohorts.total)] : [])
+            if showsROAS {
+                table.caption +=
+                    "; ROAS: revenue estimate ÷ spend of the campaign's install cohorts in the range, "
+                    + "to date, \(Self.immatureMarker) when a cohort is not final"
+            }
             place(table, &html)
+            renderTopByROAS(&html)
         }
         html.newline()
     }

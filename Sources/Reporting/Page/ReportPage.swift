@@ -37,10 +37,10 @@ struct ReportPage {
     /// The sections the page draws, in order, with their names in the contents line: a link is only
     /// ever made to a section that is there.
     var sections: [(id: String, name: String)] {
-        [
-            ("top-campaigns", "Top campaigns"), ("volume", "Postbacks and installs"), ("campaigns", "Campaigns by app"),
-            ("trend", "Daily trend"),
-        ]
+        [("top-campaigns", "Top campaigns")]
+            + (model.cohorts.hasSpend ? [("cost", "Cost and return")] : [])
+            + (model.cohorts.hasClaims ? [("claims", "What networks report and what Apple signed")] : [])
+            + [("volume", "Postbacks and installs"), ("campaigns", "Campaigns by app"), ("trend", "Daily trend")]
             + (model.countries.isEmpty ? [] : [("countries", "Countries")])
             + [
                 ("fine", "Fine values"), ("coarse", "Coarse values"), ("revenue", "Revenue"), ("null-share", "Null values"),
@@ -64,6 +64,8 @@ struct ReportPage {
         try renderTopCampaigns(&html)
         renderNotices(&html)
         renderContents(&html)
+        try renderCostAndReturn(&html)
+        try renderClaims(&html)
         renderVolume(&html)
         try renderCampaigns(&html)
         renderTrend(&html)
@@ -195,6 +197,7 @@ struct ReportPage {
                             "range \(NumberFormat.money(sum.minimum))–\(sum.maximum.map(NumberFormat.money) ?? "open"); "
                             + "\(NumberFormat.count(sum.unknownPostbacks)) with unknown value")
                 }
+                spendCards(&html)
                 card(
                     &html, labelled("Null-value share"), metric: "null_share",
                     value: NumberFormat.percent(totals.nullValues, of: totals.winners),
@@ -230,12 +233,13 @@ struct ReportPage {
                 html.text(" · ")
                 aside(&html, "torn_tails", model.tornTails, "torn tails")
             }
+            renderSpendLines(&html)
         }
         html.newline()
     }
 
     /// A headline figure. A detail line may start with a second count (`detailMetric`).
-    private func card(
+    func card(
         _ html: inout HTMLWriter, _ name: String, metric: String, value: String, detail: String?,
         detailMetric: String? = nil, detailCount: Int = 0
     ) {
@@ -316,6 +320,13 @@ struct ReportPage {
             table.add(["Aggregated by", model.tools.sorted().joined(separator: ", ")])
             table.add(["Schemas", model.schemaIDs.isEmpty ? "none" : model.schemaIDs.sorted().joined(separator: ", ")])
             table.add(["Apps", model.appIDs.isEmpty ? "none" : model.appIDs.sorted().joined(separator: ", ")])
+            table.add([
+                "Install cohorts (\(model.environment.cohortTable))",
+                model.cohorts.days.isEmpty ? "none" : Self.dayList(model.cohorts.days),
+            ])
+            if !model.cohorts.leftOutDays.isEmpty {
+                table.add(["Install cohorts left out", Self.dayList(model.cohorts.leftOutDays.map(\.day))])
+            }
             place(table, &html)
             // Paths and commands in code elements: they never break inside a name or an option.
             html.element("p", ["class": "note", "id": "full-tables"]) { html in

@@ -1,0 +1,169 @@
+import Aggregation
+import Basics
+import PostbackStore
+import Postbacks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Reads the install cohorts of a range (`campaign_cohort_daily` or `campaign_cohort_daily_development`,
+/// partitioned by estimated install date) into a `CohortModel`, by the rules the day tables follow:
+/// an install date counts only when its cohort manifest (`agg/_cohort_manifests/dt=D.json`, written
+/// last) lists the file with the size and SHA-256 it has; the CSV file is read, or the Parquet file
+/// when the cohort was published as Parquet only. A store from before the cohort tables has none of
+/// them: the model is empty and the page shows no spend, without an error.
+struct CohortLoader {
+    static let production = AggregateTables.campaignCohortDaily
+    static let development = AggregateTables.campaignCohortDailyDevelopment
+
+    let layout: StoreLayout
+    let appID: String?
+    let table: String
+
+    init(dataDirectory: String, appID: String? = nil, table: String = production) {
+        layout = StoreLayout(root: dataDirectory)
+        self.appID = appID
+        self.table = table
+    }
+
+    /// The cohort manifest of install date `day`.
+    func manifestPath(day: UTCDay) -> String { "\(layout.root)/agg/_cohort_manifests/dt=\(day).json" }
+
+    /// The table's file of `day`, as the manifest names it (relative to the store).
+    func relativePath(day: UTCDay, extension: String) -> String { "agg/\(table)/dt=\(day)/part-00000.\(`extension`)" }
+
+    func load(from: UTCDay, to: UTCDay) throws(ReportError) -> CohortModel {
+        var model = CohortModel()
+        for offset in 0...(to.daysSinceEpoch - from.daysSinceEpoch) {
+            let day = from.adding(days: offset)
+            if let reason = try loadDay(day, week: offset / 7, into: &model) {
+                model.leftOutDays.append((day, reason))
+            }
+        }
+        return model
+    }
+
+    /// Reads one install date's cohort; returns why it was left out, or nil (read, or not there).
+    private func loadDay(_ day: UTCDay, week: Int, into model: inout CohortModel) throws(ReportError) -> String? {
+        let manifestPath = manifestPath(day: day)
+        let csvPath = layout.root + "/" + relativePath(day: day, extension: "csv")
+        let parquetPath = layout.root + "/" + relativePath(day: day, extension: "parquet")
+        guard exists(manifestPath) else {
+            guard exists(csvPath) || exists(parquetPath) else { return nil }
+            return "\(table) has no cohort manifest: the cohort was not completely published (run 'postback aggregate' again)"
+        }
+        let manifest: CohortManifest
+        do {
+            manifest = try CohortManifest(json: try FileBytes.read(path: manifestPath, limit: 64 << 20), path: manifestPath)
+        } catch let error as FileBytes.ReadError {
+            throw .io(path: error.path, message: error.message)
+        } catch let error as ReportError {
+            throw error
+        } catch {
+            throw .io(path: manifestPath, message: "\(error)")
+        }
+        let records: [CohortRecord]
+        if let output = manifest.outputs[relativePath(day: day, extension: "csv")] {
+            let outcome = try PublishedFile.withCSV(at: csvPath, matching: output) { reader throws(ReportError) in
+                guard let header = try reader.next() else {
+                    throw .malformed(path: csvPath, line: 1, reason: "empty file: no header")
+                }
+                let layout = try CohortRecord.Layout(header: header, path: csvPath)
+                var records: [CohortRecord] = []
+                while let fields = try reader.next() {
+                    records.append(try layout.record(fields, installDay: day, path: csvPath, line: reader.recordLine))
+                }
+                return records
+            }
+            switch outcome {
+            case .missing: return "the cohort manifest lists \(table), but the file is missing"
+            case .mismatch: return AggregateLoader.doesNotMatch(table)
+            case .read(let read): records = read
+            }
+            guard records.count == output.rows else {
+                throw .malformed(path: csvPath, line: nil, reason: "\(records.count) rows, its manifest says \(output.rows)")
+            }
+        } else if let output = manifest.outputs[relativePath(day: day, extension: "parquet")] {
+            let decoded: (header: [String], rows: [[String?]])
+            switch try PublishedFile.parquetRows(at: parquetPath, matching: output) {
+            case .missing: return "the cohort manifest lists \(table), but the file is missing"
+            case .mismatch: return AggregateLoader.doesNotMatch(table)
+            case .read(let table): decoded = table
+            }
+            let layout = try CohortRecord.Layout(header: decoded.header.map { $0 }, path: parquetPath)
+            var read: [CohortRecord] = []
+            for (index, fields) in decoded.rows.enumerated() {
+                read.append(try layout.record(fields, installDay: day, path: parquetPath, line: index + 1))
+            }
+            guard read.count == output.rows else {
+                throw .malformed(path: parquetPath, line: nil, reason: "\(read.count) rows, its manifest says \(output.rows)")
+            }
+            records = read
+        } else if let listed = manifest.paths[table] {
+            // Listed under another name than the documented one: not read, and said so.
+            return "the cohort manifest lists \(table) as \(listed), not \(relativePath(day: day, extension: "csv"))"
+        } else {
+            // A cohort published before this table existed (or without it): nothing to read.
+            return nil
+        }
+        for record in records {
+            if let appID, record.appID != appID { continue }
+            try model.add(record, week: week)
+        }
+        model.days.append(day)
+        return nil
+    }
+
+    private func exists(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0
+    }
+}
+
+/// What the report reads from a cohort manifest (`agg/_cohort_manifests/dt=INSTALL_DAY.json`,
+/// docs/aggregate.md "When cohorts are rebuilt"): the files it published, by their path in the store.
+struct CohortManifest {
+    static let supportedFormats = 1...1
+
+    /// Every output the manifest lists, by `path` (`agg/<table>/dt=D/part-00000.csv` or `.parquet`).
+    var outputs: [String: PublishedFile.Expected] = [:]
+    /// The path of each output that names its `table`.
+    var paths: [String: String] = [:]
+
+    init(json bytes: [UInt8], path: String) throws(ReportError) {
+        func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
+        let value: JSONValue
+        do {
+            value = try StrictJSONParser.parse(bytes)
+        } catch {
+            throw bad("not valid JSON: \(error)")
+        }
+        guard case .object(let root) = value else { throw bad("not a JSON object") }
+        func integer(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> Int {
+            guard case .number(let number)? = object[key], let value = number.int64Value, value >= 0 else {
+                throw bad("\(place)\(key) is missing or not a count")
+            }
+            return Int(value)
+        }
+        func string(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> String {
+            guard case .string(let text)? = object[key] else { throw bad("\(place)\(key) is missing or not a string") }
+            return text
+        }
+        let format = try integer(root, "format", in: "")
+        guard Self.supportedFormats.contains(format) else {
+            throw bad(
+                "cohort manifest format \(format) is not one this postback reads (\(Self.supportedFormats.lowerBound) to "
+                    + "\(Self.supportedFormats.upperBound)); use a newer postback")
+        }
+        guard case .array(let entries)? = root["outputs"] else { throw bad("outputs is missing or not an array") }
+        for entry in entries {
+            guard case .object(let output) = entry else { throw bad("outputs holds something other than objects") }
+            let path = try string(output, "path", in: "outputs[].")
+            if case .string(let table)? = output["table"] { paths[table] = path }
+            outputs[path] = PublishedFile.Expected(
+                rows: try integer(output, "rows", in: "outputs[]."), bytes: try integer(output, "bytes", in: "outputs[]."),
+                sha256: try string(output, "sha256", in: "outputs[]."))
+        }
+    }
+}
