@@ -149,7 +149,8 @@ def parse_arguments(argv):
     parser.add_argument("--fx", metavar="FILE", help="daily exchange rates (date,from,to,rate) to bring spend into the revenue's currency")
     parser.add_argument("--skip-cohorts", action="store_true", help="publish the day tables only, not campaign_cohort_daily")
     parser.add_argument("--force", action="store_true",
-                        help="replace a published cohort even when this run has fewer postbacks or an earlier complete_through for it")
+                        help="replace a published cohort even when this run has fewer postbacks or development postbacks, "
+                             "or an earlier complete_through, for it")
     parser.add_argument("--master", default=None, help="Spark master when run with python3 directly (default local[2]); ignored under spark-submit")
     parser.add_argument("--driver-memory", default="1g", help="driver memory in local mode (default 1g)")
     args = parser.parse_args(argv)
@@ -1334,7 +1335,8 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
     """Rebuilds the cohorts of install dates FROM - 39 to TO that have postbacks, spend or a published
     cohort, and of any other install date whose spend files changed since its cohort was published;
     writes both tables, then each install date's manifest. Returns the install dates it refused to
-    make worse (fewer postbacks or an earlier complete_through than published, without --force)."""
+    make worse (fewer postbacks or development postbacks, or an earlier complete_through, than
+    published, without --force)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -1352,8 +1354,9 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
     rates, fx_bytes = load_fx(fs, args.fx) if args.fx else ([], None)
     rows = cohort_rows(spark, postbacks, spend, through, fx_frame(spark, rates)).persist(StorageLevel.MEMORY_AND_DISK)
 
-    # Totals as postback aggregate counts them: postbacks of both tables, installs and revenue of the
-    # production table (revenue per currency of each row whose postbacks have one currency).
+    # Totals as postback aggregate counts them: postbacks, installs and revenue of the production table
+    # (revenue per currency of each row whose postbacks have one currency), and the development table's
+    # postbacks.
     totals = {}
     for row in rows.groupBy("table", "dt").agg(F.count(F.lit(1)).alias("rows"), F.sum("_postbacks").alias("postbacks"),
                                                 F.sum("installs").alias("installs")).collect():
@@ -1378,10 +1381,12 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
     for day in rebuilt:
         published = plan.published_manifest(fs, day)
         if published is not None and not args.force:
-            new_postbacks = sum(totals.get((table, day.isoformat()), {}).get("postbacks", 0) for table in COHORT_TABLES)
+            new_postbacks = [totals.get((table, day.isoformat()), {}).get("postbacks", 0) for table in COHORT_TABLES]
+            old_totals = published.get("totals", {})
+            old_postbacks = [old_totals.get("postbacks", 0), old_totals.get("development_postbacks", 0)]
             old_through = published.get("complete_through")
             new_through = plan.complete_through[day]
-            if (new_postbacks < published.get("totals", {}).get("postbacks", 0)
+            if (any(new < old for new, old in zip(new_postbacks, old_postbacks))
                     or (old_through is not None and (new_through is None or new_through.isoformat() < old_through))):
                 refused.append((day, published, new_postbacks, new_through))
                 continue
@@ -1400,8 +1405,6 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
         text = day.isoformat()
         inputs = [{"path": store_relative(args, path), "bytes": facts[path][0], "sha256": facts[path][1]}
                   for path in [path for _, path, _ in plan.files_by_day[day]] + plan.spend_files.get(day, [])]
-        if args.fx:
-            inputs.append({"path": args.fx, "bytes": len(fx_bytes), "sha256": hashlib.sha256(fx_bytes).hexdigest()})
         outputs = []
         for table in COHORT_TABLES:
             path = published_files[table][text]
@@ -1410,6 +1413,7 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
                             "rows": totals.get((table, text), {}).get("rows", 0), "bytes": len(data),
                             "sha256": hashlib.sha256(data).hexdigest()})
         production = totals.get(("campaign_cohort_daily", text), {})
+        development = totals.get(("campaign_cohort_daily_development", text), {})
         amounts = revenue.get(text, {})
         spent = spend_totals.get(text, {})
         through = plan.complete_through[day]
@@ -1418,9 +1422,15 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
             "cohort_status": cohort_status(day, through),
             "complete_through": through.isoformat() if through else None,
             "inputs": inputs,
+            # The rates used, named by the file's base name: the same rates from another path are the same run.
+            **({"fx_rates": {"file": args.fx.rstrip("/").rsplit("/", 1)[-1] or args.fx, "bytes": len(fx_bytes),
+                             "sha256": hashlib.sha256(fx_bytes).hexdigest()}} if args.fx else {}),
             "outputs": outputs,
-            "totals": {"postbacks": sum(totals.get((table, text), {}).get("postbacks", 0) for table in COHORT_TABLES),
+            # The production table's postbacks, installs and revenue; the development table's postbacks;
+            # the spend as imported (before any --fx conversion).
+            "totals": {"postbacks": production.get("postbacks", 0),
                        "installs": production.get("installs", 0),
+                       "development_postbacks": development.get("postbacks", 0),
                        "spend_by_currency": {c: ExactDecimal(money_text(spent[c])) for c in sorted(spent)},
                        "revenue_est_by_currency": {c: ExactDecimal(money_text(amounts[c])) for c in sorted(amounts)}},
         }
@@ -1704,9 +1714,11 @@ def run(args):
                 print(cohort_text(summaries), flush=True)
             if refused:
                 for day, published, postbacks, through in refused:
-                    print(f"postback_aggregate: cohort {day}: not replaced: this run has {postbacks} postbacks through "
-                          f"{through.isoformat() if through else 'no complete day'}, the published one "
-                          f"{published.get('totals', {}).get('postbacks', 0)} through {published.get('complete_through') or 'no complete day'} "
+                    old = published.get("totals", {})
+                    print(f"postback_aggregate: cohort {day}: not replaced: this run has {postbacks[0]} postbacks and "
+                          f"{postbacks[1]} development postbacks through {through.isoformat() if through else 'no complete day'}, "
+                          f"the published one {old.get('postbacks', 0)} and {old.get('development_postbacks', 0)} through "
+                          f"{published.get('complete_through') or 'no complete day'} "
                           "(a lost campaign_daily partition?); rerun with --force to replace it", file=sys.stderr)
                 return 2
         return 1 if problems else 0
