@@ -22,7 +22,8 @@ come from days read for their keys only). The checks: every CSV file byte-identi
 tables' for every install date included; the manifests' totals, per-input counts, rejected statuses
 and output sizes equal; the cohort manifests equal but for `tool`; the same exit status; the
 Parquet output (cohorts too) holding the same rows. It also checks that the spool exercised what it should
-(coverage, read off the Swift output), so that an empty or degenerate spool cannot pass.
+(coverage, read off the Swift output), so that an empty or degenerate spool cannot pass, and that the
+Swift cohorts follow docs/aggregate.md where both engines could agree on something else.
 
 The last line is `equivalence: N passed, N failed`; exit status 0 only when nothing failed.
 """
@@ -498,9 +499,49 @@ def check_cohort_coverage(checks, swift_out):
         "windows 2 and 3 and null values in the cohorts": any(row["postbacks_w2"] != "0" for row in production)
         and any(row["postbacks_w3"] != "0" for row in production) and any(row["null_cv_share"] not in ("", "0") for row in production),
         "development cohorts with postbacks": any(row["table"] == COHORT_TABLES[1] and row["postbacks_w1"] != "0" for row in rows),
+        "campaign_daily rows of no counted postback (development or rejected only) in reach": zero_postback_rows(swift_out) > 0,
     }
     for what, covered in coverage.items():
         checks.check(covered, f"cohorts cover {what}")
+    check_cohort_contract(checks, swift_out, rows)
+
+
+def zero_postback_rows(out):
+    """campaign_daily rows with postbacks 0 and an install date: in no cohort (docs/aggregate.md)."""
+    import csv
+
+    count = 0
+    for directory in sorted(os.listdir(f"{out}/campaign_daily")):
+        with open(f"{out}/campaign_daily/{directory}/part-00000.csv", newline="") as file:
+            count += sum(1 for row in csv.DictReader(file) if row["postbacks"] == "0" and row["est_install_date"] != "")
+    return count
+
+
+def check_cohort_contract(checks, swift_out, rows):
+    """docs/aggregate.md's cohort rules read off the Swift output, so that both engines agreeing on
+    something else fails: no row without postbacks or spend; a manifest's totals are the production
+    table's postbacks and installs with the development table's postbacks beside them, in the
+    documented order; --fx named in fx_rates (the file's base name) before outputs, not in inputs."""
+    postbacks = lambda row: sum(int(row[f"postbacks_w{w}"]) for w in (1, 2, 3))  # noqa: E731
+    empty = [(row["table"], row["dt"], row["campaign"] or row["campaign_id"] or row["source_identifier"]) for row in rows
+             if postbacks(row) == 0 and row["spend"] == "" and row["roas_note"] != "mixed-spend-currencies"]
+    checks.check(not empty, "no cohort row without postbacks or spend", f"      {empty[:5]}")
+    wrong = []
+    for day in cohort_days(swift_out):
+        with open(f"{swift_out}/_cohort_manifests/dt={day}.json") as file:
+            manifest = json.load(file)
+        of = lambda table: [row for row in rows if row["table"] == table and row["dt"] == day]  # noqa: E731
+        production, development = of(COHORT_TABLES[0]), of(COHORT_TABLES[1])
+        totals = manifest.get("totals", {})
+        expected = {"postbacks": sum(map(postbacks, production)), "installs": sum(int(row["installs"]) for row in production),
+                    "development_postbacks": sum(map(postbacks, development))}
+        if list(totals)[:3] != list(expected) or any(totals[key] != value for key, value in expected.items()):
+            wrong.append(f"dt={day}: totals {totals}, the files' {expected}")
+        keys = list(manifest)
+        if (keys[keys.index("inputs") + 1:keys.index("outputs")] != ["fx_rates"] or manifest["fx_rates"].get("file") != "fx.csv"
+                or any(not entry["path"].startswith(("agg/", "spend/")) for entry in manifest["inputs"])):
+            wrong.append(f"dt={day}: fields {keys}, fx_rates {manifest.get('fx_rates')}")
+    checks.check(not wrong, "cohort manifests as documented (totals of the files, fx_rates before outputs)", "\n".join(f"      {w}" for w in wrong[:5]))
 
 
 def csv_text(value):
