@@ -15,6 +15,13 @@ the same tables as `postback aggregate`, byte for byte:
     OUT/campaign_daily_development/dt=D/part-00000.csv  (the development rows, rolled up like campaign_daily)
     OUT/_manifests/dt=D.json            (written last: totals, inputs, outputs)
 
+then the install-date cohorts, from the published campaign_daily files and the stored spend
+(DATA/spend/dt=I/SOURCE.csv, from `postback spend import`), for the install dates the days can touch:
+
+    OUT/campaign_cohort_daily/dt=I/part-00000.csv               (spend, CPI, ROAS per campaign)
+    OUT/campaign_cohort_daily_development/dt=I/part-00000.csv
+    OUT/_cohort_manifests/dt=I.json     (written last)
+
 Usage:
 
     scripts/venv-python spark/postback_aggregate.py --data DATA --decode-table DIR --date 2026-03-10
@@ -33,11 +40,13 @@ next to each step. Nothing here knows the schema format: labels, revenue, events
 and source-identifier dimensions all come from the decode table.
 
 Exit status: 0 every day published; 1 published, but some spool lines were corrupt (not counted) or
-could not be read without re-parsing the stored body (see `unreadable_lines`); 2 usage or I/O error.
+could not be read without re-parsing the stored body (see `unreadable_lines`); 2 usage or I/O error,
+or a published cohort this run would make worse (not replaced without --force).
 """
 
 import argparse
 import datetime
+import decimal
 import hashlib
 import json
 import os
@@ -80,6 +89,9 @@ DETAIL_TABLE = TABLES[0]
 ROLLUPS = RECORD_SCHEMA["rollups"]
 DEVELOPMENT_ROLLUP = next(rollup for rollup in ROLLUPS if rollup["table"] == RECORD_SCHEMA["development_rollup"])
 MONEY_COLUMNS = set(RECORD_SCHEMA["money_columns"])
+# Exact decimals kept as integers of 10^-scale units: money in millionths (DECIMAL(38, 6)); the
+# cohort tables add theirs below.
+DECIMAL_SCALES = {column: 6 for column in MONEY_COLUMNS}
 # Counts of the detail table: 0 (never empty) on a rejected record's row.
 POSTBACK_COUNT_COLUMNS = set(RECORD_SCHEMA["postback_count_columns"])
 # What a rejected record's row keeps: what it claims to be (RowKeyEncoder.rejectedFields).
@@ -134,6 +146,11 @@ def parse_arguments(argv):
     parser.add_argument("--out", help="where the tables go (default DATA/agg, the layout `postback aggregate` writes)")
     parser.add_argument("--format", choices=["csv", "parquet"], default="csv", help="csv (default, byte-identical to postback aggregate) or parquet")
     parser.add_argument("--json", action="store_true", help="one JSON summary object per day on stdout")
+    parser.add_argument("--fx", metavar="FILE", help="daily exchange rates (date,from,to,rate) to bring spend into the revenue's currency")
+    parser.add_argument("--skip-cohorts", action="store_true", help="publish the day tables only, not campaign_cohort_daily")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a published cohort even when this run has fewer postbacks or development postbacks, "
+                             "or an earlier complete_through, for it")
     parser.add_argument("--master", default=None, help="Spark master when run with python3 directly (default local[2]); ignored under spark-submit")
     parser.add_argument("--driver-memory", default="1g", help="driver memory in local mode (default 1g)")
     args = parser.parse_args(argv)
@@ -756,11 +773,8 @@ def csv_field(name, kind):
     from pyspark.sql import types as T
 
     column = F.col(name)
-    if name in MONEY_COLUMNS:
-        fraction = F.pmod(column, F.lit(1_000_000))
-        whole = ((column - fraction) / F.lit(1_000_000)).cast("long").cast("string")
-        digits = F.regexp_replace(F.lpad(fraction.cast("string"), 6, "0"), "0+$", "")
-        text = F.concat(whole, F.when(fraction != 0, F.concat(F.lit("."), digits)).otherwise(F.lit("")))
+    if name in DECIMAL_SCALES:
+        text = decimal_text(name, DECIMAL_SCALES[name])
     elif isinstance(kind, T.StringType):
         text = (F.when(column == "", F.lit('""'))
                 .when(column.rlike('[,"\\r\\n]'), F.concat(F.lit('"'), F.regexp_replace(column, '"', '""'), F.lit('"')))
@@ -768,6 +782,18 @@ def csv_field(name, kind):
     else:
         text = column.cast("string")
     return F.coalesce(text, F.lit(""))
+
+
+def decimal_text(name, scale):
+    """An amount kept as an integer of 10^-scale units (money: millionths) as the shortest exact
+    decimal (`Money.description`: `2.99`, `150`), computed in integers only."""
+    from pyspark.sql import functions as F
+
+    unit = 10 ** scale
+    fraction = F.expr(f"pmod(`{name}`, {unit}L)")
+    whole = F.expr(f"(`{name}` - pmod(`{name}`, {unit}L)) div {unit}L").cast("string")
+    digits = F.regexp_replace(F.lpad(fraction.cast("string"), scale, "0"), "0+$", "")
+    return F.concat(whole, F.when(fraction != 0, F.concat(F.lit("."), digits)).otherwise(F.lit("")))
 
 
 def csv_lines(frame, columns):
@@ -799,8 +825,9 @@ def parquet_frame(frame, columns):
 
     def typed(column):
         target = spark_type(COLUMN_TYPES[column])
-        if column in MONEY_COLUMNS:
-            return (F.col(column).cast("decimal(38,0)") / F.lit(1_000_000)).cast(target).alias(column)
+        if column in DECIMAL_SCALES:
+            # Through the exact text: a decimal division would round a scale beyond 6 away.
+            return decimal_text(column, DECIMAL_SCALES[column]).cast(target).alias(column)
         return F.col(column).cast(target).alias(column)
 
     return frame.select("dt", *[typed(c) for c in columns], "_sort")
@@ -815,8 +842,9 @@ def write_table(spark, fs, frame, table, columns, days, staging, out, output_for
     with_lines = frame.withColumn("_line", csv_lines(frame, columns)).withColumn("_sort", F.concat(F.col("_line"), F.lit("\n")))
     target = f"{staging}/{table}"
     if output_format == "csv":
-        header = spark.range(len(days)).select(F.date_add(F.lit(days[0]), F.col("id").cast("int")).cast("string").alias("dt"), F.lit(0).alias("_rank"),
-                                               F.lit(",".join(columns)).alias("_line"), F.lit("").alias("_sort"))
+        # One header line per day (the days need not be consecutive: cohorts are rebuilt for some install dates only).
+        header = spark.createDataFrame([(day.isoformat(),) for day in days], "dt string").select(
+            "dt", F.lit(0).alias("_rank"), F.lit(",".join(columns)).alias("_line"), F.lit("").alias("_sort"))
         lines = header.unionByName(with_lines.select("dt", F.lit(1).alias("_rank"), "_line", "_sort"))
         (lines.repartition("dt").sortWithinPartitions("dt", "_rank", "_sort").select("dt", "_line")
          .write.partitionBy("dt").option("lineSep", "\n").text(target))
@@ -846,6 +874,594 @@ def write_table(spark, fs, frame, table, columns, days, staging, out, output_for
 def list_names(fs, directory):
     filesystem, path = fs._resolve(directory)
     return [str(status.getPath().getName()) for status in filesystem.listStatus(path)] if filesystem.exists(path) else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Cohorts by estimated install date: campaign_cohort_daily and campaign_cohort_daily_development
+# (docs/aggregate.md "campaign_cohort_daily", docs/spend.md). Made from the published campaign_daily /
+# campaign_daily_development files and the stored spend (DATA/spend/dt=DAY/SOURCE.csv) only.
+
+# Each cohort table and the published table it is made from.
+COHORT_SOURCES = {"campaign_cohort_daily": "campaign_daily", "campaign_cohort_daily_development": "campaign_daily_development"}
+COHORT_TABLES = list(COHORT_SOURCES)
+# A postback whose estimated install date is I arrives by received day I + 39 (window 3: 924 h and
+# up to a day), so no later day adds to cohort I; the nightly run rebuilds install dates FROM - 39 to TO.
+COHORT_HORIZON_DAYS = 39
+COHORT_MANIFEST_FORMAT = 1
+# The columns in file order with their declared types (docs/aggregate.md's CREATE TABLE block).
+COHORT_DECLARED = [
+    ("app_id", "BIGINT"), ("ad_network_id", "VARCHAR"), ("campaign_id", "BIGINT"), ("source_identifier", "VARCHAR"),
+    ("campaign", "VARCHAR"), ("cohort_status", "VARCHAR"), ("complete_through", "DATE"), ("spend", "DECIMAL(38, 6)"),
+    ("spend_currency", "VARCHAR"), ("spend_fx_rate", "DECIMAL(38, 10)"), ("impressions", "BIGINT"), ("clicks", "BIGINT"),
+    ("reported_installs", "BIGINT"), ("installs", "BIGINT"), ("redownloads", "BIGINT"), ("reengagements", "BIGINT"),
+    ("postbacks_w1", "BIGINT"), ("postbacks_w2", "BIGINT"), ("postbacks_w3", "BIGINT"), ("winning_postbacks", "BIGINT"),
+    ("null_cv_postbacks", "BIGINT"), ("null_cv_share", "DECIMAL(38, 6)"), ("revenue_currency", "VARCHAR"),
+    *[(f"revenue_{m}_w{w}", "DECIMAL(38, 6)") for w in (1, 2, 3) for m in ("est", "min", "max")],
+    *[(f"revenue_{m}_cum_w{w}", "DECIMAL(38, 6)") for w in (2, 3) for m in ("est", "min", "max")],
+    ("cpi", "DECIMAL(38, 6)"), ("roas_w1", "DECIMAL(38, 6)"), ("roas_w2", "DECIMAL(38, 6)"), ("roas_w3", "DECIMAL(38, 6)"),
+    ("roas_note", "VARCHAR"), ("reported_installs_excess", "BIGINT"),
+]
+COHORT_COLUMNS = [name for name, _ in COHORT_DECLARED]
+for _name, _declared in COHORT_DECLARED:
+    COLUMN_TYPES.setdefault(_name, _declared)
+    if _declared.startswith("DECIMAL("):
+        DECIMAL_SCALES.setdefault(_name, int(_declared[len("DECIMAL("):-1].split(",")[1]))
+COHORT_KEY = ["app_id", "ad_network_id", "campaign_id", "source_identifier", "campaign"]
+# The stored spend file's columns (`postback spend import`'s canonical form), in file order.
+SPEND_COLUMNS = ["date", "app_id", "ad_network_id", "campaign_id", "source_identifier", "campaign", "spend", "currency",
+                 "impressions", "clicks", "reported_installs"]
+EMPTY_MARKER = "\u0001empty\u0001"
+
+
+def quotient_millionths(a, b, factor=1_000_000):
+    """a ÷ b in millionths, rounded half up: (2·a·factor + b) div (2·b), None when b is 0. With a and b
+    integers of one scale, factor 10^6 (a count over a count, millionths over millionths); for
+    millionths over a count (cpi), factor 1. The reference for `quotient_column`."""
+    if a is None or b is None or b == 0:
+        return None
+    return (2 * a * factor + b) // (2 * b)
+
+
+def cohort_status(install_day, complete_through):
+    """`open`, `window-1-final`, `window-2-final` or `final` from C - I (docs/aggregate.md)."""
+    if complete_through is None:
+        return "open"
+    settled = (complete_through - install_day).days
+    return "open" if settled < 4 else "window-1-final" if settled < 11 else "window-2-final" if settled < 39 else "final"
+
+
+def quotient_column(a, b, factor=1_000_000):
+    """`quotient_millionths` in Spark: exact in DECIMAL(38, 0) (never a double), null when b is 0 or
+    either is null. Both operands are non-negative, so `div` (towards zero) is the floor."""
+    from pyspark.sql import functions as F
+
+    numerator = F.lit(2 * factor).cast("decimal(38,0)") * a.cast("decimal(38,0)") + b.cast("decimal(38,0)")
+    denominator = F.lit(2).cast("decimal(38,0)") * b.cast("decimal(38,0)")
+    return F.when(b != 0, F.call_function("div", numerator, denominator))
+
+
+def fx_convert(micros, rate):
+    """Spend in millionths at an --fx rate (10^-10 units): the product, rounded half up to millionths
+    (FXRate.convert). The reference for `fx_convert_column`."""
+    return (2 * micros * rate + 10 ** 10) // (2 * 10 ** 10)
+
+
+def fx_convert_column(amount, rate):
+    """`fx_convert` in Spark, exact in DECIMAL(38, 0)."""
+    from pyspark.sql import functions as F
+
+    exact = "decimal(38,0)"
+    return F.call_function("div", F.lit(2).cast(exact) * amount.cast(exact) * rate.cast(exact) + F.lit(10 ** 10).cast(exact),
+                           F.lit(2 * 10 ** 10).cast(exact))
+
+
+def status_column(install_day, complete_through):
+    from pyspark.sql import functions as F
+
+    settled = F.datediff(complete_through, install_day)
+    return (F.when(complete_through.isNull() | (settled < 4), "open").when(settled < 11, "window-1-final")
+            .when(settled < 39, "window-2-final").otherwise("final"))
+
+
+def cohort_key(frame):
+    """The cohort key of a campaign_daily or spend row: the decoded (stored) campaign name when there
+    is one, and then no campaign_id or source_identifier; else the campaign_id or source_identifier."""
+    from pyspark.sql import functions as F
+
+    named = F.col("campaign").isNotNull() & (F.col("campaign") != "")
+    return (frame.withColumn("campaign_id", F.when(~named, F.col("campaign_id")))
+            .withColumn("source_identifier", F.when(~named, F.col("source_identifier")))
+            .withColumn("campaign", F.when(named, F.col("campaign"))))
+
+
+def read_text_csv(spark, paths, columns):
+    """CSV files as `postback` writes them (header, RFC 4180, `""` for an empty string): every column
+    as text, an empty field null and a quoted empty string ""."""
+    from pyspark.sql import functions as F
+
+    raw = (spark.read.schema(", ".join(f"`{name}` string" for name in columns)).option("header", True).option("multiLine", True)
+           .option("quote", '"').option("escape", '"').option("emptyValue", EMPTY_MARKER).option("mode", "FAILFAST")
+           .option("encoding", "UTF-8").csv(paths))
+    return raw.select(*[F.when(F.col(c) == EMPTY_MARKER, F.lit("")).otherwise(F.col(c)).alias(c) for c in columns],
+                      F.col("_metadata.file_path").alias("_file"))
+
+
+def micros_of_text(column):
+    from pyspark.sql import functions as F
+
+    return (F.col(column).cast("decimal(38,6)") * F.lit(1_000_000)).cast("long")
+
+
+def cohort_source_rows(spark, files):
+    """The published campaign_daily and campaign_daily_development rows of the files listed
+    ((cohort table, path, format) each), typed: amounts in millionths."""
+    from pyspark.sql import functions as F
+
+    columns = DEVELOPMENT_ROLLUP["columns"]
+    counts = ["postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks"]
+    money = ["revenue_min_sum", "revenue_max_sum", "revenue_est_sum"]
+    frames = []
+    for output_format in ("csv", "parquet"):
+        paths = [path for _, path, kind in files if kind == output_format]
+        if not paths:
+            continue
+        if output_format == "csv":
+            raw = read_text_csv(spark, paths, columns)
+            amounts = [micros_of_text(c).alias(c) for c in money]
+        else:
+            raw = spark.read.parquet(*paths).select(*columns, F.col("_metadata.file_path").alias("_file"))
+            amounts = [(F.col(c) * F.lit(1_000_000)).cast("long").alias(c) for c in money]
+        source = F.regexp_extract("_file", r"/(campaign_daily(_development)?)/dt=[0-9-]+/part-00000\.[a-z]+$", 1)
+        frames.append(raw.select(
+            F.when(source == "campaign_daily", "campaign_cohort_daily").otherwise("campaign_cohort_daily_development").alias("table"),
+            F.col("est_install_date").cast("string").alias("dt"), F.col("app_id").cast("long").alias("app_id"),
+            "ad_network_id", F.col("campaign_id").cast("long").alias("campaign_id"), "source_identifier", "campaign",
+            F.col("postback_sequence_index").cast("int").alias("window"),
+            *[F.col(c).cast("long").alias(c) for c in counts], *amounts, "currency"))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def cohort_postbacks(rows, install_days):
+    """Per cohort table, install date and key: the counts and each window's revenue sums (SQL SUM:
+    empty when every value is), and the revenue currencies seen."""
+    from pyspark.sql import functions as F
+
+    window = F.col("window")
+
+    def windowed(column, index):
+        return F.sum(F.when(window == index, F.col(column)))
+
+    keyed = cohort_key(rows.filter(F.col("dt").isin(*[day.isoformat() for day in install_days]) & (F.col("postbacks") > 0)))
+    return keyed.groupBy("table", "dt", *COHORT_KEY).agg(
+        F.sum("postbacks").alias("_postbacks"),
+        *[F.sum(c).alias(c) for c in ("installs", "redownloads", "reengagements")],
+        *[F.coalesce(windowed("postbacks", index), F.lit(0).cast("long")).alias(f"postbacks_w{index + 1}") for index in range(3)],
+        F.sum(F.col("postbacks") - F.col("losses")).alias("winning_postbacks"),
+        F.sum("null_cv_postbacks").alias("null_cv_postbacks"),
+        F.array_sort(F.collect_set("currency")).alias("_revenue_currencies"),
+        *[windowed(f"revenue_{m}_sum", index).alias(f"_revenue_{m}_w{index + 1}") for index in range(3) for m in ("est", "min", "max")])
+
+
+def cohort_spend(spark, paths):
+    """Per install date and key: the spend of every source (per currency, exact), and the counts the
+    rows give (SQL SUM)."""
+    from pyspark.sql import functions as F
+
+    raw = read_text_csv(spark, paths, SPEND_COLUMNS)
+    rows = cohort_key(raw.select(
+        F.col("date").alias("dt"), F.col("app_id").cast("long").alias("app_id"), ascii_lower(F.col("ad_network_id")).alias("ad_network_id"),
+        F.col("campaign_id").cast("long").alias("campaign_id"), "source_identifier", "campaign", micros_of_text("spend").alias("spend"),
+        "currency", *[F.col(c).cast("long").alias(c) for c in ("impressions", "clicks", "reported_installs")]))
+    per_currency = rows.groupBy("dt", *COHORT_KEY, "currency").agg(
+        F.sum("spend").alias("spend"), *[F.sum(c).alias(c) for c in ("impressions", "clicks", "reported_installs")])
+    return per_currency.groupBy("dt", *COHORT_KEY).agg(
+        F.array_sort(F.collect_list(F.struct("currency", "spend"))).alias("_spend_by_currency"),
+        *[F.sum(c).alias(c) for c in ("impressions", "clicks", "reported_installs")])
+
+
+def cohort_rows(spark, postbacks, spend, complete_through, fx):
+    """The rows of both cohort tables: postbacks and spend joined by table, install date and key (the
+    same spend in both tables), and every column worked out (docs/aggregate.md). `fx` holds the
+    `--fx` rates (dt, from, to, rate in 10^-10 units), possibly none."""
+    from pyspark.sql import functions as F
+
+    tables = spark.createDataFrame([(table,) for table in COHORT_TABLES], "table string")
+    p = postbacks.alias("p")
+    s = spend.crossJoin(F.broadcast(tables)).alias("s")
+    keys = ["table", "dt", *COHORT_KEY]
+    joined = p.join(s, [F.col(f"p.{k}").eqNullSafe(F.col(f"s.{k}")) for k in keys], "full")
+    spend_measures = ["_spend_by_currency", "impressions", "clicks", "reported_installs"]
+    rows = joined.select(*[F.coalesce(F.col(f"p.{k}"), F.col(f"s.{k}")).alias(k) for k in keys],
+                         *[F.col(f"s.{c}").alias(c) for c in spend_measures],
+                         *[F.col(f"p.{c}").alias(c) for c in postbacks.columns if c not in keys])
+    through = spark.createDataFrame([(day, value) for day, value in complete_through.items()], "dt string, complete_through string")
+    rows = rows.join(F.broadcast(through), "dt", "left")
+
+    zero = F.lit(0).cast("long")
+    exact = "decimal(38,0)"
+    revenue_currencies = F.coalesce(F.col("_revenue_currencies"), F.array().cast("array<string>"))
+    one_revenue_currency = F.size(revenue_currencies) == 1
+    target = F.when(one_revenue_currency, revenue_currencies[0])
+    # The day's rates into the revenue's currency, by the spend's currency.
+    rates = fx.groupBy("dt", "to").agg(F.map_from_entries(F.collect_list(F.struct("from", "rate"))).alias("_rates"))
+    rows = (rows.withColumn("_target", target)
+            .join(F.broadcast(rates), (rows["dt"] == rates["dt"]) & (F.col("_target") == rates["to"]), "left")
+            .drop(rates["dt"]).drop(rates["to"]))
+    target = F.col("_target")
+    rate_of = lambda currency: F.element_at(F.col("_rates"), currency)  # noqa: E731
+
+    spend_list = F.col("_spend_by_currency")
+    # Spend brought into the revenue's currency: each currency is that one or has a rate for the day.
+    convertible = (spend_list.isNotNull() & target.isNotNull()
+                   & F.forall(spend_list, lambda row: (row["currency"] == target) | rate_of(row["currency"]).isNotNull()))
+    converted_total = F.aggregate(spend_list, F.lit(0).cast(exact), lambda total, row: total + F.when(
+        row["currency"] == target, row["spend"].cast(exact)).otherwise(fx_convert_column(row["spend"], rate_of(row["currency"])))).cast("long")
+    foreign = F.filter(spend_list, lambda row: row["currency"] != target)
+    one_spend_currency = F.size(spend_list) == 1
+    spend_value = F.when(convertible, converted_total).when(one_spend_currency, spend_list[0]["spend"])
+    spend_currency = F.when(convertible, target).when(one_spend_currency, spend_list[0]["currency"])
+    fx_rate = F.when(convertible & (F.size(foreign) == 1), rate_of(foreign[0]["currency"]))
+
+    def revenue(measure, index):
+        return F.when(one_revenue_currency, F.col(f"_revenue_{measure}_w{index}"))
+
+    def sql_sum(*terms):
+        return F.when(F.greatest(*[t.isNotNull() for t in terms]), sum((F.coalesce(t, zero) for t in terms[1:]), F.coalesce(terms[0], zero)))
+
+    columns = {
+        "complete_through": F.col("complete_through"),
+        "spend": spend_value, "spend_currency": spend_currency, "spend_fx_rate": fx_rate.cast(exact),
+        "impressions": F.col("impressions"), "clicks": F.col("clicks"), "reported_installs": F.col("reported_installs"),
+        **{c: F.coalesce(F.col(c), zero) for c in ("installs", "redownloads", "reengagements", "postbacks_w1", "postbacks_w2",
+                                                     "postbacks_w3", "winning_postbacks", "null_cv_postbacks")},
+        "revenue_currency": target,
+    }
+    for index in (1, 2, 3):
+        for measure in ("est", "min", "max"):
+            columns[f"revenue_{measure}_w{index}"] = revenue(measure, index)
+    for index in (2, 3):
+        for measure in ("est", "min", "max"):
+            columns[f"revenue_{measure}_cum_w{index}"] = sql_sum(*[revenue(measure, w) for w in range(1, index + 1)])
+    columns["null_cv_share"] = quotient_column(columns["null_cv_postbacks"], columns["winning_postbacks"])
+    columns["cpi"] = F.when(spend_value.isNotNull(), quotient_column(spend_value, columns["installs"], factor=1))
+    # Why the ROAS columns are empty, the first that applies (the order postback aggregate checks them in).
+    note = (F.when(spend_list.isNull(), "no-spend")
+            .when(spend_value.isNull(), "mixed-spend-currencies")
+            .when(F.size(revenue_currencies) > 1, "mixed-revenue-currencies")
+            .when(target.isNull() | columns["revenue_est_cum_w3"].isNull(), "no-revenue")
+            .when(spend_currency != target, "currency-mismatch")
+            .when(spend_value == 0, "zero-spend"))
+    columns["roas_note"] = note
+    for index, numerator in ((1, columns["revenue_est_w1"]), (2, columns["revenue_est_cum_w2"]), (3, columns["revenue_est_cum_w3"])):
+        columns[f"roas_w{index}"] = F.when(note.isNull(), quotient_column(numerator, spend_value))
+    columns["reported_installs_excess"] = F.col("reported_installs") - columns["installs"]
+    columns["cohort_status"] = status_column(F.col("dt").cast("date"), F.col("complete_through").cast("date"))
+    return rows.select("table", "dt", *[F.col(c) for c in COHORT_KEY],
+                       *[columns[c].alias(c) for c in COHORT_COLUMNS if c not in COHORT_KEY],
+                       F.coalesce(F.col("_postbacks"), zero).alias("_postbacks"),
+                       F.col("_revenue_est_w1"), F.col("_revenue_est_w2"), F.col("_revenue_est_w3"), "_revenue_currencies",
+                       spend_list.alias("_spend_by_currency"))
+
+
+def fx_scaled(text):
+    """A rate of `--fx` as an integer of 10^-10 units (FXRate(decimal:)): digits, at most 12 before the
+    point and 10 after it, positive; None otherwise."""
+    whole, point, fraction = text.partition(".")
+    if not whole or len(whole) > 12 or not (whole.isascii() and whole.isdigit()):
+        return None
+    if point and (not fraction or len(fraction) > 10 or not (fraction.isascii() and fraction.isdigit())):
+        return None
+    scaled = int(whole) * 10 ** 10 + int((fraction or "0").ljust(10, "0"))
+    return scaled if scaled > 0 else None
+
+
+def load_fx(fs, path):
+    """The `--fx FILE` rates (`date,from,to,rate`: one `from` is `rate` `to`), checked as `postback
+    aggregate` checks them: [(day, from, to, rate in 10^-10 units)], and the file's bytes."""
+    import csv
+    import io
+
+    data = fs.read_bytes(path)
+    records = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    strip = lambda field: field.strip(" ")  # noqa: E731
+    if not records or [strip(f) for f in records[0]] != ["date", "from", "to", "rate"]:
+        raise UsageError(f"{path}:1: the header must be date,from,to,rate (one 'from' is 'rate' 'to', e.g. 2026-03-10,USD,EUR,0.9234)")
+    rates, seen = [], set()
+    for number, record in enumerate(records[1:], start=2):
+        if not record:
+            continue
+        fields = [strip(f) for f in record]
+        if len(fields) != 4:
+            raise UsageError(f"{path}:{number}: 4 fields expected (date,from,to,rate)")
+        day = day_of("dt=" + fields[0])
+        if day is None:
+            raise UsageError(f"{path}:{number}:1: '{fields[0]}' is not a day (YYYY-MM-DD)")
+        for column in (1, 2):
+            if not (len(fields[column]) == 3 and fields[column].isascii() and fields[column].isupper() and fields[column].isalpha()):
+                raise UsageError(f"{path}:{number}:{column + 1}: '{fields[column]}' is not an ISO 4217 code (e.g. EUR, USD)")
+        rate = fx_scaled(fields[3])
+        if rate is None:
+            raise UsageError(f"{path}:{number}:4: rate '{fields[3]}' is not a positive decimal with at most ten decimals")
+        if (day, fields[1], fields[2]) in seen:
+            raise UsageError(f"{path}:{number}: a second rate for {fields[1]}->{fields[2]} on {day}")
+        seen.add((day, fields[1], fields[2]))
+        rates.append((day, fields[1], fields[2], rate))
+    return rates, data
+
+
+def fx_frame(spark, rates):
+    return spark.createDataFrame([(day.isoformat(), source, target, decimal.Decimal(rate)) for day, source, target, rate in rates],
+                                 "dt string, from string, to string, rate decimal(38,0)")
+
+
+def empty_spend(spark):
+    return spark.createDataFrame([], "dt string, app_id long, ad_network_id string, campaign_id long, source_identifier string, campaign string, "
+                                     "_spend_by_currency array<struct<currency:string,spend:long>>, impressions long, clicks long, reported_installs long")
+
+
+def day_of(name, prefix="dt=", suffix=""):
+    """The day of `dt=YYYY-MM-DD` + suffix, or None."""
+    if not (name.startswith(prefix) and name.endswith(suffix) and len(name) == len(prefix) + 10 + len(suffix)):
+        return None
+    try:
+        return datetime.date.fromisoformat(name[len(prefix):len(prefix) + 10])
+    except ValueError:
+        return None
+
+
+class CohortPlan:
+    """What a run rebuilds, decided on the driver from listings and manifests: the install dates, the
+    campaign_daily files and spend files each one reads, and complete_through."""
+
+    def __init__(self, fs, args, days):
+        first = days[0] - datetime.timedelta(days=COHORT_HORIZON_DAYS)
+        self.window = days_between(first, days[-1])
+        # Published days (a manifest); whether each was published whole (not partial) is read when asked.
+        self.manifests = f"{args.out}/_manifests"
+        self.published = {day for day in (day_of(name, suffix=".json") for name, _ in fs.list_files(self.manifests)) if day is not None}
+        self.whole = {}
+        # Published cohorts and what they read.
+        self.cohort_manifests = {}
+        for name, _ in fs.list_files(f"{args.out}/_cohort_manifests"):
+            day = day_of(name, suffix=".json")
+            if day is not None:
+                self.cohort_manifests[day] = f"{args.out}/_cohort_manifests/{name}"
+        # Stored spend: DATA/spend/dt=DAY/SOURCE.csv.
+        self.spend_files = {}
+        for name in list_names(fs, f"{args.data}/spend"):
+            day = day_of(name)
+            if day is not None:
+                files = sorted(f for f, _ in fs.list_files(f"{args.data}/spend/{name}") if f.endswith(".csv") and not f.startswith("."))
+                if files:
+                    self.spend_files[day] = [f"{args.data}/spend/{name}/{f}" for f in files]
+        self.spend_digests = {}
+        in_window = set(self.window)
+        # Any other install date whose spend files changed since its cohort was published (or that has none published).
+        self.other_days = []
+        for day in sorted(self.spend_files):
+            if day in in_window:
+                continue
+            digests = self.digests(fs, day)
+            published = self.published_spend(fs, args, day)
+            if published != {store_relative(args, path): digest for path, digest in digests.items()}:
+                self.other_days.append(day)
+        self.candidates = sorted(in_window | set(self.other_days))
+        # complete_through: the last received day up to which every day from the install date on is published
+        # whole, at most I + 39 (nothing can be added after it).
+        self.complete_through = {}
+        for day in self.candidates:
+            through = None
+            probe = day
+            while self.published_whole(fs, probe) and (probe - day).days <= COHORT_HORIZON_DAYS:
+                through = probe
+                probe += datetime.timedelta(days=1)
+            self.complete_through[day] = through
+        # The campaign_daily files each install date reads: received days I .. I + 39 that are published.
+        self.sources = {}
+        # The CSV file when a day has both (the same rows), as postback aggregate reads them.
+        extension_order = ("csv", "parquet")
+        self.files_by_day = {}
+        for day in self.candidates:
+            files = []
+            for offset in range(COHORT_HORIZON_DAYS + 1):
+                received = day + datetime.timedelta(days=offset)
+                if received not in self.published:
+                    continue
+                for table in COHORT_TABLES:
+                    source = COHORT_SOURCES[table]
+                    key = (source, received)
+                    if key not in self.sources:
+                        self.sources[key] = self.find_source(fs, args.out, source, received, extension_order)
+                    if self.sources[key]:
+                        files.append(self.sources[key])
+            self.files_by_day[day] = files
+
+    def published_whole(self, fs, day):
+        if day not in self.published:
+            return False
+        if day not in self.whole:
+            self.whole[day] = not json.loads(fs.read_bytes(f"{self.manifests}/dt={day.isoformat()}.json")).get("partial", False)
+        return self.whole[day]
+
+    @staticmethod
+    def find_source(fs, out, source, received, extension_order):
+        directory = f"{out}/{source}/dt={received.isoformat()}"
+        names = {name for name, _ in fs.list_files(directory)}
+        for extension in extension_order:
+            if f"part-00000.{extension}" in names:
+                return (COHORT_TABLES[list(COHORT_SOURCES.values()).index(source)], f"{directory}/part-00000.{extension}", extension)
+        return None
+
+    def digests(self, fs, day):
+        if day not in self.spend_digests:
+            self.spend_digests[day] = {path: hashlib.sha256(fs.read_bytes(path)).hexdigest() for path in self.spend_files.get(day, [])}
+        return self.spend_digests[day]
+
+    def published_manifest(self, fs, day):
+        path = self.cohort_manifests.get(day)
+        return json.loads(fs.read_bytes(path)) if path else None
+
+    def published_spend(self, fs, args, day):
+        manifest = self.published_manifest(fs, day)
+        if manifest is None:
+            return None
+        return {i["path"]: i["sha256"] for i in manifest.get("inputs", []) if i["path"].startswith("spend/")}
+
+
+def input_facts(spark, fs, paths):
+    """{path: (bytes, sha256)} of the files listed, computed where the files are (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    if not paths:
+        return {}
+    from urllib.parse import unquote
+
+    # binaryFile names each file by its URI (percent-encoded where the path needs it).
+    qualified = {unquote(fs.qualified(path)): path for path in paths}
+    facts = {}
+    for row in (spark.read.format("binaryFile").load([fs.qualified(path) for path in paths])
+                .select("path", "length", F.sha2("content", 256).alias("sha256")).collect()):
+        facts[qualified.get(unquote(row["path"]), row["path"])] = (int(row["length"]), row["sha256"])
+    missing = [path for path in paths if path not in facts]
+    if missing:
+        raise IOError(f"{missing[0]}: could not be read for its checksum")
+    return facts
+
+
+def publish_cohorts(spark, fs, args, days, staging, spark_version):
+    """Rebuilds the cohorts of install dates FROM - 39 to TO that have postbacks, spend or a published
+    cohort, and of any other install date whose spend files changed since its cohort was published;
+    writes both tables, then each install date's manifest. Returns the install dates it refused to
+    make worse (fewer postbacks or development postbacks, or an earlier complete_through, than
+    published, without --force)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    plan = CohortPlan(fs, args, days)
+    source_files = sorted({f for files in plan.files_by_day.values() for f in files})
+    spend_paths = [path for day in plan.candidates for path in plan.spend_files.get(day, [])]
+    facts = input_facts(spark, fs, [path for _, path, _ in source_files] + spend_paths)
+
+    postbacks = (cohort_postbacks(cohort_source_rows(spark, source_files), plan.candidates) if source_files
+                 else None)
+    spend = cohort_spend(spark, spend_paths) if spend_paths else empty_spend(spark)
+    if postbacks is None:
+        postbacks = cohort_postbacks_empty(spark)
+    through = {day.isoformat(): (value.isoformat() if value else None) for day, value in plan.complete_through.items()}
+    rates, fx_bytes = load_fx(fs, args.fx) if args.fx else ([], None)
+    rows = cohort_rows(spark, postbacks, spend, through, fx_frame(spark, rates)).persist(StorageLevel.MEMORY_AND_DISK)
+
+    # Totals as postback aggregate counts them: postbacks, installs and revenue of the production table
+    # (revenue per currency of each row whose postbacks have one currency), and the development table's
+    # postbacks.
+    totals = {}
+    for row in rows.groupBy("table", "dt").agg(F.count(F.lit(1)).alias("rows"), F.sum("_postbacks").alias("postbacks"),
+                                                F.sum("installs").alias("installs")).collect():
+        totals[(row["table"], row["dt"])] = {"rows": int(row["rows"]), "postbacks": int(row["postbacks"]), "installs": int(row["installs"])}
+    revenue = {}
+    for row in (rows.filter((F.col("table") == "campaign_cohort_daily") & (F.size("_revenue_currencies") == 1))
+                .select("dt", F.col("_revenue_currencies")[0].alias("currency"),
+                        (F.coalesce("_revenue_est_w1", F.lit(0)) + F.coalesce("_revenue_est_w2", F.lit(0))
+                         + F.coalesce("_revenue_est_w3", F.lit(0))).cast("long").alias("amount"))
+                .groupBy("dt", "currency").agg(F.sum("amount").alias("amount")).collect()):
+        revenue.setdefault(row["dt"], {})[row["currency"]] = int(row["amount"])
+    spend_totals = {}
+    for row in (spend.select("dt", F.explode("_spend_by_currency").alias("s")).groupBy("dt", "s.currency")
+                .agg(F.sum("s.spend").alias("amount")).collect()):
+        spend_totals.setdefault(row["dt"], {})[row["currency"]] = int(row["amount"])
+
+    with_rows = {dt for (_, dt) in totals}
+    in_window = set(plan.window)
+    rebuilt = [day for day in plan.candidates
+               if day not in in_window or day.isoformat() in with_rows or day in plan.spend_files or day in plan.cohort_manifests]
+    refused, accepted = [], []
+    for day in rebuilt:
+        published = plan.published_manifest(fs, day)
+        if published is not None and not args.force:
+            new_postbacks = [totals.get((table, day.isoformat()), {}).get("postbacks", 0) for table in COHORT_TABLES]
+            old_totals = published.get("totals", {})
+            old_postbacks = [old_totals.get("postbacks", 0), old_totals.get("development_postbacks", 0)]
+            old_through = published.get("complete_through")
+            new_through = plan.complete_through[day]
+            if (any(new < old for new, old in zip(new_postbacks, old_postbacks))
+                    or (old_through is not None and (new_through is None or new_through.isoformat() < old_through))):
+                refused.append((day, published, new_postbacks, new_through))
+                continue
+        accepted.append(day)
+    summaries = []
+    if not accepted:
+        rows.unpersist()
+        return refused, summaries
+
+    published_files = {}
+    accepted_text = [day.isoformat() for day in accepted]
+    for table in COHORT_TABLES:
+        frame = rows.filter((F.col("table") == table) & F.col("dt").isin(*accepted_text))
+        published_files[table] = write_table(spark, fs, frame, table, COHORT_COLUMNS, accepted, staging, args.out, args.format)
+    for day in accepted:
+        text = day.isoformat()
+        inputs = [{"path": store_relative(args, path), "bytes": facts[path][0], "sha256": facts[path][1]}
+                  for path in [path for _, path, _ in plan.files_by_day[day]] + plan.spend_files.get(day, [])]
+        outputs = []
+        for table in COHORT_TABLES:
+            path = published_files[table][text]
+            data = fs.read_bytes(path)
+            outputs.append({"table": table, "path": store_relative(args, path),
+                            "rows": totals.get((table, text), {}).get("rows", 0), "bytes": len(data),
+                            "sha256": hashlib.sha256(data).hexdigest()})
+        production = totals.get(("campaign_cohort_daily", text), {})
+        development = totals.get(("campaign_cohort_daily_development", text), {})
+        amounts = revenue.get(text, {})
+        spent = spend_totals.get(text, {})
+        through = plan.complete_through[day]
+        manifest = {
+            "format": COHORT_MANIFEST_FORMAT, "dt": text, "tool": f"{TOOL} (Apache Spark {spark_version})",
+            "cohort_status": cohort_status(day, through),
+            "complete_through": through.isoformat() if through else None,
+            "inputs": inputs,
+            # The rates used, named by the file's base name: the same rates from another path are the same run.
+            **({"fx_rates": {"file": args.fx.rstrip("/").rsplit("/", 1)[-1] or args.fx, "bytes": len(fx_bytes),
+                             "sha256": hashlib.sha256(fx_bytes).hexdigest()}} if args.fx else {}),
+            "outputs": outputs,
+            # The production table's postbacks, installs and revenue; the development table's postbacks;
+            # the spend as imported (before any --fx conversion).
+            "totals": {"postbacks": production.get("postbacks", 0),
+                       "installs": production.get("installs", 0),
+                       "development_postbacks": development.get("postbacks", 0),
+                       "spend_by_currency": {c: ExactDecimal(money_text(spent[c])) for c in sorted(spent)},
+                       "revenue_est_by_currency": {c: ExactDecimal(money_text(amounts[c])) for c in sorted(amounts)}},
+        }
+        previous = plan.published_manifest(fs, day)
+        fs.write_bytes(f"{args.out}/_cohort_manifests/dt={text}.json", (json_with_exact_revenue(manifest) + "\n").encode())
+        # Changed: any output or input differs from the published cohort's (its manifest lists them all).
+        summaries.append({"cohort": text, "rows": totals.get(("campaign_cohort_daily", text), {}).get("rows", 0),
+                          "cohort_status": manifest["cohort_status"],
+                          "changed": previous is None or {k: v for k, v in previous.items() if k != "tool"}
+                          != json.loads(json_with_exact_revenue({k: v for k, v in manifest.items() if k != "tool"}))})
+    rows.unpersist()
+    return refused, summaries
+
+
+def cohort_text(summaries):
+    """postback aggregate's line for the cohort pass."""
+    if not summaries:
+        return "cohorts: none to build (no postbacks or spend in reach)"
+    changed = sum(1 for summary in summaries if summary["changed"])
+    not_final = sum(1 for summary in summaries if summary["cohort_status"] != "final")
+    return (f"cohorts {summaries[0]['cohort']}..{summaries[-1]['cohort']}: {changed} of {len(summaries)} rewritten; "
+            f"{not_final} not final yet (later postbacks can still add to them)")
+
+
+def cohort_postbacks_empty(spark):
+    columns = ", ".join(["table string", "dt string", "app_id long", "ad_network_id string", "campaign_id long", "source_identifier string",
+                         "campaign string", "_postbacks long", "installs long", "redownloads long", "reengagements long",
+                         "postbacks_w1 long", "postbacks_w2 long", "postbacks_w3 long", "winning_postbacks long", "null_cv_postbacks long",
+                         "_revenue_currencies array<string>",
+                         *[f"_revenue_{m}_w{w} long" for w in (1, 2, 3) for m in ("est", "min", "max")]])
+    return spark.createDataFrame([], columns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1087,6 +1703,24 @@ def run(args):
             summary = {"dt": day.isoformat(), **totals, "campaign_daily_rows": rows[DETAIL_TABLE],
                        "campaign_events_daily_rows": rows["campaign_events_daily"]}
             print(json_with_exact_revenue(summary) if args.json else text_summary(day, manifest), flush=True)
+        if not args.skip_cohorts:
+            refused, summaries = publish_cohorts(spark, fs, args, days, staging, pyspark.__version__)
+            trace.mark("cohorts written")
+            if args.json:
+                for summary in summaries:
+                    if summary["changed"]:
+                        print(json.dumps({k: summary[k] for k in ("cohort", "rows", "cohort_status")}, separators=(",", ":")), flush=True)
+            else:
+                print(cohort_text(summaries), flush=True)
+            if refused:
+                for day, published, postbacks, through in refused:
+                    old = published.get("totals", {})
+                    print(f"postback_aggregate: cohort {day}: not replaced: this run has {postbacks[0]} postbacks and "
+                          f"{postbacks[1]} development postbacks through {through.isoformat() if through else 'no complete day'}, "
+                          f"the published one {old.get('postbacks', 0)} and {old.get('development_postbacks', 0)} through "
+                          f"{published.get('complete_through') or 'no complete day'} "
+                          "(a lost campaign_daily partition?); rerun with --force to replace it", file=sys.stderr)
+                return 2
         return 1 if problems else 0
     finally:
         fs.delete_tree(staging)

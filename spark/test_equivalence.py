@@ -14,13 +14,16 @@ characters that need quoting, split segments, corrupt lines, three kinds of torn
 a stray file, a duplicate older than the lookback, a day with no input, and conflict evidence
 (`raw/conflicts/`: a key twice, a key with no copy that day, a key of the day before, a line that is
 not JSON) for `conflicting_copies`. Schemas: the samples,
-with a second effective period and source-identifier maps that change on a date.
+with a second effective period and source-identifier maps that change on a date. Spend, imported
+with `postback spend import`, and an --fx file for the install-date cohorts (see import_spend).
 
 Both engines run over it (`--lookback-days 2`, a range that starts after the spool does, so keys
-come from days read for their keys only). The checks: every CSV file byte-identical; the manifests'
-totals, per-input counts, rejected statuses and output sizes equal; the same exit status; the
-Parquet output holding the same rows. It also checks that the spool exercised what it should
-(coverage, read off the Swift output), so that an empty or degenerate spool cannot pass.
+come from days read for their keys only). The checks: every CSV file byte-identical, the cohort
+tables' for every install date included; the manifests' totals, per-input counts, rejected statuses
+and output sizes equal; the cohort manifests equal but for `tool`; the same exit status; the
+Parquet output (cohorts too) holding the same rows. It also checks that the spool exercised what it should
+(coverage, read off the Swift output), so that an empty or degenerate spool cannot pass, and that the
+Swift cohorts follow docs/aggregate.md where both engines could agree on something else.
 
 The last line is `equivalence: N passed, N failed`; exit status 0 only when nothing failed.
 """
@@ -50,6 +53,21 @@ with open(os.path.join(HERE, "record-schema.json"), encoding="utf-8") as _file:
     RECORD_SCHEMA = json.load(_file)
 TABLES = tuple(RECORD_SCHEMA["tables"])
 DETAIL_TABLE = TABLES[0]
+# The install-date cohorts both engines rebuild after the day tables (docs/aggregate.md, docs/spend.md).
+COHORT_TABLES = ("campaign_cohort_daily", "campaign_cohort_daily_development")
+
+
+def documented_cohort_types():
+    """The cohort columns' declared types, from the contract: docs/aggregate.md's CREATE TABLE block."""
+    with open(os.path.join(ROOT, "docs", "aggregate.md"), encoding="utf-8") as file:
+        text = file.read()
+    block = text[text.index("CREATE TABLE campaign_cohort_daily ("):]
+    block = block[block.index("(") + 1:block.index("\n);")]
+    return {name: declared for name, declared in (line.strip().rstrip(",").split(" ", 1) for line in block.splitlines() if line.strip())
+            if name != "dt"}
+
+
+COHORT_COLUMN_TYPES = documented_cohort_types()
 
 
 class Checks:
@@ -305,6 +323,50 @@ def write_schemas(directory):
                 json.dump(schema, file, indent=1)
 
 
+def import_spend(postback, data, schemas, work):
+    """Spend for the cohorts, stored with `postback spend import` into the store both engines read, and
+    an --fx file: two currencies (USD spend on an EUR app, converted on one day and not on another; a
+    campaign with spend in both), a source's day restated by a second import, claimed installs, campaigns
+    named by campaign_id (one the schema names, one it does not), by source_identifier and by name (a
+    mixed-case network id), zero spend, a day with spend and no postbacks, and a day past the range
+    (an install date rebuilt because its spend is new). Returns the --fx file."""
+    header = "date,app_id,ad_network_id,campaign_id,source_identifier,campaign,spend,currency,impressions,clicks,reported_installs\n"
+    files = {
+        "network-a.csv": [
+            "2026-03-01,1229670720,network0.skadnetwork,,,campaign_12,100.5,EUR,1000,50,",
+            "2026-03-02,525463029,network2.adattributionkit,,21,,2,USD,,,",
+            "2026-03-03,525463029,Network2.SKAdNetwork,,12,,25.5,USD,1000,40,5",
+            "2026-03-03,525463029,network2.skadnetwork,,12,,4.5,USD,200,,",
+            "2026-03-03,1229670720,network1.skadnetwork,20,,,30,EUR,,,1",
+            "2026-03-03,1229670720,network1.skadnetwork,,,campaign_22,12.345678,EUR,,,",
+            "2026-03-03,1229670720,network0.skadnetwork,22,,,7,USD,,,",
+            "2026-03-03,1229670720,network0.adattributionkit,,12,,0,EUR,,,",
+            "2026-03-03,525463029,network1.skadnetwork,26,,,3,USD,,,",
+            "2026-03-04,525463029,network0.skadnetwork,,12,,10,EUR,,,",
+            "2026-03-04,1229670720,network1.skadnetwork,28,,,45,USD,,,",
+            "2026-03-04,1229670720,network2.skadnetwork,23,,,100,EUR,300,20,2",
+            "2026-03-07,525463029,network0.skadnetwork,,11,,9.99,USD,,,",
+            "2026-03-20,525463029,network0.skadnetwork,,11,,1.25,USD,,,",
+        ],
+        # The same source again: its 2026-03-01 is replaced (restated), its other days stay.
+        "network-a-restated.csv": ["2026-03-01,1229670720,network0.skadnetwork,,,campaign_12,80.25,EUR,900,10,"],
+        "network-b.csv": ["2026-03-04,525463029,network0.skadnetwork,,12,,5,USD,,,7",
+                          "2026-03-01,1229670720,network0.skadnetwork,,,campaign_12,3,EUR,,,"],
+    }
+    for name, rows in files.items():
+        path = f"{work}/{name}"
+        with open(path, "w") as file:
+            file.write(header + "".join(row + "\n" for row in rows))
+        source = "network-a" if name.startswith("network-a") else "network-b"
+        result, _ = run([postback, "spend", "import", "--data", data, "--schemas", schemas, "--source", source, path])
+        if result.returncode != 0:
+            sys.exit(f"postback spend import {name} failed: {result.stderr}")
+    fx = f"{work}/fx.csv"
+    with open(fx, "w") as file:
+        file.write("date,from,to,rate\n2026-03-03,USD,EUR,0.9234\n2026-03-01,USD,EUR,0.92\n")
+    return fx
+
+
 # ---------------------------------------------------------------------------------------------
 # Comparisons
 
@@ -361,6 +423,127 @@ def compare_manifests(checks, swift_out, spark_out):
                      f"manifest dt={day}: lookback inputs, rejected statuses and outputs equal")
 
 
+def cohort_days(out):
+    """The install dates with a cohort file or manifest under `out`."""
+    days = set()
+    for table in COHORT_TABLES:
+        if os.path.isdir(f"{out}/{table}"):
+            days |= {name[3:] for name in os.listdir(f"{out}/{table}") if name.startswith("dt=")}
+    if os.path.isdir(f"{out}/_cohort_manifests"):
+        days |= {name[3:13] for name in os.listdir(f"{out}/_cohort_manifests") if name.startswith("dt=") and name.endswith(".json")}
+    return sorted(days)
+
+
+def compare_cohorts(checks, swift_out, spark_out):
+    """Every cohort file byte for byte, and every cohort manifest equal but for `tool` (Spark's paths
+    under its own --out read as the store's agg/)."""
+    swift_days, spark_days = cohort_days(swift_out), cohort_days(spark_out)
+    checks.check(swift_days == spark_days and len(swift_days) > 0, f"the same {len(swift_days)} install dates' cohorts rebuilt",
+                 f"      postback only: {sorted(set(swift_days) - set(spark_days))}\n      spark only: {sorted(set(spark_days) - set(swift_days))}")
+    for table in COHORT_TABLES:
+        for day in sorted(set(swift_days) | set(spark_days)):
+            relative = f"{table}/dt={day}/part-00000.csv"
+            expected, actual = read_or_none(f"{swift_out}/{relative}"), read_or_none(f"{spark_out}/{relative}")
+            same = expected is not None and expected == actual
+            detail = "" if same else ("      missing file" if actual is None or expected is None else first_differences(expected, actual))
+            rows = 0 if expected is None else expected.count(b"\n") - 1
+            checks.check(same, f"{relative}: byte-identical ({rows} rows)", detail)
+
+    def normalized(manifest):
+        manifest = dict(manifest)
+        manifest.pop("tool", None)
+        for entry in manifest.get("inputs", []) + manifest.get("outputs", []):
+            if entry.get("path", "").startswith(spark_out + "/"):
+                entry["path"] = "agg/" + entry["path"][len(spark_out) + 1:]
+        return manifest
+
+    for day in sorted(set(swift_days) | set(spark_days)):
+        swift = normalized(json.loads(read_or_none(f"{swift_out}/_cohort_manifests/dt={day}.json") or b"{}"))
+        spark = normalized(json.loads(read_or_none(f"{spark_out}/_cohort_manifests/dt={day}.json") or b"{}"))
+        differences = [f"      {key}: postback {json.dumps(swift.get(key))}\n      {' ' * len(key)}  spark    {json.dumps(spark.get(key))}"
+                       for key in sorted(set(swift) | set(spark)) if swift.get(key) != spark.get(key)]
+        checks.check(swift != {} and not differences,
+                     f"cohort manifest dt={day}: equal ({len(swift.get('inputs', []))} inputs, status {swift.get('cohort_status')})",
+                     "\n".join(differences)[:3000])
+
+
+def check_cohort_coverage(checks, swift_out):
+    """What the spend and the spool must have exercised in the cohorts, read off the Swift output."""
+    import csv
+
+    rows = []
+    for table in COHORT_TABLES:
+        for day in cohort_days(swift_out):
+            path = f"{swift_out}/{table}/dt={day}/part-00000.csv"
+            if os.path.exists(path):
+                with open(path, newline="") as file:
+                    rows += [dict(row, table=table, dt=day) for row in csv.DictReader(file)]
+    production = [row for row in rows if row["table"] == COHORT_TABLES[0]]
+    spent = [row for row in production if row["spend"] != "" or row["roas_note"] == "mixed-spend-currencies"]
+    coverage = {
+        "every roas_note, and filled ROAS": all(any(row["roas_note"] == note for row in production) for note in (
+            "no-spend", "zero-spend", "no-revenue", "currency-mismatch", "mixed-spend-currencies", ""))
+        and any(row["roas_w1"] not in ("", "0") for row in production),
+        "spend converted with --fx": any(row["spend_fx_rate"] != "" for row in production),
+        "claimed installs above and below the signed ones": any(int(row["reported_installs_excess"] or 0) > 0 for row in production)
+        and any(int(row["reported_installs_excess"] or 0) < 0 for row in production),
+        "spend keyed by campaign_id, source_identifier and campaign name": all(any(row[column] != "" for row in spent)
+                                                                               for column in ("campaign_id", "source_identifier", "campaign")),
+        "a restated day (the second import replaced the first)": any(row["dt"] == "2026-03-01" and row["campaign"] == "campaign_12"
+                                                                     and row["spend"] == "83.25" for row in production),
+        "a day with spend and no postbacks, and one past the range": any(row["dt"] == "2026-03-07" and row["spend"] != "" for row in production)
+        and not any(row["dt"] == "2026-03-07" and row["postbacks_w1"] != "0" for row in production)
+        and any(row["dt"] == "2026-03-20" for row in production),
+        "open and window-1-final cohorts, with and without complete_through": {row["cohort_status"] for row in production} >= {"open", "window-1-final"}
+        and any(row["complete_through"] == "" for row in production),
+        "windows 2 and 3 and null values in the cohorts": any(row["postbacks_w2"] != "0" for row in production)
+        and any(row["postbacks_w3"] != "0" for row in production) and any(row["null_cv_share"] not in ("", "0") for row in production),
+        "development cohorts with postbacks": any(row["table"] == COHORT_TABLES[1] and row["postbacks_w1"] != "0" for row in rows),
+        "campaign_daily rows of no counted postback (development or rejected only) in reach": zero_postback_rows(swift_out) > 0,
+    }
+    for what, covered in coverage.items():
+        checks.check(covered, f"cohorts cover {what}")
+    check_cohort_contract(checks, swift_out, rows)
+
+
+def zero_postback_rows(out):
+    """campaign_daily rows with postbacks 0 and an install date: in no cohort (docs/aggregate.md)."""
+    import csv
+
+    count = 0
+    for directory in sorted(os.listdir(f"{out}/campaign_daily")):
+        with open(f"{out}/campaign_daily/{directory}/part-00000.csv", newline="") as file:
+            count += sum(1 for row in csv.DictReader(file) if row["postbacks"] == "0" and row["est_install_date"] != "")
+    return count
+
+
+def check_cohort_contract(checks, swift_out, rows):
+    """docs/aggregate.md's cohort rules read off the Swift output, so that both engines agreeing on
+    something else fails: no row without postbacks or spend; a manifest's totals are the production
+    table's postbacks and installs with the development table's postbacks beside them, in the
+    documented order; --fx named in fx_rates (the file's base name) before outputs, not in inputs."""
+    postbacks = lambda row: sum(int(row[f"postbacks_w{w}"]) for w in (1, 2, 3))  # noqa: E731
+    empty = [(row["table"], row["dt"], row["campaign"] or row["campaign_id"] or row["source_identifier"]) for row in rows
+             if postbacks(row) == 0 and row["spend"] == "" and row["roas_note"] != "mixed-spend-currencies"]
+    checks.check(not empty, "no cohort row without postbacks or spend", f"      {empty[:5]}")
+    wrong = []
+    for day in cohort_days(swift_out):
+        with open(f"{swift_out}/_cohort_manifests/dt={day}.json") as file:
+            manifest = json.load(file)
+        of = lambda table: [row for row in rows if row["table"] == table and row["dt"] == day]  # noqa: E731
+        production, development = of(COHORT_TABLES[0]), of(COHORT_TABLES[1])
+        totals = manifest.get("totals", {})
+        expected = {"postbacks": sum(map(postbacks, production)), "installs": sum(int(row["installs"]) for row in production),
+                    "development_postbacks": sum(map(postbacks, development))}
+        if list(totals)[:3] != list(expected) or any(totals[key] != value for key, value in expected.items()):
+            wrong.append(f"dt={day}: totals {totals}, the files' {expected}")
+        keys = list(manifest)
+        if (keys[keys.index("inputs") + 1:keys.index("outputs")] != ["fx_rates"] or manifest["fx_rates"].get("file") != "fx.csv"
+                or any(not entry["path"].startswith(("agg/", "spend/")) for entry in manifest["inputs"])):
+            wrong.append(f"dt={day}: fields {keys}, fx_rates {manifest.get('fx_rates')}")
+    checks.check(not wrong, "cohort manifests as documented (totals of the files, fx_rates before outputs)", "\n".join(f"      {w}" for w in wrong[:5]))
+
+
 def csv_text(value):
     """A Parquet value as CSVLine writes it, to compare Parquet rows with the CSV files."""
     if value is None:
@@ -390,7 +573,7 @@ def arrow_type(declared):
     return pa.decimal128(int(precision), int(scale))
 
 
-def compare_parquet(checks, swift_out, parquet_out):
+def compare_parquet(checks, swift_out, parquet_out, tables=TABLES, days=None):
     """Spark's Parquet: each column typed as declared (pyarrow's schema), and the same rows as what
     `postback aggregate` published: its Parquet file, value for value, where it wrote one, else its CSV."""
     try:
@@ -399,9 +582,9 @@ def compare_parquet(checks, swift_out, parquet_out):
     except ImportError:
         checks.check(False, "Parquet output: needs DuckDB and pyarrow to read it (scripts/setup --test installs them into .build/venv)")
         return
-    declared = RECORD_SCHEMA["column_types"]
-    for table in TABLES:
-        for day in range_days():
+    declared = dict(COHORT_COLUMN_TYPES, **RECORD_SCHEMA["column_types"])
+    for table in tables:
+        for day in days or range_days():
             path = f"{parquet_out}/{table}/dt={day.isoformat()}/part-00000.parquet"
             if not os.path.exists(path):
                 checks.check(False, f"{table}/dt={day}/part-00000.parquet exists")
@@ -536,25 +719,31 @@ def main():
         synthesize_spool(postback, data)
         add_edge_cases(data)
         write_schemas(schemas)
+        fx = import_spend(postback, data, schemas, work)
         lines = sum(sum(1 for _ in open(os.path.join(d, f), "rb")) for d, _, fs in os.walk(f"{data}/raw") for f in fs)
         print(f"spool: {lines} lines under {data}/raw; range {RANGE[0]}..{RANGE[1]}, lookback {LOOKBACK_DAYS} days")
 
         window = ["--from", RANGE[0].isoformat(), "--to", RANGE[1].isoformat(), "--lookback-days", str(LOOKBACK_DAYS)]
-        swift, swift_seconds = run([postback, "aggregate", "--data", data, "--schemas", schemas, *window])
+        swift, swift_seconds = run([postback, "aggregate", "--data", data, "--schemas", schemas, *window, "--fx", fx])
         print(f"postback aggregate: exit {swift.returncode}, {swift_seconds:.1f} s")
         if not checks.check(swift.returncode in (0, 1), "postback aggregate ran", swift.stderr[-2000:]):
             return 1
-        job = [sys.executable, f"{HERE}/postback_aggregate.py", "--data", data, *window]
+        job = [sys.executable, f"{HERE}/postback_aggregate.py", "--data", data, *window, "--fx", fx]
         spark, spark_seconds = run([*job, "--schemas", schemas, "--postback", postback, "--out", f"{work}/spark-csv"])
         print(f"spark job (CSV): exit {spark.returncode}, {spark_seconds:.1f} s")
         checks.check(spark.returncode == swift.returncode, "same exit status (1: corrupt lines were reported)",
                      f"      postback {swift.returncode}, spark {spark.returncode}\n{spark.stderr[-3000:]}")
         checks.check(swift.stdout.splitlines()[0].split(" (")[0] in spark.stdout if swift.stdout else False,
                      "same summary line for the first day", f"      postback: {swift.stdout.splitlines()[:1]}\n      spark: {spark.stdout.splitlines()[:1]}")
+        cohort_lines = [[line for line in result.stdout.splitlines() if line.startswith("cohorts")] for result in (swift, spark)]
+        checks.check(cohort_lines[0] == cohort_lines[1] and len(cohort_lines[0]) == 1, "same summary line for the cohorts",
+                     f"      postback: {cohort_lines[0]}\n      spark: {cohort_lines[1]}")
         compare_csv(checks, f"{data}/agg", f"{work}/spark-csv")
         compare_manifests(checks, f"{data}/agg", f"{work}/spark-csv")
         check_coverage(checks, f"{data}/agg")
         check_rollup_sums(checks, f"{data}/agg")
+        compare_cohorts(checks, f"{data}/agg", f"{work}/spark-csv")
+        check_cohort_coverage(checks, f"{data}/agg")
 
         os.makedirs(decode)
         for table in ("values", "events", "sources"):
@@ -565,10 +754,16 @@ def main():
         # postback aggregate's own Parquet, from a copy of the same spool: Spark's files must equal it value for value.
         data_parquet = f"{work}/data-parquet"
         shutil.copytree(f"{data}/raw", f"{data_parquet}/raw")
-        swift_parquet, _ = run([postback, "aggregate", "--data", data_parquet, "--schemas", schemas, *window, "--format", "parquet"])
+        shutil.copytree(f"{data}/spend", f"{data_parquet}/spend")
+        swift_parquet, _ = run([postback, "aggregate", "--data", data_parquet, "--schemas", schemas, *window, "--format", "parquet", "--fx", fx])
         checks.check(swift_parquet.returncode == swift.returncode, "postback aggregate --format parquet: same exit status",
                      swift_parquet.stderr[-2000:])
         compare_parquet(checks, f"{data_parquet}/agg", f"{work}/spark-parquet")
+        parquet_cohorts = cohort_days(f"{data_parquet}/agg")
+        checks.check(parquet_cohorts == cohort_days(f"{work}/spark-parquet") and parquet_cohorts == cohort_days(f"{data}/agg"),
+                     f"Parquet run: the same {len(parquet_cohorts)} install dates' cohorts rebuilt")
+        compare_parquet(checks, f"{data_parquet}/agg", f"{work}/spark-parquet", COHORT_TABLES,
+                        [datetime.date.fromisoformat(day) for day in parquet_cohorts])
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
