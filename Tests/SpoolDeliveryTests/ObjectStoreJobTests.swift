@@ -64,7 +64,8 @@ struct ObjectStoreJobTests {
         #expect(localRun.status == .success, "\(localRun.stderr)")
         let bucketRun = run(["aggregate", "--data", url] + range)
         #expect(bucketRun.status == .success, "\(bucketRun.stderr)")
-        #expect(bucketRun.stdout.split(separator: "\n").count == 3)
+        #expect(bucketRun.stdout.split(separator: "\n").filter { $0.hasPrefix("2026-03-0") }.count == 3)
+        #expect(bucketRun.stdout.contains("cohorts 2026-01-22..2026-03-02: "), "\(bucketRun.stdout)")
 
         let client = try store.client(prefix: "acme/store/")
         var published: [String: [UInt8]] = [:]

@@ -134,27 +134,15 @@ package enum CohortBuilder {
             guard let manifest = published.manifest(received) else { continue }
             for (tableIndex, (_, source)) in AggregateTables.cohortTables.enumerated() {
                 guard let file = manifest.outputs[source] else { continue }
-                let bytes: [UInt8]
-                do {
-                    bytes = try FileBytes.read(path: root + "/" + file.path, limit: 1 << 34)
-                } catch {
-                    throw .usage(
-                        "\(root)/\(file.path): cannot read it (\(error.message)): rerun 'postback aggregate' for \(received)")
-                }
-                guard SHA256.hash(bytes).description == file.sha256 else {
-                    throw .usage(
-                        "\(root)/\(file.path) is not the file its manifest lists (SHA-256 differs): rerun 'postback aggregate' for \(received) to publish it again"
-                    )
-                }
-                let input = CohortManifest.Input(path: file.path, bytes: bytes.count, sha256: file.sha256)
-                let rows = try CampaignDailyRows(bytes: bytes, path: file.path, parquet: file.path.hasSuffix(".parquet"))
+                let input = CohortManifest.Input(path: file.path, bytes: file.bytes, sha256: file.sha256)
+                let rows = try CohortCache.rows(root: root, table: source, day: received, file: file)
                 for offset in 0...offsets.window3 {
                     let installDay = received.adding(days: -offset)
                     if cohorts[installDay] != nil { cohorts[installDay]!.sources.append(input) }
                 }
-                try rows.forEach { row throws(AggregationError) in
+                try rows.forEach(wanted: { cohorts[$0] != nil }) { row throws(AggregationError) in
                     // A row of development or rejected records only (postbacks 0) is in no cohort of its table.
-                    guard row.postbacks > 0, cohorts[row.installDay] != nil else { return }
+                    guard row.postbacks > 0 else { return }
                     cohorts[row.installDay]!.tables[tableIndex][row.key, default: CohortCell()].add(row)
                 }
             }
@@ -305,65 +293,122 @@ struct CampaignDailyRow {
 }
 
 /// A published `campaign_daily` file (CSV or Parquet) read row by row into `CampaignDailyRow`s.
+/// The CSV is read in place (field ranges, only the columns the cohorts use turned into values):
+/// the nightly run reads some 40 days of it, so this is most of the cohort pass's time.
 struct CampaignDailyRows {
-    private var header: [String]
-    private var records: [[String?]]
+    static let columns = [
+        "est_install_date", "app_id", "ad_network_id", "campaign_id", "source_identifier", "campaign",
+        "postback_sequence_index", "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
+        "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
+    ]
+
+    private let path: String
+    private let csv: [UInt8]?
+    private let parquet: (header: [String], rows: [[String?]])?
 
     init(bytes: [UInt8], path: String, parquet: Bool) throws(AggregationError) {
+        self.path = path
         if parquet {
             do {
-                (header, records) = try ParquetTable.textRows(parquet: bytes)
+                self.parquet = try ParquetTable.textRows(parquet: bytes)
             } catch {
                 throw .usage("\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
             }
+            csv = nil
         } else {
-            var reader = RenderedCSV(bytes)
-            header = reader.nextRecord()?.map { String(decoding: $0 ?? [], as: UTF8.self) } ?? []
-            var rows: [[String?]] = []
-            while let record = reader.nextRecord() { rows.append(record.map { $0.map { String(decoding: $0, as: UTF8.self) } }) }
-            records = rows
+            self.parquet = nil
+            csv = bytes
         }
-        self.path = path
     }
 
-    private let path: String
-
-    func forEach(_ body: (CampaignDailyRow) throws(AggregationError) -> Void) throws(AggregationError) {
-        let names = [
-            "est_install_date", "app_id", "ad_network_id", "campaign_id", "source_identifier", "campaign",
-            "postback_sequence_index", "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
-            "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
-        ]
+    private func indices(_ header: [String]) throws(AggregationError) -> [Int] {
         var index: [Int] = []
-        for name in names {
+        for name in Self.columns {
             guard let position = header.firstIndex(of: name) else {
                 throw .usage("\(path): has no \(name) column: rerun 'postback aggregate' for its day with this release")
             }
             index.append(position)
         }
-        for (number, record) in records.enumerated() {
-            func field(_ i: Int) -> String? { record.indices.contains(index[i]) ? record[index[i]] : nil }
-            func count(_ i: Int) -> Int64 { field(i).flatMap { Int64($0) } ?? 0 }
-            // A rejected record's row has no install date: it is in no cohort.
-            guard let dayText = field(0), let installDay = UTCDay(dayText), let app = field(1).flatMap({ Int64($0) }) else {
-                continue
+        return index
+    }
+
+    /// Calls `body` with each row whose install date `wanted` accepts (a rejected record's row, which
+    /// has none, is in no cohort).
+    func forEach(wanted: (UTCDay) -> Bool, _ body: (CampaignDailyRow) throws(AggregationError) -> Void) throws(AggregationError) {
+        if let parquet {
+            let index = try indices(parquet.header)
+            for (number, record) in parquet.rows.enumerated() {
+                let fields = index.map { record.indices.contains($0) ? record[$0].map { Array($0.utf8) } : nil }
+                guard let row = try Self.row(fields, wanted: wanted, path: path, line: number + 2) else { continue }
+                try body(row)
             }
-            func money(_ i: Int) throws(AggregationError) -> Money? {
-                guard let text = field(i) else { return nil }
-                guard let amount = Money(decimal: text) else {
-                    throw .usage("\(path): row \(number + 2): \(names[i]) '\(text)' is not an amount")
-                }
-                return amount
-            }
-            let key = CohortKey(
-                appID: app, adNetworkID: field(2) ?? "", campaignID: field(3).flatMap { Int64($0) }, sourceIdentifier: field(4),
-                campaign: field(5))
-            try body(
-                CampaignDailyRow(
-                    installDay: installDay, key: key, sequenceIndex: Int(count(6)), postbacks: count(7), installs: count(8),
-                    redownloads: count(9), reengagements: count(10), losses: count(11), nullValues: count(12),
-                    revenueMin: try money(13), revenueMax: try money(14), revenueEstimate: try money(15), currency: field(16)))
+            return
         }
+        guard let csv else { return }
+        var reader = RenderedCSV(csv)
+        guard let header = reader.nextRecord() else { return }
+        let index = try indices(header.map { String(decoding: $0 ?? [], as: UTF8.self) })
+        var ranges: [RenderedCSV.Field] = []
+        var scratch: [UInt8] = []
+        var line = 1
+        var dates: [[UInt8]: UTCDay] = [:]
+        while let count = reader.nextFields(into: &ranges) {
+            line += 1
+            // The install date first: most rows of a day's file belong to cohorts this pass does not build.
+            guard index[0] < count, !ranges[index[0]].range.isEmpty else { continue }
+            let dateField = ranges[index[0]]
+            let dateBytes = Array(csv[dateField.range])
+            let day: UTCDay
+            if let known = dates[dateBytes] {
+                day = known
+            } else {
+                guard let parsed = UTCDay(String(decoding: dateBytes, as: UTF8.self)) else { continue }
+                dates[dateBytes] = parsed
+                day = parsed
+            }
+            guard wanted(day) else { continue }
+            let fields = index.map { position -> [UInt8]? in
+                guard position < count else { return nil }
+                let field = ranges[position]
+                if field.quoted {
+                    reader.unescape(field, into: &scratch)
+                    return scratch
+                }
+                return field.range.isEmpty ? nil : Array(csv[field.range])
+            }
+            guard let row = try Self.row(fields, wanted: { _ in true }, path: path, line: line) else { continue }
+            try body(row)
+        }
+    }
+
+    private static func row(_ fields: [[UInt8]?], wanted: (UTCDay) -> Bool, path: String, line: Int) throws(AggregationError)
+        -> CampaignDailyRow?
+    {
+        func text(_ i: Int) -> String? { fields[i].map { String(decoding: $0, as: UTF8.self) } }
+        func count(_ i: Int) -> Int64 {
+            guard let bytes = fields[i], !bytes.isEmpty, bytes.count <= 18 else { return 0 }
+            var value: Int64 = 0
+            for byte in bytes {
+                guard byte >= 0x30, byte <= 0x39 else { return 0 }
+                value = value * 10 + Int64(byte - 0x30)
+            }
+            return value
+        }
+        func money(_ i: Int) throws(AggregationError) -> Money? {
+            guard let bytes = fields[i] else { return nil }
+            guard let amount = Money(decimalUTF8: bytes) else {
+                throw .usage("\(path): line \(line): \(columns[i]) '\(String(decoding: bytes, as: UTF8.self))' is not an amount")
+            }
+            return amount
+        }
+        guard let dayText = text(0), let installDay = UTCDay(dayText), wanted(installDay), fields[1] != nil else { return nil }
+        let key = CohortKey(
+            appID: count(1), adNetworkID: text(2) ?? "", campaignID: fields[3] == nil ? nil : count(3), sourceIdentifier: text(4),
+            campaign: text(5))
+        return CampaignDailyRow(
+            installDay: installDay, key: key, sequenceIndex: Int(count(6)), postbacks: count(7), installs: count(8),
+            redownloads: count(9), reengagements: count(10), losses: count(11), nullValues: count(12),
+            revenueMin: try money(13), revenueMax: try money(14), revenueEstimate: try money(15), currency: text(16))
     }
 }
 
@@ -371,7 +416,7 @@ struct CampaignDailyRows {
 struct PublishedDays {
     struct Manifest {
         var partial: Bool
-        var outputs: [String: (path: String, sha256: String)]
+        var outputs: [String: (path: String, bytes: Int, sha256: String)]
     }
 
     let root: String
@@ -401,7 +446,7 @@ struct PublishedDays {
         guard let bytes = try? FileBytes.read(path: path), case .object(let object)? = try? StrictJSONParser.parse(bytes) else {
             return nil
         }
-        var outputs: [String: (path: String, sha256: String)] = [:]
+        var outputs: [String: (path: String, bytes: Int, sha256: String)] = [:]
         if case .array(let list)? = object["outputs"] {
             for case .object(let output) in list {
                 guard case .string(let table)? = output["table"], case .string(let file)? = output["path"],
@@ -409,7 +454,9 @@ struct PublishedDays {
                 else { continue }
                 // The CSV when the day has both: the same rows, cheaper to read.
                 if let existing = outputs[table], existing.path.hasSuffix(".csv") { continue }
-                outputs[table] = (file, sha)
+                var size = 0
+                if case .number(let number)? = output["bytes"] { size = Int(number.int64Value ?? 0) }
+                outputs[table] = (file, size, sha)
             }
         }
         var partial = false

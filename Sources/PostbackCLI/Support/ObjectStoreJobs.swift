@@ -89,6 +89,13 @@ enum ObjectStoreJobs {
         for path in try localFiles(under: staged.root, relative: "agg/_cohort_manifests").sorted() {
             try publish(path, from: staged)
         }
+        // A cohort file the pass removed (a rerun with another --format) goes from the bucket too.
+        for key in staged.downloaded.keys.sorted()
+        where AggregateTables.cohortTables.contains(where: { key.hasPrefix("agg/\($0.table)/") })
+            && !FileManager.default.fileExists(atPath: staged.root + "/" + key)
+        {
+            try staged.client.delete(relativeKey: key)
+        }
     }
 
     /// What the cohort pass reads besides the run's own days: the manifests and `campaign_daily`

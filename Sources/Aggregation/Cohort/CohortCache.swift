@@ -1,0 +1,89 @@
+import Basics
+import Foundation
+import PostbackCrypto
+
+/// A published `campaign_daily` file summed to what the cohorts use (install date, cohort key,
+/// window, currency), kept in `DATA/cache/cohorts/TABLE/dt=DAY-SHA256.csv`: the nightly run reads some
+/// 40 days of `campaign_daily`, and this is a fifth of their rows and half their columns. It is named by
+/// the file's SHA-256 as its manifest lists it, so a republished day never meets a stale sum; a missing
+/// or unreadable cache entry is made again from the file (checked against that SHA-256). Not part of
+/// the published data: deleting `DATA/cache` only costs time.
+enum CohortCache {
+    static func path(root: String, table: String, day: UTCDay, sha256: String) -> String {
+        "\(root)/cache/cohorts/\(table)/dt=\(day)-\(sha256).csv"
+    }
+
+    static func rows(root: String, table: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String))
+        throws(AggregationError) -> CampaignDailyRows
+    {
+        let cached = path(root: root, table: table, day: day, sha256: file.sha256)
+        if let bytes = try? FileBytes.read(path: cached, limit: 1 << 34) {
+            return try CampaignDailyRows(bytes: bytes, path: cached, parquet: false)
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try FileBytes.read(path: root + "/" + file.path, limit: 1 << 34)
+        } catch {
+            throw .usage("\(root)/\(file.path): cannot read it (\(error.message)): rerun 'postback aggregate' for \(day)")
+        }
+        guard SHA256.hash(bytes).description == file.sha256 else {
+            throw .usage(
+                "\(root)/\(file.path) is not the file its manifest lists (SHA-256 differs): rerun 'postback aggregate' for \(day) to publish it again"
+            )
+        }
+        let summed = try sum(CampaignDailyRows(bytes: bytes, path: file.path, parquet: file.path.hasSuffix(".parquet")))
+        // Best effort: a cache that cannot be written is made again next time.
+        let directory = String(cached[..<cached.lastIndex(of: "/")!])
+        if (try? DurableFile.makeDirectories(directory)) != nil {
+            for old in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where old.hasPrefix("dt=\(day)-") {
+                unlink("\(directory)/\(old)")
+            }
+            try? DurableFile.write(summed, to: cached)
+        }
+        return try CampaignDailyRows(bytes: summed, path: cached, parquet: false)
+    }
+
+    /// The rows of counted postbacks, summed by install date, key, window and currency, as CSV with
+    /// `CampaignDailyRows.columns` (amounts summed as SQL SUM: empty when every value is).
+    private static func sum(_ rows: CampaignDailyRows) throws(AggregationError) -> [UInt8] {
+        struct Group: Hashable {
+            var day: UTCDay
+            var key: CohortKey
+            var window: Int
+            var currency: String?
+        }
+        var groups: [Group: (counts: [Int64], revenue: [AmountSum])] = [:]
+        try rows.forEach(wanted: { _ in true }) { row throws(AggregationError) in
+            guard row.postbacks > 0 else { return }
+            let group = Group(day: row.installDay, key: row.key, window: row.sequenceIndex, currency: row.currency)
+            var entry = groups[group] ?? ([0, 0, 0, 0, 0, 0], [AmountSum(), AmountSum(), AmountSum()])
+            for (index, value) in [row.postbacks, row.installs, row.redownloads, row.reengagements, row.losses, row.nullValues]
+                .enumerated()
+            {
+                entry.counts[index] += value
+            }
+            entry.revenue[0].add(row.revenueMin)
+            entry.revenue[1].add(row.revenueMax)
+            entry.revenue[2].add(row.revenueEstimate)
+            groups[group] = entry
+        }
+        var lines: [[UInt8]] = []
+        for (group, entry) in groups {
+            var line = CSVLine()
+            line.field(group.day.description)
+            line.field(group.key.appID)
+            line.field(group.key.adNetworkID)
+            line.field(group.key.campaignID)
+            line.field(group.key.sourceIdentifier)
+            line.field(group.key.campaign)
+            line.field(group.window)
+            for count in entry.counts { line.field(count) }
+            for amount in entry.revenue { line.field(amount.value) }
+            line.field(group.currency)
+            line.endLine()
+            lines.append(line.array)
+        }
+        lines.sort { $0.lexicographicallyPrecedes($1) }
+        return CSVLine.header(CampaignDailyRows.columns) + lines.flatMap { $0 }
+    }
+}
