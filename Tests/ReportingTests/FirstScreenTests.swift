@@ -61,7 +61,7 @@ import Testing
         let directory = parent.path + "/demo"
         let output = MemorySink()
         let status = PostbackCommand.run(
-            ["demo", "--dir", directory, "--count", "1500"], io: CommandIO(standardOutput: output, standardError: output))
+            ["demo", "--dir", directory, "--count", "600"], io: CommandIO(standardOutput: output, standardError: output))
         #expect(status == .success, "\(output.text)")
         let expected = try Expected(table: AggregateTables.campaignDailyDevelopment, under: directory + "/store")
         let total = try #require(
@@ -69,7 +69,7 @@ import Testing
                 Int($0.split(separator: " ")[0])
             },
             "the demo says how many postbacks it made: \(output.text)")
-        #expect(expected.postbacks == total && total > 1500 * 5, "today's 1500 and the 20 days before")
+        #expect(expected.postbacks == total && total > 600 * 5, "today's 600 and the 20 days before")
         try check(page: directory + "/report.html", name: "demo", expected: expected, width: width)
         // A story: named campaigns, none shown as a raw source identifier.
         let html = try String(contentsOfFile: directory + "/report.html", encoding: .utf8)
