@@ -1386,7 +1386,9 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
             old_postbacks = [old_totals.get("postbacks", 0), old_totals.get("development_postbacks", 0)]
             old_through = published.get("complete_through")
             new_through = plan.complete_through[day]
-            if (any(new < old for new, old in zip(new_postbacks, old_postbacks))
+            # Production postbacks only, as a day's rule compares decoded production postbacks: a rerun
+            # that drops development (test) postbacks is not a loss.
+            if (new_postbacks[0] < old_postbacks[0]
                     or (old_through is not None and (new_through is None or new_through.isoformat() < old_through))):
                 refused.append((day, published, new_postbacks, new_through))
                 continue

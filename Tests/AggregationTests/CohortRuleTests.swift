@@ -17,7 +17,8 @@ import Testing
             .deletingLastPathComponent()
         let documentation = try String(contentsOf: root.appendingPathComponent("docs/aggregate.md"), encoding: .utf8)
         let statement = AggregateTables.cohortCreateTableStatement()
-        #expect(documentation.contains("```sql\n" + statement + "```"), "docs/aggregate.md's cohort block should read:\n\(statement)")
+        #expect(
+            documentation.contains("```sql\n" + statement + "```"), "docs/aggregate.md's cohort block should read:\n\(statement)")
     }
 
     @Test func statusFollowsTheLastReceivedDayThatCanStillAddToTheCohort() {
@@ -27,7 +28,9 @@ import Testing
             (38, .window2Final), (39, .final), (60, .final),
         ]
         for (offset, status) in cases {
-            #expect(CohortStatus(installDay: install, completeThrough: offset.map { install.adding(days: $0) }) == status, "\(offset ?? -1)")
+            #expect(
+                CohortStatus(installDay: install, completeThrough: offset.map { install.adding(days: $0) }) == status,
+                "\(offset ?? -1)")
         }
     }
 
@@ -56,7 +59,10 @@ import Testing
         // Received on the 10th at 06:00: window 1's estimated install date is the 6th (84 h before, 18:00).
         spool.add(record(AggregateJobTests.skan4(source: "1237", fine: 2), key: "A:0", at: "2026-03-10T06:00:00.000000Z"))
         // Received on the 17th at 06:00, window 2 (252 h before): the 6th too.
-        spool.add(record(AggregateJobTests.skan4(source: "1237", sequence: 1, coarse: .high), key: "A:1", at: "2026-03-17T06:00:00.000000Z"))
+        spool.add(
+            record(
+                AggregateJobTests.skan4(source: "1237", sequence: 1, coarse: .high), key: "A:1", at: "2026-03-17T06:00:00.000000Z"
+            ))
         try spool.write()
         let aggregate = ["aggregate", "--data", store.path, "--schemas", store.path + "/schemas"]
         #expect(run(aggregate + ["--from", "2026-03-06", "--to", "2026-03-17"]).status == .success)

@@ -180,10 +180,6 @@ package enum CohortBuilder {
                 if cohort.postbacks < previous.postbacks {
                     losses.append("\(cohort.postbacks) postbacks instead of \(previous.postbacks)")
                 }
-                if cohort.developmentPostbacks < previous.developmentPostbacks {
-                    losses.append(
-                        "\(cohort.developmentPostbacks) development postbacks instead of \(previous.developmentPostbacks)")
-                }
                 if let before = previous.completeThrough, complete.map({ $0 < before }) ?? true {
                     losses.append("received days complete through \(complete?.description ?? "none") instead of \(before)")
                 }
