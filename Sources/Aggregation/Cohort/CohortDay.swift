@@ -250,32 +250,14 @@ struct CohortDay {
             json.field("sha256", fx.sha256)
             json.endObject()
         }
-        json.key("outputs")
-        json.beginArray()
-        for output in outputs {
-            json.beginObject()
-            json.field("table", output.table)
-            json.field("path", output.path)
-            json.field("rows", output.rows)
-            json.field("bytes", output.bytes)
-            json.field("sha256", output.sha256)
-            json.endObject()
-        }
-        json.endArray()
+        ManifestWriter.writeOutputs(outputs, into: &json)
         json.key("totals")
         json.beginObject()
         json.field("postbacks", postbacks)
         json.field("installs", installs)
         json.field("development_postbacks", developmentPostbacks)
-        for (name, amounts) in [("spend_by_currency", spendByCurrency), ("revenue_est_by_currency", revenueByCurrency)] {
-            json.key(name)
-            json.beginObject()
-            for (currency, amount) in amounts.sorted(by: { $0.key < $1.key }) {
-                json.key(currency)
-                json.value(numberText: amount.description)
-            }
-            json.endObject()
-        }
+        DayTotals.writeAmounts("spend_by_currency", spendByCurrency, into: &json)
+        DayTotals.writeAmounts("revenue_est_by_currency", revenueByCurrency, into: &json)
         json.endObject()
         json.endObject()
         json.endLine()

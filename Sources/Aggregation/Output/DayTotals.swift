@@ -29,9 +29,14 @@ package struct DayTotals: Sendable, Equatable {
     /// `"revenue_est_by_currency": {"EUR": 13115, "USD": 11906.43}`, exact decimals, currencies in
     /// code order (the manifest and `--json` summaries).
     package func writeRevenueByCurrency(into json: inout JSONWriter) {
-        json.key("revenue_est_by_currency")
+        Self.writeAmounts("revenue_est_by_currency", revenueEstimateByCurrency, into: &json)
+    }
+
+    /// `"NAME": {"EUR": 13115, …}`: amounts per currency as exact decimals, currencies in code order.
+    static func writeAmounts(_ name: String, _ amounts: [String: Money], into json: inout JSONWriter) {
+        json.key(name)
         json.beginObject()
-        for (currency, amount) in revenueEstimateByCurrency.sorted(by: { $0.key < $1.key }) {
+        for (currency, amount) in amounts.sorted(by: { $0.key < $1.key }) {
             json.key(currency)
             json.value(numberText: amount.description)
         }

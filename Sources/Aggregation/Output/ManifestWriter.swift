@@ -21,6 +21,22 @@ struct ManifestWriter {
         let sha256: String
     }
 
+    /// `"outputs": [{"table", "path", "rows", "bytes", "sha256"}, …]`: a day's and a cohort's manifest.
+    static func writeOutputs(_ outputs: [Output], into json: inout JSONWriter) {
+        json.key("outputs")
+        json.beginArray()
+        for output in outputs {
+            json.beginObject()
+            json.field("table", output.table)
+            json.field("path", output.path)
+            json.field("rows", output.rows)
+            json.field("bytes", output.bytes)
+            json.field("sha256", output.sha256)
+            json.endObject()
+        }
+        json.endArray()
+    }
+
     static func manifest(
         day: UTCDay, toolVersion: String, lookbackDays: Int, facts table: DayFacts, lookback: [SegmentReport],
         schemas: [ConversionSchema], outputs: [Output], totals: DayTotals, partial: Bool,
@@ -74,18 +90,7 @@ struct ManifestWriter {
         }
         json.endArray()
 
-        json.key("outputs")
-        json.beginArray()
-        for output in outputs {
-            json.beginObject()
-            json.field("table", output.table)
-            json.field("path", output.path)
-            json.field("rows", output.rows)
-            json.field("bytes", output.bytes)
-            json.field("sha256", output.sha256)
-            json.endObject()
-        }
-        json.endArray()
+        writeOutputs(outputs, into: &json)
 
         json.key("totals")
         json.beginObject()

@@ -74,16 +74,7 @@ struct AggregateLoader {
                 )
                 : .missing
         }
-        let manifest: DayManifest
-        do {
-            manifest = try DayManifest(json: try FileBytes.read(path: manifestPath, limit: 256 << 20), path: manifestPath)
-        } catch let error as FileBytes.ReadError {
-            throw .io(path: error.path, message: error.message)
-        } catch let error as ReportError {
-            throw error
-        } catch {
-            throw .io(path: manifestPath, message: "\(error)")
-        }
+        let manifest = try PublishedFile.manifest(at: manifestPath, limit: 256 << 20, DayManifest.init(json:path:))
         let table = readsDetail ? manifest.detailTable : table
         let csvPath = layout.aggregateFile(table: table, day: day)
         if manifest.partial { model.partialDays.append(day) }

@@ -73,16 +73,7 @@ struct CohortLoader {
             guard exists(csvPath) || exists(parquetPath) else { return nil }
             return "\(table) has no cohort manifest: the cohort was not completely published (run 'postback aggregate' again)"
         }
-        let manifest: CohortManifest
-        do {
-            manifest = try CohortManifest(json: try FileBytes.read(path: manifestPath, limit: 64 << 20), path: manifestPath)
-        } catch let error as FileBytes.ReadError {
-            throw .io(path: error.path, message: error.message)
-        } catch let error as ReportError {
-            throw error
-        } catch {
-            throw .io(path: manifestPath, message: "\(error)")
-        }
+        let manifest = try PublishedFile.manifest(at: manifestPath, limit: 64 << 20, CohortManifest.init(json:path:))
         let records: [CohortRecord]
         if let output = manifest.outputs[relativePath(day: day, extension: "csv")] {
             let outcome = try PublishedFile.withCSV(at: csvPath, matching: output) { reader throws(ReportError) in

@@ -29,6 +29,19 @@ enum PublishedFile {
 
     /// Checks the CSV file at `path` against `expected`, then hands `body` a reader positioned at
     /// its first record.
+    /// A manifest read and parsed by `parse`, a failed read reported as an I/O error on its path.
+    static func manifest<Manifest>(
+        at path: String, limit: Int, _ parse: ([UInt8], String) throws(ReportError) -> Manifest
+    ) throws(ReportError) -> Manifest {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileBytes.read(path: path, limit: limit)
+        } catch {
+            throw .io(path: error.path, message: error.message)
+        }
+        return try parse(bytes, path)
+    }
+
     static func withCSV<Value>(
         at path: String, matching expected: Expected, _ body: (CSVRecordReader) throws(ReportError) -> Value
     ) throws(ReportError) -> Outcome<Value> {
