@@ -22,6 +22,8 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
     case worseThanPublished(day: UTCDay, manifest: String, losses: String)
     /// The UTC day is not over: its spool is still being written.
     case openDay(UTCDay)
+    /// A day after today (UTC): it has no postbacks yet, and is never published, not even partial.
+    case futureDay(UTCDay, today: UTCDay)
     /// A rendered table that could not be written as Parquet (a value its declared type does not hold).
     case parquet(String)
     /// A segment whose bytes are not what its writer sealed (`SegmentSeals`): damaged at rest.
@@ -44,6 +46,9 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
         case .worseThanPublished(let day, let manifest, let losses):
             return "\(day): not replaced: compared with the day published in \(manifest), this run has \(losses). "
                 + "Check --data and --schemas; rerun with --force to publish it anyway"
+        case .futureDay(let day, let today):
+            return "\(day) has not begun (today is \(today) UTC): a future day is never published, not even with "
+                + "--allow-open-day. Give a day up to today (a past day, or today with --allow-open-day)"
         case .openDay(let day):
             return "\(day) is not over yet (UTC): postbacks of it may still arrive and its numbers would be partial. "
                 + "Aggregate it after midnight UTC, or add --allow-open-day to publish it marked partial"
