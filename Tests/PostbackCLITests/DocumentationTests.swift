@@ -71,7 +71,7 @@ import Testing
 
     @Test(arguments: [
         "verify", "explain", "reverify", "generate", "impression", "serve", "send", "aggregate", "spend", "schema", "report",
-        "samples",
+        "samples", "spool",
     ])
     func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
         let out = MemorySink()

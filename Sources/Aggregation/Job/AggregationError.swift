@@ -42,7 +42,8 @@ package enum AggregationError: Error, CustomStringConvertible, Sendable {
             return "\(path) is damaged: its \(size) bytes (SHA-256 \(sha256.prefix(16))…) are not the \(sealed.size) its "
                 + "receiver wrote and sealed (SHA-256 \(sealed.sha256.prefix(16))…), so its postbacks would be counted wrong; "
                 + "its day was not published. Restore the file from the object store's copy (ship_to, same path) or a backup, "
-                + "then rerun (docs/guarantees.md)"
+                + "then rerun; without a good copy, 'postback spool set-aside --data DATA \(path)' moves it out of the spool "
+                + "and the day is published without it (docs/aggregate.md, \"Damaged segments\")"
         case .worseThanPublished(let day, let manifest, let losses):
             return "\(day): not replaced: compared with the day published in \(manifest), this run has \(losses). "
                 + "Check --data and --schemas; rerun with --force to publish it anyway"
