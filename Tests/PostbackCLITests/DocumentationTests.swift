@@ -186,6 +186,31 @@ import Testing
         #expect(script.contains(#"out=${1:-.build/package}"#) && script.contains(#"deb="$out/postback_${version}_amd64.deb""#))
     }
 
+    /// LICENSE is the Apache License 2.0 as Debian ships it, and the package's copyright file says so
+    /// in Debian's machine-readable format (lintian checks it when scripts/package runs).
+    @Test func theLicenceIsApache2AndThePackageSaysSoInDEP5() throws {
+        let licence = try String(contentsOf: Self.root.appendingPathComponent("LICENSE"), encoding: .utf8)
+        #expect(licence.contains("Apache License\n                           Version 2.0, January 2004"))
+        if let debian = try? String(contentsOfFile: "/usr/share/common-licenses/Apache-2.0", encoding: .utf8) {
+            #expect(licence == debian, "LICENSE is Debian's /usr/share/common-licenses/Apache-2.0, word for word")
+        }
+        let script = try String(contentsOf: Self.root.appendingPathComponent("scripts/package"), encoding: .utf8)
+        let start = try #require(script.range(of: "/copyright\" <<'COPYRIGHT'\n"))
+        let copyright = String(script[start.upperBound...]).components(separatedBy: "\nCOPYRIGHT\n")[0]
+        let paragraphs = copyright.components(separatedBy: "\n\n")
+        #expect(
+            paragraphs.first?.hasPrefix("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n") == true)
+        #expect(paragraphs.contains { $0.hasPrefix("Files: *\nCopyright: ") && $0.hasSuffix("\nLicense: Apache-2.0") })
+        let standalone = try #require(paragraphs.first { $0.hasPrefix("License: Apache-2.0\n") })
+        #expect(standalone.contains("\"/usr/share/common-licenses/Apache-2.0\""))
+        // DEP-5 continuation lines start with a space; an empty one is " .".
+        for line in standalone.split(separator: "\n").dropFirst() {
+            #expect(line.hasPrefix(" ") && line != " ", "\(line)")
+        }
+        #expect(!copyright.lowercased().contains("proprietary") && !copyright.contains("All rights reserved"))
+        #expect(Self.readme.contains("[LICENSE](LICENSE)"))
+    }
+
     @Test func docsCiteOnlyFilesThatAreInTheRepository() throws {
         let documents =
             ["README.md", "spark/README.md"]
