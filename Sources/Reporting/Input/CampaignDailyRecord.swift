@@ -11,6 +11,8 @@ struct CampaignDailyRecord {
     /// Decoded from the schema's source-identifier map; nil when unknown.
     var campaign: String?
     var sequenceIndex: Int
+    /// `download`, `redownload` or `re-engagement`; nil in a table without the column.
+    var conversionType: String?
     var cvKind: ValueKind?
     var fineValue: Int?
     var coarseLevel: Int?
@@ -115,6 +117,7 @@ struct CampaignDailyRecord {
             return CampaignDailyRecord(
                 appID: text(.field(.appID)), adNetworkID: text(.field(.adNetworkID)), campaignID: text(.field(.campaignID)),
                 sourceIdentifier: text(.field(.sourceIdentifier)), campaign: text(.campaign), sequenceIndex: sequenceIndex,
+                conversionType: indices[AggregateColumn.field(.conversionType).name].flatMap { fields[$0] },
                 cvKind: kind, fineValue: fine, coarseLevel: coarse, decodedLabel: text(.decodedLabel),
                 postbacks: try count(.postbacks), installs: try count(.installs), redownloads: try count(.redownloads),
                 reengagements: try count(.reengagements), losses: try count(.losses), nullValues: try count(.nullValuePostbacks),
