@@ -49,6 +49,8 @@ struct CampaignDailyRecord {
     /// Where each column the report reads sits in one file.
     struct Layout {
         private let indices: [String: Int]
+        /// `conversion_type`'s column, found once: it is read on every row.
+        private let conversionTypeIndex: Int?
         let columnCount: Int
 
         static let required: [AggregateColumn] = [
@@ -71,6 +73,7 @@ struct CampaignDailyRecord {
                     path: path, line: 1, reason: "not a campaign_daily table: no column \(missing.joined(separator: ", "))")
             }
             self.indices = indices
+            conversionTypeIndex = indices[AggregateColumn.field(.conversionType).name]
             columnCount = header.count
         }
 
@@ -117,7 +120,7 @@ struct CampaignDailyRecord {
             return CampaignDailyRecord(
                 appID: text(.field(.appID)), adNetworkID: text(.field(.adNetworkID)), campaignID: text(.field(.campaignID)),
                 sourceIdentifier: text(.field(.sourceIdentifier)), campaign: text(.campaign), sequenceIndex: sequenceIndex,
-                conversionType: indices[AggregateColumn.field(.conversionType).name].flatMap { fields[$0] },
+                conversionType: conversionTypeIndex.flatMap { fields[$0] },
                 cvKind: kind, fineValue: fine, coarseLevel: coarse, decodedLabel: text(.decodedLabel),
                 postbacks: try count(.postbacks), installs: try count(.installs), redownloads: try count(.redownloads),
                 reengagements: try count(.reengagements), losses: try count(.losses), nullValues: try count(.nullValuePostbacks),
