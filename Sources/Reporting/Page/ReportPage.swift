@@ -61,6 +61,7 @@ struct ReportPage {
         html.open("main")
         renderEnvironment(&html)
         renderSummary(&html)
+        renderNoSchemaNotice(&html)
         try renderTopCampaigns(&html)
         renderNotices(&html)
         renderContents(&html)
