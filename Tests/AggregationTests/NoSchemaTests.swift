@@ -184,6 +184,19 @@ import Testing
         #expect(fineRows > 0)
     }
 
+    /// No schema yet exports the empty decode table (the Spark job's run without schemas): each table's
+    /// header, as the sample schemas' export has it, and no row.
+    @Test func anEmptySchemaDirectoryExportsHeadersOnly() throws {
+        let empty = TemporaryDirectory("no-schemas")
+        for table in ["values", "events", "sources"] {
+            let exported = TestSupport.run(["schema", "export", "--schemas", empty.path, "--table", table])
+            #expect(exported.status == .success, "\(exported.stderr)")
+            let samples = TestSupport.run(["schema", "export", "--schemas", Fixtures.sampleSchemas, "--table", table])
+            let header = try #require(samples.stdout.split(separator: "\n").first)
+            #expect(exported.stdout == String(header) + "\n", "\(table): \(exported.stdout)")
+        }
+    }
+
     /// Every line refused (test postbacks without their key): the last line says why and which
     /// options fix it, and the run exits 1; with them, the same file is the development day it is.
     @Test func aRunThatRefusedEveryPostbackSaysWhyAndExits1() throws {

@@ -159,7 +159,8 @@ enum SchemaCommand {
             try UserPaths.requireDirectory(directory, option: "--schemas", holding: "<app-id>/*.json schema files")
             if let out { try UserPaths.requireOutputFile(out, option: "--out") }
             do {
-                catalog = try SchemaCatalog.load(directory: directory)
+                // No schema yet exports the empty decode table (headers only): the Spark job's "no schemas".
+                catalog = try SchemaCatalog.load(directory: directory, allowingEmpty: true)
             } catch {
                 io.printError("postback schema export: invalid schemas\n\(error)")
                 return .failure
