@@ -134,9 +134,10 @@ def parse_arguments(argv):
         prog="postback_aggregate.py",
         description="The nightly postback aggregation on Apache Spark: same input, rules and output as `postback aggregate`.")
     parser.add_argument("--data", required=True, help="the store: spool read from DATA/raw (local path, s3a://, gs://, hdfs://)")
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--decode-table", metavar="DIR", help="directory with values.csv, events.csv, sources.csv from `postback schema export`")
-    source.add_argument("--schemas", metavar="DIR", help="schema directory: export the decode table here with `postback schema export`")
+    source.add_argument("--schemas", metavar="DIR", help="schema directory: export the decode table here with `postback schema export` "
+                        "(neither option: no schemas, every app counted with no revenue, as postback aggregate without --schemas)")
     parser.add_argument("--postback", default=None, help="the postback binary for --schemas (default: $POSTBACK, then PATH)")
     parser.add_argument("--date", help="one day, YYYY-MM-DD")
     parser.add_argument("--from", dest="first", help="first day of a range (with --to), inclusive")
@@ -298,6 +299,8 @@ def export_decode_table(schemas, postback):
     if not binary:
         raise UsageError("--schemas needs the postback binary: give --postback PATH, set POSTBACK, or put it on PATH")
     directory = tempfile.mkdtemp(prefix="postback-decode-")
+    if schemas is None:  # no schemas: the empty decode table (headers only) of an empty schema directory
+        schemas = tempfile.mkdtemp(prefix="postback-no-schemas-", dir=directory)
     for table in DECODE_TABLES:
         result = subprocess.run([binary, "schema", "export", "--schemas", schemas, "--table", table, "--out", f"{directory}/{table}.csv"],
                                 capture_output=True, text=True)
@@ -722,6 +725,14 @@ def postback_detail_daily(decoded, rejected):
     types = {field.name: field.dataType for field in typed.schema.fields}  # one analysis, not one per column
     rejected = rejected.select("dt", *[F.col(c).cast(types[c]).alias(c) for c in DETAIL_COLUMNS])
     return typed.unionByName(rejected)
+
+
+def production_rows(detail):
+    """The detail rows the production rollups group: those with production postbacks or rejected
+    records. A grain seen only in development postbacks has no all-zero rollup row (DayRenderer)."""
+    from pyspark.sql import functions as F
+
+    return detail.filter((F.col("postbacks") > 0) | (F.col("rejected_postbacks") > 0))
 
 
 def rollup_rows(detail, rollup):
@@ -1493,12 +1504,17 @@ def day_facts(classified, firsts, daily, frames, segments, days):
         F.count(F.lit(1)).alias("rows")).collect()}
     # Never a sum across currencies: one total per day and currency.
     revenue_by_currency = {}
-    for row in (daily.filter(F.col("revenue_est_sum").isNotNull() & F.col("currency").isNotNull())
+    for row in (daily.filter(F.col("revenue_est_sum").isNotNull() & F.col("currency").isNotNull() & (F.col("postbacks") > 0))
                 .groupBy("dt", "currency").agg(F.sum("revenue_est_sum").alias("revenue")).collect()):
         revenue_by_currency.setdefault(row["dt"], {})[row["currency"]] = int(row["revenue"])
     # Rows of every table but the detail's (counted with its totals above).
     rows_by_table = {table: {row["dt"]: row["rows"] for row in frame.groupBy("dt").agg(F.count(F.lit(1)).alias("rows")).collect()}
                      for table, (frame, _) in frames.items() if table != DETAIL_TABLE}
+    # Counted postbacks that no schema decodes, by app (manifest `apps_without_schema`).
+    without_schema = {}
+    for row in (daily.filter(F.col("schema_id").isNull() & (F.col("postbacks") > 0)).groupBy("dt", "app_id")
+                .agg(F.sum("postbacks").alias("postbacks")).orderBy("app_id").collect()):
+        without_schema.setdefault(row["dt"], []).append({"app_id": int(row["app_id"]), "postbacks": int(row["postbacks"])})
     statuses = {}
     for row in classified.filter((F.col("state") == "rejected")).groupBy("dt", "status").count().collect():
         statuses.setdefault(row["dt"], {})[row["status"]] = row["count"]
@@ -1533,6 +1549,7 @@ def day_facts(classified, firsts, daily, frames, segments, days):
             "rows": {DETAIL_TABLE: int(day_totals["rows"]) if day_totals else 0,
                      **{table: int(rows.get(day, 0)) for table, rows in rows_by_table.items()}},
             "rejected_by_status": {s: statuses.get(day, {})[s] for s in VERIFICATION_STATUSES if s in statuses.get(day, {})},
+            "apps_without_schema": without_schema.get(day, []),
         }
     return facts
 
@@ -1556,6 +1573,7 @@ def write_manifest(fs, args, day, facts, segments, published, output_format, tab
         "outputs": [{"table": table, "path": store_relative(args, published[table][day.isoformat()]), "rows": facts["rows"][table],
                      "bytes": fs_size(fs, published[table][day.isoformat()])} for table in TABLES],
         "totals": facts["totals"],
+        "apps_without_schema": facts["apps_without_schema"],
         "rejected_by_status": facts["rejected_by_status"],
     }
     fs.write_bytes(f"{args.out}/_manifests/dt={day.isoformat()}.json", (json_with_exact_revenue(manifest) + "\n").encode())
@@ -1610,6 +1628,8 @@ def text_summary(day, manifest):
             f"revenue estimate {revenue_text(totals['revenue_est_by_currency'])}; {totals['development_postbacks']} development, {totals['rejected_postbacks']} rejected, "
             f"{totals['duplicates_same_day'] + totals['duplicates_of_earlier_days']} duplicates dropped; "
             f"{rows[DETAIL_TABLE]} + {rows['campaign_events_daily']} rows from {len(manifest['inputs'])} files")
+    if manifest.get("apps_without_schema"):
+        text += "; no schema for apps " + ", ".join(f"{a['app_id']} ({a['postbacks']})" for a in manifest["apps_without_schema"]) + ": counted, no revenue"
     if totals["torn_tails"]:
         text += f"; {totals['torn_tails']} torn tails skipped"
     return text
@@ -1681,7 +1701,7 @@ def run(args):
         development = rollup_rows(decode_rows(development_rows(rows), tables).select("dt", *DETAIL_COLUMNS), DEVELOPMENT_ROLLUP)
         frames = {DETAIL_TABLE: (daily, DETAIL_COLUMNS), "campaign_events_daily": (events, CAMPAIGN_EVENTS_DAILY_COLUMNS),
                   "campaign_daily_development": (development.persist(StorageLevel.MEMORY_AND_DISK), DEVELOPMENT_ROLLUP["columns"]),
-                  **{rollup["table"]: (rollup_rows(daily, rollup).persist(StorageLevel.MEMORY_AND_DISK), rollup["columns"])
+                  **{rollup["table"]: (rollup_rows(production_rows(daily), rollup).persist(StorageLevel.MEMORY_AND_DISK), rollup["columns"])
                      for rollup in ROLLUPS}}
         published = {}
         for table in TABLES:
@@ -1726,7 +1746,7 @@ def run(args):
         return 1 if problems else 0
     finally:
         fs.delete_tree(staging)
-        if args.schemas and decode_directory:
+        if not args.decode_table and decode_directory:
             shutil.rmtree(decode_directory, ignore_errors=True)
         spark.stop()
         if lock:

@@ -25,7 +25,7 @@ import Testing
         let (store, schemas) = try scenario()
         let cases: [([String], String)] = [
             (["aggregate"], "--data DIR is required"),
-            (["aggregate", "--data", store.path], "--schemas DIR is required"),
+            (["aggregate", "--data", store.path], "give --date DAY"),
             (["aggregate", "--data", store.path, "--schemas", schemas.path], "give --date DAY"),
             (
                 ["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-02-30"],
@@ -58,8 +58,11 @@ import Testing
                 "/nope: no such directory (it should hold raw/"
             ),
             (
-                ["aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--allow-dev"],
-                "apply to --input"
+                [
+                    "aggregate", "--data", store.path, "--schemas", schemas.path, "--date", "2026-03-10", "--allow-dev",
+                    "--trust-key", store.path + "/key.pem",
+                ],
+                "--trust-key applies to --input"
             ),
             (
                 [

@@ -283,7 +283,9 @@ import Testing
                 == DayTotals(
                     postbacks: 10, installs: 5, redownloads: 1, reengagements: 1, losses: 1, nullValuePostbacks: 1,
                     developmentPostbacks: 1, rejectedPostbacks: 2, duplicatesDropped: 2, decodedPostbacks: decoded,
-                    revenueEstimateByCurrency: ["USD": Money(decimal: "171")!]))
+                    revenueEstimateByCurrency: ["USD": Money(decimal: "171")!],
+                    // Counted rows that no schema decoded, by app (manifest `apps_without_schema`).
+                    postbacksWithoutSchema: [111: 1, 222: 1, 525_463_029: 1]))
         let last = try #require(summaries.last)
         #expect(last.sameDayDuplicates == 2 && last.earlierDayDuplicates == 1)
         #expect(last.corruptLines == 1 && last.tornTails == 2, "K corrupt; J and L torn")

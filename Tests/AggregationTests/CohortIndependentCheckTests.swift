@@ -53,10 +53,12 @@ import Testing
         ] {
             #expect(month.cohortText().contains(",\(note),"), "no row has roas_note \(note)")
         }
-        // What docs/aggregate.md settled is exercised: campaign_daily rows that count no postback (in no cohort),
-        // and a zero spend whose roas_note is an earlier one in the documented order.
+        // What docs/aggregate.md settled is exercised: no campaign_daily row counts no postback but rejected
+        // records (development postbacks only are in campaign_daily_development), and a zero spend whose
+        // roas_note is an earlier one in the documented order.
         let files = try month.agg()
-        #expect(month.rows(of: "campaign_daily", in: files).contains { $0["postbacks"] == "0" && $0["est_install_date"] != "" })
+        #expect(!month.rows(of: "campaign_daily", in: files).contains { $0["postbacks"] == "0" && $0["est_install_date"] != "" })
+        #expect(month.rows(of: "campaign_daily_development", in: files).contains { $0["postbacks"] != "0" })
         #expect(
             month.rows(of: "campaign_cohort_daily", in: files).contains {
                 $0["spend"] == "0" && $0["roas_note"] != "zero-spend"

@@ -46,15 +46,21 @@ import Testing
         #expect(check.status == .failure && check.stderr.contains("t2.json: schema files go in a directory"), "\(check.stderr)")
     }
 
-    @Test func anEmptySchemaDirectoryIsAnError() throws {
+    /// An empty schema directory (a team with no schema yet) aggregates: counts, no revenue. A rerun
+    /// with it over a day a schema decoded is refused (fewer decoded postbacks); `schema check` says so.
+    @Test func anEmptySchemaDirectoryCountsButCannotUndecodeAPublishedDay() throws {
         let store = TemporaryDirectory()
         try AggregateJobTests.buildSpool(root: store.path)
         let empty = TemporaryDirectory("schemas")
         try FileManager.default.createDirectory(atPath: empty.path, withIntermediateDirectories: true)
-        let result = aggregate(store, empty)
-        #expect(result.status == .usageOrIOError)
-        #expect(
-            result.stderr.contains("holds no schemas: expected \(empty.path)/<app-id>/<effective-from>.json"), "\(result.stderr)")
+        let first = aggregate(store, empty)
+        #expect(first.status == .failure, "published; the spool has a corrupt line: \(first.stderr)")
+        #expect(first.stdout.contains("no schema for app"), "\(first.stdout)")
+        let (decoded, schemas) = try command.scenario()
+        #expect(aggregate(decoded, schemas).status == .failure, "published (the spool has a corrupt line)")
+        let rerun = aggregate(decoded, empty)
+        #expect(rerun.status == .usageOrIOError)
+        #expect(rerun.stderr.contains("decoded postbacks instead of"), "\(rerun.stderr)")
         let check = TestSupport.run(["schema", "check", empty.path])
         #expect(check.status == .failure && check.stderr.contains("holds no schemas"), "\(check.stderr)")
     }

@@ -3,7 +3,7 @@ import Foundation
 package import Parquet
 import PostbackCrypto
 import PostbackStore
-import Postbacks
+package import Postbacks
 
 #if canImport(Glibc)
     import Glibc
@@ -89,6 +89,10 @@ package struct DaySummary: Sendable {
     package var partial: Bool
     /// Postbacks in the day's quarantine (`raw/unverifiable/`): not counted; the manifest lists them.
     package var quarantinedPostbacks: Int
+    /// Rejected records by verdict, and the most frequent reason: what the summary of a day whose
+    /// every record was refused names as the likely cause.
+    package var rejectedByStatus: [VerificationStatus: Int] = [:]
+    package var mostFrequentRejection: String?
 }
 
 /// The nightly job: for each day of the request, dedups the day's spool (across every writer's

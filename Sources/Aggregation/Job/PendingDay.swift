@@ -112,7 +112,8 @@ struct PendingDay: Sendable {
             fastPathLines: facts.fastPathLines, slowPathLines: facts.slowPathLines, bucketCount: facts.bucketCount,
             largestBucket: facts.largestBucket, spoolSegments: facts.segments.filter { $0.spool == .postbacks }.count,
             partial: partial,
-            quarantinedPostbacks: quarantine?.postbacks.values.reduce(0, +) ?? 0)
+            quarantinedPostbacks: quarantine?.postbacks.values.reduce(0, +) ?? 0, rejectedByStatus: facts.rejectedByStatus,
+            mostFrequentRejection: facts.rejectedReasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key)
     }
 }
 

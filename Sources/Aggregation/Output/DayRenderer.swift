@@ -47,7 +47,8 @@ struct RenderedDay: Sendable {
 ///   `development_postbacks`, rejected records only in `rejected_postbacks`; `flagged_postbacks`
 ///   counts those of `postbacks` stored with flags;
 /// - the rollups (`campaign_daily`, `publisher_daily`, `country_daily`) group the detail lines by
-///   their kept columns' bytes and sum the measures (`RollupSet`);
+///   their kept columns' bytes and sum the measures (`RollupSet`); a detail line of development
+///   postbacks only (no production postback, no rejected record) is left out of them;
 /// - `campaign_daily_development` rolls up, like `campaign_daily`, the detail rows decoded with the
 ///   row's development count as `postbacks` (its development, rejected, duplicate and flagged counts
 ///   are 0); rows without development postbacks are left out. It never adds to the day's totals.
@@ -163,8 +164,14 @@ enum DayRenderer {
                 into: &line)
             line.endLine()
             part.lines.append(line.bytes)
-            try part.rollups.add(line.bytes)
-            if let schema = facts.schema { part.schemaIDs.insert(schema.schemaID) }
+            // A grain seen only in development postbacks keeps its detail row (`development_postbacks`)
+            // and its decoded row in campaign_daily_development, but no all-zero row in the rollups.
+            if postbacks > 0 { try part.rollups.add(line.bytes) }
+            if let schema = facts.schema {
+                part.schemaIDs.insert(schema.schemaID)
+            } else if postbacks > 0, let app = fields.appID {
+                part.totals.postbacksWithoutSchema[app, default: 0] += Int(postbacks)
+            }
             if development > 0 {
                 let developmentFacts = try RowFacts(
                     fields, key: key, catalog: catalog, postbacks: development, dimensions: &dimensions)
@@ -175,6 +182,10 @@ enum DayRenderer {
                     duplicates: 0, flagged: 0, conflicting: 0, into: &line)
                 line.endLine()
                 try part.development.add(line.bytes)
+                part.totals.developmentInstalls += Int(developmentFacts.installs)
+                if developmentFacts.schema == nil, let app = fields.appID {
+                    part.totals.developmentWithoutSchema[app, default: 0] += Int(development)
+                }
             }
 
             part.totals.postbacks += Int(postbacks)
@@ -185,7 +196,8 @@ enum DayRenderer {
             part.totals.nullValuePostbacks += Int(facts.nullValues)
             part.totals.developmentPostbacks += Int(development)
             part.totals.duplicatesDropped += Int(duplicates)
-            if let estimate = facts.revenueEstimate, let currency = facts.schema?.currency {
+            // A row of development postbacks only adds no "EUR 0" to the production totals.
+            if postbacks > 0, let estimate = facts.revenueEstimate, let currency = facts.schema?.currency {
                 try part.totals.addRevenue(estimate, currency: currency)
             }
             if facts.decoded != nil { part.totals.decodedPostbacks += Int(postbacks) }

@@ -17,6 +17,14 @@ package struct DayTotals: Sendable, Equatable {
     package var decodedPostbacks = 0
     /// The revenue estimate per ISO 4217 currency. Amounts in different currencies are never added.
     package var revenueEstimateByCurrency: [String: Money] = [:]
+    /// Counted postbacks of apps that no schema decodes (for their install date, protocol and
+    /// conversion type), by app: in every table with their counts and values, with no revenue.
+    package var postbacksWithoutSchema: [Int64: Int] = [:]
+    /// The development postbacks' installs (as `installs`: first-window winning downloads), for
+    /// the summary of a day that holds only development postbacks; not in the manifest.
+    package var developmentInstalls = 0
+    /// Development postbacks of apps without a schema, by app (the summary of a development day).
+    package var developmentWithoutSchema: [Int64: Int] = [:]
 
     /// Adds a row's estimate to its currency's total.
     mutating func addRevenue(_ amount: Money, currency: String) throws(AggregationError) {
@@ -43,6 +51,19 @@ package struct DayTotals: Sendable, Equatable {
         json.endObject()
     }
 
+    /// `"apps_without_schema": [{"app_id": 1, "postbacks": 335}, …]`, apps in id order.
+    package func writeAppsWithoutSchema(into json: inout JSONWriter) {
+        json.key("apps_without_schema")
+        json.beginArray()
+        for (app, postbacks) in postbacksWithoutSchema.sorted(by: { $0.key < $1.key }) {
+            json.beginObject()
+            json.field("app_id", Int(app))
+            json.field("postbacks", postbacks)
+            json.endObject()
+        }
+        json.endArray()
+    }
+
     /// "EUR 13115, USD 11906.43" (currencies in code order), or "none".
     package var revenueText: String {
         let parts = revenueEstimateByCurrency.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
@@ -60,6 +81,9 @@ package struct DayTotals: Sendable, Equatable {
         rejectedPostbacks += other.rejectedPostbacks
         duplicatesDropped += other.duplicatesDropped
         decodedPostbacks += other.decodedPostbacks
+        developmentInstalls += other.developmentInstalls
+        postbacksWithoutSchema.merge(other.postbacksWithoutSchema, uniquingKeysWith: +)
+        developmentWithoutSchema.merge(other.developmentWithoutSchema, uniquingKeysWith: +)
         for (currency, amount) in other.revenueEstimateByCurrency { try addRevenue(amount, currency: currency) }
     }
 }

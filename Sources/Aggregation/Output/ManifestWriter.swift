@@ -109,6 +109,8 @@ struct ManifestWriter {
         json.field("corrupt_lines", table.segments.reduce(0) { $0 + $1.corruptLines })
         json.field("torn_tails", table.segments.filter(\.tornTail).count)
         json.endObject()
+        // Counted, with no revenue: `postback schema init --app APP_ID` starts a schema for each.
+        totals.writeAppsWithoutSchema(into: &json)
 
         json.key("rejected_by_status")
         json.beginObject()

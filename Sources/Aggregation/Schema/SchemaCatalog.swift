@@ -8,8 +8,9 @@ package import Postbacks
 ///
 /// Layout: `DIR/<app-id>/<anything>.json`, one file per app and effective period. Other files (a
 /// README, editor backups) and hidden entries are ignored; a directory whose name is not an app id,
-/// a file whose `app_id` differs from its directory, a `.json` file directly in `DIR`, and a
-/// directory with no schema at all are errors (each would silently turn decoded days into `no_schema`).
+/// a file whose `app_id` differs from its directory, and a `.json` file directly in `DIR` are errors
+/// (each would silently turn decoded days into `no_schema`); so is a directory with no schema at all,
+/// unless the caller allows it (`aggregate` counts the postbacks of apps without a schema, with no revenue).
 package struct SchemaCatalog: Sendable {
     /// Sorted by app id, then effective date, then schema id.
     package let schemas: [ConversionSchema]
@@ -48,10 +49,11 @@ package struct SchemaCatalog: Sendable {
     /// No schemas: every postback is reported as `no_schema`.
     package static let empty = try! SchemaCatalog(schemas: [])
 
-    /// Loads and validates every schema under `directory`.
+    /// Loads and validates every schema under `directory`; with `allowingEmpty`, a directory with no
+    /// schema yet is an empty catalog.
     ///
     /// - Throws: `SchemaError` naming each bad file and each problem in it.
-    package static func load(directory: String) throws(SchemaError) -> SchemaCatalog {
+    package static func load(directory: String, allowingEmpty: Bool = false) throws(SchemaError) -> SchemaCatalog {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -97,7 +99,7 @@ package struct SchemaCatalog: Sendable {
                 }
             }
         }
-        if problems.isEmpty, schemas.isEmpty {
+        if problems.isEmpty, schemas.isEmpty, !allowingEmpty {
             // An empty directory is a mistyped path or a failed checkout far more often than a team
             // with no schemas; publishing with it would turn every decoded row into `no_schema`.
             problems.append("holds no schemas: expected \(Self.layoutHint(directory)) (see docs/aggregate.md)")

@@ -10,10 +10,10 @@ import Postbacks
 /// lives in the Aggregation module.
 enum AggregateCommand {
     static let usage = """
-        usage: postback aggregate --data DIR --schemas DIR (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD)
+        usage: postback aggregate --data DIR [--schemas DIR] (--date YYYY-MM-DD | --from YYYY-MM-DD --to YYYY-MM-DD)
                                   [--lookback-days N] [--jobs N] [--json] [--force] [--allow-open-day]
-                                  [--format csv|parquet|both] [--fx FILE] [--skip-cohorts]
-               postback aggregate --input FILE [--input FILE]... --date YYYY-MM-DD --data DIR --schemas DIR
+                                  [--format csv|parquet|both] [--fx FILE] [--skip-cohorts] [--allow-dev]
+               postback aggregate --input FILE [--input FILE]... --date YYYY-MM-DD --data DIR [--schemas DIR]
                                   [--allow-dev] [--trust-key PEM]...
 
         Decodes stored postbacks into daily campaign aggregates: for each UTC day, reads every
@@ -37,7 +37,9 @@ enum AggregateCommand {
 
           --data DIR          the store: spool read from DIR/raw, aggregates written to DIR/agg;
                               or s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md)
-          --schemas DIR       conversion schemas, DIR/<app-id>/*.json (see docs/aggregate.md)
+          --schemas DIR       conversion schemas, DIR/<app-id>/*.json (see docs/aggregate.md); the
+                              postbacks of an app without one are counted with no revenue, and
+                              'postback schema init --app APP_ID' starts its schema
           --date DAY          one day; or --from DAY --to DAY, inclusive
           --lookback-days N   do not count again a postback whose key was received in the N days
                               before (default 10; Apple retries for up to 9 days)
@@ -52,12 +54,16 @@ enum AggregateCommand {
           --skip-cohorts      publish the day tables only (the next run rebuilds the cohorts)
           --input FILE        aggregate raw postbacks (JSON Lines) instead of the spool, all as
                               received on --date; each is verified here first (repeatable)
-          --allow-dev         with --input: accept development keys (counted as development)
+          --allow-dev         development postbacks are what this run is for: a day of only
+                              development postbacks is not an empty run; with --input, also
+                              accept development keys (counted as development)
           --trust-key PEM     with --input: also trust this test key (needs --allow-dev)
 
         Exit status: 0 published; 1 published, but some spool lines were corrupt (listed in the
-        manifest); 2 usage, schema or I/O error, or a cohort the run would make worse than the
-        published one (fewer postbacks: a lost campaign_daily partition; --force replaces it).
+        manifest), or a day read postbacks and counted none in the environment asked for (every
+        one refused, or only development postbacks without --allow-dev: the last line says why and
+        which option fixes it); 2 usage, schema or I/O error, or a cohort the run would make worse
+        than the published one (fewer postbacks: a lost campaign_daily partition; --force replaces it).
         """
 
     static let syntax = CommandSyntax(
@@ -77,17 +83,19 @@ enum AggregateCommand {
             arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
             guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
-            guard let schemas = arguments.value("--schemas") else { throw UsageError("--schemas DIR is required") }
+            let schemas = arguments.value("--schemas")
             let (from, to) = try dayRange(arguments)
-            try UserPaths.requireDirectory(schemas, option: "--schemas", holding: "<app-id>/*.json schema files")
+            if let schemas {
+                try UserPaths.requireDirectory(schemas, option: "--schemas", holding: "<app-id>/*.json schema files")
+            }
             let inputs = arguments.values("--input")
             for input in inputs { try UserPaths.requireInputFile(input, option: "--input") }
             if inputs.isEmpty {
                 if !S3Location.isObjectStoreURL(data) {
                     try UserPaths.requireDirectory(data, option: "--data", holding: "raw/ from 'postback serve'")
                 }
-                if arguments.has("--allow-dev") || !arguments.values("--trust-key").isEmpty {
-                    throw UsageError("--allow-dev and --trust-key apply to --input; the spool already holds verdicts")
+                if !arguments.values("--trust-key").isEmpty {
+                    throw UsageError("--trust-key applies to --input; the spool already holds verdicts")
                 }
             } else {
                 guard from == to else { throw UsageError("--input aggregates one day: use --date, not --from/--to") }
@@ -117,7 +125,10 @@ enum AggregateCommand {
             }
             request = built
             do {
-                catalog = try SchemaCatalog.load(directory: schemas)
+                catalog =
+                    try schemas.map { (directory) throws(SchemaError) in
+                        try SchemaCatalog.load(directory: directory, allowingEmpty: true)
+                    } ?? .empty
             } catch {
                 io.printError("postback aggregate: invalid schemas\n\(error)")
                 return .usageOrIOError
@@ -129,6 +140,10 @@ enum AggregateCommand {
         let json = arguments.has("--json")
         let job = AggregationJob(request: request, catalog: catalog)
         var corrupt = false
+        // Days that read postbacks and counted none in the environment asked for: said last.
+        var nothingCounted: [String] = []
+        let allowsDevelopment = arguments.has("--allow-dev")
+        let fromInput = !arguments.values("--input").isEmpty
         let started = DispatchTime.now()
         var dayStarted = started
         // Ctrl-C says what was published and cleans up (the binary only: never in a test's process).
@@ -149,6 +164,12 @@ enum AggregateCommand {
                 for problem in summary.problems.prefix(10) { io.printError("  \(problem)") }
             }
             io.print(json ? jsonSummary(summary, seconds: seconds) : textSummary(summary, seconds: seconds))
+            if let why = nothingCountedReason(
+                summary, allowsDevelopment: allowsDevelopment, fromInput: fromInput,
+                trustsTestKeys: !arguments.values("--trust-key").isEmpty)
+            {
+                nothingCounted.append("\(summary.day): \(why)")
+            }
         }
         var fx = FXTable.empty
         if let path = arguments.value("--fx") {
@@ -196,7 +217,51 @@ enum AggregateCommand {
             io.printError("postback aggregate: \(error)")
             return .usageOrIOError
         }
-        return corrupt ? .failure : .success
+        for reason in nothingCounted { io.printError("postback aggregate: nothing counted on \(reason)") }
+        return corrupt || !nothingCounted.isEmpty ? .failure : .success
+    }
+
+    /// Why a day that read postbacks counted none in the environment the run asked for (production,
+    /// and development too with `--allow-dev`), with the likely cause and the option that fixes it;
+    /// nil when it counted some, or had nothing to read (an explicitly empty day).
+    static func nothingCountedReason(
+        _ summary: DaySummary, allowsDevelopment: Bool, fromInput: Bool, trustsTestKeys: Bool = false
+    ) -> String? {
+        let totals = summary.totals
+        guard totals.postbacks == 0, !(allowsDevelopment && totals.developmentPostbacks > 0) else { return nil }
+        let source = fromInput ? "--input" : "the spool"
+        if totals.developmentPostbacks > 0 {
+            return "all \(counted(totals.developmentPostbacks, "verified postback")) of \(source) are development postbacks "
+                + "(signed by a development or test key): they are in campaign_daily_development, and "
+                + "'postback report --environment development' shows them; add --allow-dev when they are what this run is for"
+        }
+        if totals.rejectedPostbacks > 0 {
+            let all = "all \(counted(totals.rejectedPostbacks, "postback")) of \(source) were refused"
+            // A test key's postbacks claim Apple's key, so without --trust-key they do not verify at all.
+            let untrusted =
+                (summary.rejectedByStatus[.untrustedKey] ?? 0)
+                + (trustsTestKeys ? 0 : summary.rejectedByStatus[.invalidSignature] ?? 0)
+            if fromInput, untrusted * 2 > totals.rejectedPostbacks {
+                return
+                    "\(all): \(untrusted == totals.rejectedPostbacks ? "every one" : "most") signed by a key this run does not trust: "
+                    + "add --trust-key KEY --allow-dev for test postbacks (the key 'postback generate' signed them with), "
+                    + "--allow-dev for Apple's development keys"
+            }
+            let reason = summary.mostFrequentRejection.map { " (most often: \($0))" } ?? ""
+            return "\(all)\(reason): "
+                + (fromInput
+                    ? "'postback verify FILE' shows each one's verdict"
+                    : "the manifest lists the reasons (rejected_reasons); check what sends them")
+        }
+        if summary.quarantinedPostbacks > 0 {
+            return "all \(counted(summary.quarantinedPostbacks, "postback")) were quarantined (a version or key this release "
+                + "cannot check yet): 'postback reverify' takes them back once a release knows them"
+        }
+        return nil
+    }
+
+    private static func counted(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
     }
 
     static func dayRange(_ arguments: Arguments) throws(UsageError) -> (UTCDay, UTCDay) {
@@ -227,13 +292,31 @@ enum AggregateCommand {
         func count(_ number: Int, _ noun: String, plural: String? = nil) -> String {
             "\(number) \(number == 1 ? noun : plural ?? noun + "s")"
         }
-        var text =
-            "\(summary.day): \(count(totals.postbacks, "postback")) (\(count(totals.installs, "install")), "
-            + "\(count(totals.redownloads, "redownload")), \(count(totals.reengagements, "re-engagement")), \(count(totals.losses, "loss", plural: "losses"))"
-            + ", \(count(totals.nullValuePostbacks, "null value"))), revenue estimate \(totals.revenueText); "
-            + "\(totals.developmentPostbacks) development, \(totals.rejectedPostbacks) rejected, "
-            + "\(count(summary.sameDayDuplicates + summary.earlierDayDuplicates, "duplicate")) dropped; "
+        var text: String
+        if totals.postbacks == 0, totals.developmentPostbacks > 0 {
+            // A day of development postbacks only (a test key, the demo) leads with them, not with zeros.
+            text =
+                "\(summary.day): \(count(totals.developmentPostbacks, "development postback")) "
+                + "(\(count(totals.developmentInstalls, "install"))) in campaign_daily_development; no production postbacks; "
+                + "\(totals.rejectedPostbacks) rejected, "
+        } else {
+            text =
+                "\(summary.day): \(count(totals.postbacks, "postback")) (\(count(totals.installs, "install")), "
+                + "\(count(totals.redownloads, "redownload")), \(count(totals.reengagements, "re-engagement")), \(count(totals.losses, "loss", plural: "losses"))"
+                + ", \(count(totals.nullValuePostbacks, "null value"))), revenue estimate \(totals.revenueText); "
+                + "\(totals.developmentPostbacks) development, \(totals.rejectedPostbacks) rejected, "
+        }
+        text +=
+            "\(count(summary.sameDayDuplicates + summary.earlierDayDuplicates, "duplicate")) dropped; "
             + "\(summary.campaignDailyRows) + \(summary.campaignEventsDailyRows) rows from \(count(summary.inputSegments, "file"))"
+        let withoutSchema = totals.postbacks > 0 ? totals.postbacksWithoutSchema : totals.developmentWithoutSchema
+        if !withoutSchema.isEmpty {
+            let apps = withoutSchema.sorted { $0.key < $1.key }
+            let listed = apps.prefix(3).map { "\($0.key) (\($0.value))" }.joined(separator: ", ")
+            text +=
+                "; no schema for app\(apps.count == 1 ? "" : "s") \(listed)\(apps.count > 3 ? " and \(apps.count - 3) more" : ""): "
+                + "counted, no revenue ('postback schema init --app \(apps[0].key)' starts one)"
+        }
         if summary.tornTails > 0 { text += "; \(summary.tornTails) torn tail\(summary.tornTails == 1 ? "" : "s") skipped" }
         if summary.quarantinedPostbacks > 0 {
             text +=
@@ -278,6 +361,7 @@ enum AggregateCommand {
         json.field("null_cv_postbacks", summary.totals.nullValuePostbacks)
         json.field("decoded_postbacks", summary.totals.decodedPostbacks)
         summary.totals.writeRevenueByCurrency(into: &json)
+        summary.totals.writeAppsWithoutSchema(into: &json)
         json.field("development_postbacks", summary.totals.developmentPostbacks)
         json.field("rejected_postbacks", summary.totals.rejectedPostbacks)
         json.field("duplicates_same_day", summary.sameDayDuplicates)

@@ -187,7 +187,8 @@ enum DemoCommand {
         let history = try DemoHistory.publish(
             traffic: traffic, signer: signer, count: count, today: firstDay, layout: layout, io: io)
         let days = ["--from", firstDay.description, "--to", lastDay.description]
-        let nightly = ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day"] + days
+        // --allow-dev: development postbacks are what the demo is for, not an empty run.
+        let nightly = ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day", "--allow-dev"] + days
         guard AggregateCommand.run(nightly + ["--skip-cohorts"], io: io) == .success else {
             throw StepFailed(description: "'postback aggregate' failed (see above)")
         }

@@ -17,6 +17,8 @@ struct CampaignDailyRecord {
     var fineValue: Int?
     var coarseLevel: Int?
     var decodedLabel: String?
+    /// Nil when no schema decodes the row's app (for its install date, protocol and conversion type).
+    var schemaID: String?
     var postbacks: Int
     var installs: Int
     var redownloads: Int
@@ -122,7 +124,8 @@ struct CampaignDailyRecord {
                 sourceIdentifier: text(.field(.sourceIdentifier)), campaign: text(.campaign), sequenceIndex: sequenceIndex,
                 conversionType: conversionTypeIndex.flatMap { fields[$0] },
                 cvKind: kind, fineValue: fine, coarseLevel: coarse, decodedLabel: text(.decodedLabel),
-                postbacks: try count(.postbacks), installs: try count(.installs), redownloads: try count(.redownloads),
+                schemaID: indices[AggregateColumn.schemaID.name].flatMap { fields[$0] }, postbacks: try count(.postbacks),
+                installs: try count(.installs), redownloads: try count(.redownloads),
                 reengagements: try count(.reengagements), losses: try count(.losses), nullValues: try count(.nullValuePostbacks),
                 revenueMin: try money(.revenueMinSum), revenueMax: try money(.revenueMaxSum),
                 revenueEstimate: try money(.revenueEstSum), currency: text(.currency),

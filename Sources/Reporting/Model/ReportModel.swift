@@ -62,6 +62,8 @@ struct ReportModel {
     var tools: Set<String> = []
     var schemaIDs: Set<String> = []
     var appIDs: Set<String> = []
+    /// Counted postbacks of apps that no schema decoded (no revenue), by app id.
+    var postbacksWithoutSchema: [String: Int] = [:]
 
     init(from: UTCDay, to: UTCDay) {
         self.from = from
@@ -107,7 +109,10 @@ struct ReportModel {
         totals.add(record)
         networkDays[network, default: [:]][day, default: NetworkDayCounts()].add(record)
         networkTotals[network, default: NetworkDayCounts()].add(record)
-        if let app = record.appID { appIDs.insert(app) }
+        if let app = record.appID {
+            appIDs.insert(app)
+            if record.schemaID == nil { postbacksWithoutSchema[app, default: 0] += record.postbacks }
+        }
         try campaigns[CampaignKey(record), default: CampaignStats()].add(record)
         dayTotals[day, default: NetworkDayCounts()].add(record)
         if let country = record.countryCode {

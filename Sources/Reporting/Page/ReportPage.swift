@@ -63,6 +63,7 @@ struct ReportPage {
         // Caveats (partial, missing, left-out days) before any figure: on the first screen, read first.
         renderNotices(&html)
         renderSummary(&html)
+        renderNoSchemaNotice(&html)
         try renderTopCampaigns(&html)
         renderContents(&html)
         try renderCostAndReturn(&html)
