@@ -8,8 +8,9 @@ import Locking
 /// nonces; it is answered 429 with `Retry-After`.
 ///
 /// The table is bounded: at most `maximumClients` buckets. When it is full, buckets that have
-/// refilled (idle clients: the same as no entry) are dropped; if none has, the newcomers share one
-/// bucket, so a flood of addresses cannot grow it.
+/// refilled (idle clients: the same as no entry) are dropped, at most once a second (a sweep reads
+/// the whole table); until one makes room, newcomers share one bucket, so a flood of addresses can
+/// neither grow the table nor make each request sweep it.
 final class SigningBudget: Sendable {
     let rate: Double
     let burst: Double
@@ -22,6 +23,7 @@ final class SigningBudget: Sendable {
     private struct State {
         var buckets: [String: Bucket] = [:]
         var overflow: Bucket
+        var sweptAt: UInt64 = 0
     }
     private let state: Locked<State>
 
@@ -39,7 +41,10 @@ final class SigningBudget: Sendable {
     func take(client: String, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int? {
         guard rate > 0 else { return nil }
         return state.withLock { state -> Int? in
-            if state.buckets[client] == nil, state.buckets.count >= maximumClients {
+            if state.buckets[client] == nil, state.buckets.count >= maximumClients,
+                state.sweptAt == 0 || now >= state.sweptAt + 1_000_000_000
+            {
+                state.sweptAt = now
                 state.buckets = state.buckets.filter { refilled($0.value, now: now).tokens < burst }
             }
             if state.buckets[client] == nil, state.buckets.count >= maximumClients {
