@@ -87,6 +87,8 @@ final class WebAdRegistry: Sendable {
         var offset: Int64 = 0
         /// The version of a replaced file that did not read, so it is not read (and logged) again.
         var refused: (inode: UInt64, size: Int64)?
+        /// The file's mode was last found to let others write it (logged once until it is fixed).
+        var modeRefused = false
         /// The nonces in the order they were added, oldest at `head`: the first to expire.
         var order: [Nonce] = []
         var head = 0
@@ -180,6 +182,17 @@ final class WebAdRegistry: Sendable {
         loader.withLock { state in
             if inode == state.inode, size >= state.offset {
                 guard size > state.offset else { return }
+                // A file made writable by others since it was read: nothing more is taken from it.
+                do { try Self.checkMode(path) } catch {
+                    if !state.modeRefused {
+                        state.modeRefused = true
+                        log?.error(
+                            "web ads file not read: the ads read before stay in service",
+                            ["path": .string(path), "error": .string(String(describing: error))])
+                    }
+                    return
+                }
+                state.modeRefused = false
                 do {
                     try Self.load(path, into: &state, limit: limit, full: false, status: status, log: log)
                 } catch {

@@ -160,6 +160,18 @@ import Testing
         registry.poll()
         #expect(registry.impression(nonce: Self.nonce(1)) != nil)
         #expect(registry.impression(nonce: Self.nonce(2)) == nil)
+        // The file read made writable by others later: what is appended to it waits until it is fixed.
+        chmod(directory.path + "/web-ads.next", 0o644)
+        try directory.write(Self.ad(1) + "\n", to: "web-ads.next")
+        #expect(rename(directory.path + "/web-ads.next", path) == 0)
+        registry.poll()
+        chmod(path, 0o646)
+        Self.append(Self.ad(3) + "\n", to: path)
+        registry.poll()
+        #expect(registry.impression(nonce: Self.nonce(3)) == nil)
+        chmod(path, 0o644)
+        registry.poll()
+        #expect(registry.impression(nonce: Self.nonce(3)) != nil)
     }
 
     /// `serve` refuses to start with a world-writable `web_ads`, naming the file and the remedy.
