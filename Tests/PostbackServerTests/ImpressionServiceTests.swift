@@ -284,6 +284,17 @@ import Testing
         ) { _ in "test" }
         #expect(status == .usageOrIOError)
         #expect(errors.text.contains("readable by its group or others (mode 640)"), "\(errors.text)")
+        // A config that names signing keys, writable by others: refused before any key is read.
+        chmod(directory.path + "/config.json", 0o666)
+        let configErrors = MemorySink(isTerminal: true)
+        let refusedConfig = ServeCommand.run(
+            ["--config", directory.path + "/config.json"],
+            io: CommandIO(standardOutput: MemorySink(), standardError: configErrors)
+        ) { _ in "test" }
+        #expect(refusedConfig == .usageOrIOError)
+        #expect(
+            configErrors.text.contains("config.json is writable by its group or others (mode 666)"), "\(configErrors.text)")
+        chmod(directory.path + "/config.json", 0o644)
         #expect(errors.text.contains("chmod 600 \(directory.path)/network.pem"), "\(errors.text)")
         #expect(!errors.text.contains(String(key.pemRepresentation.split(separator: "\n")[1])))
 
