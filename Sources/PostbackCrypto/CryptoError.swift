@@ -16,6 +16,13 @@ package struct CryptoError: Error, CustomStringConvertible, Sendable {
         self.openSSLErrors = drainingErrorQueue ? CryptoError.drainErrorQueue() : []
     }
 
+    /// A private key protected by a passphrase, which the program cannot use.
+    static let encryptedKey = CryptoError(encryptedKeyOperation, drainingErrorQueue: false)
+    private static let encryptedKeyOperation = "the key is encrypted (a passphrase-protected PEM block)"
+
+    /// Whether this is the refusal of an encrypted private key (`ECDSAPrivateKey(pemRepresentation:)`).
+    package var isEncryptedKey: Bool { operation == Self.encryptedKeyOperation && openSSLErrors.isEmpty }
+
     package var description: String {
         openSSLErrors.isEmpty ? operation : "\(operation): \(openSSLErrors.joined(separator: "; "))"
     }

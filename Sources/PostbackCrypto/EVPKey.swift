@@ -19,7 +19,13 @@ extension EVPKey {
     }
 
     /// Reads a PEM `PRIVATE KEY` (PKCS #8) or `EC PRIVATE KEY` block.
+    /// An encrypted key (`ENCRYPTED PRIVATE KEY`, PKCS #8 EncryptedPrivateKeyInfo, or a SEC1 block
+    /// with `Proc-Type: 4,ENCRYPTED`) is refused as such (`CryptoError.isEncryptedKey`); OpenSSL is
+    /// given a passphrase callback that declines, so it never prompts on a terminal.
     convenience init(privateKeyPEM pem: String) throws {
-        self.init(taking: try PEM.read(pem, what: "PRIVATE KEY") { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) })
+        if PEM.isEncryptedPrivateKey(pem) { throw CryptoError.encryptedKey }
+        self.init(
+            taking: try PEM.read(pem, what: "PRIVATE KEY") { bio in PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil) }
+        )
     }
 }

@@ -16,6 +16,12 @@ enum PEM {
         return object
     }
 
+    /// Whether `text` holds a passphrase-protected private key: a PKCS #8 `ENCRYPTED PRIVATE KEY`
+    /// block or a traditional (SEC1) block with `Proc-Type: 4,ENCRYPTED`.
+    static func isEncryptedPrivateKey(_ text: String) -> Bool {
+        text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED")
+    }
+
     /// Runs an OpenSSL `PEM_write_bio_*` function into memory and returns the text.
     static func write(_ writer: (OpaquePointer) -> Int32) -> String {
         guard let bio = BIO_new(BIO_s_mem()) else { return "" }

@@ -21,14 +21,35 @@ extension ServerConfiguration {
     static let privateNetworks = [
         "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10",
     ].map { CIDR($0)! }
+    static let linkLocal = CIDR("fe80::/10")!
+
+    /// An IPv6 address's zone (`fe80::1%eth0` → `fe80::1`, `eth0`), as getaddrinfo reads it when binding.
+    static func splitZone(_ host: String) -> (address: String, zone: String?) {
+        guard let percent = host.firstIndex(of: "%") else { return (host, nil) }
+        return (String(host[..<percent]), String(host[host.index(after: percent)...]))
+    }
 
     func validateSigning() throws(ConfigurationError) {
         if let signingListen {
             let address = try ListenAddress(signingListen)
-            guard let bytes = IPAddress.bytes(address.host), Self.privateNetworks.contains(where: { $0.contains(bytes) }) else {
+            // A link-local IPv6 address names its interface (its scope): [fe80::1%eth0]:9190.
+            let (host, zone) = Self.splitZone(address.host)
+            guard let bytes = IPAddress.bytes(host), Self.privateNetworks.contains(where: { $0.contains(bytes) }) else {
                 throw ConfigurationError(
                     "signing_listen \(signingListen) must be a loopback or private address (127.0.0.1, 10.x, 172.16–31.x, "
-                        + "192.168.x, fd00::/8): the signing service signs whatever it is sent and must not be public")
+                        + "192.168.x, 100.64–127.x, ::1, fc00::/7, fe80::/10 with its interface): the signing service signs "
+                        + "whatever it is sent and must not be public")
+            }
+            let isLinkLocal = bytes.count == 16 && Self.linkLocal.contains(bytes)
+            if let zone {
+                guard isLinkLocal, !zone.isEmpty else {
+                    throw ConfigurationError(
+                        "signing_listen \(signingListen): only a link-local address (fe80::/10) takes an interface "
+                            + "(%NAME), e.g. [fe80::1%eth0]:9190")
+                }
+            } else if isLinkLocal {
+                throw ConfigurationError(
+                    "signing_listen \(signingListen) is link-local: name its interface, e.g. [\(host)%eth0]:\(address.port)")
             }
             guard !signingKeyPaths.isEmpty || !signingKeys.isEmpty else {
                 throw ConfigurationError("signing_listen needs signing_keys (the ad network's private keys)")
@@ -49,12 +70,15 @@ extension ServerConfiguration {
 final class ImpressionService: Sendable {
     let keys: [ImpressionSigningKey]
     let webAds: WebAdRegistry?
+    /// Web-ad payloads per client (`web_ad_rate_per_client`).
+    let webAdBudget: SigningBudget
     let metrics = ImpressionServiceMetrics()
 
-    init(keys: [ImpressionSigningKey], webAds: WebAdRegistry?) {
+    init(keys: [ImpressionSigningKey], webAds: WebAdRegistry?, webAdBudget: SigningBudget = SigningBudget(rate: 0, burst: 1)) {
         precondition(!keys.isEmpty)
         self.keys = keys
         self.webAds = webAds
+        self.webAdBudget = webAdBudget
     }
 
     /// The service `configuration` asks for (nil when it has no `signing_keys`), with its web ads read.
@@ -65,8 +89,13 @@ final class ImpressionService: Sendable {
             }
             return nil
         }
-        let webAds = try configuration.webAdsPath.map { path throws(ServerError) in try WebAdRegistry(path: path, log: log) }
-        return ImpressionService(keys: configuration.signingKeys, webAds: webAds)
+        let webAds = try configuration.webAdsPath.map { path throws(ServerError) in
+            try WebAdRegistry(path: path, limit: configuration.webAdsLimit, log: log)
+        }
+        return ImpressionService(
+            keys: configuration.signingKeys, webAds: webAds,
+            webAdBudget: SigningBudget(
+                rate: Double(configuration.webAdRatePerClient), burst: configuration.webAdBurstPerClient))
     }
 
     /// The request header naming the key (a `kid` of `signing_keys`); without it the first key signs.
@@ -117,10 +146,20 @@ final class ImpressionService: Sendable {
     }
 
     /// Safari's `AdImpressionRequest` for a tapped web ad: the registered ad with that nonce and
-    /// domain, signed with the first key, as an `AdImpressionResponse`; 404 for any other.
-    func webAdPayload(body: [UInt8]) -> HTTPReply {
+    /// domain, signed with the first key, as an `AdImpressionResponse`; 404 for any other; 429 with
+    /// `Retry-After` past the client's budget (`client`: its address, one spelling per client).
+    func webAdPayload(body: [UInt8], client: String) -> HTTPReply {
         let started = DispatchTime.now().uptimeNanoseconds
         defer { metrics.answered(seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9) }
+        if let wait = webAdBudget.take(client: client) {
+            metrics.refused(.overBudget)
+            var reply = HTTPReply.problem(
+                429, type: "too-many-web-ad-requests", title: "Too many web-ad requests from this client",
+                detail: "at most \(Int(webAdBudget.rate)) web-ad payloads a second per client address "
+                    + "(web_ad_rate_per_client); retry later")
+            reply.headers.append(("Retry-After", String(wait)))
+            return reply
+        }
         let request: WebAdRequest
         do {
             request = try WebAdRequest(body: body)
@@ -166,6 +205,7 @@ final class ImpressionServiceMetrics: Sendable {
         case unknownKey = "unknown-key"
         case notRegistered = "web-ad-not-registered"
         case signingFailed = "signing-failed"
+        case overBudget = "over-budget"
 
         init(_ rejection: PostbackRejection) {
             self = rejection.status == .unsupportedVersion ? .unsupportedVersion : .malformed
@@ -183,7 +223,7 @@ final class ImpressionServiceMetrics: Sendable {
     func refused(_ reason: Refusal) { state.withLock { $0.refused[reason, default: 0] += 1 } }
     func answered(seconds: Double) { state.withLock { $0.duration.observe(seconds) } }
 
-    func render(registeredWebAds: Int?) -> String {
+    func render(webAds: WebAdRegistry.Status?) -> String {
         let state = state.withLock { $0 }
         var page = MetricsPage()
         page.family(
@@ -195,7 +235,7 @@ final class ImpressionServiceMetrics: Sendable {
         page.family(
             "postback_impressions_refused_total", .counter,
             help:
-                "Impressions or requests the service did not sign, by reason (malformed, unsupported-version, unknown-key, web-ad-not-registered, signing-failed)."
+                "Impressions or requests the service did not sign, by reason (malformed, unsupported-version, unknown-key, web-ad-not-registered, signing-failed, over-budget)."
         ) {
             for reason in Refusal.allCases { $0.sample(["reason": reason.rawValue], state.refused[reason] ?? 0) }
         }
@@ -203,10 +243,18 @@ final class ImpressionServiceMetrics: Sendable {
             "postback_impression_request_duration_seconds", .histogram,
             help: "Time from a complete signing or web-ad request to its reply (parsing, signing, writing)."
         ) { $0.histogram(state.duration) }
-        if let registeredWebAds {
-            page.family("postback_web_ads_registered", .gauge, help: "Web ads in the web_ads file as last read.") {
-                $0.sample(registeredWebAds)
+        if let webAds {
+            page.family("postback_web_ads_registered", .gauge, help: "Web ads in service, from the web_ads file as last read.") {
+                $0.sample(webAds.registered)
             }
+            page.family(
+                "postback_web_ads_expired_total", .counter,
+                help: "Web ads dropped, the first registered first, to keep at most web_ads_limit."
+            ) { $0.sample(webAds.expired) }
+            page.family(
+                "postback_web_ads_skipped_lines_total", .counter,
+                help: "Lines appended to the web_ads file that were not a web ad (or repeated a nonce), skipped."
+            ) { $0.sample(webAds.skippedLines) }
         }
         return page.text
     }

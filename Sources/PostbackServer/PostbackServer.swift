@@ -102,6 +102,7 @@ package final class PostbackServer: Sendable {
         do {
             socket = try listenAddress.bind()
         } catch {
+            impressions?.webAds?.stop()
             store.close()
             throw error
         }
@@ -110,7 +111,7 @@ package final class PostbackServer: Sendable {
             impressions: impressions)
         if let impressions {
             handler.metricsSources.withLock {
-                $0.append { impressions.metrics.render(registeredWebAds: impressions.webAds?.count) }
+                $0.append { impressions.metrics.render(webAds: impressions.webAds?.currentStatus) }
             }
         }
         let daemon: HTTPDaemon

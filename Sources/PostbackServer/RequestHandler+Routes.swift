@@ -4,14 +4,16 @@
 /// routes by `ImpressionService`, the operational ones (empty body) here.
 extension RequestHandler {
     /// - Parameter signingKey: the request's `Signing-Key` header, read only by the signing route.
-    func answer(_ route: Route, body: [UInt8], signingKey: () -> String?) -> HTTPReply {
+    /// - Parameter client: the client's address (the one a trusted proxy names), read only by the web-ad route.
+    func answer(_ route: Route, body: [UInt8], signingKey: () -> String?, client: () -> String) -> HTTPReply {
         switch route {
         case .impressionSigning:
             guard let impressions else { return .text(404, "no signing service") }
             return impressions.sign(body: body, keyID: signingKey())
         case .webAdPayload:
             guard let impressions else { return .text(404, "no web ads") }
-            return impressions.webAdPayload(body: body)
+            return impressions.webAdPayload(
+                body: body, client: IPAddress.client(client(), ipv6PrefixLength: configuration.clientIPv6PrefixLength))
         case .livez:
             return .json(200) { $0.field("status", "alive") }
         case .readyz:

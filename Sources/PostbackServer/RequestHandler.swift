@@ -125,6 +125,7 @@ final class RequestHandler: Sendable {
     func stop() {
         watchdog.stop()
         verifications?.stop()
+        impressions?.webAds?.stop()
     }
 
     /// Storage hangs with connections suspended: the daemon is left running for the process to end;
@@ -223,7 +224,9 @@ final class RequestHandler: Sendable {
                 let body = request.body
                 request.body = []
                 return send(
-                    answer(request.route, body: body, signingKey: { connection.header(ImpressionService.keyHeader) }),
+                    answer(
+                        request.route, body: body, signingKey: { connection.header(ImpressionService.keyHeader) },
+                        client: { clientAddress(of: connection) }),
                     route: request.route, on: connection)
             }
             return process(request, connection: connection)

@@ -21,7 +21,8 @@ package import Postbacks
 ///      "ship_to": "s3://bucket/prefix", "object_store_endpoint": null, "object_store_region": null,
 ///      "object_store_addressing": null, "object_store_idle_timeout_seconds": 30, "segment_max_age_seconds": 300,
 ///      "local_retention_hours": 168, "shutdown_delivery_seconds": 20, "signing_listen": "127.0.0.1:9190",
-///      "signing_keys": [{"kid": "2026-12", "path": "network.pem"}], "web_ads": "web-ads.jsonl"}
+///      "signing_keys": [{"kid": "2026-12", "path": "network.pem"}], "web_ads": "web-ads.jsonl",
+///      "web_ads_limit": 1000000, "web_ad_rate_per_client": 10, "web_ad_burst_per_client": 50}
 ///
 /// Every key is optional; an unknown key is an error (a typo should not silently keep a default).
 package struct ServerConfiguration: Sendable {
@@ -134,6 +135,12 @@ package struct ServerConfiguration: Sendable {
     /// `web_ads`: the JSON Lines file of the web ads the network registered, which
     /// `/.well-known/skadnetwork/get-signed-payload` answers for; nil: that path is not served.
     package var webAdsPath: String?
+    /// `web_ads_limit`: the most web ads kept; past it the first registered expire (`WebAdRegistry`).
+    package var webAdsLimit = 1_000_000
+    /// `web_ad_rate_per_client`, `web_ad_burst_per_client`: web-ad payloads signed per second per
+    /// client, and at once (`SigningBudget`); a rate of 0 sets no budget.
+    package var webAdRatePerClient = 10
+    package var webAdBurstPerClient = 50
 
     package init() {}
 
@@ -242,6 +249,9 @@ package struct ServerConfiguration: Sendable {
             case "signing_keys":
                 configuration.signingKeyPaths = try reader.signingKeys().map { ($0.kid, relative($0.path, to: directory)) }
             case "web_ads": configuration.webAdsPath = try reader.optionalString().map { relative($0, to: directory) }
+            case "web_ads_limit": configuration.webAdsLimit = try reader.integer(in: 1...100_000_000)
+            case "web_ad_rate_per_client": configuration.webAdRatePerClient = try reader.integer(in: 0...1_000_000)
+            case "web_ad_burst_per_client": configuration.webAdBurstPerClient = try reader.integer(in: 1...1_000_000)
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -271,6 +281,7 @@ package struct ServerConfiguration: Sendable {
         "object_store_addressing", "object_store_idle_timeout_seconds", "segment_max_age_seconds", "local_retention_hours",
         "shared_dedup_days", "log_level",
         "forward", "shutdown_delivery_seconds", "signing_listen", "signing_keys", "web_ads",
+        "web_ads_limit", "web_ad_rate_per_client", "web_ad_burst_per_client",
     ]
 
     /// A path from the config file: absolute as written, else relative to the file's directory.

@@ -64,6 +64,36 @@ import Testing
         #expect(signed.stderr.contains("1 signed, 2 refused"))
     }
 
+    /// A passphrase-protected key (PKCS #8 `ENCRYPTED PRIVATE KEY`, or SEC1 with `Proc-Type:
+    /// 4,ENCRYPTED`), made by openssl as an operator would, is refused as encrypted, with the command
+    /// that writes an unencrypted copy; nothing is asked on a terminal and nothing of the key is quoted.
+    @Test func anEncryptedKeyIsRefusedAsEncrypted() throws {
+        let (directory, _) = try Self.setUp(lines: [Self.skan])
+        let plain = directory.path + "/key.pem"
+        for (name, arguments) in [
+            ("pkcs8.pem", ["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", plain, "-passout", "pass:secret"]),
+            ("sec1.pem", ["ec", "-aes256", "-in", plain, "-passout", "pass:secret"]),
+        ] {
+            let output = directory.path + "/" + name
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            openssl.arguments = arguments + ["-out", output]
+            openssl.standardError = FileHandle.nullDevice
+            try openssl.run()
+            openssl.waitUntilExit()
+            #expect(openssl.terminationStatus == 0)
+            chmod(output, 0o600)
+            let text = try directory.read(name)
+            #expect(text.contains("ENCRYPTED"), "\(text)")
+            let refused = run(["impression", "sign", "--key", output, directory.path + "/in.jsonl"])
+            #expect(refused.status == .usageOrIOError)
+            #expect(refused.stderr.contains("\(output): the key is encrypted"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("openssl pkey -in \(output) -out KEY.pem"), "\(refused.stderr)")
+            let body = text.split(separator: "\n").last { !$0.hasPrefix("-----") }.map(String.init) ?? "?"
+            #expect(!refused.stderr.contains(body))
+        }
+    }
+
     @Test func aReadableKeyIsRefusedWithoutQuotingIt() throws {
         let (directory, key) = try Self.setUp(lines: [Self.skan])
         chmod(directory.path + "/key.pem", 0o640)

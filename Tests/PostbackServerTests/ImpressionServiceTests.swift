@@ -59,6 +59,7 @@ import Testing
                 ImpressionSigningKey(kid: "2026-06", signer: try! ImpressionSigner(key: previous)),
             ]
             configuration.webAdsPath = directory.path + "/web-ads.jsonl"
+            configuration.webAdRatePerClient = 0  // these tests ask often from one address; the budget has its own
         }
         return Fixture(server: server, current: current, previous: previous, directory: directory)
     }
@@ -224,7 +225,7 @@ import Testing
         // A broken file keeps the ads read before.
         try fixture.directory.write("{\"version\":\"4.0\"}\n", to: "web-ads.next")
         #expect(rename(fixture.directory.path + "/web-ads.next", fixture.directory.path + "/web-ads.jsonl") == 0)
-        // The file is looked at when a request comes, at most once a second.
+        // The loader thread finds the bad file; requests keep being answered from the ads read before.
         let statuses = Locked<Set<Int>>([])
         let logged = try eventually {
             let status = try fixture.webAdPayload(request(nonce: other)).status
@@ -255,6 +256,11 @@ import Testing
         #expect(parse(#"{"signing_listen": "0.0.0.0:9190", \#(keys)}"#)?.contains("loopback or private address") == true)
         #expect(parse(#"{"signing_listen": "8.8.8.8:9190", \#(keys)}"#)?.contains("loopback or private address") == true)
         #expect(parse(#"{"signing_listen": "localhost:9190", \#(keys)}"#)?.contains("loopback or private address") == true)
+        // Link-local IPv6 with its interface, as the docs allow; without one, or a scope elsewhere: the remedy.
+        #expect(parse(#"{"signing_listen": "[fe80::1%lo]:9190", \#(keys)}"#) == nil)
+        #expect(parse(#"{"signing_listen": "[fe80::1]:9190", \#(keys)}"#)?.contains("name its interface") == true)
+        #expect(parse(#"{"signing_listen": "[fd00::1%lo]:9190", \#(keys)}"#)?.contains("only a link-local") == true)
+        #expect(parse(#"{"signing_listen": "[2001:db8::1%lo]:9190", \#(keys)}"#)?.contains("loopback or private") == true)
         #expect(parse(#"{"signing_listen": "127.0.0.1:9190"}"#)?.contains("needs signing_keys") == true)
         #expect(parse(#"{"web_ads": "ads.jsonl"}"#)?.contains("needs signing_keys") == true)
         #expect(
@@ -278,6 +284,17 @@ import Testing
         ) { _ in "test" }
         #expect(status == .usageOrIOError)
         #expect(errors.text.contains("readable by its group or others (mode 640)"), "\(errors.text)")
+        // A config that names signing keys, writable by others: refused before any key is read.
+        chmod(directory.path + "/config.json", 0o666)
+        let configErrors = MemorySink(isTerminal: true)
+        let refusedConfig = ServeCommand.run(
+            ["--config", directory.path + "/config.json"],
+            io: CommandIO(standardOutput: MemorySink(), standardError: configErrors)
+        ) { _ in "test" }
+        #expect(refusedConfig == .usageOrIOError)
+        #expect(
+            configErrors.text.contains("config.json is writable by its group or others (mode 666)"), "\(configErrors.text)")
+        chmod(directory.path + "/config.json", 0o644)
         #expect(errors.text.contains("chmod 600 \(directory.path)/network.pem"), "\(errors.text)")
         #expect(!errors.text.contains(String(key.pemRepresentation.split(separator: "\n")[1])))
 

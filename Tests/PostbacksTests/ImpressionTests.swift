@@ -255,6 +255,27 @@ import Testing
         #expect(elsewhere.verify(Array(signedLine.utf8)).status == .untrustedKey)
     }
 
+    /// Apple documents one `impression-type` for a JWS impression, `app-impression`: `sign` refuses
+    /// `web-impression` (web ads are SKAdNetwork 4.0 impressions), and `verify` refuses a JWS that
+    /// carries it, signed by a key it trusts.
+    @Test func webImpressionIsRefusedBySignAndVerify() throws {
+        let line = Self.aakLine.replacingOccurrences(of: "app-impression", with: "web-impression")
+        do {
+            _ = try Self.signed(line)
+            Issue.record("web-impression was signed")
+        } catch let rejection as PostbackRejection {
+            #expect(rejection.reason.contains("impression-type \"web-impression\" is not app-impression"), "\(rejection.reason)")
+        }
+        let impression = AdAttributionKitImpression(
+            impressionIdentifier: "7aa9f8cc-5689-4c02-b963-22ca22136015", publisherItemIdentifier: 0,
+            impressionType: "web-impression", adNetworkIdentifier: "example.adattributionkit", sourceIdentifier: 5239,
+            timestamp: 1_679_790_422_446, advertisedItemIdentifier: 1_108_187_390)
+        let jws = try ImpressionSigner(key: Self.key).compactJWS(for: impression)
+        let verdict = Self.verdict("{\"jws\":\"\(jws)\"}")
+        #expect(!verdict.isVerified)
+        #expect(verdict.reason?.contains("is not app-impression") == true, "\(verdict.reason ?? "")")
+    }
+
     @Test func adAttributionKitKidAndReengagement() throws {
         let signer = try ImpressionSigner(key: Self.key, keyID: "rotation-2")
         let line = Self.aakLine.dropLast() + ",\"eligible-for-re-engagement\":true}"

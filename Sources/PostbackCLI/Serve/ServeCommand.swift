@@ -1,3 +1,4 @@
+import Basics
 import Dispatch
 import Locking
 import PostbackServer
@@ -199,6 +200,12 @@ enum ServeCommand {
             configuration.logLevel = level
         }
         try configuration.validate()
+        // A config that names signing keys or web ads decides what is signed: others may not write it.
+        if let path = arguments.value("--config"), !configuration.signingKeyPaths.isEmpty || configuration.webAdsPath != nil,
+            let refusal = SigningFileMode.refusal(path, rule: .ownerWritable, what: "--config \(path)")
+        {
+            throw UsageError(refusal)
+        }
         configuration.testKeys = try TrustKeys.load(configuration.trustKeyPaths)
         configuration.signingKeys = try configuration.signingKeyPaths.map { entry throws(UsageError) in
             // Read once, here; refused when group- or world-readable; never quoted in a message.

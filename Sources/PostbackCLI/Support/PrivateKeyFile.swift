@@ -21,6 +21,10 @@ enum PrivateKeyFile {
         }
         do {
             return try ECDSAPrivateKey(pemRepresentation: text)
+        } catch let error as CryptoError where error.isEncryptedKey {
+            throw UsageError(
+                "\(option) \(path): the key is encrypted; postback needs an unencrypted PKCS #8 or SEC1 key readable by "
+                    + "its owner only: openssl pkey -in \(path) -out KEY.pem, then chmod 600 KEY.pem")
         } catch {
             // Not `error` itself: a message about a key file should not carry anything read from it.
             throw UsageError("\(option) \(path): not a P-256 EC private key in PEM (PKCS #8 or SEC1)")
@@ -28,17 +32,10 @@ enum PrivateKeyFile {
     }
 
     /// A private key readable by group or others is refused: anyone on the machine could sign ads
-    /// as the network. The mode is read before the file is opened.
+    /// as the network (`SigningFileMode`, the check `web_ads` gets too).
     static func checkOwnerOnly(_ path: String, option: String) throws(UsageError) {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw UsageError("\(option) \(path): \(String(cString: strerror(errno)))")
-        }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw UsageError(
-                "\(option) \(path) is a private key readable by its group or others (mode \(String(mode, radix: 8))); "
-                    + "make it readable by its owner only: chmod 600 \(path)")
+        if let refusal = SigningFileMode.refusal(path, rule: .ownerOnly, what: "\(option) \(path)") {
+            throw UsageError(refusal)
         }
     }
 }

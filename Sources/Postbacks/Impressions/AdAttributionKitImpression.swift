@@ -9,7 +9,7 @@ package struct AdAttributionKitImpression: Sendable, Equatable {
     package var impressionIdentifier: String
     /// The publisher app (0 in Apple's example: a development app).
     package var publisherItemIdentifier: Int64
-    /// `app-impression` (documented for impressions), or `web-impression`.
+    /// `app-impression`: the only value Apple documents ("Generating JWS impressions").
     package var impressionType: String
     package var adNetworkIdentifier: String
     /// Two to four digits, a JSON integer (as in Apple's example).
@@ -25,7 +25,9 @@ package struct AdAttributionKitImpression: Sendable, Equatable {
         "timestamp", "advertised-item-identifier", "eligible-for-re-engagement",
     ]
     static let claimSet = Set(claimNames)
-    package static let impressionTypes = ["app-impression", "web-impression"]
+    /// Apple names no other `impression-type` (no `web-impression`: web ads are SKAdNetwork's), so
+    /// anything else is refused by `sign` and `verify`, as the postback verifier flags it unrecognized.
+    package static let impressionTypes = ["app-impression"]
 
     package init(parsing object: JSONObject, place: String = "", extraMembers: [String] = []) throws(PostbackRejection) {
         let fields = try ImpressionFields(
@@ -39,8 +41,8 @@ package struct AdAttributionKitImpression: Sendable, Equatable {
         impressionType = try fields.requiredString("impression-type")
         guard Self.impressionTypes.contains(impressionType) else {
             throw .malformed(
-                "\(place)impression-type \"\(JSONWriter.escapedForMessage(impressionType))\" is not "
-                    + Self.impressionTypes.joined(separator: " or "))
+                "\(place)impression-type \"\(JSONWriter.escapedForMessage(impressionType))\" is not app-impression, "
+                    + "the only type Apple documents for a JWS impression (web ads are SKAdNetwork 4.0 impressions)")
         }
         adNetworkIdentifier = try fields.lowerCaseString("ad-network-identifier", why: ImpressionFields.adNetworkIDRule)
         sourceIdentifier = try fields.requiredInteger("source-identifier", in: 0...9999)
