@@ -18,6 +18,9 @@ final class PostbackIngest: Sendable {
 
     let verifier: PostbackVerifier
     let configuration: ServerConfiguration
+    /// Store, quarantine or refuse (`ad_network_ids`, `allow_development`): the policy `postback
+    /// reverify` applies too.
+    let acceptance: AcceptancePolicy
     let postbacks: SpoolWriter
     let rejected: SpoolWriter
     /// Quarantine: postbacks we cannot judge or count yet, answered 200 and never counted.
@@ -37,6 +40,7 @@ final class PostbackIngest: Sendable {
         conflicts: SpoolWriter, metrics: ServerMetrics, log: ServerLog
     ) {
         self.configuration = configuration
+        self.acceptance = configuration.acceptancePolicy
         self.verifier = PostbackVerifier(
             policy: VerificationPolicy(
                 allowsDevelopment: configuration.allowsDevelopment, testKeys: configuration.testKeys))
@@ -145,35 +149,23 @@ final class PostbackIngest: Sendable {
             }
         }
 
-        var rejection: (reason: String, policy: String?)?
-        if !result.isVerified {
-            rejection = (result.reason ?? result.status.rawValue, nil)
-        } else if result.environment == .development, !configuration.allowsDevelopment {
-            rejection = (
-                "development postback (\(result.isTestMode ? "SKAdNetwork test mode" : "key \(result.keyName ?? "?")")); this receiver does not accept development postbacks (allow_development is off)",
-                "development"
-            )
-        } else if let network = result.postback?.attribution.adNetworkID {
-            if let configured = configuration.acceptedSpelling(ofAdNetworkID: network) {
-                if configured != network {
-                    log.debug(
-                        "ad-network-id accepted ignoring ASCII case",
-                        ["ad_network_id": .string(network), "configured": .string(configured)])
-                }
-            } else {
-                rejection = (
-                    "ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids, compared ignoring ASCII case)",
-                    "ad-network"
-                )
-            }
-        }
-
         let writer = configuration.writerID
-        if rejection == nil || !result.isVerified, let quarantine = result.quarantineReason {
+        let rejection: (reason: String, policy: String?)
+        switch acceptance.decide(result) {
+        case .quarantine(let quarantine):
             return self.quarantine(
                 result: result, reason: quarantine, body: body, route: route, receivedAt: receivedAt, client: client)
-        }
-        guard let rejection else {
+        case .reject(let reason, let policy):
+            rejection = (reason, policy)
+        case .store(let configuredSpelling):
+            if let configuredSpelling {
+                log.debug(
+                    "ad-network-id accepted ignoring ASCII case",
+                    [
+                        "ad_network_id": .string(result.postback?.attribution.adNetworkID ?? ""),
+                        "configured": .string(configuredSpelling),
+                    ])
+            }
             let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body)
             let postbackProtocol = result.postbackProtocol
             let dedupKey = result.dedupKey

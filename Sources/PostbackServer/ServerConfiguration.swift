@@ -35,26 +35,14 @@ package struct ServerConfiguration: Sendable {
     package var adNetworkPath: String?
     /// Only postbacks for these ad network ids are stored, compared without regard to ASCII case
     /// (real postbacks carry `KBD757YWX3.skadnetwork`); nil accepts all. Kept as configured.
-    package var acceptedAdNetworkIDs: Set<String>? {
-        didSet { acceptedAdNetworkSpellings = Self.spellings(acceptedAdNetworkIDs) }
-    }
-    /// `acceptedAdNetworkIDs` by their ASCII-lower-cased form, to the spelling configured.
-    private var acceptedAdNetworkSpellings: [String: String]?
+    package var acceptedAdNetworkIDs: Set<String>?
 
-    /// The configured spelling of `adNetworkID` (compared without regard to ASCII case), or nil when
-    /// this receiver does not accept it. Always non-nil when `ad_network_ids` is unset.
-    package func acceptedSpelling(ofAdNetworkID adNetworkID: String) -> String? {
-        guard let spellings = acceptedAdNetworkSpellings else { return adNetworkID }
-        return spellings[adNetworkID.asciiLowercased]
+    /// What this receiver stores, quarantines or refuses (`ad_network_ids`, `allow_development`):
+    /// the door and `postback reverify` decide with it.
+    package var acceptancePolicy: AcceptancePolicy {
+        AcceptancePolicy(allowsDevelopment: allowsDevelopment, adNetworkIDs: acceptedAdNetworkIDs)
     }
 
-    private static func spellings(_ ids: Set<String>?) -> [String: String]? {
-        guard let ids else { return nil }
-        var spellings: [String: String] = [:]
-        // Sorted, so which of two spellings differing only in case is named does not vary by run.
-        for id in ids.sorted() where spellings[id.asciiLowercased] == nil { spellings[id.asciiLowercased] = id }
-        return spellings
-    }
     /// Store development postbacks (AdAttributionKit development keys, SKAdNetwork test mode, trusted
     /// test keys), marked as development. Off: they are rejected with a reason.
     package var allowsDevelopment = false

@@ -1,5 +1,6 @@
 package import Basics
 import Foundation
+import PostbackCrypto
 package import Postbacks
 
 #if canImport(Glibc)
@@ -7,11 +8,18 @@ package import Postbacks
 #endif
 
 /// `postback reverify`: runs the current verifier again over `raw/rejected/` and `raw/unverifiable/`
-/// for a range of days, and moves what now verifies into `raw/postbacks/`, keeping each record's
-/// original `received_at`, writer and route.
+/// for a range of days, and moves what the receiver's policy now stores (`AcceptancePolicy.decide`,
+/// the door's own function: verified, an accepted ad network, development only where allowed) into
+/// `raw/postbacks/`, keeping each record's original `received_at`, writer and route.
+///
+/// One day at a time, in memory that does not grow with the store: the day's segments are read a
+/// line at a time, and only what now verifies is remembered (where it is, its key, its received_at
+/// and the SHA-256 of its body); when there is any, the stored segments of every day are read a
+/// line at a time for those keys alone; the records are written as they are read again, and each
+/// source segment is rewritten by copying the byte ranges it keeps.
 ///
 /// Per day, in an order that a crash at any point cannot turn into a loss or a double count:
-/// 1. every copy of a key that now verifies and is not stored yet is written to a new segment
+/// 1. every copy of a key the policy now stores and that is not stored yet is written to a new segment
 ///    `raw/postbacks/dt=DAY/part-reverify-NNNNNN.jsonl` (temporary file, fsync, rename, directory
 ///    fsync: the segment is there whole or not at all);
 /// 2. then each source segment is rewritten without those lines, the same way.
@@ -42,7 +50,7 @@ package struct Reverification {
         package var completed = 0
         /// Now verified, but a receiver stored their key already.
         package var alreadyStored: [(source: String, line: Int, dedupKey: String)] = []
-        /// Still not verified (or still not countable), by verdict.
+        /// Still not stored by the policy, by verdict (or the policy's reason: `not accepted (ad-network)`).
         package var unchanged: [String: Int] = [:]
         /// Lines that are not records (left as they are).
         package var unreadable = 0
@@ -57,13 +65,16 @@ package struct Reverification {
 
     let layout: StoreLayout
     let verifier: PostbackVerifier
+    let acceptance: AcceptancePolicy
     /// Test hook: `POSTBACK_TEST_REVERIFY_KILL=destination|source` sends the process SIGKILL right
     /// after that step of the first day with moves, for the crash tests.
     let killPoint = ProcessInfo.processInfo.environment["POSTBACK_TEST_REVERIFY_KILL"]
 
-    package init(layout: StoreLayout, verifier: PostbackVerifier) {
+    /// - Parameter acceptance: the receivers' policy (their `ad_network_ids` and `allow_development`).
+    package init(layout: StoreLayout, verifier: PostbackVerifier, acceptance: AcceptancePolicy) {
         self.layout = layout
         self.verifier = verifier
+        self.acceptance = acceptance
     }
 
     /// The last day `reverify` may take at `now`.
@@ -77,11 +88,10 @@ package struct Reverification {
         let lock: WriterLock
         do { lock = try WriterLock(layout: layout, writerID: Self.writerID) } catch { throw Failure(error.description) }
         defer { lock.release() }
-        let stored = try storedCopies()
         var report = Report()
         var day = from
         while day <= to {
-            try reverify(day: day, stored: stored, report: &report)
+            try reverify(day: day, report: &report)
             day = day.adding(days: 1)
         }
         return report
@@ -90,105 +100,109 @@ package struct Reverification {
     /// What identifies a stored copy: a moved copy keeps its `received_at` and body.
     private struct Identity: Hashable {
         let receivedAt: Int64
-        let body: [UInt8]
-    }
+        let bodySHA256: String
 
-    /// Every stored copy's key and identity, over all days: dedup is across the whole store.
-    private func storedCopies() throws(Failure) -> [String: Set<Identity>] {
-        var stored: [String: Set<Identity>] = [:]
-        let days: [UTCDay]
-        do { days = try layout.days(.postbacks) } catch { throw Failure(error.description) }
-        for day in days {
-            for segment in try segments(.postbacks, day: day) {
-                for line in try lines(of: segment.path) {
-                    guard let record = try? SpoolRecord(line: line.bytes), let key = record.dedupKey else { continue }
-                    stored[key, default: []].insert(
-                        Identity(receivedAt: record.receivedAt.microsecondsSinceEpoch, body: record.body))
-                }
-            }
+        init(_ record: SpoolRecord) {
+            receivedAt = record.receivedAt.microsecondsSinceEpoch
+            bodySHA256 = SHA256.hash(record.body).description
         }
-        return stored
     }
 
+    /// A copy the policy now stores: where it is (line and bytes, to take it out of its segment), and
+    /// what identifies it. Its body is read again when it is moved, never kept.
     private struct Candidate {
         let segment: String
         let line: Int
-        let record: SpoolRecord
-        let result: VerificationResult
+        let bytes: Range<Int>
         let key: String
+        let identity: Identity
     }
 
-    private func reverify(day: UTCDay, stored: [String: Set<Identity>], report: inout Report) throws(Failure) {
-        var toMove: [Candidate] = []
-        var removals: [String: Set<Int>] = [:]
-        var segmentLines: [String: [Line]] = [:]
+    private func reverify(day: UTCDay, report: inout Report) throws(Failure) {
+        var candidates: [Candidate] = []
         for spool in [StoreLayout.Spool.rejected, .unverifiable] {
             for segment in try segments(spool, day: day) {
-                let lines = try lines(of: segment.path)
-                segmentLines[segment.path] = lines
-                for line in lines {
-                    guard let record = try? SpoolRecord(line: line.bytes) else {
+                try forEachLine(of: segment.path) { line throws(Failure) in
+                    guard !line.isTooLong, let record = try? SpoolRecord(line: line.bytes) else {
                         report.unreadable += 1
-                        continue
+                        return
                     }
                     let result = verifier.verify(body: record.body)
-                    let countable =
-                        result.isVerified && result.quarantineReason == nil
-                        && (result.environment == .production || verifier.policy.allowsDevelopment)
-                    guard countable, let key = result.dedupKey else {
-                        report.unchanged[
-                            result.quarantineReason.map { "quarantined (\($0.rawValue))" } ?? result.status.rawValue, default: 0] +=
-                            1
-                        continue
+                    guard case .store = acceptance.decide(result), let key = result.dedupKey else {
+                        report.unchanged[Self.verdict(result, acceptance.decide(result)), default: 0] += 1
+                        return
                     }
-                    if let copies = stored[key] {
-                        if copies.contains(Identity(receivedAt: record.receivedAt.microsecondsSinceEpoch, body: record.body)) {
-                            removals[segment.path, default: []].insert(line.number)
-                            report.completed += 1
-                        } else {
-                            report.alreadyStored.append((segment.path, line.number, key))
-                        }
-                        continue
-                    }
-                    toMove.append(Candidate(segment: segment.path, line: line.number, record: record, result: result, key: key))
+                    candidates.append(
+                        Candidate(
+                            segment: segment.path, line: line.number,
+                            bytes: line.offset..<line.offset + line.length + (line.endsWithNewline ? 1 : 0), key: key,
+                            identity: Identity(record)))
                 }
             }
         }
-        if !toMove.isEmpty {
-            // First received first, as a receiver would have seen them.
-            toMove.sort { ($0.record.receivedAt, $0.segment, $0.line) < ($1.record.receivedAt, $1.segment, $1.line) }
-            let destination = try nextDestination(day: day)
-            var bytes: [UInt8] = []
-            for candidate in toMove {
-                let record = SpoolRecord(
-                    receivedAt: candidate.record.receivedAt, writer: candidate.record.writer,
-                    route: candidate.record.route, result: candidate.result, body: candidate.record.body)
-                bytes.append(contentsOf: record.encoded())
-                removals[candidate.segment, default: []].insert(candidate.line)
-                report.moved.append(
-                    Moved(
-                        source: candidate.segment, line: candidate.line, dedupKey: candidate.key,
-                        receivedAt: candidate.record.receivedAt, previousStatus: candidate.record.status,
-                        previousReason: candidate.record.reason, destination: destination))
+        guard !candidates.isEmpty else { return }
+        let stored = try storedCopies(of: Set(candidates.map(\.key)))
+        var removals: [String: [Range<Int>]] = [:]
+        var toMove: [String: Set<Int>] = [:]
+        for candidate in candidates {
+            if let copies = stored[candidate.key] {
+                if copies.contains(candidate.identity) {
+                    removals[candidate.segment, default: []].append(candidate.bytes)
+                    report.completed += 1
+                } else {
+                    report.alreadyStored.append((candidate.segment, candidate.line, candidate.key))
+                }
+                continue
             }
-            do {
+            toMove[candidate.segment, default: []].insert(candidate.line)
+            removals[candidate.segment, default: []].append(candidate.bytes)
+        }
+        if !toMove.isEmpty {
+            let destination = try nextDestination(day: day)
+            do throws(SystemCallError) {
                 try DurableFile.makeDirectories(layout.partition(.postbacks, day: day))
-                try seal(bytes, of: destination, day: day)
-                try DurableFile.write(bytes, to: destination)
+            } catch {
+                throw Failure("cannot write \(destination): \(error); nothing was moved for \(day)")
+            }
+            let staged: StagedFile
+            do { staged = try StagedFile(replacing: destination) } catch {
+                throw Failure("cannot write \(destination): \(error); nothing was moved for \(day)")
+            }
+            let hasher = SHA256Hasher()
+            var failure: SystemCallError?
+            // In the order of the source segments; the nightly job orders copies by received_at.
+            for (source, lines) in toMove.sorted(by: { $0.key < $1.key }) {
+                try forEachLine(of: source) { line throws(Failure) in
+                    guard lines.contains(line.number), failure == nil, let record = try? SpoolRecord(line: line.bytes) else {
+                        return
+                    }
+                    let result = verifier.verify(body: record.body)
+                    let moved = SpoolRecord(
+                        receivedAt: record.receivedAt, writer: record.writer, route: record.route, result: result,
+                        body: record.body
+                    ).encoded()
+                    hasher.update(moved)
+                    do throws(SystemCallError) { try staged.append(moved) } catch { failure = error }
+                    report.moved.append(
+                        Moved(
+                            source: source, line: line.number, dedupKey: result.dedupKey ?? "",
+                            receivedAt: record.receivedAt, previousStatus: record.status, previousReason: record.reason,
+                            destination: destination))
+                }
+            }
+            do throws(SystemCallError) {
+                if let failure { throw failure }
+                // The seal first: a crash before the rename leaves no segment, and a seal of nothing.
+                try seal(SegmentSeals.Seal(size: staged.size, sha256: hasher.finalize().description), of: destination, day: day)
+                try staged.commit()
             } catch {
                 throw Failure("cannot write \(destination): \(error); nothing was moved for \(day)")
             }
             if killPoint == "destination" { kill(getpid(), SIGKILL) }
         }
-        for (path, numbers) in removals.sorted(by: { $0.key < $1.key }) {
-            var kept: [UInt8] = []
-            for line in segmentLines[path] ?? [] where !numbers.contains(line.number) {
-                kept.append(contentsOf: line.bytes)
-                if line.endsWithNewline { kept.append(0x0A) }
-            }
+        for (path, ranges) in removals.sorted(by: { $0.key < $1.key }) {
             do {
-                try seal(kept, of: path, day: day)
-                try DurableFile.write(kept, to: path)
+                try rewrite(path, without: ranges.sorted { $0.lowerBound < $1.lowerBound }, day: day)
             } catch {
                 throw Failure("cannot rewrite \(path): \(error); its moved records are stored, a rerun finishes the move")
             }
@@ -196,14 +210,75 @@ package struct Reverification {
         }
     }
 
-    /// Records the seal of a segment about to be written whole (before it is written: a crash in
+    /// How `report.unchanged` names what the policy does not store.
+    private static func verdict(_ result: VerificationResult, _ decision: AcceptancePolicy.Decision) -> String {
+        switch decision {
+        case .quarantine(let reason): return "quarantined (\(reason.rawValue))"
+        case .reject(_, let policy?): return "not accepted (\(policy))"
+        case .reject(_, nil), .store: return result.status.rawValue
+        }
+    }
+
+    /// The stored copies of `keys` (every day's `raw/postbacks/`: dedup is across the whole store),
+    /// read a line at a time; only lines of those keys are parsed whole.
+    private func storedCopies(of keys: Set<String>) throws(Failure) -> [String: Set<Identity>] {
+        var stored: [String: Set<Identity>] = [:]
+        let days: [UTCDay]
+        do { days = try layout.days(.postbacks) } catch { throw Failure(error.description) }
+        for day in days {
+            for segment in try segments(.postbacks, day: day) {
+                try forEachLine(of: segment.path) { line throws(Failure) in
+                    guard !line.isTooLong, let key = SpoolRecovery.dedupKey(ofLine: line.bytes), keys.contains(key),
+                        let record = try? SpoolRecord(line: line.bytes)
+                    else { return }
+                    stored[key, default: []].insert(Identity(record))
+                }
+            }
+        }
+        return stored
+    }
+
+    /// Rewrites the segment at `path` without the byte ranges `removed` (sorted, whole lines), every
+    /// other byte as it was, torn or not; a chunk at a time.
+    private func rewrite(_ path: String, without removed: [Range<Int>], day: UTCDay) throws(SystemCallError) {
+        let source = open(path, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw SystemCallError(operation: "open", path: path, errorNumber: errno) }
+        defer { close(source) }
+        let staged = try StagedFile(replacing: path)
+        let hasher = SHA256Hasher()
+        var offset = 0
+        var next = 0
+        try FileDescriptorIO.forEachChunk(of: source, path: path) { (chunk) throws(SystemCallError) in
+            var start = 0
+            while start < chunk.count {
+                let position = offset + start
+                while next < removed.count, removed[next].upperBound <= position { next += 1 }
+                var end = chunk.count
+                if next < removed.count {
+                    if removed[next].lowerBound <= position {
+                        start = min(chunk.count, removed[next].upperBound - offset)
+                        continue
+                    }
+                    end = min(end, removed[next].lowerBound - offset)
+                }
+                let kept = UnsafeRawBufferPointer(rebasing: chunk[start..<end])
+                hasher.update(kept)
+                try staged.append(kept)
+                start = end
+            }
+            offset += chunk.count
+        }
+        try seal(SegmentSeals.Seal(size: staged.size, sha256: hasher.finalize().description), of: path, day: day)
+        try staged.commit()
+    }
+
+    /// Records the seal of a segment about to be put in place whole (before the rename: a crash in
     /// between leaves the old bytes, which match their own seal, since a segment matches any of its seals).
-    private func seal(_ bytes: [UInt8], of path: String, day: UTCDay) throws(SystemCallError) {
+    private func seal(_ seal: SegmentSeals.Seal, of path: String, day: UTCDay) throws(SystemCallError) {
         guard let spool = StoreLayout.Spool.allCases.first(where: { path.hasPrefix(layout.spoolDirectory($0) + "/") }) else {
             return
         }
-        try SegmentSeals.Recorder(root: layout.root, spool: spool, writerID: Self.writerID)
-            .record(path, day: day, SegmentSeals.seal(of: bytes))
+        try SegmentSeals.Recorder(root: layout.root, spool: spool, writerID: Self.writerID).record(path, day: day, seal)
     }
 
     private func nextDestination(day: UTCDay) throws(Failure) -> String {
@@ -216,26 +291,18 @@ package struct Reverification {
         do { return try layout.segments(spool, day: day) } catch { throw Failure(error.description) }
     }
 
-    /// A segment's lines as stored (without their newline), so that rewriting it keeps every other
-    /// line byte for byte, torn or not.
-    private struct Line {
-        let number: Int
-        let bytes: [UInt8]
-        let endsWithNewline: Bool
-    }
-
-    private func lines(of path: String) throws(Failure) -> [Line] {
-        let bytes: [UInt8]
-        do { bytes = try FileBytes.read(path: path, limit: 1 << 30) } catch { throw Failure(error.description) }
-        var lines: [Line] = []
-        var start = 0
-        var number = 0
-        while start < bytes.count {
-            number += 1
-            let end = bytes[start...].firstIndex(of: 0x0A)
-            lines.append(Line(number: number, bytes: Array(bytes[start..<(end ?? bytes.count)]), endsWithNewline: end != nil))
-            start = (end ?? bytes.count) + 1
+    /// Calls `body` with each line of a segment, a line at a time (a line over
+    /// `SegmentReader.maximumLineBytes` is not kept: `isTooLong`).
+    private func forEachLine(of path: String, _ body: (LineReader.Line) throws(Failure) -> Void) throws(Failure) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(SystemCallError(operation: "open", path: path, errorNumber: errno).description) }
+        defer { close(fd) }
+        let lines = LineReader(fd: fd, path: path, maximumLineBytes: SegmentReader.maximumLineBytes)
+        while true {
+            let line: LineReader.Line?
+            do { line = try lines.next() } catch { throw Failure(error.description) }
+            guard let line else { return }
+            try body(line)
         }
-        return lines
     }
 }

@@ -1,4 +1,4 @@
-import Basics
+package import Basics
 import Dispatch
 import Locking
 import Postbacks
@@ -24,8 +24,9 @@ package struct SpoolRecovery: Sendable {
     }
 
     package var dedupIndex = DedupIndex()
-    /// The quarantine's keys (`QuarantineKey`), so a retried quarantined body is stored once.
-    package var quarantineIndex = DedupIndex()
+    /// The quarantine's keys (`QuarantineKey`) of today and yesterday (`RecentDedupIndex`), so a
+    /// retried quarantined body is stored once.
+    package var quarantineIndex = RecentDedupIndex()
     /// The next sequence number for this writer, per spool.
     package var nextSequence: [StoreLayout.Spool: Int] = [:]
     package var recordsScanned = 0
@@ -36,19 +37,23 @@ package struct SpoolRecovery: Sendable {
 
     /// Scans `layout` for `writerID`. Only the postbacks spool is read line by line (for dedup keys),
     /// every segment fully parsed so a damaged line is never taken for a stored postback; segments are
-    /// read in parallel, one per core. The rejected spool is only listed, for its sequence numbers.
-    /// A spool directory that cannot be listed is an error, not an empty spool.
-    package static func scan(layout: StoreLayout, writerID: String) throws(StoreLayout.ListingError) -> SpoolRecovery {
+    /// read in parallel, one per core. The rejected spool is only listed, for its sequence numbers;
+    /// the quarantine is read for its keys of the days `RecentDedupIndex` keeps (up to `today`), and
+    /// only listed before them. A spool directory that cannot be listed is an error, not an empty spool.
+    package static func scan(
+        layout: StoreLayout, writerID: String, today: UTCDay = UTCTimestamp.now().day
+    ) throws(StoreLayout.ListingError) -> SpoolRecovery {
         var recovery = SpoolRecovery()
         var postbackSegments: [String] = []
-        var quarantineSegments: [String] = []
+        var quarantineSegments: [(path: String, day: UTCDay)] = []
+        let firstQuarantineDay = RecentDedupIndex.firstKeptDay(newest: today)
         for spool in StoreLayout.Spool.allCases {
             var highest = 0
             for day in try layout.days(spool) {
                 for segment in try layout.segments(spool, day: day) {
                     if segment.writer == writerID { highest = max(highest, segment.sequence) }
                     if spool == .postbacks { postbackSegments.append(segment.path) }
-                    if spool == .unverifiable { quarantineSegments.append(segment.path) }
+                    if spool == .unverifiable, day >= firstQuarantineDay { quarantineSegments.append((segment.path, day)) }
                 }
             }
             recovery.nextSequence[spool] = highest + 1
@@ -78,15 +83,15 @@ extension SpoolRecovery {
     /// The quarantine is small (it has a daily byte budget) and read whole. A line or segment that
     /// cannot be read is reported as damage but does not refuse the start: the worst it costs is a
     /// second quarantined copy of a retried body, which is never counted.
-    fileprivate mutating func readQuarantineKeys(_ paths: [String]) {
-        for path in paths {
+    fileprivate mutating func readQuarantineKeys(_ segments: [(path: String, day: UTCDay)]) {
+        for (path, day) in segments {
             do {
                 let reader = try SegmentReader(path: path)
                 while let entry = try reader.next() {
                     switch entry {
                     case .record(let record, _):
                         quarantineIndex.insert(
-                            QuarantineKey.make(status: record.status, dedupKey: record.dedupKey, body: record.body))
+                            QuarantineKey.make(status: record.status, dedupKey: record.dedupKey, body: record.body), day: day)
                     case .tornTail(let line, let bytes):
                         damage.append(Damage(path: path, line: line, problem: "torn tail (\(bytes) bytes), skipped"))
                     case .corrupt(let line, let reason):

@@ -37,7 +37,7 @@ package struct POSIXSpoolStorage: SpoolStorage {
     }
 
     package func createSegment(_ path: String) throws(StorageError) -> Int32 {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, mode_t(DurableFile.dataFileMode))
         guard fd >= 0 else { throw StorageError(operation: "create", path: path, errorNumber: errno) }
         return fd
     }

@@ -118,11 +118,15 @@ package final class SpoolWriter: Sendable {
     /// Starts the writer thread.
     /// - Parameters:
     ///   - dedupIndex: the keys already stored (from `SpoolRecovery`); nil for a spool without dedup.
+    ///   - recentIndex: instead, keys kept for the newest days only (the quarantine's).
     ///   - events: called on the writer thread after each commit, segment, failure and recovery.
-    package init(configuration: Configuration, dedupIndex: DedupIndex?, events: @escaping @Sendable (Event) -> Void = { _ in }) {
+    package init(
+        configuration: Configuration, dedupIndex: DedupIndex?, recentIndex: RecentDedupIndex? = nil,
+        events: @escaping @Sendable (Event) -> Void = { _ in }
+    ) {
         self.configuration = configuration
-        storedKeys.store(dedupIndex?.count ?? 0, ordering: .relaxed)
-        let worker = Worker(owner: self, index: dedupIndex, events: events)
+        storedKeys.store(dedupIndex?.count ?? recentIndex?.count ?? 0, ordering: .relaxed)
+        let worker = Worker(owner: self, index: dedupIndex, recent: recentIndex, events: events)
         let thread = Thread { worker.run() }
         thread.name = "spool-\(configuration.spool.rawValue)"
         thread.start()
@@ -262,6 +266,8 @@ private final class Worker: @unchecked Sendable {
     let storage: any SpoolStorage
     let events: @Sendable (SpoolWriter.Event) -> Void
     var index: DedupIndex?
+    /// The quarantine's keys, of the newest days only (`RecentDedupIndex`).
+    var recent: RecentDedupIndex?
     var segments: [UTCDay: OpenSegment] = [:]
     var nextSequence: Int
     var knownDirectories: Set<String> = []
@@ -272,11 +278,15 @@ private final class Worker: @unchecked Sendable {
     lazy var seals = SegmentSeals.Recorder(
         root: configuration.layout.root, spool: configuration.spool, writerID: configuration.writerID)
 
-    init(owner: SpoolWriter, index: DedupIndex?, events: @escaping @Sendable (SpoolWriter.Event) -> Void) {
+    init(
+        owner: SpoolWriter, index: DedupIndex?, recent: RecentDedupIndex?,
+        events: @escaping @Sendable (SpoolWriter.Event) -> Void
+    ) {
         self.owner = owner
         self.configuration = owner.configuration
         self.storage = configuration.storage
         self.index = index
+        self.recent = recent
         self.events = events
         self.nextSequence = configuration.firstSequence
     }
@@ -337,8 +347,8 @@ private final class Worker: @unchecked Sendable {
         var linesByDay: [UTCDay: [Int]] = [:]
         var written: [Int] = []
         for (position, entry) in batch.enumerated() {
-            if let key = entry.dedupKey, index != nil {
-                if let stored = index!.storedValues(key) {
+            if let key = entry.dedupKey, index != nil || recent != nil {
+                if let stored = index?.storedValues(key) ?? recent?.storedValues(key) {
                     outcomes[position] = .duplicate(stored: stored)
                     continue
                 }
@@ -377,9 +387,13 @@ private final class Worker: @unchecked Sendable {
                 rolled.removeAll()
                 for position in written {
                     outcomes[position] = .stored
-                    if let key = batch[position].dedupKey { index?.insert(key, values: batch[position].values) }
+                    if let key = batch[position].dedupKey {
+                        index?.insert(key, values: batch[position].values)
+                        recent?.insert(key, values: batch[position].values, day: batch[position].day)
+                    }
                 }
                 if let index { owner.setStoredKeys(index.count) }
+                if let recent { owner.setStoredKeys(recent.count) }
                 closeStaleSegments(newest: days.last!)
                 events(.committed(records: written.count, bytes: byteCount, syncSeconds: seconds))
             } catch {

@@ -1,5 +1,9 @@
 import Dispatch
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A store opened for writing by one writer id, as a receiver needs it: the writer lock held, the
 /// spool directories made, the spools recovered (the dedup index of every stored key, the next
 /// segment numbers) and a group-commit writer running for each spool.
@@ -110,17 +114,24 @@ package final class WritableStore: Sendable {
             for key in additionalDedupKeys(layout) { recovery.dedupIndex.insert(key) }
         }
 
-        func writer(_ spool: StoreLayout.Spool, index: DedupIndex?) -> SpoolWriter {
+        // The scan's per-segment key lists, freed now, stay in glibc's heap unless handed back: a
+        // receiver would hold some 2.7 times its dedup index for good (docs/benchmarks.md).
+        returnFreedHeap()
+
+        func writer(_ spool: StoreLayout.Spool, index: DedupIndex?, recent: RecentDedupIndex? = nil) -> SpoolWriter {
             let configuration = SpoolWriter.Configuration(
                 layout: layout, spool: spool, writerID: writerID, segmentBytes: options.segmentBytes,
                 firstSequence: recovery.nextSequence[spool] ?? 1, storage: options.storage,
                 gatherSeconds: options.commitGatherSeconds, segmentMaxAgeSeconds: options.segmentMaxAgeSeconds)
-            return SpoolWriter(configuration: configuration, dedupIndex: index) { event in events(spool, event) }
+            return SpoolWriter(configuration: configuration, dedupIndex: index, recentIndex: recent) { event in
+                events(spool, event)
+            }
         }
         return WritableStore(
             layout: layout, writerID: writerID, recovered: recovered, lock: lock,
             postbacks: writer(.postbacks, index: recovery.dedupIndex),
-            rejected: writer(.rejected, index: nil), unverifiable: writer(.unverifiable, index: recovery.quarantineIndex),
+            rejected: writer(.rejected, index: nil),
+            unverifiable: writer(.unverifiable, index: nil, recent: recovery.quarantineIndex),
             conflicts: writer(.conflicts, index: nil))
     }
 
@@ -149,4 +160,16 @@ package final class WritableStore: Sendable {
         for writer in writers { writer.close() }
         lock.release()
     }
+}
+
+/// glibc's `malloc_trim(0)`: gives the heap's free pages back to the system. Looked up at run time,
+/// since Swift's Glibc module does not declare it (`malloc.h`); without glibc, nothing.
+private func returnFreedHeap() {
+    #if canImport(Glibc)
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        // RTLD_DEFAULT: the process's global symbols.
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") {
+            _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        }
+    #endif
 }

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import PostbackCrypto
 import PostbackServer
@@ -64,6 +65,37 @@ import Testing
         defer { server.stop() }
         #expect(try server.post(body).text.contains(#""status":"duplicate""#), "the quarantine's keys are recovered")
         #expect(try server.records(.unverifiable).count == 2)
+    }
+
+    /// The quarantine's index keeps today's and yesterday's keys only (anyone can send bodies to
+    /// quarantine), and a restart reads back only those days: a retry of a body quarantined the day
+    /// before yesterday is stored again (before: every day's keys were read back and kept for good).
+    @Test func quarantineKeysOfTheDayBeforeYesterdayAreNotReadBack() throws {
+        let directory = TestServer.temporaryDirectory()
+        let layout = StoreLayout(root: directory)
+        let today = UTCTimestamp.now().day
+        let verifier = PostbackVerifier()
+        var bodies: [[UInt8]] = []
+        for back in 1...2 {
+            let day = today.adding(days: -back)
+            let body = try TestPostbacks.signer.sign(Self.skan4(version: "5.0", transactionID: "q-expiry-\(back)"))
+            let result = verifier.verify(body: body)
+            let record = SpoolRecord(
+                receivedAt: UTCTimestamp(microsecondsSinceEpoch: Int64(day.daysSinceEpoch) * 86_400_000_000 + 1_000_000),
+                writer: "rx0", route: "skadnetwork", result: result, body: body, reason: "unknown version")
+            try DurableFile.makeDirectories(layout.partition(.unverifiable, day: day))
+            try DurableFile.write(
+                record.encoded(),
+                to: layout.partition(.unverifiable, day: day) + "/" + StoreLayout.segmentName(writer: "rx0", sequence: 1))
+            bodies.append(body)
+        }
+        let server = try TestServer(dataDirectory: directory)
+        defer { server.stop() }
+        let yesterday = try server.post(bodies[0])
+        #expect(yesterday.text.contains(#""status":"duplicate""#), "\(yesterday.text)")
+        let dayBefore = try server.post(bodies[1])
+        #expect(dayBefore.text.contains(#""status":"quarantined""#), "\(dayBefore.text)")
+        #expect(try server.records(.unverifiable).count == 3, "the two written before, and the one stored again")
     }
 
     /// A verified postback quarantined for a value we cannot place is keyed by its signed dedup key: a

@@ -14,6 +14,32 @@ import Testing
 
 /// Durability: restarts, torn tails, storage failures, the writer lock, graceful shutdown.
 @Suite struct ReceiverStorageTests {
+    /// Outside systemd (no `UMask=`), every file the receiver writes is its owner's only: segments,
+    /// seals, lock files (before: 0644, readable by every local user, whatever the umask allowed).
+    @Test func dataFilesAreReadableByTheirOwnerOnly() throws {
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let server = try TestServer()
+        #expect(try server.post(TestPostbacks.body(0, seed: 61)).status == 200)
+        #expect(try server.post(Array("{}".utf8)).status == 400)
+        server.stop()
+        var files: [String] = []
+        let walker = FileManager.default.enumerator(atPath: server.dataDirectory)
+        while let name = walker?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            let path = server.dataDirectory + "/" + name
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files.append(path)
+            }
+        }
+        #expect(files.contains { $0.contains("/raw/postbacks/") } && files.contains { $0.contains("/raw/rejected/") })
+        #expect(files.contains { $0.hasSuffix(".seals") } && files.contains { $0.hasSuffix(".lock") }, "\(files)")
+        for path in files {
+            let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+            #expect(mode == 0o600, "\(path): \(String(mode, radix: 8))")
+        }
+    }
+
     @Test func restartKeepsTheDedupIndexAndStartsANewSegment() throws {
         let directory = TestServer.temporaryDirectory()
         let first = TestPostbacks.body(0, seed: 21)

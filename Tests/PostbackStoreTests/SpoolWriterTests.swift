@@ -143,6 +143,39 @@ import Testing
         #expect(index.count == 5)
     }
 
+    /// The quarantine's byte keys (`sha256:` and 64 hex digits) are packed into their 32 bytes, exactly:
+    /// another digest, or the same in upper case, is another key.
+    @Test func dedupIndexPacksDigestKeysExactly() {
+        var index = DedupIndex()
+        let digest = "sha256:" + String(repeating: "0123456789abcdef", count: 4)
+        let inserted = [index.insert(digest), index.insert(digest)]
+        #expect(inserted == [true, false])
+        #expect(index.contains(digest))
+        #expect(!index.contains("sha256:" + String(repeating: "0123456789abcdef", count: 3) + "0123456789abcdee"))
+        #expect(!index.contains(digest.uppercased()), "upper case is another key")
+        let upper = index.insert(digest.uppercased())
+        #expect(upper && index.contains(digest.uppercased()), "kept as a string")
+        #expect(!index.contains(String(digest.dropLast())), "a shorter key is another key")
+        #expect(index.count == 2)
+    }
+
+    /// The quarantine's index keeps the keys of the newest two UTC days: a day's keys go once a copy of
+    /// the day after next arrives, and a copy of a day before the window is not kept.
+    @Test func recentDedupIndexKeepsTodayAndYesterdayOnly() {
+        let day = UTCDay("2026-12-01")!
+        var index = RecentDedupIndex()
+        var inserted = [index.insert("first", day: day), index.insert("second", day: day.adding(days: 1))]
+        #expect(inserted == [true, true])
+        #expect(index.storedValues("first") != nil, "yesterday's keys are kept")
+        inserted = [index.insert("first", day: day.adding(days: 1)), index.insert("third", day: day.adding(days: 2))]
+        #expect(inserted == [false, true], "a retry the next day is a duplicate")
+        #expect(index.storedValues("first") == nil, "the day before yesterday's keys are dropped")
+        #expect(index.storedValues("second") != nil && index.count == 2)
+        inserted = [index.insert("late", day: day)]
+        #expect(inserted == [false], "a day before the window is not kept")
+        #expect(index.storedValues("late") == nil && index.count == 2)
+    }
+
     @Test func bodiesRoundTripThroughTheRecordEncoding() throws {
         let bodies: [String] = [
             String(decoding: TestPostbacks.body(0, seed: 33), as: UTF8.self),

@@ -10,25 +10,14 @@
 package enum DurableFile {
     package typealias WriteError = SystemCallError
 
-    package static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(WriteError) {
-        let temporary = temporaryPath(for: path)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
-        guard fd >= 0 else { throw WriteError(operation: "open", path: temporary, errorNumber: errno) }
-        do throws(WriteError) {
-            try FileDescriptorIO.writeAll(bytes, to: fd, path: temporary)
-            guard fsync(fd) == 0 else { throw WriteError(operation: "fsync", path: temporary, errorNumber: errno) }
-        } catch let failure {
-            close(fd)
-            unlink(temporary)
-            throw failure
-        }
-        close(fd)
-        guard rename(temporary, path) == 0 else {
-            let number = errno
-            unlink(temporary)
-            throw WriteError(operation: "rename", path: path, errorNumber: number)
-        }
-        try syncDirectory(containing: path)
+    /// The mode of every data file the product writes (spool segments, seals, ledgers, aggregates,
+    /// manifests, reports): its owner's only, whatever the umask.
+    package static let dataFileMode: UInt32 = 0o600
+
+    package static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = dataFileMode) throws(WriteError) {
+        let staged = try StagedFile(replacing: path, mode: mode)
+        try staged.append(bytes)
+        try staged.commit()
     }
 
     /// Where `write` stages `path`: a hidden name in the same directory, so that readers listing the
@@ -91,7 +80,7 @@ package enum DurableFile {
     package static func openLines(_ path: String) throws(WriteError) -> Int32 {
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         try makeDirectories(directory)
-        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, mode_t(dataFileMode))
         guard fd >= 0 else { throw WriteError(operation: "open", path: path, errorNumber: errno) }
         do throws(WriteError) {
             try syncDirectory(directory)  // the file's name, if this created it
@@ -150,5 +139,70 @@ package enum DurableFile {
             end = start
         }
         return (0, holdsNUL)
+    }
+}
+
+/// A file replaced as `DurableFile.write` replaces it (a crash leaves the old content or the new),
+/// but written in pieces, so its content never has to be in memory whole: appended to a hidden
+/// temporary beside `path`, then `commit()` syncs it, renames it over `path` and syncs the directory.
+/// Released without a commit, the temporary is removed and `path` is untouched.
+package final class StagedFile {
+    package let path: String
+    private let temporary: String
+    private var fd: Int32
+    private var pending: [UInt8] = []
+    /// Bytes appended so far.
+    package private(set) var size = 0
+
+    package init(replacing path: String, mode: UInt32 = DurableFile.dataFileMode) throws(SystemCallError) {
+        self.path = path
+        temporary = DurableFile.temporaryPath(for: path)
+        fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
+        guard fd >= 0 else { throw SystemCallError(operation: "open", path: temporary, errorNumber: errno) }
+        // The mode asked for, also over a stale temporary a crashed writer left with another.
+        fchmod(fd, mode_t(mode))
+    }
+
+    deinit {
+        if fd >= 0 {
+            close(fd)
+            unlink(temporary)
+        }
+    }
+
+    package func append(_ bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
+        pending.append(contentsOf: bytes)
+        size += bytes.count
+        if pending.count >= 1 << 20 { try flush() }
+    }
+
+    package func append(_ bytes: [UInt8]) throws(SystemCallError) {
+        if pending.isEmpty, bytes.count >= 1 << 20 {
+            size += bytes.count
+            try FileDescriptorIO.writeAll(bytes, to: fd, path: temporary)
+            return
+        }
+        pending.append(contentsOf: bytes)
+        size += bytes.count
+        if pending.count >= 1 << 20 { try flush() }
+    }
+
+    private func flush() throws(SystemCallError) {
+        try FileDescriptorIO.writeAll(pending, to: fd, path: temporary)
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// Syncs the content and puts it at `path`, durably.
+    package func commit() throws(SystemCallError) {
+        try flush()
+        guard fsync(fd) == 0 else { throw SystemCallError(operation: "fsync", path: temporary, errorNumber: errno) }
+        close(fd)
+        fd = -1
+        guard rename(temporary, path) == 0 else {
+            let number = errno
+            unlink(temporary)
+            throw SystemCallError(operation: "rename", path: path, errorNumber: number)
+        }
+        try DurableFile.syncDirectory(containing: path)
     }
 }

@@ -22,7 +22,7 @@ package final class FileLock: Sendable {
         self.path = path
         // Opened and locked into a local first: once `descriptor` is set, a throw would run `deinit`,
         // which would close the number a second time, maybe another thread's file or socket by then.
-        let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode_t(DurableFile.dataFileMode))
         guard opened >= 0 else { throw .system(SystemCallError(operation: "open lock file", path: path, errorNumber: errno)) }
         guard flock(opened, LOCK_EX | LOCK_NB) == 0 else {
             let number = errno

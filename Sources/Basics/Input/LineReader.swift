@@ -9,6 +9,8 @@ package final class LineReader {
     package struct Line: Sendable {
         /// 1-based.
         package let number: Int
+        /// Where the line starts in the input.
+        package let offset: Int
         /// Without the newline (and without a CR before it).
         package let bytes: [UInt8]
         /// The full length, also when too long to keep.
@@ -52,7 +54,8 @@ package final class LineReader {
 extension LineReader.Line {
     init(_ line: LineSplitter.Line, endsWithNewline: Bool) {
         self.init(
-            number: line.number, bytes: line.bytes.map { Array($0) } ?? [], length: line.length, isTooLong: line.bytes == nil,
+            number: line.number, offset: line.offset, bytes: line.bytes.map { Array($0) } ?? [], length: line.length,
+            isTooLong: line.bytes == nil,
             endsWithNewline: endsWithNewline)
     }
 }

@@ -188,7 +188,7 @@ package final class RecordReader {
         // postback would look like JSON Lines and become one malformed record per line.
         if line.number == 1, line.bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             return LineReader.Line(
-                number: 1, bytes: Array(line.bytes.dropFirst(3)), length: line.length - 3,
+                number: 1, offset: line.offset + 3, bytes: Array(line.bytes.dropFirst(3)), length: line.length - 3,
                 isTooLong: line.isTooLong, endsWithNewline: line.endsWithNewline)
         }
         return line

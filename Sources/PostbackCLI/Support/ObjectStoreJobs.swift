@@ -212,7 +212,7 @@ enum ObjectStoreJobs {
         let path = root + "/" + key
         try FileManager.default.createDirectory(
             atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(DurableFile.dataFileMode))
         guard fd >= 0 else {
             throw UsageError(
                 "staging a copy from the bucket: \(SystemCallError(operation: "create", path: path, errorNumber: errno))")
