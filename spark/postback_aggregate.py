@@ -336,7 +336,8 @@ def load_decode_tables(spark, fs, directory, staging):
         columns = ", ".join(f"`{name}` string" for name in header)
         raw = (spark.read.schema(columns).option("header", True).option("multiLine", True).option("quote", '"').option("escape", '"')
                .option("emptyValue", empty_marker).option("mode", "FAILFAST").option("encoding", "UTF-8").csv(copy))
-        frames[table] = raw.select(*[F.when(F.col(c) == empty_marker, F.lit("")).otherwise(F.col(c)).alias(c) for c in raw.columns])
+        frames[table] = raw.select(*[F.when(F.col(c) == empty_marker, F.lit("")).otherwise(text_cell(F.col(c))).alias(c)
+                                     for c in raw.columns])
 
     def micros(column):
         return (F.col(column).cast("decimal(18,6)") * F.lit(1_000_000)).cast("long")
@@ -765,10 +766,27 @@ def campaign_events_daily(decoded, tables):
 # Output: CSV lines exactly as CSVLine writes them, Parquet with types; one file per dt partition
 
 
+# Cells a spreadsheet would evaluate (SpreadsheetCell, docs/aggregate.md): a text whose first
+# character after any `'` is `=`, `+`, `-`, `@`, a tab or CR, unless it is a plain decimal number, is
+# written quoted with a `'` before it; a reader takes one `'` off a text that starts with `'`s and one
+# of those characters (no unquoted field does). Java regular expressions (`\z`: the very end).
+NEUTRALISE_PATTERN = "^'*[=+\\-@\t\r]"
+PLAIN_NUMBER_PATTERN = "^-?[0-9]+(\\.[0-9]+)?\\z"
+NEUTRALISED_PATTERN = "^'+[=+\\-@\t\r]"
+
+
+def text_cell(column):
+    """A text read from the product's CSV without the `'` of a neutralised cell."""
+    from pyspark.sql import functions as F
+
+    return F.when(column.rlike(NEUTRALISED_PATTERN), F.substring(column, 2, 1 << 30)).otherwise(column)
+
+
 def csv_field(name, kind):
     """One field as CSVLine writes it: empty for null, `""` for an empty string, quotes only when the
-    text holds a comma, quote or line break; numbers in decimal, `true`/`false`; amounts (micro-units)
-    as the shortest exact decimal (`2.99`, `150`)."""
+    text holds a comma, quote or line break, and a cell a spreadsheet would evaluate quoted after a
+    `'`; numbers in decimal, `true`/`false`; amounts (micro-units) as the shortest exact decimal
+    (`2.99`, `150`)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -776,7 +794,9 @@ def csv_field(name, kind):
     if name in DECIMAL_SCALES:
         text = decimal_text(name, DECIMAL_SCALES[name])
     elif isinstance(kind, T.StringType):
+        neutralise = column.rlike(NEUTRALISE_PATTERN) & ~column.rlike(PLAIN_NUMBER_PATTERN)
         text = (F.when(column == "", F.lit('""'))
+                .when(neutralise, F.concat(F.lit('"\''), F.regexp_replace(column, '"', '""'), F.lit('"')))
                 .when(column.rlike('[,"\\r\\n]'), F.concat(F.lit('"'), F.regexp_replace(column, '"', '""'), F.lit('"')))
                 .otherwise(column))
     else:
@@ -976,13 +996,13 @@ def cohort_key(frame):
 
 def read_text_csv(spark, paths, columns):
     """CSV files as `postback` writes them (header, RFC 4180, `""` for an empty string): every column
-    as text, an empty field null and a quoted empty string ""."""
+    as text, an empty field null, a quoted empty string "" and a neutralised cell without its `'`."""
     from pyspark.sql import functions as F
 
     raw = (spark.read.schema(", ".join(f"`{name}` string" for name in columns)).option("header", True).option("multiLine", True)
            .option("quote", '"').option("escape", '"').option("emptyValue", EMPTY_MARKER).option("mode", "FAILFAST")
            .option("encoding", "UTF-8").csv(paths))
-    return raw.select(*[F.when(F.col(c) == EMPTY_MARKER, F.lit("")).otherwise(F.col(c)).alias(c) for c in columns],
+    return raw.select(*[F.when(F.col(c) == EMPTY_MARKER, F.lit("")).otherwise(text_cell(F.col(c))).alias(c) for c in columns],
                       F.col("_metadata.file_path").alias("_file"))
 
 
