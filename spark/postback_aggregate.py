@@ -512,12 +512,16 @@ def classify_lines(lines):
     state = F.when(state == "bad", F.when(F.col("is_last") | F.col("has_nul"), "torn").otherwise("corrupt")).otherwise(state)
     claimed_protocol = F.when(r["protocol"].isin("skadnetwork", "adattributionkit"), r["protocol"])
     # The grain fields as the row key holds them (RowKeyEncoder.encodePostback); the others as stored.
+    # Apple: "Nonwinning postbacks don't contain conversion values": one stored on a non-winning
+    # postback is ignored and the postback flagged (SegmentScanner.emit).
+    nonwinning_value = (a["did_win"] == F.lit(False)) & (a["fine_value"].isNotNull() | a["coarse_value"].isNotNull())
     grain = {
         # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
         "protocol": F.coalesce(a["protocol"], claimed_protocol),
         "ad_network_id": ascii_lower(a["ad_network_id"]),
         "postback_sequence_index": sequence_index.cast("int"),
-        "fine_value": a["fine_value"].cast("int"),
+        "fine_value": F.when(~F.coalesce(nonwinning_value, F.lit(False)), a["fine_value"].cast("int")),
+        "coarse_value": F.when(~F.coalesce(nonwinning_value, F.lit(False)), a["coarse_value"]),
     }
     return parsed.select(
         "dt", "spool", "name", "writer", "sequence", "block", "position", state.alias("state"),
@@ -526,7 +530,8 @@ def classify_lines(lines):
         # Development: a development or test key (environment other than production), or SKAdNetwork test mode.
         ((F.coalesce(r["environment"], F.lit("")) == "production") & ~F.coalesce(a["test_mode"], F.lit(False))).alias("production"),
         # Stored with flags (a value normalized or dropped): counted in flagged_postbacks.
-        F.when(r["flags"].isNull(), F.lit(False)).otherwise(F.size(r["flags"]) > 0).alias("flagged"),
+        (F.when(r["flags"].isNull(), F.lit(False)).otherwise(F.size(r["flags"]) > 0)
+         | F.coalesce(nonwinning_value, F.lit(False))).alias("flagged"),
         # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
         F.coalesce(a["version"], r["version"]).alias("claimed_version"),
         *[grain[key].alias(key) if key in grain else a[key].alias(key) for key in GRAIN_FIELDS])

@@ -188,11 +188,21 @@ final class SegmentScanner {
         guard let key = summary.dedupKey, summary.hasFields else { return }
         let hash = Hash128.of(UnsafeRawBufferPointer(rebasing: base[key.start..<(key.start + key.count)]))
         var row = UInt32.max
-        let isTestMode = FieldSlots.reading(summary.fields) { fields in
+        var stored = summary.fields
+        var isFlagged = summary.isFlagged
+        // Apple: "Nonwinning postbacks don't contain conversion values". One stored on a non-winning
+        // postback (added on the way, kept by a build before the verifier dropped it) is never
+        // counted: the postback is, without its value, and flagged (docs/aggregate.md).
+        if stored.didWin == false, stored.has(.fineValue) || stored.has(.coarseValue) {
+            stored.set(.fineValue, nil as Int64?)
+            stored.setChoice(.coarseValue, nil)
+            isFlagged = true
+        }
+        let isTestMode = FieldSlots.reading(stored) { fields in
             if !keysOnly {
                 let installDay = InstallDateEstimate.day(
                     receivedAtMicros: summary.receivedAtMicros,
-                    windows: summary.fields.hasConversionWindows(in: base),
+                    windows: stored.hasConversionWindows(in: base),
                     sequenceIndex: fields.integer(.sequenceIndex) ?? 0)
                 encoder.encodePostback(fields, installDay: installDay, base: base)
                 row = interner.intern(encoder.bytes)
@@ -204,6 +214,6 @@ final class SegmentScanner {
             DedupEntry(
                 hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,
                 order: DedupEntry.order(segment: task.ordinal, offset: offset), row: row,
-                flags: (production ? 0 : DedupEntry.developmentFlag) | (summary.isFlagged ? DedupEntry.flaggedFlag : 0)))
+                flags: (production ? 0 : DedupEntry.developmentFlag) | (isFlagged ? DedupEntry.flaggedFlag : 0)))
     }
 }
