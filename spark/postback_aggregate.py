@@ -584,14 +584,16 @@ def conflict_counts(spark, fs, data, days):
             .agg(F.count(F.lit(1)).cast("long").alias("conflicts")))
 
 
-def estimated_install_date(received_micros, protocol, version, sequence_index):
+def estimated_install_date(received_micros, protocol, version, sequence_index, production):
     """Received time minus the end of the conversion window and Apple's mean send delay
-    (InstallDateEstimate: 48 h before SKAdNetwork 4, then 84, 252 or 924 h by window), as a UTC day."""
+    (InstallDateEstimate: 48 h before SKAdNetwork 4, then 84, 252 or 924 h by window; a development
+    postback on Developer Mode's timing, 630, 810 or 990 s by window), as a UTC day."""
     from pyspark.sql import functions as F
 
     has_windows = (protocol == "adattributionkit") | F.coalesce(version, F.lit("")).isin(*VERSIONS_WITH_CONVERSION_WINDOWS)
     hours = (F.when(~has_windows, 48).when(sequence_index == 1, 252).when(sequence_index == 2, 924).otherwise(84)).cast("long")
-    micros = received_micros - hours * MICROS_PER_HOUR
+    seconds = (F.when(~has_windows, 630).when(sequence_index == 1, 810).when(sequence_index == 2, 990).otherwise(630)).cast("long")
+    micros = received_micros - F.when(production, hours * MICROS_PER_HOUR).otherwise(seconds * F.lit(1_000_000))
     days = ((micros - F.pmod(micros, F.lit(MICROS_PER_DAY))) / F.lit(MICROS_PER_DAY)).cast("int")
     return F.date_add(F.lit(datetime.date(1970, 1, 1)), days)
 
@@ -603,7 +605,8 @@ def postback_rows(firsts, conflicts):
 
     counted = (firsts.filter(~F.col("seen_earlier")).join(conflicts, ["dt", "dedup_key"], "left")
                .withColumn("conflicts", F.coalesce(F.col("conflicts"), F.lit(0).cast("long")))).withColumn(
-        "est_install_date", estimated_install_date(F.col("received_micros"), F.col("protocol"), F.col("version"), F.col("postback_sequence_index")))
+        "est_install_date", estimated_install_date(F.col("received_micros"), F.col("protocol"), F.col("version"), F.col("postback_sequence_index"),
+                                                   F.col("production")))
     return counted.groupBy("dt", "est_install_date", *GRAIN_FIELDS).agg(
         F.sum(F.when(F.col("production"), 1).otherwise(0)).cast("long").alias("postbacks"),
         F.sum(F.when(F.col("production"), 0).otherwise(1)).cast("long").alias("development_postbacks"),

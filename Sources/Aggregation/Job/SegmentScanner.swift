@@ -198,18 +198,18 @@ final class SegmentScanner {
             stored.setChoice(.coarseValue, nil)
             isFlagged = true
         }
-        let isTestMode = FieldSlots.reading(stored) { fields in
+        // Development (a development or test key, or SKAdNetwork test mode): Developer Mode's timing.
+        let production = summary.isProduction && !stored.isTestMode
+        FieldSlots.reading(stored) { fields in
             if !keysOnly {
                 let installDay = InstallDateEstimate.day(
                     receivedAtMicros: summary.receivedAtMicros,
                     windows: stored.hasConversionWindows(in: base),
-                    sequenceIndex: fields.integer(.sequenceIndex) ?? 0)
+                    sequenceIndex: fields.integer(.sequenceIndex) ?? 0, development: !production)
                 encoder.encodePostback(fields, installDay: installDay, base: base)
                 row = interner.intern(encoder.bytes)
             }
-            return fields.boolean(.testMode) ?? false
         }
-        let production = summary.isProduction && !isTestMode
         try spill.append(
             DedupEntry(
                 hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,
