@@ -120,18 +120,27 @@ def main():
     FROM raw WHERE counted),
   facts AS (
     SELECT dt, a.*, environment = 'production' AND NOT coalesce(a.test_mode, false) AS production,
-      flags IS NOT NULL AS flagged, same_day_copies - 1 AS dropped,
+      -- A value on a non-winning postback is never counted; the postback is flagged.
+      flags IS NOT NULL OR (a.did_win = false AND (a.fine_value IS NOT NULL OR a.coarse_value IS NOT NULL)) AS flagged,
+      same_day_copies - 1 AS dropped,
+      -- Development postbacks on Developer Mode's timing (630, 810, 990 s), production on Apple's (48, 84, 252, 924 h).
       CAST(strptime(received_at, '%Y-%m-%dT%H:%M:%S.%fZ')
-           - to_hours(CASE WHEN a.protocol = 'adattributionkit' OR a.version = '4.0'
-                           THEN CASE a.postback_sequence_index WHEN 1 THEN 252 WHEN 2 THEN 924 ELSE 84 END
-                           ELSE 48 END) AS DATE) AS est_install_date,
-      CASE WHEN a.fine_value IS NOT NULL THEN 'fine' WHEN a.coarse_value IS NOT NULL THEN 'coarse'
-           WHEN a.did_win = false THEN 'none' ELSE 'null' END AS cv_kind
+           - CASE WHEN environment = 'production' AND NOT coalesce(a.test_mode, false)
+                  THEN to_hours(CASE WHEN a.protocol = 'adattributionkit' OR a.version = '4.0'
+                                     THEN CASE a.postback_sequence_index WHEN 1 THEN 252 WHEN 2 THEN 924 ELSE 84 END
+                                     ELSE 48 END)
+                  ELSE to_seconds(CASE WHEN a.protocol = 'adattributionkit' OR a.version = '4.0'
+                                       THEN CASE a.postback_sequence_index WHEN 1 THEN 810 WHEN 2 THEN 990 ELSE 630 END
+                                       ELSE 630 END) END AS DATE) AS est_install_date,
+      CASE WHEN a.did_win = false THEN 'none' WHEN a.fine_value IS NOT NULL THEN 'fine' WHEN a.coarse_value IS NOT NULL THEN 'coarse'
+           ELSE 'null' END AS cv_kind
     FROM copies WHERE copy = 1),
   counted AS (
     SELECT dt, est_install_date, app_id, protocol, version, lower(ad_network_id) AS ad_network_id, campaign_id,
       source_identifier, source_app_id, source_domain, marketplace_id, country_code, interaction, conversion_type,
-      postback_sequence_index, did_win, cv_kind, fine_value, coarse_value,
+      postback_sequence_index, did_win, cv_kind,
+      CASE WHEN did_win = false THEN NULL ELSE fine_value END AS fine_value,
+      CASE WHEN did_win = false THEN NULL ELSE coarse_value END AS coarse_value,
       count(*) FILTER (WHERE production) AS postbacks, count(*) FILTER (WHERE NOT production) AS development_postbacks,
       0 AS rejected_postbacks, sum(dropped) AS duplicates_dropped, count(*) FILTER (WHERE production AND flagged) AS flagged_postbacks
     FROM facts GROUP BY ALL),

@@ -339,7 +339,8 @@ def load_decode_tables(spark, fs, directory, staging):
         columns = ", ".join(f"`{name}` string" for name in header)
         raw = (spark.read.schema(columns).option("header", True).option("multiLine", True).option("quote", '"').option("escape", '"')
                .option("emptyValue", empty_marker).option("mode", "FAILFAST").option("encoding", "UTF-8").csv(copy))
-        frames[table] = raw.select(*[F.when(F.col(c) == empty_marker, F.lit("")).otherwise(F.col(c)).alias(c) for c in raw.columns])
+        frames[table] = raw.select(*[F.when(F.col(c) == empty_marker, F.lit("")).otherwise(text_cell(F.col(c))).alias(c)
+                                     for c in raw.columns])
 
     def micros(column):
         return (F.col(column).cast("decimal(18,6)") * F.lit(1_000_000)).cast("long")
@@ -514,12 +515,16 @@ def classify_lines(lines):
     state = F.when(state == "bad", F.when(F.col("is_last") | F.col("has_nul"), "torn").otherwise("corrupt")).otherwise(state)
     claimed_protocol = F.when(r["protocol"].isin("skadnetwork", "adattributionkit"), r["protocol"])
     # The grain fields as the row key holds them (RowKeyEncoder.encodePostback); the others as stored.
+    # Apple: "Nonwinning postbacks don't contain conversion values": one stored on a non-winning
+    # postback is ignored and the postback flagged (SegmentScanner.emit).
+    nonwinning_value = (a["did_win"] == F.lit(False)) & (a["fine_value"].isNotNull() | a["coarse_value"].isNotNull())
     grain = {
         # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
         "protocol": F.coalesce(a["protocol"], claimed_protocol),
         "ad_network_id": ascii_lower(a["ad_network_id"]),
         "postback_sequence_index": sequence_index.cast("int"),
-        "fine_value": a["fine_value"].cast("int"),
+        "fine_value": F.when(~F.coalesce(nonwinning_value, F.lit(False)), a["fine_value"].cast("int")),
+        "coarse_value": F.when(~F.coalesce(nonwinning_value, F.lit(False)), a["coarse_value"]),
     }
     return parsed.select(
         "dt", "spool", "name", "writer", "sequence", "block", "position", state.alias("state"),
@@ -528,7 +533,8 @@ def classify_lines(lines):
         # Development: a development or test key (environment other than production), or SKAdNetwork test mode.
         ((F.coalesce(r["environment"], F.lit("")) == "production") & ~F.coalesce(a["test_mode"], F.lit(False))).alias("production"),
         # Stored with flags (a value normalized or dropped): counted in flagged_postbacks.
-        F.when(r["flags"].isNull(), F.lit(False)).otherwise(F.size(r["flags"]) > 0).alias("flagged"),
+        (F.when(r["flags"].isNull(), F.lit(False)).otherwise(F.size(r["flags"]) > 0)
+         | F.coalesce(nonwinning_value, F.lit(False))).alias("flagged"),
         # A rejected record is counted by what it claims to be: attribution first, then the record's own fields.
         F.coalesce(a["version"], r["version"]).alias("claimed_version"),
         *[grain[key].alias(key) if key in grain else a[key].alias(key) for key in GRAIN_FIELDS])
@@ -581,14 +587,16 @@ def conflict_counts(spark, fs, data, days):
             .agg(F.count(F.lit(1)).cast("long").alias("conflicts")))
 
 
-def estimated_install_date(received_micros, protocol, version, sequence_index):
+def estimated_install_date(received_micros, protocol, version, sequence_index, production):
     """Received time minus the end of the conversion window and Apple's mean send delay
-    (InstallDateEstimate: 48 h before SKAdNetwork 4, then 84, 252 or 924 h by window), as a UTC day."""
+    (InstallDateEstimate: 48 h before SKAdNetwork 4, then 84, 252 or 924 h by window; a development
+    postback on Developer Mode's timing, 630, 810 or 990 s by window), as a UTC day."""
     from pyspark.sql import functions as F
 
     has_windows = (protocol == "adattributionkit") | F.coalesce(version, F.lit("")).isin(*VERSIONS_WITH_CONVERSION_WINDOWS)
     hours = (F.when(~has_windows, 48).when(sequence_index == 1, 252).when(sequence_index == 2, 924).otherwise(84)).cast("long")
-    micros = received_micros - hours * MICROS_PER_HOUR
+    seconds = (F.when(~has_windows, 630).when(sequence_index == 1, 810).when(sequence_index == 2, 990).otherwise(630)).cast("long")
+    micros = received_micros - F.when(production, hours * MICROS_PER_HOUR).otherwise(seconds * F.lit(1_000_000))
     days = ((micros - F.pmod(micros, F.lit(MICROS_PER_DAY))) / F.lit(MICROS_PER_DAY)).cast("int")
     return F.date_add(F.lit(datetime.date(1970, 1, 1)), days)
 
@@ -600,7 +608,8 @@ def postback_rows(firsts, conflicts):
 
     counted = (firsts.filter(~F.col("seen_earlier")).join(conflicts, ["dt", "dedup_key"], "left")
                .withColumn("conflicts", F.coalesce(F.col("conflicts"), F.lit(0).cast("long")))).withColumn(
-        "est_install_date", estimated_install_date(F.col("received_micros"), F.col("protocol"), F.col("version"), F.col("postback_sequence_index")))
+        "est_install_date", estimated_install_date(F.col("received_micros"), F.col("protocol"), F.col("version"), F.col("postback_sequence_index"),
+                                                   F.col("production")))
     return counted.groupBy("dt", "est_install_date", *GRAIN_FIELDS).agg(
         F.sum(F.when(F.col("production"), 1).otherwise(0)).cast("long").alias("postbacks"),
         F.sum(F.when(F.col("production"), 0).otherwise(1)).cast("long").alias("development_postbacks"),
@@ -776,10 +785,27 @@ def campaign_events_daily(decoded, tables):
 # Output: CSV lines exactly as CSVLine writes them, Parquet with types; one file per dt partition
 
 
+# Cells a spreadsheet would evaluate (SpreadsheetCell, docs/aggregate.md): a text whose first
+# character after any `'` is `=`, `+`, `-`, `@`, a tab or CR, unless it is a plain decimal number, is
+# written quoted with a `'` before it; a reader takes one `'` off a text that starts with `'`s and one
+# of those characters (no unquoted field does). Java regular expressions (`\z`: the very end).
+NEUTRALISE_PATTERN = "^'*[=+\\-@\t\r]"
+PLAIN_NUMBER_PATTERN = "^-?[0-9]+(\\.[0-9]+)?\\z"
+NEUTRALISED_PATTERN = "^'+[=+\\-@\t\r]"
+
+
+def text_cell(column):
+    """A text read from the product's CSV without the `'` of a neutralised cell."""
+    from pyspark.sql import functions as F
+
+    return F.when(column.rlike(NEUTRALISED_PATTERN), F.substring(column, 2, 1 << 30)).otherwise(column)
+
+
 def csv_field(name, kind):
     """One field as CSVLine writes it: empty for null, `""` for an empty string, quotes only when the
-    text holds a comma, quote or line break; numbers in decimal, `true`/`false`; amounts (micro-units)
-    as the shortest exact decimal (`2.99`, `150`)."""
+    text holds a comma, quote or line break, and a cell a spreadsheet would evaluate quoted after a
+    `'`; numbers in decimal, `true`/`false`; amounts (micro-units) as the shortest exact decimal
+    (`2.99`, `150`)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -787,7 +813,9 @@ def csv_field(name, kind):
     if name in DECIMAL_SCALES:
         text = decimal_text(name, DECIMAL_SCALES[name])
     elif isinstance(kind, T.StringType):
+        neutralise = column.rlike(NEUTRALISE_PATTERN) & ~column.rlike(PLAIN_NUMBER_PATTERN)
         text = (F.when(column == "", F.lit('""'))
+                .when(neutralise, F.concat(F.lit('"\''), F.regexp_replace(column, '"', '""'), F.lit('"')))
                 .when(column.rlike('[,"\\r\\n]'), F.concat(F.lit('"'), F.regexp_replace(column, '"', '""'), F.lit('"')))
                 .otherwise(column))
     else:
@@ -987,13 +1015,13 @@ def cohort_key(frame):
 
 def read_text_csv(spark, paths, columns):
     """CSV files as `postback` writes them (header, RFC 4180, `""` for an empty string): every column
-    as text, an empty field null and a quoted empty string ""."""
+    as text, an empty field null, a quoted empty string "" and a neutralised cell without its `'`."""
     from pyspark.sql import functions as F
 
     raw = (spark.read.schema(", ".join(f"`{name}` string" for name in columns)).option("header", True).option("multiLine", True)
            .option("quote", '"').option("escape", '"').option("emptyValue", EMPTY_MARKER).option("mode", "FAILFAST")
            .option("encoding", "UTF-8").csv(paths))
-    return raw.select(*[F.when(F.col(c) == EMPTY_MARKER, F.lit("")).otherwise(F.col(c)).alias(c) for c in columns],
+    return raw.select(*[F.when(F.col(c) == EMPTY_MARKER, F.lit("")).otherwise(text_cell(F.col(c))).alias(c) for c in columns],
                       F.col("_metadata.file_path").alias("_file"))
 
 

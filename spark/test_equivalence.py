@@ -187,6 +187,22 @@ def add_edge_cases(data):
         malformed = copy.deepcopy(template)
         malformed.update(status="malformed", reason="conversion-value 64 is out of range", dedup_key=None)
         extra.append(malformed)
+        # Cells a spreadsheet would evaluate (a forged claim in a rejected row, text in a verified one) and a
+        # plain number, which stays as it is; a value on a non-winning postback, never counted (flagged).
+        forged = copy.deepcopy(template)
+        forged.update(status="invalid-signature", reason="the signature does not verify", dedup_key=None)
+        forged["attribution"]["ad_network_id"] = '=hyperlink("https://evil.example","x")'
+        formulas = []
+        for index, domain in enumerate(["@sum(1,2)", "-1.5", "'=quoted", "\tTAB", "+1", "-x"]):
+            formula = copy.deepcopy(template)
+            formula["dedup_key"] = f"formula-{day}-{index}:0"
+            formula["attribution"]["source_domain"] = domain
+            formulas.append(formula)
+        winner = next(r for r in records if r["attribution"]["version"] == "4.0" and r["attribution"]["postback_sequence_index"] == 0)
+        nonwinning = copy.deepcopy(winner)
+        nonwinning["dedup_key"] = f"nonwinning-value-{day}:0"
+        nonwinning["attribution"].update(did_win=False, fine_value=None, coarse_value="high")
+        extra += [forged, *formulas, nonwinning]
         if day == days[-2]:
             # A copy of a key from five days before: older than the lookback, so it counts again.
             late = copy.deepcopy(verified[days[0]][0][1])

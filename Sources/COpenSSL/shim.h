@@ -14,6 +14,12 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
+#include <sys/prctl.h>
+
+// prctl is variadic, which Swift cannot call: the two uses PostbackCrypto makes of it (a process
+// holding a private key is made non-dumpable: no core file, no ptrace or /proc/PID/mem by its user).
+static inline int postback_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+static inline int postback_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 
 // OpenSSL 3.0 marks these two deprecated (with the rest of the low-level EC API) but ships and
 // supports them, and no provider-level call replaces them: the precomputed multiples of a group's

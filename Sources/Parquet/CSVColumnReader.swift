@@ -1,7 +1,7 @@
 import Basics
 
 /// Reads rendered CSV (RFC 4180 as the job writes it: `\n` line ends, quotes doubled inside quoted
-/// fields, an unquoted empty field null) into typed columns, a block of rows at a time: first every
+/// fields, an unquoted empty field null, a neutralised cell's `'` taken off: `SpreadsheetCell`) into typed columns, a block of rows at a time: first every
 /// field's range, then each column's fields of the block in one pass with its type decided once.
 /// One module holds the whole loop so that it specializes and inlines as one.
 package enum CSVColumnReader {
@@ -55,6 +55,7 @@ package enum CSVColumnReader {
                                 return Failure(line: line, column: index, problem: "an unterminated quote")
                             }
                             position += 1  // the closing quote
+                            if SpreadsheetCell.isNeutralised(unescaped[textStart...]) { unescaped.remove(at: textStart) }
                             fields[index * blockRows + rows] = TextField(unescapedFrom: textStart, to: unescaped.count)
                         } else {
                             let fieldStart = position

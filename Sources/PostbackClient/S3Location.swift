@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// `s3://bucket/prefix`: where a store lives in an S3-compatible object store. Object keys are the
@@ -18,14 +19,15 @@ package struct S3Location: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `s3://bucket` or `s3://bucket/some/prefix`.
     package init(url: String) throws(S3Error) {
-        guard url.hasPrefix("s3://") else { throw S3Error.configuration("\(url) is not an s3:// URL") }
+        guard url.hasPrefix("s3://") else { throw S3Error.configuration("\(URLRedaction.redacted(url)) is not an s3:// URL") }
         let rest = url.dropFirst(5)
         let bucket = String(rest.prefix { $0 != "/" })
         // Bucket naming rules (lower case, digits, '.', '-', 3–63): anything else cannot be addressed.
         guard (3...63).contains(bucket.utf8.count),
             bucket.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D })
         else {
-            throw S3Error.configuration("\(url): the bucket name must be 3–63 lower-case letters, digits, '.' or '-'")
+            throw S3Error.configuration(
+                "\(URLRedaction.redacted(url)): the bucket name must be 3–63 lower-case letters, digits, '.' or '-'")
         }
         var prefix = String(rest.dropFirst(bucket.count).drop { $0 == "/" })
         while prefix.hasSuffix("//") { prefix.removeLast() }
@@ -101,7 +103,8 @@ package struct S3Settings: Sendable, Equatable {
         }
         let resolvedEndpoint = customEndpoint ?? "https://s3.\(region).amazonaws.com"
         guard resolvedEndpoint.hasPrefix("http://") || resolvedEndpoint.hasPrefix("https://") else {
-            throw S3Error.configuration("object store endpoint \(resolvedEndpoint) must start with http:// or https://")
+            throw S3Error.configuration(
+                "object store endpoint \(URLRedaction.redacted(resolvedEndpoint)) must start with http:// or https://")
         }
         return S3Settings(
             endpoint: resolvedEndpoint, region: region, accessKeyID: key, secretAccessKey: secret,

@@ -47,11 +47,9 @@ package struct ForwardSettings: Sendable {
         enrichment = Enrichment()
     }
 
-    /// The URL for logs and `forward status`: without its query, which some partners use for their API key.
-    package var urlForDisplay: String {
-        guard let query = url.firstIndex(of: "?") else { return url }
-        return String(url[..<query]) + "?…"
-    }
+    /// The URL for logs and `forward status`: without its user-info and query (`URLRedaction`), which
+    /// may hold a password or an API key.
+    package var urlForDisplay: String { URLRedaction.redacted(url) }
 
     /// The delivery machinery's name for this destination (ledger directory, metrics label).
     package var destinationName: String { "forward-\(name)" }
@@ -138,7 +136,8 @@ package struct ForwardSettings: Sendable {
         guard case .string(let url)? = object["url"] else { throw fail("url", "a string") }
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ConfigurationError(
-                "\(location).url must be an http:// or https:// URL, got \"\(JSONWriter.escapedForMessage(url))\"")
+                "\(location).url must be an http:// or https:// URL, got \"\(JSONWriter.escapedForMessage(URLRedaction.redacted(url)))\""
+            )
         }
         var settings = ForwardSettings(name: name, url: url)
         for member in object.members {

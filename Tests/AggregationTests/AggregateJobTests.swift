@@ -71,7 +71,7 @@ import Testing
         // L: zeros a power cut left in the middle of rx1's segment (a later page of an unsynced write
         // kept without the earlier one): torn, never corrupt (issue 28).
         spool.append([UInt8](repeating: 0, count: 64) + Array("\"}\n".utf8), day: day("2026-03-10"), writer: "rx1")
-        // C: second window, coarse low, decoded through inheritance; G: a development postback in C's row.
+        // C: second window, coarse low, decoded through inheritance; G: its development twin (own install date).
         spool.add(record(skan4(source: "37", sequence: 1, coarse: .low), key: "C:1", at: d + "12:00:00.000000Z", writer: "rx1"))
         spool.add(
             record(
@@ -166,11 +166,18 @@ import Testing
             "conversion_type": "redownload", "cv_kind": "fine", "fine_cv": "63", "decoded_label": "whale", "redownloads": "1",
             "revenue_min_sum": "100", "revenue_est_sum": "150", "duplicates_dropped": "1",
         ]),
-        // C (+ G)
+        // C
         skanRow([
             "est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
             "placement": "feed",
             "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low", "decoded_label": "low1",
+            "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0",
+        ]),
+        // G: C's development twin, installed 13.5 minutes before it arrived (Developer Mode's timing)
+        skanRow([
+            "est_install_date": "2026-03-10", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
+            "placement": "feed",
+            "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low", "decoded_label": "low1", "postbacks": "0",
             "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0", "development_postbacks": "1",
         ]),
         // D
@@ -299,8 +306,9 @@ import Testing
         #expect(!store.exists("agg/_work"), "the work directory is removed")
     }
 
-    /// `campaign_daily_development`: C's row decoded with its one development postback (G) as
-    /// `postbacks`, at `campaign_daily`'s grain; its own development, rejected, duplicate and flagged
+    /// `campaign_daily_development`: G's row (C's development twin, installed on the day it arrived:
+    /// Developer Mode's timing) decoded with its one development postback as `postbacks`, at
+    /// `campaign_daily`'s grain; its own development, rejected, duplicate and flagged
     /// counts 0; no other row.
     @Test func developmentTableDecodesTheDevelopmentPostbacks() throws {
         let store = TemporaryDirectory()
@@ -308,7 +316,7 @@ import Testing
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10")
         let expected = Self.line(
             Self.skanRow([
-                "est_install_date": "2026-02-28", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
+                "est_install_date": "2026-03-10", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
                 "placement": "feed", "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low",
                 "decoded_label": "low1", "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0",
             ]), columns: AggregateTables.campaignDailyRollup.columns.map(\.name))

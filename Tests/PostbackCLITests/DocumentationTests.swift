@@ -275,7 +275,7 @@ import Testing
         for directive in [
             "User=postback", "StateDirectory=postback", "ReadWritePaths=/var/lib/postback", "NoNewPrivileges=yes",
             "ProtectSystem=strict", "PrivateTmp=yes", "MemoryDenyWriteExecute=yes", "SystemCallFilter=@system-service",
-            "Restart=on-failure", "--log-format json",
+            "Restart=on-failure", "--log-format json", "LimitCORE=0\n",
         ] {
             #expect(unit.contains(directive), "\(directive)")
         }
@@ -302,17 +302,56 @@ import Testing
         let path = directory + "/postback.service"
         try unit.replacingOccurrences(of: "/usr/local/bin/postback", with: PostbackBinaryTests.binary.path)
             .write(toFile: path, atomically: true, encoding: .utf8)
+        let (status, message) = try Self.runTool(tool, ["verify", path])
+        #expect(status == 0, "\(message)")
+        // Unknown or misspelt directives are only warnings to systemd: any output is a failure here.
+        #expect(message.isEmpty, "\(message)")
+    }
+
+    /// The package's postrm on purge (run here on a scratch root through DPKG_ROOT, as dpkg --root
+    /// runs it): after dpkg removed the conffile, the signing keys and secrets an operator put in
+    /// /etc/postback stay, and so do the stored postbacks; an /etc/postback with nothing else in it goes.
+    @Test func purgeKeepsKeysAndSecrets() throws {
+        let scratch = TemporaryDirectory("postrm")
+        try scratch.write("-----BEGIN PRIVATE KEY-----\n", to: "etc/postback/keys/network.pem")
+        try scratch.write("token\n", to: "etc/postback/secrets/s3")
+        try scratch.write("{}\n", to: "var/lib/postback/raw/postbacks/kept.jsonl")
+        let kept = try Self.runPostrm(["purge"], root: scratch.path)
+        #expect(kept.status == 0, "\(kept.output)")
+        #expect(scratch.exists("etc/postback/keys/network.pem") && scratch.exists("etc/postback/secrets/s3"))
+        #expect(scratch.exists("var/lib/postback/raw/postbacks/kept.jsonl"))
+        #expect(
+            kept.output.contains("/etc/postback is kept: it holds files the package did not install (keys secrets)"),
+            "\(kept.output)")
+
+        try FileManager.default.removeItem(atPath: scratch.path + "/etc/postback/keys")
+        try FileManager.default.removeItem(atPath: scratch.path + "/etc/postback/secrets")
+        let removed = try Self.runPostrm(["purge"], root: scratch.path)
+        #expect(removed.status == 0, "\(removed.output)")
+        #expect(!scratch.exists("etc/postback"))
+        #expect(scratch.exists("var/lib/postback/raw/postbacks/kept.jsonl"))
+    }
+
+    static func runPostrm(_ arguments: [String], root: String) throws -> (status: Int32, output: String) {
+        try runTool(
+            "/bin/sh", [Self.root.appendingPathComponent("deploy/debian/postrm").path] + arguments,
+            environment: ["DPKG_ROOT": root, "PATH": "/usr/bin:/bin"])
+    }
+
+    /// A tool's exit status and its standard output and error together.
+    static func runTool(_ tool: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["verify", path]
+        process.arguments = arguments
+        if let environment { process.environment = environment }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
         try process.run()
-        let message = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(message)")
-        // Unknown or misspelt directives are only warnings to systemd: any output is a failure here.
-        #expect(message.isEmpty, "\(message)")
+        return (process.terminationStatus, text)
     }
 }

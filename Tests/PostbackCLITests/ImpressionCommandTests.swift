@@ -111,6 +111,16 @@ import Testing
         #expect(!refused.stderr.contains(body))
     }
 
+    /// A process that loaded a private key writes no core file (the key's bytes were found in one):
+    /// `PR_GET_DUMPABLE` reads 0 once `impression sign` has read its key (serve's `signing_keys` are
+    /// read by the same `PrivateKeyFile.load`).
+    @Test func aProcessHoldingAPrivateKeyIsNotDumpable() throws {
+        let (directory, _) = try Self.setUp(lines: [Self.skan])
+        let signed = run(["impression", "sign", "--key", directory.path + "/key.pem", directory.path + "/in.jsonl"])
+        #expect(signed.status == .success, "\(signed.stderr)")
+        #expect(!CoreDumpProtection.isDumpable, "prctl(PR_GET_DUMPABLE) after loading a private key")
+    }
+
     @Test func rotationByKid() throws {
         let (directory, _) = try Self.setUp(lines: [Self.aak])
         let old = try ECDSAPrivateKey(generatingOn: .p256)

@@ -186,12 +186,7 @@ import Testing
             ),
         ]
         for (edit, flag) in cases {
-            var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: "c1d2e3f4-0000-4000-8000-000000000400")
-            postback.sourceIdentifier = "5239"
-            postback.redownload = false
-            postback.fidelityType = 1
-            postback.didWin = true
-            postback.postbackSequenceIndex = 0
+            var postback = SKAdNetworkTestPostback.v4(transactionID: "c1d2e3f4-0000-4000-8000-000000000400")
             edit(&postback)
             let body = try TestKeys.signer256.sign(postback)
             let result = TestKeys.devVerifier.verify(body: body)

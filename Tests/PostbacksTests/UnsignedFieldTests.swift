@@ -104,12 +104,7 @@ import Testing
 
     /// SKAdNetwork 4.0, window 1, carrying a fine value: the fine value is dropped, the postback counts.
     @Test func fineValueInALaterWindowIsDropped() throws {
-        var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: "a1b2c3d4-0000-4000-8000-000000000011")
-        postback.sourceIdentifier = "5239"
-        postback.redownload = false
-        postback.fidelityType = 1
-        postback.didWin = true
-        postback.postbackSequenceIndex = 1
+        var postback = SKAdNetworkTestPostback.v4(transactionID: "a1b2c3d4-0000-4000-8000-000000000011", sequenceIndex: 1)
         postback.conversionValue = 42
         let result = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(postback))
         #expect(result.status == .verified, "\(result.reason ?? "")")
@@ -118,6 +113,37 @@ import Testing
                 "conversion-value 42 dropped (only the first postback carries a fine value; postback-sequence-index is 1)"
             ])
         #expect(result.postback?.attribution.fineValue == nil)
+    }
+
+    /// Apple: "Nonwinning postbacks don't contain conversion values" (docs/postback-spec.md). A value
+    /// on a non-winning postback, fine or coarse, SKAdNetwork or AdAttributionKit, was added on the
+    /// way: dropped and flagged; the signature still decides, so the postback verifies and counts.
+    @Test func valuesOnNonWinningPostbacksAreDropped() throws {
+        var skan = SKAdNetworkTestPostback.v4(transactionID: "a1b2c3d4-0000-4000-8000-000000000012", didWin: false)
+        skan.coarseConversionValue = "high"
+        let coarse = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(skan))
+        #expect(coarse.status == .verified, "\(coarse.reason ?? "")")
+        #expect(
+            coarse.flags.map(\.summary) == [
+                #"coarse-conversion-value "high" dropped (a non-winning postback never carries coarse-conversion-value)"#
+            ])
+        #expect(coarse.postback?.attribution.coarseValue == nil && coarse.postback?.attribution.didWin == false)
+
+        for (fine, coarse) in [(Int?(7), String?.none), (nil, "medium"), (7, "low")] {
+            let body = try FieldRuleTests.aakBody {
+                $0.didWin = false
+                $0.conversionValue = fine
+                $0.coarseConversionValue = coarse
+            }
+            let result = TestKeys.devVerifier.verify(body: body)
+            #expect(result.status == .verified, "\(result.reason ?? "")")
+            let attribution = try #require(result.postback?.attribution)
+            #expect(attribution.fineValue == nil && attribution.coarseValue == nil && attribution.didWin == false)
+            #expect(result.flags.count == [fine != nil, coarse != nil].filter { $0 }.count, "\(result.flags.map(\.summary))")
+            #expect(
+                result.flags.allSatisfy { $0.action == .dropped && $0.note.contains("non-winning") },
+                "\(result.flags.map(\.summary))")
+        }
     }
 
     /// The normalized value is the one aggregation sees.

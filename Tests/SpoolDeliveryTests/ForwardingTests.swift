@@ -398,8 +398,10 @@ struct ForwardingTests {
     @Test func forwardCommandsShowRetryAndReplay() throws {
         let partner = try PartnerServer()
         try partner.script(["400", "400"])
+        // Credentials in the URL's user-info (libcurl sends them as basic auth): never printed.
+        let url = partner.url.replacingOccurrences(of: "http://", with: "http://mmp:pa55word@")
         let destination =
-            #"[{"name": "mmp", "url": "\#(partner.url)", "concurrency": 1, "headers": {"X-Api-Key": "literal-not-secret"}}]"#
+            #"[{"name": "mmp", "url": "\#(url)", "concurrency": 1, "headers": {"X-Api-Key": "literal-not-secret"}}]"#
         let receiver = try ForwardingReceiver(forward: destination, writerID: "rx-cli")
         defer { receiver.stop() }
         for index in 0..<3 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 11)) == 200) }
@@ -420,6 +422,8 @@ struct ForwardingTests {
         let before = run(["forward", "status", "--config", config])
         #expect(before.status == .success)
         #expect(before.stdout.contains("dead letters not resolved: 2"), "\(before.stdout)")
+        #expect(before.stdout.contains("http://…@127.0.0.1:") && !before.stdout.contains("pa55word"), "\(before.stdout)")
+        #expect(!receiver.logs.lines.withLock { $0.joined() }.contains("pa55word"))
         let retried = run(["forward", "retry-dead-letters", "--config", config, "--destination", "mmp"])
         #expect(retried.status == .success, "\(retried.stderr)")
         #expect(retried.stdout.contains("2 dead letters delivered"))

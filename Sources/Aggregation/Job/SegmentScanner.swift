@@ -188,22 +188,32 @@ final class SegmentScanner {
         guard let key = summary.dedupKey, summary.hasFields else { return }
         let hash = Hash128.of(UnsafeRawBufferPointer(rebasing: base[key.start..<(key.start + key.count)]))
         var row = UInt32.max
-        let isTestMode = FieldSlots.reading(summary.fields) { fields in
+        var stored = summary.fields
+        var isFlagged = summary.isFlagged
+        // Apple: "Nonwinning postbacks don't contain conversion values". One stored on a non-winning
+        // postback (added on the way, kept by a build before the verifier dropped it) is never
+        // counted: the postback is, without its value, and flagged (docs/aggregate.md).
+        if stored.didWin == false, stored.has(.fineValue) || stored.has(.coarseValue) {
+            stored.set(.fineValue, nil as Int64?)
+            stored.setChoice(.coarseValue, nil)
+            isFlagged = true
+        }
+        // Development (a development or test key, or SKAdNetwork test mode): Developer Mode's timing.
+        let production = summary.isProduction && !stored.isTestMode
+        FieldSlots.reading(stored) { fields in
             if !keysOnly {
                 let installDay = InstallDateEstimate.day(
                     receivedAtMicros: summary.receivedAtMicros,
-                    windows: summary.fields.hasConversionWindows(in: base),
-                    sequenceIndex: fields.integer(.sequenceIndex) ?? 0)
+                    windows: stored.hasConversionWindows(in: base),
+                    sequenceIndex: fields.integer(.sequenceIndex) ?? 0, development: !production)
                 encoder.encodePostback(fields, installDay: installDay, base: base)
                 row = interner.intern(encoder.bytes)
             }
-            return fields.boolean(.testMode) ?? false
         }
-        let production = summary.isProduction && !isTestMode
         try spill.append(
             DedupEntry(
                 hashHigh: hash.high, hashLow: hash.low, receivedAt: summary.receivedAtMicros,
                 order: DedupEntry.order(segment: task.ordinal, offset: offset), row: row,
-                flags: (production ? 0 : DedupEntry.developmentFlag) | (summary.isFlagged ? DedupEntry.flaggedFlag : 0)))
+                flags: (production ? 0 : DedupEntry.developmentFlag) | (isFlagged ? DedupEntry.flaggedFlag : 0)))
     }
 }

@@ -1,9 +1,12 @@
 /// Builds RFC 4180 CSV: fields separated by commas, quoted only when they hold a comma, a quote or
 /// a line break (quotes doubled), `\n` line ends. A nil field is empty (SQL NULL for DuckDB, Spark and
-/// BigQuery); an empty string is written `""` so the two stay apart.
+/// BigQuery); an empty string is written `""` so the two stay apart. A text field a spreadsheet would
+/// evaluate (`=…`, `+…`, `-…`, `@…`, a tab or CR first; not a plain number) is written quoted with a
+/// `'` before it (`SpreadsheetCell`).
 ///
 /// Noncopyable, with its own buffer: a row is a few dozen appends and this runs once per output
 /// row, where an array's uniqueness and capacity checks per byte showed in profiles.
+import Basics
 import PostbackStore
 
 struct CSVLine: ~Copyable {
@@ -140,7 +143,8 @@ struct CSVLine: ~Copyable {
             appendByte(0x22)
             return
         }
-        var needsQuotes = false
+        let neutralise = SpreadsheetCell.mayNeedNeutralising(first: utf8[0]) && SpreadsheetCell.needsNeutralising(utf8)
+        var needsQuotes = neutralise
         for byte in utf8 where byte == 0x2C || byte == 0x22 || byte == 0x0A || byte == 0x0D {
             needsQuotes = true
             break
@@ -150,6 +154,7 @@ struct CSVLine: ~Copyable {
             return
         }
         appendByte(0x22)
+        if neutralise { appendByte(0x27) }
         for byte in utf8 {
             if byte == 0x22 { appendByte(0x22) }
             appendByte(byte)

@@ -148,7 +148,8 @@ struct RenderedCSV {
         }
     }
 
-    /// A quoted field's text, its doubled quotes made single.
+    /// A quoted field's text, its doubled quotes made single and a neutralised cell's `'` taken off
+    /// (`SpreadsheetCell`).
     func unescape(_ field: Field, into out: inout [UInt8]) {
         out.removeAll(keepingCapacity: true)
         var index = field.range.lowerBound
@@ -156,6 +157,7 @@ struct RenderedCSV {
             out.append(bytes[index])
             index += bytes[index] == 0x22 ? 2 : 1
         }
+        if SpreadsheetCell.isNeutralised(out) { out.removeFirst() }
     }
 
     /// The next record's fields as bytes (nil for null), or nil at the end.

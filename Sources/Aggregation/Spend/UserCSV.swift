@@ -1,6 +1,9 @@
+import Basics
+
 /// A CSV file a person or another system made (a spend export, a rate table): RFC 4180 with the
 /// liberties such files take — a UTF-8 byte order mark, CRLF or LF line ends, blank lines — read
-/// whole into records that remember their line, so every error can name `FILE:LINE:COLUMN`.
+/// whole into records that remember their line, so every error can name `FILE:LINE:COLUMN`. A quoted
+/// `'` before `=`, `+`, `-`, `@`, a tab or CR (`SpreadsheetCell`) is taken off.
 /// (`RenderedCSV` reads the job's own files, which have none of these.)
 package struct UserCSV: Sendable {
     package struct Record: Sendable {
@@ -26,6 +29,8 @@ package struct UserCSV: Sendable {
         var inQuotes = false
         var wasQuoted = false
         func endField() throws(Malformed) {
+            // A neutralised cell (`SpreadsheetCell`, as the stored spend files and spreadsheets write one): without its `'`.
+            if wasQuoted, SpreadsheetCell.isNeutralised(field) { field.removeFirst() }
             guard let text = String(validating: field, as: UTF8.self) else {
                 throw Malformed(line: line, problem: "not UTF-8 text")
             }

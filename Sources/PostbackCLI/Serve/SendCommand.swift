@@ -75,7 +75,7 @@ enum SendCommand {
         let rate = report.seconds > 0 ? Double(report.answered) / report.seconds : 0
         let attempted = report.attempted
         var lines = [
-            "\(attempted) postback\(attempted == 1 ? "" : "s") to \(url): \(report.answered) answered, \(report.errors) without an answer, "
+            "\(attempted) postback\(attempted == 1 ? "" : "s") to \(URLRedaction.redacted(url)): \(report.answered) answered, \(report.errors) without an answer, "
                 + "in \(format(report.seconds)) s (\(Int(rate.rounded()))/s)"
         ]
         for (status, count) in report.statusCounts.sorted(by: { $0.key < $1.key }) {

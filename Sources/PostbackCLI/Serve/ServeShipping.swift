@@ -1,3 +1,4 @@
+import Basics
 import Dispatch
 import PostbackClient
 import PostbackServer
@@ -64,7 +65,7 @@ enum ServeShipping {
         log.info(
             "shipping sealed segments",
             [
-                "ship_to": .string(location.description), "endpoint": .string(settings.endpoint),
+                "ship_to": .string(location.description), "endpoint": .string(URLRedaction.redacted(settings.endpoint)),
                 "segment_max_age_seconds": .double(configuration.effectiveSegmentMaxAgeSeconds ?? 0),
             ])
         return worker

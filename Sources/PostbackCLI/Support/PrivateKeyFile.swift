@@ -7,9 +7,16 @@ import PostbackCrypto
 
 /// Reading the ad network's private key (`postback impression sign --key`): refused when the file
 /// can be read by its group or by others, with the remedy; the key's text never appears in a message.
+/// The process is made non-dumpable before the key is read (`CoreDumpProtection`): no core file
+/// holds it.
 enum PrivateKeyFile {
     static func load(_ path: String, option: String = "--key") throws(UsageError) -> ECDSAPrivateKey {
         try checkOwnerOnly(path, option: option)
+        do {
+            try CoreDumpProtection.holdPrivateKey()
+        } catch {
+            throw UsageError("\(option) \(path): cannot keep the key out of core files: \(error)")
+        }
         let text: String
         do {
             text = try FileBytes.readText(path: path, limit: 1 << 20)

@@ -172,6 +172,7 @@ enum GenerateCommand {
     }
 
     private static func loadOrCreateKey(_ path: String, curve: Curve, create: Bool) throws -> ECDSAPrivateKey {
+        try CoreDumpProtection.holdPrivateKey()  // a test key, but a private key all the same
         do {
             return try ECDSAPrivateKey(pemRepresentation: try FileBytes.readText(path: path, limit: 1 << 20))
         } catch let error as FileBytes.ReadError {

@@ -132,9 +132,13 @@ package struct AdAttributionKitPostback: Sendable, Equatable {
         }
 
         // Unsigned outer fields; they cannot throw.
+        // A non-winning postback carries no conversion value of any kind (as SKAdNetwork's).
         let values = outer.conversionValues(
-            fineAllowed: postbackSequenceIndex == 0, coarseAllowed: true,
-            whyNoFine: "only the first postback carries a fine value; postback-sequence-index is \(postbackSequenceIndex)",
+            fineAllowed: didWin && postbackSequenceIndex == 0, coarseAllowed: didWin,
+            whyNoFine: didWin
+                ? "only the first postback carries a fine value; postback-sequence-index is \(postbackSequenceIndex)"
+                : "a non-winning postback never carries conversion-value",
+            whyNoCoarse: "a non-winning postback never carries coarse-conversion-value",
             flags: &flags)
         conversionValue = values.fine
         coarseConversionValue = values.coarse

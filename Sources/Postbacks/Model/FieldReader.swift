@@ -178,8 +178,12 @@ struct FieldReader {
 
     /// `conversion-value` (0–63) and `coarse-conversion-value` (`low`/`medium`/`high`, any case).
     /// A fine value is only sent in the first window of a winning postback; Apple sends at most one
-    /// of the two, and when both come the fine one is kept (it says more).
-    func conversionValues(fineAllowed: Bool, coarseAllowed: Bool, whyNoFine: String, flags: inout [PostbackFlag]) -> (
+    /// of the two, and when both come the fine one is kept (it says more). A value that is not allowed
+    /// (`whyNoFine`, `whyNoCoarse`: e.g. on a non-winning postback, which never carries one) is dropped
+    /// and flagged.
+    func conversionValues(
+        fineAllowed: Bool, coarseAllowed: Bool, whyNoFine: String, whyNoCoarse: String, flags: inout [PostbackFlag]
+    ) -> (
         fine: Int?, coarse: CoarseConversionValue?
     ) {
         var fine: Int? = nil
@@ -232,7 +236,7 @@ struct FieldReader {
                 coarse = nil
                 flags.append(
                     PostbackFlag(
-                        field: .coarseConversionValue, action: .dropped, raw: raw, note: "this version has no coarse value"))
+                        field: .coarseConversionValue, action: .dropped, raw: raw, note: whyNoCoarse))
             } else if coarse != nil, fine != nil {
                 coarse = nil
                 flags.append(

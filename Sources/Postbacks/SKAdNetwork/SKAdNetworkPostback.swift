@@ -169,9 +169,14 @@ package struct SKAdNetworkPostback: Sendable, Equatable {
                 didWin == false
                 ? "a non-winning postback never carries conversion-value"
                 : "only the first postback carries a fine value; postback-sequence-index is \(sequenceIndex ?? 0)"
+            // Apple: "Nonwinning postbacks don't contain conversion values", fine or coarse.
             let values = fields.conversionValues(
-                fineAllowed: didWin != false && (sequenceIndex ?? 0) == 0, coarseAllowed: version.hasCoarseValues,
-                whyNoFine: whyNoFine, flags: &flags)
+                fineAllowed: didWin != false && (sequenceIndex ?? 0) == 0,
+                coarseAllowed: version.hasCoarseValues && didWin != false,
+                whyNoFine: whyNoFine,
+                whyNoCoarse: version.hasCoarseValues
+                    ? "a non-winning postback never carries coarse-conversion-value" : "this version has no coarse value",
+                flags: &flags)
             conversionValue = values.fine
             coarseConversionValue = values.coarse
         } else {

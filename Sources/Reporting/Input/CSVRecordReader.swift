@@ -9,7 +9,8 @@ import Basics
 ///
 /// The aggregate tables' conventions (docs/aggregate.md, "Output"): `\n` line ends, fields quoted
 /// only when they hold a comma, a quote or a line break (quotes doubled). An unquoted empty field is
-/// null (`nil`); a quoted empty field (`""`) is the empty string. Anything else — a quote inside an
+/// null (`nil`); a quoted empty field (`""`) is the empty string; a neutralised cell (`"'=…"`,
+/// `SpreadsheetCell`) is read without its `'`. Anything else — a quote inside an
 /// unquoted field, text after a closing quote, an unterminated quote, invalid UTF-8 — is an error.
 final class CSVRecordReader {
     /// Far above any row the aggregator writes; bounds memory on a damaged file.
@@ -92,7 +93,9 @@ final class CSVRecordReader {
 
     private func finish(_ field: [UInt8], quoted: Bool) throws(ReportError) -> String? {
         if field.isEmpty { return quoted ? "" : nil }
-        guard let text = String(validating: field, as: UTF8.self) else { throw malformed("a field is not valid UTF-8") }
+        // A neutralised cell (`SpreadsheetCell`): the text without the `'` the writer put before it.
+        let text = quoted && SpreadsheetCell.isNeutralised(field) ? field.dropFirst() : field[...]
+        guard let text = String(validating: text, as: UTF8.self) else { throw malformed("a field is not valid UTF-8") }
         return text
     }
 
