@@ -90,11 +90,16 @@ class Traffic:
         for network, per_day, clump in NETWORKS:
             counts = arrivals(rng, per_day, clump, self.steps)
             postbacks, values = [], {v: [] for v in VALUE_SHARES}
+            # The advertiser's developer copies: about 40% of the big network's postbacks also come
+            # as a second copy (the advertiser receives them at a host of developer_copy_hosts).
+            developer = []
             for step, count in enumerate(counts):
                 shares = dict(VALUE_SHARES)
+                copies = sum(1 for _ in range(count) if rng.random() < 0.4) if network == NETWORKS[0][0] else 0
                 if fault_step is not None and step >= fault_step:
-                    count, shares = fault.traffic(network, count, shares)
+                    count, copies, shares = fault.traffic(network, count, copies, shares)
                 postbacks.append(count)
+                developer.append(copies)
                 winning = sum(1 for _ in range(count) if rng.random() < WIN_SHARE)
                 split = {v: 0 for v in shares}
                 for _ in range(winning):
@@ -109,6 +114,7 @@ class Traffic:
                 for value in values:
                     values[value].append(split.get(value, 0))
             self.counter("postback_network_postbacks_total", {"ad_network": network, "environment": "production", "copy": "network"}, postbacks)
+            self.counter("postback_network_postbacks_total", {"ad_network": network, "environment": "production", "copy": "developer"}, developer)
             for value, increments in values.items():
                 self.counter("postback_network_conversion_values_total", {"ad_network": network, "value": value}, increments)
         total = [0] * self.steps
@@ -182,8 +188,8 @@ class Fault:
         self._traffic = traffic
         self._other = other
 
-    def traffic(self, network, count, shares):
-        return self._traffic(network, count, shares) if self._traffic else (count, shares)
+    def traffic(self, network, count, copies, shares):
+        return self._traffic(network, count, copies, shares) if self._traffic else (count, copies, shares)
 
     def other(self, start, lanes):
         if self._other:
@@ -197,17 +203,23 @@ def from_step(start, values, make):
 
 def faults():
     def silence(which):
-        return lambda network, count, shares: (0 if network == which else count, shares)
+        return lambda network, count, copies, shares: (0, 0, shares) if network == which else (count, copies, shares)
 
-    def zeroes(network, count, shares):
-        if network != "big.skadnetwork":
-            return count, shares
-        return count, {"null": 0.22, "coarse": 0.30, "fine": 0.02, "fine-zero": 0.46}
+    def no_developer_copies(network, count, copies, shares):
+        return count, 0, shares
 
-    def nulls(network, count, shares):
+    def only_developer_copies(network, count, copies, shares):
+        return (0, copies, shares) if network == "big.skadnetwork" else (count, copies, shares)
+
+    def zeroes(network, count, copies, shares):
         if network != "big.skadnetwork":
-            return count, shares
-        return count, {"null": 0.70, "coarse": 0.10, "fine": 0.18, "fine-zero": 0.02}
+            return count, copies, shares
+        return count, copies, {"null": 0.22, "coarse": 0.30, "fine": 0.02, "fine-zero": 0.46}
+
+    def nulls(network, count, copies, shares):
+        if network != "big.skadnetwork":
+            return count, copies, shares
+        return count, copies, {"null": 0.70, "coarse": 0.10, "fine": 0.18, "fine-zero": 0.02}
 
     def storage(start, s):
         from_step(start, s["storage_healthy"], lambda i, v: 0)
@@ -244,6 +256,12 @@ def faults():
         Fault("quiet-medium", [("PostbackNetworkQuiet", net(medium), 12 * 60 + 45)], traffic=silence(medium)),
         # Six a day: too few to tell silence from chance, so it must stay silent for the days after.
         Fault("quiet-small", [], traffic=silence(small)),
+        Fault("developer-copies", [("PostbackDeveloperCopiesStopped", net(big), 13 * 60)], traffic=no_developer_copies),
+        Fault(
+            "network-copies",
+            [("PostbackNetworkCopiesStopped", net(big), 13 * 60)],
+            traffic=only_developer_copies,
+        ),
         Fault("zero-values", [("PostbackZeroValuesJumped", net(big), 6 * 60)], traffic=zeroes),
         Fault("null-values", [("PostbackNullValuesJumped", net(big), 6 * 60)], traffic=nulls),
         Fault(
@@ -291,9 +309,8 @@ def expected(rule, labels):
     """The labels and annotations promtool reports for a firing alert with these labels."""
     merged = dict(JOB, **labels)
     merged = {k: v for k, v in merged.items() if v is not None}
-    if rule["alert"] in ("PostbackForgeriesRising",):
-        merged.pop("instance", None)
-    if rule["alert"] == "PostbackNetworkQuiet" or rule["alert"].endswith("ValuesJumped"):
+    # Rules that sum over instances (per ad network, or the forgery rate) keep only `job`.
+    if "ad_network" in merged or rule["alert"] == "PostbackForgeriesRising":
         merged.pop("instance", None)
     exp_labels = dict(merged, **rule.get("labels", {}))
     exp_annotations = {k: render(v, merged) for k, v in rule.get("annotations", {}).items()}

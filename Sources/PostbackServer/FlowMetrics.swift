@@ -83,10 +83,14 @@ final class FlowMetrics: Sendable {
         state = Locked(initial)
     }
 
-    /// A verified postback now durable in `raw/postbacks` (not a duplicate). `network` is the
-    /// configured spelling when `ad_network_ids` is set.
-    func stored(
-        _ attribution: Attribution, network: String, environment: PostbackEnvironment, copy: PostbackCopy, at time: UTCTimestamp
+    /// A verified postback accepted and durable in `raw/postbacks`: `stored` when this copy was
+    /// written, false when an earlier copy was (a retry, or the other copy of the same postback: an
+    /// ad network's and an advertiser's copy are one postback, stored once). Every copy counts in
+    /// `postback_network_postbacks_total` (that copies still arrive is what the alerts watch);
+    /// values only once per postback. `network` is the configured spelling with `ad_network_ids`.
+    func accepted(
+        _ attribution: Attribution, network: String, environment: PostbackEnvironment, copy: PostbackCopy,
+        stored: Bool, at time: UTCTimestamp
     ) {
         state.withLock { state in
             let label = label(network, in: &state)
@@ -94,7 +98,9 @@ final class FlowMetrics: Sendable {
             guard environment == .production else { return }
             state.lastProduction[label] = max(state.lastProduction[label] ?? 0, Double(time.microsecondsSinceEpoch) / 1_000_000)
             // Non-winning postbacks never carry a value: counting them would dilute every share.
-            if attribution.isWinning { state.values[ValueKey(network: label, kind: ValueKind(attribution)), default: 0] += 1 }
+            if stored, attribution.isWinning {
+                state.values[ValueKey(network: label, kind: ValueKind(attribution)), default: 0] += 1
+            }
         }
     }
 
@@ -110,7 +116,7 @@ final class FlowMetrics: Sendable {
         page.family(
             "postback_network_postbacks_total", .counter,
             help:
-                "Verified postbacks stored (duplicates not counted), by ad network (ad_network_ids, or the first \(Self.labelLimit) seen, then other), environment and copy (network, or developer: the request's Host is in developer_copy_hosts)."
+                "Verified postbacks accepted (every copy: retries and both copies of a postback too), by ad network (ad_network_ids, or the first \(Self.labelLimit) seen, then other), environment and copy (network, or developer: the request's Host is in developer_copy_hosts)."
         ) {
             $0.samples(state.postbacks) {
                 ["ad_network": $0.network, "environment": $0.environment.rawValue, "copy": $0.copy.rawValue]

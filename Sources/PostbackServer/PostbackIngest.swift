@@ -193,24 +193,24 @@ final class PostbackIngest: Sendable {
             let values = attribution.map(UnsignedValues.init) ?? .unknown
             let flow = flow
             let environment = result.environment ?? .production
+            let network = attribution.map { configuration.acceptedSpelling(ofAdNetworkID: $0.adNetworkID) ?? $0.adNetworkID }
+            @Sendable func accepted(stored: Bool) {
+                guard let attribution, let network else { return }
+                flow.accepted(attribution, network: network, environment: environment, copy: copy, stored: stored, at: receivedAt)
+            }
             // Asked only for a copy that disagrees with the stored one, which the writer's answer
             // shows; its connection is still suspended then (the reply made here resumes it).
             return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey, values: values) {
                 [self] outcome in
                 switch outcome {
                 case .stored:
-                    if let attribution {
-                        flow.stored(
-                            attribution,
-                            network: configuration.acceptedSpelling(ofAdNetworkID: attribution.adNetworkID)
-                                ?? attribution.adNetworkID,
-                            environment: environment, copy: copy, at: receivedAt)
-                    }
+                    accepted(stored: true)
                     return .json(200) {
                         $0.field("status", "stored")
                         $0.field("dedup_key", dedupKey)
                     }
                 case .duplicate(let stored):
+                    accepted(stored: false)
                     metrics.duplicate(protocol: postbackProtocol)
                     log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
                     if let dedupKey, let attribution {

@@ -37,7 +37,8 @@ import Testing
             "skan-4.0_apple-doc_web-ad-tier-high.json", "skan-4.0_apple-doc_web-ad-tier-low.json",
         ]
         var expected: [String: Double] = [:]
-        // Apple's samples reuse transaction ids: a later one with a stored id is a retried copy.
+        // Apple's samples reuse transaction ids: a later one with a stored id is another copy of a
+        // stored postback (its value is not counted twice).
         var stored: Set<String> = []
         for (index, name) in samples.enumerated() {
             let body = try Fixtures.appleVector(name)
@@ -48,18 +49,21 @@ import Testing
             let host = developer ? "Collector.Advertiser.Example:443" : "postbacks.network.example"
             let reply = try Self.post(body, host: host, port: server.server.port)
             #expect(reply.hasPrefix("HTTP/1.1 200"), "\(name): \(reply)")
-            let transaction = "\(json["transaction-id"] ?? "")/\(json["postback-sequence-index"] ?? 0)"
-            guard stored.insert(transaction).inserted else { continue }
             let copy = developer ? "developer" : "network"
             expected[
                 "postback_network_postbacks_total{ad_network=\"\(network)\",environment=\"production\",copy=\"\(copy)\"}",
                 default: 0] += 1
+            let transaction = "\(json["transaction-id"] ?? "")/\(json["postback-sequence-index"] ?? 0)"
+            guard stored.insert(transaction).inserted else { continue }
             if let kind = Self.kind(ofSample: json) {
                 expected["postback_network_conversion_values_total{ad_network=\"\(network)\",value=\"\(kind)\"}", default: 0] += 1
             }
         }
-        // A retried copy is stored once and counted once.
+        // A retried copy is stored once: counted as a copy that arrived, its value not counted again.
         _ = try Self.post(try Fixtures.appleVector(samples[0]), host: "postbacks.network.example", port: server.server.port)
+        expected[
+            "postback_network_postbacks_total{ad_network=\"com.example\",environment=\"production\",copy=\"network\"}",
+            default: 0] += 1
         // A development postback counts in its own environment and never among values.
         let development = TestPostbacks.skan4(transactionID: "flow-dev-1", conversionValue: 0, adNetworkID: "dev.skadnetwork")
         #expect(try Self.post(development, host: "postbacks.network.example", port: server.server.port).hasPrefix("HTTP/1.1 200"))
@@ -114,7 +118,8 @@ import Testing
             let attribution = Attribution(
                 postbackProtocol: .skadnetwork, version: "4.0", appID: 1, adNetworkID: "n\(index).skadnetwork", didWin: true,
                 fineValue: index % 64)
-            flow.stored(attribution, network: attribution.adNetworkID, environment: .production, copy: .network, at: .now())
+            flow.accepted(
+                attribution, network: attribution.adNetworkID, environment: .production, copy: .network, stored: true, at: .now())
         }
         var page = MetricsPage()
         flow.render(into: &page)
