@@ -27,6 +27,8 @@ package enum PostbackCommand {
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
           impression sign ad impressions with the ad network's key, or check them (before any postback)
           demo       the whole pipeline on this machine: receiver, traffic, nightly job, report
+          samples    list or copy Apple's example postbacks, the example schemas and spend export
+          spool      set aside a spool segment damaged at rest, when no good copy exists
 
         options:
           -h, --help     this help; 'postback <command> --help' (or 'postback help <command>')
@@ -73,6 +75,8 @@ package enum PostbackCommand {
                 ("generate", GenerateCommand.run),
                 ("impression", ImpressionCommand.run),
                 ("demo", DemoCommand.run),
+                ("samples", SamplesCommand.run),
+                ("spool", SpoolCommand.run),
             ])
     }
 }

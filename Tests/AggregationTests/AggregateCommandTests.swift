@@ -203,6 +203,21 @@ import Testing
         let allowed = aggregate(samples, date: today, ["--allow-open-day"])
         #expect(allowed.status == .success && allowed.stdout.contains("published as partial"), "\(allowed.stdout)")
         #expect(try store.read("agg/_manifests/dt=\(today).json").contains(#""partial":true"#))
+
+        // A future day is never published: not told to add --allow-open-day, and refused with it.
+        for extra in [[], ["--allow-open-day"]] {
+            let future = aggregate(samples, date: "2030-01-01", extra)
+            #expect(future.status == .usageOrIOError, "\(extra)")
+            #expect(
+                future.stderr.contains("2030-01-01 has not begun (today is \(today) UTC)")
+                    && future.stderr.contains("a future day is never published"), "\(future.stderr)")
+            #expect(!store.exists("agg/_manifests/dt=2030-01-01.json"))
+        }
+        let range = run([
+            "aggregate", "--data", store.path, "--schemas", schemas.path, "--from", today, "--to", "2030-01-01",
+            "--allow-open-day",
+        ])
+        #expect(range.status == .usageOrIOError && range.stderr.contains("2030-01-01 has not begun"), "\(range.stderr)")
     }
 
     /// Ctrl-C during the job (the built binary): the days published are named, the others too, the

@@ -455,6 +455,43 @@ import Testing
 
         try recorder.record(path, day: UTCDay("2026-03-10")!, SegmentSeals.seal(of: bytes))
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
+
+        // Without a good copy (the documented way forward): damaged again, `postback spool set-aside`
+        // moves it out of the spool, kept, and the day is published without it, as if it had never
+        // been written (a second store, built the same and the segment deleted by hand).
+        bytes[digit] = UInt8(ascii: "4")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let unsealed = store.path + "/raw/postbacks/dt=2026-03-10/part-rx1-000001.jsonl"
+        let refused = TestSupport.run(["spool", "set-aside", "--data", store.path, unsealed])
+        #expect(refused.status == .usageOrIOError && refused.stderr.contains("\(unsealed) has no seal"), "\(refused.stderr)")
+        let moved = TestSupport.run(["spool", "set-aside", "--data", store.path, path])
+        #expect(moved.status == .success, "\(moved.stderr)")
+        #expect(moved.stdout.contains("--date 2026-03-10"), "\(moved.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(try store.bytes("raw/_damaged/postbacks/dt=2026-03-10/part-rx2-000001.jsonl") == bytes, "kept, unchanged")
+        var request = AggregationRequest(
+            dataDirectory: store.path, from: day("2026-03-10"), to: day("2026-03-10"), lookbackDays: 10, workers: 2,
+            toolVersion: "postback test")
+        request.force = true  // fewer postbacks than the day published before
+        _ = try AggregationJob(request: request, catalog: catalog(Self.schema)).run()
+
+        let reference = TemporaryDirectory("reference")
+        try Self.buildSpool(root: reference.path)
+        try FileManager.default.removeItem(atPath: reference.path + "/" + name)
+        request.dataDirectory = reference.path
+        _ = try AggregationJob(request: request, catalog: catalog(Self.schema)).run()
+        for table in ["postback_detail_daily", "campaign_daily"] {
+            let file = "agg/\(table)/dt=2026-03-10/part-00000.csv"
+            #expect(try store.bytes(file) == reference.bytes(file), "\(table)")
+        }
+        #expect(try store.bytes("agg/postback_detail_daily/dt=2026-03-10/part-00000.csv") != before)
+        // Matching its seal, a segment stays where it is.
+        try SegmentSeals.Recorder(root: store.path, spool: .postbacks, writerID: "rx1").record(
+            unsealed, day: UTCDay("2026-03-10")!,
+            SegmentSeals.seal(of: try store.bytes("raw/postbacks/dt=2026-03-10/part-rx1-000001.jsonl")))
+        let intact = TestSupport.run(["spool", "set-aside", "--data", store.path, unsealed])
+        #expect(intact.status == .usageOrIOError && intact.stderr.contains("matches its seal"), "\(intact.stderr)")
+        #expect(FileManager.default.fileExists(atPath: unsealed))
     }
 
     @Test func aPartitionThatCannotBeListedIsAnErrorNotAnEmptyDay() throws {

@@ -66,9 +66,59 @@ import Testing
         #expect(try binary.run(["--help"]).status == 0)
         #expect(try binary.run(["schema", "check", "--help"]).status == 0)
         #expect(try binary.run(["verfy"]).status == 2)
+        #expect(try binary.run(["foo", "--help"]).status == 2)
         #expect(try binary.run(["schema", "check", "/nonexistent/schemas"]).status == 2)
         #expect(try binary.run(["report", "--data", "/nonexistent", "--date", "2026-03-10", "--out", "-"]).status == 2)
         #expect(try binary.run(["verify", "-"], stdin: Data("[]".utf8)).status == 1)
+    }
+
+    /// A one-day store reported over a month: one line for the 30 days without aggregates, not 30.
+    @Test func aMonthWithOneAggregatedDayIsSummarizedInOneLine() throws {
+        let temporary = TemporaryDirectory("report-month")
+        let sample = Fixtures.root.appendingPathComponent("Samples/skan-4.0_apple-doc_web-ad-tier-high.json").path
+        let aggregate = run([
+            "aggregate", "--input", sample, "--date", "2026-03-10", "--data", temporary.path, "--schemas", Fixtures.sampleSchemas,
+        ])
+        #expect(aggregate.status == .success, "\(aggregate.stderr)")
+        let report = run([
+            "report", "--data", temporary.path, "--from", "2026-03-01", "--to", "2026-03-31", "--out", temporary.path + "/r.html",
+        ])
+        #expect(report.status == .failure, "days without aggregates: exit 1, as --help says")
+        let lines = report.stderr.split(separator: "\n")
+        #expect(
+            lines == [
+                "postback report: 2026-03-01 to 2026-03-09, 2026-03-11 to 2026-03-31 (30 days): no aggregates (shown as a gap)"
+            ],
+            "\(report.stderr)")
+        #expect(ReportCommand.dayRanges([UTCDay("2026-03-02")!]) == "2026-03-02")
+    }
+
+    /// An error about staged files from a bucket names the s3:// URL, not the private staging folder.
+    @Test func errorsFromABucketNameTheURL() {
+        struct Failure: Error, CustomStringConvertible { let description: String }
+        let error = ObjectStoreJobs.InBucket(
+            Failure(description: "no published aggregates for 2027-01-01 under /tmp/stage-1/agg"), stagedRoot: "/tmp/stage-1",
+            url: "s3://bucket/store/")
+        #expect(error.description == "no published aggregates for 2027-01-01 under s3://bucket/store/agg")
+    }
+
+    /// `forward` on a data directory that does not exist: exit 2, naming it, never "nothing to do".
+    @Test func forwardOnAMissingDataDirectoryIsAnError() throws {
+        let temporary = TemporaryDirectory("forward")
+        let config = temporary.path + "/serve.json"
+        let missing = temporary.path + "/no-such-store"
+        try Data(
+            #"{"data_dir": "\#(missing)", "writer_id": "rx-1", "forward": [{"name": "mmp", "url": "http://127.0.0.1:9/p"}]}"#.utf8
+        ).write(to: URL(fileURLWithPath: config))
+        for words in [
+            ["forward", "status", "--config", config],
+            ["forward", "retry-dead-letters", "--config", config],
+        ] {
+            let result = run(words)
+            #expect(result.status == .usageOrIOError, "\(words)")
+            #expect(result.stderr.contains("data_dir (\(config)) \(missing): no such directory"), "\(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(result.stdout)")
+        }
     }
 
     @Test func mistypedCommandsSubcommandsAndOptionsGetDidYouMean() {
@@ -81,6 +131,10 @@ import Testing
             (["report", "--ouT", "x"], "unknown option --ouT (did you mean --out?)"),
             (["schema", "export", "--tabel", "values"], "unknown option --tabel (did you mean --table?)"),
             (["generate", "--kind", "aak"], "unknown option --kind (did you mean --kinds?)"),
+            // An unknown command with --help is named, not answered with the main usage.
+            (["foo", "--help"], "unknown command 'foo'"),
+            (["verfy", "-h"], "unknown command 'verfy' (did you mean 'verify'?)"),
+            (["schema", "chek", "--help"], "unknown subcommand 'chek' (did you mean 'check'?)"),
             (["serve", "--writerid", "x"], "unknown option --writerid (did you mean --writer-id?)"),
         ]
         for (words, message) in cases {

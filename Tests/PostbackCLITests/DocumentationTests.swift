@@ -1,3 +1,4 @@
+import BuildStamp
 import Foundation
 import TestSupport
 import Testing
@@ -25,6 +26,189 @@ import Testing
         try Readme.run(blocks, in: directory)
         #expect(FileManager.default.fileExists(atPath: directory + "/report.html"))
         #expect(FileManager.default.fileExists(atPath: directory + "/decode/sources.csv"))
+    }
+
+    /// README.md and every page of docs/, as a reader opens them.
+    static func userDocuments() throws -> [(name: String, text: String)] {
+        let pages = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        return try (["README.md"] + pages).map {
+            ($0, try String(contentsOf: root.appendingPathComponent($0), encoding: .utf8))
+        }
+    }
+
+    /// Each page's runnable blocks, in order, in a fresh empty directory of their own (a page does not
+    /// rely on another's files); README's are run above.
+    @Test func docsRunnableBlocksRunAsWrittenInAFreshDirectory() throws {
+        guard FileManager.default.isExecutableFile(atPath: Readme.binary.path) else {
+            Issue.record("postback binary not found at \(Readme.binary.path); run `swift build` first")
+            return
+        }
+        var run = 0
+        for (name, text) in try Self.userDocuments() where name != "README.md" {
+            let blocks = Readme.runnableBlocks(in: text)
+            guard !blocks.isEmpty else { continue }
+            let directory = TemporaryDirectory("postback-docs")
+            do {
+                try Readme.run(blocks, in: directory.path)
+            } catch {
+                Issue.record("\(name): \(error)")
+            }
+            run += blocks.count
+        }
+        #expect(run >= 3, "docs/aggregate.md and docs/verify.md mark blocks as runnable")
+    }
+
+    /// Every shell block of README.md and docs/ either runs in the tests (`<!-- runnable -->`) or says
+    /// on its first line what it needs that a test machine does not have (`# needs: a bucket…`); every
+    /// fenced block names its language, and no command hides in an indented block.
+    @Test func everyShellBlockIsRunOrSaysWhatItNeeds() throws {
+        let shells: Set<String> = ["sh", "bash", "shell", "console"]
+        for (name, text) in try Self.userDocuments() {
+            let lines = text.components(separatedBy: "\n")
+            var index = 0
+            var previousText = ""
+            while index < lines.count {
+                let line = lines[index]
+                if line.trimmingCharacters(in: .whitespaces).hasPrefix("```") {
+                    let language = line.trimmingCharacters(in: .whitespaces).dropFirst(3).trimmingCharacters(in: .whitespaces)
+                    #expect(!language.isEmpty, "\(name):\(index + 1): a fenced block without a language (sh, text, json…)")
+                    let runnable = previousText.trimmingCharacters(in: .whitespaces) == "<!-- runnable -->"
+                    let first = index + 1 < lines.count ? lines[index + 1].trimmingCharacters(in: .whitespaces) : ""
+                    if shells.contains(language) {
+                        #expect(
+                            runnable || first.hasPrefix("# needs: "),
+                            "\(name):\(index + 1): a shell block neither marked <!-- runnable --> nor saying '# needs: …'")
+                    }
+                    index += 1
+                    while index < lines.count, !lines[index].trimmingCharacters(in: .whitespaces).hasPrefix("```") { index += 1 }
+                    previousText = ""
+                    index += 1
+                    continue
+                }
+                // An indented code block at the top level (not a list item's continuation).
+                let listLike =
+                    ["- ", "* ", "|", "<!--"].contains { previousText.hasPrefix($0) }
+                    || previousText.first?.isNumber == true || previousText.hasPrefix(" ")
+                if line.hasPrefix("    "), !line.trimmingCharacters(in: .whitespaces).isEmpty, index > 0,
+                    lines[index - 1].trimmingCharacters(in: .whitespaces).isEmpty, !previousText.isEmpty, !listLike
+                {
+                    Issue.record("\(name):\(index + 1): an indented code block; fence it with its language (```sh, ```text)")
+                }
+                if !line.trimmingCharacters(in: .whitespaces).isEmpty { previousText = line }
+                index += 1
+            }
+        }
+    }
+
+    /// User docs speak of the product, not of the team's tickets: no "issue 12" or "#12".
+    @Test func userDocsNameNoIssueNumbers() throws {
+        let patterns = try [
+            #"(?i)\bissues?\s*#?\d+"#,
+            // "#12" as a reference; not a Markdown anchor (#1-conversion-schemas), "PKCS #8" or owner/repo#59.
+            #"(?<![\w/(])(?<!PKCS )#\d+(?![\w-])"#,
+        ].map { try NSRegularExpression(pattern: $0) }
+        func issueReference(in line: String) -> String? {
+            for pattern in patterns {
+                if let match = pattern.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)),
+                    let range = Range(match.range, in: line)
+                {
+                    return String(line[range])
+                }
+            }
+            return nil
+        }
+        for (name, text) in try Self.userDocuments() + [
+            ("spark/README.md", try String(contentsOf: Self.root.appendingPathComponent("spark/README.md"), encoding: .utf8)),
+            ("Samples/README.md", try String(contentsOf: Self.root.appendingPathComponent("Samples/README.md"), encoding: .utf8)),
+        ] {
+            for (number, line) in text.components(separatedBy: "\n").enumerated() {
+                if let reference = issueReference(in: line) {
+                    Issue.record("\(name):\(number + 1) names an issue (\(reference)): say what the product does instead")
+                }
+            }
+        }
+        // The patterns catch what they are for, and only that.
+        #expect(issueReference(in: "(issue 24, issue 25)") == "issue 24")
+        #expect(issueReference(in: "fixed in #12.") == "#12")
+        #expect(issueReference(in: "[x](#1-conversion-schemas) PKCS #8 openrtb#59, kubernetes/kubernetes#57923") == nil)
+    }
+
+    /// docs/aggregate.md's DuckDB queries ("Reading the output"), run as printed (DATA replaced) on a
+    /// store whose events table has rows and on one whose events table is only its header.
+    @Test func aggregateDocsDuckDBQueriesRunOnPublishedTablesEvenEmptyOnes() throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        let page = try String(contentsOf: Self.root.appendingPathComponent("docs/aggregate.md"), encoding: .utf8)
+        let section = try #require(page.components(separatedBy: "## 6. Reading the output").dropFirst().first)
+            .components(separatedBy: "### Column types")[0]
+        let statements = section.components(separatedBy: "```sql\n").dropFirst()
+            .flatMap { $0.components(separatedBy: "\n```")[0].components(separatedBy: ";") }
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+        #expect(statements.count == 3, "the Parquet query, the CSV query and the events query")
+        let temporary = TemporaryDirectory("docs-duckdb")
+        // With events (a purchase decoded), and without (a non-winning postback has no value).
+        for (store, sample) in [
+            ("events", "skan-4.0_apple-doc_web-ad-tier-high.json"), ("none", "skan-3.0_apple-doc_nonwinning.json"),
+        ] {
+            let aggregate = TestSupport.run([
+                "aggregate", "--input", Self.root.appendingPathComponent("Samples/" + sample).path, "--date", "2026-03-10",
+                "--data", temporary.path + "/" + store, "--schemas", Fixtures.sampleSchemas, "--format", "both",
+            ])
+            #expect(aggregate.status == .success, "\(aggregate.stderr)")
+        }
+        let events = try String(
+            contentsOfFile: temporary.path + "/none/agg/campaign_events_daily/dt=2026-03-10/part-00000.csv", encoding: .utf8)
+        #expect(events.split(separator: "\n").count == 1, "the second store's events table is only its header")
+        let script = """
+            import duckdb, json, sys
+            statements = json.loads(sys.argv[1])
+            for data in sys.argv[2:]:
+                for statement in statements:
+                    duckdb.connect().execute(statement.replace("DATA", data)).fetchall()
+            """
+        let encoded = String(decoding: try JSONSerialization.data(withJSONObject: statements), as: UTF8.self)
+        let (status, _, problem) = try VenvPython.run(
+            script: script, arguments: [encoded, temporary.path + "/events", temporary.path + "/none"])
+        #expect(status == 0, "a documented query fails: \(problem)")
+    }
+
+    /// The package's install line, as printed: the real path of the file scripts/package writes, with
+    /// this release's version (apt-get takes a local file only as a path with a slash).
+    @Test func thePackageInstallLinesNameTheFileScriptsPackageWrites() throws {
+        let deb = "./.build/package/postback_\(BuildInfo.version)_amd64.deb"
+        for (name, text) in try Self.userDocuments() {
+            for line in text.components(separatedBy: "\n") where line.contains("apt-get install") && line.contains(".deb") {
+                #expect(line.contains("apt-get install " + deb), "\(name): \(line)")
+            }
+        }
+        let script = try String(contentsOf: Self.root.appendingPathComponent("scripts/package"), encoding: .utf8)
+        #expect(script.contains(#"out=${1:-.build/package}"#) && script.contains(#"deb="$out/postback_${version}_amd64.deb""#))
+    }
+
+    /// LICENSE is the Apache License 2.0 as Debian ships it, and the package's copyright file says so
+    /// in Debian's machine-readable format (lintian checks it when scripts/package runs).
+    @Test func theLicenceIsApache2AndThePackageSaysSoInDEP5() throws {
+        let licence = try String(contentsOf: Self.root.appendingPathComponent("LICENSE"), encoding: .utf8)
+        #expect(licence.contains("Apache License\n                           Version 2.0, January 2004"))
+        if let debian = try? String(contentsOfFile: "/usr/share/common-licenses/Apache-2.0", encoding: .utf8) {
+            #expect(licence == debian, "LICENSE is Debian's /usr/share/common-licenses/Apache-2.0, word for word")
+        }
+        let script = try String(contentsOf: Self.root.appendingPathComponent("scripts/package"), encoding: .utf8)
+        let start = try #require(script.range(of: "/copyright\" <<'COPYRIGHT'\n"))
+        let copyright = String(script[start.upperBound...]).components(separatedBy: "\nCOPYRIGHT\n")[0]
+        let paragraphs = copyright.components(separatedBy: "\n\n")
+        #expect(
+            paragraphs.first?.hasPrefix("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n") == true)
+        #expect(paragraphs.contains { $0.hasPrefix("Files: *\nCopyright: ") && $0.hasSuffix("\nLicense: Apache-2.0") })
+        let standalone = try #require(paragraphs.first { $0.hasPrefix("License: Apache-2.0\n") })
+        #expect(standalone.contains("\"/usr/share/common-licenses/Apache-2.0\""))
+        // DEP-5 continuation lines start with a space; an empty one is " .".
+        for line in standalone.split(separator: "\n").dropFirst() {
+            #expect(line.hasPrefix(" ") && line != " ", "\(line)")
+        }
+        #expect(!copyright.lowercased().contains("proprietary") && !copyright.contains("All rights reserved"))
+        #expect(Self.readme.contains("[LICENSE](LICENSE)"))
     }
 
     @Test func docsCiteOnlyFilesThatAreInTheRepository() throws {
@@ -71,6 +255,7 @@ import Testing
 
     @Test(arguments: [
         "verify", "explain", "reverify", "generate", "impression", "serve", "send", "aggregate", "spend", "schema", "report",
+        "samples", "spool",
     ])
     func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
         let out = MemorySink()

@@ -51,6 +51,16 @@ import Testing
           overflowing: [...document.querySelectorAll('body *')].filter(e => !e.closest('svg') && e.clientWidth > 0
               && getComputedStyle(e).display !== 'inline' && e.scrollWidth > e.clientWidth + 1)
             .map(e => e.tagName.toLowerCase() + '.' + e.className + ': ' + e.textContent.trim().slice(0, 80)),
+          caveats: [...document.querySelectorAll('.banner, .notice, .warning')].map(e => {
+            const r = e.getBoundingClientRect();
+            return { text: e.textContent.trim().slice(0, 120), top: r.top, bottom: r.bottom, visible: r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight };
+          }),
+          headings: [...document.querySelectorAll('table')].map(t => [...t.querySelectorAll('thead th')]
+            .map(th => ({ shown: th.textContent, full: th.getAttribute('title') || th.textContent }))),
+          topHead: [...document.querySelectorAll('#table-top-campaigns thead th')].map(c => c.textContent),
+          topFoot: [...document.querySelectorAll('#table-top-campaigns tfoot th, #table-top-campaigns tfoot td')].map(c => c.textContent),
+          metrics: Object.fromEntries([...document.querySelectorAll('[data-metric]')].map(e => [e.getAttribute('data-metric'),
+            (e.closest('.card') || e).innerText.replace(/\\s+/g, ' ').trim()])),
           brokenLinks: [...document.querySelectorAll('a[href^="#"]')].filter(a => !document.getElementById(a.getAttribute('href').slice(1)))
             .map(a => a.getAttribute('href'))
         })
@@ -181,6 +191,13 @@ import Testing
             (visit.facts["hiddenCells"] as? [Any])?.isEmpty == true,
             "every figure is visible: \(visit.facts["hiddenCells"] ?? "?")")
         #expect((visit.facts["cells"] as? Int ?? 0) > 100)
+        // The missing day's notice is read before any figure, and no two column headings look alike.
+        let caveats = visit.facts["caveats"] as? [[String: Any]] ?? []
+        #expect(caveats.contains { ($0["text"] as? String)?.hasPrefix("No aggregates for 2026-03-04") == true }, "\(caveats)")
+        #expect(caveats.allSatisfy { $0["visible"] as? Bool == true }, "\(caveats)")
+        for table in visit.facts["headings"] as? [[[String: String]]] ?? [] {
+            #expect(Set(table.map { $0["shown"]! }).count == Set(table.map { $0["full"]! }).count, "\(table)")
+        }
 
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))

@@ -37,7 +37,87 @@ import Testing
         }
     }
 
-    func check(page: String, name: String, expected: Expected, width: Int) throws {
+    /// What the first screen must say about revenue, per currency, worked out by DuckDB from a published
+    /// table (`DIR/agg/TABLE`) by docs/report.md's rules, never by the report's code: revenue to date
+    /// (every window), window 1 alone, and per install (downloads' revenue ÷ the installs of that
+    /// currency's rows, half up to the cent); a sum with an open-ended value whose estimate is its
+    /// minimum is a lower bound, `≥ 18,750.00`.
+    static let revenueScript = #"""
+        import duckdb, json, sys
+        from decimal import Decimal, ROUND_HALF_UP
+        con = duckdb.connect()
+        rows = f"read_csv('{sys.argv[1]}/*/*.csv', header = true, all_varchar = true, union_by_name = true)"
+        def sums(condition):
+            return f"""sum(CAST(revenue_est_sum AS DECIMAL(38, 6))) FILTER (WHERE {condition}),
+                       sum(CAST(revenue_min_sum AS DECIMAL(38, 6))) FILTER (WHERE {condition}),
+                       coalesce(bool_or(revenue_max_sum IS NULL) FILTER (WHERE {condition}), false)"""
+        query = f"""SELECT currency, {sums("true")}, {sums("coalesce(postback_sequence_index, '0') = '0'")},
+                           {sums("conversion_type = 'download'")}
+                    FROM {rows} WHERE CAST(postbacks AS BIGINT) > 0 AND revenue_est_sum IS NOT NULL AND currency IS NOT NULL
+                    GROUP BY currency"""
+        installs = dict(con.execute(f"""SELECT currency, sum(CAST(installs AS BIGINT)) FROM {rows}
+                                        WHERE CAST(postbacks AS BIGINT) > 0 AND currency IS NOT NULL GROUP BY currency""").fetchall())
+        def money(amount):
+            return f"{amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}"
+        def shown(estimate, minimum, is_open, divisor=1):
+            if estimate is None or divisor == 0:
+                return "–"
+            lower = is_open and estimate == minimum
+            return ("≥ " if lower else "") + money(Decimal(estimate) / divisor)
+        result = {}
+        for currency, est, low, is_open, est1, low1, open1, estd, lowd, opend in con.execute(query).fetchall():
+            result[currency] = {"to_date": shown(est, low, is_open), "window_one": shown(est1, low1, open1),
+                                "per_install": shown(estd, lowd, opend, installs.get(currency) or 0)}
+        print(json.dumps(result))
+        """#
+
+    /// `revenueScript`'s answer for the table under `store`: currency → `to_date`, `window_one`, `per_install`.
+    static func revenueTexts(table: String, under store: String) throws -> [String: [String: String]] {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        let (status, text, problem) = try VenvPython.run(script: revenueScript, arguments: [store + "/agg/" + table])
+        try #require(status == 0, "python3 with duckdb failed (scripts/setup --test installs it): \(problem)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: String]], "\(text)")
+    }
+
+    /// The first screen cannot be misread: revenue is one stated definition (to date, window 1 alone
+    /// beside it) with figures equal to DuckDB's, a sum without an upper bound is a lower bound, "per
+    /// install" says what it divides, every caveat is inside the window, and no two column headings of
+    /// a table look the same.
+    func checkCannotBeMisread(_ visit: BrowserRenderTests.Visit, revenue: [String: [String: String]], width: Int) {
+        let metrics = visit.facts["metrics"] as? [String: String] ?? [:]
+        let head = visit.facts["topHead"] as? [String] ?? []
+        let foot = visit.facts["topFoot"] as? [String] ?? []
+        let text = visit.facts["text"] as? String ?? ""
+        #expect(!revenue.isEmpty)
+        for (currency, figures) in revenue {
+            let card = metrics["revenue_est_sum:\(currency)"] ?? ""
+            #expect(
+                card.hasPrefix("Revenue to date, \(currency)") && card.contains(figures["to_date"]!)
+                    && card.contains("window 1 alone \(figures["window_one"]!)"),
+                "the revenue card shows \(figures): \(card)")
+            let column = head.firstIndex(of: "Per install, \(currency)")
+            #expect(
+                column.map { foot.indices.contains($0) ? foot[$0] : "" } == figures["per_install"],
+                "all campaigns' revenue per install is \(figures["per_install"]!): \(head) \(foot)")
+        }
+        // Stated once, the same everywhere: no sentence calls the headline's sum wrong.
+        #expect(text.contains("revenue to date adds windows 1–3") && text.contains("per install: revenue of downloads"))
+        #expect(!text.lowercased().contains("windows are not added"), "the page contradicts its own headline")
+        #expect(!text.contains("–open"), "a range without an upper bound shown as an estimate")
+        let caveats = visit.facts["caveats"] as? [[String: Any]] ?? []
+        for caveat in caveats {
+            #expect(caveat["visible"] as? Bool == true, "on the first screen at \(width)×800: \(caveat)")
+        }
+        for table in visit.facts["headings"] as? [[[String: String]]] ?? [] {
+            let full = Set(table.map { $0["full"]! })
+            let shown = Set(table.map { $0["shown"]! })
+            #expect(shown.count == full.count, "column headings that look alike: \(table.map { $0["shown"]! })")
+        }
+    }
+
+    @discardableResult
+    func check(page: String, name: String, expected: Expected, width: Int) throws -> BrowserRenderTests.Visit {
         #expect(expected.postbacks > 0 && expected.installs > 0 && !expected.revenueMicros.isEmpty)
         try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
         let screenshot = TestPaths.output + "/first-screen-\(name)-\(width).png"
@@ -54,6 +134,7 @@ import Testing
         #expect(visit.facts["overflow"] as? Bool == false)
         #expect(visit.console.isEmpty && visit.exceptions.isEmpty, "\(visit.console) \(visit.exceptions)")
         print("first screen: \(screenshot)")
+        return visit
     }
 
     @Test(arguments: [1280, 1920]) func theDemoOpensOnItsOwnNumbers(width: Int) throws {
@@ -70,7 +151,14 @@ import Testing
             },
             "the demo says how many postbacks it made: \(output.text)")
         #expect(expected.postbacks == total && total > 600 * 5, "today's 600 and the 20 days before")
-        try check(page: directory + "/report.html", name: "demo", expected: expected, width: width)
+        let visit = try check(page: directory + "/report.html", name: "demo", expected: expected, width: width)
+        // The demo's day of today is partial, and its schema's top values have no upper bound.
+        #expect(
+            (visit.facts["caveats"] as? [[String: Any]])?.contains { ($0["text"] as? String)?.hasPrefix("Partial:") == true }
+                == true)
+        let revenue = try Self.revenueTexts(table: AggregateTables.campaignDailyDevelopment, under: directory + "/store")
+        #expect(revenue["EUR"]?["to_date"]?.hasPrefix("≥ ") == true, "\(revenue)")
+        checkCannotBeMisread(visit, revenue: revenue, width: width)
         // A story: named campaigns, none shown as a raw source identifier.
         let html = try String(contentsOfFile: directory + "/report.html", encoding: .utf8)
         #expect(html.contains("spring_sale") && html.contains("loyalty_push"))
@@ -82,7 +170,11 @@ import Testing
         try Readme.runFirstSession(in: directory.path)
         let expected = try Expected(table: AggregateTables.campaignDailyDevelopment, under: directory.path + "/out")
         #expect(expected.postbacks > 900, "the session's generated postbacks are counted (as development)")
-        try check(page: directory.path + "/report.html", name: "readme", expected: expected, width: width)
+        let visit = try check(page: directory.path + "/report.html", name: "readme", expected: expected, width: width)
+        checkCannotBeMisread(
+            visit,
+            revenue: try Self.revenueTexts(table: AggregateTables.campaignDailyDevelopment, under: directory.path + "/out"),
+            width: width)
     }
 
     /// With spend in the range: spend, CPI and ROAS (its open cohort marked) and the warning about a
@@ -124,7 +216,9 @@ import Testing
         let page = store.path("low.html")
         try """
         <!DOCTYPE html><html><head><title>low</title></head><body>
-        <div style="height: 2000px">tall</div><p>1,234 installs</p>
+        <div class="notice">Partial: high</div><div style="height: 2000px">tall</div><p>1,234 installs</p>
+        <div class="notice">Partial: below the fold</div>
+        <table><thead><tr><th title="demo-network-a">demo-…</th><th title="demo-network-b">demo-…</th></tr></thead></table>
         <div id="card" style="width: 40px; white-space: nowrap; overflow: hidden">5,121,728.07</div>
         <a href="#nowhere">link</a></body></html>
         """.write(toFile: page, atomically: true, encoding: .utf8)
@@ -133,5 +227,9 @@ import Testing
         #expect((visit.facts["firstScreen"] as? String ?? "").contains("tall"))
         #expect((visit.facts["overflowing"] as? [String])?.contains { $0.contains("5,121,728.07") } == true)
         #expect((visit.facts["brokenLinks"] as? [String]) == ["#nowhere"])
+        let caveats = visit.facts["caveats"] as? [[String: Any]] ?? []
+        #expect(caveats.map { $0["visible"] as? Bool } == [true, false], "\(caveats)")
+        let headings = visit.facts["headings"] as? [[[String: String]]] ?? []
+        #expect(headings.count == 1 && Set(headings[0].map { $0["shown"]! }).count == 1, "\(headings)")
     }
 }

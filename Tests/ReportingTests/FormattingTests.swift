@@ -118,10 +118,30 @@ import Testing
         #expect(ReportPage.networkName("example123.skadnetwork") == "example123.skadnetwork")
         #expect(ReportPage.networkName("") == "(no ad network)")
     }
+
+    /// Column headings that would shorten alike keep what tells them apart; short and identical ones
+    /// stay as they are, and a heading never grows past the limit per word.
+    @Test func headingsThatWouldShortenAlikeDiffer() {
+        let networks = ["demo-network-a.skadnetwork", "demo-network-b.skadnetwork", "demo-network-c.adattributionkit"]
+        let shown = FiguresTable.distinctHeadings(["Day"] + networks + ["Share, demo-network-a.skadnetwork", "All"])
+        #expect(
+            shown == [
+                "Day", "…a.skadnetwork", "…b.skadnetwork", "…c.adattribut…", "Share, …a.skadnetwork", "All",
+            ])
+        #expect(Set(shown).count == shown.count)
+        #expect(shown.flatMap { $0.split(separator: " ") }.allSatisfy { $0.count <= FiguresTable.longestHeadingWord })
+        // One long word alone is shortened at its end, as before.
+        #expect(FiguresTable.distinctHeadings(["com.example.verylongnetwork"]) == ["com.example.v…"])
+        // Look-alikes that share even more: each pass splits them after a longer shared start.
+        let deep = ["network-alpha-one-x", "network-alpha-one-y", "network-beta-two-z"]
+        let deepShown = FiguresTable.distinctHeadings(deep)
+        #expect(Set(deepShown).count == 3, "\(deepShown)")
+    }
 }
 
 enum UTCDayFixture {
     static func day(_ text: String) -> Basics.UTCDay { Basics.UTCDay(text)! }
+
 }
 
 /// Rejection reasons are grouped by their template; the quoted value becomes a column.

@@ -74,8 +74,8 @@ import Testing
             "--data", store.root, "--from", TestStore.first, "--to", "2026-03-05", "--out", store.path("missing.html"),
         ])
         #expect(result.status == .failure)
-        #expect(result.stderr.contains("2026-03-04: no aggregates"))
-        #expect(result.stderr.contains("2026-03-05: no aggregates"))
+        // Consecutive days as one range, on one line.
+        #expect(result.stderr.contains("postback report: 2026-03-04 to 2026-03-05 (2 days): no aggregates"), "\(result.stderr)")
         #expect(FileManager.default.fileExists(atPath: store.path("missing.html")))
     }
 

@@ -148,6 +148,11 @@ struct ObjectStoreJobTests {
         #expect(try store.client(prefix: "typo/").list(relativePrefix: "").isEmpty)
         let missing = run(["aggregate", "--data", "s3://no-such-bucket/x", "--date", "2026-03-02", "--schemas", Self.schemas])
         #expect(missing.stderr.contains("NoSuchBucket"))
+        // A range with no aggregates in the bucket: the error names the s3:// URL, not a staging folder.
+        let nothing = run(["report", "--data", url, "--date", "2027-01-01", "--out", NSTemporaryDirectory() + "nothing.html"])
+        #expect(nothing.status == .usageOrIOError)
+        #expect(nothing.stderr.contains("under \(url.hasSuffix("/") ? String(url.dropLast()) : url)/agg"), "\(nothing.stderr)")
+        #expect(!nothing.stderr.contains(NSTemporaryDirectory()), "\(nothing.stderr)")
         setenv("AWS_SECRET_ACCESS_KEY", "wrong", 1)
         let denied = run(["report", "--data", url, "--date", "2026-03-02", "--out", NSTemporaryDirectory() + "denied.html"])
         #expect(denied.status == .usageOrIOError)

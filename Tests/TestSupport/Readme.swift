@@ -1,8 +1,8 @@
 package import Foundation
 
-/// README.md as a reader follows it: its shell blocks marked `<!-- runnable -->`, run as written in a
-/// fresh directory holding what a user who cloned the repository has (`Samples/`), with the built
-/// `postback` first on PATH.
+/// README.md (and docs/*.md) as a reader follows them: the shell blocks marked `<!-- runnable -->`,
+/// run as written in a fresh, empty directory that is not the clone (the samples come from
+/// `postback samples --copy`), with the built `postback` first on PATH.
 package enum Readme {
     package static var text: String {
         (try? String(contentsOf: Fixtures.root.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
@@ -48,11 +48,9 @@ package enum Readme {
         }
     }
 
-    /// Copies `Samples/` into `directory` and runs `blocks` there in order, as a reader would.
+    /// Runs `blocks` in `directory` in order, as a reader would.
     /// - Throws: `Failure` for the first block that fails.
     package static func run(_ blocks: [(line: Int, script: String)], in directory: String) throws {
-        try FileManager.default.copyItem(
-            atPath: Fixtures.root.appendingPathComponent("Samples").path, toPath: directory + "/Samples")
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = binary.deletingLastPathComponent().path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         for (line, script) in blocks {
@@ -73,8 +71,8 @@ package enum Readme {
         }
     }
 
-    /// README's first session (its first runnable block), run in `directory`.
+    /// README's first session (the runnable block that starts with `postback samples`), run in `directory`.
     package static func runFirstSession(in directory: String) throws {
-        try run(Array(runnableBlocks(in: text).prefix(1)), in: directory)
+        try run(Array(runnableBlocks(in: text).filter { $0.script.hasPrefix("postback samples") }.prefix(1)), in: directory)
     }
 }

@@ -120,6 +120,7 @@ package final class AggregationJob: Sendable {
         guard (0...400).contains(request.lookbackDays) else { throw .usage("lookback must be 0 to 400 days") }
         // Checked before anything is read: a day still being written would be published with only
         // part of its postbacks, and tomorrow's run would then look like a loss.
+        if request.to > request.today { throw .futureDay(request.to, today: request.today) }
         if request.to >= request.today, !request.allowOpenDay { throw .openDay(max(request.from, request.today)) }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue

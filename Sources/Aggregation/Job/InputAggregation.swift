@@ -30,6 +30,7 @@ extension AggregationJob {
         guard !files.isEmpty else { throw .usage("no --input file given") }
         // The same rule as for the spool: a day that is not over may still get postbacks (a relay's
         // next export), so it is published only on request, and marked partial.
+        if day > request.today { throw .futureDay(day, today: request.today) }
         if day >= request.today, !request.allowOpenDay { throw .openDay(day) }
         return try withWorkDirectory { (work) throws(AggregationError) in
             try aggregateInput(files: files, verifier: verifier, day: day, work: work)

@@ -32,7 +32,7 @@ enum AggregateCommand {
         'postback spend import' stored (docs/spend.md). Rerunning a day over the same input rewrites the same bytes. A rerun that would
         replace a published day with one built from fewer input files or bytes, or with fewer
         decoded postbacks, is refused (a lost spool or schema) unless --force; a UTC day that is not
-        over yet is refused unless --allow-open-day (with --input too). A day with nothing to read is
+        over yet is refused unless --allow-open-day (with --input too), a day after today always. A day with nothing to read is
         published as an explicitly empty day (all its totals 0), which reports show as a gap.
 
           --data DIR          the store: spool read from DIR/raw, aggregates written to DIR/agg;

@@ -33,55 +33,11 @@ enum DemoCommand {
 
     static let syntax = CommandSyntax("demo", usage: usage, options: ["--dir", "--count"])
 
-    /// The example schema the demo's traffic is shaped by (Samples/schemas/1229670720): the binary
-    /// is installed alone, so it carries its own copy.
+    /// The example schema the demo's traffic is shaped by (Samples/schemas/1229670720), from the
+    /// samples the binary carries (`postback samples`).
     static let schemaAppID = "1229670720"
     static let schemaFileName = "2026-01-01.json"
-    static var schema: String {
-        """
-        {
-          "schema_id": "example-shop/2026-01-01",
-          "description": "Example of the bit-field encoding (Singular-style): bits 0-3 a revenue bucket, bit 4 'added to cart', bit 5 'day 1 return'.",
-          "app_id": 1229670720,
-          "effective_from": "2026-01-01",
-          "currency": "EUR",
-          "revenue_estimate": "min",
-          "windows": {
-            "0": {
-              "fine": {
-                "bits": {
-                  "label": "rev${revenue}_${cart}_${returned}",
-                  "fields": [
-                    { "name": "revenue", "bits": [0, 3],
-                      "entries": [
-                        { "value": 0, "label": "0" },
-                        { "values": [1, 14], "label": "${value}", "revenue_buckets": { "start": 0.0, "width": 5.0 },
-                          "events": [{ "name": "purchase" }] },
-                        { "value": 15, "label": "70plus", "revenue": { "min": 70.0 }, "events": [{ "name": "purchase" }] }
-                      ] },
-                    { "name": "cart", "bits": [4, 4],
-                      "entries": [ { "value": 0, "label": "nocart" }, { "value": 1, "label": "cart", "events": [{ "name": "add_to_cart" }] } ] },
-                    { "name": "returned", "bits": [5, 5],
-                      "entries": [ { "value": 0, "label": "d0" }, { "value": 1, "label": "d1", "events": [{ "name": "day1_return" }] } ] }
-                  ]
-                }
-              },
-              "coarse": {
-                "low": { "label": "browsed" },
-                "medium": { "label": "carted", "events": [{ "name": "add_to_cart" }] },
-                "high": { "label": "bought", "events": [{ "name": "purchase" }], "revenue": { "min": 5.0, "max": null } }
-              }
-            },
-            "1": { "coarse": { "inherit": "0" } },
-            "2": { "coarse": { "inherit": "0" } }
-          },
-          "source_identifier_map": [
-        \(sourceIdentifierMaps)
-          ]
-        }
-
-        """
-    }
+    static var schema: String { SampleFiles.text("schemas/\(schemaAppID)/\(schemaFileName)") }
 
     /// The demo's ad networks, most traffic first.
     static let adNetworks = ["demo-network-a.skadnetwork", "demo-network-b.skadnetwork", "demo-network-c.adattributionkit"]

@@ -1,3 +1,4 @@
+import Basics
 import PostbackClient
 import Postbacks
 import Reporting
@@ -101,12 +102,16 @@ enum ReportCommand {
             io.printError("postback report: \(error)")
             return .usageOrIOError
         }
-        for day in summary.daysMissing { io.printError("postback report: \(day): no aggregates (shown as a gap)") }
-        for day in summary.daysWithoutSpool {
-            io.printError("postback report: \(day): nothing received that day (shown as a gap)")
+        // One line per kind of gap, consecutive days as ranges: a month with one aggregated day is
+        // one line, not thirty.
+        for (days, what) in [
+            (summary.daysMissing, "no aggregates (shown as a gap)"),
+            (summary.daysWithoutSpool, "nothing received (shown as a gap)"),
+            (summary.daysPartial, "aggregated before the day was over (partial)"),
+            (summary.daysLeftOut, "aggregates left out (the page says why)"),
+        ] where !days.isEmpty {
+            io.printError("postback report: \(dayRanges(days)): \(what)")
         }
-        for day in summary.daysPartial { io.printError("postback report: \(day): aggregated before the day was over (partial)") }
-        for day in summary.daysLeftOut { io.printError("postback report: \(day): aggregates left out (the page says why)") }
         let days = summary.daysIncluded.count
         let (environment, other) =
             summary.environment == .production ? ("production", "development") : ("development", "production")
@@ -120,5 +125,19 @@ enum ReportCommand {
                     + "add --environment development to see them")
         }
         return summary.isComplete ? .success : .failure
+    }
+
+    /// `2026-03-01 to 2026-03-09, 2026-03-11 (10 days)`: days in order, runs of consecutive days joined.
+    static func dayRanges(_ days: [UTCDay]) -> String {
+        var runs: [(first: UTCDay, last: UTCDay)] = []
+        for day in days.sorted() {
+            if let last = runs.last?.last, last.adding(days: 1) == day {
+                runs[runs.count - 1].last = day
+            } else {
+                runs.append((day, day))
+            }
+        }
+        let text = runs.map { $0.first == $0.last ? "\($0.first)" : "\($0.first) to \($0.last)" }.joined(separator: ", ")
+        return days.count == 1 ? text : "\(text) (\(days.count) days)"
     }
 }

@@ -56,6 +56,10 @@ enum ForwardCommand {
         }
         let configuration = try ServerConfiguration.load(path: path)
         guard let forward = configuration.forward else { throw UsageError("\(path) has no \"forward\" destinations") }
+        // Reading a store that is not there would show nothing to do; a wrong data_dir is an error.
+        try UserPaths.requireDirectory(
+            configuration.dataDirectory, option: "data_dir (\(path))",
+            holding: "the receiver's store, raw/postbacks; give the receiver's data_dir")
         var settings = try ForwardSettings.parseList(forward, relativeTo: configuration.configurationDirectory)
         if let name = arguments.value("--destination") {
             settings = settings.filter { $0.name == name }

@@ -69,7 +69,11 @@ struct CommandSyntax: Sendable {
         if let subcommand = subcommands.first(where: { $0.name == word }) {
             return subcommand.run(Array(words.dropFirst()), io)
         }
-        if word == "help" || words.prefix(while: { $0 != "--" }).contains(where: { $0 == "-h" || $0 == "--help" }) {
+        // Help for this command: `help`, or `-h`/`--help` before any subcommand word; an unknown word
+        // followed by `--help` (`postback foo --help`) is an unknown command, named below.
+        if word == "help"
+            || (word.hasPrefix("-") && words.prefix(while: { $0 != "--" }).contains { $0 == "-h" || $0 == "--help" })
+        {
             io.print(usage)
             return .success
         }

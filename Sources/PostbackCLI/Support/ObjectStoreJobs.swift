@@ -152,7 +152,22 @@ enum ObjectStoreJobs {
         var staged = try Staged(client: client(url, environment: environment), root: makeWorkDirectory())
         defer { try? FileManager.default.removeItem(atPath: staged.root) }
         try stageAggregates(from: from, to: to, into: &staged)
-        try body(staged.root)
+        do {
+            try body(staged.root)
+        } catch {
+            throw InBucket(error, stagedRoot: staged.root, url: url)
+        }
+    }
+
+    /// An error from work on staged files, told in the bucket's terms: the staging directory is
+    /// private and gone once the command ends, so a message names the `s3://` URL instead.
+    struct InBucket: Error, CustomStringConvertible {
+        let description: String
+        init(_ error: any Error, stagedRoot: String, url: String) {
+            var bucket = url
+            while bucket.hasSuffix("/") { bucket.removeLast() }
+            description = "\(error)".replacingOccurrences(of: stagedRoot, with: bucket)
+        }
     }
 
     /// Downloads the range's published aggregates (manifests and every table's partitions: small)

@@ -50,8 +50,8 @@ struct RevenueRangeChart {
                 }
                 drawCell(
                     &html, cell, area: layout.panel(window), centerY: layout.rowCenter(index), scale: scale,
-                    tooltip: "\(place): estimate \(NumberFormat.money(cell.estimate)) \(currency), range "
-                        + "\(NumberFormat.money(cell.minimum))–\(cell.maximum.map(NumberFormat.money) ?? "no upper bound") \(currency), "
+                    tooltip: "\(place): \(cell.isLowerBound ? "" : "estimate ")\(cell.shownEstimate) \(currency), "
+                        + "\(cell.isLowerBound ? "no upper bound" : "range \(cell.shownRange) \(currency)"), "
                         + "from \(NumberFormat.count(cell.valuedPostbacks)) postbacks with a decoded value\(unknown)")
             }
         }

@@ -11,6 +11,8 @@ struct CampaignDailyRecord {
     /// Decoded from the schema's source-identifier map; nil when unknown.
     var campaign: String?
     var sequenceIndex: Int
+    /// `download`, `redownload` or `re-engagement`; nil in a table without the column.
+    var conversionType: String?
     var cvKind: ValueKind?
     var fineValue: Int?
     var coarseLevel: Int?
@@ -47,6 +49,8 @@ struct CampaignDailyRecord {
     /// Where each column the report reads sits in one file.
     struct Layout {
         private let indices: [String: Int]
+        /// `conversion_type`'s column, found once: it is read on every row.
+        private let conversionTypeIndex: Int?
         let columnCount: Int
 
         static let required: [AggregateColumn] = [
@@ -69,6 +73,7 @@ struct CampaignDailyRecord {
                     path: path, line: 1, reason: "not a campaign_daily table: no column \(missing.joined(separator: ", "))")
             }
             self.indices = indices
+            conversionTypeIndex = indices[AggregateColumn.field(.conversionType).name]
             columnCount = header.count
         }
 
@@ -115,6 +120,7 @@ struct CampaignDailyRecord {
             return CampaignDailyRecord(
                 appID: text(.field(.appID)), adNetworkID: text(.field(.adNetworkID)), campaignID: text(.field(.campaignID)),
                 sourceIdentifier: text(.field(.sourceIdentifier)), campaign: text(.campaign), sequenceIndex: sequenceIndex,
+                conversionType: conversionTypeIndex.flatMap { fields[$0] },
                 cvKind: kind, fineValue: fine, coarseLevel: coarse, decodedLabel: text(.decodedLabel),
                 postbacks: try count(.postbacks), installs: try count(.installs), redownloads: try count(.redownloads),
                 reengagements: try count(.reengagements), losses: try count(.losses), nullValues: try count(.nullValuePostbacks),

@@ -24,15 +24,10 @@ struct CampaignStats {
     var coarse = [[Int]](repeating: [0, 0, 0], count: windows)
     var coarseLabels: [[Set<String>]] = [[Set<String>]](repeating: [[], [], []], count: windows)
     var revenue: [RevenueKey: RevenueSum] = [:]
+    /// Revenue to date per currency (empty: no schema), the page's one headline definition.
+    var headline: [String: HeadlineRevenue] = [:]
 
     var fineTotal: Int { fine.reduce(0, +) }
-
-    /// The revenue estimate of every window in `currency`, as the headline adds it.
-    func revenueEstimate(in currency: String) -> Money {
-        revenue.reduce(Money.zero) { sum, entry in
-            entry.key.currency == currency ? sum.plus(entry.value.estimate) ?? sum : sum
-        }
-    }
 
     /// All estimates' micro-units added, whatever the currency: only to order campaigns that tie on installs.
     var revenueEstimateMicros: Int64 {
@@ -62,6 +57,7 @@ struct CampaignStats {
         // Non-winning postbacks never carry a value, so they are neither known nor unknown revenue.
         guard let kind = record.cvKind, kind != .nonWinning else { return }
         try revenue[RevenueKey(currency: record.currency ?? "", window: window), default: RevenueSum()].add(record)
+        try headline[record.currency ?? "", default: HeadlineRevenue()].add(record)
     }
 
     /// Adds another campaign's figures (for the "other campaigns" row).
@@ -78,5 +74,6 @@ struct CampaignStats {
             }
         }
         for (key, sum) in other.revenue { try revenue[key, default: RevenueSum()].add(sum) }
+        for (currency, sum) in other.headline { try headline[currency, default: HeadlineRevenue()].add(sum) }
     }
 }

@@ -24,13 +24,14 @@ struct ReportModel {
     var leftOutDays: [(day: UTCDay, reason: String)] = []
 
     var totals = NetworkDayCounts()
-    var revenueByCurrency: [String: RevenueSum] = [:]
+    /// Revenue to date per currency (`HeadlineRevenue`); the empty currency: postbacks without a schema.
+    var revenueByCurrency: [String: HeadlineRevenue] = [:]
     var networkDays: [String: [UTCDay: NetworkDayCounts]] = [:]
     var networkTotals: [String: NetworkDayCounts] = [:]
     var campaigns: [CampaignKey: CampaignStats] = [:]
     /// Production counts per day (all networks), and revenue per currency and day, for the trend.
     var dayTotals: [UTCDay: NetworkDayCounts] = [:]
-    var dayRevenue: [String: [UTCDay: RevenueSum]] = [:]
+    var dayRevenue: [String: [UTCDay: HeadlineRevenue]] = [:]
     /// Production counts by `country_code`; postbacks without one are counted apart.
     var countries: [String: NetworkDayCounts] = [:]
     var withoutCountry = NetworkDayCounts()
@@ -115,8 +116,8 @@ struct ReportModel {
             withoutCountry.add(record)
         }
         if let kind = record.cvKind, kind != .nonWinning {
-            try revenueByCurrency[record.currency ?? "", default: RevenueSum()].add(record)
-            try dayRevenue[record.currency ?? "", default: [:]][day, default: RevenueSum()].add(record)
+            try revenueByCurrency[record.currency ?? "", default: HeadlineRevenue()].add(record)
+            try dayRevenue[record.currency ?? "", default: [:]][day, default: HeadlineRevenue()].add(record)
         }
     }
 

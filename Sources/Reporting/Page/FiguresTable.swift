@@ -51,8 +51,8 @@ struct FiguresTable {
                 html.element("caption", text: caption)
                 html.element("thead") { html in
                     html.element("tr") { html in
-                        for column in columns {
-                            let shown = Self.shortenedWords(column.title)
+                        let headings = Self.distinctHeadings(columns.map(\.title))
+                        for (column, shown) in zip(columns, headings) {
                             if shown == column.title {
                                 html.element("th", ["scope": "col", "class": column.style], text: shown)
                             } else {
@@ -96,10 +96,40 @@ struct FiguresTable {
         text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
     }
 
-    /// `text` with each word over `longestHeadingWord` characters shortened.
-    static func shortenedWords(_ text: String) -> String {
-        guard text.split(separator: " ").contains(where: { $0.count > longestHeadingWord }) else { return text }
-        return text.split(separator: " ", omittingEmptySubsequences: false).map { shortened(String($0), to: longestHeadingWord) }
-            .joined(separator: " ")
+    /// The headings as shown: each word over `longestHeadingWord` characters shortened, so that two
+    /// different long words never look the same. Words that would shorten alike
+    /// (`demo-network-a.skadnetwork`, `demo-network-b.skadnetwork`) drop the start they share instead
+    /// of their end (`…a.skadnetwork`, `…b.skadnetwork`); the full heading stays in the tooltip.
+    static func distinctHeadings(_ titles: [String]) -> [String] {
+        let long = Set(titles.flatMap { $0.split(separator: " ").map(String.init) }.filter { $0.count > longestHeadingWord })
+        let shown = distinctShortenings(of: long.sorted())
+        return titles.map { title in
+            guard title.split(separator: " ").contains(where: { $0.count > longestHeadingWord }) else { return title }
+            return title.split(separator: " ", omittingEmptySubsequences: false).map { shown[String($0)] ?? String($0) }
+                .joined(separator: " ")
+        }
+    }
+
+    /// A different short form (at most `longestHeadingWord` characters) for each of `words`: the
+    /// word's start, or, for words whose starts are the same, what follows the start they share.
+    static func distinctShortenings(of words: [String]) -> [String: String] {
+        var shown = Dictionary(uniqueKeysWithValues: words.map { ($0, shortened($0, to: longestHeadingWord)) })
+        // Each pass splits every group of look-alikes after a longer shared start; a word's own length bounds the passes.
+        for _ in 0..<(words.map(\.count).max() ?? 0) {
+            let groups = Dictionary(grouping: words) { shown[$0]! }.values.filter { $0.count > 1 }
+            guard !groups.isEmpty else { return shown }
+            for group in groups {
+                let shared = group.dropFirst().reduce(group[0].count) { length, word in
+                    min(length, zip(group[0], word).prefix { $0 == $1 }.count)
+                }
+                for word in group {
+                    shown[word] = "…" + shortened(String(word.dropFirst(shared)), to: longestHeadingWord - 1)
+                }
+            }
+        }
+        // Never two headings alike: words that still look alike are shown whole.
+        let alike = Dictionary(grouping: words) { shown[$0]! }.values.filter { $0.count > 1 }.joined()
+        for word in alike { shown[word] = word }
+        return shown
     }
 }

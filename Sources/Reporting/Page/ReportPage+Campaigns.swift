@@ -16,10 +16,9 @@ extension ReportPage {
         section(
             &html, id: "campaigns", title: "Campaigns by app",
             note: "Each app's campaigns, most installs first (\(environmentNoun) postbacks only); the \(request.topCampaigns) "
-                + "largest by name, the rest summed in one row. Revenue is the sum of the "
-                + "decoded values' estimates, with their min–max range, per currency and postback window (windows are "
-                + "not added: a schema's later windows may restate earlier revenue). Null share = null values ÷ winning "
-                + "postbacks. Coarse values and non-winning postbacks have sections of their own below."
+                + "largest by name, the rest summed in one row. Revenue per currency is \(HeadlineRevenue.definition), "
+                + "with its min–max range; the revenue section below keeps the windows apart. Null share = null values ÷ "
+                + "winning postbacks. Coarse values and non-winning postbacks have sections of their own below."
         ) { html in
             guard !apps.isEmpty else {
                 emptyState(&html, "No \(environmentNoun) postbacks in this range.")
@@ -31,7 +30,7 @@ extension ReportPage {
                     id: "table-campaigns-\(app)", caption: "Campaigns of app \(app)",
                     columns: [
                         .name("Campaign"), .name("Ad network"), .number("Postbacks"), .number("Installs"),
-                        .number("Redownloads"), .number("Re-engagements"), .longText("Revenue estimate (min–max)"),
+                        .number("Redownloads"), .number("Re-engagements"), .longText("\(HeadlineRevenue.name) (min–max)"),
                         .number("Null share"),
                     ])
                 for row in appRows[app]! {
@@ -40,7 +39,7 @@ extension ReportPage {
                         row.label, row.isOthers ? row.sublabel ?? "" : Self.networkName(row.network),
                         NumberFormat.count(stats.counts.postbacks),
                         NumberFormat.count(stats.counts.installs), NumberFormat.count(stats.counts.redownloads),
-                        NumberFormat.count(stats.counts.reengagements), Self.revenueText(stats.revenue),
+                        NumberFormat.count(stats.counts.reengagements), Self.revenueText(stats.headline),
                         NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
                     ])
                 }
@@ -55,19 +54,14 @@ extension ReportPage {
         }
     }
 
-    /// `USD 120.00 (80.00–160.00)`, one entry per currency and window (`window 2: …`); `unknown` for
-    /// postbacks whose value did not decode.
-    static func revenueText(_ revenue: [CampaignStats.RevenueKey: RevenueSum]) -> String {
+    /// Revenue to date per currency: `USD 120.00 (80.00–160.00)`, `EUR ≥ 75.00` for a lower bound,
+    /// `EUR 150.00 (at least 100.00, no upper bound)`; `unknown` when no value decoded.
+    static func revenueText(_ revenue: [String: HeadlineRevenue]) -> String {
         var parts: [String] = []
-        for key in revenue.keys.sorted() {
-            let sum = revenue[key]!
-            let prefix = key.window == 0 ? "" : "window \(key.window + 1): "
-            if sum.valuedPostbacks > 0 {
-                let maximum = sum.maximum.map(NumberFormat.money) ?? "open"
-                parts.append(
-                    "\(prefix)\(key.currency) \(NumberFormat.money(sum.estimate)) (\(NumberFormat.money(sum.minimum))–\(maximum))"
-                )
-            }
+        for currency in revenue.keys.sorted() where !currency.isEmpty {
+            let sum = revenue[currency]!.toDate
+            guard sum.valuedPostbacks > 0 else { continue }
+            parts.append("\(currency) \(sum.shownEstimate)" + (sum.isLowerBound ? "" : " (\(sum.shownRange))"))
         }
         return parts.isEmpty ? "unknown" : parts.joined(separator: "; ")
     }
@@ -77,15 +71,15 @@ extension ReportPage {
         let currencies = model.dayRevenue.keys.filter { !$0.isEmpty }.sorted()
         section(
             &html, id: "trend", title: "Installs and revenue per day",
-            note: "Installs (winning first postbacks of downloads) per UTC day received, with the day's revenue estimate per "
-                + "currency. Days without aggregates are gaps, not zeros."
+            note: "Installs (winning first postbacks of downloads) per UTC day received, with the day's revenue per currency: "
+                + "\(HeadlineRevenue.definition). Days without aggregates are gaps, not zeros."
         ) { html in
             var table = FiguresTable(
                 id: "table-trend", caption: "Installs and revenue per day",
                 columns: [
                     .text("Day"), .number("Postbacks"), .number("Installs"), .number("Redownloads"),
                     .number("Re-engagements"),
-                ] + currencies.map { .number("Revenue estimate, \($0)") })
+                ] + currencies.map { .number("\(HeadlineRevenue.name), \($0)") })
             for day in days {
                 if model.unavailableDays.contains(day) {
                     table.add([day.description, "–", "–", "–", "–"] + currencies.map { _ in "–" })
@@ -97,14 +91,14 @@ extension ReportPage {
                         day.description, NumberFormat.count(counts.postbacks), NumberFormat.count(counts.installs),
                         NumberFormat.count(counts.redownloads), NumberFormat.count(counts.reengagements),
                     ]
-                        + currencies.map { NumberFormat.money(model.dayRevenue[$0]?[day]?.estimate ?? .zero) })
+                        + currencies.map { model.dayRevenue[$0]?[day]?.toDate.shownEstimate ?? NumberFormat.money(.zero) })
             }
             table.footer =
                 [
                     "Total", NumberFormat.count(model.totals.postbacks), NumberFormat.count(model.totals.installs),
                     NumberFormat.count(model.totals.redownloads), NumberFormat.count(model.totals.reengagements),
                 ]
-                + currencies.map { NumberFormat.money(model.revenueByCurrency[$0]?.estimate ?? .zero) }
+                + currencies.map { model.revenueByCurrency[$0]?.toDate.shownEstimate ?? NumberFormat.money(.zero) }
             panel(
                 &html,
                 chart: { html in

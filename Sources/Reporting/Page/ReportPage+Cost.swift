@@ -218,7 +218,8 @@ extension ReportPage {
             note: "By estimated install date (campaign_cohort_daily): each install date's cohort is its installs, the spend "
                 + "the networks reported for that day, and the revenue its postbacks brought in windows 1, 2 and 3. CPI is "
                 + "spend ÷ installs of the cohorts with spend; ROAS w2 and w3 add the windows' revenue estimates (w1, then "
-                + "w1–w2, then w1–w3) and divide by the spend of the same cohorts, in one currency. "
+                + "w1–w2, then w1–w3), the windows read as the headline's revenue to date reads them, and divide by the "
+                + "spend of the same cohorts, in one currency. "
                 + Self.immatureLegend
         ) { html in
             var table = FiguresTable(

@@ -17,8 +17,8 @@ extension ReportPage {
             note: "Revenue is decoded from conversion values with the app's schema: each value stands for a range (min–max) "
                 + "and a point estimate, summed exactly. The bar is the estimate, the line the range; an arrow means the "
                 + "range has no upper bound. Postbacks whose value Apple withheld (null) or that did not decode are installs "
-                + "with unknown revenue: they are counted in the table, never as zero. Windows are not added, because a later "
-                + "postback's value may include the revenue of an earlier one."
+                + "with unknown revenue: they are counted in the table, never as zero. This section keeps the postback windows "
+                + "apart; the headline, the tables above and ROAS show \(HeadlineRevenue.definition)."
         ) { html in
             if charts.isEmpty {
                 emptyState(&html, "No revenue in this range: no postback had a value a schema decodes.")

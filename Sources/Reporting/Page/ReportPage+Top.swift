@@ -1,8 +1,8 @@
 import Aggregation
 
 /// The first screen's answer to "which campaigns bring installs and revenue": the top campaigns by
-/// installs (then revenue), each with its ad network, installs, revenue estimate, revenue per install
-/// and null share; the rest summed in one row, so the table adds up to the headline.
+/// installs (then revenue), each with its ad network, installs, revenue to date and per install
+/// (`HeadlineRevenue`) and null share; the rest summed in one row, so the table adds up to the headline.
 extension ReportPage {
     /// At most this many currencies get columns of their own (amounts of two currencies are never added).
     static let currenciesShown = 3
@@ -12,7 +12,10 @@ extension ReportPage {
         let rows = try rows(of: keys)
         let currencies = Array(
             model.revenueByCurrency.filter { !$0.key.isEmpty && $0.value.valuedPostbacks > 0 }
-                .sorted { $0.value.estimate != $1.value.estimate ? $0.value.estimate > $1.value.estimate : $0.key < $1.key }
+                .sorted { lhs, rhs in
+                    let (left, right) = (lhs.value.toDate.estimate, rhs.value.toDate.estimate)
+                    return left != right ? left > right : lhs.key < rhs.key
+                }
                 .map(\.key).prefix(Self.currenciesShown))
         var all = CampaignStats()
         for row in rows { try all.add(row.stats) }
@@ -41,19 +44,18 @@ extension ReportPage {
                 id: "table-top-campaigns",
                 caption:
                     "\(keys.count > request.topCampaigns ? "The \(request.topCampaigns) of \(NumberFormat.count(keys.count))" : "All \(keys.count)") "
-                    + "campaigns with most installs, then revenue; revenue estimates add every postback window, as the headline does",
+                    + "campaigns with most installs, then revenue; \(HeadlineRevenue.shortDefinition); "
+                    + HeadlineRevenue.perInstallDefinition,
                 columns: campaignColumns + [.number("Installs")]
-                    + currencies.flatMap { [FiguresTable.Column.number("Revenue est., \($0)"), .number("Per install, \($0)")] }
+                    + currencies.flatMap {
+                        [FiguresTable.Column.number("\(HeadlineRevenue.name), \($0)"), .number("Per install, \($0)")]
+                    }
                     + [.number("Null share"), .number("Postbacks")] + (showsROAS ? [.number("ROAS")] : []))
             func cells(_ stats: CampaignStats) -> [String] {
                 [NumberFormat.count(stats.counts.installs)]
                     + currencies.flatMap { currency -> [String] in
-                        let estimate = stats.revenueEstimate(in: currency)
-                        guard stats.revenue.contains(where: { $0.key.currency == currency && $0.value.valuedPostbacks > 0 })
-                        else {
-                            return ["–", "–"]
-                        }
-                        return [NumberFormat.money(estimate), Self.perInstall(estimate, stats.counts.installs)]
+                        guard let revenue = stats.headline[currency], revenue.valuedPostbacks > 0 else { return ["–", "–"] }
+                        return [revenue.toDate.shownEstimate, revenue.perInstall]
                     }
                     + [
                         NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
@@ -75,11 +77,5 @@ extension ReportPage {
             renderTopByROAS(&html)
         }
         html.newline()
-    }
-
-    /// Revenue estimate ÷ installs, to the cent; `–` without installs.
-    static func perInstall(_ estimate: Money, _ installs: Int) -> String {
-        guard installs > 0 else { return "–" }
-        return NumberFormat.money(Money(micros: estimate.micros / Int64(installs)))
     }
 }

@@ -60,9 +60,10 @@ struct ReportPage {
         renderHeader(&html)
         html.open("main")
         renderEnvironment(&html)
+        // Caveats (partial, missing, left-out days) before any figure: on the first screen, read first.
+        renderNotices(&html)
         renderSummary(&html)
         try renderTopCampaigns(&html)
-        renderNotices(&html)
         renderContents(&html)
         try renderCostAndReturn(&html)
         try renderClaims(&html)
@@ -189,13 +190,7 @@ struct ReportPage {
                     &html, labelled("Installs"), metric: "installs", value: NumberFormat.count(totals.installs),
                     detail: "winning first postbacks of downloads")
                 for currency in model.revenueByCurrency.keys.sorted() where !currency.isEmpty {
-                    let sum = model.revenueByCurrency[currency]!
-                    card(
-                        &html, labelled("Revenue estimate, \(currency)"), metric: "revenue_est_sum:\(currency)",
-                        value: NumberFormat.money(sum.estimate),
-                        detail:
-                            "range \(NumberFormat.money(sum.minimum))–\(sum.maximum.map(NumberFormat.money) ?? "open"); "
-                            + "\(NumberFormat.count(sum.unknownPostbacks)) with unknown value")
+                    revenueCard(&html, currency: currency, model.revenueByCurrency[currency]!)
                 }
                 spendCards(&html)
                 card(
@@ -236,6 +231,19 @@ struct ReportPage {
             renderSpendLines(&html)
         }
         html.newline()
+    }
+
+    /// Revenue to date in one currency (`HeadlineRevenue`): a lower bound shown as one (`≥ 18,750.00`),
+    /// window 1 alone beside it.
+    private func revenueCard(_ html: inout HTMLWriter, currency: String, _ revenue: HeadlineRevenue) {
+        let sum = revenue.toDate
+        // A lower bound says so in its value (`≥`); a range without an upper bound is never shown as one.
+        let range = sum.isLowerBound ? "" : "range \(sum.shownRange); "
+        card(
+            &html, labelled("\(HeadlineRevenue.name), \(currency)"), metric: "revenue_est_sum:\(currency)",
+            value: sum.shownEstimate,
+            detail: "windows 1–3; window 1 alone \(revenue.windowOne.shownEstimate); \(range)"
+                + "\(NumberFormat.count(sum.unknownPostbacks)) with unknown value")
     }
 
     /// A headline figure. A detail line may start with a second count (`detailMetric`).

@@ -36,7 +36,8 @@ enum ReportStyle {
         .aside { font-size: 14px; color: var(--muted); margin: 4px 0 0; }
         .aside strong { color: var(--ink); font-variant-numeric: tabular-nums; }
         .warning { border-left: 4px solid #b00020; background: #fdecee; padding: 6px 14px; margin: 8px 0 0; font-size: 14px; }
-        .notice { border-left: 4px solid #b35900; background: #fff6ec; padding: 8px 14px; margin: 14px 0; }
+        .notice { border-left: 4px solid #b35900; background: #fff6ec; padding: 6px 14px; margin: 10px 0 0; font-size: 14px; }
+        .notice p { margin: 0; }
         .notice ul { margin: 4px 0; padding-left: 20px; }
         .empty { border: 1px dashed #bbb; border-radius: 6px; padding: 22px; color: var(--muted); text-align: center; }
         .panel { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 24px; align-items: start; margin-top: 8px; }
