@@ -6,7 +6,7 @@ import Postbacks
 /// Production postbacks (the table's `postbacks` and the columns derived from it) are the headline;
 /// development postbacks and rejected records are summed apart, exactly as the table keeps them.
 /// Dictionaries are only ever read through sorted keys, so the page does not depend on hashing order.
-struct ReportModel {
+struct ReportModel: DayRecordSink {
     let from: UTCDay
     let to: UTCDay
 
@@ -92,6 +92,8 @@ struct ReportModel {
             return lhs.key < rhs.key
         }.map(\.key)
     }
+
+    mutating func markPartial(_ day: UTCDay) { partialDays.append(day) }
 
     mutating func add(_ record: CampaignDailyRecord, day: UTCDay) throws(ReportError) {
         if record.rejected > 0 {
