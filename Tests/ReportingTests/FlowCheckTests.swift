@@ -76,6 +76,7 @@ import Testing
         try everyFaultIsFoundOnItsDayAndNothingElse(store)
         try theFiguresMatchAnIndependentComputation(store)
         try aDayNotPublishedSaysWhatToRun(store)
+        try theReportShowsTheFindings(store)
         print(
             "flow check: month published in "
                 + String(format: "%.1f s, checked in %.1f s", published.timeIntervalSince(started), Date().timeIntervalSince(published)))
@@ -153,6 +154,24 @@ import Testing
         #expect(abs(number(values["share"]) - number(valuesReference["value_share"])) < 1e-9, "\(values) \(valuesReference)")
         #expect(abs(number(values["history_share"]) - number(valuesReference["value_history_share"])) < 1e-9)
         #expect(number(values["value"]) == 0 && number(values["share"]) == 1)
+    }
+
+    /// `postback report` over the month's last days lists the three findings the checks wrote.
+    func theReportShowsTheFindings(_ store: TemporaryDirectory) throws {
+        let page = store.path + "/report.html"
+        let result = run([
+            "report", "--data", store.path, "--from", Self.date(15), "--to", Self.date(30), "--out", page, "--environment",
+            "development",
+        ])
+        #expect(result.status == .success, "\(result.stderr)")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.contains("The nightly check found 3 things to look at"))
+        for (day, network, kind) in [
+            (Self.goneFrom, Self.small, "stopped"), (Self.nullsDoubled, Self.big, "null-share-jump"),
+            (Self.valuesAtZero, Self.mid, "values-collapsed"),
+        ] {
+            #expect(html.contains("<li>\(Self.date(day)) app \(Self.app) \(network.id): \(kind): "), "\(kind)")
+        }
     }
 
     /// A day not yet published: exit 2, the path and the remedy.

@@ -22,6 +22,8 @@ struct ReportModel: DayRecordSink {
     var unavailableDays: Set<UTCDay> { Set(missingDays + emptyDays + leftOutDays.map(\.day)) }
     /// Days with a partition the report could not trust, and why.
     var leftOutDays: [(day: UTCDay, reason: String)] = []
+    /// The nightly check's findings for the range's days (`agg/_checks`), as `postback check` prints them.
+    var checkFindings: [String] = []
 
     var totals = NetworkDayCounts()
     /// Revenue to date per currency (`HeadlineRevenue`); the empty currency: postbacks without a schema.
