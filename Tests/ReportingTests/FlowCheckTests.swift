@@ -79,7 +79,9 @@ import Testing
         try theReportShowsTheFindings(store)
         print(
             "flow check: month published in "
-                + String(format: "%.1f s, checked in %.1f s", published.timeIntervalSince(started), Date().timeIntervalSince(published)))
+                + String(
+                    format: "%.1f s, checked in %.1f s", published.timeIntervalSince(started), Date().timeIntervalSince(published)
+                ))
     }
 
     func everyFaultIsFoundOnItsDayAndNothingElse(_ store: TemporaryDirectory) throws {
@@ -98,7 +100,8 @@ import Testing
                 print("flow check: \(lines.first ?? "")")
                 let found = try Self.findings(store, day: day)
                 #expect(found.count == 1 && found.first?["kind"] as? String == fault.kind)
-                #expect(found.first?["ad_network_id"] as? String == fault.network && found.first?["app_id"] as? String == Self.app)
+                #expect(
+                    found.first?["ad_network_id"] as? String == fault.network && found.first?["app_id"] as? String == Self.app)
             } else {
                 #expect(result.status == .success, "\(Self.date(day)): \(result.stdout)\(result.stderr)")
                 #expect(try Self.findings(store, day: day).isEmpty)
@@ -117,13 +120,16 @@ import Testing
 
     /// The figures of each finding, recomputed with DuckDB from the published CSV files.
     func theFiguresMatchAnIndependentComputation(_ store: TemporaryDirectory) throws {
-        try #require(FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
-        let script = try String(contentsOfFile: Fixtures.root.appendingPathComponent("scripts/flow_check.py").path, encoding: .utf8)
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        let script = try String(
+            contentsOfFile: Fixtures.root.appendingPathComponent("scripts/flow_check.py").path, encoding: .utf8)
         func reference(_ day: Int, _ network: Network) throws -> [String: Any] {
             let answer = try VenvPython.run(
                 script: script, arguments: [store.path, Self.date(day), Self.app, network.id, "--environment", "development"])
             return try #require(
-                try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any], "\(answer.stdout)\(answer.stderr)")
+                try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any],
+                "\(answer.stdout)\(answer.stderr)")
         }
         func figures(_ day: Int) throws -> [String: Any] {
             _ = run(["check", "--data", store.path, "--date", Self.date(day), "--environment", "development"])

@@ -204,7 +204,8 @@ package enum FlowCheck {
         return FlowFinding(
             context, .valuesCollapsed,
             figures: [
-                ("fine_values", .count(total)), ("value", .count(value)), ("value_count", .count(count)), ("share", .decimal(share)),
+                ("fine_values", .count(total)), ("value", .count(value)), ("value_count", .count(count)),
+                ("share", .decimal(share)),
                 ("history_share", .decimal(historyShare)), ("history_days", .count(context.historyDays)),
             ],
             text:
