@@ -1,9 +1,11 @@
+import Basics
 import Foundation
 import PostbackCrypto
 import PostbackTesting
-import Reporting
 import TestSupport
 import Testing
+
+@testable import Reporting
 
 /// `postback check` on a month published as the nightly job would (`postback aggregate --input …
 /// --allow-dev --trust-key`, development environment), three networks of very different volume with
@@ -77,6 +79,7 @@ import Testing
         try theFiguresMatchAnIndependentComputation(store)
         try aDayNotPublishedSaysWhatToRun(store)
         try theReportShowsTheFindings(store)
+        try aTableThatDoesNotMatchItsManifestIsNamed(store)
         print(
             "flow check: month published in "
                 + String(
@@ -180,6 +183,24 @@ import Testing
         }
     }
 
+    /// `--json` prints the findings file; a day whose table was changed after publishing is not
+    /// judged: exit 2, naming the table and the remedy.
+    func aTableThatDoesNotMatchItsManifestIsNamed(_ store: TemporaryDirectory) throws {
+        let json = run(["check", "--data", store.path, "--date", Self.date(20), "--environment", "development", "--json"])
+        #expect(json.status == .failure)
+        #expect(json.stdout == (try store.read("agg/_checks/dt=\(Self.date(20)).development.json")))
+        let csv = store.path + "/agg/campaign_daily_development/dt=\(Self.date(30))/part-00000.csv"
+        let handle = try #require(FileHandle(forWritingAtPath: csv))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("x".utf8))
+        try handle.close()
+        let result = run(["check", "--data", store.path, "--date", Self.date(30), "--environment", "development"])
+        #expect(result.status == .usageOrIOError)
+        #expect(
+            result.stderr.contains("\(Self.date(30)) cannot be read: campaign_daily_development does not match its manifest")
+                && result.stderr.contains("rerun it for this day"), "\(result.stderr)")
+    }
+
     /// A day not yet published: exit 2, the path and the remedy.
     func aDayNotPublishedSaysWhatToRun(_ store: TemporaryDirectory) throws {
         let result = run(["check", "--data", store.path, "--date", "2026-04-02"])
@@ -216,5 +237,80 @@ import Testing
         #expect(FlowStatistics.median([5, 1, 3]) == 3)
         #expect(FlowStatistics.median([4, 1, 3, 10]) == 3.5)
         #expect(FlowStatistics.median([]) == 0)
+    }
+}
+
+/// `FlowCheck.judge` on hand-made days: what each rule lets through and what it does not.
+@Suite struct FlowCheckRuleTests {
+    static let pair = FlowPair(appID: "111", adNetworkID: "net.skadnetwork")
+    static let start = UTCDay("2026-03-01")!
+
+    /// `days` of history (postbacks per day, oldest first) and then the judged day.
+    static func judge(_ days: [FlowCounts], today: FlowCounts) -> FlowCheck.Result {
+        var history = FlowHistory()
+        for (offset, counts) in days.enumerated() where counts.postbacks > 0 {
+            history.days[start.adding(days: offset)] = [pair: counts]
+        }
+        let day = start.adding(days: days.count)
+        if today.postbacks > 0 { history.days[day] = [pair: today] }
+        return FlowCheck.judge(
+            history, day: day, historyDays: days.indices.map { start.adding(days: $0) }, environment: .production)
+    }
+
+    static func counts(_ postbacks: Int, nulls: Int = 0, fine: [Int: Int] = [:]) -> FlowCounts {
+        FlowCounts(postbacks: postbacks, losses: 0, nullValues: nulls, fineValues: fine)
+    }
+
+    @Test func volumeDropNeedsHalfTheMedianAndAnUnlikelyDay() {
+        let week = [100, 100, 100, 100, 100, 70, 70].map { Self.counts($0) }
+        #expect(Self.judge(week, today: Self.counts(70)).findings.isEmpty, "a weekend day")
+        #expect(Self.judge(week, today: Self.counts(51)).findings.isEmpty, "over half the median")
+        let drop = Self.judge(week, today: Self.counts(30))
+        #expect(drop.findings.map(\.kind) == [.volumeDrop])
+        #expect(drop.findings.first?.text.hasPrefix("30 postbacks, median 100 a day over 7 days (P ≤ ") == true)
+        // A small pair: 1 postback at a median of 4 is under half, but not unlikely enough.
+        #expect(Self.judge([4, 4, 4, 4, 4, 4, 4].map { Self.counts($0) }, today: Self.counts(1)).findings.isEmpty)
+    }
+
+    @Test func stoppedOnTheFirstSilentDayOnlyAndNotForSmallPairs() {
+        let week = [30, 30, 30, 30, 30, 30, 30].map { Self.counts($0) }
+        let first = Self.judge(week, today: Self.counts(0))
+        #expect(
+            first.findings.map(\.line) == [
+                "2026-03-08 app 111 net.skadnetwork: stopped: 0 postbacks, median 30 a day over 7 days"
+            ])
+        let second = Self.judge(week + [Self.counts(0)], today: Self.counts(0))
+        #expect(second.findings.isEmpty && second.pairsStillStopped == [Self.pair])
+        // Under a median of 10 a silence is a volume-drop when unlikely enough (e^-9 < 0.1%), never `stopped`.
+        let small = [9, 9, 9, 9, 9, 9, 9].map { Self.counts($0) }
+        #expect(Self.judge(small, today: Self.counts(0)).findings.map(\.kind) == [.volumeDrop])
+        #expect(Self.judge(small + [Self.counts(0)], today: Self.counts(0)).findings.isEmpty)
+        #expect(Self.judge([6, 6, 6, 6, 6, 6, 6].map { Self.counts($0) }, today: Self.counts(0)).findings.isEmpty)
+    }
+
+    @Test func tooLittleHistoryIsCountedNotJudged() {
+        let result = Self.judge([0, 0, 30, 30, 30, 30, 30, 30].map { Self.counts($0) }, today: Self.counts(0))
+        #expect(result.findings.isEmpty && result.pairsWithTooLittleHistory == 1 && result.pairs == 1)
+    }
+
+    @Test func nullShareJumpNeedsAllThreeConditions() {
+        let week = Array(repeating: Self.counts(100, nulls: 10), count: 7)
+        #expect(Self.judge(week, today: Self.counts(100, nulls: 31)).findings.map(\.kind) == [.nullShareJump])
+        #expect(Self.judge(week, today: Self.counts(100, nulls: 29)).findings.isEmpty, "under 20 points above")
+        #expect(
+            !Self.judge(week, today: Self.counts(29, nulls: 29)).findings.contains { $0.kind == .nullShareJump },
+            "under 30 winners")
+        let high = Array(repeating: Self.counts(100, nulls: 50), count: 7)
+        #expect(Self.judge(high, today: Self.counts(100, nulls: 72)).findings.isEmpty, "under 1.5 times the history's")
+    }
+
+    @Test func valuesCollapsedNeedsADominantValueThatWasNot() {
+        let week = Array(repeating: Self.counts(100, fine: [0: 20, 5: 40, 9: 40]), count: 7)
+        let stuck = Self.judge(week, today: Self.counts(100, fine: [0: 40]))
+        #expect(stuck.findings.map(\.kind) == [.valuesCollapsed])
+        #expect(stuck.findings.first?.text == "40 of 40 fine values are 0 (100.0%), 20.0% over 7 days")
+        #expect(Self.judge(week, today: Self.counts(100, fine: [0: 29])).findings.isEmpty, "under 30 fine values")
+        let usual = Array(repeating: Self.counts(100, fine: [0: 60, 5: 40]), count: 7)
+        #expect(Self.judge(usual, today: Self.counts(100, fine: [0: 40])).findings.isEmpty, "a value that always dominated")
     }
 }

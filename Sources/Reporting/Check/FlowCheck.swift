@@ -49,7 +49,8 @@ package enum FlowCheck {
         package var pairs: Int
         /// Of them, pairs with fewer than `minimumHistoryDays` history days with postbacks: not judged.
         package var pairsWithTooLittleHistory: Int
-        /// Pairs silent on the day and on the last history day already (reported on the day they stopped).
+        /// Pairs silent on the day and on the last history day already, which would be `stopped` or a
+        /// `volume-drop` again (reported on the day they stopped).
         package var pairsStillStopped: [FlowPair]
         /// The complete history days read.
         package var historyDays: [UTCDay]
@@ -136,7 +137,7 @@ package enum FlowCheck {
             let counts = today[pair] ?? FlowCounts()
             let context = FlowFinding.Context(day: day, pair: pair, historyDays: past.count)
             if let finding = volume(counts, past: past, context: context) {
-                if finding.kind == .stopped, past.last!.postbacks == 0 {
+                if counts.postbacks == 0, past.last!.postbacks == 0 {
                     result.pairsStillStopped.append(pair)
                 } else {
                     result.findings.append(finding)
