@@ -314,3 +314,17 @@ import Testing
         #expect(Self.judge(usual, today: Self.counts(100, fine: [0: 40])).findings.isEmpty, "a value that always dominated")
     }
 }
+
+/// A findings file that does not read does not fail the page: the notice names it and the remedy.
+@Suite struct FlowCheckFileTests {
+    @Test func anUnreadableFindingsFileIsNamedOnThePage() throws {
+        let store = try ReportCostTests.store("findings-unreadable")
+        try FileManager.default.createDirectory(atPath: store.root + "/agg/_checks", withIntermediateDirectories: true)
+        try "{\"findings\": [".write(toFile: store.root + "/agg/_checks/dt=2026-03-02.json", atomically: true, encoding: .utf8)
+        let page = try ReportGenerator.page(store.request(from: ReportCostTests.first, to: ReportCostTests.last))
+        #expect(
+            page.contains(
+                "<li>2026-03-02: \(store.root)/agg/_checks/dt=2026-03-02.json does not read as the check&#39;s findings "
+                    + "(run &#39;postback check --date 2026-03-02&#39; again)</li>"), "\(page.prefix(4000))")
+    }
+}
