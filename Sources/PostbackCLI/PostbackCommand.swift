@@ -24,6 +24,7 @@ package enum PostbackCommand {
           spend      import what ad networks charged (cost rows) for CPI and ROAS by install date
           schema     check or export conversion schemas
           report     a self-contained HTML report of the aggregates
+          check      the nightly check: each app × ad network's day against its recent days
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
           impression sign ad impressions with the ad network's key, or check them (before any postback)
           demo       the whole pipeline on this machine: receiver, traffic, nightly job, report
@@ -72,6 +73,7 @@ package enum PostbackCommand {
                 ("spend", SpendCommand.run),
                 ("schema", SchemaCommand.run),
                 ("report", ReportCommand.run),
+                ("check", CheckCommand.run),
                 ("generate", GenerateCommand.run),
                 ("impression", ImpressionCommand.run),
                 ("demo", DemoCommand.run),

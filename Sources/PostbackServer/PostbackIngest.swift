@@ -28,6 +28,8 @@ final class PostbackIngest: Sendable {
     /// Evidence of copies that disagree with the stored copy's unsigned values (issue 24).
     let conflicts: SpoolWriter
     let metrics: ServerMetrics
+    /// Per ad network counts for the alert rules (`FlowMetrics`).
+    let flow: FlowMetrics
     let log: ServerLog
     let rejectedBudget: RejectedStoreBudget
     let quarantineBudget: RejectedStoreBudget
@@ -49,6 +51,7 @@ final class PostbackIngest: Sendable {
         self.unverifiable = unverifiable
         self.conflicts = conflicts
         self.metrics = metrics
+        self.flow = FlowMetrics(configuration: configuration)
         self.log = log
         self.logSampler = LogSampler(log: log, windowSeconds: configuration.logSampleWindowSeconds)
         self.rejectedBudget = RejectedStoreBudget(
@@ -65,6 +68,8 @@ final class PostbackIngest: Sendable {
         let body: [UInt8]
         let route: Route
         let receivedAt: UTCTimestamp
+        /// The ad network's copy or the advertiser's developer copy (by the request's `Host`).
+        let copy: PostbackCopy
         /// The client's address (see `ClientAddress`); asked only when a record keeps it (rejections,
         /// quarantine budgets, conflicting copies): it makes a String from the socket for each ask.
         let client: @Sendable () -> String
@@ -93,10 +98,10 @@ final class PostbackIngest: Sendable {
 
     /// One body, verified alone on the calling thread (`thread_per_connection`); otherwise as `ingest(_:)`.
     func ingest(
-        body: [UInt8], route: Route, client: @escaping @Sendable () -> String,
+        body: [UInt8], route: Route, copy: PostbackCopy, client: @escaping @Sendable () -> String,
         completion: @escaping @Sendable (Answer) -> Void
     ) {
-        perform(receive(body: body, route: route, client: client), completion)
+        perform(receive(body: body, route: route, copy: copy, client: client), completion)
     }
 
     private func perform(_ action: Action, _ completion: @escaping @Sendable (Answer) -> Void) {
@@ -112,10 +117,13 @@ final class PostbackIngest: Sendable {
 
     /// - Parameter client: the client's address (see `ClientAddress`), asked only where it is kept
     ///   or counted (rejections, the quarantine's budget, conflicting copies).
-    private func receive(body: [UInt8], route: Route, client: @escaping @Sendable () -> String) -> Action {
+    private func receive(
+        body: [UInt8], route: Route, copy: PostbackCopy, client: @escaping @Sendable () -> String
+    ) -> Action {
         let receivedAt = UTCTimestamp.now()
         guard isStorageHealthy else { return Self.storageUnavailable }
-        return act(on: verifier.verify(body: body), body: body, route: route, receivedAt: receivedAt, client: client)
+        return act(
+            on: verifier.verify(body: body), body: body, route: route, copy: copy, receivedAt: receivedAt, client: client)
     }
 
     /// Many bodies at once (`VerificationQueue`): each gets exactly the action `receive(body:…)` gives
@@ -123,7 +131,9 @@ final class PostbackIngest: Sendable {
     private func receive(_ batch: [Received]) -> [Action] {
         guard isStorageHealthy else { return batch.map { _ in Self.storageUnavailable } }
         return zip(batch, verifier.verify(batch: batch.map(\.body))).map { received, result in
-            act(on: result, body: received.body, route: received.route, receivedAt: received.receivedAt, client: received.client)
+            act(
+                on: result, body: received.body, route: received.route, copy: received.copy,
+                receivedAt: received.receivedAt, client: received.client)
         }
     }
 
@@ -136,7 +146,7 @@ final class PostbackIngest: Sendable {
 
     /// The receiver's policy applied to a verdict: what to store, and the reply once it is stored.
     private func act(
-        on result: VerificationResult, body: [UInt8], route: Route, receivedAt: UTCTimestamp,
+        on result: VerificationResult, body: [UInt8], route: Route, copy: PostbackCopy, receivedAt: UTCTimestamp,
         client: @escaping @Sendable () -> String
     ) -> Action {
         metrics.verdict(result)
@@ -173,17 +183,26 @@ final class PostbackIngest: Sendable {
             let log = log
             let attribution = record.attribution
             let values = attribution.map(UnsignedValues.init) ?? .unknown
+            let flow = flow
+            let environment = result.environment ?? .production
+            let network = attribution.map { configuration.acceptedSpelling(ofAdNetworkID: $0.adNetworkID) ?? $0.adNetworkID }
+            @Sendable func accepted(stored: Bool) {
+                guard let attribution, let network else { return }
+                flow.accepted(attribution, network: network, environment: environment, copy: copy, stored: stored, at: receivedAt)
+            }
             // Asked only for a copy that disagrees with the stored one, which the writer's answer
             // shows; its connection is still suspended then (the reply made here resumes it).
             return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey, values: values) {
                 [self] outcome in
                 switch outcome {
                 case .stored:
+                    accepted(stored: true)
                     return .json(200) {
                         $0.field("status", "stored")
                         $0.field("dedup_key", dedupKey)
                     }
                 case .duplicate(let stored):
+                    accepted(stored: false)
                     metrics.duplicate(protocol: postbackProtocol)
                     log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
                     if let dedupKey, let attribution {

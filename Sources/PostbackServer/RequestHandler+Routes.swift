@@ -36,6 +36,7 @@ extension RequestHandler {
                 ],
                 dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
             var page = metrics.render(gauges)
+            ingest.flow.render(into: &page)
             ProcessMetrics.render(into: &page)
             for source in metricsSources.withLock({ $0 }) { page.append(source()) }
             return .text(200, page.text, contentType: "text/plain; version=0.0.4; charset=utf-8")

@@ -381,9 +381,11 @@ final class RequestHandler: Sendable {
         let body = request.body
         request.body = []
         request.stage = .waiting
+        let copy = configuration.copy(forHost: connection.header("Host"))
         guard let verifications else {
             let answered = DispatchSemaphore(value: 0)
-            ingest.ingest(body: body, route: request.route, client: { [self] in clientAddress(of: connection) }) { answer in
+            ingest.ingest(body: body, route: request.route, copy: copy, client: { [self] in clientAddress(of: connection) }) {
+                answer in
                 request.answer.withLock { $0 = answer }
                 answered.signal()
             }
@@ -401,7 +403,8 @@ final class RequestHandler: Sendable {
         // a conflicting copy on the spool writer's): the connection stays suspended (and so
         // allocated, and untouched by its HTTP thread) until the answer resumes it.
         let received = PostbackIngest.Received(
-            body: body, route: request.route, receivedAt: .now(), client: { [self] in clientAddress(of: connection) })
+            body: body, route: request.route, receivedAt: .now(), copy: copy,
+            client: { [self] in clientAddress(of: connection) })
         verifications.submit(
             .init(received: received) { [self] answer in
                 request.answer.withLock { $0 = answer }

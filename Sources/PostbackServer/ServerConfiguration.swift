@@ -74,6 +74,20 @@ package struct ServerConfiguration: Sendable {
     package var logLevel = ServerLog.Level.info
     /// Peers (a reverse proxy, a load balancer) whose `X-Forwarded-For` / `Forwarded` names the client.
     package var trustedProxies: [CIDR] = []
+    /// Host names (ASCII-lower-cased, no port) whose requests carry advertisers' developer copies;
+    /// every other request is an ad network's copy. Only the metrics tell them apart.
+    package var developerCopyHosts: Set<String> = []
+
+    /// The copy a request to `host` (its `Host` header, port and case ignored) carries.
+    package func copy(forHost host: String?) -> PostbackCopy {
+        guard !developerCopyHosts.isEmpty, var name = host?.asciiLowercased else { return .network }
+        if name.hasPrefix("[") {
+            name = String(name.prefix { $0 != "]" }) + "]"
+        } else if let colon = name.lastIndex(of: ":") {
+            name = String(name[..<colon])
+        }
+        return developerCopyHosts.contains(name) ? .developer : .network
+    }
     /// Bytes of rejected records a day. Past 7/8 of it a rejected body is kept only as its SHA-256
     /// and size; at the budget nothing more is stored that day (still answered 400, and counted).
     package var rejectedBytesPerDay = 256 << 20
@@ -213,6 +227,18 @@ package struct ServerConfiguration: Sendable {
                     }
                     return cidr
                 }
+            case "developer_copy_hosts":
+                configuration.developerCopyHosts = Set(
+                    try (reader.optionalStrings() ?? []).map { text throws(ConfigurationError) in
+                        let name = text.asciiLowercased
+                        guard !name.isEmpty, !name.contains(where: { $0 == ":" || $0 == "/" || $0 == " " }) || name.hasPrefix("[")
+                        else {
+                            throw ConfigurationError(
+                                "developer_copy_hosts: \"\(JSONWriter.escapedForMessage(text))\" is not a host name (like collector.example.com, without a port or scheme)"
+                            )
+                        }
+                        return name
+                    })
             case "rejected_bytes_per_day": configuration.rejectedBytesPerDay = try reader.integer(in: 0...(1 << 50))
             case "rejected_bytes_per_client_per_day":
                 configuration.rejectedBytesPerClientPerDay = try reader.integer(in: 0...(1 << 50))
@@ -263,7 +289,8 @@ package struct ServerConfiguration: Sendable {
         "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
-        "shutdown_grace_seconds", "trusted_proxies", "rejected_bytes_per_day", "rejected_bytes_per_client_per_day",
+        "shutdown_grace_seconds", "trusted_proxies", "developer_copy_hosts", "rejected_bytes_per_day",
+        "rejected_bytes_per_client_per_day",
         "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint",
         "object_store_region",
         "object_store_addressing", "object_store_idle_timeout_seconds", "segment_max_age_seconds", "local_retention_hours",

@@ -49,6 +49,8 @@ package enum ReportGenerator {
         model.cohorts = try CohortLoader(
             dataDirectory: request.dataDirectory, appID: request.appID, table: request.environment.cohortTable
         ).load(from: request.from, to: request.to)
+        model.checkFindings = FlowCheckFile.lines(
+            dataDirectory: request.dataDirectory, days: model.rangeDays, environment: request.environment)
         return model
     }
 

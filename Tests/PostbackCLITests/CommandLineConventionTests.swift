@@ -23,7 +23,7 @@ import Testing
 
     static let commands: [[String]] = [
         [], ["verify"], ["explain"], ["reverify"], ["serve"], ["send"], ["aggregate"], ["aggregate", "synthesize"],
-        ["schema"], ["schema", "check"], ["schema", "export"], ["report"], ["generate"], ["demo"], ["forward"],
+        ["schema"], ["schema", "check"], ["schema", "export"], ["report"], ["check"], ["generate"], ["demo"], ["forward"],
         ["forward", "status"], ["forward", "replay"], ["forward", "retry-dead-letters"],
     ]
 

@@ -255,7 +255,7 @@ import Testing
 
     @Test(arguments: [
         "verify", "explain", "reverify", "generate", "impression", "serve", "send", "aggregate", "spend", "schema", "report",
-        "samples", "spool",
+        "check", "samples", "spool",
     ])
     func readmeExitStatusTableSaysWhatHelpSays(command: String) throws {
         let out = MemorySink()
@@ -291,19 +291,10 @@ import Testing
             "TimeoutStopSec = shutdown grace \(grace) s + delivery \(delivery) s + 5 s")
         #expect(!unit.contains("ExecReload"), "the receiver does not reload; no ExecReload that would kill it")
 
-        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }
-        let tool = try #require(analyze, "systemd-analyze not found: `scripts/setup --test` installs it (Debian package systemd)")
         // verify checks that ExecStart exists: point it at the binary just built.
-        let directory = NSTemporaryDirectory() + "postback-unit-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/postback.service"
-        try unit.replacingOccurrences(of: "/usr/local/bin/postback", with: PostbackBinaryTests.binary.path)
-            .write(toFile: path, atomically: true, encoding: .utf8)
-        let (status, message) = try Self.runTool(tool, ["verify", path])
-        #expect(status == 0, "\(message)")
+        let message = try Self.systemdAnalyzeVerify([
+            "postback.service": unit.replacingOccurrences(of: "/usr/local/bin/postback", with: PostbackBinaryTests.binary.path)
+        ])
         // Unknown or misspelt directives are only warnings to systemd: any output is a failure here.
         #expect(message.isEmpty, "\(message)")
     }
@@ -353,5 +344,68 @@ import Testing
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         return (process.terminationStatus, text)
+    }
+
+    /// `systemd-analyze verify` over unit files written to a scratch directory; its output (empty
+    /// when the units are clean), after expecting its exit status 0.
+    static func systemdAnalyzeVerify(_ units: [String: String]) throws -> String {
+        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        let tool = try #require(analyze, "systemd-analyze not found: `scripts/setup --test` installs it (Debian package systemd)")
+        let directory = NSTemporaryDirectory() + "postback-unit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for (name, text) in units { try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8) }
+        let (status, message) = try runTool(tool, ["verify"] + units.keys.sorted().map { directory + "/" + $0 })
+        #expect(status == 0, "\(message)")
+        return message
+    }
+
+    /// The nightly timer and its job pass `systemd-analyze verify`; the job's steps, run as systemd
+    /// runs its ExecStart (the unit's `$$` and `%%` unescaped, `sh -c`) with a stand-in `postback`
+    /// that logs its calls: the report is written even when the check has findings, and the unit then
+    /// fails (exit 1); a failed aggregate stops it before the check.
+    @Test func nightlyTimerPassesSystemdAnalyzeAndFailsOnFindingsAfterTheReport() throws {
+        let service = try String(contentsOf: Self.root.appendingPathComponent("deploy/postback-nightly.service"), encoding: .utf8)
+        let timer = try String(contentsOf: Self.root.appendingPathComponent("deploy/postback-nightly.timer"), encoding: .utf8)
+        #expect(timer.contains("OnCalendar=") && timer.contains("Persistent=true"))
+        let message = try Self.systemdAnalyzeVerify(["postback-nightly.service": service, "postback-nightly.timer": timer])
+        #expect(message.isEmpty, "\(message)")
+
+        // The ExecStart line as systemd hands it to /bin/sh: continuations joined, escapes undone.
+        let joined = service.replacingOccurrences(of: "\\\n", with: " ")
+        let line = try #require(joined.split(separator: "\n").first { $0.hasPrefix("ExecStart=/bin/sh -c '") })
+        let script = String(line.dropFirst("ExecStart=/bin/sh -c '".count).dropLast())
+            .replacingOccurrences(of: "$$", with: "$").replacingOccurrences(of: "%%", with: "%")
+        let directory = TemporaryDirectory("nightly-unit")
+        let stub = directory.path + "/postback"
+        try """
+        #!/bin/sh
+        echo "$1 $*" >> \(directory.path)/calls
+        case "$1" in aggregate) exit "${AGGREGATE:-0}";; check) exit "${CHECK:-0}";; report) exit "${REPORT:-0}";; esac
+        """.write(toFile: stub, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: stub)
+        func runJob(_ environment: [String: String]) throws -> (status: Int32, calls: [String]) {
+            try? FileManager.default.removeItem(atPath: directory.path + "/calls")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", script.replacingOccurrences(of: "/usr/local/bin/postback", with: stub)]
+            process.environment = environment
+            try process.run()
+            process.waitUntilExit()
+            let calls = (try? String(contentsOfFile: directory.path + "/calls", encoding: .utf8)) ?? ""
+            return (process.terminationStatus, calls.split(separator: "\n").map { String($0.split(separator: " ")[0]) })
+        }
+        #expect(try runJob([:]) == (0, ["aggregate", "check", "report"]))
+        #expect(try runJob(["CHECK": "1"]) == (1, ["aggregate", "check", "report"]), "findings: report written, unit failed")
+        #expect(try runJob(["REPORT": "1"]) == (0, ["aggregate", "check", "report"]), "a report with gaps is no failure")
+        #expect(try runJob(["AGGREGATE": "2"]) == (2, ["aggregate"]))
+        #expect(try runJob(["CHECK": "2"]) == (2, ["aggregate", "check"]))
+        let full = try String(contentsOfFile: directory.path + "/calls", encoding: .utf8)
+        let yesterday = Date(timeIntervalSinceNow: -86_400)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withFullDate]
+        #expect(full.contains("--date \(formatter.string(from: yesterday))"), "the job checks yesterday (UTC): \(full)")
     }
 }

@@ -1,4 +1,5 @@
 import Aggregation
+import Basics
 import Foundation
 import PostbackCLI
 import TestSupport
@@ -207,6 +208,53 @@ import Testing
         #expect(visit.facts["overflow"] as? Bool == false)
         #expect(visit.console.isEmpty && visit.exceptions.isEmpty, "\(visit.console) \(visit.exceptions)")
         print("first screen with spend: \(screenshot)")
+    }
+
+    /// The nightly check's findings (`agg/_checks`, written by `FlowCheckFile` as `postback check`
+    /// does) are a notice on the first screen at 1280×800, above the figure cards: four by name, the
+    /// rest counted; a day without findings adds nothing.
+    @Test func theNightlyChecksFindingsAreOnTheFirstScreen() throws {
+        let store = try ReportCostTests.store("first-screen-findings")
+        let day = UTCDay("2026-03-02")!
+        let networks = (1...6).map { "network-\($0).skadnetwork" }
+        let findings = networks.map { network in
+            FlowFinding(
+                FlowFinding.Context(day: day, pair: FlowPair(appID: "111", adNetworkID: network), historyDays: 14),
+                .stopped, figures: [("postbacks", .count(0)), ("median", .decimal(412))],
+                text: "0 postbacks, median 412 a day over 14 days")
+        }
+        let result = FlowCheck.Result(
+            day: day, environment: .production, findings: findings, pairs: 6, pairsWithTooLittleHistory: 0,
+            pairsStillStopped: [], historyDays: [])
+        _ = try FlowCheckFile.write(result, dataDirectory: store.root, toolVersion: "postback test")
+        var empty = result
+        empty.day = day.adding(days: -1)
+        empty.findings = []
+        _ = try FlowCheckFile.write(empty, dataDirectory: store.root, toolVersion: "postback test")
+        try FileManager.default.createDirectory(atPath: TestPaths.output, withIntermediateDirectories: true)
+        let page = TestPaths.output + "/report-findings.html"
+        _ = try ReportGenerator.generate(store.request(from: ReportCostTests.first, to: ReportCostTests.last, out: page))
+        let screenshot = TestPaths.output + "/first-screen-findings-1280.png"
+        let visit = try BrowserRenderTests.visit(page, screenshot: screenshot, width: 1280, height: 800)
+        let firstScreen = visit.facts["firstScreen"] as? String ?? ""
+        for network in networks.prefix(4) {
+            #expect(
+                firstScreen.contains("2026-03-02 app 111 \(network): stopped: 0 postbacks, median 412 a day over 14 days"),
+                "\(firstScreen)")
+        }
+        #expect(firstScreen.contains("and 2 more") && !firstScreen.contains(networks[4]), "\(firstScreen)")
+        let caveats = visit.facts["caveats"] as? [[String: Any]] ?? []
+        let notice = try #require(caveats.first { ($0["text"] as? String)?.hasPrefix("The nightly check found 6") == true })
+        #expect(notice["visible"] as? Bool == true, "inside 1280×800: \(notice)")
+        #expect(caveats.allSatisfy { $0["visible"] as? Bool == true }, "\(caveats)")
+        // Above the figure cards, which are still on the first screen.
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        let cards = try #require(html.range(of: "data-metric="))
+        #expect(html.range(of: "id=\"check-findings\"").map { $0.lowerBound < cards.lowerBound } == true)
+        #expect(firstScreen.contains("Spend, USD"), "\(firstScreen)")
+        #expect((visit.facts["overflowing"] as? [Any])?.isEmpty == true, "\(visit.facts["overflowing"] ?? "?")")
+        #expect(visit.facts["overflow"] as? Bool == false)
+        print("first screen with findings: \(screenshot)")
     }
 
     /// The negative twin: a page whose figures sit below the first screen, and a card too narrow for

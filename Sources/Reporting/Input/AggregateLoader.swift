@@ -8,6 +8,15 @@ import Postbacks
     import Glibc
 #endif
 
+/// What a day's rows are read into: the report's `ReportModel`, the nightly check's `FlowHistory`.
+protocol DayRecordSink {
+    mutating func add(_ record: CampaignDailyRecord, day: UTCDay) throws(ReportError)
+    /// The day's manifest (read only from the production detail table: its side counts).
+    mutating func add(_ manifest: DayManifest)
+    /// The day was aggregated before it was over (`--allow-open-day`).
+    mutating func markPartial(_ day: UTCDay)
+}
+
 /// Reads the published aggregates of a range of days into a `ReportModel`.
 ///
 /// A day counts only when it is completely published: `postback aggregate` writes the CSV files
@@ -51,7 +60,8 @@ struct AggregateLoader {
         return model
     }
 
-    private enum DayOutcome {
+    /// What one day of the range turned out to be.
+    enum DayOutcome {
         case included
         case missing
         /// Published with nothing in it: nothing was received, or the store was not there.
@@ -59,7 +69,9 @@ struct AggregateLoader {
         case leftOut(String)
     }
 
-    private func loadDay(_ day: UTCDay, into model: inout ReportModel) throws(ReportError) -> DayOutcome {
+    /// Reads one day's rows into `model` (the report's `ReportModel`, or the nightly check's
+    /// `FlowHistory`), by the rules above.
+    func loadDay<Model: DayRecordSink>(_ day: UTCDay, into model: inout Model) throws(ReportError) -> DayOutcome {
         let manifestPath = layout.manifest(day: day)
         let readsDetail = table == AggregateTables.postbackDetailDaily
         guard exists(manifestPath) else {
@@ -77,7 +89,7 @@ struct AggregateLoader {
         let manifest = try PublishedFile.manifest(at: manifestPath, limit: 256 << 20, DayManifest.init(json:path:))
         let table = readsDetail ? manifest.detailTable : table
         let csvPath = layout.aggregateFile(table: table, day: day)
-        if manifest.partial { model.partialDays.append(day) }
+        if manifest.partial { model.markPartial(day) }
         if manifest.outputs[table] == nil, let output = manifest.parquetOutputs[table] {
             return try loadParquet(day, table: table, output: output, manifest: manifest, into: &model)
         }
@@ -115,8 +127,8 @@ struct AggregateLoader {
 
     /// A day published as Parquet only (`aggregate --format parquet`): the file is read whole (a
     /// day's table is small), checked against its manifest, and its rows read as the CSV's.
-    private func loadParquet(
-        _ day: UTCDay, table: String, output: DayManifest.Output, manifest: DayManifest, into model: inout ReportModel
+    private func loadParquet<Model: DayRecordSink>(
+        _ day: UTCDay, table: String, output: DayManifest.Output, manifest: DayManifest, into model: inout Model
     ) throws(ReportError) -> DayOutcome {
         let path = layout.aggregateFile(table: table, day: day, extension: "parquet")
         let decoded: (header: [String], rows: [[String?]])

@@ -6,7 +6,7 @@ import Postbacks
 /// Production postbacks (the table's `postbacks` and the columns derived from it) are the headline;
 /// development postbacks and rejected records are summed apart, exactly as the table keeps them.
 /// Dictionaries are only ever read through sorted keys, so the page does not depend on hashing order.
-struct ReportModel {
+struct ReportModel: DayRecordSink {
     let from: UTCDay
     let to: UTCDay
 
@@ -22,6 +22,8 @@ struct ReportModel {
     var unavailableDays: Set<UTCDay> { Set(missingDays + emptyDays + leftOutDays.map(\.day)) }
     /// Days with a partition the report could not trust, and why.
     var leftOutDays: [(day: UTCDay, reason: String)] = []
+    /// The nightly check's findings for the range's days (`agg/_checks`), as `postback check` prints them.
+    var checkFindings: [String] = []
 
     var totals = NetworkDayCounts()
     /// Revenue to date per currency (`HeadlineRevenue`); the empty currency: postbacks without a schema.
@@ -94,6 +96,8 @@ struct ReportModel {
             return lhs.key < rhs.key
         }.map(\.key)
     }
+
+    mutating func markPartial(_ day: UTCDay) { partialDays.append(day) }
 
     mutating func add(_ record: CampaignDailyRecord, day: UTCDay) throws(ReportError) {
         if record.rejected > 0 {

@@ -272,6 +272,20 @@ struct ReportPage {
     }
 
     private func renderNotices(_ html: inout HTMLWriter) {
+        // The nightly check's findings (`postback check`) for the range's days, the most actionable first.
+        if !model.checkFindings.isEmpty {
+            html.element("div", ["class": "notice", "role": "note", "id": "check-findings"]) { html in
+                let count = model.checkFindings.count
+                html.element(
+                    "p",
+                    text: "The nightly check found \(count) thing\(count == 1 ? "" : "s") to look at "
+                        + "(postback check; docs/alerts.md says what each means and what to do):")
+                html.element("ul") { html in
+                    for line in model.checkFindings.prefix(Self.shownFindings) { html.element("li", text: line) }
+                    if count > Self.shownFindings { html.element("li", text: "and \(count - Self.shownFindings) more") }
+                }
+            }
+        }
         if model.totals.postbacks == 0, !(model.environment == .production && model.developmentPostbacks > 0) {
             Self.notice("No \(environmentNoun) postbacks in this range: the charts below are empty.", in: &html)
         }
@@ -467,6 +481,9 @@ struct ReportPage {
     }
 
     /// `Mar 1–3, Mar 7` style list of days (ISO dates, runs joined).
+    /// Findings of the nightly check listed by name at the top; the rest are counted.
+    static let shownFindings = 4
+
     /// One paragraph in a note box above the charts (a gap, a partial day, an empty range).
     static func notice(_ text: String, in html: inout HTMLWriter) {
         html.element("div", ["class": "notice", "role": "note"]) { html in html.element("p", text: text) }
