@@ -1,7 +1,7 @@
 """Writes `promtool test rules` cases for deploy/prometheus/postback-rules.yml from synthetic traffic.
 
 Normal traffic: DAYS days of a receiver's counters sampled every 5 minutes, for three ad networks of
-very different volume (thousands a day, a hundred and fifty a day, six a day), arriving in bursts
+very different volume (thousands a day, two hundred and fifty a day, six a day), arriving in bursts
 (clumps of postbacks: Apple's random delays release a device's postbacks together), with a daily
 rhythm (±50%) and a weekend dip (a third fewer on Saturday and Sunday). The series carry the metric
 names and labels the receiver exposes (Tests/PostbackServerTests/MetricsExpositionTests checks that
@@ -31,7 +31,7 @@ JOB = {"job": "postback", "instance": "receiver-1"}
 # (ad network id, postbacks a day on an average weekday, mean clump size)
 NETWORKS = [
     ("big.skadnetwork", 6000, 4.0),
-    ("medium.skadnetwork", 150, 2.0),
+    ("medium.skadnetwork", 250, 2.0),
     ("small.skadnetwork", 6, 1.5),
 ]
 VALUE_SHARES = {"null": 0.22, "coarse": 0.30, "fine": 0.43, "fine-zero": 0.05}  # of winning postbacks
@@ -325,7 +325,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("rules")
     parser.add_argument("out")
-    parser.add_argument("--days", type=int, default=10, help="days of normal traffic before a fault (at least 9)")
+    parser.add_argument("--days", type=int, default=12, help="days of normal traffic before a fault (at least 9)")
     parser.add_argument("--seed", type=int, default=20261206)
     args = parser.parse_args()
     if args.days < 9:

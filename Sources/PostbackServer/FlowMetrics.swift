@@ -69,8 +69,9 @@ final class FlowMetrics: Sendable {
         var initial = State()
         if let ids = configuration.acceptedAdNetworkIDs {
             configured = true
+            let policy = configuration.acceptancePolicy
             for id in ids {
-                let spelling = configuration.acceptedSpelling(ofAdNetworkID: id) ?? id
+                let spelling = policy.acceptedSpelling(ofAdNetworkID: id) ?? id
                 initial.labelled.insert(spelling)
                 for copy in PostbackCopy.allCases {
                     initial.postbacks[PostbackKey(network: spelling, environment: .production, copy: copy)] = 0

@@ -185,7 +185,7 @@ final class PostbackIngest: Sendable {
             let values = attribution.map(UnsignedValues.init) ?? .unknown
             let flow = flow
             let environment = result.environment ?? .production
-            let network = attribution.map { configuration.acceptedSpelling(ofAdNetworkID: $0.adNetworkID) ?? $0.adNetworkID }
+            let network = attribution.map { configuredSpelling ?? $0.adNetworkID }
             @Sendable func accepted(stored: Bool) {
                 guard let attribution, let network else { return }
                 flow.accepted(attribution, network: network, environment: environment, copy: copy, stored: stored, at: receivedAt)

@@ -116,6 +116,15 @@ import Testing
         defer { server.stop() }
         let url = server.base + "/.well-known/skadnetwork/get-signed-payload"
         let client = try HTTPClient()
+        // The bound scales with this host's speed for a request while nothing is appended (a
+        // sanitizer build or a loaded CI machine is slower at everything), never below 0.25 s.
+        var quiet: [Double] = []
+        for _ in 0..<9 {
+            let started = DispatchTime.now().uptimeNanoseconds
+            #expect(try client.post(url, body: Array(Self.request(0).utf8)).status == 200)
+            quiet.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+        }
+        let bound = max(0.25, 25 * quiet.sorted()[quiet.count / 2])
         var slowest = 0.0
         let total = 100_000
         let piece = 10_000
@@ -129,7 +138,7 @@ import Testing
                 usleep(50_000)
             }
         }
-        #expect(slowest < 0.25, "the slowest request took \(slowest) s")
+        #expect(slowest < bound, "the slowest request took \(slowest) s (bound \(bound) s)")
         #expect(try eventually { try client.post(url, body: Array(Self.request(total).utf8)).status == 200 })
         #expect(try server.metric("postback_web_ads_registered") == Double(total + 1))
     }

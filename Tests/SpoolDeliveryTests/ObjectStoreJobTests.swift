@@ -65,7 +65,8 @@ struct ObjectStoreJobTests {
         let bucketRun = run(["aggregate", "--data", url] + range)
         #expect(bucketRun.status == .success, "\(bucketRun.stderr)")
         #expect(bucketRun.stdout.split(separator: "\n").filter { $0.hasPrefix("2026-03-0") }.count == 3)
-        #expect(bucketRun.stdout.contains("cohorts 2026-01-22..2026-03-02: "), "\(bucketRun.stdout)")
+        // From the first day's install-date window (39 days before it) to the last day received.
+        #expect(bucketRun.stdout.contains("cohorts 2026-01-22..2026-03-04: "), "\(bucketRun.stdout)")
 
         let client = try store.client(prefix: "acme/store/")
         var published: [String: [UInt8]] = [:]
