@@ -343,8 +343,10 @@ def aggregate(binary, data_dir, days, schemas=None):
     """Runs `postback aggregate` over `days`; returns (exit status, {relative CSV path: bytes}, output)."""
     schemas = schemas or os.path.join(ROOT, "Samples", "schemas")
     first, last = min(days), max(days)
-    # The stores these checks build were written today, a UTC day that is not over: allow it.
-    run = subprocess.run([binary, "aggregate", "--data", data_dir, "--schemas", schemas, "--from", first, "--to", last, "--allow-open-day"],
+    # The stores these checks build were written today, a UTC day that is not over: allow it. Their
+    # postbacks are signed with test keys (development): that is what the run is for (--allow-dev).
+    run = subprocess.run([binary, "aggregate", "--data", data_dir, "--schemas", schemas, "--from", first, "--to", last, "--allow-open-day",
+                          "--allow-dev"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     tables = {}
     agg = os.path.join(data_dir, "agg")
