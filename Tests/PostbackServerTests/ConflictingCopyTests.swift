@@ -24,12 +24,7 @@ import Testing
 
     /// A POST through a trusted proxy naming `client`.
     static func post(_ body: [UInt8], path: String, client: String, port: Int) throws -> String {
-        let connection = try RawConnection(port: port)
-        connection.send(
-            "POST \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Forwarded-For: \(client)\r\n"
-                + "Content-Length: \(body.count)\r\n\r\n")
-        connection.send(body)
-        return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
+        try RawConnection.post(body, path: path, headers: ["Host: x", "X-Forwarded-For: \(client)"], port: port)
     }
 
     static func conflicts(_ server: TestServer) throws -> [ConflictRecord] {

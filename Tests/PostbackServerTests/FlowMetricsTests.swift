@@ -13,12 +13,9 @@ import Testing
 @Suite struct FlowMetricsTests {
     /// POSTs `body` with `Host: host` over a raw connection (an HTTP library sets Host itself).
     static func post(_ body: [UInt8], host: String, port: Int) throws -> String {
-        let connection = try RawConnection(port: port)
-        connection.send(
-            "POST /.well-known/skadnetwork/report-attribution/ HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/json\r\n"
-                + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n")
-        connection.send(body)
-        return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
+        try RawConnection.post(
+            body, path: "/.well-known/skadnetwork/report-attribution/",
+            headers: ["Host: \(host)", "Content-Type: application/json"], port: port)
     }
 
     /// The value kind a winning postback's JSON carries, as docs/alerts.md defines it; nil for a

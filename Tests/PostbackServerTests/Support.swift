@@ -143,6 +143,17 @@ extension TestServer {
 
 /// A raw TCP connection, for what an HTTP client library will not send (slow or broken requests).
 final class RawConnection {
+    /// One POST of `body` to `path` with `headers` (lines without CRLF, e.g. a `Host` or an
+    /// `X-Forwarded-For` a library would set itself), closed after it; the whole answer.
+    static func post(_ body: [UInt8], path: String, headers: [String], port: Int) throws -> String {
+        let connection = try RawConnection(port: port)
+        connection.send(
+            "POST \(path) HTTP/1.1\r\n" + headers.map { $0 + "\r\n" }.joined()
+                + "Connection: close\r\nContent-Length: \(body.count)\r\n\r\n")
+        connection.send(body)
+        return String(decoding: connection.readUntilClosed().bytes, as: UTF8.self)
+    }
+
     let fd: Int32
 
     /// - Parameter receiveBufferBytes: a small receive buffer (set before the connect, so the window
