@@ -61,34 +61,8 @@ package final class PostbackServer: Sendable {
         do { listenAddress = try ListenAddress(configuration.listen) } catch { throw ServerError(error.description) }
 
         let metrics = ServerMetrics()
-        let store: WritableStore
-        do {
-            store = try WritableStore.open(
-                dataDirectory: configuration.dataDirectory, writerID: configuration.writerID,
-                options: .init(
-                    segmentBytes: configuration.segmentBytes, commitGatherSeconds: configuration.commitGatherSeconds,
-                    segmentMaxAgeSeconds: configuration.effectiveSegmentMaxAgeSeconds, storage: storage,
-                    additionalDedupKeys: sharedDedupKeys),
-                damaged: { damage in
-                    log.warning(
-                        "damaged spool line skipped",
-                        ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
-                },
-                events: { spool, event in logAndCount(event, of: spool, metrics: metrics, log: log) })
-        } catch {
-            throw ServerError(error.description)
-        }
-        log.info(
-            "store recovered",
-            [
-                "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
-                "segments": .int(store.recovered.segments), "records": .int(store.recovered.records),
-                "dedup_keys": .int(store.recovered.dedupKeys), "seconds": .double(store.recovered.seconds),
-            ])
-
-        let ingest = PostbackIngest(
-            configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
-            unverifiable: store.unverifiable, conflicts: store.conflicts, metrics: metrics, log: log)
+        let (store, ingest) = try openIngest(
+            configuration: configuration, storage: storage, log: log, metrics: metrics, sharedDedupKeys: sharedDedupKeys)
         let readiness = Readiness(
             store: store, dataDirectory: configuration.dataDirectory, bodyLimitBytes: configuration.bodyLimitBytes)
         let impressions: ImpressionService?
@@ -148,6 +122,42 @@ package final class PostbackServer: Sendable {
         return PostbackServer(
             port: socket.port, address: bound.description, configuration: configuration, store: store,
             handler: handler, daemon: daemon, signing: signing)
+    }
+
+    /// Opens the store for this configuration (its writers' events counted and logged) and the
+    /// ingest over it: the receiver's one way to a `PostbackIngest`, which the in-process tests take too.
+    static func openIngest(
+        configuration: ServerConfiguration, storage: any SpoolStorage, log: ServerLog, metrics: ServerMetrics,
+        sharedDedupKeys: (@Sendable (StoreLayout) -> [String])? = nil
+    ) throws(ServerError) -> (store: WritableStore, ingest: PostbackIngest) {
+        let store: WritableStore
+        do {
+            store = try WritableStore.open(
+                dataDirectory: configuration.dataDirectory, writerID: configuration.writerID,
+                options: .init(
+                    segmentBytes: configuration.segmentBytes, commitGatherSeconds: configuration.commitGatherSeconds,
+                    segmentMaxAgeSeconds: configuration.effectiveSegmentMaxAgeSeconds, storage: storage,
+                    additionalDedupKeys: sharedDedupKeys),
+                damaged: { damage in
+                    log.warning(
+                        "damaged spool line skipped",
+                        ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
+                },
+                events: { spool, event in logAndCount(event, of: spool, metrics: metrics, log: log) })
+        } catch {
+            throw ServerError(error.description)
+        }
+        log.info(
+            "store recovered",
+            [
+                "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
+                "segments": .int(store.recovered.segments), "records": .int(store.recovered.records),
+                "dedup_keys": .int(store.recovered.dedupKeys), "seconds": .double(store.recovered.seconds),
+            ])
+        let ingest = PostbackIngest(
+            configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
+            unverifiable: store.unverifiable, conflicts: store.conflicts, metrics: metrics, log: log)
+        return (store, ingest)
     }
 
     /// Binds `signing_listen` and starts its daemon: the same request state machine, serving only

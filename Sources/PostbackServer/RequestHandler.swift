@@ -19,6 +19,8 @@ final class RequestState: @unchecked Sendable {
     var startedProcessing: UInt64 = 0
     /// What `PostbackIngest` completed the postback with.
     let answer = Locked<PostbackIngest.Answer?>(nil)
+    /// The client's address, captured when the headers are in (`RequestHandler.clientAddress`).
+    var client = ""
     /// The client address counted in `RequestHandler.clientRequests` while this request is in progress.
     var countedClient: String?
 
@@ -226,7 +228,7 @@ final class RequestHandler: Sendable {
                 return send(
                     answer(
                         request.route, body: body, signingKey: { connection.header(ImpressionService.keyHeader) },
-                        client: { clientAddress(of: connection) }),
+                        client: request.client),
                     route: request.route, on: connection)
             }
             return process(request, connection: connection)
@@ -298,6 +300,7 @@ final class RequestHandler: Sendable {
     {
         let route = Route(path: path, listener: listener)
         request.route = route
+        request.client = clientAddress(of: connection)
         let (layout, headerBytes) = connection.headerLayout()
         if let violation = HTTPFraming.violation(layout: layout, headerBytes: headerBytes)
             ?? HTTPFraming.violation(in: connection.framingHeaders())
@@ -350,7 +353,7 @@ final class RequestHandler: Sendable {
     private func admitClient(_ request: RequestState, connection: HTTPConnection) -> HTTPReply? {
         let limit = configuration.perIPConnectionLimit
         guard limit > 0, !configuration.trustedProxies.isEmpty else { return nil }
-        let client = clientAddress(of: connection)
+        let client = request.client
         let admitted = clientRequests.withLock { counts -> Bool in
             guard counts[client, default: 0] < limit else { return false }
             counts[client, default: 0] += 1
@@ -381,11 +384,12 @@ final class RequestHandler: Sendable {
         let body = request.body
         request.body = []
         request.stage = .waiting
-        let copy = configuration.copy(forHost: connection.header("Host"))
+        let received = PostbackIngest.Received(
+            body: body, route: request.route, copy: configuration.copy(forHost: connection.header("Host")),
+            client: request.client)
         guard let verifications else {
             let answered = DispatchSemaphore(value: 0)
-            ingest.ingest(body: body, route: request.route, copy: copy, client: { [self] in clientAddress(of: connection) }) {
-                answer in
+            ingest.ingest(received) { answer in
                 request.answer.withLock { $0 = answer }
                 answered.signal()
             }
@@ -399,12 +403,6 @@ final class RequestHandler: Sendable {
                 seconds: answer.waitedForStorage ? request.secondsProcessing : nil)
         }
         connection.suspend()
-        // The client's address is read where a record keeps it (a rejection on the verifying thread,
-        // a conflicting copy on the spool writer's): the connection stays suspended (and so
-        // allocated, and untouched by its HTTP thread) until the answer resumes it.
-        let received = PostbackIngest.Received(
-            body: body, route: request.route, receivedAt: .now(), copy: copy,
-            client: { [self] in clientAddress(of: connection) })
         verifications.submit(
             .init(received: received) { [self] answer in
                 request.answer.withLock { $0 = answer }

@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func duplicateIsAnswered200AndStoredOnceWithTheFirstValues() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let id = UUID().uuidString.lowercased()
         let first = TestPostbacks.skan4(transactionID: id, conversionValue: 10)
@@ -96,7 +96,7 @@ import Testing
     }
 
     @Test func malformedBodyGets400ProblemAndIsKeptInTheRejectedStore() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let body = Array(#"{"version":"4.0","ad-network-id":"x"#.utf8)
         let response = try server.post(body, to: server.appAttributionURL)
@@ -120,7 +120,7 @@ import Testing
     }
 
     @Test func badSignatureGets400AndIsRejected() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         // Change a signed field: the signature no longer covers the message.
         let good = String(
