@@ -26,7 +26,6 @@ final class HTTPDaemon: @unchecked Sendable {
         let context = Unmanaged.passUnretained(handler).toOpaque()
         var settings = postback_mhd_settings()
         settings.listen_fd = listenDescriptor
-        settings.thread_per_connection = configuration.threadPerConnection ? 1 : 0
         settings.thread_pool_size = UInt32(configuration.threads)
         // The limit itself is kept by `watchdog.admit` (which sheds silent connections instead of
         // letting new ones queue); libmicrohttpd's, split between its threads, only backs it up.

@@ -117,12 +117,6 @@ final class PostbackIngest: Sendable {
         }
     }
 
-    /// One body, verified alone on the calling thread (`thread_per_connection`); otherwise as `ingest(_:)`.
-    func ingest(_ received: Received, completion: @escaping @Sendable (Answer) -> Void) {
-        guard isStorageHealthy else { return perform(Self.storageUnavailable, completion) }
-        perform(act(on: verifier.verify(body: received.body), received), completion)
-    }
-
     private func perform(_ action: Action, _ completion: @escaping @Sendable (Answer) -> Void) {
         switch action {
         case .reply(let reply):

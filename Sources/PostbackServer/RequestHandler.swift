@@ -55,7 +55,7 @@ final class RequestHandler: Sendable {
     /// Set when shutdown starts: replies say `Connection: close`, `/readyz` says not ready.
     let draining = Atomic<Bool>(false)
     /// Postbacks waiting for their signature check, and the threads that check them in batches
-    /// (nil with `thread_per_connection`: each connection's own thread checks its postback).
+    /// (nil on the signing listener, which takes no postbacks).
     let verifications: VerificationQueue?
 
     /// Requests in progress per client address, when `per_ip_connection_limit` is applied by client
@@ -80,7 +80,7 @@ final class RequestHandler: Sendable {
             ? .signing
             : .receiver(adNetworkPath: configuration.adNetworkPath.map(Route.normalize), webAds: impressions?.webAds != nil)
         self.verifications =
-            configuration.threadPerConnection || signingListener
+            signingListener
             ? nil
             : VerificationQueue(threads: configuration.threads) { jobs in
                 metrics.verificationBatch(size: jobs.count)
@@ -347,10 +347,9 @@ final class RequestHandler: Sendable {
     }
 
     /// The whole body is in: `PostbackIngest` takes it and completes with the reply once the record
-    /// is durable (or could not be made so); the connection only waits for that. By default it is
-    /// suspended while its postback waits for a verifying thread (`VerificationQueue`) and then for
-    /// the group commit, and the answer resumes it; with `thread_per_connection` the connection's own
-    /// thread verifies and waits. Either way the count shutdown drains (`commitsInProgress`) covers it.
+    /// is durable (or could not be made so); the connection only waits for that, suspended while its
+    /// postback waits for a verifying thread (`VerificationQueue`) and then for the group commit, and
+    /// the answer resumes it. The count shutdown drains (`commitsInProgress`) covers it.
     private func process(_ request: RequestState, connection: HTTPConnection) -> HTTPStep {
         request.startedProcessing = DispatchTime.now().uptimeNanoseconds
         guard commitsInProgress.enterIfOpen() else {
@@ -364,19 +363,10 @@ final class RequestHandler: Sendable {
             body: body, route: request.route, copy: configuration.copy(forHost: connection.header("Host")),
             client: request.client)
         guard let verifications else {
-            let answered = DispatchSemaphore(value: 0)
-            ingest.ingest(received) { answer in
-                request.answer.withLock { $0 = answer }
-                answered.signal()
-            }
-            answered.wait()
+            // The signing listener takes no postbacks (its routes never reach here).
             commitsInProgress.leave()
             request.stage = .done
-            let answer = request.answer.withLock { $0 }!
-            // An answer made without a spool writer was never counted in the request duration here.
-            return send(
-                answer.reply, route: request.route, on: connection,
-                seconds: answer.waitedForStorage ? request.secondsProcessing : nil)
+            return send(.text(500, "no handler"), route: request.route, on: connection)
         }
         return .suspend { [self] resume in
             verifications.submit(
