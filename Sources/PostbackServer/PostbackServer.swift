@@ -1,5 +1,5 @@
-import Basics
-import Dispatch
+package import Basics
+package import Dispatch
 import Locking
 package import PostbackStore
 import Postbacks
@@ -217,10 +217,19 @@ package final class PostbackServer: Sendable {
         handler.metricsSources.withLock { $0.append(render) }
     }
 
+    /// Renders `service`'s metric families on every scrape of `/metrics`, while it lives (held weakly:
+    /// the service may hold the receiver).
+    package func addMetrics(of service: any Service) {
+        addMetricsSource { [weak service] in service?.renderMetrics() ?? "" }
+    }
+
     /// Graceful stop: stop accepting connections, let requests in progress finish (up to
     /// `shutdownGraceSeconds`), close the segments (every acknowledged record is already synced),
     /// release the writer lock. Safe to call more than once and from several threads; returns when done.
-    package func shutdown() {
+    package func shutdown() { shutdown(until: .now() + configuration.shutdownGraceSeconds) }
+
+    /// As `shutdown()`, the requests in progress given until `deadline`.
+    private func shutdown(until deadline: DispatchTime) {
         let first = lifecycle.withLock { state -> Bool in
             guard state == .running else { return false }
             state = .stopping
@@ -244,7 +253,6 @@ package final class PostbackServer: Sendable {
             signing.daemon.withLock { $0?.quiesce() }
         }
 
-        let deadline = DispatchTime.now() + configuration.shutdownGraceSeconds
         // Requests already begun may finish (their responses say Connection: close).
         handler.waitForRequests(until: deadline)
         if let signing {
@@ -271,6 +279,18 @@ package final class PostbackServer: Sendable {
         store.close()
         log.info("stopped: every acknowledged postback is synced")
     }
+}
+
+/// The receiver as the first of `serve`'s services: draining is its shutdown (requests in progress
+/// until the deadline, then nothing more taken in, the daemon and the store closed).
+extension PostbackServer: Service {
+    package func drain(until deadline: DispatchTime) { shutdown(until: deadline) }
+
+    /// Waits for the shutdown `drain` began (or makes one with the configured grace).
+    package func stop() { shutdown() }
+
+    /// Its own families are on its `/metrics` page already.
+    package func renderMetrics() -> String { "" }
 }
 
 /// A spool writer's event in the metrics and the log.

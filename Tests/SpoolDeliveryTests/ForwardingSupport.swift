@@ -110,7 +110,7 @@ func verifiedRecords(_ root: String) throws -> [SpoolRecord] {
 final class ForwardingReceiver: @unchecked Sendable {
     let server: PostbackServer
     /// nil for a receiver with no destinations (the downstream).
-    let forwarding: PartnerForwarding?
+    let forwarding: DeliveryService?
     let dataDirectory: String
     let logs = LogLines()
 

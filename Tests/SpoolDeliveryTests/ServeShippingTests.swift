@@ -23,7 +23,7 @@ final class ShippingReceiver: @unchecked Sendable {
     static let synthetic = SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0])
 
     let server: PostbackServer
-    let worker: SpoolDeliveryWorker
+    let worker: DeliveryService
     let dataDirectory: String
     let logs = LogLines()
 
