@@ -127,9 +127,7 @@ import Testing
     }
 
     @Test func anUnknownVersionIsQuarantinedUnderItsBytes() throws {
-        var postback = SKAdNetworkTestPostback(version: "5.0", transactionID: "d-quarantine-1")
-        postback.sourceIdentifier = "1234"
-        let body = try TestPostbacks.signer.sign(postback)
+        let body = try TestPostbacks.signer.sign(SKAdNetworkTestPostback.v4(transactionID: "d-quarantine-1", version: "5.0"))
         let decision = Self.decide(body)
         guard case .quarantine(let reason, let key, let dedupKey, let detail) = decision else {
             Issue.record("not quarantined: \(decision)")
@@ -152,9 +150,8 @@ import Testing
     /// Past the quarantine's budget nothing is acknowledged: 503 with Retry-After where any answer but
     /// 200 is retried, 500 where AdAttributionKit may arrive (its devices retry after a 500).
     @Test func aFullQuarantineAsksForARetry() throws {
-        var postback = SKAdNetworkTestPostback(version: "5.0", transactionID: "d-quarantine-2")
-        postback.sourceIdentifier = "1234"
-        let decision = Self.decide(try TestPostbacks.signer.sign(postback))
+        let decision = Self.decide(
+            try TestPostbacks.signer.sign(SKAdNetworkTestPostback.v4(transactionID: "d-quarantine-2", version: "5.0")))
         let skadnetwork = decision.replyNotStored(route: .skadnetwork, why: "daily-budget")
         #expect(skadnetwork.status == 503)
         #expect(skadnetwork.headers.map(\.name) == ["Retry-After"])

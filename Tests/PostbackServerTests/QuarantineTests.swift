@@ -12,13 +12,7 @@ import Testing
 /// with their flags; neither changes what the signature decides.
 @Suite struct QuarantineTests {
     static func skan4(version: String = "4.0", transactionID: String) -> SKAdNetworkTestPostback {
-        var postback = SKAdNetworkTestPostback(version: version, transactionID: transactionID)
-        postback.sourceIdentifier = "1234"
-        postback.redownload = false
-        postback.fidelityType = 1
-        postback.didWin = true
-        postback.postbackSequenceIndex = 0
-        return postback
+        .v4(transactionID: transactionID, version: version)
     }
 
     @Test func unknownVersionIsQuarantinedNotRefused() throws {

@@ -63,16 +63,3 @@ struct EditableBody {
 extension PostbackVerifier {
     func verify(_ text: String) -> VerificationResult { verify(body: Array(text.utf8)) }
 }
-
-extension SKAdNetworkTestPostback {
-    /// A SKAdNetwork 4.0 postback of source identifier 5239, a first-time download from a StoreKit-rendered ad.
-    static func v4(transactionID: String, didWin: Bool = true, sequenceIndex: Int = 0) -> SKAdNetworkTestPostback {
-        var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: transactionID)
-        postback.sourceIdentifier = "5239"
-        postback.redownload = false
-        postback.fidelityType = 1
-        postback.didWin = didWin
-        postback.postbackSequenceIndex = sequenceIndex
-        return postback
-    }
-}
