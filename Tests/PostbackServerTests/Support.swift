@@ -104,21 +104,6 @@ final class TestServer: ReceiverUnderTest, Sendable {
     func metricsPage() throws -> String { try get("/metrics").text }
 }
 
-/// Captures the server's JSON log lines.
-final class LogCapture: Sendable {
-    private let lines = Locked<[String]>([])
-
-    var log: ServerLog {
-        ServerLog(minimumLevel: .debug) { [self] bytes in
-            lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
-        }
-    }
-
-    var all: [String] { lines.withLock { $0 } }
-
-    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
-}
-
 extension FaultyStorage {
     /// Lets the held sync, and every later one, go on.
     func releaseHeldSyncs() {
