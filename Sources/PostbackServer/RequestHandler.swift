@@ -142,9 +142,10 @@ final class RequestHandler: Sendable {
 
     /// A connection was accepted: its watchdog track, which `HTTPDaemon` keeps until `connectionClosed`.
     func connectionOpened(_ connection: HTTPConnection) -> ConnectionWatchdog.Track {
+        let peer = connection.peerAddress
         let track = ConnectionWatchdog.Track(
             descriptor: connection.descriptor,
-            client: IPAddress.client(connection.peerAddress, ipv6PrefixLength: configuration.clientIPv6PrefixLength))
+            client: IPAddress.client(peer, ipv6PrefixLength: configuration.clientIPv6PrefixLength), peerAddress: peer)
         // A new connection gets the short header deadline, not the keep-alive idle timeout: one
         // that sends nothing is gone within seconds.
         track.enter(.new, seconds: configuration.headerTimeoutSeconds)
@@ -259,9 +260,10 @@ final class RequestHandler: Sendable {
         }
     }
 
-    /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
+    /// The peer's address (read once per connection), or the client a trusted proxy names
+    /// (`trusted_proxies`: its headers are read only then).
     private func clientAddress(of connection: HTTPConnection) -> String {
-        let peer = connection.peerAddress
+        let peer = connection.track?.peerAddress ?? connection.peerAddress
         guard !configuration.trustedProxies.isEmpty else { return peer }
         return ClientAddress.resolve(
             peer: peer, forwardedFor: connection.header("X-Forwarded-For"), forwarded: connection.header("Forwarded"),
