@@ -1,6 +1,7 @@
 import Basics
 import Dispatch
 import Locking
+import PostbackCLI
 import Testing
 
 /// `serve`'s shutdown order: stage after stage; a stage's services drain together until one

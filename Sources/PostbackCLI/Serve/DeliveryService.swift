@@ -30,7 +30,7 @@ final class DeliveryService: Service {
         let seconds = deadline.uptimeNanoseconds > now ? Double(deadline.uptimeNanoseconds - now) / 1e9 : 0
         let workers = workers
         let log = log
-        DispatchQueue.concurrentPerform(iterations: workers.count) { index in
+        together(workers.count) { index in
             let (name, worker) = workers[index]
             if worker.deliverPending(within: seconds) {
                 log.info("every sealed segment delivered before exit", ["destination": .string(name)])
