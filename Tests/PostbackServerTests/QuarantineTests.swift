@@ -115,7 +115,7 @@ import Testing
     }
 
     @Test func unknownKeyIDIsQuarantinedButADevelopmentKeyNotAllowedIsRefused() throws {
-        let server = try TestServer {
+        let server = try InProcessReceiver {
             $0.allowsDevelopment = false
             $0.testKeys = []
         }
@@ -177,7 +177,7 @@ import Testing
 /// 503 with Retry-After (not stored, so not acknowledged: a genuine device retries later).
 @Suite struct QuarantineBudgetTests {
     @Test func aFloodOfUnknownVersionsStaysWithinTheQuarantineBudget() throws {
-        let server = try TestServer { $0.rejectedBytesPerDay = 16 << 10 }
+        let server = try InProcessReceiver { $0.rejectedBytesPerDay = 16 << 10 }
         defer { server.stop() }
         var statuses: [Int: Int] = [:]
         var retryAfter = false
