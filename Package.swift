@@ -93,7 +93,9 @@ let package = Package(
         // directories, a test key's postbacks, storage that fails on demand.
         .target(
             name: "TestSupport",
-            dependencies: ["Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackCLI"],
+            dependencies: [
+                "Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackServer", "PostbackCLI",
+            ],
             path: "Tests/TestSupport"),
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
         .testTarget(

@@ -37,9 +37,10 @@ callbacks = sum(
         r"@objc closure #4 in HTTPDaemon\.init",
     ]
 )
-handle = cost(r"RequestHandler\.handle\(connection:")
-# The default mode checks postbacks on the verifying threads (VerificationQueue), in batches;
-# thread_per_connection checks each on its connection's thread (receive(body:…)).
+# `handle(_:on:line:chunk:)` since the request state machine returns steps; `handle(connection:…)` before.
+handle = cost(r"RequestHandler\.handle\((connection:|_:on:)")
+# Postbacks are checked on the verifying threads (VerificationQueue), in batches (builds before
+# the one threading mode could check each on its connection's thread with thread_per_connection).
 verifying_threads = cost(r"\?\?\?:closure #1 in VerificationQueue\.init")
 # `ingest` (verify, policy, hand to the spool writer) since issue 26; `receive` in builds before it.
 receive = cost(r"PostbackIngest\.(ingest|receive)\((body:|_:)")
@@ -60,7 +61,7 @@ rows = [
     ("libmicrohttpd itself (its threads minus our callbacks)", library_thread - callbacks),
     ("our callbacks (request line, headers, body, reply)", callbacks - (0 if verifying_threads else table)),
     ("  RequestHandler.handle", handle - (0 if verifying_threads else table)),
-    ("verifying threads (VerificationQueue; 0 with thread_per_connection)", max(verifying_threads - table, 0)),
+    ("verifying threads (VerificationQueue)", max(verifying_threads - table, 0)),
     ("  PostbackIngest.ingest (receive before)", receive - table),
     ("    verify (PostbackVerifier.verify(body:) and verify(batch:))", verify),
     ("      signature check (ECDSA, with a batch's shared inversion)", signature),

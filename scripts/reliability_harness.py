@@ -56,7 +56,7 @@ def generate(binary, key, count, seed, start=0, kinds=None):
 
 def serve_options(text=None):
     """Extra receiver settings from SERVE_OPTIONS, the same JSON fragment bench/serve takes
-    (e.g. '"thread_per_connection": true,'), so every script can run the receiver in another mode.
+    (e.g. '"threads": 3,'), so every script can run the receiver with other settings.
     A fragment that is not JSON members stops the script with the remedy (never a traceback)."""
     text = os.environ.get("SERVE_OPTIONS", "") if text is None else text
     fragment = text.strip().rstrip(",")
@@ -66,7 +66,7 @@ def serve_options(text=None):
         options = json.loads("{" + fragment + "}")
     except json.JSONDecodeError as error:
         sys.exit(f"FAIL: SERVE_OPTIONS is not JSON object members ({error}): {text!r}; "
-                 "write e.g. SERVE_OPTIONS='\"thread_per_connection\": true,'")
+                 "write e.g. SERVE_OPTIONS='\"threads\": 3,'")
     return options
 
 

@@ -51,11 +51,8 @@ struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settin
     box->context = settings->logger_context;
     atomic_init(&box->refusing, 0);
 
-    unsigned int flags = settings->thread_per_connection
-        ? (MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG)
-        : (MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG);
-    // A thread pool and a thread per connection exclude each other.
-    unsigned int pool = settings->thread_per_connection ? 0 : settings->thread_pool_size;
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned int pool = settings->thread_pool_size;
     // Options that take a callback and its context pass the callback as the intptr_t value.
     // The logger comes first, or libmicrohttpd prints messages about the options before it itself.
     struct MHD_OptionItem options[] = {

@@ -45,15 +45,18 @@ final class ConnectionWatchdog: Sendable {
         /// The peer, one spelling per client (`IPAddress.client`): silent connections are shed from
         /// the client holding the most.
         let client: String
+        /// The socket peer's address as libmicrohttpd gives it, read once when the connection opened.
+        let peerAddress: String
         let openedAt = DispatchTime.now().uptimeNanoseconds
         private let deadline = Atomic<UInt64>(0)
         private let phaseValue = Atomic<UInt8>(Phase.idle.rawValue)
         /// When the current phase was entered (`enter`; `continueAs` keeps it).
         private let phaseStart = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
 
-        init(descriptor: Int32, client: String = "") {
+        init(descriptor: Int32, client: String = "", peerAddress: String = "unknown") {
             self.descriptor = descriptor
             self.client = client
+            self.peerAddress = peerAddress
         }
 
         /// Moves to `phase` under the current deadline (the first request line of a new connection).

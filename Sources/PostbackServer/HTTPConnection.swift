@@ -20,8 +20,10 @@ struct HTTPConnection: @unchecked Sendable {
     /// The connection's socket.
     var descriptor: Int32 { postback_mhd_connection_fd(pointer) }
 
-    /// What `HTTPDaemon`'s connection notification stored for this connection (its watchdog track).
-    var socketContext: UnsafeMutableRawPointer? { postback_mhd_socket_context(pointer) }
+    /// The connection's watchdog track, which `HTTPDaemon` keeps from the connection's start to its end.
+    var track: ConnectionWatchdog.Track? {
+        postback_mhd_socket_context(pointer).map { Unmanaged<ConnectionWatchdog.Track>.fromOpaque($0).takeUnretainedValue() }
+    }
 
     /// The socket peer's address ("unknown" if libmicrohttpd cannot say).
     var peerAddress: String {
@@ -67,14 +69,22 @@ struct HTTPConnection: @unchecked Sendable {
         return withExtendedLifetime(collected) { collected.headers }
     }
 
-    /// Stops reading from and writing to the connection until `resume()`.
-    func suspend() { MHD_suspend_connection(pointer) }
-
-    /// Lets libmicrohttpd call back for the connection again (from any thread).
-    func resume() { MHD_resume_connection(pointer) }
+    /// Carries out the request state machine's step; libmicrohttpd's answer to the access callback.
+    func take(_ step: HTTPStep) -> Int32 {
+        switch step {
+        case .proceed: return 1
+        case .refuse: return 0
+        case .reply(let reply, let closing): return queue(reply, closing: closing) ? 1 : 0
+        case .suspend(let then):
+            // Suspended before `then` hands the resumption to another thread, which may resume at once.
+            MHD_suspend_connection(pointer)
+            then { [self] in MHD_resume_connection(pointer) }
+            return 1
+        }
+    }
 
     /// Queues `reply` (its body copied). `closing`: with `Connection: close`. False if libmicrohttpd refused it.
-    func queue(_ reply: HTTPReply, closing: Bool) -> Bool {
+    private func queue(_ reply: HTTPReply, closing: Bool) -> Bool {
         let response = reply.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), Self.mustCopy)
         }
@@ -88,6 +98,19 @@ struct HTTPConnection: @unchecked Sendable {
 
     /// MHD_RESPMEM_MUST_COPY (the importer gives this enum no usable case names).
     private static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
+}
+
+/// What the request state machine (`RequestHandler.handle`) asks of the connection after each call.
+enum HTTPStep {
+    /// Go on: read more of the body, or call again once there is something to do.
+    case proceed
+    /// Close the connection without an answer.
+    case refuse
+    /// Queue this reply; `closing`: with `Connection: close`, and the connection ends after it.
+    case reply(HTTPReply, closing: Bool)
+    /// Suspend the connection until the answer is ready; `then` gets the one way to resume it
+    /// (callable once, from any thread).
+    case suspend(then: (_ resume: @escaping @Sendable () -> Void) -> Void)
 }
 
 /// A request's line as libmicrohttpd gives it to the access callback; read (into Strings) only

@@ -26,7 +26,6 @@ final class HTTPDaemon: @unchecked Sendable {
         let context = Unmanaged.passUnretained(handler).toOpaque()
         var settings = postback_mhd_settings()
         settings.listen_fd = listenDescriptor
-        settings.thread_per_connection = configuration.threadPerConnection ? 1 : 0
         settings.thread_pool_size = UInt32(configuration.threads)
         // The limit itself is kept by `watchdog.admit` (which sheds silent connections instead of
         // letting new ones queue); libmicrohttpd's, split between its threads, only backs it up.
@@ -43,34 +42,57 @@ final class HTTPDaemon: @unchecked Sendable {
         // limit of nginx and Apache), which the receiver answers with 431 itself; devices send a
         // few hundred bytes of headers.
         settings.connection_memory_limit = 2 * HTTPFraming.headerBytesLimit
-        settings.access_handler = { context, connection, url, method, version, data, size, requestContext in
-            guard let context, let connection, let size, let requestContext else { return 0 }
-            return RequestHandler.from(context).handle(
-                connection: HTTPConnection(connection), line: HTTPRequestLine(url: url, method: method, version: version),
-                chunk: HTTPBodyChunk(data: data, size: size), requestContext: requestContext)
-        }
-        settings.access_context = context
-        settings.request_completed = { context, connection, requestContext, termination in
-            guard let context, let requestContext else { return }
-            RequestHandler.from(context).requestCompleted(
-                connection: connection.map(HTTPConnection.init), requestContext: requestContext, termination: termination)
-        }
-        settings.request_completed_context = context
+        // Every per-connection and per-request object lives here: the connection's `Track` in
+        // libmicrohttpd's socket context from the connection's start to its end, the request's
+        // `RequestState` in its request context from the request line to its completion. Each is
+        // made by the handler, retained into its slot here and released here, once.
         settings.connection_notify = { context, connection, socketContext, code in
             guard let context, let connection, let socketContext else { return }
+            let handler = HTTPDaemon.handler(context)
             // Code 0 is MHD_CONNECTION_NOTIFY_STARTED (the macro does not reach Swift).
-            RequestHandler.from(context).connectionNotification(
-                connection: HTTPConnection(connection), socketContext: socketContext, started: code == 0)
+            if code == 0 {
+                let track = handler.connectionOpened(HTTPConnection(connection))
+                socketContext.pointee = Unmanaged.passRetained(track).toOpaque()
+            } else if let slot = socketContext.pointee {
+                socketContext.pointee = nil
+                handler.connectionClosed(Unmanaged<ConnectionWatchdog.Track>.fromOpaque(slot).takeRetainedValue())
+            }
         }
         settings.connection_notify_context = context
         settings.uri_log = { context, _, connection in
             guard let context, let connection else { return nil }
-            return RequestHandler.from(context).requestLineReceived(connection: HTTPConnection(connection))
+            return Unmanaged.passRetained(HTTPDaemon.handler(context).requestBegan(on: HTTPConnection(connection))).toOpaque()
         }
         settings.uri_log_context = context
+        settings.access_handler = { context, connection, url, method, version, data, size, requestContext in
+            guard let context, let pointer = connection, let size, let requestContext else { return 0 }
+            let handler = HTTPDaemon.handler(context)
+            let connection = HTTPConnection(pointer)
+            let request: RequestState
+            if let slot = requestContext.pointee {
+                request = Unmanaged<RequestState>.fromOpaque(slot).takeUnretainedValue()
+            } else {
+                // No request-line notification came (should not happen): the request begins here.
+                request = handler.requestBegan(on: connection)
+                requestContext.pointee = Unmanaged.passRetained(request).toOpaque()
+            }
+            let step = handler.handle(
+                request, on: connection, line: HTTPRequestLine(url: url, method: method, version: version),
+                chunk: HTTPBodyChunk(data: data, size: size))
+            return connection.take(step)
+        }
+        settings.access_context = context
+        settings.request_completed = { context, connection, requestContext, termination in
+            guard let context, let requestContext else { return }
+            let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
+            requestContext.pointee = nil
+            HTTPDaemon.handler(context).requestCompleted(
+                request, on: connection.map(HTTPConnection.init), termination: termination)
+        }
+        settings.request_completed_context = context
         settings.logger = { context, message in
             guard let context, let message else { return }
-            RequestHandler.from(context).libraryLogged(String(cString: message))
+            HTTPDaemon.handler(context).libraryLogged(String(cString: message))
         }
         settings.logger_context = context
 
@@ -83,6 +105,11 @@ final class HTTPDaemon: @unchecked Sendable {
         self.daemon = daemon
         self.loggerBox = box
         self.handler = handler
+    }
+
+    /// The handler behind a callback's context pointer (the daemon keeps it alive).
+    private static func handler(_ context: UnsafeMutableRawPointer) -> RequestHandler {
+        Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue()
     }
 
     /// Takes no more connections: each new one is closed as soon as it is accepted (the accept

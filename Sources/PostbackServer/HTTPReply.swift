@@ -2,11 +2,14 @@ import Basics
 import Postbacks
 
 /// A response to send: status, content type, body and extra headers.
-struct HTTPReply: Sendable {
-    var status: Int
-    var contentType: String
-    var body: [UInt8]
-    var headers: [(name: String, value: String)] = []
+package struct HTTPReply: Sendable {
+    package var status: Int
+    package var contentType: String
+    package var body: [UInt8]
+    package var headers: [(name: String, value: String)] = []
+
+    /// The body as text (for logs and tests).
+    package var text: String { String(decoding: body, as: UTF8.self) }
 
     static func json(_ status: Int, _ build: (inout JSONWriter) -> Void) -> HTTPReply {
         var json = JSONWriter(reservingCapacity: 128)

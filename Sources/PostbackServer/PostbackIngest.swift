@@ -3,17 +3,19 @@ import PostbackCrypto
 import PostbackStore
 import Postbacks
 
-/// What happens to one postback body, independent of HTTP: verify, apply the receiver's policy,
-/// append the record to the right spool, wait for it to be durable, then complete with the reply.
-/// The HTTP layer hands a `Job` over (`ingest(_:)`) and sends whatever reply the job completes with;
-/// it never sees a spool writer.
+/// What happens to one postback body, independent of HTTP: verify, decide (`IngestDecision`, the
+/// policy as a value), carry the decision out (budgets, metrics, logs, the append to the right
+/// spool), wait for the record to be durable, then complete with the decision's reply. The HTTP
+/// layer hands a `Job` over (`ingest(_:)`) and sends whatever reply the job completes with; it never
+/// sees a spool writer.
 final class PostbackIngest: Sendable {
-    /// Either a reply right away, or a record to store first (carried out by `perform` only).
+    /// Either a reply right away, or a record to store first (carried out by `perform` only): the
+    /// reply is then `decision.reply(after:)` the writer's outcome, once `settled` counted it.
     private enum Action {
         case reply(HTTPReply)
         case store(
-            writer: SpoolWriter, line: [UInt8], day: UTCDay, dedupKey: String?, values: UnsignedValues = .unknown,
-            reply: @Sendable (SpoolWriter.Outcome) -> HTTPReply)
+            writer: SpoolWriter, line: [UInt8], day: UTCDay, key: String?, values: UnsignedValues = .unknown,
+            decision: IngestDecision, settled: (@Sendable (SpoolWriter.Outcome) -> Void)?)
     }
 
     let verifier: PostbackVerifier
@@ -64,15 +66,23 @@ final class PostbackIngest: Sendable {
     }
 
     /// One postback body as it came in.
-    struct Received {
+    struct Received: Sendable {
         let body: [UInt8]
         let route: Route
         let receivedAt: UTCTimestamp
         /// The ad network's copy or the advertiser's developer copy (by the request's `Host`).
         let copy: PostbackCopy
-        /// The client's address (see `ClientAddress`); asked only when a record keeps it (rejections,
-        /// quarantine budgets, conflicting copies): it makes a String from the socket for each ask.
-        let client: @Sendable () -> String
+        /// The client's address (see `ClientAddress`), captured when the request began; kept by the
+        /// records that keep one (rejections, conflicting copies) and counted by the budgets.
+        let client: String
+
+        init(body: [UInt8], route: Route, receivedAt: UTCTimestamp = .now(), copy: PostbackCopy, client: String) {
+            self.body = body
+            self.route = route
+            self.receivedAt = receivedAt
+            self.copy = copy
+            self.client = client
+        }
     }
 
     /// A postback's reply, once its fate is settled.
@@ -84,57 +94,52 @@ final class PostbackIngest: Sendable {
 
     /// One postback handed over by the HTTP layer, and where its answer goes: `completion` is called
     /// exactly once, on any thread (the verifying one, or the spool writer's after its fdatasync).
-    struct Job {
+    struct Job: Sendable {
         let received: Received
         let completion: @Sendable (Answer) -> Void
+
+        init(received: Received, completion: @escaping @Sendable (Answer) -> Void) {
+            self.received = received
+            self.completion = completion
+        }
     }
 
     /// Verifies the jobs' bodies together (their P-256 signatures share one modular inversion,
-    /// `PostbackVerifier.verify(batch:)`), applies the policy, appends each record to its spool, and
-    /// completes each job once its record is durable (or could not be made so). `VerificationQueue`'s threads call this.
+    /// `PostbackVerifier.verify(batch:)`), decides, appends each record to its spool, and completes
+    /// each job once its record is durable (or could not be made so). `VerificationQueue`'s threads call this.
     func ingest(_ jobs: [Job]) {
-        for (job, action) in zip(jobs, receive(jobs.map(\.received))) { perform(action, job.completion) }
-    }
-
-    /// One body, verified alone on the calling thread (`thread_per_connection`); otherwise as `ingest(_:)`.
-    func ingest(
-        body: [UInt8], route: Route, copy: PostbackCopy, client: @escaping @Sendable () -> String,
-        completion: @escaping @Sendable (Answer) -> Void
-    ) {
-        perform(receive(body: body, route: route, copy: copy, client: client), completion)
+        guard isStorageHealthy else {
+            for job in jobs { perform(Self.storageUnavailable, job.completion) }
+            return
+        }
+        for (job, result) in zip(jobs, verifier.verify(batch: jobs.map(\.received.body))) {
+            perform(act(on: result, job.received), job.completion)
+        }
     }
 
     private func perform(_ action: Action, _ completion: @escaping @Sendable (Answer) -> Void) {
         switch action {
         case .reply(let reply):
             completion(Answer(reply: reply, waitedForStorage: false))
-        case .store(let writer, let line, let day, let dedupKey, let values, let makeReply):
-            writer.submit(line: line, day: day, dedupKey: dedupKey, values: values) { outcome in
-                completion(Answer(reply: makeReply(outcome), waitedForStorage: true))
+        case .store(let writer, let line, let day, let key, let values, let decision, let settled):
+            writer.submit(line: line, day: day, dedupKey: key, values: values) { outcome in
+                settled?(outcome)
+                completion(Answer(reply: decision.reply(after: outcome), waitedForStorage: true))
             }
         }
     }
 
-    /// - Parameter client: the client's address (see `ClientAddress`), asked only where it is kept
-    ///   or counted (rejections, the quarantine's budget, conflicting copies).
-    private func receive(
-        body: [UInt8], route: Route, copy: PostbackCopy, client: @escaping @Sendable () -> String
-    ) -> Action {
-        let receivedAt = UTCTimestamp.now()
-        guard isStorageHealthy else { return Self.storageUnavailable }
-        return act(
-            on: verifier.verify(body: body), body: body, route: route, copy: copy, receivedAt: receivedAt, client: client)
-    }
-
-    /// Many bodies at once (`VerificationQueue`): each gets exactly the action `receive(body:…)` gives
-    /// it, but their P-256 signatures share one modular inversion (`PostbackVerifier.verify(batch:)`).
-    private func receive(_ batch: [Received]) -> [Action] {
-        guard isStorageHealthy else { return batch.map { _ in Self.storageUnavailable } }
-        return zip(batch, verifier.verify(batch: batch.map(\.body))).map { received, result in
-            act(
-                on: result, body: received.body, route: received.route, copy: received.copy,
-                receivedAt: received.receivedAt, client: received.client)
-        }
+    /// The receiver's families and the per-network flow, with the gauges of this moment.
+    func metricsPage(ready: Bool, openConnections: Int) -> MetricsPage {
+        var page = metrics.render(
+            ServerMetrics.Gauges(
+                ready: ready,
+                storageHealthy: [
+                    .postbacks: postbacks.isHealthy, .rejected: rejected.isHealthy, .unverifiable: unverifiable.isHealthy,
+                ],
+                dedupKeys: postbacks.dedupKeyCount, openConnections: openConnections))
+        flow.render(into: &page)
+        return page
     }
 
     /// Unhealthy storage: 500 before spending a signature check on it.
@@ -144,11 +149,8 @@ final class PostbackIngest: Sendable {
         .reply(.storageUnavailable("storage is unavailable since a write or sync failed; it is retried continuously"))
     }
 
-    /// The receiver's policy applied to a verdict: what to store, and the reply once it is stored.
-    private func act(
-        on result: VerificationResult, body: [UInt8], route: Route, copy: PostbackCopy, receivedAt: UTCTimestamp,
-        client: @escaping @Sendable () -> String
-    ) -> Action {
+    /// A verdict counted, decided (`IngestDecision.decide`), and the decision carried out.
+    private func act(on result: VerificationResult, _ received: Received) -> Action {
         metrics.verdict(result)
         metrics.flags(result.flags)
         if result.isVerified {
@@ -158,96 +160,84 @@ final class PostbackIngest: Sendable {
                     ["field": .string(flag.field.rawValue), "member": .string(flag.raw)])
             }
         }
+        let decision = IngestDecision.decide(result, body: received.body, acceptance: acceptance)
+        switch decision {
+        case .accept(_, let configuredSpelling):
+            return accept(result, received, decision: decision, configuredSpelling: configuredSpelling)
+        case .quarantine(let reason, let key, _, let detail):
+            return quarantine(result, received, decision: decision, reason: reason, key: key, detail: detail)
+        case .reject(let rejection):
+            return reject(result, received, decision: decision, rejection: rejection)
+        }
+    }
 
-        let writer = configuration.writerID
-        let rejection: (reason: String, policy: String?)
-        switch acceptance.decide(result) {
-        case .quarantine(let quarantine):
-            return self.quarantine(
-                result: result, reason: quarantine, body: body, route: route, receivedAt: receivedAt, client: client)
-        case .reject(let reason, let policy):
-            rejection = (reason, policy)
-        case .store(let configuredSpelling):
-            if let configuredSpelling {
-                log.debug(
-                    "ad-network-id accepted ignoring ASCII case",
-                    [
-                        "ad_network_id": .string(result.postback?.attribution.adNetworkID ?? ""),
-                        "configured": .string(configuredSpelling),
-                    ])
-            }
-            let record = SpoolRecord(receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body)
-            let postbackProtocol = result.postbackProtocol
-            let dedupKey = result.dedupKey
-            let metrics = metrics
-            let log = log
-            let attribution = record.attribution
-            let values = attribution.map(UnsignedValues.init) ?? .unknown
-            let flow = flow
-            let environment = result.environment ?? .production
-            let network = attribution.map { configuredSpelling ?? $0.adNetworkID }
+    /// Appended to `raw/postbacks/`; counted per ad network and copy once stored (or found stored).
+    private func accept(
+        _ result: VerificationResult, _ received: Received, decision: IngestDecision, configuredSpelling: String?
+    ) -> Action {
+        if let configuredSpelling {
+            log.debug(
+                "ad-network-id accepted ignoring ASCII case",
+                [
+                    "ad_network_id": .string(result.postback?.attribution.adNetworkID ?? ""),
+                    "configured": .string(configuredSpelling),
+                ])
+        }
+        let receivedAt = received.receivedAt
+        let record = SpoolRecord(
+            receivedAt: receivedAt, writer: configuration.writerID, route: received.route.rawValue, result: result,
+            body: received.body)
+        let postbackProtocol = result.postbackProtocol
+        let dedupKey = result.dedupKey
+        let attribution = record.attribution
+        let values = attribution.map(UnsignedValues.init) ?? .unknown
+        let environment = result.environment ?? .production
+        let network = attribution.map { configuredSpelling ?? $0.adNetworkID }
+        return .store(
+            writer: postbacks, line: record.encoded(), day: receivedAt.day, key: dedupKey, values: values, decision: decision
+        ) { [self] outcome in
             @Sendable func accepted(stored: Bool) {
                 guard let attribution, let network else { return }
-                flow.accepted(attribution, network: network, environment: environment, copy: copy, stored: stored, at: receivedAt)
+                flow.accepted(
+                    attribution, network: network, environment: environment, copy: received.copy, stored: stored,
+                    at: receivedAt)
             }
-            // Asked only for a copy that disagrees with the stored one, which the writer's answer
-            // shows; its connection is still suspended then (the reply made here resumes it).
-            return .store(writer: postbacks, line: record.encoded(), day: receivedAt.day, dedupKey: dedupKey, values: values) {
-                [self] outcome in
-                switch outcome {
-                case .stored:
-                    accepted(stored: true)
-                    return .json(200) {
-                        $0.field("status", "stored")
-                        $0.field("dedup_key", dedupKey)
-                    }
-                case .duplicate(let stored):
-                    accepted(stored: false)
-                    metrics.duplicate(protocol: postbackProtocol)
-                    log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
-                    if let dedupKey, let attribution {
-                        recordConflict(
-                            copy: values, stored: stored, attribution: attribution, dedupKey: dedupKey, route: route,
-                            client: client, receivedAt: receivedAt, body: body)
-                    }
-                    return .json(200) {
-                        $0.field("status", "duplicate")
-                        $0.field("dedup_key", dedupKey)
-                    }
-                case .failed(let reason):
-                    return .storageUnavailable(reason)
+            switch outcome {
+            case .stored:
+                accepted(stored: true)
+            case .duplicate(let stored):
+                accepted(stored: false)
+                metrics.duplicate(protocol: postbackProtocol)
+                log.debug("duplicate postback", ["dedup_key": .string(dedupKey ?? "")])
+                if let dedupKey, let attribution {
+                    recordConflict(copy: values, stored: stored, attribution: attribution, dedupKey: dedupKey, received)
                 }
+            case .failed:
+                break
             }
         }
+    }
 
-        if let policy = rejection.policy { metrics.policyRejection(policy) }
+    /// Answered 400; the record kept as the rejected store's budget allows.
+    private func reject(
+        _ result: VerificationResult, _ received: Received, decision: IngestDecision, rejection: IngestDecision.Rejection
+    ) -> Action {
+        if let setting = rejection.setting { metrics.policyRejection(setting.rawValue) }
         var record = SpoolRecord(
-            receivedAt: receivedAt, writer: writer, route: route.rawValue, result: result, body: body,
-            reason: rejection.reason)
-        let client = client()
-        record.client = client
+            receivedAt: received.receivedAt, writer: configuration.writerID, route: received.route.rawValue, result: result,
+            body: received.body, reason: rejection.reason)
+        record.client = received.client
         if logSampler.allows(.rejected) {
             log.info(
                 "postback rejected",
                 [
-                    "route": .string(route.rawValue), "verdict": .string(result.status.rawValue),
+                    "route": .string(received.route.rawValue), "verdict": .string(result.status.rawValue),
                     "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(rejection.reason),
-                    "client": .string(client),
+                    "client": .string(received.client),
                 ])
         }
-        let status = result.status
-        let dedupKey = result.dedupKey
-        let title = Self.title(status: status, policy: rejection.policy)
-        let type = rejection.policy.map { "not-accepted-\($0)" } ?? status.rawValue
-        let problem = HTTPReply.problem(400, type: type, title: title, detail: rejection.reason) { json in
-            json.field("verdict", status.rawValue)
-            if let dedupKey { json.field("dedup_key", dedupKey) }
-        }
-        guard let line = rejectedLine(record, client: client) else { return .reply(problem) }
-        return .store(writer: rejected, line: line, day: receivedAt.day, dedupKey: nil) { outcome in
-            if case .failed(let reason) = outcome { return .storageUnavailable(reason) }
-            return problem
-        }
+        guard let line = rejectedLine(record, client: received.client) else { return .reply(rejection.problem) }
+        return .store(writer: rejected, line: line, day: received.receivedAt.day, key: nil, decision: decision, settled: nil)
     }
 
     /// A copy of a stored postback with other unsigned values (issue 24): counted by route and field,
@@ -255,17 +245,17 @@ final class PostbackIngest: Sendable {
     /// settings, counted apart; per client too, so one replaying client cannot spend it). The stored
     /// copy is never changed. Not waited for: the reply ("duplicate") does not depend on it.
     private func recordConflict(
-        copy: UnsignedValues, stored: UnsignedValues, attribution: Attribution, dedupKey: String, route: Route,
-        client: () -> String, receivedAt: UTCTimestamp, body: [UInt8]
+        copy: UnsignedValues, stored: UnsignedValues, attribution: Attribution, dedupKey: String, _ received: Received
     ) {
         let differences = copy.differences(from: stored)
         guard !differences.isEmpty else { return }
-        let client = client()
-        metrics.conflictingCopy(route: route, fields: differences.map(\.field))
+        let (client, receivedAt) = (received.client, received.receivedAt)
+        metrics.conflictingCopy(route: received.route, fields: differences.map(\.field))
         let record = ConflictRecord(
-            receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, client: client, dedupKey: dedupKey,
+            receivedAt: receivedAt, writer: configuration.writerID, route: received.route.rawValue, client: client,
+            dedupKey: dedupKey,
             differences: differences.map { ConflictRecord.Difference(field: $0.field, stored: $0.stored, copy: $0.copy) },
-            bodySHA256: SHA256.hash(body).description,
+            bodySHA256: SHA256.hash(received.body).description,
             storedAttribution: ConflictRecord.storedAttribution(of: attribution, stored: stored))
         let line = record.encoded()
         if case .skip(let why) = conflictBudget.admit(
@@ -316,76 +306,39 @@ final class PostbackIngest: Sendable {
     /// takes such postbacks back once a release knows it.
     ///
     /// Anyone can send a body claiming an unknown version, so the quarantine has a daily byte budget of
-    /// its own (the rejected store's settings, counted apart). Past it, or below the free-space floor,
-    /// the postback is not stored and gets 503 with Retry-After (500 on a route that can carry
-    /// AdAttributionKit, whose devices retry after a 500): a device retries for nine days, and
-    /// nothing is acknowledged that is not on disk.
+    /// its own (the rejected store's settings, counted apart); past it, or below the free-space floor,
+    /// nothing is stored and the decision's `replyNotStored` says retry later.
     private func quarantine(
-        result: VerificationResult, reason: QuarantineReason, body: [UInt8], route: Route,
-        receivedAt: UTCTimestamp, client: () -> String
+        _ result: VerificationResult, _ received: Received, decision: IngestDecision, reason: QuarantineReason,
+        key: String, detail: String
     ) -> Action {
-        let detail =
-            result.reason ?? "signed value(s) not known yet: "
-            + result.flags.filter { $0.action == .unrecognized && !$0.isUnknownMember }.map(\.summary).joined(separator: "; ")
         if logSampler.allows(.quarantined) {
             log.warning(
                 "postback quarantined: it cannot be checked or counted yet, which usually means Apple shipped something new",
                 [
-                    "route": .string(route.rawValue), "quarantine": .string(reason.rawValue),
+                    "route": .string(received.route.rawValue), "quarantine": .string(reason.rawValue),
                     "verdict": .string(result.status.rawValue),
                     "protocol": .string(result.postbackProtocol?.rawValue ?? ""), "reason": .string(detail),
                 ])
         }
         let record = SpoolRecord(
-            receivedAt: receivedAt, writer: configuration.writerID, route: route.rawValue, result: result,
-            body: body, reason: detail)
+            receivedAt: received.receivedAt, writer: configuration.writerID, route: received.route.rawValue, result: result,
+            body: received.body, reason: detail)
         let line = record.encoded()
         if case .skip(let why) = quarantineBudget.admit(
-            wholeBytes: line.count, day: receivedAt.day, client: client(), hashOnlyBytes: nil)
+            wholeBytes: line.count, day: received.receivedAt.day, client: received.client, hashOnlyBytes: nil)
         {
             metrics.quarantineNotStored(why)
-            return .reply(
-                .retryLater(
-                    503, route: route, retryAfterSeconds: 3600, type: "quarantine-full", title: "Not stored; retry later",
-                    detail: "the quarantine for postbacks this release cannot check yet is full for today (\(why)); retry later"))
+            return .reply(decision.replyNotStored(route: received.route, why: why))
         }
-        let dedupKey = result.dedupKey
-        // A retried copy is stored once (issue 24): keyed by its signed dedup key when verified, else
-        // by its bytes (`QuarantineKey`).
-        let quarantineKey = QuarantineKey.make(status: result.status, dedupKey: dedupKey, body: body)
         let postbackProtocol = result.postbackProtocol
         let metrics = metrics
-        return .store(writer: unverifiable, line: line, day: receivedAt.day, dedupKey: quarantineKey) { outcome in
-            let status: String
+        return .store(writer: unverifiable, line: line, day: received.receivedAt.day, key: key, decision: decision) { outcome in
             switch outcome {
-            case .failed(let reason): return .storageUnavailable(reason)
-            case .stored:
-                metrics.quarantined(reason)
-                status = "quarantined"
-            case .duplicate:
-                metrics.duplicate(protocol: postbackProtocol)
-                status = "duplicate"
+            case .stored: metrics.quarantined(reason)
+            case .duplicate: metrics.duplicate(protocol: postbackProtocol)
+            case .failed: break
             }
-            return .json(200) { json in
-                json.field("status", status)
-                json.field("quarantine", reason.rawValue)
-                if let dedupKey { json.field("dedup_key", dedupKey) }
-            }
-        }
-    }
-
-    private static func title(status: VerificationStatus, policy: String?) -> String {
-        switch policy {
-        case "development": return "Development postbacks are not accepted here"
-        case "ad-network": return "Postback for an ad network this receiver does not accept"
-        default: break
-        }
-        switch status {
-        case .verified: return "Postback not accepted"
-        case .invalidSignature: return "The postback's signature does not verify"
-        case .malformed: return "The body is not a valid postback"
-        case .unsupportedVersion: return "Unsupported SKAdNetwork version"
-        case .untrustedKey: return "The postback names a key this receiver does not trust"
         }
     }
 }

@@ -1,5 +1,5 @@
-import Basics
-import Dispatch
+package import Basics
+package import Dispatch
 import Locking
 package import PostbackStore
 import Postbacks
@@ -61,34 +61,8 @@ package final class PostbackServer: Sendable {
         do { listenAddress = try ListenAddress(configuration.listen) } catch { throw ServerError(error.description) }
 
         let metrics = ServerMetrics()
-        let store: WritableStore
-        do {
-            store = try WritableStore.open(
-                dataDirectory: configuration.dataDirectory, writerID: configuration.writerID,
-                options: .init(
-                    segmentBytes: configuration.segmentBytes, commitGatherSeconds: configuration.commitGatherSeconds,
-                    segmentMaxAgeSeconds: configuration.effectiveSegmentMaxAgeSeconds, storage: storage,
-                    additionalDedupKeys: sharedDedupKeys),
-                damaged: { damage in
-                    log.warning(
-                        "damaged spool line skipped",
-                        ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
-                },
-                events: { spool, event in logAndCount(event, of: spool, metrics: metrics, log: log) })
-        } catch {
-            throw ServerError(error.description)
-        }
-        log.info(
-            "store recovered",
-            [
-                "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
-                "segments": .int(store.recovered.segments), "records": .int(store.recovered.records),
-                "dedup_keys": .int(store.recovered.dedupKeys), "seconds": .double(store.recovered.seconds),
-            ])
-
-        let ingest = PostbackIngest(
-            configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
-            unverifiable: store.unverifiable, conflicts: store.conflicts, metrics: metrics, log: log)
+        let (store, ingest) = try openIngest(
+            configuration: configuration, storage: storage, log: log, metrics: metrics, sharedDedupKeys: sharedDedupKeys)
         let readiness = Readiness(
             store: store, dataDirectory: configuration.dataDirectory, bodyLimitBytes: configuration.bodyLimitBytes)
         let impressions: ImpressionService?
@@ -150,6 +124,42 @@ package final class PostbackServer: Sendable {
             handler: handler, daemon: daemon, signing: signing)
     }
 
+    /// Opens the store for this configuration (its writers' events counted and logged) and the
+    /// ingest over it: the receiver's one way to a `PostbackIngest`, which the in-process tests take too.
+    static func openIngest(
+        configuration: ServerConfiguration, storage: any SpoolStorage, log: ServerLog, metrics: ServerMetrics,
+        sharedDedupKeys: (@Sendable (StoreLayout) -> [String])? = nil
+    ) throws(ServerError) -> (store: WritableStore, ingest: PostbackIngest) {
+        let store: WritableStore
+        do {
+            store = try WritableStore.open(
+                dataDirectory: configuration.dataDirectory, writerID: configuration.writerID,
+                options: .init(
+                    segmentBytes: configuration.segmentBytes, commitGatherSeconds: configuration.commitGatherSeconds,
+                    segmentMaxAgeSeconds: configuration.effectiveSegmentMaxAgeSeconds, storage: storage,
+                    additionalDedupKeys: sharedDedupKeys),
+                damaged: { damage in
+                    log.warning(
+                        "damaged spool line skipped",
+                        ["path": .string(damage.path), "line": .int(damage.line), "problem": .string(damage.problem)])
+                },
+                events: { spool, event in logAndCount(event, of: spool, metrics: metrics, log: log) })
+        } catch {
+            throw ServerError(error.description)
+        }
+        log.info(
+            "store recovered",
+            [
+                "data_dir": .string(configuration.dataDirectory), "writer": .string(configuration.writerID),
+                "segments": .int(store.recovered.segments), "records": .int(store.recovered.records),
+                "dedup_keys": .int(store.recovered.dedupKeys), "seconds": .double(store.recovered.seconds),
+            ])
+        let ingest = PostbackIngest(
+            configuration: configuration, postbacks: store.postbacks, rejected: store.rejected,
+            unverifiable: store.unverifiable, conflicts: store.conflicts, metrics: metrics, log: log)
+        return (store, ingest)
+    }
+
     /// Binds `signing_listen` and starts its daemon: the same request state machine, serving only
     /// the signing route and `/livez`.
     private static func startSigningListener(
@@ -207,10 +217,19 @@ package final class PostbackServer: Sendable {
         handler.metricsSources.withLock { $0.append(render) }
     }
 
+    /// Renders `service`'s metric families on every scrape of `/metrics`, while it lives (held weakly:
+    /// the service may hold the receiver).
+    package func addMetrics(of service: any Service) {
+        addMetricsSource { [weak service] in service?.renderMetrics() ?? "" }
+    }
+
     /// Graceful stop: stop accepting connections, let requests in progress finish (up to
     /// `shutdownGraceSeconds`), close the segments (every acknowledged record is already synced),
     /// release the writer lock. Safe to call more than once and from several threads; returns when done.
-    package func shutdown() {
+    package func shutdown() { shutdown(until: .now() + configuration.shutdownGraceSeconds) }
+
+    /// As `shutdown()`, the requests in progress given until `deadline`.
+    private func shutdown(until deadline: DispatchTime) {
         let first = lifecycle.withLock { state -> Bool in
             guard state == .running else { return false }
             state = .stopping
@@ -234,7 +253,6 @@ package final class PostbackServer: Sendable {
             signing.daemon.withLock { $0?.quiesce() }
         }
 
-        let deadline = DispatchTime.now() + configuration.shutdownGraceSeconds
         // Requests already begun may finish (their responses say Connection: close).
         handler.waitForRequests(until: deadline)
         if let signing {
@@ -261,6 +279,18 @@ package final class PostbackServer: Sendable {
         store.close()
         log.info("stopped: every acknowledged postback is synced")
     }
+}
+
+/// The receiver as the first of `serve`'s services: draining is its shutdown (requests in progress
+/// until the deadline, then nothing more taken in, the daemon and the store closed).
+extension PostbackServer: Service {
+    package func drain(until deadline: DispatchTime) { shutdown(until: deadline) }
+
+    /// Waits for the shutdown `drain` began (or makes one with the configured grace).
+    package func stop() { shutdown() }
+
+    /// Its own families are on its `/metrics` page already.
+    package func renderMetrics() -> String { "" }
 }
 
 /// A spool writer's event in the metrics and the log.

@@ -5,7 +5,7 @@
 extension RequestHandler {
     /// - Parameter signingKey: the request's `Signing-Key` header, read only by the signing route.
     /// - Parameter client: the client's address (the one a trusted proxy names), read only by the web-ad route.
-    func answer(_ route: Route, body: [UInt8], signingKey: () -> String?, client: () -> String) -> HTTPReply {
+    func answer(_ route: Route, body: [UInt8], signingKey: () -> String?, client: String) -> HTTPReply {
         switch route {
         case .impressionSigning:
             guard let impressions else { return .text(404, "no signing service") }
@@ -13,7 +13,7 @@ extension RequestHandler {
         case .webAdPayload:
             guard let impressions else { return .text(404, "no web ads") }
             return impressions.webAdPayload(
-                body: body, client: IPAddress.client(client(), ipv6PrefixLength: configuration.clientIPv6PrefixLength))
+                body: body, client: IPAddress.client(client, ipv6PrefixLength: configuration.clientIPv6PrefixLength))
         case .livez:
             return .json(200) { $0.field("status", "alive") }
         case .readyz:
@@ -28,15 +28,7 @@ extension RequestHandler {
                 }
             }
         case .metrics:
-            let gauges = ServerMetrics.Gauges(
-                ready: isReady,
-                storageHealthy: [
-                    .postbacks: ingest.postbacks.isHealthy, .rejected: ingest.rejected.isHealthy,
-                    .unverifiable: ingest.unverifiable.isHealthy,
-                ],
-                dedupKeys: ingest.postbacks.dedupKeyCount, openConnections: watchdog.openConnections)
-            var page = metrics.render(gauges)
-            ingest.flow.render(into: &page)
+            var page = ingest.metricsPage(ready: isReady, openConnections: watchdog.openConnections)
             ProcessMetrics.render(into: &page)
             for source in metricsSources.withLock({ $0 }) { page.append(source()) }
             return .text(200, page.text, contentType: "text/plain; version=0.0.4; charset=utf-8")

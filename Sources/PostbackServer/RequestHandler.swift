@@ -19,6 +19,8 @@ final class RequestState: @unchecked Sendable {
     var startedProcessing: UInt64 = 0
     /// What `PostbackIngest` completed the postback with.
     let answer = Locked<PostbackIngest.Answer?>(nil)
+    /// The client's address, captured when the headers are in (`RequestHandler.clientAddress`).
+    var client = ""
     /// The client address counted in `RequestHandler.clientRequests` while this request is in progress.
     var countedClient: String?
 
@@ -53,7 +55,7 @@ final class RequestHandler: Sendable {
     /// Set when shutdown starts: replies say `Connection: close`, `/readyz` says not ready.
     let draining = Atomic<Bool>(false)
     /// Postbacks waiting for their signature check, and the threads that check them in batches
-    /// (nil with `thread_per_connection`: each connection's own thread checks its postback).
+    /// (nil on the signing listener, which takes no postbacks).
     let verifications: VerificationQueue?
 
     /// Requests in progress per client address, when `per_ip_connection_limit` is applied by client
@@ -78,7 +80,7 @@ final class RequestHandler: Sendable {
             ? .signing
             : .receiver(adNetworkPath: configuration.adNetworkPath.map(Route.normalize), webAds: impressions?.webAds != nil)
         self.verifications =
-            configuration.threadPerConnection || signingListener
+            signingListener
             ? nil
             : VerificationQueue(threads: configuration.threads) { jobs in
                 metrics.verificationBatch(size: jobs.count)
@@ -92,11 +94,6 @@ final class RequestHandler: Sendable {
                 metrics.connectionTimedOut(phase: phase.name)
                 if sampler.allows(.slowConnection) { log.info("slow connection closed", ["phase": .string(phase.name)]) }
             })
-    }
-
-    /// The handler behind a callback's context pointer (`HTTPDaemon` keeps it alive).
-    static func from(_ context: UnsafeMutableRawPointer) -> RequestHandler {
-        Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue()
     }
 
     var isReady: Bool { readinessProblems().isEmpty }
@@ -143,36 +140,27 @@ final class RequestHandler: Sendable {
         if let code = ServerMetrics.libraryResponseCode(inLogMessage: text) { metrics.libraryResponse(code: code) }
     }
 
-    func connectionNotification(
-        connection: HTTPConnection, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, started: Bool
-    ) {
-        if started {
-            let track = ConnectionWatchdog.Track(
-                descriptor: connection.descriptor,
-                client: IPAddress.client(connection.peerAddress, ipv6PrefixLength: configuration.clientIPv6PrefixLength))
-            // A new connection gets the short header deadline, not the keep-alive idle timeout: one
-            // that sends nothing is gone within seconds.
-            track.enter(.new, seconds: configuration.headerTimeoutSeconds)
-            socketContext.pointee = Unmanaged.passRetained(track).toOpaque()
-            if let refusal = watchdog.admit(track, limit: configuration.connectionLimit) {
-                metrics.connectionRefused(refusal.rawValue)
-            }
-        } else if let raw = socketContext.pointee {
-            let track = Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw)
-            watchdog.unregister(track.takeUnretainedValue())
-            track.release()
-            socketContext.pointee = nil
+    /// A connection was accepted: its watchdog track, which `HTTPDaemon` keeps until `connectionClosed`.
+    func connectionOpened(_ connection: HTTPConnection) -> ConnectionWatchdog.Track {
+        let peer = connection.peerAddress
+        let track = ConnectionWatchdog.Track(
+            descriptor: connection.descriptor,
+            client: IPAddress.client(peer, ipv6PrefixLength: configuration.clientIPv6PrefixLength), peerAddress: peer)
+        // A new connection gets the short header deadline, not the keep-alive idle timeout: one
+        // that sends nothing is gone within seconds.
+        track.enter(.new, seconds: configuration.headerTimeoutSeconds)
+        if let refusal = watchdog.admit(track, limit: configuration.connectionLimit) {
+            metrics.connectionRefused(refusal.rawValue)
         }
+        return track
     }
 
-    private func track(of connection: HTTPConnection) -> ConnectionWatchdog.Track? {
-        guard let raw = connection.socketContext else { return nil }
-        return Unmanaged<ConnectionWatchdog.Track>.fromOpaque(raw).takeUnretainedValue()
-    }
+    func connectionClosed(_ track: ConnectionWatchdog.Track) { watchdog.unregister(track) }
 
-    /// The request line arrived: the headers must follow within the header timeout.
-    func requestLineReceived(connection: HTTPConnection) -> UnsafeMutableRawPointer? {
-        if let track = track(of: connection) {
+    /// The request line arrived: the headers must follow within the header timeout. The state
+    /// returned is the request's until `requestCompleted` (`HTTPDaemon` keeps it).
+    func requestBegan(on connection: HTTPConnection) -> RequestState {
+        if let track = connection.track {
             // A new connection's first request keeps the deadline counted from the accept.
             if track.phase == .new {
                 track.continueAs(.headers)
@@ -181,22 +169,16 @@ final class RequestHandler: Sendable {
             }
         }
         requestsInProgress.enter()
-        return Unmanaged.passRetained(RequestState()).toOpaque()
+        return RequestState()
     }
 
-    func handle(
-        connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk,
-        requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    ) -> Int32 {
-        if requestContext.pointee == nil {
-            // No request-line notification came (should not happen): create the state here.
-            requestsInProgress.enter()
-            requestContext.pointee = Unmanaged.passRetained(RequestState()).toOpaque()
-        }
-        let request = Unmanaged<RequestState>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
+    /// One call of the request's state machine: what the connection is to do next.
+    func handle(_ request: RequestState, on connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk)
+        -> HTTPStep
+    {
         switch request.stage {
         case .new:
-            if track(of: connection)?.refusesRequests == true { return 0 }
+            if connection.track?.refusesRequests == true { return .refuse }
             // RFC 9112 §3.2: an HTTP/1.1 request must name its Host (libmicrohttpd answers without).
             let lacksHost = line.isHTTP11 && !connection.hasHeader("Host")
             return begin(request, connection: connection, path: line.path, method: line.methodName, lacksHost: lacksHost)
@@ -210,9 +192,9 @@ final class RequestHandler: Sendable {
                     chunk.append(to: &request.body)
                 }
                 chunk.consumed()
-                return 1
+                return .proceed
             }
-            track(of: connection)?.enter(.processing, seconds: nil)
+            connection.track?.enter(.processing, seconds: nil)
             if request.tooLarge {
                 request.stage = .done
                 return send(tooLarge(), route: request.route, on: connection, closing: true)
@@ -226,25 +208,22 @@ final class RequestHandler: Sendable {
                 return send(
                     answer(
                         request.route, body: body, signingKey: { connection.header(ImpressionService.keyHeader) },
-                        client: { clientAddress(of: connection) }),
+                        client: request.client),
                     route: request.route, on: connection)
             }
             return process(request, connection: connection)
         case .waiting:
-            guard let answer = request.answer.withLock({ $0 }) else { return 1 }
+            guard let answer = request.answer.withLock({ $0 }) else { return .proceed }
             request.stage = .done
             return send(answer.reply, route: request.route, on: connection, seconds: request.secondsProcessing)
         case .done:
-            return 1
+            return .proceed
         }
     }
 
-    /// A request ended: takes back its state (none if libmicrohttpd never told us of its request line).
-    func requestCompleted(
-        connection: HTTPConnection?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: Int32
-    ) {
-        let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
-        requestContext.pointee = nil
+    /// A request ended (`request` nil if libmicrohttpd never told us of its request line; `connection`
+    /// nil if it is gone already).
+    func requestCompleted(_ request: RequestState?, on connection: HTTPConnection?, termination: Int32) {
         defer { if request != nil { requestsInProgress.leave() } }
         if let connection { requestCompleted(request, connection: connection, termination: termination) }
     }
@@ -260,7 +239,7 @@ final class RequestHandler: Sendable {
             }
         }
         // The reply is out: the keep-alive idle timeout starts now.
-        if let track = track(of: connection), track.phase == .replying {
+        if let track = connection.track, track.phase == .replying {
             track.enter(.idle, seconds: configuration.idleTimeoutSeconds)
         }
         // `done`: this program queued the reply. Otherwise libmicrohttpd may have answered itself (its
@@ -269,7 +248,7 @@ final class RequestHandler: Sendable {
             let status = connection.replyStatus
             // libmicrohttpd rejected the request itself (a malformed Content-Length, …): where the
             // next request starts is uncertain, so none is taken from this connection.
-            if status >= 400 { track(of: connection)?.refuseFurtherRequests() }
+            if status >= 400 { connection.track?.refuseFurtherRequests() }
         }
         // MHD_REQUEST_TERMINATED_*: 0 completed; 1 error, 2 timeout, 3 shutdown, 4 read error, 5 client abort.
         switch termination {
@@ -281,9 +260,10 @@ final class RequestHandler: Sendable {
         }
     }
 
-    /// The peer's address, or the client a trusted proxy names (`trusted_proxies`).
+    /// The peer's address (read once per connection), or the client a trusted proxy names
+    /// (`trusted_proxies`: its headers are read only then).
     private func clientAddress(of connection: HTTPConnection) -> String {
-        let peer = connection.peerAddress
+        let peer = connection.track?.peerAddress ?? connection.peerAddress
         guard !configuration.trustedProxies.isEmpty else { return peer }
         return ClientAddress.resolve(
             peer: peer, forwardedFor: connection.header("X-Forwarded-For"), forwarded: connection.header("Forwarded"),
@@ -294,10 +274,11 @@ final class RequestHandler: Sendable {
     /// Every reply made here, before the body is read, closes the connection and says so
     /// (`Connection: close`), so a client pipelining behind it knows to send its next request anew.
     private func begin(_ request: RequestState, connection: HTTPConnection, path: String, method: String, lacksHost: Bool)
-        -> Int32
+        -> HTTPStep
     {
         let route = Route(path: path, listener: listener)
         request.route = route
+        request.client = clientAddress(of: connection)
         let (layout, headerBytes) = connection.headerLayout()
         if let violation = HTTPFraming.violation(layout: layout, headerBytes: headerBytes)
             ?? HTTPFraming.violation(in: connection.framingHeaders())
@@ -339,9 +320,9 @@ final class RequestHandler: Sendable {
             request.stage = .done
             return send(refusal, route: route, on: connection, closing: true)
         }
-        track(of: connection)?.enter(.body, seconds: configuration.bodyTimeoutSeconds)
+        connection.track?.enter(.body, seconds: configuration.bodyTimeoutSeconds)
         request.stage = .receiving
-        return 1
+        return .proceed
     }
 
     /// `per_ip_connection_limit` behind `trusted_proxies`: at most that many requests in progress per
@@ -350,7 +331,7 @@ final class RequestHandler: Sendable {
     private func admitClient(_ request: RequestState, connection: HTTPConnection) -> HTTPReply? {
         let limit = configuration.perIPConnectionLimit
         guard limit > 0, !configuration.trustedProxies.isEmpty else { return nil }
-        let client = clientAddress(of: connection)
+        let client = request.client
         let admitted = clientRequests.withLock { counts -> Bool in
             guard counts[client, default: 0] < limit else { return false }
             counts[client, default: 0] += 1
@@ -368,11 +349,10 @@ final class RequestHandler: Sendable {
     }
 
     /// The whole body is in: `PostbackIngest` takes it and completes with the reply once the record
-    /// is durable (or could not be made so); the connection only waits for that. By default it is
-    /// suspended while its postback waits for a verifying thread (`VerificationQueue`) and then for
-    /// the group commit, and the answer resumes it; with `thread_per_connection` the connection's own
-    /// thread verifies and waits. Either way the count shutdown drains (`commitsInProgress`) covers it.
-    private func process(_ request: RequestState, connection: HTTPConnection) -> Int32 {
+    /// is durable (or could not be made so); the connection only waits for that, suspended while its
+    /// postback waits for a verifying thread (`VerificationQueue`) and then for the group commit, and
+    /// the answer resumes it. The count shutdown drains (`commitsInProgress`) covers it.
+    private func process(_ request: RequestState, connection: HTTPConnection) -> HTTPStep {
         request.startedProcessing = DispatchTime.now().uptimeNanoseconds
         guard commitsInProgress.enterIfOpen() else {
             request.stage = .done
@@ -381,38 +361,24 @@ final class RequestHandler: Sendable {
         let body = request.body
         request.body = []
         request.stage = .waiting
-        let copy = configuration.copy(forHost: connection.header("Host"))
+        let received = PostbackIngest.Received(
+            body: body, route: request.route, copy: configuration.copy(forHost: connection.header("Host")),
+            client: request.client)
         guard let verifications else {
-            let answered = DispatchSemaphore(value: 0)
-            ingest.ingest(body: body, route: request.route, copy: copy, client: { [self] in clientAddress(of: connection) }) {
-                answer in
-                request.answer.withLock { $0 = answer }
-                answered.signal()
-            }
-            answered.wait()
+            // The signing listener takes no postbacks (its routes never reach here).
             commitsInProgress.leave()
             request.stage = .done
-            let answer = request.answer.withLock { $0 }!
-            // An answer made without a spool writer was never counted in the request duration here.
-            return send(
-                answer.reply, route: request.route, on: connection,
-                seconds: answer.waitedForStorage ? request.secondsProcessing : nil)
+            return send(.text(500, "no handler"), route: request.route, on: connection)
         }
-        connection.suspend()
-        // The client's address is read where a record keeps it (a rejection on the verifying thread,
-        // a conflicting copy on the spool writer's): the connection stays suspended (and so
-        // allocated, and untouched by its HTTP thread) until the answer resumes it.
-        let received = PostbackIngest.Received(
-            body: body, route: request.route, receivedAt: .now(), copy: copy,
-            client: { [self] in clientAddress(of: connection) })
-        verifications.submit(
-            .init(received: received) { [self] answer in
-                request.answer.withLock { $0 = answer }
-                connection.resume()
-                // Only now may shutdown stop the daemon: the connection is no longer touched here.
-                commitsInProgress.leave()
-            })
-        return 1
+        return .suspend { [self] resume in
+            verifications.submit(
+                .init(received: received) { [self] answer in
+                    request.answer.withLock { $0 = answer }
+                    resume()
+                    // Only now may shutdown stop the daemon: the connection is no longer touched here.
+                    commitsInProgress.leave()
+                })
+        }
     }
 
     private func tooLarge() -> HTTPReply {
@@ -421,15 +387,15 @@ final class RequestHandler: Sendable {
             detail: "the body limit is \(configuration.bodyLimitBytes) bytes; postbacks are about 1 KiB")
     }
 
-    /// Queues `reply`. `closing`: the connection ends after it, and the reply says so.
+    /// The step that queues `reply`, counted. `closing`: the connection ends after it, and the reply says so.
     private func send(
         _ reply: HTTPReply, route: Route, on connection: HTTPConnection, seconds: Double? = nil, closing: Bool = false
-    ) -> Int32 {
+    ) -> HTTPStep {
         metrics.request(route: route, code: reply.status, seconds: seconds)
         // Not `idle` before the reply is out: a connection at the limit must not be shed mid-reply,
         // unless its client does not read it (a slow reader, `ConnectionWatchdog.admit`). A client
         // that has not read the whole reply within the body timeout is cut off (phase `replying`).
-        track(of: connection)?.enter(.replying, seconds: configuration.bodyTimeoutSeconds)
-        return connection.queue(reply, closing: closing || draining.load(ordering: .relaxed)) ? 1 : 0
+        connection.track?.enter(.replying, seconds: configuration.bodyTimeoutSeconds)
+        return .reply(reply, closing: closing || draining.load(ordering: .relaxed))
     }
 }

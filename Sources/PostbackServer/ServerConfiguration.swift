@@ -66,9 +66,6 @@ package struct ServerConfiguration: Sendable {
     package var commitGatherSeconds = 0.0005
     /// HTTP worker threads (the epoll pool), and as many verifying threads (`VerificationQueue`).
     package var threads = ServerConfiguration.processorCount()
-    /// A thread per connection instead of the epoll pool: the thread waits for its group commit
-    /// instead of suspending the connection (bounded by `connectionLimit`).
-    package var threadPerConnection = false
     /// How long a shutdown waits for requests in progress.
     package var shutdownGraceSeconds = 10.0
     package var logLevel = ServerLog.Level.info
@@ -216,7 +213,7 @@ package struct ServerConfiguration: Sendable {
             case "segment_bytes": configuration.segmentBytes = try reader.integer(in: 4096...(1 << 40))
             case "commit_gather_ms": configuration.commitGatherSeconds = try reader.milliseconds()
             case "threads": configuration.threads = try reader.integer(in: 1...256)
-            case "thread_per_connection": configuration.threadPerConnection = try reader.bool()
+            case "thread_per_connection": throw ConfigurationError(Self.threadPerConnectionRefusal)
             case "shutdown_grace_seconds": configuration.shutdownGraceSeconds = try reader.seconds()
             case "trusted_proxies":
                 configuration.trustedProxies = try (reader.optionalStrings() ?? []).map { text throws(ConfigurationError) in
@@ -284,11 +281,15 @@ package struct ServerConfiguration: Sendable {
         return configuration
     }
 
+    /// Why `thread_per_connection` is refused: the mode is gone, and what took its place.
+    package static let threadPerConnectionRefusal =
+        "thread_per_connection is no longer a setting: the receiver has one threading mode, the epoll pool and as many verifying threads (\"threads\"), which measured at less CPU per postback; remove the key"
+
     /// The keys `parse` reads, for "did you mean" on a typo.
     package static let knownKeys = [
         "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
-        "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads", "thread_per_connection",
+        "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads",
         "shutdown_grace_seconds", "trusted_proxies", "developer_copy_hosts", "rejected_bytes_per_day",
         "rejected_bytes_per_client_per_day",
         "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint",

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Postbacks whose body is in, waiting for their signature check, and the threads that check them
-/// (the default mode; with `thread_per_connection` each connection's thread checks its own).
+/// (the receiver's one threading mode).
 ///
 /// An HTTP thread suspends the postback's connection and queues it here. A verifying thread takes
 /// the postbacks waiting at that moment and checks them together (`PostbackIngest.ingest(_:)`), so

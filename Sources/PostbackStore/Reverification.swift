@@ -214,7 +214,7 @@ package struct Reverification {
     private static func verdict(_ result: VerificationResult, _ decision: AcceptancePolicy.Decision) -> String {
         switch decision {
         case .quarantine(let reason): return "quarantined (\(reason.rawValue))"
-        case .reject(_, let policy?): return "not accepted (\(policy))"
+        case .reject(_, let policy?): return "not accepted (\(policy.rawValue))"
         case .reject(_, nil), .store: return result.status.rawValue
         }
     }

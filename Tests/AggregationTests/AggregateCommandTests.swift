@@ -115,14 +115,10 @@ import Testing
         let signer = TestPostbackSigner(key: key)
         var lines: [[UInt8]] = []
         for index in 0..<5 {
-            var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: "00000000-0000-4000-8000-00000000000\(index)")
+            var postback = SKAdNetworkTestPostback.v4(
+                transactionID: "00000000-0000-4000-8000-00000000000\(index)", sourceIdentifier: "1237")
             postback.adNetworkID = "net.skadnetwork"
             postback.appID = 111
-            postback.sourceIdentifier = "1237"
-            postback.redownload = false
-            postback.fidelityType = 1
-            postback.didWin = true
-            postback.postbackSequenceIndex = 0
             postback.conversionValue = 2
             lines.append(try signer.sign(postback))
         }

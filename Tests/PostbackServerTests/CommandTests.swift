@@ -129,41 +129,38 @@ import Testing
         #expect(PostbackCommand.run(["send", "--url", server.skadnetworkURL, "/nonexistent"], io: io) == .usageOrIOError)
     }
 
-    @Test func threadPerConnectionModeServesTheSame() throws {
-        let server = try TestServer { $0.threadPerConnection = true }
-        defer { server.stop() }
-        let bodies = (0..<40).map { TestPostbacks.body($0, seed: 43) }
-        let statuses = postConcurrently(bodies, to: server.skadnetworkURL, workers: 4)
-        #expect(statuses.allSatisfy { $0 == 200 } && statuses.count == 40)
-        #expect(try server.post(bodies[0]).text.contains("duplicate"))
-        #expect(try server.records(.postbacks).count == 40)
+    /// The receiver has one threading mode: a config naming the old second one stops `serve` with a
+    /// message that says what replaced it.
+    @Test func threadPerConnectionIsRefusedNamingWhatReplacedIt() throws {
+        let directory = TestServer.temporaryDirectory()
+        let path = directory + "/config.json"
+        try #"{"listen": "127.0.0.1:0", "data_dir": "data", "thread_per_connection": true}"#.write(
+            toFile: path, atomically: true, encoding: .utf8)
+        let errors = MemorySink()
+        let io = CommandIO(standardOutput: MemorySink(), standardError: errors)
+        #expect(ServeCommand.run(["--config", path], io: io) { _ in "unused" } == .usageOrIOError)
+        let message = errors.text
+        #expect(message.contains("thread_per_connection is no longer a setting"), "\(message)")
+        #expect(message.contains("the epoll pool and as many verifying threads"), "names what replaced it: \(message)")
+        #expect(message.contains("remove the key"), "\(message)")
+        #expect(!message.contains("did you mean"), "not taken for a typo: \(message)")
     }
 
-    /// One dispatch for both modes (issue 26): the same bodies get the same statuses, the same reply
-    /// bodies and the same request counts whether a verifying thread or the connection's own checks them.
-    @Test func bothModesAnswerTheSameBodiesAlike() throws {
+    /// The same bodies get the same statuses, reply bodies and request counts (issue 26).
+    @Test func repliesAndRequestCountsPerBody() throws {
         let bodies: [[UInt8]] = [
             TestPostbacks.body(0, seed: 44), TestPostbacks.body(0, seed: 44), Array("{}".utf8), Array("not json".utf8),
             TestPostbacks.body(1, seed: 44),
         ]
-        func run(threadPerConnection: Bool) throws -> (replies: [String], counts: [Double?]) {
-            let server = try TestServer { $0.threadPerConnection = threadPerConnection }
-            defer { server.stop() }
-            let replies = try bodies.map { body in
-                let response = try server.post(body)
-                return "\(response.status) \(response.text)"
-            }
-            let counts =
-                try [200, 400].map {
-                    try server.metric(#"postback_http_requests_total{route="skadnetwork-developer-copy",code="\#($0)"}"#)
-                } + [try server.metric("postback_request_duration_seconds_count")]
-            return (replies, counts)
-        }
-        let pool = try run(threadPerConnection: false)
-        let own = try run(threadPerConnection: true)
-        #expect(pool.replies == own.replies)
-        #expect(pool.counts == own.counts)
-        #expect(pool.counts == [3, 2, 5])
+        let server = try TestServer()
+        defer { server.stop() }
+        let statuses = try bodies.map { try server.post($0).status }
+        #expect(statuses == [200, 200, 400, 400, 200])
+        let counts =
+            try [200, 400].map {
+                try server.metric(#"postback_http_requests_total{route="skadnetwork-developer-copy",code="\#($0)"}"#)
+            } + [try server.metric("postback_request_duration_seconds_count")]
+        #expect(counts == [3, 2, 5])
     }
 }
 

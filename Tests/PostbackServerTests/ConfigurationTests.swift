@@ -16,7 +16,7 @@ import Testing
              "allow_development": true, "trust_keys": ["keys/test.pem", "/abs/other.pem"], "body_limit_bytes": 1000,
              "header_timeout_seconds": 2.5, "body_timeout_seconds": 3, "idle_timeout_seconds": 4,
              "connection_limit": 50, "per_ip_connection_limit": 5, "segment_bytes": 1048576, "commit_gather_ms": 2, "threads": 3,
-             "thread_per_connection": true, "shutdown_grace_seconds": 7, "log_level": "debug",
+             "shutdown_grace_seconds": 7, "log_level": "debug",
              "trusted_proxies": ["10.0.0.0/8", "::1"], "rejected_bytes_per_day": 5000, "rejected_bytes_per_client_per_day": 600, "rejected_body_keep_bytes": 100,
              "reserved_free_bytes": 7000}
             """)
@@ -36,7 +36,6 @@ import Testing
         #expect(configuration.segmentBytes == 1 << 20)
         #expect(configuration.commitGatherSeconds == 0.002)
         #expect(configuration.threads == 3)
-        #expect(configuration.threadPerConnection)
         #expect(configuration.shutdownGraceSeconds == 7)
         #expect(configuration.logLevel == .debug)
         #expect(configuration.trustedProxies == [CIDR("10.0.0.0/8")!, CIDR("::1")!])

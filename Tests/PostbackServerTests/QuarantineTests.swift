@@ -12,17 +12,11 @@ import Testing
 /// with their flags; neither changes what the signature decides.
 @Suite struct QuarantineTests {
     static func skan4(version: String = "4.0", transactionID: String) -> SKAdNetworkTestPostback {
-        var postback = SKAdNetworkTestPostback(version: version, transactionID: transactionID)
-        postback.sourceIdentifier = "1234"
-        postback.redownload = false
-        postback.fidelityType = 1
-        postback.didWin = true
-        postback.postbackSequenceIndex = 0
-        return postback
+        .v4(transactionID: transactionID, version: version)
     }
 
     @Test func unknownVersionIsQuarantinedNotRefused() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let body = try TestPostbacks.signer.sign(Self.skan4(version: "5.0", transactionID: "q-unknown-version-1"))
         let reply = try server.post(body)
@@ -39,7 +33,7 @@ import Testing
         #expect(try server.records(.postbacks).isEmpty)
         #expect(try server.records(.rejected).isEmpty)
         #expect(server.logs.contains("postback quarantined"))
-        let metrics = try server.get("/metrics").text
+        let metrics = try server.metricsPage()
         #expect(metrics.contains(#"postback_quarantined_total{reason="unknown-version"} 1"#))
         #expect(metrics.contains(#"postback_spool_records_total{spool="unverifiable"} 1"#))
     }
@@ -48,7 +42,7 @@ import Testing
     /// after a restart; another body is stored too, whatever transaction-id it claims.
     @Test func aRetriedQuarantinedBodyIsStoredOnce() throws {
         let directory = TestServer.temporaryDirectory()
-        var server = try TestServer(dataDirectory: directory)
+        var server = try InProcessReceiver(dataDirectory: directory)
         let body = try TestPostbacks.signer.sign(Self.skan4(version: "5.0", transactionID: "q-retry-1"))
         #expect(try server.post(body).text.contains(#""status":"quarantined""#))
         let again = try server.post(body)
@@ -61,7 +55,7 @@ import Testing
         #expect(try server.records(.unverifiable).count == 2)
         #expect(try server.metric(#"postback_quarantined_total{reason="unknown-version"}"#) == 2)
         server.stop()
-        server = try TestServer(dataDirectory: directory)
+        server = try InProcessReceiver(dataDirectory: directory)
         defer { server.stop() }
         #expect(try server.post(body).text.contains(#""status":"duplicate""#), "the quarantine's keys are recovered")
         #expect(try server.records(.unverifiable).count == 2)
@@ -89,7 +83,7 @@ import Testing
                 to: layout.partition(.unverifiable, day: day) + "/" + StoreLayout.segmentName(writer: "rx0", sequence: 1))
             bodies.append(body)
         }
-        let server = try TestServer(dataDirectory: directory)
+        let server = try InProcessReceiver(dataDirectory: directory)
         defer { server.stop() }
         let yesterday = try server.post(bodies[0])
         #expect(yesterday.text.contains(#""status":"duplicate""#), "\(yesterday.text)")
@@ -102,7 +96,7 @@ import Testing
     /// replay with other unsigned values is a duplicate. One under an unknown kid is keyed by its bytes,
     /// so a forgery posted first under the same postback-identifier cannot shadow the genuine copy.
     @Test func quarantineKeysAreSignedKeysOrBytes() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         var postback = AdAttributionKitTestPostback(postbackIdentifier: "q-key-1")
         postback.conversionType = "install"
@@ -121,7 +115,7 @@ import Testing
     }
 
     @Test func unknownKeyIDIsQuarantinedButADevelopmentKeyNotAllowedIsRefused() throws {
-        let server = try TestServer {
+        let server = try InProcessReceiver {
             $0.allowsDevelopment = false
             $0.testKeys = []
         }
@@ -139,7 +133,7 @@ import Testing
     }
 
     @Test func signedValueWeDoNotKnowIsQuarantinedWithItsFlag() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         var postback = AdAttributionKitTestPostback(postbackIdentifier: "q-new-conversion-type-1")
         postback.conversionType = "install"
@@ -155,7 +149,7 @@ import Testing
     }
 
     @Test func flaggedPostbackIsStoredWithItsFlagsAndCounted() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         var postback = Self.skan4(transactionID: "q-flagged-1")
         postback.coarseConversionValue = "HIGH"
@@ -171,7 +165,7 @@ import Testing
             ])
         #expect(record.attribution?.coarseValue == .high)
         #expect(record.attribution?.countryCode == nil)
-        let metrics = try server.get("/metrics").text
+        let metrics = try server.metricsPage()
         #expect(metrics.contains(#"postback_flags_total{field="coarse-conversion-value",action="normalized"} 1"#))
         #expect(metrics.contains(#"postback_flags_total{field="country-code",action="dropped"} 1"#))
         #expect(!metrics.contains("USA"), "raw values never reach metric labels")
@@ -183,7 +177,7 @@ import Testing
 /// 503 with Retry-After (not stored, so not acknowledged: a genuine device retries later).
 @Suite struct QuarantineBudgetTests {
     @Test func aFloodOfUnknownVersionsStaysWithinTheQuarantineBudget() throws {
-        let server = try TestServer { $0.rejectedBytesPerDay = 16 << 10 }
+        let server = try InProcessReceiver { $0.rejectedBytesPerDay = 16 << 10 }
         defer { server.stop() }
         var statuses: [Int: Int] = [:]
         var retryAfter = false

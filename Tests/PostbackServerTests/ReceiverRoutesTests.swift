@@ -7,7 +7,8 @@ import Postbacks
 import TestSupport
 import Testing
 
-/// Every route and status, against the real server over HTTP.
+/// Every route and status: what HTTP itself decides against the real server, what the policy
+/// stores and answers in process (`InProcessReceiver`, the same store and executor).
 @Suite struct ReceiverRoutesTests {
     @Test func verifiedPostbackIsStoredAndAnswered200() throws {
         let server = try TestServer()
@@ -52,7 +53,7 @@ import Testing
     }
 
     @Test func duplicateIsAnswered200AndStoredOnceWithTheFirstValues() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let id = UUID().uuidString.lowercased()
         let first = TestPostbacks.skan4(transactionID: id, conversionValue: 10)
@@ -96,7 +97,7 @@ import Testing
     }
 
     @Test func malformedBodyGets400ProblemAndIsKeptInTheRejectedStore() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let body = Array(#"{"version":"4.0","ad-network-id":"x"#.utf8)
         let response = try server.post(body, to: server.appAttributionURL)
@@ -120,7 +121,7 @@ import Testing
     }
 
     @Test func badSignatureGets400AndIsRejected() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         // Change a signed field: the signature no longer covers the message.
         let good = String(
@@ -141,7 +142,7 @@ import Testing
     }
 
     @Test func developmentPostbacksAreRejectedWhereNotAllowed() throws {
-        let server = try TestServer {
+        let server = try InProcessReceiver {
             $0.allowsDevelopment = false
             $0.testKeys = []
         }
@@ -156,7 +157,7 @@ import Testing
         // Apple's own AdAttributionKit example, signed with apple-development-identifier/1.
         let body = try ReplayTests.apple("aak_apple-doc_developer-settings_apple-development-identifier-1.json")
 
-        let production = try TestServer {
+        let production = try InProcessReceiver {
             $0.allowsDevelopment = false
             $0.testKeys = []
         }
@@ -169,7 +170,7 @@ import Testing
         let rejected = try #require(try production.records(.rejected).first)
         #expect(rejected.reason?.contains("apple-development-identifier/1") == true)
 
-        let development = try TestServer { $0.allowsDevelopment = true }
+        let development = try InProcessReceiver { $0.allowsDevelopment = true }
         defer { development.stop() }
         #expect(try development.post(body, to: development.appAttributionURL).status == 200)
         let stored = try #require(try development.records(.postbacks).first)
@@ -179,7 +180,7 @@ import Testing
     }
 
     @Test func otherAdNetworksAreRejectedWithAReason() throws {
-        let server = try TestServer { $0.acceptedAdNetworkIDs = ["ours.skadnetwork"] }
+        let server = try InProcessReceiver { $0.acceptedAdNetworkIDs = ["ours.skadnetwork"] }
         defer { server.stop() }
         let ours = TestPostbacks.skan4(
             transactionID: UUID().uuidString.lowercased(), conversionValue: 1, adNetworkID: "ours.skadnetwork")

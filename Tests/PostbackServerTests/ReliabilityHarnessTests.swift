@@ -25,10 +25,10 @@ import Testing
     }
 
     @Test func serveOptionsReachTheReceiversConfig() throws {
-        let written = try writeConfig(options: #""thread_per_connection": true, "threads": 3,"#, overrides: "{}")
+        let written = try writeConfig(options: #""commit_gather_ms": 2, "threads": 3,"#, overrides: "{}")
         #expect(written.status == 0, "\(written.stderr)")
         let configuration = try ServerConfiguration.parse(written.config)
-        #expect(configuration.threadPerConnection)
+        #expect(configuration.commitGatherSeconds == 0.002)
         #expect(configuration.threads == 3)
         #expect(configuration.allowsDevelopment, "the harness's own settings stay")
     }
@@ -46,14 +46,14 @@ import Testing
         let written = try writeConfig(options: "", overrides: "{}")
         #expect(written.status == 0, "\(written.stderr)")
         let configuration = try ServerConfiguration.parse(written.config)
-        #expect(configuration.threadPerConnection == ServerConfiguration().threadPerConnection)
+        #expect(configuration.commitGatherSeconds == ServerConfiguration().commitGatherSeconds)
     }
 
     @Test func aMalformedFragmentStopsWithTheRemedy() throws {
-        let written = try writeConfig(options: "thread_per_connection: true", overrides: "{}")
+        let written = try writeConfig(options: "threads: 3", overrides: "{}")
         #expect(written.status != 0)
         #expect(written.stderr.contains("SERVE_OPTIONS is not JSON object members"))
-        #expect(written.stderr.contains(#"'"thread_per_connection": true,'"#), "names the form to write")
+        #expect(written.stderr.contains(#"'"threads": 3,'"#), "names the form to write")
         #expect(!written.stderr.contains("Traceback"))
         #expect(written.config.isEmpty, "no config written")
     }

@@ -98,7 +98,7 @@ import Testing
     @Test func theFirstCopyWinsEvenWhenItIsTheAlteredOne() throws {
         let genuine = try Self.apple("skan-4.0_apple-doc_web-ad-tier-low.json")
         let altered = Self.replay(genuine, #""coarse-conversion-value": "high""#, #""coarse-conversion-value": "low""#)
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         #expect(try server.post(altered).status == 200)
         #expect(try server.post(genuine).text.contains(#""status":"duplicate""#))
@@ -118,7 +118,7 @@ import Testing
             Self.replay(genuine, #""country-code": "US""#, #""country-code": "DE""#),
             Self.replay(genuine, #""ad-interaction-type": "click""#, #""ad-interaction-type": "view""#),
         ]
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         #expect(try server.post(genuine, to: server.appAttributionURL).status == 200)
         for body in replays {

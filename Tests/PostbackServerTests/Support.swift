@@ -14,39 +14,16 @@ import Testing
     import Glibc
 #endif
 
-/// A real server on a loopback port with its own temporary data directory.
-final class TestServer: Sendable {
-    let server: PostbackServer
-    let dataDirectory: String
-    let logs: LogCapture
-    var base: String { "http://127.0.0.1:\(server.port)" }
-    var skadnetworkURL: String { base + "/.well-known/skadnetwork/report-attribution/" }
-    var appAttributionURL: String { base + "/.well-known/appattribution/report-attribution/" }
+/// What the tests read from a receiver, live (`TestServer`) or in process (`InProcessReceiver`):
+/// its store and its metrics page.
+protocol ReceiverUnderTest {
+    var dataDirectory: String { get }
+    var logs: LogCapture { get }
+    /// The `/metrics` page's text.
+    func metricsPage() throws -> String
+}
 
-    /// - Parameter configure: adjusts the configuration (listen, data dir and writer id are preset).
-    init(
-        dataDirectory: String? = nil, writerID: String = "test", storage: any SpoolStorage = POSIXSpoolStorage(),
-        configure: (inout ServerConfiguration) -> Void = { _ in }
-    ) throws {
-        let directory = dataDirectory ?? TestServer.temporaryDirectory()
-        var configuration = ServerConfiguration()
-        configuration.listen = "127.0.0.1:0"
-        configuration.dataDirectory = directory
-        configuration.writerID = writerID
-        configuration.allowsDevelopment = true
-        configuration.testKeys = [TestPostbacks.trusted]
-        configuration.threads = 2
-        configure(&configuration)
-        let logs = LogCapture()
-        self.logs = logs
-        self.dataDirectory = directory
-        server = try PostbackServer.start(configuration: configuration, storage: storage, log: logs.log)
-    }
-
-    static func temporaryDirectory() -> String { TemporaryDirectory.create("postback-server-tests") }
-
-    func stop() { server.shutdown() }
-
+extension ReceiverUnderTest {
     var layout: StoreLayout { StoreLayout(root: dataDirectory) }
 
     /// Every record in `spool`, in segment order.
@@ -65,6 +42,57 @@ final class TestServer: Sendable {
         try layout.days(spool).flatMap { try layout.segments(spool, day: $0) }
     }
 
+    /// The value of one metric line (`name{labels}`), or nil when absent.
+    func metric(_ series: String) throws -> Double? {
+        let text = try metricsPage()
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1))
+        }
+        return nil
+    }
+}
+
+extension ServerConfiguration {
+    /// The tests' receiver: loopback on a free port, a new temporary data directory unless one is
+    /// given, development postbacks and the test key accepted, two threads; `configure` adjusts the rest.
+    static func forTests(
+        dataDirectory: String?, writerID: String, configure: (inout ServerConfiguration) -> Void
+    ) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.listen = "127.0.0.1:0"
+        configuration.dataDirectory = dataDirectory ?? TestServer.temporaryDirectory()
+        configuration.writerID = writerID
+        configuration.allowsDevelopment = true
+        configuration.testKeys = [TestPostbacks.trusted]
+        configuration.threads = 2
+        configure(&configuration)
+        return configuration
+    }
+}
+
+/// A real server on a loopback port with its own temporary data directory.
+final class TestServer: ReceiverUnderTest, Sendable {
+    let server: PostbackServer
+    let dataDirectory: String
+    let logs: LogCapture
+    var base: String { "http://127.0.0.1:\(server.port)" }
+    var skadnetworkURL: String { base + "/.well-known/skadnetwork/report-attribution/" }
+    var appAttributionURL: String { base + "/.well-known/appattribution/report-attribution/" }
+
+    /// - Parameter configure: adjusts the configuration (listen, data dir and writer id are preset).
+    init(
+        dataDirectory: String? = nil, writerID: String = "test", storage: any SpoolStorage = POSIXSpoolStorage(),
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) throws {
+        let configuration = ServerConfiguration.forTests(dataDirectory: dataDirectory, writerID: writerID, configure: configure)
+        (self.dataDirectory, logs) = (configuration.dataDirectory, LogCapture())
+        server = try PostbackServer.start(configuration: configuration, storage: storage, log: logs.log)
+    }
+
+    static func temporaryDirectory() -> String { TemporaryDirectory.create("postback-server-tests") }
+
+    func stop() { server.shutdown() }
+
     func post(_ body: [UInt8], to url: String? = nil) throws -> HTTPResponse {
         try HTTPClient().post(url ?? skadnetworkURL, body: body)
     }
@@ -73,29 +101,7 @@ final class TestServer: Sendable {
         try HTTPClient().get(base + path)
     }
 
-    /// The value of one metric line (`name{labels}`), or nil when absent.
-    func metric(_ series: String) throws -> Double? {
-        let text = try get("/metrics").text
-        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
-            return Double(line.dropFirst(series.count + 1))
-        }
-        return nil
-    }
-}
-
-/// Captures the server's JSON log lines.
-final class LogCapture: Sendable {
-    private let lines = Locked<[String]>([])
-
-    var log: ServerLog {
-        ServerLog(minimumLevel: .debug) { [self] bytes in
-            lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
-        }
-    }
-
-    var all: [String] { lines.withLock { $0 } }
-
-    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
+    func metricsPage() throws -> String { try get("/metrics").text }
 }
 
 extension FaultyStorage {

@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func unknownClaimAndHeaderMemberAreCountedFlaggedAndMeasured() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let claim = try Self.signed("um-claim-1") { $0.extraClaims = [("store-region", #""eu""#)] }
         let claimAgain = try Self.signed("um-claim-2") { $0.extraClaims = [("store-region", #""us""#)] }
@@ -43,14 +43,14 @@ import Testing
     }
 
     @Test func unknownMemberNamesShareOneLabelPastTheCap() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let names = (0..<(16 + 4)).map { "new-claim-\($0)" }
         for (index, name) in names.enumerated() {
             let body = try Self.signed("um-cap-\(index)") { $0.extraClaims = [(name, "1")] }
             #expect(try server.post(body, to: server.appAttributionURL).status == 200)
         }
-        let page = try server.get("/metrics").text
+        let page = try server.metricsPage()
         let series = page.split(separator: "\n").filter { $0.hasPrefix("postback_unrecognized_members_total{") }
         #expect(series.count == 16 + 1, "\(series)")
         #expect(try server.metric(#"postback_unrecognized_members_total{field="jws-claim",member="other"}"#) == 4)
@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test func refusedHeaderMembersAndAlgorithmsStayRefused() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let headers = [
             #"{"kid":"apple-cas-identifier/0","alg":"ES256","crit":["zip"],"zip":"x"}"#,
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func unknownValuesOfGroupingFieldsStillQuarantine() throws {
-        let server = try TestServer()
+        let server = try InProcessReceiver()
         defer { server.stop() }
         let edits: [(inout AdAttributionKitTestPostback) -> Void] = [
             { $0.conversionType = "install" },

@@ -35,7 +35,7 @@ import Testing
 
         func job(_ number: Int) -> VerificationQueue.Job {
             let received = PostbackIngest.Received(
-                body: [UInt8(number)], route: .skadnetwork, receivedAt: .now(), copy: .network, client: { "test" })
+                body: [UInt8(number)], route: .skadnetwork, receivedAt: .now(), copy: .network, client: "test")
             return .init(received: received) { _ in }
         }
 

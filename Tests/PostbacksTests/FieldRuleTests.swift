@@ -186,7 +186,8 @@ import Testing
             ),
         ]
         for (edit, flag) in cases {
-            var postback = SKAdNetworkTestPostback.v4(transactionID: "c1d2e3f4-0000-4000-8000-000000000400")
+            var postback = SKAdNetworkTestPostback.v4(
+                transactionID: "c1d2e3f4-0000-4000-8000-000000000400", sourceIdentifier: "5239")
             edit(&postback)
             let body = try TestKeys.signer256.sign(postback)
             let result = TestKeys.devVerifier.verify(body: body)

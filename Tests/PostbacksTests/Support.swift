@@ -64,19 +64,6 @@ extension PostbackVerifier {
     func verify(_ text: String) -> VerificationResult { verify(body: Array(text.utf8)) }
 }
 
-extension SKAdNetworkTestPostback {
-    /// A SKAdNetwork 4.0 postback of source identifier 5239, a first-time download from a StoreKit-rendered ad.
-    static func v4(transactionID: String, didWin: Bool = true, sequenceIndex: Int = 0) -> SKAdNetworkTestPostback {
-        var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: transactionID)
-        postback.sourceIdentifier = "5239"
-        postback.redownload = false
-        postback.fidelityType = 1
-        postback.didWin = didWin
-        postback.postbackSequenceIndex = sequenceIndex
-        return postback
-    }
-}
-
 // Cases as optionals, so that a test can `#require` the one it expects instead of returning early.
 extension Postback {
     var skadnetwork: SKAdNetworkPostback? { if case .skadnetwork(let postback) = self { postback } else { nil } }

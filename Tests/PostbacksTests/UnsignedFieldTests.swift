@@ -104,7 +104,8 @@ import Testing
 
     /// SKAdNetwork 4.0, window 1, carrying a fine value: the fine value is dropped, the postback counts.
     @Test func fineValueInALaterWindowIsDropped() throws {
-        var postback = SKAdNetworkTestPostback.v4(transactionID: "a1b2c3d4-0000-4000-8000-000000000011", sequenceIndex: 1)
+        var postback = SKAdNetworkTestPostback.v4(
+            transactionID: "a1b2c3d4-0000-4000-8000-000000000011", sourceIdentifier: "5239", sequenceIndex: 1)
         postback.conversionValue = 42
         let result = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(postback))
         #expect(result.status == .verified, "\(result.reason ?? "")")
@@ -119,7 +120,8 @@ import Testing
     /// on a non-winning postback, fine or coarse, SKAdNetwork or AdAttributionKit, was added on the
     /// way: dropped and flagged; the signature still decides, so the postback verifies and counts.
     @Test func valuesOnNonWinningPostbacksAreDropped() throws {
-        var skan = SKAdNetworkTestPostback.v4(transactionID: "a1b2c3d4-0000-4000-8000-000000000012", didWin: false)
+        var skan = SKAdNetworkTestPostback.v4(
+            transactionID: "a1b2c3d4-0000-4000-8000-000000000012", sourceIdentifier: "5239", didWin: false)
         skan.coarseConversionValue = "high"
         let coarse = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(skan))
         #expect(coarse.status == .verified, "\(coarse.reason ?? "")")

@@ -110,9 +110,9 @@ func verifiedRecords(_ root: String) throws -> [SpoolRecord] {
 final class ForwardingReceiver: @unchecked Sendable {
     let server: PostbackServer
     /// nil for a receiver with no destinations (the downstream).
-    let forwarding: PartnerForwarding?
+    let forwarding: DeliveryService?
     let dataDirectory: String
-    let logs = LogLines()
+    let logs = LogCapture()
 
     init(
         forward: String, environment: [String: String] = [:], dataDirectory: String? = nil, writerID: String = "rx-forward",
@@ -129,10 +129,7 @@ final class ForwardingReceiver: @unchecked Sendable {
         configuration.threads = 2
         configuration.forward = try StrictJSONParser.parse(Array(forward.utf8))
         configuration.segmentMaxAgeSeconds = 0.2
-        let logs = self.logs
-        let log = ServerLog(minimumLevel: .debug) { bytes in
-            logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
-        }
+        let log = logs.log
         server = try PostbackServer.start(configuration: configuration, log: log)
         forwarding = try ServeForwarding.start(
             server: server, log: log, environment: environment, scanIntervalSeconds: 0.1,

@@ -23,9 +23,9 @@ final class ShippingReceiver: @unchecked Sendable {
     static let synthetic = SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0])
 
     let server: PostbackServer
-    let worker: SpoolDeliveryWorker
+    let worker: DeliveryService
     let dataDirectory: String
-    let logs = LogLines()
+    let logs = LogCapture()
 
     init(
         store: ObjectStoreServer, prefix: String, writerID: String, dataDirectory: String? = nil,
@@ -45,10 +45,7 @@ final class ShippingReceiver: @unchecked Sendable {
         configuration.segmentMaxAgeSeconds = 0.2
         configuration.localRetentionHours = retentionSeconds.map { $0 / 3600 }
         configuration.sharedDedupDays = sharedDedupDays
-        let logs = self.logs
-        let log = ServerLog(minimumLevel: .debug) { bytes in
-            logs.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
-        }
+        let log = logs.log
         let sharedKeys = try ServeShipping.sharedDedupKeys(configuration, log: log, environment: store.environment)
         let server = try PostbackServer.start(configuration: configuration, log: log, sharedDedupKeys: sharedKeys)
         self.server = server
@@ -91,10 +88,6 @@ final class ShippingReceiver: @unchecked Sendable {
         }
         return segments
     }
-}
-
-final class LogLines: Sendable {
-    let lines = Locked<[String]>([])
 }
 
 /// Every object under `prefix`: relative key → bytes.

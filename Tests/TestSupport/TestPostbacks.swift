@@ -20,17 +20,29 @@ package enum TestPostbacks {
         transactionID: String, conversionValue: Int?, adNetworkID: String = "example123.skadnetwork",
         coarseConversionValue: String? = nil, countryCode: String? = nil
     ) -> [UInt8] {
-        var postback = SKAdNetworkTestPostback(version: "4.0", transactionID: transactionID)
+        var postback = SKAdNetworkTestPostback.v4(transactionID: transactionID)
         postback.adNetworkID = adNetworkID
-        postback.sourceIdentifier = "1234"
-        postback.redownload = false
-        postback.fidelityType = 1
-        postback.didWin = true
-        postback.postbackSequenceIndex = 0
         postback.sourceAppID = 1_000_001
         postback.conversionValue = conversionValue
         postback.coarseConversionValue = coarseConversionValue
         postback.countryCode = countryCode
         return try! signer.sign(postback)
+    }
+}
+
+extension SKAdNetworkTestPostback {
+    /// The tests' one SKAdNetwork 4.0 postback shape (any `version` may be claimed, e.g. an unknown
+    /// 5.0): source identifier `sourceIdentifier`, a first-time download from a StoreKit-rendered ad.
+    package static func v4(
+        transactionID: String, version: String = "4.0", sourceIdentifier: String = "1234", didWin: Bool = true,
+        sequenceIndex: Int = 0
+    ) -> SKAdNetworkTestPostback {
+        var postback = SKAdNetworkTestPostback(version: version, transactionID: transactionID)
+        postback.sourceIdentifier = sourceIdentifier
+        postback.redownload = false
+        postback.fidelityType = 1
+        postback.didWin = didWin
+        postback.postbackSequenceIndex = sequenceIndex
+        return postback
     }
 }

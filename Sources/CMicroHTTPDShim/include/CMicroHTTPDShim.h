@@ -27,8 +27,6 @@ typedef void (*postback_mhd_logger)(void *context, const char *message);
 
 struct postback_mhd_settings {
     int listen_fd;
-    /// Nonzero: a thread per connection (poll), no pool and no suspend/resume.
-    int thread_per_connection;
     unsigned int thread_pool_size;
     unsigned int connection_limit;
     unsigned int per_ip_connection_limit;
@@ -46,8 +44,7 @@ struct postback_mhd_settings {
     void *logger_context;
 };
 
-/// Starts a daemon on an already listening socket: an epoll thread pool with suspend/resume, or a
-/// thread per connection.
+/// Starts a daemon on an already listening socket: an epoll thread pool with suspend/resume.
 /// Returns NULL on failure. `logger_box` receives a small allocation the logger needs for the
 /// daemon's lifetime; pass it to postback_mhd_stop.
 struct MHD_Daemon *postback_mhd_start(const struct postback_mhd_settings *settings, void **logger_box);

@@ -126,14 +126,14 @@ enum ServeCommand {
         } catch {
             return startupError("shipping to the object store: \(error)")
         }
-        let shipping: SpoolDeliveryWorker?
+        let shipping: DeliveryService?
         do {
             shipping = try ServeShipping.start(server: server, log: log)
         } catch {
             server.shutdown()
             return startupError("shipping to the object store: \(error)")
         }
-        let forwarding: PartnerForwarding?
+        let forwarding: DeliveryService?
         do {
             forwarding = try ServeForwarding.start(server: server, log: log)
         } catch {
@@ -141,43 +141,27 @@ enum ServeCommand {
             shipping?.stop()
             return startupError("forwarding to partners: \(error)")
         }
+        let services = services(receiver: server, shipping: shipping, forwarding: forwarding, log: log)
         let reason = waitForStop(server)
         log.info("stop requested", ["signal": .string(reason)])
-        server.shutdown()
-        deliverSealedSegments(
-            shipping: shipping, forwarding: forwarding, within: server.configuration.shutdownDeliverySeconds, log: log)
-        shipping?.stop()
-        forwarding?.stop()
+        services.shutdown()
         return .success
     }
 
-    /// After the shutdown sealed the last segments: ships and forwards them before exiting, for at
-    /// most `seconds` (all destinations at once), so a receiver scaled down does not leave its last
-    /// minutes on a disk nobody may start again. What is left is logged; the next start delivers it.
-    static func deliverSealedSegments(
-        shipping: SpoolDeliveryWorker?, forwarding: PartnerForwarding?, within seconds: Double, log: ServerLog
-    ) {
-        let workers =
-            (shipping.map { [("object store", $0)] } ?? [])
-            + (forwarding?.forwarders ?? []).map { ($0.destination.name, $0.worker) }
-        guard !workers.isEmpty, seconds > 0 else { return }
-        log.info("delivering the sealed segments before exit", ["within_seconds": .double(seconds)])
-        let delivered = Locked([Bool](repeating: false, count: workers.count))
-        DispatchQueue.concurrentPerform(iterations: workers.count) { index in
-            let done = workers[index].1.deliverPending(within: seconds)
-            delivered.withLock { $0[index] = done }
-        }
-        for (index, done) in delivered.withLock({ $0 }).enumerated() {
-            let (name, worker) = workers[index]
-            if done {
-                log.info("every sealed segment delivered before exit", ["destination": .string(name)])
-            } else {
-                let left = worker.status.pendingSegments.values.reduce(0, +)
-                log.warning(
-                    "segments not delivered before exit: they stay on local disk and are delivered at the next start",
-                    ["destination": .string(name), "segments": .int(left), "within_seconds": .double(seconds)])
-            }
-        }
+    /// `serve`'s services in the order they stop: the receiver (requests in progress get
+    /// `shutdown_grace_seconds`; nothing more is stored), then shipping and forwarding together, which
+    /// deliver what its shutdown sealed within `shutdown_delivery_seconds`, so a receiver scaled down
+    /// does not leave its last minutes on a disk nobody may start again (the next start delivers the rest).
+    static func services(
+        receiver: PostbackServer, shipping: DeliveryService?, forwarding: DeliveryService?, log: ServerLog
+    ) -> ServiceGroup {
+        let deliverySeconds = receiver.configuration.shutdownDeliverySeconds
+        return ServiceGroup([
+            .init([receiver], seconds: receiver.configuration.shutdownGraceSeconds),
+            .init([shipping, forwarding].compactMap { $0 }, seconds: deliverySeconds) {
+                log.info("delivering the sealed segments before exit", ["within_seconds": .double(deliverySeconds)])
+            },
+        ])
     }
 
     /// The configuration from `--config` and the flags that override it.

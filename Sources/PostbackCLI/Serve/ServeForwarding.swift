@@ -11,7 +11,7 @@ enum ServeForwarding {
     static func start(
         server: PostbackServer, log: ServerLog, environment: [String: String]? = nil,
         scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff()
-    ) throws -> PartnerForwarding? {
+    ) throws -> DeliveryService? {
         let configuration = server.configuration
         guard let forward = configuration.forward else { return nil }
         let settings = try ForwardSettings.parseList(
@@ -50,7 +50,10 @@ enum ServeForwarding {
                     "forwarding stopped by a local problem; retrying", ["destination": .string(name), "detail": .string(detail)])
             }
         }
-        server.addMetricsSource { [weak forwarding] in forwarding?.renderMetrics() ?? "" }
+        let service = DeliveryService(
+            workers: forwarding.forwarders.map { ($0.destination.name, $0.worker) }, log: log,
+            render: { forwarding.renderMetrics() }, stop: { forwarding.stop() })
+        server.addMetrics(of: service)
         for destination in settings {
             log.info(
                 "forwarding verified postbacks",
@@ -60,6 +63,6 @@ enum ServeForwarding {
                     "segment_max_age_seconds": .double(configuration.effectiveSegmentMaxAgeSeconds ?? 0),
                 ])
         }
-        return forwarding
+        return service
     }
 }

@@ -16,7 +16,7 @@ enum ServeShipping {
     static func start(
         server: PostbackServer, log: ServerLog, environment: [String: String]? = nil,
         scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff()
-    ) throws -> SpoolDeliveryWorker? {
+    ) throws -> DeliveryService? {
         let configuration = server.configuration
         guard let client = try client(configuration, environment: environment) else { return nil }
         let location = client.location
@@ -61,14 +61,16 @@ enum ServeShipping {
                 log.error("shipping stopped by a local problem; retrying", ["detail": .string(detail)])
             }
         }
-        server.addMetricsSource { [weak worker] in worker?.renderMetrics() ?? "" }
+        let service = DeliveryService(
+            workers: [("object store", worker)], log: log, render: { worker.renderMetrics() }, stop: { worker.stop() })
+        server.addMetrics(of: service)
         log.info(
             "shipping sealed segments",
             [
                 "ship_to": .string(location.description), "endpoint": .string(URLRedaction.redacted(settings.endpoint)),
                 "segment_max_age_seconds": .double(configuration.effectiveSegmentMaxAgeSeconds ?? 0),
             ])
-        return worker
+        return service
     }
 
     /// The S3 client for `ship_to`; nil when it is not set.

@@ -11,8 +11,17 @@ package struct AcceptancePolicy: Sendable {
         /// Kept in `raw/unverifiable/`, answered 200, never counted.
         case quarantine(QuarantineReason)
         /// Answered 400 and kept in `raw/rejected/`; `policy` names the receiver's setting that refused
-        /// a verified postback (`development`, `ad-network`), nil when it did not verify.
-        case reject(reason: String, policy: String?)
+        /// a verified postback, nil when it did not verify.
+        case reject(reason: String, policy: Setting?)
+    }
+
+    /// The receiver's settings that can refuse a verified postback (their raw values are the
+    /// metrics' `reason` label and the problem type's suffix).
+    package enum Setting: String, Sendable, Equatable {
+        /// `allow_development` is off.
+        case development
+        /// `ad_network_ids` does not name the postback's ad network.
+        case adNetwork = "ad-network"
     }
 
     /// Development postbacks (AdAttributionKit development keys, SKAdNetwork test mode, test keys) are
@@ -44,14 +53,14 @@ package struct AcceptancePolicy: Sendable {
     /// refused for development without `allowsDevelopment` or for an ad network not accepted, else
     /// quarantined for a signed value not known yet, else stored.
     package func decide(_ result: VerificationResult) -> Decision {
-        var rejection: (reason: String, policy: String?)?
+        var rejection: (reason: String, policy: Setting?)?
         var configuredSpelling: String?
         if !result.isVerified {
             rejection = (result.reason ?? result.status.rawValue, nil)
         } else if result.environment == .development, !allowsDevelopment {
             rejection = (
                 "development postback (\(result.isTestMode ? "SKAdNetwork test mode" : "key \(result.keyName ?? "?")")); this receiver does not accept development postbacks (allow_development is off)",
-                "development"
+                .development
             )
         } else if let network = result.postback?.attribution.adNetworkID {
             if let configured = acceptedSpelling(ofAdNetworkID: network) {
@@ -59,7 +68,7 @@ package struct AcceptancePolicy: Sendable {
             } else {
                 rejection = (
                     "ad-network-id \"\(JSONWriter.escapedForMessage(network))\" is not one this receiver accepts (ad_network_ids, compared ignoring ASCII case)",
-                    "ad-network"
+                    .adNetwork
                 )
             }
         }
