@@ -99,30 +99,15 @@ package struct ServerConfiguration: Sendable {
     package var rejectedBodyKeepBytes = 4096
     /// Free space kept for verified postbacks: rejected records are not written below it.
     package var reservedFreeBytes = 256 << 20
-    /// `s3://bucket/prefix` to ship sealed segments to (docs/deployment.md); nil: local disk only.
-    /// Endpoint, region and credentials come from the AWS environment variables unless set here.
-    package var shipTo: String?
-    package var objectStoreEndpoint: String?
-    package var objectStoreRegion: String?
-    /// `path` or `virtual`; nil: path style with a custom endpoint, virtual-host style on AWS.
-    package var objectStoreAddressing: String?
-    /// An object store request that moves no byte for this long is abandoned and retried; nil: 30 s.
-    package var objectStoreIdleTimeoutSeconds: Double?
-    /// Seal an open segment after this long (so it can be shipped); nil: 300 s when shipping, else never.
+    /// Seal an open segment after this long (so it can be shipped or forwarded); nil: as soon as the
+    /// services of the file's sections need (`ConfigurationSection.sealingAgeSeconds`), else never.
     package var segmentMaxAgeSeconds: Double?
-    /// Remove a shipped segment locally once it is this old; nil keeps every segment.
-    package var localRetentionHours: Double?
-    /// UTC days (today and the days before) of every receiver's shipped segments whose keys join the
-    /// live dedup index at start-up; nil: 2 when shipping; 0: none.
-    package var sharedDedupDays: Int?
     /// At shutdown, after the last segments are sealed: how long to keep shipping and forwarding
     /// them before exiting (what is left waits on local disk for the next start); 0: do not wait.
     package var shutdownDeliverySeconds = 20.0
-    /// Partner destinations (`forward`, docs/forwarding.md): kept as written here, parsed by
-    /// `ForwardSettings.parseList` in `SpoolDelivery` when the receiver starts.
-    package var forward: JSONValue?
-    /// The config file's directory (header secrets read from files are relative to it).
-    package var configurationDirectory = "."
+    /// The sections of the config file other services own (shipping, forwarding: `SpoolDelivery`),
+    /// each read by its own type; `parse` is told which.
+    package var sections = ConfigurationSections()
     /// The impression signing service's private listener (`HOST:PORT`, a loopback or private
     /// address, never the public `listen`); nil: no signing service (docs/impressions.md).
     package var signingListen: String?
@@ -148,22 +133,16 @@ package struct ServerConfiguration: Sendable {
     package static let maximumBodyBytes = 512 << 10
 
     /// The maximum segment age the spool writers use.
-    /// Forwarding seals every 60 s: a postback waits for its segment to be sealed before it is forwarded.
-    package var effectiveSegmentMaxAgeSeconds: Double? {
-        segmentMaxAgeSeconds ?? (forward != nil ? 60 : shipTo == nil ? nil : 300)
-    }
+    package var effectiveSegmentMaxAgeSeconds: Double? { segmentMaxAgeSeconds ?? sections.sealingAgeSeconds }
 
-    /// The days of shipped segments read into the dedup index at start-up.
-    package var effectiveSharedDedupDays: Int { shipTo == nil ? 0 : sharedDedupDays ?? 2 }
-
-    package struct ConfigurationError: Error, CustomStringConvertible {
-        package let description: String
-        package init(_ description: String) { self.description = description }
-    }
+    package typealias ConfigurationError = Basics.ConfigurationError
 
     /// Reads a config file. Relative paths in it (`data_dir`, `trust_keys`) are taken relative to the
     /// file's directory, so the config means the same whatever directory the receiver starts in.
-    package static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
+    /// `sections`: the other services' sections the file may hold.
+    package static func load(
+        path: String, sections: [any ConfigurationSection.Type] = []
+    ) throws(ConfigurationError) -> ServerConfiguration {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: path, limit: 1 << 20)
@@ -172,16 +151,16 @@ package struct ServerConfiguration: Sendable {
         }
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         do {
-            return try parse(bytes, relativeTo: directory)
+            return try parse(bytes, relativeTo: directory, sections: sections)
         } catch {
             throw ConfigurationError("config \(path): \(error.description)")
         }
     }
 
     /// Parses config JSON (see the type's comment for the keys).
-    package static func parse(_ bytes: [UInt8], relativeTo directory: String = ".") throws(ConfigurationError)
-        -> ServerConfiguration
-    {
+    package static func parse(
+        _ bytes: [UInt8], relativeTo directory: String = ".", sections: [any ConfigurationSection.Type] = []
+    ) throws(ConfigurationError) -> ServerConfiguration {
         let value: JSONValue
         do {
             value = try StrictJSONParser.parse(bytes)
@@ -190,17 +169,20 @@ package struct ServerConfiguration: Sendable {
         }
         guard case .object(let object) = value else { throw ConfigurationError("must be a JSON object") }
         var configuration = ServerConfiguration()
+        configuration.sections = ConfigurationSections(sections)
+        let knownKeys = knownKeys + configuration.sections.keys
         for member in object.members {
-            let reader = ValueReader(key: member.key, value: member.value)
+            let reader = ConfigurationMember(key: member.key, value: member.value, directory: directory)
+            if try configuration.sections.read(reader) { continue }
             switch member.key {
             case "listen": configuration.listen = try reader.string()
-            case "data_dir": configuration.dataDirectory = relative(try reader.string(), to: directory)
+            case "data_dir": configuration.dataDirectory = reader.relative(try reader.string())
             case "writer_id": configuration.writerID = try reader.string()
             case "ad_network_path": configuration.adNetworkPath = try reader.optionalString()
             case "ad_network_ids": configuration.acceptedAdNetworkIDs = try reader.optionalStrings().map(Set.init)
             case "allow_development": configuration.allowsDevelopment = try reader.bool()
             case "trust_keys":
-                configuration.trustKeyPaths = try reader.optionalStrings()?.map { relative($0, to: directory) } ?? []
+                configuration.trustKeyPaths = try reader.optionalStrings()?.map(reader.relative) ?? []
             // At most 512 KiB, kept or stored: escaped as JSON (up to 6 bytes a byte) a record must stay
             // under the 4 MiB line every spool reader accepts (`SegmentReader.maximumLineBytes`).
             case "body_limit_bytes":
@@ -243,23 +225,12 @@ package struct ServerConfiguration: Sendable {
             case "rejected_body_keep_bytes":
                 configuration.rejectedBodyKeepBytes = try reader.integer(in: 0...ServerConfiguration.maximumBodyBytes)
             case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
-            case "ship_to": configuration.shipTo = try reader.optionalString()
-            case "object_store_endpoint": configuration.objectStoreEndpoint = try reader.optionalString()
-            case "object_store_region": configuration.objectStoreRegion = try reader.optionalString()
-            case "object_store_addressing": configuration.objectStoreAddressing = try reader.optionalString()
-            case "object_store_idle_timeout_seconds": configuration.objectStoreIdleTimeoutSeconds = try reader.seconds()
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
-            case "local_retention_hours": configuration.localRetentionHours = try reader.hours()
-            case "shared_dedup_days": configuration.sharedDedupDays = try reader.integer(in: 0...400)
             case "shutdown_delivery_seconds": configuration.shutdownDeliverySeconds = try reader.seconds(allowingZero: true)
-            case "forward":
-                guard case .array = member.value else { throw reader.fail("an array of destinations (docs/forwarding.md)") }
-                configuration.forward = member.value
-                configuration.configurationDirectory = directory
             case "signing_listen": configuration.signingListen = try reader.optionalString()
             case "signing_keys":
-                configuration.signingKeyPaths = try reader.signingKeys().map { ($0.kid, relative($0.path, to: directory)) }
-            case "web_ads": configuration.webAdsPath = try reader.optionalString().map { relative($0, to: directory) }
+                configuration.signingKeyPaths = try reader.signingKeys().map { ($0.kid, reader.relative($0.path)) }
+            case "web_ads": configuration.webAdsPath = try reader.optionalString().map(reader.relative)
             case "web_ads_limit": configuration.webAdsLimit = try reader.integer(in: 1...100_000_000)
             case "web_ad_rate_per_client": configuration.webAdRatePerClient = try reader.integer(in: 0...1_000_000)
             case "web_ad_burst_per_client": configuration.webAdBurstPerClient = try reader.integer(in: 1...1_000_000)
@@ -285,25 +256,17 @@ package struct ServerConfiguration: Sendable {
     package static let threadPerConnectionRefusal =
         "thread_per_connection is no longer a setting: the receiver has one threading mode, the epoll pool and as many verifying threads (\"threads\"), which measured at less CPU per postback; remove the key"
 
-    /// The keys `parse` reads, for "did you mean" on a typo.
+    /// The keys `parse` reads itself (the sections it is given add theirs), for "did you mean" on a typo.
     package static let knownKeys = [
         "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
         "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
         "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads",
         "shutdown_grace_seconds", "trusted_proxies", "developer_copy_hosts", "rejected_bytes_per_day",
         "rejected_bytes_per_client_per_day",
-        "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "ship_to", "object_store_endpoint",
-        "object_store_region",
-        "object_store_addressing", "object_store_idle_timeout_seconds", "segment_max_age_seconds", "local_retention_hours",
-        "shared_dedup_days", "log_level",
-        "forward", "shutdown_delivery_seconds", "signing_listen", "signing_keys", "web_ads",
+        "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "segment_max_age_seconds", "log_level",
+        "shutdown_delivery_seconds", "signing_listen", "signing_keys", "web_ads",
         "web_ads_limit", "web_ad_rate_per_client", "web_ad_burst_per_client",
     ]
-
-    /// A path from the config file: absolute as written, else relative to the file's directory.
-    private static func relative(_ path: String, to directory: String) -> String {
-        path.hasPrefix("/") || directory == "." ? path : "\(directory)/\(path)"
-    }
 
     /// Checks what parsing alone cannot (also after flags were applied).
     package func validate() throws(ConfigurationError) {
@@ -326,25 +289,8 @@ package struct ServerConfiguration: Sendable {
             throw ConfigurationError("trust_keys are test keys; set allow_development to accept postbacks they sign")
         }
         _ = try ListenAddress(listen)
-        if let shipTo, !shipTo.hasPrefix("s3://") {
-            throw ConfigurationError("ship_to must be an s3://bucket/prefix URL, got \"\(JSONWriter.escapedForMessage(shipTo))\"")
-        }
-        if let addressing = objectStoreAddressing, addressing != "path", addressing != "virtual" {
-            throw ConfigurationError("object_store_addressing must be path or virtual")
-        }
-        if localRetentionHours != nil, shipTo == nil {
-            throw ConfigurationError("local_retention_hours removes shipped segments; it needs ship_to")
-        }
-        if let sharedDedupDays, sharedDedupDays > 0, shipTo == nil {
-            throw ConfigurationError("shared_dedup_days reads the keys other receivers shipped; it needs ship_to")
-        }
+        try sections.validate()
         try validateSigning()
-        if localRetentionHours != nil, forward != nil {
-            // Retention consults the shipping ledger only; it would remove segments a partner has not received.
-            throw ConfigurationError(
-                "local_retention_hours cannot be combined with forward yet (it would remove segments not yet forwarded); remove one of them"
-            )
-        }
     }
 
     /// The host name, made into a valid writer id; `rx1` if there is none.
@@ -364,38 +310,9 @@ package struct ServerConfiguration: Sendable {
     static func processorCount() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 }
 
-/// Typed access to one config member, with errors that name the key.
-private struct ValueReader {
-    let key: String
-    let value: JSONValue
-
-    func fail(_ expected: String) -> ServerConfiguration.ConfigurationError {
-        ServerConfiguration.ConfigurationError("\(key) must be \(expected), got \(value.kindDescription)")
-    }
-
-    func string() throws(ServerConfiguration.ConfigurationError) -> String {
-        guard case .string(let text) = value else { throw fail("a string") }
-        return text
-    }
-
-    func optionalString() throws(ServerConfiguration.ConfigurationError) -> String? {
-        if case .null = value { return nil }
-        return try string()
-    }
-
-    func optionalStrings() throws(ServerConfiguration.ConfigurationError) -> [String]? {
-        if case .null = value { return nil }
-        guard case .array(let items) = value else { throw fail("an array of strings") }
-        var strings: [String] = []
-        for item in items {
-            guard case .string(let text) = item else { throw fail("an array of strings") }
-            strings.append(text)
-        }
-        return strings
-    }
-
+extension ConfigurationMember {
     /// `signing_keys`: `[{"kid": "2026-12", "path": "network.pem"}, …]`, at least one, `kid`s distinct.
-    func signingKeys() throws(ServerConfiguration.ConfigurationError) -> [(kid: String, path: String)] {
+    func signingKeys() throws(ConfigurationError) -> [(kid: String, path: String)] {
         let shape = "an array of {\"kid\": NAME, \"path\": PEM} (docs/impressions.md)"
         guard case .array(let items) = value, !items.isEmpty else { throw fail(shape) }
         var keys: [(kid: String, path: String)] = []
@@ -404,49 +321,11 @@ private struct ValueReader {
                 case .string(let path)? = object["path"], !kid.isEmpty, !path.isEmpty
             else { throw fail(shape) }
             guard !keys.contains(where: { $0.kid == kid }) else {
-                throw ServerConfiguration.ConfigurationError(
+                throw ConfigurationError(
                     "signing_keys names kid \"\(JSONWriter.escapedForMessage(kid))\" twice")
             }
             keys.append((kid, path))
         }
         return keys
-    }
-
-    func bool() throws(ServerConfiguration.ConfigurationError) -> Bool {
-        guard case .bool(let flag) = value else { throw fail("true or false") }
-        return flag
-    }
-
-    func integer(in range: ClosedRange<Int>) throws(ServerConfiguration.ConfigurationError) -> Int {
-        guard case .number(let number) = value, let integer = number.int64Value, range.contains(Int(integer)) else {
-            throw ServerConfiguration.ConfigurationError(
-                "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return Int(integer)
-    }
-
-    func milliseconds() throws(ServerConfiguration.ConfigurationError) -> Double {
-        guard case .number(let number) = value, let milliseconds = Double(number.text), milliseconds >= 0, milliseconds <= 100
-        else {
-            throw ServerConfiguration.ConfigurationError("\(key) must be a number of milliseconds from 0 to 100")
-        }
-        return milliseconds / 1000
-    }
-
-    func seconds(allowingZero: Bool = false) throws(ServerConfiguration.ConfigurationError) -> Double {
-        guard case .number(let number) = value, let seconds = Double(number.text), allowingZero ? seconds >= 0 : seconds > 0,
-            seconds <= 86_400
-        else {
-            throw ServerConfiguration.ConfigurationError(
-                "\(key) must be a number of seconds \(allowingZero ? "from 0" : "above 0") and at most 86400")
-        }
-        return seconds
-    }
-
-    func hours() throws(ServerConfiguration.ConfigurationError) -> Double {
-        guard case .number(let number) = value, let hours = Double(number.text), hours >= 0, hours <= 24 * 366 else {
-            throw ServerConfiguration.ConfigurationError("\(key) must be a number of hours from 0 to 8784")
-        }
-        return hours
     }
 }

@@ -127,7 +127,8 @@ final class ForwardingReceiver: @unchecked Sendable {
         configuration.allowsDevelopment = true
         configuration.testKeys = [TrustedTestKey(name: "test:shipping.pem", key: ShippingReceiver.key.publicKey)]
         configuration.threads = 2
-        configuration.forward = try StrictJSONParser.parse(Array(forward.utf8))
+        configuration.sections = ConfigurationSections(DeliveryConfiguration.sections)
+        configuration.sections[ForwardingConfiguration.self].forward = try StrictJSONParser.parse(Array(forward.utf8))
         configuration.segmentMaxAgeSeconds = 0.2
         let log = logs.log
         server = try PostbackServer.start(configuration: configuration, log: log)

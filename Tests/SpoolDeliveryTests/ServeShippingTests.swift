@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Locking
 import PostbackClient
@@ -41,10 +42,11 @@ final class ShippingReceiver: @unchecked Sendable {
         configuration.allowsDevelopment = true
         configuration.testKeys = [TrustedTestKey(name: "test:shipping.pem", key: Self.key.publicKey)]
         configuration.threads = 2
-        configuration.shipTo = "s3://\(store.bucket)/\(prefix)"
+        configuration.sections = ConfigurationSections(DeliveryConfiguration.sections)
+        configuration.sections[ShippingConfiguration.self].shipTo = "s3://\(store.bucket)/\(prefix)"
         configuration.segmentMaxAgeSeconds = 0.2
-        configuration.localRetentionHours = retentionSeconds.map { $0 / 3600 }
-        configuration.sharedDedupDays = sharedDedupDays
+        configuration.sections[ShippingConfiguration.self].localRetentionHours = retentionSeconds.map { $0 / 3600 }
+        configuration.sections[ShippingConfiguration.self].sharedDedupDays = sharedDedupDays
         let log = logs.log
         let sharedKeys = try ServeShipping.sharedDedupKeys(configuration, log: log, environment: store.environment)
         let server = try PostbackServer.start(configuration: configuration, log: log, sharedDedupKeys: sharedKeys)

@@ -54,18 +54,19 @@ enum ForwardCommand {
         guard let path = arguments.value("--config") else {
             throw UsageError("--config FILE is required (the receiver's config)")
         }
-        let configuration = try ServerConfiguration.load(path: path)
-        guard let forward = configuration.forward else { throw UsageError("\(path) has no \"forward\" destinations") }
+        let configuration = try ServerConfiguration.load(path: path, sections: DeliveryConfiguration.sections)
+        let forwarding = configuration.sections[ForwardingConfiguration.self]
+        guard let forward = forwarding.forward else { throw UsageError("\(path) has no \"forward\" destinations") }
         // Reading a store that is not there would show nothing to do; a wrong data_dir is an error.
         try UserPaths.requireDirectory(
             configuration.dataDirectory, option: "data_dir (\(path))",
             holding: "the receiver's store, raw/postbacks; give the receiver's data_dir")
-        var settings = try ForwardSettings.parseList(forward, relativeTo: configuration.configurationDirectory)
+        var settings = try ForwardSettings.parseList(forward, relativeTo: forwarding.configurationDirectory)
         if let name = arguments.value("--destination") {
             settings = settings.filter { $0.name == name }
             guard !settings.isEmpty else {
                 throw UsageError(
-                    "no destination named \"\(name)\" in \(path); known: \(try ForwardSettings.parseList(forward, relativeTo: configuration.configurationDirectory).map(\.name).joined(separator: ", "))"
+                    "no destination named \"\(name)\" in \(path); known: \(try ForwardSettings.parseList(forward, relativeTo: forwarding.configurationDirectory).map(\.name).joined(separator: ", "))"
                 )
             }
         }

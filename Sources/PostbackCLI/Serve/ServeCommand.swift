@@ -167,7 +167,9 @@ enum ServeCommand {
     /// The configuration from `--config` and the flags that override it.
     static func configure(_ arguments: Arguments) throws -> ServerConfiguration {
         var configuration = ServerConfiguration()
-        if let path = arguments.value("--config") { configuration = try ServerConfiguration.load(path: path) }
+        if let path = arguments.value("--config") {
+            configuration = try ServerConfiguration.load(path: path, sections: DeliveryConfiguration.sections)
+        }
         if let listen = arguments.value("--listen") { configuration.listen = listen }
         if let data = arguments.value("--data") { configuration.dataDirectory = data }
         if let writer = arguments.value("--writer-id") { configuration.writerID = writer }
@@ -175,7 +177,7 @@ enum ServeCommand {
         if !arguments.values("--trust-key").isEmpty, !configuration.allowsDevelopment {
             throw UsageError("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
         }
-        if let url = arguments.value("--ship-to") { configuration.shipTo = url }
+        if let url = arguments.value("--ship-to") { configuration.sections[ShippingConfiguration.self].shipTo = url }
         configuration.trustKeyPaths += arguments.values("--trust-key")
         if let name = arguments.value("--log-level") {
             guard let level = ServerLog.Level(name: name) else {

@@ -13,9 +13,10 @@ enum ServeForwarding {
         scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff()
     ) throws -> DeliveryService? {
         let configuration = server.configuration
-        guard let forward = configuration.forward else { return nil }
+        let section = configuration.sections[ForwardingConfiguration.self]
+        guard let forward = section.forward else { return nil }
         let settings = try ForwardSettings.parseList(
-            forward, relativeTo: configuration.configurationDirectory, environment: environment)
+            forward, relativeTo: section.configurationDirectory, environment: environment)
         guard !settings.isEmpty else { return nil }
         let urls = Dictionary(uniqueKeysWithValues: settings.map { ($0.name, $0.urlForDisplay) })
         let forwarding = try PartnerForwarding(

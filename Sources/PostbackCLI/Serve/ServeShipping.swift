@@ -34,7 +34,7 @@ enum ServeShipping {
             // server gone is treated as "open", so nothing is shipped on its word.
             isOpen: { [weak server] path in server?.isSegmentOpen(path) ?? true }, scanIntervalSeconds: scanIntervalSeconds,
             backoff: backoff,
-            localRetentionSeconds: configuration.localRetentionHours.map { $0 * 3600 })
+            localRetentionSeconds: configuration.sections[ShippingConfiguration.self].localRetentionHours.map { $0 * 3600 })
         let worker = try SpoolDeliveryWorker(
             configuration: workerConfiguration, destination: ObjectStoreDestination(client: client)
         ) { event in
@@ -75,6 +75,7 @@ enum ServeShipping {
 
     /// The S3 client for `ship_to`; nil when it is not set.
     private static func client(_ configuration: ServerConfiguration, environment: [String: String]?) throws -> S3Client? {
+        let configuration = configuration.sections[ShippingConfiguration.self]
         guard let shipTo = configuration.shipTo else { return nil }
         var settings = try S3Settings.fromEnvironment(
             environment, endpoint: configuration.objectStoreEndpoint, region: configuration.objectStoreRegion,
@@ -91,7 +92,7 @@ enum ServeShipping {
         _ configuration: ServerConfiguration, log: ServerLog,
         environment: [String: String]? = nil
     ) throws -> (@Sendable (StoreLayout) -> [String])? {
-        let days = configuration.effectiveSharedDedupDays
+        let days = configuration.sections[ShippingConfiguration.self].effectiveSharedDedupDays
         // The client is made here so that a bad URL or missing credentials stop `serve` at once; the
         // closure (run by the store's start-up) makes its own, since clients are not shared across threads.
         guard days > 0, let checked = try client(configuration, environment: environment) else { return nil }

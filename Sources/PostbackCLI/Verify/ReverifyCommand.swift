@@ -2,6 +2,7 @@ import Basics
 import PostbackServer
 import PostbackStore
 import Postbacks
+import SpoolDelivery
 
 /// `postback reverify`: takes back stored postbacks that the current verifier accepts (see
 /// `Reverification` for the order of writes that makes it crash-safe and idempotent).
@@ -57,7 +58,7 @@ enum ReverifyCommand {
                     "--config FILE is required: reverify stores only what the receivers would (their ad_network_ids and allow_development); give it their config file"
                 )
             }
-            var configuration = try ServerConfiguration.load(path: configPath)
+            var configuration = try ServerConfiguration.load(path: configPath, sections: DeliveryConfiguration.sections)
             if arguments.has("--allow-dev") { configuration.allowsDevelopment = true }
             configuration.trustKeyPaths += arguments.values("--trust-key")
             let standIns = try TrustKeys.loadStandIns(arguments.values("--trust-kid"))
