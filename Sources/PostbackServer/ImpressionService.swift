@@ -14,55 +14,6 @@ package struct ImpressionSigningKey: Sendable {
     }
 }
 
-extension ServerConfiguration {
-    /// The addresses `signing_listen` may use: loopback and private networks (RFC 1918, RFC 6598,
-    /// IPv6 unique-local and link-local). The signing service signs anything it is sent, so it must
-    /// never be reachable from the internet; a host name cannot be checked and is refused too.
-    static let privateNetworks = [
-        "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10",
-    ].map { CIDR($0)! }
-    static let linkLocal = CIDR("fe80::/10")!
-
-    /// An IPv6 address's zone (`fe80::1%eth0` → `fe80::1`, `eth0`), as getaddrinfo reads it when binding.
-    static func splitZone(_ host: String) -> (address: String, zone: String?) {
-        guard let percent = host.firstIndex(of: "%") else { return (host, nil) }
-        return (String(host[..<percent]), String(host[host.index(after: percent)...]))
-    }
-
-    func validateSigning() throws(ConfigurationError) {
-        if let signingListen {
-            let address = try ListenAddress(signingListen)
-            // A link-local IPv6 address names its interface (its scope): [fe80::1%eth0]:9190.
-            let (host, zone) = Self.splitZone(address.host)
-            guard let bytes = IPAddress.bytes(host), Self.privateNetworks.contains(where: { $0.contains(bytes) }) else {
-                throw ConfigurationError(
-                    "signing_listen \(signingListen) must be a loopback or private address (127.0.0.1, 10.x, 172.16–31.x, "
-                        + "192.168.x, 100.64–127.x, ::1, fc00::/7, fe80::/10 with its interface): the signing service signs "
-                        + "whatever it is sent and must not be public")
-            }
-            let isLinkLocal = bytes.count == 16 && Self.linkLocal.contains(bytes)
-            if let zone {
-                guard isLinkLocal, !zone.isEmpty else {
-                    throw ConfigurationError(
-                        "signing_listen \(signingListen): only a link-local address (fe80::/10) takes an interface "
-                            + "(%NAME), e.g. [fe80::1%eth0]:9190")
-                }
-            } else if isLinkLocal {
-                throw ConfigurationError(
-                    "signing_listen \(signingListen) is link-local: name its interface, e.g. [\(host)%eth0]:\(address.port)")
-            }
-            guard !signingKeyPaths.isEmpty || !signingKeys.isEmpty else {
-                throw ConfigurationError("signing_listen needs signing_keys (the ad network's private keys)")
-            }
-        } else if !signingKeyPaths.isEmpty, webAdsPath == nil {
-            throw ConfigurationError("signing_keys are used by signing_listen or web_ads; set one of them")
-        }
-        if webAdsPath != nil, signingKeyPaths.isEmpty, signingKeys.isEmpty {
-            throw ConfigurationError("web_ads needs signing_keys (its answers are signed with the first key)")
-        }
-    }
-}
-
 /// The ad network's side of the receiver (docs/impressions.md): the signing service on the private
 /// listener (`POST /impressions/sign`) and the web-ad payloads Safari asks the public listener for
 /// (`POST /.well-known/skadnetwork/get-signed-payload`). Both take a complete body and give the
@@ -83,19 +34,19 @@ final class ImpressionService: Sendable {
 
     /// The service `configuration` asks for (nil when it has no `signing_keys`), with its web ads read.
     static func start(configuration: ServerConfiguration, log: ServerLog) throws(ServerError) -> ImpressionService? {
-        guard !configuration.signingKeys.isEmpty else {
-            guard configuration.signingKeyPaths.isEmpty else {
+        guard !configuration.signing.loadedKeys.isEmpty else {
+            guard configuration.signing.keyPaths.isEmpty else {
                 throw ServerError("signing_keys are configured but were not loaded (the CLI reads them)")
             }
             return nil
         }
-        let webAds = try configuration.webAdsPath.map { path throws(ServerError) in
-            try WebAdRegistry(path: path, limit: configuration.webAdsLimit, log: log)
+        let webAds = try configuration.signing.webAdsPath.map { path throws(ServerError) in
+            try WebAdRegistry(path: path, limit: configuration.signing.webAdsLimit, log: log)
         }
         return ImpressionService(
-            keys: configuration.signingKeys, webAds: webAds,
+            keys: configuration.signing.loadedKeys, webAds: webAds,
             webAdBudget: SigningBudget(
-                rate: Double(configuration.webAdRatePerClient), burst: configuration.webAdBurstPerClient))
+                rate: Double(configuration.signing.webAdRatePerClient), burst: configuration.signing.webAdBurstPerClient))
     }
 
     /// The request header naming the key (a `kid` of `signing_keys`); without it the first key signs.

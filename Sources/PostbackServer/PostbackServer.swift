@@ -98,7 +98,7 @@ package final class PostbackServer: Sendable {
             throw error
         }
         var signing: (handler: RequestHandler, daemon: HTTPDaemon, port: Int)?
-        if let signingListen = configuration.signingListen, let impressions {
+        if let signingListen = configuration.signing.listen, let impressions {
             do {
                 signing = try startSigningListener(
                     signingListen, configuration: configuration, ingest: ingest, readiness: readiness, metrics: metrics,

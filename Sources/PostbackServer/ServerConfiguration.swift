@@ -108,23 +108,8 @@ package struct ServerConfiguration: Sendable {
     /// The sections of the config file other services own (shipping, forwarding: `SpoolDelivery`),
     /// each read by its own type; `parse` is told which.
     package var sections = ConfigurationSections()
-    /// The impression signing service's private listener (`HOST:PORT`, a loopback or private
-    /// address, never the public `listen`); nil: no signing service (docs/impressions.md).
-    package var signingListen: String?
-    /// `signing_keys`: the ad network's private keys by `kid`, the first the default; the CLI reads
-    /// them (`PrivateKeyFile`: owner-only PEM files) into `signingKeys`.
-    package var signingKeyPaths: [(kid: String, path: String)] = []
-    /// The loaded `signingKeyPaths`, in the same order.
-    package var signingKeys: [ImpressionSigningKey] = []
-    /// `web_ads`: the JSON Lines file of the web ads the network registered, which
-    /// `/.well-known/skadnetwork/get-signed-payload` answers for; nil: that path is not served.
-    package var webAdsPath: String?
-    /// `web_ads_limit`: the most web ads kept; past it the first registered expire (`WebAdRegistry`).
-    package var webAdsLimit = 1_000_000
-    /// `web_ad_rate_per_client`, `web_ad_burst_per_client`: web-ad payloads signed per second per
-    /// client, and at once (`SigningBudget`); a rate of 0 sets no budget.
-    package var webAdRatePerClient = 10
-    package var webAdBurstPerClient = 50
+    /// The impression signing service and Safari's web ads (`signing_listen`, `signing_keys`, `web_ads…`).
+    package var signing = SigningConfiguration()
 
     package init() {}
 
@@ -174,6 +159,10 @@ package struct ServerConfiguration: Sendable {
         for member in object.members {
             let reader = ConfigurationMember(key: member.key, value: member.value, directory: directory)
             if try configuration.sections.read(reader) { continue }
+            if SigningConfiguration.keys.contains(member.key) {
+                try configuration.signing.read(reader)
+                continue
+            }
             switch member.key {
             case "listen": configuration.listen = try reader.string()
             case "data_dir": configuration.dataDirectory = reader.relative(try reader.string())
@@ -227,13 +216,6 @@ package struct ServerConfiguration: Sendable {
             case "reserved_free_bytes": configuration.reservedFreeBytes = try reader.integer(in: 0...(1 << 60))
             case "segment_max_age_seconds": configuration.segmentMaxAgeSeconds = try reader.seconds()
             case "shutdown_delivery_seconds": configuration.shutdownDeliverySeconds = try reader.seconds(allowingZero: true)
-            case "signing_listen": configuration.signingListen = try reader.optionalString()
-            case "signing_keys":
-                configuration.signingKeyPaths = try reader.signingKeys().map { ($0.kid, reader.relative($0.path)) }
-            case "web_ads": configuration.webAdsPath = try reader.optionalString().map(reader.relative)
-            case "web_ads_limit": configuration.webAdsLimit = try reader.integer(in: 1...100_000_000)
-            case "web_ad_rate_per_client": configuration.webAdRatePerClient = try reader.integer(in: 0...1_000_000)
-            case "web_ad_burst_per_client": configuration.webAdBurstPerClient = try reader.integer(in: 1...1_000_000)
             case "log_level":
                 let text = try reader.string()
                 guard let level = ServerLog.Level(name: text) else {
@@ -257,16 +239,17 @@ package struct ServerConfiguration: Sendable {
         "thread_per_connection is no longer a setting: the receiver has one threading mode, the epoll pool and as many verifying threads (\"threads\"), which measured at less CPU per postback; remove the key"
 
     /// The keys `parse` reads itself (the sections it is given add theirs), for "did you mean" on a typo.
-    package static let knownKeys = [
-        "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
-        "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
-        "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads",
-        "shutdown_grace_seconds", "trusted_proxies", "developer_copy_hosts", "rejected_bytes_per_day",
-        "rejected_bytes_per_client_per_day",
-        "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "segment_max_age_seconds", "log_level",
-        "shutdown_delivery_seconds", "signing_listen", "signing_keys", "web_ads",
-        "web_ads_limit", "web_ad_rate_per_client", "web_ad_burst_per_client",
-    ]
+    package static let knownKeys =
+        [
+            "listen", "data_dir", "writer_id", "ad_network_path", "ad_network_ids", "allow_development", "trust_keys",
+            "body_limit_bytes", "header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "connection_limit",
+            "per_ip_connection_limit", "segment_bytes", "commit_gather_ms", "threads",
+            "shutdown_grace_seconds", "trusted_proxies", "developer_copy_hosts", "rejected_bytes_per_day",
+            "rejected_bytes_per_client_per_day",
+            "client_ipv6_prefix_length", "rejected_body_keep_bytes", "reserved_free_bytes", "segment_max_age_seconds",
+            "log_level",
+            "shutdown_delivery_seconds",
+        ] + SigningConfiguration.keys
 
     /// Checks what parsing alone cannot (also after flags were applied).
     package func validate() throws(ConfigurationError) {
@@ -290,7 +273,7 @@ package struct ServerConfiguration: Sendable {
         }
         _ = try ListenAddress(listen)
         try sections.validate()
-        try validateSigning()
+        try signing.validate(in: sections)
     }
 
     /// The host name, made into a valid writer id; `rx1` if there is none.
@@ -308,24 +291,4 @@ package struct ServerConfiguration: Sendable {
     }
 
     static func processorCount() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
-}
-
-extension ConfigurationMember {
-    /// `signing_keys`: `[{"kid": "2026-12", "path": "network.pem"}, …]`, at least one, `kid`s distinct.
-    func signingKeys() throws(ConfigurationError) -> [(kid: String, path: String)] {
-        let shape = "an array of {\"kid\": NAME, \"path\": PEM} (docs/impressions.md)"
-        guard case .array(let items) = value, !items.isEmpty else { throw fail(shape) }
-        var keys: [(kid: String, path: String)] = []
-        for item in items {
-            guard case .object(let object) = item, object.members.count == 2, case .string(let kid)? = object["kid"],
-                case .string(let path)? = object["path"], !kid.isEmpty, !path.isEmpty
-            else { throw fail(shape) }
-            guard !keys.contains(where: { $0.kid == kid }) else {
-                throw ConfigurationError(
-                    "signing_keys names kid \"\(JSONWriter.escapedForMessage(kid))\" twice")
-            }
-            keys.append((kid, path))
-        }
-        return keys
-    }
 }

@@ -53,13 +53,13 @@ import Testing
         let current = try ECDSAPrivateKey(generatingOn: .p256)
         let previous = try ECDSAPrivateKey(generatingOn: .p256)
         let server = try TestServer { configuration in
-            configuration.signingListen = "127.0.0.1:0"
-            configuration.signingKeys = [
+            configuration.signing.listen = "127.0.0.1:0"
+            configuration.signing.loadedKeys = [
                 ImpressionSigningKey(kid: "2026-12", signer: try! ImpressionSigner(key: current)),
                 ImpressionSigningKey(kid: "2026-06", signer: try! ImpressionSigner(key: previous)),
             ]
-            configuration.webAdsPath = directory.path + "/web-ads.jsonl"
-            configuration.webAdRatePerClient = 0  // these tests ask often from one address; the budget has its own
+            configuration.signing.webAdsPath = directory.path + "/web-ads.jsonl"
+            configuration.signing.webAdRatePerClient = 0  // these tests ask often from one address; the budget has its own
         }
         return Fixture(server: server, current: current, previous: previous, directory: directory)
     }

@@ -109,9 +109,9 @@ import Testing
         try directory.write(Self.ad(0) + "\n", to: "web-ads.jsonl")
         let key = try ECDSAPrivateKey(generatingOn: .p256)
         let server = try TestServer { configuration in
-            configuration.signingKeys = [ImpressionSigningKey(kid: "k", signer: try! ImpressionSigner(key: key))]
-            configuration.webAdsPath = path
-            configuration.webAdRatePerClient = 0
+            configuration.signing.loadedKeys = [ImpressionSigningKey(kid: "k", signer: try! ImpressionSigner(key: key))]
+            configuration.signing.webAdsPath = path
+            configuration.signing.webAdRatePerClient = 0
         }
         defer { server.stop() }
         let url = server.base + "/.well-known/skadnetwork/get-signed-payload"
@@ -196,8 +196,8 @@ import Testing
         chmod(directory.path + "/web-ads.jsonl", 0o666)
         do {
             _ = try TestServer { configuration in
-                configuration.signingKeys = [ImpressionSigningKey(kid: "k", signer: try! ImpressionSigner(key: key))]
-                configuration.webAdsPath = directory.path + "/web-ads.jsonl"
+                configuration.signing.loadedKeys = [ImpressionSigningKey(kid: "k", signer: try! ImpressionSigner(key: key))]
+                configuration.signing.webAdsPath = directory.path + "/web-ads.jsonl"
             }
             Issue.record("the receiver started with a world-writable web_ads")
         } catch {
@@ -212,10 +212,10 @@ import Testing
         try directory.write(Self.ad(0) + "\n", to: "web-ads.jsonl")
         let key = try ECDSAPrivateKey(generatingOn: .p256)
         let server = try TestServer { configuration in
-            configuration.signingKeys = [ImpressionSigningKey(kid: "k", signer: try! ImpressionSigner(key: key))]
-            configuration.webAdsPath = directory.path + "/web-ads.jsonl"
-            configuration.webAdRatePerClient = 1
-            configuration.webAdBurstPerClient = 20
+            configuration.signing.loadedKeys = [ImpressionSigningKey(kid: "k", signer: try! ImpressionSigner(key: key))]
+            configuration.signing.webAdsPath = directory.path + "/web-ads.jsonl"
+            configuration.signing.webAdRatePerClient = 1
+            configuration.signing.webAdBurstPerClient = 20
         }
         defer { server.stop() }
         let url = server.base + "/.well-known/skadnetwork/get-signed-payload"

@@ -187,13 +187,14 @@ enum ServeCommand {
         }
         try configuration.validate()
         // A config that names signing keys or web ads decides what is signed: others may not write it.
-        if let path = arguments.value("--config"), !configuration.signingKeyPaths.isEmpty || configuration.webAdsPath != nil,
+        if let path = arguments.value("--config"),
+            !configuration.signing.keyPaths.isEmpty || configuration.signing.webAdsPath != nil,
             let refusal = SigningFileMode.refusal(path, rule: .ownerWritable, what: "--config \(path)")
         {
             throw UsageError(refusal)
         }
         configuration.testKeys = try TrustKeys.load(configuration.trustKeyPaths)
-        configuration.signingKeys = try configuration.signingKeyPaths.map { entry throws(UsageError) in
+        configuration.signing.loadedKeys = try configuration.signing.keyPaths.map { entry throws(UsageError) in
             // Read once, here; refused when group- or world-readable; never quoted in a message.
             let key = try PrivateKeyFile.load(entry.path, option: "signing_keys kid \(entry.kid):")
             do throws(PostbackRejection) {
