@@ -276,8 +276,14 @@ package final class AggregationJob: Sendable {
         -> PendingDay
     {
         var trace = PhaseTrace("\(table.day)")
-        let rendered = try DayRenderer.render(table, catalog: catalog, workers: request.workers)
+        var rendered = try DayRenderer.render(table, catalog: catalog, workers: request.workers)
         trace.mark("render")
+        // The null-value model's columns, after the measured ones (docs/modeling.md).
+        let campaignDaily = AggregateTables.rollups.firstIndex { $0.table == AggregateTables.campaignDaily }!
+        rendered.rollups[campaignDaily].bytes = try ModelPass.append(
+            campaignDaily: rendered.rollups[campaignDaily].bytes, day: table.day, root: layout.root)
+        rendered.campaignDailyDevelopment = ModelPass.appendEmpty(rendered.campaignDailyDevelopment)
+        trace.mark("model")
         return PendingDay(
             day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
             schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,

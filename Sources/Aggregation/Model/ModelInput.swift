@@ -1,0 +1,173 @@
+import Basics
+
+/// What the model reads of a `campaign_daily` file (CSV or Parquet): per row, its stratum, campaign,
+/// counts and estimated revenue, by column name (so files of earlier releases, without the modeled
+/// columns, read the same).
+struct ModelInputRow {
+    var stratum: ModelStratum?
+    var campaign: ModelCampaign
+    var postbacks: Int64
+    var nullValues: Int64
+    var revenue: Money?
+
+    /// The row's measured postbacks and their sums; nil when it has none (no revenue, no schema).
+    var measured: MeasuredSums? {
+        let m = postbacks - nullValues
+        guard stratum != nil, let revenue, m > 0 else { return nil }
+        return MeasuredSums(measured: m, revenue: Double(revenue.micros) / 1e6)
+    }
+}
+
+enum ModelInput {
+    static let columns = [
+        AggregateColumn.field(.appID), .currency, .field(.sequenceIndex), .field(.conversionType), .field(.adNetworkID),
+        .field(.sourceIdentifier), .postbacks, .nullValuePostbacks, .revenueEstSum,
+    ].map(\.name)
+
+    /// Calls `body` with every row of a `campaign_daily` file, in file order, and the byte range of its
+    /// CSV line (without the line end; empty for Parquet).
+    static func forEachRow(
+        _ bytes: [UInt8], path: String, parquet: Bool, _ body: (ModelInputRow, Range<Int>) throws(AggregationError) -> Void
+    ) throws(AggregationError) {
+        if parquet {
+            let table: (header: [String], rows: [[String?]])
+            do {
+                table = try ParquetTable.textRows(parquet: bytes)
+            } catch {
+                throw .usage("\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
+            }
+            let index = try indices(table.header, path: path)
+            for (number, record) in table.rows.enumerated() {
+                let fields = index.map { record.indices.contains($0) ? record[$0].map { Array($0.utf8) } : nil }
+                try body(row(fields, path: path, line: number + 2), 0..<0)
+            }
+            return
+        }
+        var reader = RenderedCSV(bytes)
+        guard let header = reader.nextRecord() else { return }
+        let index = try indices(header.map { String(decoding: $0 ?? [], as: UTF8.self) }, path: path)
+        var ranges: [RenderedCSV.Field] = []
+        var scratch: [UInt8] = []
+        var line = 1
+        var start = reader.position
+        while let count = reader.nextFields(into: &ranges) {
+            line += 1
+            let fields = index.map { position -> [UInt8]? in
+                guard position < count else { return nil }
+                let field = ranges[position]
+                if field.quoted {
+                    reader.unescape(field, into: &scratch)
+                    return scratch
+                }
+                return field.range.isEmpty ? nil : Array(bytes[field.range])
+            }
+            var end = reader.position
+            if end > start, bytes[end - 1] == 0x0A { end -= 1 }
+            try body(row(fields, path: path, line: line), start..<end)
+            start = reader.position
+        }
+    }
+
+    private static func indices(_ header: [String], path: String) throws(AggregationError) -> [Int] {
+        var index: [Int] = []
+        for name in columns {
+            guard let position = header.firstIndex(of: name) else {
+                throw .usage("\(path): has no \(name) column: rerun 'postback aggregate' for its day with this release")
+            }
+            index.append(position)
+        }
+        return index
+    }
+
+    private static func row(_ fields: [[UInt8]?], path: String, line: Int) throws(AggregationError) -> ModelInputRow {
+        func text(_ i: Int) -> String { fields[i].map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        func count(_ i: Int) -> Int64 { Int64(text(i)) ?? 0 }
+        var revenue: Money? = nil
+        if let bytes = fields[8] {
+            guard let amount = Money(decimalUTF8: bytes) else {
+                throw .usage("\(path): line \(line): revenue_est_sum '\(text(8))' is not an amount")
+            }
+            revenue = amount
+        }
+        let currency = text(1)
+        return ModelInputRow(
+            stratum: currency.isEmpty
+                ? nil : ModelStratum(appID: text(0), currency: currency, window: text(2), conversionType: text(3)),
+            campaign: ModelCampaign(adNetworkID: text(4), sourceIdentifier: text(5)), postbacks: count(6),
+            nullValues: count(7), revenue: revenue)
+    }
+}
+
+/// The measured sums of one or more days, per stratum and campaign.
+package struct ModelSums: Sendable {
+    package var strata: [ModelStratum: [ModelCampaign: MeasuredSums]] = [:]
+
+    package init() {}
+
+    package mutating func add(_ stratum: ModelStratum, _ campaign: ModelCampaign, _ sums: MeasuredSums) {
+        strata[stratum, default: [:]][campaign, default: MeasuredSums()].add(sums)
+    }
+
+    /// Adds another day's sums (callers add days in date order: floating-point sums are then the same
+    /// in every run).
+    package mutating func add(_ other: ModelSums) {
+        for (stratum, campaigns) in other.strata.sorted(by: { $0.key < $1.key }) {
+            for (campaign, sums) in campaigns.sorted(by: { $0.key < $1.key }) { add(stratum, campaign, sums) }
+        }
+    }
+
+    /// The sums of a `campaign_daily` file's rows.
+    static func of(_ bytes: [UInt8], path: String, parquet: Bool) throws(AggregationError) -> ModelSums {
+        var sums = ModelSums()
+        try ModelInput.forEachRow(bytes, path: path, parquet: parquet) { row, _ throws(AggregationError) in
+            if let stratum = row.stratum, let measured = row.measured { sums.add(stratum, row.campaign, measured) }
+        }
+        return sums
+    }
+
+    private static let cacheColumns = [
+        "app_id", "currency", "postback_sequence_index", "conversion_type", "ad_network_id", "source_identifier",
+        "measured", "sum", "squares",
+    ]
+
+    /// As the model's cache keeps it: one sorted CSV line per stratum and campaign, the floating-point
+    /// sums in their shortest exact (round-trip) form.
+    var cacheCSV: [UInt8] {
+        var lines = CSVLine.header(Self.cacheColumns)
+        var line = CSVLine()
+        for (stratum, campaigns) in strata.sorted(by: { $0.key < $1.key }) {
+            for (campaign, sums) in campaigns.sorted(by: { $0.key < $1.key }) {
+                line.reset()
+                for text in [
+                    stratum.appID, stratum.currency, stratum.window, stratum.conversionType, campaign.adNetworkID,
+                    campaign.sourceIdentifier,
+                ] {
+                    line.field(text)
+                }
+                line.field(sums.count)
+                line.field(sums.sum.description)
+                line.field(sums.squares.description)
+                line.endLine()
+                lines += line.array
+            }
+        }
+        return lines
+    }
+
+    init(cacheCSV bytes: [UInt8], path: String) throws(AggregationError) {
+        var reader = RenderedCSV(bytes)
+        guard reader.nextRecord().map({ $0.map { String(decoding: $0 ?? [], as: UTF8.self) } }) == Self.cacheColumns else {
+            throw .usage("\(path): not the model's cache: delete it and rerun")
+        }
+        while let record = reader.nextRecord() {
+            let text = record.map { String(decoding: $0 ?? [], as: UTF8.self) }
+            guard text.count == 9, let count = Int64(text[6]), let sum = Double(text[7]), let squares = Double(text[8]) else {
+                throw .usage("\(path): not the model's cache: delete it and rerun")
+            }
+            add(
+                ModelStratum(appID: text[0], currency: text[1], window: text[2], conversionType: text[3]),
+                ModelCampaign(adNetworkID: text[4], sourceIdentifier: text[5]),
+                MeasuredSums(count: count, sum: sum, squares: squares))
+        }
+    }
+}
