@@ -35,6 +35,9 @@ package struct AggregationRequest: Sendable {
     package var force = false
     /// Publish a UTC day that is not over yet, marked `partial` in its manifest (`--allow-open-day`).
     package var allowOpenDay = false
+    /// Fit the null-value model for `campaign_daily`'s modeled columns (docs/modeling.md); false writes
+    /// them empty (only bench/model-cost does, through `POSTBACK_MODEL=off`, to measure the model's cost).
+    package var model = true
     /// Which files each table is published as (`--format`).
     package var format = AggregateFormat.csv
     /// Rows per Parquet row group (settable for tests: a table larger than one row group).
@@ -280,8 +283,11 @@ package final class AggregationJob: Sendable {
         trace.mark("render")
         // The null-value model's columns, after the measured ones (docs/modeling.md).
         let campaignDaily = AggregateTables.rollups.firstIndex { $0.table == AggregateTables.campaignDaily }!
-        rendered.rollups[campaignDaily].bytes = try ModelPass.append(
-            campaignDaily: rendered.rollups[campaignDaily].bytes, day: table.day, root: layout.root)
+        let measured = rendered.rollups[campaignDaily].bytes
+        rendered.rollups[campaignDaily].bytes =
+            request.model
+            ? try ModelPass.append(campaignDaily: measured, day: table.day, root: layout.root)
+            : ModelPass.appendEmpty(measured)
         rendered.campaignDailyDevelopment = ModelPass.appendEmpty(rendered.campaignDailyDevelopment)
         trace.mark("model")
         return PendingDay(

@@ -1,21 +1,12 @@
 package import Basics
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Appends the modeled columns to a day's rendered `campaign_daily` (docs/modeling.md): the model is
 /// fitted per stratum on the measured postbacks of the pooling window (the day's own rows and the
 /// published `campaign_daily` files of the 27 days before it, read through `CohortCache`), then every
 /// row gets its modeled values. `campaign_daily_development` gets the columns empty.
 package enum ModelPass {
-    /// The bench's switch (`POSTBACK_MODEL=off`): the columns are written empty, the model not run, to
-    /// measure what the model costs the nightly job. Not for production use.
-    static var isDisabled: Bool { getenv("POSTBACK_MODEL").map { String(cString: $0) == "off" } ?? false }
-
     /// The day's rendered `campaign_daily` with the modeled columns appended.
     static func append(campaignDaily csv: [UInt8], day: UTCDay, root: String) throws(AggregationError) -> [UInt8] {
-        if isDisabled { return appendEmpty(csv) }
         var pooled = try earlierDays(before: day, root: root)
         pooled.add(try ModelSums.of(csv, path: "campaign_daily of \(day)", parquet: false))
         return try append(campaignDaily: csv, pooled: pooled)
@@ -72,7 +63,7 @@ package enum ModelPass {
         let fit = fits[stratum]!
         let measured = fit?.measured ?? 0
         guard let fit, measured >= NullValueModel.minMeasured else {
-            empty(ModeledColumn.allCases.count - 2)
+            empty(ModeledColumn.allCases.count - 1)
             line.field(
                 "too little data: \(measured) measured postback\(measured == 1 ? "" : "s") for this app and window in "
                     + "\(NullValueModel.poolingDays) days (\(NullValueModel.minMeasured) needed)")
@@ -100,8 +91,8 @@ package enum ModelPass {
     /// An amount rounded to the micro-unit (half away from zero).
     static func money(_ value: Double) -> Money { Money(micros: Int64((value * 1e6).rounded())) }
 
-    /// `csv` with the modeled columns appended empty (the development table; every table with the
-    /// model switched off).
+    /// `csv` with the modeled columns appended empty (the development table; `campaign_daily` with
+    /// `AggregationRequest.model` false).
     static func appendEmpty(_ csv: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(csv.count + csv.count / 8)
