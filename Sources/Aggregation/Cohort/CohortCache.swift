@@ -35,6 +35,22 @@ enum CohortCache {
         if let bytes = try? FileBytes.read(path: cached, limit: 1 << 34) {
             return (bytes, cached)
         }
+        let summed = try summarize(try published(root: root, day: day, file: file), file.path)
+        // Best effort: a cache that cannot be written is made again next time.
+        let directory = String(cached[..<cached.lastIndex(of: "/")!])
+        if (try? DurableFile.makeDirectories(directory)) != nil {
+            for old in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where old.hasPrefix("dt=\(day)-") {
+                unlink("\(directory)/\(old)")
+            }
+            try? DurableFile.write(summed, to: cached)
+        }
+        return (summed, cached)
+    }
+
+    /// A published file's bytes, checked against the SHA-256 its day's manifest lists.
+    static func published(root: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String))
+        throws(AggregationError) -> [UInt8]
+    {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: root + "/" + file.path, limit: 1 << 34)
@@ -46,16 +62,7 @@ enum CohortCache {
                 "\(root)/\(file.path) is not the file its manifest lists (SHA-256 differs): rerun 'postback aggregate' for \(day) to publish it again"
             )
         }
-        let summed = try summarize(bytes, file.path)
-        // Best effort: a cache that cannot be written is made again next time.
-        let directory = String(cached[..<cached.lastIndex(of: "/")!])
-        if (try? DurableFile.makeDirectories(directory)) != nil {
-            for old in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where old.hasPrefix("dt=\(day)-") {
-                unlink("\(directory)/\(old)")
-            }
-            try? DurableFile.write(summed, to: cached)
-        }
-        return (summed, cached)
+        return bytes
     }
 
     /// The rows of counted postbacks, summed by install date, key, window and currency, as CSV with
