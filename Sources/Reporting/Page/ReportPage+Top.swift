@@ -19,6 +19,8 @@ extension ReportPage {
                 .map(\.key).prefix(Self.currenciesShown))
         var all = CampaignStats()
         for row in rows { try all.add(row.stats) }
+        // The model's figure beside each measured one, in its own column (never sorted on).
+        let modeledCurrencies = currencies.filter { all.modeled[$0].map { $0.modeledNulls + $0.unmodeledNulls > 0 } ?? false }
         // With spend: each row's return to date, from its install cohorts in the range.
         let showsROAS = model.cohorts.hasSpend
         var rowROAS: [String] = []
@@ -45,17 +47,32 @@ extension ReportPage {
                 caption:
                     "\(keys.count > request.topCampaigns ? "The \(request.topCampaigns) of \(NumberFormat.count(keys.count))" : "All \(keys.count)") "
                     + "campaigns with most installs, then revenue; \(HeadlineRevenue.shortDefinition); "
-                    + HeadlineRevenue.perInstallDefinition,
+                    + HeadlineRevenue.perInstallDefinition
+                    + (modeledCurrencies.isEmpty
+                        ? ""
+                        : "; modeled revenue: measured plus the modeled value of null postbacks, with its 90% interval "
+                            + "(docs/modeling.md), never in the measured columns or the order"),
                 columns: campaignColumns + [.number("Installs")]
-                    + currencies.flatMap {
-                        [FiguresTable.Column.number("\(HeadlineRevenue.name), \($0)"), .number("Per install, \($0)")]
+                    + currencies.flatMap { currency -> [FiguresTable.Column] in
+                        [.number("\(HeadlineRevenue.name), \(currency)"), .number("Per install, \(currency)")]
+                            + (modeledCurrencies.contains(currency) ? [.number("Modeled revenue, \(currency) (90%)")] : [])
                     }
                     + [.number("Null share"), .number("Postbacks")] + (showsROAS ? [.number("ROAS")] : []))
             func cells(_ stats: CampaignStats) -> [String] {
                 [NumberFormat.count(stats.counts.installs)]
                     + currencies.flatMap { currency -> [String] in
-                        guard let revenue = stats.headline[currency], revenue.valuedPostbacks > 0 else { return ["–", "–"] }
-                        return [revenue.toDate.shownEstimate, revenue.perInstall]
+                        let modeled =
+                            modeledCurrencies.contains(currency)
+                            ? [
+                                stats.modeled[currency].map {
+                                    $0.cell(measured: stats.headline[currency]?.toDate.estimate ?? .zero)
+                                }
+                                    ?? "–"
+                            ] : []
+                        guard let revenue = stats.headline[currency], revenue.valuedPostbacks > 0 else {
+                            return ["–", "–"] + modeled
+                        }
+                        return [revenue.toDate.shownEstimate, revenue.perInstall] + modeled
                     }
                     + [
                         NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
