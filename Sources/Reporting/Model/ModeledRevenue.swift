@@ -65,11 +65,4 @@ struct ModeledRevenue {
         else { return nil }
         return (estimate, lowSum, highSum)
     }
-
-    /// The figure as a table cell: `1,234.56 (1,100.00–1,400.00)`, `too little data` when no row was
-    /// modeled but some null postback was not, `–` when there is nothing to model.
-    func cell(measured: Money) -> String {
-        guard isModeled, let total = total(measured: measured) else { return unmodeledNulls > 0 ? "too little data" : "–" }
-        return "\(NumberFormat.money(total.estimate)) (\(NumberFormat.money(total.low))–\(NumberFormat.money(total.high)))"
-    }
 }

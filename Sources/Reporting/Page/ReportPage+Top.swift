@@ -19,8 +19,6 @@ extension ReportPage {
                 .map(\.key).prefix(Self.currenciesShown))
         var all = CampaignStats()
         for row in rows { try all.add(row.stats) }
-        // The model's figure beside each measured one, in its own column (never sorted on).
-        let modeledCurrencies = currencies.filter { all.modeled[$0].map { $0.modeledNulls + $0.unmodeledNulls > 0 } ?? false }
         // With spend: each row's return to date, from its install cohorts in the range.
         let showsROAS = model.cohorts.hasSpend
         var rowROAS: [String] = []
@@ -47,32 +45,17 @@ extension ReportPage {
                 caption:
                     "\(keys.count > request.topCampaigns ? "The \(request.topCampaigns) of \(NumberFormat.count(keys.count))" : "All \(keys.count)") "
                     + "campaigns with most installs, then revenue; \(HeadlineRevenue.shortDefinition); "
-                    + HeadlineRevenue.perInstallDefinition
-                    + (modeledCurrencies.isEmpty
-                        ? ""
-                        : "; modeled revenue: measured plus the modeled value of null postbacks, with its 90% interval "
-                            + "(docs/modeling.md), never in the measured columns or the order"),
+                    + HeadlineRevenue.perInstallDefinition,
                 columns: campaignColumns + [.number("Installs")]
-                    + currencies.flatMap { currency -> [FiguresTable.Column] in
-                        [.number("\(HeadlineRevenue.name), \(currency)"), .number("Per install, \(currency)")]
-                            + (modeledCurrencies.contains(currency) ? [.number("Modeled revenue, \(currency) (90%)")] : [])
+                    + currencies.flatMap {
+                        [FiguresTable.Column.number("\(HeadlineRevenue.name), \($0)"), .number("Per install, \($0)")]
                     }
                     + [.number("Null share"), .number("Postbacks")] + (showsROAS ? [.number("ROAS")] : []))
             func cells(_ stats: CampaignStats) -> [String] {
                 [NumberFormat.count(stats.counts.installs)]
                     + currencies.flatMap { currency -> [String] in
-                        let modeled =
-                            modeledCurrencies.contains(currency)
-                            ? [
-                                stats.modeled[currency].map {
-                                    $0.cell(measured: stats.headline[currency]?.toDate.estimate ?? .zero)
-                                }
-                                    ?? "–"
-                            ] : []
-                        guard let revenue = stats.headline[currency], revenue.valuedPostbacks > 0 else {
-                            return ["–", "–"] + modeled
-                        }
-                        return [revenue.toDate.shownEstimate, revenue.perInstall] + modeled
+                        guard let revenue = stats.headline[currency], revenue.valuedPostbacks > 0 else { return ["–", "–"] }
+                        return [revenue.toDate.shownEstimate, revenue.perInstall]
                     }
                     + [
                         NumberFormat.percent(stats.counts.nullValues, of: stats.counts.winners),
@@ -91,8 +74,50 @@ extension ReportPage {
                     + "to date, \(Self.immatureMarker) when a cohort is not final"
             }
             place(table, &html)
+            renderTopModeled(&html, rows: rows, all: all, currencies: currencies)
             renderTopByROAS(&html)
         }
         html.newline()
+    }
+
+    /// The same campaigns' modeled revenue (docs/modeling.md), in a table of its own right after them:
+    /// each measured figure again with the modeled one and its 90% interval beside it, labelled modeled.
+    /// The campaigns and their order are the measured table's; no modeled figure is in that table.
+    private func renderTopModeled(
+        _ html: inout HTMLWriter, rows: [CampaignRow], all: CampaignStats, currencies: [String]
+    ) {
+        let modeled = currencies.filter { all.modeled[$0].map { $0.modeledNulls + $0.unmodeledNulls > 0 } ?? false }
+        guard !modeled.isEmpty else { return }
+        var table = FiguresTable(
+            id: "table-top-campaigns-modeled",
+            caption:
+                "Modeled, not measured: the same campaigns' revenue to date with the modeled value of their null "
+                + "postbacks added, and its 90% interval (docs/modeling.md); the measured figures above are unchanged",
+            columns: campaignColumns
+                + modeled.flatMap { currency -> [FiguresTable.Column] in
+                    [
+                        .number("\(HeadlineRevenue.name), \(currency)"), .number("Modeled revenue, \(currency)"),
+                        .number("Modeled 90% interval, \(currency)"),
+                    ]
+                })
+        func cells(_ stats: CampaignStats) -> [String] {
+            modeled.flatMap { currency -> [String] in
+                let measured = stats.headline[currency]
+                let shown = measured.map { $0.valuedPostbacks > 0 ? $0.toDate.shownEstimate : "–" } ?? "–"
+                guard let model = stats.modeled[currency], model.isModeled,
+                    let total = model.total(measured: measured?.toDate.estimate ?? .zero)
+                else {
+                    let unmodeled = (stats.modeled[currency]?.unmodeledNulls ?? 0) > 0
+                    return [shown, unmodeled ? "too little data" : "–", "–"]
+                }
+                return [
+                    shown, NumberFormat.money(total.estimate),
+                    "\(NumberFormat.money(total.low))–\(NumberFormat.money(total.high))",
+                ]
+            }
+        }
+        for row in rows { table.add(campaignCells(row) + cells(row.stats)) }
+        table.footer = ["All campaigns", ""] + (model.appIDs.count > 1 ? [""] : []) + cells(all)
+        place(table, &html)
     }
 }
