@@ -113,6 +113,8 @@ package final class AggregationJob: Sendable {
     package let request: AggregationRequest
     package let catalog: SchemaCatalog
     private let layout: StoreLayout
+    /// The null-value model's sums of the days this run has read (each published day read once).
+    private let modelWindow = ModelWindow()
 
     package init(request: AggregationRequest, catalog: SchemaCatalog) {
         self.request = request
@@ -286,7 +288,7 @@ package final class AggregationJob: Sendable {
         let measured = rendered.rollups[campaignDaily].bytes
         rendered.rollups[campaignDaily].bytes =
             request.model
-            ? try ModelPass.append(campaignDaily: measured, day: table.day, root: layout.root)
+            ? try ModelPass.append(campaignDaily: measured, day: table.day, root: layout.root, window: modelWindow)
             : ModelPass.appendEmpty(measured)
         rendered.campaignDailyDevelopment = ModelPass.appendEmpty(rendered.campaignDailyDevelopment)
         trace.mark("model")

@@ -108,11 +108,15 @@ package struct ModelSums: Sendable {
         strata[stratum, default: [:]][campaign, default: MeasuredSums()].add(sums)
     }
 
-    /// Adds another day's sums (callers add days in date order: floating-point sums are then the same
-    /// in every run).
-    package mutating func add(_ other: ModelSums) {
-        for (stratum, campaigns) in other.strata.sorted(by: { $0.key < $1.key }) {
-            for (campaign, sums) in campaigns.sorted(by: { $0.key < $1.key }) { add(stratum, campaign, sums) }
+    /// Adds another day's sums. Each key's sum is its own (the order keys are visited in changes no
+    /// value); callers add days in date order, so floating-point sums are the same in every run.
+    package mutating func add(_ other: ModelSums, only wanted: Set<ModelStratum>? = nil) {
+        for (stratum, campaigns) in other.strata where wanted?.contains(stratum) ?? true {
+            if strata[stratum] == nil {
+                strata[stratum] = campaigns
+                continue
+            }
+            for (campaign, sums) in campaigns { strata[stratum]![campaign, default: MeasuredSums()].add(sums) }
         }
     }
 

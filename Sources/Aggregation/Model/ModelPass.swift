@@ -1,40 +1,36 @@
 package import Basics
+import Locking
 
 /// Appends the modeled columns to a day's rendered `campaign_daily` (docs/modeling.md): the model is
 /// fitted per stratum on the measured postbacks of the pooling window (the day's own rows and the
 /// published `campaign_daily` files of the 27 days before it, read through `CohortCache`), then every
 /// row gets its modeled values. `campaign_daily_development` gets the columns empty.
 package enum ModelPass {
-    /// The day's rendered `campaign_daily` with the modeled columns appended.
-    static func append(campaignDaily csv: [UInt8], day: UTCDay, root: String) throws(AggregationError) -> [UInt8] {
-        var pooled = try earlierDays(before: day, root: root)
-        pooled.add(try ModelSums.of(csv, path: "campaign_daily of \(day)", parquet: false))
-        return try append(campaignDaily: csv, pooled: pooled)
-    }
-
-    /// The sums of the published `campaign_daily` files of the pooling window's days before `day`, in
-    /// date order (a day not published is simply absent).
-    package static func earlierDays(before day: UTCDay, root: String, days: Int = NullValueModel.poolingDays)
-        throws(AggregationError) -> ModelSums
+    /// The day's rendered `campaign_daily` with the modeled columns appended; `window` keeps the sums
+    /// of the days already read, so a run over many days reads each published day once.
+    static func append(campaignDaily csv: [UInt8], day: UTCDay, root: String, window: ModelWindow) throws(AggregationError)
+        -> [UInt8]
     {
-        let published = PublishedDays(root: root)
-        var pooled = ModelSums()
-        for offset in stride(from: days - 1, through: 1, by: -1) {
-            let earlier = day.adding(days: -offset)
-            guard let file = published.manifest(earlier)?.outputs[AggregateTables.campaignDaily] else { continue }
-            let (bytes, path) = try CohortCache.cached(
-                kind: "model", root: root, table: AggregateTables.campaignDaily, day: earlier, file: file
-            ) { (bytes, path) throws(AggregationError) in
-                try ModelSums.of(bytes, path: path, parquet: path.hasSuffix(".parquet")).cacheCSV
-            }
-            pooled.add(try ModelSums(cacheCSV: bytes, path: path))
+        var rows: [(row: ModelInputRow, range: Range<Int>)] = []
+        var today = ModelSums()
+        var wanted = Set<ModelStratum>()
+        try ModelInput.forEachRow(csv, path: "campaign_daily of \(day)", parquet: false) { row, range throws(AggregationError) in
+            rows.append((row, range))
+            guard let stratum = row.stratum else { return }
+            wanted.insert(stratum)
+            if let measured = row.measured { today.add(stratum, row.campaign, measured) }
         }
-        return pooled
+        var pooled = try window.earlierDays(before: day, root: root, only: wanted)
+        pooled.add(today)
+        window.keep(today, for: day)
+        return append(campaignDaily: csv, rows: rows, pooled: pooled)
     }
 
-    /// `csv` (a rendered `campaign_daily`, measured columns only) with the modeled columns appended,
-    /// fitted on `pooled`.
-    package static func append(campaignDaily csv: [UInt8], pooled: ModelSums) throws(AggregationError) -> [UInt8] {
+    /// `csv` (a rendered `campaign_daily`, measured columns only; `rows` its rows) with the modeled
+    /// columns appended, fitted on `pooled`.
+    static func append(campaignDaily csv: [UInt8], rows: [(row: ModelInputRow, range: Range<Int>)], pooled: ModelSums)
+        -> [UInt8]
+    {
         var fits: [ModelStratum: NullValueModel.StratumFit?] = [:]
         var out: [UInt8] = []
         out.reserveCapacity(csv.count + csv.count / 3)
@@ -42,13 +38,13 @@ package enum ModelPass {
         out += csv[..<headerEnd]
         out += Array(("," + AggregateTables.modeledColumns.map(\.name).joined(separator: ",") + "\n").utf8)
         var line = CSVLine()
-        try ModelInput.forEachRow(csv, path: "campaign_daily", parquet: false) { row, range throws(AggregationError) in
+        for (row, range) in rows {
             line.reset()
             line.field(nil as String?)  // the separator after the measured columns
             fields(of: row, fits: &fits, pooled: pooled, into: &line)
             line.endLine()
             out += csv[range]
-            out += line.array
+            line.bytes.withUnsafeBytes { out.append(contentsOf: $0) }
         }
         return out
     }
@@ -113,5 +109,45 @@ package enum ModelPass {
             start = reader.position
         }
         return out
+    }
+}
+
+/// The sums of the published days a run has read, by day: the pooling window of each next day is
+/// then read from memory (and from `DATA/cache/model` or the published file only the first time).
+final class ModelWindow: Sendable {
+    private let days = Locked<[UTCDay: ModelSums]>([:])
+
+    init() {}
+
+    func keep(_ sums: ModelSums, for day: UTCDay) {
+        days.withLock { days in
+            days[day] = sums
+            // Older than any later day's window.
+            for old in days.keys where old < day.adding(days: 1 - NullValueModel.poolingDays) { days[old] = nil }
+        }
+    }
+
+    /// The sums of the days D−27 … D−1 (those published), added in date order; only the strata of
+    /// `wanted` (all when nil).
+    func earlierDays(before day: UTCDay, root: String, only wanted: Set<ModelStratum>?) throws(AggregationError) -> ModelSums {
+        let published = PublishedDays(root: root)
+        var pooled = ModelSums()
+        for offset in stride(from: NullValueModel.poolingDays - 1, through: 1, by: -1) {
+            let earlier = day.adding(days: -offset)
+            var sums = days.withLock { $0[earlier] }
+            if sums == nil {
+                guard let file = published.manifest(earlier)?.outputs[AggregateTables.campaignDaily] else { continue }
+                let (bytes, path) = try CohortCache.cached(
+                    kind: "model", root: root, table: AggregateTables.campaignDaily, day: earlier, file: file
+                ) { (bytes, path) throws(AggregationError) in
+                    try ModelSums.of(bytes, path: path, parquet: path.hasSuffix(".parquet")).cacheCSV
+                }
+                let read = try ModelSums(cacheCSV: bytes, path: path)
+                keep(read, for: earlier)
+                sums = read
+            }
+            pooled.add(sums!, only: wanted)
+        }
+        return pooled
     }
 }
