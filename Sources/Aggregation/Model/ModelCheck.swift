@@ -213,7 +213,11 @@ package enum ModelCheck {
             }
             let value = measured.sum / Double(measured.count)
             let kept = measured.count - hidden
-            if kept > 0 { masked.sums.add(stratum, row.campaign, MeasuredSums(measured: kept, revenue: value * Double(kept))) }
+            if kept > 0 {
+                // Every postback of the row is worth the same: the kept ones' revenue is that share of it.
+                let revenue = Int64((Double(measured.sumMicros) * Double(kept) / Double(measured.count)).rounded())
+                masked.sums.add(stratum, row.campaign, MeasuredSums(measured: kept, revenueMicros: revenue))
+            }
             if hidden > 0 {
                 masked.hidden.append((stratum, row.campaign, hidden, value * Double(hidden)))
             }

@@ -14,7 +14,7 @@ struct ModelInputRow {
     var measured: MeasuredSums? {
         let m = postbacks - nullValues
         guard stratum != nil, let revenue, m > 0 else { return nil }
-        return MeasuredSums(measured: m, revenue: Double(revenue.micros) / 1e6)
+        return MeasuredSums(measured: m, revenueMicros: revenue.micros)
     }
 }
 
@@ -108,15 +108,25 @@ package struct ModelSums: Sendable {
         strata[stratum, default: [:]][campaign, default: MeasuredSums()].add(sums)
     }
 
-    /// Adds another day's sums. Each key's sum is its own (the order keys are visited in changes no
-    /// value); callers add days in date order, so floating-point sums are the same in every run.
-    package mutating func add(_ other: ModelSums, only wanted: Set<ModelStratum>? = nil) {
-        for (stratum, campaigns) in other.strata where wanted?.contains(stratum) ?? true {
+    /// Adds another day's sums (exact: the order of days and keys changes nothing).
+    package mutating func add(_ other: ModelSums) {
+        for (stratum, campaigns) in other.strata {
             if strata[stratum] == nil {
                 strata[stratum] = campaigns
                 continue
             }
             for (campaign, sums) in campaigns { strata[stratum]![campaign, default: MeasuredSums()].add(sums) }
+        }
+    }
+
+    /// Takes a day's sums away again (a day leaving the pooling window); units left with nothing go.
+    package mutating func subtract(_ other: ModelSums) {
+        for (stratum, campaigns) in other.strata {
+            for (campaign, sums) in campaigns {
+                strata[stratum]![campaign]!.subtract(sums)
+                if strata[stratum]![campaign]!.count == 0 { strata[stratum]![campaign] = nil }
+            }
+            if strata[stratum]!.isEmpty { strata[stratum] = nil }
         }
     }
 
@@ -131,11 +141,10 @@ package struct ModelSums: Sendable {
 
     private static let cacheColumns = [
         "app_id", "currency", "postback_sequence_index", "conversion_type", "ad_network_id", "source_identifier",
-        "measured", "sum", "squares",
+        "measured", "sum_micros", "squares_micros",
     ]
 
-    /// As the model's cache keeps it: one sorted CSV line per stratum and campaign, the floating-point
-    /// sums in their shortest exact (round-trip) form.
+    /// As the model's cache keeps it: one sorted CSV line per stratum and campaign, its exact sums.
     var cacheCSV: [UInt8] {
         var lines = CSVLine.header(Self.cacheColumns)
         var line = CSVLine()
@@ -149,8 +158,8 @@ package struct ModelSums: Sendable {
                     line.field(text)
                 }
                 line.field(sums.count)
-                line.field(sums.sum.description)
-                line.field(sums.squares.description)
+                line.field(sums.sumMicros)
+                line.field(String(sums.squaresMicros))
                 line.endLine()
                 lines += line.array
             }
@@ -165,13 +174,13 @@ package struct ModelSums: Sendable {
         }
         while let record = reader.nextRecord() {
             let text = record.map { String(decoding: $0 ?? [], as: UTF8.self) }
-            guard text.count == 9, let count = Int64(text[6]), let sum = Double(text[7]), let squares = Double(text[8]) else {
+            guard text.count == 9, let count = Int64(text[6]), let sum = Int64(text[7]), let squares = Int128(text[8]) else {
                 throw .usage("\(path): not the model's cache: delete it and rerun")
             }
             add(
                 ModelStratum(appID: text[0], currency: text[1], window: text[2], conversionType: text[3]),
                 ModelCampaign(adNetworkID: text[4], sourceIdentifier: text[5]),
-                MeasuredSums(count: count, sum: sum, squares: squares))
+                MeasuredSums(count: count, sumMicros: sum, squaresMicros: squares))
         }
     }
 }

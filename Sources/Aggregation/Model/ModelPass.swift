@@ -13,14 +13,11 @@ package enum ModelPass {
     {
         var rows: [(row: ModelInputRow, range: Range<Int>)] = []
         var today = ModelSums()
-        var wanted = Set<ModelStratum>()
         try ModelInput.forEachRow(csv, path: "campaign_daily of \(day)", parquet: false) { row, range throws(AggregationError) in
             rows.append((row, range))
-            guard let stratum = row.stratum else { return }
-            wanted.insert(stratum)
-            if let measured = row.measured { today.add(stratum, row.campaign, measured) }
+            if let stratum = row.stratum, let measured = row.measured { today.add(stratum, row.campaign, measured) }
         }
-        var pooled = try window.earlierDays(before: day, root: root, only: wanted)
+        var pooled = try window.earlierDays(before: day, root: root)
         pooled.add(today)
         window.keep(today, for: day)
         return append(campaignDaily: csv, rows: rows, pooled: pooled)
@@ -112,42 +109,55 @@ package enum ModelPass {
     }
 }
 
-/// The sums of the published days a run has read, by day: the pooling window of each next day is
-/// then read from memory (and from `DATA/cache/model` or the published file only the first time).
+/// The pooling window of the days a run publishes, slid from day to day: the sums of the published
+/// days D−27 … D−1 kept as one total, each day added once (read from `DATA/cache/model`, or the
+/// published file, the first time) and taken away when it leaves the window. The sums are exact, so the
+/// total is the same bits however the window got there.
 final class ModelWindow: Sendable {
-    private let days = Locked<[UTCDay: ModelSums]>([:])
+    private struct State {
+        var total = ModelSums()
+        var included: [UTCDay: ModelSums] = [:]
+        /// Days published by this run, kept until they join the window.
+        var kept: [UTCDay: ModelSums] = [:]
+    }
+
+    private let state = Locked(State())
 
     init() {}
 
+    /// A day this run published (its sums, so that the next days need not read it back).
     func keep(_ sums: ModelSums, for day: UTCDay) {
-        days.withLock { days in
-            days[day] = sums
-            // Older than any later day's window.
-            for old in days.keys where old < day.adding(days: 1 - NullValueModel.poolingDays) { days[old] = nil }
-        }
+        state.withLock { $0.kept[day] = sums }
     }
 
-    /// The sums of the days D−27 … D−1 (those published), added in date order; only the strata of
-    /// `wanted` (all when nil).
-    func earlierDays(before day: UTCDay, root: String, only wanted: Set<ModelStratum>?) throws(AggregationError) -> ModelSums {
+    /// The sums of the published days D−27 … D−1.
+    func earlierDays(before day: UTCDay, root: String) throws(AggregationError) -> ModelSums {
+        let first = day.adding(days: 1 - NullValueModel.poolingDays)
+        let wanted = (1..<NullValueModel.poolingDays).map { day.adding(days: -$0) }
+        var added: [UTCDay: ModelSums] = [:]
+        let missing = state.withLock { state in wanted.filter { state.included[$0] == nil && state.kept[$0] == nil } }
         let published = PublishedDays(root: root)
-        var pooled = ModelSums()
-        for offset in stride(from: NullValueModel.poolingDays - 1, through: 1, by: -1) {
-            let earlier = day.adding(days: -offset)
-            var sums = days.withLock { $0[earlier] }
-            if sums == nil {
-                guard let file = published.manifest(earlier)?.outputs[AggregateTables.campaignDaily] else { continue }
-                let (bytes, path) = try CohortCache.cached(
-                    kind: "model", root: root, table: AggregateTables.campaignDaily, day: earlier, file: file
-                ) { (bytes, path) throws(AggregationError) in
-                    try ModelSums.of(bytes, path: path, parquet: path.hasSuffix(".parquet")).cacheCSV
-                }
-                let read = try ModelSums(cacheCSV: bytes, path: path)
-                keep(read, for: earlier)
-                sums = read
+        for earlier in missing {
+            guard let file = published.manifest(earlier)?.outputs[AggregateTables.campaignDaily] else { continue }
+            let (bytes, path) = try CohortCache.cached(
+                kind: "model", root: root, table: AggregateTables.campaignDaily, day: earlier, file: file
+            ) { (bytes, path) throws(AggregationError) in
+                try ModelSums.of(bytes, path: path, parquet: path.hasSuffix(".parquet")).cacheCSV
             }
-            pooled.add(sums!, only: wanted)
+            added[earlier] = try ModelSums(cacheCSV: bytes, path: path)
         }
-        return pooled
+        return state.withLock { state in
+            for (old, sums) in state.included where old < first || old >= day {
+                state.total.subtract(sums)
+                state.included[old] = nil
+            }
+            for earlier in wanted where state.included[earlier] == nil {
+                guard let sums = state.kept.removeValue(forKey: earlier) ?? added[earlier] else { continue }
+                state.total.add(sums)
+                state.included[earlier] = sums
+            }
+            for old in state.kept.keys where old < first { state.kept[old] = nil }
+            return state.total
+        }
     }
 }

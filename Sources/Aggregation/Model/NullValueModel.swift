@@ -184,29 +184,56 @@ package struct ModelStratum: Hashable, Comparable, Sendable {
 }
 
 /// A unit's measured postbacks: their count n, Σ value and Σ value² (each postback of a row with m
-/// measured postbacks and revenue R is worth R / m).
+/// measured postbacks and revenue R is worth R / m). Kept exactly, in integers: Σ value in micro-units
+/// and Σ value² as each row's R² / m in micro-units², rounded once per row, so that sums added and
+/// taken away in any order (the pooling window sliding over the days) are the same bits in every run.
 package struct MeasuredSums: Sendable, Equatable {
     package var count: Int64 = 0
-    package var sum: Double = 0
-    package var squares: Double = 0
+    package var sumMicros: Int64 = 0
+    package var squaresMicros: Int128 = 0
 
-    package init(count: Int64 = 0, sum: Double = 0, squares: Double = 0) {
+    package init() {}
+
+    package init(count: Int64, sumMicros: Int64, squaresMicros: Int128) {
         self.count = count
-        self.sum = sum
-        self.squares = squares
+        self.sumMicros = sumMicros
+        self.squaresMicros = squaresMicros
+    }
+
+    /// From amounts (rounded to the micro-unit, and Σ value² to the micro-unit²).
+    package init(count: Int64, sum: Double, squares: Double) {
+        self.init(count: count, sumMicros: Int64((sum * 1e6).rounded()), squaresMicros: Int128((squares * 1e12).rounded()))
+    }
+
+    /// A row's m measured postbacks with revenue R in all (micro-units).
+    package init(measured m: Int64, revenueMicros r: Int64) {
+        let square = Int128(r) * Int128(r)
+        let m128 = Int128(m)
+        // R² / m rounded half up (R² ≥ 0).
+        self.init(count: m, sumMicros: r, squaresMicros: (square + m128 / 2) / m128)
     }
 
     /// A row's m measured postbacks with revenue `revenue` in all.
     package init(measured m: Int64, revenue: Double) {
-        self.init(count: m, sum: revenue, squares: revenue * revenue / Double(m))
+        self.init(measured: m, revenueMicros: Int64((revenue * 1e6).rounded()))
     }
 
     package mutating func add(_ other: MeasuredSums) {
         count += other.count
-        sum += other.sum
-        squares += other.squares
+        sumMicros += other.sumMicros
+        squaresMicros += other.squaresMicros
     }
 
+    package mutating func subtract(_ other: MeasuredSums) {
+        count -= other.count
+        sumMicros -= other.sumMicros
+        squaresMicros -= other.squaresMicros
+    }
+
+    /// Σ value.
+    package var sum: Double { Double(sumMicros) / 1e6 }
+    /// Σ value².
+    package var squares: Double { Double(squaresMicros) / 1e12 }
     package var mean: Double { count > 0 ? sum / Double(count) : 0 }
     /// Population form: Σ v² / n − ȳ², never below 0.
     package var variance: Double { count > 0 ? max(0, squares / Double(count) - mean * mean) : 0 }
