@@ -39,7 +39,7 @@ enum ModelInput {
             let index = try indices(table.header, path: path)
             for (number, record) in table.rows.enumerated() {
                 let fields = index.map { record.indices.contains($0) ? record[$0].map { Array($0.utf8) } : nil }
-                try body(row(fields, path: path, line: number + 2), 0..<0)
+                try body(row({ fields[$0]?[...] }, path: path, line: number + 2), 0..<0)
             }
             return
         }
@@ -52,18 +52,21 @@ enum ModelInput {
         var start = reader.position
         while let count = reader.nextFields(into: &ranges) {
             line += 1
-            let fields = index.map { position -> [UInt8]? in
-                guard position < count else { return nil }
-                let field = ranges[position]
-                if field.quoted {
-                    reader.unescape(field, into: &scratch)
-                    return scratch
-                }
-                return field.range.isEmpty ? nil : Array(bytes[field.range])
-            }
+            // The fields in place; a quoted one (rare: a comma or quote in an identifier) unescaped.
+            let row = try row(
+                { column -> ArraySlice<UInt8>? in
+                    let position = index[column]
+                    guard position < count else { return nil }
+                    let field = ranges[position]
+                    if field.quoted {
+                        reader.unescape(field, into: &scratch)
+                        return scratch[...]
+                    }
+                    return field.range.isEmpty ? nil : bytes[field.range]
+                }, path: path, line: line)
             var end = reader.position
             if end > start, bytes[end - 1] == 0x0A { end -= 1 }
-            try body(row(fields, path: path, line: line), start..<end)
+            try body(row, start..<end)
             start = reader.position
         }
     }
@@ -79,11 +82,22 @@ enum ModelInput {
         return index
     }
 
-    private static func row(_ fields: [[UInt8]?], path: String, line: Int) throws(AggregationError) -> ModelInputRow {
-        func text(_ i: Int) -> String { fields[i].map { String(decoding: $0, as: UTF8.self) } ?? "" }
-        func count(_ i: Int) -> Int64 { Int64(text(i)) ?? 0 }
+    /// A row from its fields, in `columns`' order (nil: empty).
+    private static func row(_ field: (Int) -> ArraySlice<UInt8>?, path: String, line: Int) throws(AggregationError)
+        -> ModelInputRow
+    {
+        func text(_ i: Int) -> String { field(i).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        func count(_ i: Int) -> Int64 {
+            guard let bytes = field(i), !bytes.isEmpty, bytes.count <= 18 else { return 0 }
+            var value: Int64 = 0
+            for byte in bytes {
+                guard byte >= 0x30, byte <= 0x39 else { return 0 }
+                value = value * 10 + Int64(byte - 0x30)
+            }
+            return value
+        }
         var revenue: Money? = nil
-        if let bytes = fields[8] {
+        if let bytes = field(8) {
             guard let amount = Money(decimalUTF8: bytes) else {
                 throw .usage("\(path): line \(line): revenue_est_sum '\(text(8))' is not an amount")
             }

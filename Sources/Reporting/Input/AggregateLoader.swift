@@ -135,11 +135,26 @@ struct AggregateLoader {
     }
 
     /// The production page's modeled figures: `campaign_daily`'s modeled columns (the detail table the
-    /// page reads has none), from the CSV the manifest lists and only when it matches; a day without
-    /// it (published as Parquet only, or before the model) adds no modeled figure.
+    /// page reads has none), from the CSV (or, for a day published as Parquet only, the Parquet file)
+    /// the manifest lists and only when it matches; a day from before the model adds no modeled figure.
     private func loadModeled<Model: DayRecordSink>(_ day: UTCDay, manifest: DayManifest, into model: inout Model)
         throws(ReportError)
     {
+        if manifest.outputs[AggregateTables.campaignDaily] == nil,
+            let output = manifest.parquetOutputs[AggregateTables.campaignDaily]
+        {
+            let path = layout.aggregateFile(table: AggregateTables.campaignDaily, day: day, extension: "parquet")
+            guard case .read(let table) = try PublishedFile.parquetRows(at: path, matching: output),
+                table.header.contains(ModeledColumn.nullRevenueEst.rawValue)
+            else { return }
+            let layout = try CampaignDailyRecord.Layout(header: table.header.map { $0 }, path: path)
+            for (index, fields) in table.rows.enumerated() {
+                let record = try layout.record(fields, path: path, line: index + 1)
+                if let appID, record.appID != appID { continue }
+                try model.addModeled(record)
+            }
+            return
+        }
         guard let output = manifest.outputs[AggregateTables.campaignDaily] else { return }
         let path = layout.aggregateFile(table: AggregateTables.campaignDaily, day: day)
         _ = try PublishedFile.withCSV(at: path, matching: output) { reader throws(ReportError) -> Int in
@@ -176,7 +191,10 @@ struct AggregateLoader {
             throw .malformed(path: path, line: nil, reason: "\(decoded.rows.count) rows, its manifest says \(output.rows)")
         }
         if decoded.rows.isEmpty, manifest.isEmptyDay { return .empty }
-        if readsDetail { model.add(manifest) }
+        if readsDetail {
+            model.add(manifest)
+            try loadModeled(day, manifest: manifest, into: &model)
+        }
         return .included
     }
 
