@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""An independent reference of the null-value model `null-eb-1`, written only from its contract
+(docs/modeling.md), never from the Swift code; and the comparison of what `postback aggregate`
+published with it.
+
+    scripts/venv-python bench/model_reference.py --agg DATA/agg [--out FILE]   # the reference's columns
+    scripts/venv-python bench/model_reference.py --agg DATA/agg --compare      # published == reference?
+
+Input: the published `campaign_daily` CSV of every day under DATA/agg (read as text, exact decimals).
+Output (--out): one CSV row per campaign_daily row (dt, its row number in the file, and the seven
+modeled columns). --compare checks, for every row, that the published modeled columns equal the
+reference's within 1e-6 relative (1e-6 absolute near zero) and that `modeled_note` is empty in the
+same rows; it prints the first differences and exits 1 when any.
+
+The model, as this reference reads the contract (its choices where the contract leaves room are
+marked "choice"):
+- measured units: production `campaign_daily` rows with a currency and a revenue_est_sum and
+  m = postbacks - null_cv_postbacks > 0 measured postbacks, each worth v = revenue_est_sum / m (a row
+  has one conversion value, so a measured row has no null postbacks and a null row no revenue);
+- stratum (app_id, currency, window, conversion type): window = postback_sequence_index (choice: an
+  empty one, SKAdNetwork ≤ 3.0's single postback, is window 0), conversion type `re-engagement`, else
+  `install` (download and redownload); campaign = (ad_network_id, source_identifier);
+- pooling: the measured rows of the published days D-27 … D;
+- per unit n = Σ m, ybar = Σ m·v / n, s2 = Σ m·v² / n - ybar²;
+- app: mu = ybar, sigma2 = s2 of the app (every measured postback of the stratum), V = sigma2 / n;
+- between-unit variance, method of moments (the one-way ANOVA estimator, unbiased for unequal n):
+      tau2 = max(0, (Σ_u n_u (ybar_u - ybar_parent)² - (K - 1)·sigma2) / (N - Σ_u n_u² / N))
+  over the K ≥ 2 child units with data (N = Σ n_u; ybar_parent their pooled mean); fewer than 2: 0.
+  Networks: around the app's mean. Campaigns: around their network's pooled mean; a network with
+  fewer than 2 campaigns with data uses the pooled estimate over every network of the stratum
+  (choice): tau2 = max(0, (Σ_net Σ_c n_c (ybar_c - ybar_net)² - Σ_net (K_net - 1)·sigma2)
+  / Σ_net (N_net - Σ_c n_c² / N_net)), 0 when that denominator is 0;
+- posterior (normal-normal): B = sigma2 / (sigma2 + n·tau2) (the share shrunk to the parent),
+  mu = (1 - B)·ybar + B·mu_parent, V = B·tau2 + B²·V_parent; tau2 = 0 → the parent's mu and V; a
+  unit without data → its parent's;
+- a row with k null postbacks: est = k·mu_c, variance k·sigma2 + k²·V_c, interval the 5% and 95%
+  quantiles of the gamma with that mean and variance (all 0 when est is 0; est itself when the
+  variance is 0); values_var = k·sigma2, mean_sd = k·sqrt(V_c);
+- rows without nulls in a modeled stratum: 0s; modeled_revenue_est = revenue_est_sum + est (empty
+  when revenue_est_sum is empty and the row has no nulls);
+- fewer than 30 measured postbacks in the stratum's pool: every row with a currency of that stratum
+  that day gets empty modeled columns and a note (choice: also its rows without nulls); rows without
+  a currency (no schema) are never modeled (every modeled column empty, no note).
+"""
+
+import argparse
+import csv
+import datetime
+import decimal
+import math
+import os
+import sys
+
+MODEL = {"name": "null-eb-1", "pooling_days": 28, "min_measured": 30, "interval": 0.9}
+COLUMNS = ("modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
+           "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note")
+MICRO = decimal.Decimal("0.000001")
+
+
+def gamma_interval(mean, variance, level=0.9):
+    """The (5%, 95%) quantiles of the gamma with this mean and variance (method of moments)."""
+    from scipy.stats import gamma
+
+    if mean <= 0:
+        return 0.0, 0.0
+    if variance <= 0:
+        return mean, mean
+    shape, scale = mean * mean / variance, variance / mean
+    tail = (1 - level) / 2
+    return max(0.0, float(gamma.ppf(tail, shape, scale=scale))), float(gamma.ppf(1 - tail, shape, scale=scale))
+
+
+def money(value):
+    """An amount (float or Decimal) as the decimal the tables publish (6 places, shortest form)."""
+    exact = value if isinstance(value, decimal.Decimal) else decimal.Decimal(repr(value))
+    text = format(exact.quantize(MICRO, rounding=decimal.ROUND_HALF_EVEN).normalize(), "f")
+    return "0" if text in ("-0", "0E-6") else text
+
+
+def stratum_of(row):
+    window = row["postback_sequence_index"] or "0"
+    kind = "re-engagement" if row["conversion_type"] == "re-engagement" else "install"
+    return (row["app_id"], row["currency"], window, kind)
+
+
+def measured(row):
+    """(m, Σ m·v, Σ m·v²) of a row, or None when it has no measured postbacks."""
+    if not row["currency"] or not row["revenue_est_sum"]:
+        return None
+    m = int(row["postbacks"]) - int(row["null_cv_postbacks"] or 0)
+    if m <= 0:
+        return None
+    total = decimal.Decimal(row["revenue_est_sum"])
+    v = total / m
+    return m, float(total), float(v * v * m)
+
+
+class Sums:
+    __slots__ = ("n", "s1", "s2")
+
+    def __init__(self):
+        self.n, self.s1, self.s2 = 0, 0.0, 0.0
+
+    def add(self, m, s1, s2):
+        self.n += m
+        self.s1 += s1
+        self.s2 += s2
+
+    @property
+    def mean(self):
+        return self.s1 / self.n
+
+
+def between_variance(groups, sigma2):
+    """tau2 over groups of (child Sums list, parent mean): the pooled one-way ANOVA estimator."""
+    numerator, denominator = 0.0, 0.0
+    for children, parent_mean in groups:
+        children = [c for c in children if c.n > 0]
+        if len(children) < 2:
+            continue
+        total = sum(c.n for c in children)
+        numerator += sum(c.n * (c.mean - parent_mean) ** 2 for c in children) - (len(children) - 1) * sigma2
+        denominator += total - sum(c.n * c.n for c in children) / total
+    if denominator <= 0:
+        return 0.0
+    return max(0.0, numerator / denominator)
+
+
+def posterior(unit, tau2, sigma2, parent_mu, parent_v):
+    if unit is None or unit.n == 0 or tau2 <= 0:
+        return parent_mu, parent_v
+    shrink = sigma2 / (sigma2 + unit.n * tau2)
+    return (1 - shrink) * unit.mean + shrink * parent_mu, shrink * tau2 + shrink * shrink * parent_v
+
+
+class StratumModel:
+    """The fitted model of one stratum for one day: mu and V per campaign, sigma2, or a note."""
+
+    def __init__(self, stratum, rows):
+        self.stratum = stratum
+        app = Sums()
+        networks, campaigns = {}, {}
+        for network, source, m, s1, s2 in rows:
+            app.add(m, s1, s2)
+            networks.setdefault(network, Sums()).add(m, s1, s2)
+            campaigns.setdefault((network, source), Sums()).add(m, s1, s2)
+        self.measured = app.n
+        self.note = None
+        if app.n < MODEL["min_measured"]:
+            self.note = (f"too little data: {app.n} measured postbacks for this app and window in "
+                         f"{MODEL['pooling_days']} days ({MODEL['min_measured']} needed)")
+            return
+        mu_app = app.mean
+        sigma2 = max(0.0, app.s2 / app.n - mu_app * mu_app)
+        v_app = sigma2 / app.n
+        self.sigma2 = sigma2
+        tau2_net = between_variance([(list(networks.values()), mu_app)], sigma2)
+        self.networks = {network: posterior(sums, tau2_net, sigma2, mu_app, v_app) for network, sums in networks.items()}
+        self.app = (mu_app, v_app)
+        by_network = {}
+        for (network, source), sums in campaigns.items():
+            by_network.setdefault(network, []).append(sums)
+        pooled = between_variance([(children, networks[network].mean) for network, children in by_network.items()], sigma2)
+        self.campaigns = {}
+        for (network, source), sums in campaigns.items():
+            children = by_network[network]
+            tau2 = between_variance([(children, networks[network].mean)], sigma2) if len(children) >= 2 else pooled
+            self.campaigns[(network, source)] = posterior(sums, tau2, sigma2, *self.networks[network])
+
+    def campaign(self, network, source):
+        if (network, source) in self.campaigns:
+            return self.campaigns[(network, source)]
+        return self.networks.get(network, self.app)
+
+
+def read_day(path):
+    with open(path, newline="", encoding="utf-8") as file:
+        return list(csv.DictReader(file))
+
+
+def published_days(agg, table="campaign_daily"):
+    root = f"{agg}/{table}"
+    days = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if name.startswith("dt=") and os.path.exists(f"{root}/{name}/part-00000.csv"):
+            days.append(datetime.date.fromisoformat(name[3:]))
+    return days
+
+
+def model_rows(rows, models):
+    """The seven modeled columns (text, as published) of each row of one day."""
+    out = []
+    for row in rows:
+        if not row["currency"]:
+            out.append({c: "" for c in COLUMNS})
+            continue
+        model = models.get(stratum_of(row))
+        if model is None or model.note:
+            note = model.note if model else (f"too little data: 0 measured postbacks for this app and window in "
+                                             f"{MODEL['pooling_days']} days ({MODEL['min_measured']} needed)")
+            out.append(dict({c: "" for c in COLUMNS}, modeled_note=note))
+            continue
+        k = int(row["null_cv_postbacks"] or 0)
+        if k == 0:
+            revenue = row["revenue_est_sum"]
+            out.append({"modeled_null_revenue_est": "0", "modeled_null_revenue_low": "0", "modeled_null_revenue_high": "0",
+                        "modeled_revenue_est": revenue, "modeled_null_values_var": "0", "modeled_null_mean_sd": "0",
+                        "modeled_note": ""})
+            continue
+        mu, v = model.campaign(row["ad_network_id"], row["source_identifier"])
+        est = k * mu
+        values_var = k * model.sigma2
+        variance = values_var + k * k * v
+        low, high = gamma_interval(est, variance)
+        est_text = money(est)
+        total = decimal.Decimal(row["revenue_est_sum"] or "0") + decimal.Decimal(est_text)
+        out.append({"modeled_null_revenue_est": est_text, "modeled_null_revenue_low": money(low),
+                    "modeled_null_revenue_high": money(high), "modeled_revenue_est": money(total),
+                    "modeled_null_values_var": repr(values_var), "modeled_null_mean_sd": repr(k * math.sqrt(v)),
+                    "modeled_note": ""})
+    return out
+
+
+def fit_day(day, rows_by_day):
+    """The models of every stratum for day D, from the measured rows of D-27 … D."""
+    pool = {}
+    for back in range(MODEL["pooling_days"]):
+        for row in rows_by_day.get(day - datetime.timedelta(days=back), ()):
+            unit = measured(row)
+            if unit is not None:
+                pool.setdefault(stratum_of(row), []).append((row["ad_network_id"], row["source_identifier"], *unit))
+    return {stratum: StratumModel(stratum, rows) for stratum, rows in pool.items()}
+
+
+def reference(agg):
+    """{day: (published rows, reference columns)} for every published day under agg."""
+    days = published_days(agg)
+    rows_by_day = {day: read_day(f"{agg}/campaign_daily/dt={day.isoformat()}/part-00000.csv") for day in days}
+    result = {}
+    for day in days:
+        models = fit_day(day, rows_by_day)
+        result[day] = (rows_by_day[day], model_rows(rows_by_day[day], models))
+    return result
+
+
+def write_tables(agg, out):
+    """The published campaign_daily rows with the reference's modeled columns (in place of published
+    ones, if any), one file per day, so that the benchmark scores the reference like the published model."""
+    for day, (rows, expected) in reference(agg).items():
+        directory = f"{out}/campaign_daily/dt={day.isoformat()}"
+        os.makedirs(directory, exist_ok=True)
+        with open(f"{directory}/part-00000.csv", "w", newline="", encoding="utf-8") as file:
+            header = [c for c in (rows[0].keys() if rows else []) if c not in COLUMNS]
+            writer = csv.writer(file, lineterminator="\n")
+            writer.writerow(header + list(COLUMNS))
+            for row, columns in zip(rows, expected):
+                writer.writerow([row[c] for c in header] + [columns[c] for c in COLUMNS])
+
+
+def close(published, expected, relative=1e-6, absolute=1e-6):
+    if published == "" or expected == "":
+        return published == expected
+    a, b = float(published), float(expected)
+    return abs(a - b) <= max(relative * max(abs(a), abs(b)), absolute)
+
+
+def compare(agg, limit=20):
+    """Published modeled columns against the reference: (rows compared, differences)."""
+    differences, compared = [], 0
+    for day, (rows, expected) in reference(agg).items():
+        for number, (row, want) in enumerate(zip(rows, expected), start=2):
+            compared += 1
+            missing = [c for c in COLUMNS if c not in row]
+            if missing:
+                differences.append(f"campaign_daily/dt={day}: no column {', '.join(missing)} (the model is not published)")
+                return compared, differences
+            for column in COLUMNS:
+                got = row[column]
+                ok = (got == "") == (want[column] == "") if column == "modeled_note" else close(got, want[column])
+                if not ok:
+                    differences.append(f"campaign_daily/dt={day} line {number} ({row['app_id']} {row['ad_network_id']} "
+                                       f"{row['source_identifier']!r} w{row['postback_sequence_index']}): {column} "
+                                       f"published {got!r}, reference {want[column]!r}")
+    return compared, differences
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agg", required=True, help="the published tables (DATA/agg)")
+    parser.add_argument("--out", help="write the reference's modeled columns here (CSV)")
+    parser.add_argument("--write", metavar="DIR",
+                        help="write DIR/campaign_daily/dt=…/part-00000.csv: the published rows with the reference's columns")
+    parser.add_argument("--compare", action="store_true", help="compare the published modeled columns with the reference")
+    args = parser.parse_args()
+    if args.out:
+        with open(args.out, "w", newline="") as file:
+            writer = csv.writer(file, lineterminator="\n")
+            writer.writerow(["dt", "line", *COLUMNS])
+            for day, (_, expected) in reference(args.agg).items():
+                for number, columns in enumerate(expected, start=2):
+                    writer.writerow([day.isoformat(), number, *(columns[c] for c in COLUMNS)])
+    if args.write:
+        write_tables(args.agg, args.write)
+    if args.compare:
+        compared, differences = compare(args.agg)
+        for line in differences[:20]:
+            print(f"  {line}")
+        print(f"model reference: {compared} campaign_daily rows compared, {len(differences)} differences")
+        return 1 if differences else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
