@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""An independent reference of the null-value model `null-eb-1`, written only from its contract
-(docs/modeling.md), never from the Swift code; and the comparison of what `postback aggregate`
-published with it.
+"""An independent reference of the null-value model (`null-eb-2`; `--model null-eb-1` for the first
+version), written only from its contract (docs/modeling.md), never from the Swift code; and the
+comparison of what `postback aggregate` published with it.
 
     scripts/venv-python bench/model_reference.py --agg DATA/agg [--out FILE]   # the reference's columns
     scripts/venv-python bench/model_reference.py --agg DATA/agg --compare      # published == reference?
+    ... [--model null-eb-1 | null-eb-2] [--changes campaign-id,own-variance,zero-inflated]
 
 Input: the published `campaign_daily` CSV of every day under DATA/agg (read as text, exact decimals).
-Output (--out): one CSV row per campaign_daily row (dt, its row number in the file, and the seven
-modeled columns). --compare checks, for every row, that the published modeled columns equal the
+Output (--out): one CSV row per campaign_daily row (dt, its row number in the file, and the modeled
+columns). --compare checks, for every row, that the published modeled columns equal the
 reference's within 1e-6 relative (1e-6 absolute near zero) and that `modeled_note` is empty in the
-same rows; it prints the first differences and exits 1 when any.
+same rows; it prints the first differences and exits 1 when any. --changes (an ablation, for the
+benchmark only) applies only the listed changes of null-eb-2 to null-eb-1; the columns are null-eb-2's.
 
-The model, as this reference reads the contract (its choices where the contract leaves room are
-marked "choice"):
+The model null-eb-1, as this reference reads the contract (its choices where the contract leaves room
+are marked "choice"):
 - measured units: production `campaign_daily` rows with a currency and a revenue_est_sum and
   m = postbacks - null_cv_postbacks > 0 measured postbacks, each worth v = revenue_est_sum / m (a row
   has one conversion value, so a measured row has no null postbacks and a null row no revenue);
@@ -41,6 +43,36 @@ marked "choice"):
 - fewer than 30 measured postbacks in the stratum's pool: every row with a currency of that stratum
   that day gets empty modeled columns and a note (choice: also its rows without nulls); rows without
   a currency (no schema) are never modeled (every modeled column empty, no note).
+- manifest: "model": {"name": "null-eb-1", "pooling_days": 28, "min_measured": 30, "interval": 0.9}.
+
+The model null-eb-2: null-eb-1 with exactly these changes (everything not named here is as above):
+1. campaign-id — the campaign unit is (ad_network_id, source_identifier, campaign_id), each as the
+   row publishes it (text; empty is a value): SKAdNetwork ≤ 3.0 postbacks carry a campaign_id and no
+   source_identifier, so their campaigns are no longer pooled into one per network.
+2. own-variance — each campaign's individual values have their own variance, shrunk toward its
+   network's and the network's toward the app's, with a prior weight of P = 30 postbacks:
+       sigma2_app = s2_app   (the stratum's s2, as null-eb-1's sigma2)
+       sigma2_net = (n_net·s2_net + P·sigma2_app) / (n_net + P)
+       sigma2_c   = (n_c·s2_c + P·sigma2_net) / (n_c + P)
+   (a unit without measured postbacks: n = 0, so its parent's). A null row's
+   values_var = k·sigma2_c and its variance k·sigma2_c + k²·V_c. The mean's empirical Bayes (tau2,
+   B, mu, V) is unchanged: it still uses the stratum's pooled sigma2.
+3. zero-inflated — p0, the share of measured postbacks worth exactly 0 (z = the measured postbacks
+   of rows whose v = 0, exactly), shrunk the same way:
+       p0_app = z_app / n_app
+       p0_net = (z_net + P·p0_app) / (n_net + P)
+       p0_c   = (z_c + P·p0_net) / (n_c + P)
+   A new DOUBLE column `modeled_null_log_p_zero`, appended after `modeled_null_mean_sd` and before
+   `modeled_note`: k·ln(p0_c), the log of the chance that all k null postbacks are worth 0 under the
+   model (independent postbacks). 0 on a modeled row without nulls (k = 0), empty on an unmodeled row.
+   When p0_c = 0 (only when no measured postback of the stratum's pool is worth 0) ln(0) is written as
+   k·ln(1e-300) = k·(-690.7755278982137): finite, and far below ln(0.05), which is all it is used for.
+   The interval: low = 0 when log_p_zero ≥ ln(0.05), else the gamma's 5% quantile (as in null-eb-1);
+   high = the gamma's 95% quantile. Aggregating rows: est, variance as in null-eb-1 (Σ values_var +
+   Σ over (campaign, stratum) of (Σ mean_sd)²), and low = 0 when Σ log_p_zero ≥ ln(0.05), else the
+   gamma's 5%.
+   manifest: "model": {"name": "null-eb-2", "pooling_days": 28, "min_measured": 30, "interval": 0.9,
+   "prior_postbacks": 30}.
 """
 
 import argparse
@@ -51,10 +83,36 @@ import math
 import os
 import sys
 
-MODEL = {"name": "null-eb-1", "pooling_days": 28, "min_measured": 30, "interval": 0.9}
-COLUMNS = ("modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
-           "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note")
+MODELS = {
+    "null-eb-1": {"name": "null-eb-1", "pooling_days": 28, "min_measured": 30, "interval": 0.9},
+    "null-eb-2": {"name": "null-eb-2", "pooling_days": 28, "min_measured": 30, "interval": 0.9, "prior_postbacks": 30},
+}
+CHANGES = {"null-eb-1": frozenset(), "null-eb-2": frozenset(("campaign-id", "own-variance", "zero-inflated"))}
+COLUMNS_V1 = ("modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
+              "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note")
+COLUMNS_V2 = COLUMNS_V1[:6] + ("modeled_null_log_p_zero", "modeled_note")
 MICRO = decimal.Decimal("0.000001")
+LOG_ZERO = math.log(1e-300)   # ln(p0_c) written when p0_c = 0
+LOG_LOW = math.log(0.05)      # log_p_zero at or above this: the interval's low end is 0
+
+MODEL, ACTIVE, COLUMNS = {}, frozenset(), ()
+
+
+def use(name="null-eb-2", changes=None):
+    """Selects the model this module computes: a version, or (changes, an ablation) null-eb-1 with only
+    the listed changes of null-eb-2 (then null-eb-2's columns and manifest entry)."""
+    global MODEL, ACTIVE, COLUMNS
+    if changes is not None:
+        unknown = set(changes) - CHANGES["null-eb-2"]
+        if unknown:
+            raise ValueError(f"unknown model changes: {', '.join(sorted(unknown))}")
+        name = "null-eb-2"
+    MODEL = dict(MODELS[name])
+    ACTIVE = CHANGES[name] if changes is None else frozenset(changes)
+    COLUMNS = COLUMNS_V1 if name == "null-eb-1" else COLUMNS_V2
+
+
+use()
 
 
 def gamma_interval(mean, variance, level=0.9):
@@ -68,6 +126,14 @@ def gamma_interval(mean, variance, level=0.9):
     shape, scale = mean * mean / variance, variance / mean
     tail = (1 - level) / 2
     return max(0.0, float(gamma.ppf(tail, shape, scale=scale))), float(gamma.ppf(1 - tail, shape, scale=scale))
+
+
+def interval_low_high(mean, variance, log_p_zero=None):
+    """The published interval: the gamma's, with the low end 0 when the chance of nothing is >= 5%."""
+    low, high = gamma_interval(mean, variance)
+    if log_p_zero is not None and log_p_zero >= LOG_LOW:
+        low = 0.0
+    return low, high
 
 
 def money(value):
@@ -84,7 +150,7 @@ def stratum_of(row):
 
 
 def measured(row):
-    """(m, Σ m·v, Σ m·v²) of a row, or None when it has no measured postbacks."""
+    """(m, Σ m·v, Σ m·v², zero-valued postbacks) of a row, or None when it has no measured postbacks."""
     if not row["currency"] or not row["revenue_est_sum"]:
         return None
     m = int(row["postbacks"]) - int(row["null_cv_postbacks"] or 0)
@@ -92,23 +158,34 @@ def measured(row):
         return None
     total = decimal.Decimal(row["revenue_est_sum"])
     v = total / m
-    return m, float(total), float(v * v * m)
+    return m, float(total), float(v * v * m), m if total == 0 else 0
 
 
 class Sums:
-    __slots__ = ("n", "s1", "s2")
+    __slots__ = ("n", "s1", "s2", "z")
 
     def __init__(self):
-        self.n, self.s1, self.s2 = 0, 0.0, 0.0
+        self.n, self.s1, self.s2, self.z = 0, 0.0, 0.0, 0
 
-    def add(self, m, s1, s2):
+    def add(self, m, s1, s2, z):
         self.n += m
         self.s1 += s1
         self.s2 += s2
+        self.z += z
 
     @property
     def mean(self):
         return self.s1 / self.n
+
+    @property
+    def variance(self):
+        """s2 (population form), 0 without data."""
+        return max(0.0, self.s2 / self.n - self.mean * self.mean) if self.n else 0.0
+
+
+def shrunk(count, own_total, prior, weight):
+    """(own_total + weight·prior) / (count + weight): a share or variance shrunk toward its parent's."""
+    return (own_total + weight * prior) / (count + weight)
 
 
 def between_variance(groups, sigma2):
@@ -134,16 +211,16 @@ def posterior(unit, tau2, sigma2, parent_mu, parent_v):
 
 
 class StratumModel:
-    """The fitted model of one stratum for one day: mu and V per campaign, sigma2, or a note."""
+    """The fitted model of one stratum for one day: per campaign (mu, V, sigma2, p0), or a note."""
 
     def __init__(self, stratum, rows):
         self.stratum = stratum
         app = Sums()
         networks, campaigns = {}, {}
-        for network, source, m, s1, s2 in rows:
-            app.add(m, s1, s2)
-            networks.setdefault(network, Sums()).add(m, s1, s2)
-            campaigns.setdefault((network, source), Sums()).add(m, s1, s2)
+        for network, source, m, s1, s2, z in rows:
+            app.add(m, s1, s2, z)
+            networks.setdefault(network, Sums()).add(m, s1, s2, z)
+            campaigns.setdefault((network, source), Sums()).add(m, s1, s2, z)
         self.measured = app.n
         self.note = None
         if app.n < MODEL["min_measured"]:
@@ -155,8 +232,19 @@ class StratumModel:
         v_app = sigma2 / app.n
         self.sigma2 = sigma2
         tau2_net = between_variance([(list(networks.values()), mu_app)], sigma2)
-        self.networks = {network: posterior(sums, tau2_net, sigma2, mu_app, v_app) for network, sums in networks.items()}
-        self.app = (mu_app, v_app)
+        weight = MODEL.get("prior_postbacks", 0)
+        own_variance, zero_inflated = "own-variance" in ACTIVE, "zero-inflated" in ACTIVE
+        p0_app = app.z / app.n
+
+        def spread(sums, parent_sigma2, parent_p0):
+            """(sigma2, p0) of a unit: the pooled ones in null-eb-1, its own shrunk ones with the changes."""
+            own = shrunk(sums.n, sums.n * sums.variance, parent_sigma2, weight) if own_variance else sigma2
+            zero = shrunk(sums.n, sums.z, parent_p0, weight) if zero_inflated else None
+            return own, zero
+
+        self.networks = {network: posterior(sums, tau2_net, sigma2, mu_app, v_app) + spread(sums, sigma2, p0_app)
+                         for network, sums in networks.items()}
+        self.app = (mu_app, v_app, sigma2, p0_app if zero_inflated else None)
         by_network = {}
         for (network, source), sums in campaigns.items():
             by_network.setdefault(network, []).append(sums)
@@ -165,12 +253,21 @@ class StratumModel:
         for (network, source), sums in campaigns.items():
             children = by_network[network]
             tau2 = between_variance([(children, networks[network].mean)], sigma2) if len(children) >= 2 else pooled
-            self.campaigns[(network, source)] = posterior(sums, tau2, sigma2, *self.networks[network])
+            parent = self.networks[network]
+            self.campaigns[(network, source)] = posterior(sums, tau2, sigma2, *parent[:2]) + spread(sums, *parent[2:])
 
     def campaign(self, network, source):
+        """(mu, V, sigma2, p0 or None) of a campaign (source: campaign_unit's part after the network)."""
         if (network, source) in self.campaigns:
             return self.campaigns[(network, source)]
         return self.networks.get(network, self.app)
+
+
+def campaign_unit(row):
+    """A row's campaign within its network: the source identifier, and in null-eb-2 the campaign_id."""
+    if "campaign-id" in ACTIVE:
+        return (row["source_identifier"], row.get("campaign_id") or "")
+    return row["source_identifier"]
 
 
 def read_day(path):
@@ -188,7 +285,7 @@ def published_days(agg, table="campaign_daily"):
 
 
 def model_rows(rows, models):
-    """The seven modeled columns (text, as published) of each row of one day."""
+    """The modeled columns (text, as published) of each row of one day."""
     out = []
     for row in rows:
         if not row["currency"]:
@@ -205,19 +302,20 @@ def model_rows(rows, models):
             revenue = row["revenue_est_sum"]
             out.append({"modeled_null_revenue_est": "0", "modeled_null_revenue_low": "0", "modeled_null_revenue_high": "0",
                         "modeled_revenue_est": revenue, "modeled_null_values_var": "0", "modeled_null_mean_sd": "0",
-                        "modeled_note": ""})
+                        "modeled_null_log_p_zero": "0", "modeled_note": ""})
             continue
-        mu, v = model.campaign(row["ad_network_id"], row["source_identifier"])
+        mu, v, sigma2, p0 = model.campaign(row["ad_network_id"], campaign_unit(row))
         est = k * mu
-        values_var = k * model.sigma2
+        values_var = k * sigma2
         variance = values_var + k * k * v
-        low, high = gamma_interval(est, variance)
+        log_p_zero = None if p0 is None else k * (math.log(p0) if p0 > 0 else LOG_ZERO)
+        low, high = interval_low_high(est, variance, log_p_zero)
         est_text = money(est)
         total = decimal.Decimal(row["revenue_est_sum"] or "0") + decimal.Decimal(est_text)
         out.append({"modeled_null_revenue_est": est_text, "modeled_null_revenue_low": money(low),
                     "modeled_null_revenue_high": money(high), "modeled_revenue_est": money(total),
                     "modeled_null_values_var": repr(values_var), "modeled_null_mean_sd": repr(k * math.sqrt(v)),
-                    "modeled_note": ""})
+                    "modeled_null_log_p_zero": repr(log_p_zero if log_p_zero is not None else 0.0), "modeled_note": ""})
     return out
 
 
@@ -228,7 +326,7 @@ def fit_day(day, rows_by_day):
         for row in rows_by_day.get(day - datetime.timedelta(days=back), ()):
             unit = measured(row)
             if unit is not None:
-                pool.setdefault(stratum_of(row), []).append((row["ad_network_id"], row["source_identifier"], *unit))
+                pool.setdefault(stratum_of(row), []).append((row["ad_network_id"], campaign_unit(row), *unit))
     return {stratum: StratumModel(stratum, rows) for stratum, rows in pool.items()}
 
 
@@ -250,7 +348,7 @@ def write_tables(agg, out):
         directory = f"{out}/campaign_daily/dt={day.isoformat()}"
         os.makedirs(directory, exist_ok=True)
         with open(f"{directory}/part-00000.csv", "w", newline="", encoding="utf-8") as file:
-            header = [c for c in (rows[0].keys() if rows else []) if c not in COLUMNS]
+            header = [c for c in (rows[0].keys() if rows else []) if c not in COLUMNS_V1 + COLUMNS_V2]
             writer = csv.writer(file, lineterminator="\n")
             writer.writerow(header + list(COLUMNS))
             for row, columns in zip(rows, expected):
@@ -291,7 +389,11 @@ def main():
     parser.add_argument("--write", metavar="DIR",
                         help="write DIR/campaign_daily/dt=…/part-00000.csv: the published rows with the reference's columns")
     parser.add_argument("--compare", action="store_true", help="compare the published modeled columns with the reference")
+    parser.add_argument("--model", choices=sorted(MODELS), default="null-eb-2", help="the model version (null-eb-2)")
+    parser.add_argument("--changes", help="an ablation: null-eb-1 with only these changes of null-eb-2 (comma-separated: "
+                        f"{', '.join(sorted(CHANGES['null-eb-2']))}; empty: none)")
     args = parser.parse_args()
+    use(args.model, None if args.changes is None else [c for c in args.changes.split(",") if c])
     if args.out:
         with open(args.out, "w", newline="") as file:
             writer = csv.writer(file, lineterminator="\n")

@@ -10,7 +10,8 @@ as the receiver stores them, status verified, environment production, placeholde
 `postback aggregate synthesize`: aggregation trusts the spool's verdicts), a conversion schema per app
 (fine values 0–63 worth 0–63 currency units; coarse low/medium/high), and the truth: one CSV row per
 (dt, app_id, ad_network_id, source_identifier, postback_sequence_index, conversion_type, currency),
-conversion_type `install` or `re-engagement` as the model's strata count them, with
+conversion_type `install` or `re-engagement` as the model's strata count them (and campaign_id: a
+SKAdNetwork ≤ 3.0 postback's, which has no source identifier; empty for the others), with
 
     postbacks           winning postbacks of that key (the ones with a value and the null ones)
     null_postbacks      of them, those Apple withheld the value of
@@ -19,6 +20,10 @@ conversion_type `install` or `re-engagement` as the model's strata count them, w
     true_revenue        what all of them were worth: the decoded estimate of the measured ones plus
                         true_null_revenue (so true_revenue - true_null_revenue is the published
                         revenue_est_sum of those rows)
+    expected_null_revenue  what the null ones were worth in expectation: for each, the mean of the
+                        value it would have carried under its campaign's, window's and conversion type's
+                        parameters (the exact distribution draw_fine samples from), so
+                        true_null_revenue - expected_null_revenue is luck no model can know
 
 How the month is made (deterministic for a seed):
 - apps (three with a schema, USD, USD and EUR, one without), three ad networks, each app buying from
@@ -185,11 +190,42 @@ def draw_fine(rng, campaign, window, reengagement):
     return max(1, min(63, int(round(amount))))
 
 
+def normal_cdf(x):
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+def fine_distribution(campaign, window, reengagement):
+    """P(fine = j), j = 0…63, of the value draw_fine draws: 0 without a purchase, else the rounded
+    log-normal amount clipped to 1…63."""
+    rate = min(1.0, campaign.rate * WINDOW_RATE[window] * (1.5 if reengagement else 1))
+    scale = campaign.price * WINDOW_PRICE[window] * (0.8 if reengagement else 1)
+
+    def below(x):   # P(amount < x)
+        return normal_cdf(math.log(x / scale) / 0.6)
+
+    result = [1 - rate] + [0.0] * 63
+    for j in range(1, 64):
+        low = below(j - 0.5) if j > 1 else 0.0
+        high = below(j + 0.5) if j < 63 else 1.0
+        result[j] = rate * (high - low)
+    return result
+
+
+def expected_worth(cache, campaign, window, reengagement):
+    """(mean fine value, mean coarse estimate) of a postback of this campaign, window and type."""
+    key = (id(campaign), window, reengagement)
+    if key not in cache:
+        p = fine_distribution(campaign, window, reengagement)
+        cache[key] = (sum(j * p[j] for j in range(64)), sum(COARSE[coarse_of(j)] * p[j] for j in range(64)))
+    return cache[key]
+
+
 def generate(args):
     rng = random.Random(args.seed)
     campaigns = make_campaigns(rng, args.campaigns)
     first = datetime.date.fromisoformat(args.start)
     truth = {}
+    expectations = {}
     os.makedirs(args.schemas, exist_ok=True)
     for app, currency in APPS:
         if currency:
@@ -210,16 +246,18 @@ def generate(args):
         tiers = tiers_for_day(counts)
         records = []
 
-        def add_truth(campaign, sid, window, ctype, null, value):
+        def add_truth(campaign, sid, campaign_id, window, ctype, null, value, coarse=False):
             if campaign.currency is None:
                 return
-            key = (day.isoformat(), campaign.app, campaign.network, sid or "", window,
-                   "re-engagement" if ctype == "re-engagement" else "install", campaign.currency)
-            entry = truth.setdefault(key, [0, 0, 0, 0])
+            key = (day.isoformat(), campaign.app, campaign.network, sid or "", "" if campaign_id is None else campaign_id,
+                   window, "re-engagement" if ctype == "re-engagement" else "install", campaign.currency)
+            entry = truth.setdefault(key, [0, 0, 0, 0, 0.0])
             entry[0] += 1
             entry[1] += 1 if null else 0
             entry[2] += value if null else 0
             entry[3] += value
+            if null:
+                entry[4] += expected_worth(expectations, campaign, window, ctype == "re-engagement")[1 if coarse else 0]
 
         for campaign in campaigns:
             tier, digits = tiers[(campaign.app, campaign.network, campaign.sid)]
@@ -241,7 +279,7 @@ def generate(args):
                     attr = attribution(campaign, protocol, version, 0, True, ctype, None, int(campaign.sid[-2:]),
                                        None if null else fine, None)
                     records.append(record(day_rng, day, attr, key_name))
-                    add_truth(campaign, None, 0, ctype, null, fine)
+                    add_truth(campaign, None, int(campaign.sid[-2:]), 0, ctype, null, fine)
                     continue
                 sid = campaign.sid[-digits:]
                 if tier == 0:
@@ -253,7 +291,7 @@ def generate(args):
                 attr = attribution(campaign, protocol, version, 0, True, ctype, sid, None, *value)
                 records.append(record(day_rng, day, attr, key_name))
                 measured = fine if value[0] is not None else COARSE[value[1]] if value[1] else fine
-                add_truth(campaign, sid, 0, ctype, tier == 0, measured)
+                add_truth(campaign, sid, None, 0, ctype, tier == 0, measured)
                 for window in (1, 2):
                     if day_rng.random() >= WINDOW_SENT[window] or tier == 0:
                         continue
@@ -262,7 +300,7 @@ def generate(args):
                     attr = attribution(campaign, protocol, version, window, True, ctype, campaign.sid[-2:], None,
                                        None, None if null else later)
                     records.append(record(day_rng, day, attr, key_name))
-                    add_truth(campaign, campaign.sid[-2:], window, ctype, null, COARSE[later])
+                    add_truth(campaign, campaign.sid[-2:], None, window, ctype, null, COARSE[later], coarse=True)
         records.sort(key=lambda pair: pair[0])
         directory = f"{args.data}/raw/postbacks/dt={day.isoformat()}"
         os.makedirs(directory, exist_ok=True)
@@ -272,10 +310,12 @@ def generate(args):
         lines_written += len(records)
     with open(args.truth, "w", newline="") as file:
         writer = csv.writer(file, lineterminator="\n")
-        writer.writerow(["dt", "app_id", "ad_network_id", "source_identifier", "postback_sequence_index", "conversion_type",
-                         "currency", "postbacks", "null_postbacks", "true_null_revenue", "true_revenue"])
-        for key in sorted(truth):
-            writer.writerow([*key, *truth[key]])
+        writer.writerow(["dt", "app_id", "ad_network_id", "source_identifier", "campaign_id", "postback_sequence_index",
+                         "conversion_type", "currency", "postbacks", "null_postbacks", "true_null_revenue", "true_revenue",
+                         "expected_null_revenue"])
+        for key in sorted(truth, key=lambda key: tuple(str(part) for part in key)):
+            *counts, expected = truth[key]
+            writer.writerow([*key, *counts, repr(expected)])
     return lines_written, len(campaigns)
 
 
