@@ -928,18 +928,18 @@ def write_table(spark, fs, frame, table, columns, days, staging, out, output_for
 
 
 # ---------------------------------------------------------------------------------------------
-# The null-value model (docs/modeling.md, null-eb-1): modeled columns appended to campaign_daily, fitted
+# The null-value model (docs/modeling.md, null-eb-2): modeled columns appended to campaign_daily, fitted
 # on the driver (a day's campaign_daily is small) by bench/model_reference.py, the contract's Python
 # reference, which this job imports (spark-submit: --py-files bench/model_reference.py).
 
 MODEL_COLUMNS = ["modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
-                 "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note"]
+                 "modeled_null_values_var", "modeled_null_mean_sd", "modeled_null_log_p_zero", "modeled_note"]
 MODEL_MONEY_COLUMNS = MODEL_COLUMNS[:4]
 MODEL_TYPES = dict({c: "DECIMAL(38, 6)" for c in MODEL_MONEY_COLUMNS}, modeled_null_values_var="DOUBLE",
-                   modeled_null_mean_sd="DOUBLE", modeled_note="VARCHAR")
+                   modeled_null_mean_sd="DOUBLE", modeled_null_log_p_zero="DOUBLE", modeled_note="VARCHAR")
 # The text columns the model reads from a campaign_daily row (the reference reads published CSV text).
 MODEL_INPUTS = ["app_id", "currency", "postback_sequence_index", "conversion_type", "ad_network_id", "source_identifier",
-                "postbacks", "null_cv_postbacks", "revenue_est_sum"]
+                "campaign_id", "postbacks", "null_cv_postbacks", "revenue_est_sum"]
 
 
 def model_reference():
@@ -985,9 +985,10 @@ def modeled_campaign_daily(spark, fs, frame, columns, days, out):
         for row, values in zip(rows, reference.model_rows(rows, reference.fit_day(day, rows_by_day))):
             micros = [None if values[c] == "" else int(decimal.Decimal(values[c]) * 1_000_000) for c in MODEL_MONEY_COLUMNS]
             modeled.append((day.isoformat(), row["_key"], *micros, values["modeled_null_values_var"] or None,
-                            values["modeled_null_mean_sd"] or None, values["modeled_note"] or None))
+                            values["modeled_null_mean_sd"] or None, values["modeled_null_log_p_zero"] or None,
+                            values["modeled_note"] or None))
     schema = "dt string, _key string, " + ", ".join(f"{c} long" for c in MODEL_MONEY_COLUMNS) + \
-        ", modeled_null_values_var string, modeled_null_mean_sd string, modeled_note string"
+        ", modeled_null_values_var string, modeled_null_mean_sd string, modeled_null_log_p_zero string, modeled_note string"
     model = spark.createDataFrame(modeled, schema)
     return keyed.withColumn("dt", F.col("dt").cast("string")).join(model, ["dt", "_key"], "left").drop("_key")
 

@@ -409,7 +409,7 @@ def first_differences(expected, actual, limit=12):
 # differs between the engines, so compared within MODEL_RELATIVE (money: or one micro-unit, the last
 # digit of a rounded amount; `modeled_note`: empty in the same rows); every other byte must be equal.
 MODEL_COLUMNS = ("modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
-                 "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note")
+                 "modeled_null_values_var", "modeled_null_mean_sd", "modeled_null_log_p_zero", "modeled_note")
 MODEL_RELATIVE = 1e-9
 
 
