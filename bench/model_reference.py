@@ -250,11 +250,13 @@ class StratumModel:
             by_network.setdefault(network, []).append(sums)
         pooled = between_variance([(children, networks[network].mean) for network, children in by_network.items()], sigma2)
         self.campaigns = {}
+        tau2_of = {}
         for (network, source), sums in campaigns.items():
             children = by_network[network]
-            tau2 = between_variance([(children, networks[network].mean)], sigma2) if len(children) >= 2 else pooled
+            if network not in tau2_of:
+                tau2_of[network] = between_variance([(children, networks[network].mean)], sigma2) if len(children) >= 2 else pooled
             parent = self.networks[network]
-            self.campaigns[(network, source)] = posterior(sums, tau2, sigma2, *parent[:2]) + spread(sums, *parent[2:])
+            self.campaigns[(network, source)] = posterior(sums, tau2_of[network], sigma2, *parent[:2]) + spread(sums, *parent[2:])
 
     def campaign(self, network, source):
         """(mu, V, sigma2, p0 or None) of a campaign (source: campaign_unit's part after the network)."""
@@ -315,7 +317,7 @@ def model_rows(rows, models):
         out.append({"modeled_null_revenue_est": est_text, "modeled_null_revenue_low": money(low),
                     "modeled_null_revenue_high": money(high), "modeled_revenue_est": money(total),
                     "modeled_null_values_var": repr(values_var), "modeled_null_mean_sd": repr(k * math.sqrt(v)),
-                    "modeled_null_log_p_zero": repr(log_p_zero if log_p_zero is not None else 0.0), "modeled_note": ""})
+                    "modeled_null_log_p_zero": "" if log_p_zero is None else repr(log_p_zero), "modeled_note": ""})
     return out
 
 
