@@ -304,7 +304,7 @@ def model_rows(rows, models):
             revenue = row["revenue_est_sum"]
             out.append({"modeled_null_revenue_est": "0", "modeled_null_revenue_low": "0", "modeled_null_revenue_high": "0",
                         "modeled_revenue_est": revenue, "modeled_null_values_var": "0", "modeled_null_mean_sd": "0",
-                        "modeled_null_log_p_zero": "0", "modeled_note": ""})
+                        "modeled_null_log_p_zero": "0" if "zero-inflated" in ACTIVE else "", "modeled_note": ""})
             continue
         mu, v, sigma2, p0 = model.campaign(row["ad_network_id"], campaign_unit(row))
         est = k * mu
