@@ -5,7 +5,7 @@ comparison of what `postback aggregate` published with it.
 
     scripts/venv-python bench/model_reference.py --agg DATA/agg [--out FILE]   # the reference's columns
     scripts/venv-python bench/model_reference.py --agg DATA/agg --compare      # published == reference?
-    ... [--model null-eb-1 | null-eb-2] [--changes campaign-id,own-variance,zero-inflated]
+    ... [--model null-eb-1 | null-eb-2] [--changes campaign-id,own-variance,zero-inflated,morris-variance]
 
 Input: the published `campaign_daily` CSV of every day under DATA/agg (read as text, exact decimals).
 Output (--out): one CSV row per campaign_daily row (dt, its row number in the file, and the modeled
@@ -73,6 +73,28 @@ The model null-eb-2: null-eb-1 with exactly these changes (everything not named 
    gamma's 5%.
    manifest: "model": {"name": "null-eb-2", "pooling_days": 28, "min_measured": 30, "interval": 0.9,
    "prior_postbacks": 30}.
+4. morris-variance — the posterior variance of a shrunk unit (a network, shrunk toward the app; a
+   campaign, toward its network) counts the uncertainty of tau2 and of the parent's mean (Morris 1983),
+   and a campaign's variance has a floor. For a unit with n > 0 measured postbacks, ybar their mean,
+   sigma2 the stratum's pooled one (null-eb-1's), (mu_parent, V_parent) its parent's posterior, and K:
+     - a network: K = the stratum's networks with data (those whose tau2_net was estimated);
+     - a campaign of a network with ≥ 2 campaigns with data: K = that network's campaigns with data;
+     - a campaign of a network with < 2 campaigns with data (it borrows the pooled tau2): K = the
+       stratum's campaigns with data (over every network);
+   then
+     - K < 4: null-eb-1's posterior, unchanged (tau2 > 0: B, mu, V = B·tau2 + B²·V_parent; tau2 = 0:
+       the parent's mu and V);
+     - K ≥ 4, tau2 > 0: B = sigma2 / (sigma2 + n·tau2), mu = (1 - B)·ybar + B·mu_parent (as before),
+           V = (sigma2 / n)·(1 - (K - 1)/K·B) + 2/(K - 3)·B²·(ybar - mu_parent)²;
+     - K ≥ 4, tau2 = 0: mu = mu_parent (as before) and V by the same formula with B = 1:
+           V = sigma2 / (n·K) + 2/(K - 3)·(ybar - mu_parent)².
+   (mu_parent is the parent's posterior mean, the one the unit is shrunk toward; V_parent is not used
+   when K ≥ 4.) A unit without data keeps its parent's mu and V, as before.
+   The floor, campaigns only: a campaign with n_c > 0 has V_c = max(V_c, sigma2_c / n_c), sigma2_c its
+   own shrunk variance of change 2 (in an ablation without own-variance: the pooled sigma2). A network's
+   V has no floor; a campaign without data takes its network's V (no floor).
+   This V_c is the one in every use above: the row's variance k·sigma2_c + k²·V_c, mean_sd = k·sqrt(V_c),
+   and through them the interval; mu (the estimate) is unchanged by this change.
 """
 
 import argparse
@@ -87,7 +109,8 @@ MODELS = {
     "null-eb-1": {"name": "null-eb-1", "pooling_days": 28, "min_measured": 30, "interval": 0.9},
     "null-eb-2": {"name": "null-eb-2", "pooling_days": 28, "min_measured": 30, "interval": 0.9, "prior_postbacks": 30},
 }
-CHANGES = {"null-eb-1": frozenset(), "null-eb-2": frozenset(("campaign-id", "own-variance", "zero-inflated"))}
+CHANGES = {"null-eb-1": frozenset(),
+           "null-eb-2": frozenset(("campaign-id", "own-variance", "zero-inflated", "morris-variance"))}
 COLUMNS_V1 = ("modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
               "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note")
 COLUMNS_V2 = COLUMNS_V1[:6] + ("modeled_null_log_p_zero", "modeled_note")
@@ -203,11 +226,20 @@ def between_variance(groups, sigma2):
     return max(0.0, numerator / denominator)
 
 
-def posterior(unit, tau2, sigma2, parent_mu, parent_v):
-    if unit is None or unit.n == 0 or tau2 <= 0:
+def posterior(unit, tau2, sigma2, parent_mu, parent_v, siblings=0):
+    """(mu, V) of a unit shrunk toward its parent; siblings: K, the units with data behind tau2 (the
+    Morris correction of null-eb-2's change morris-variance when K >= 4)."""
+    if unit is None or unit.n == 0:
         return parent_mu, parent_v
-    shrink = sigma2 / (sigma2 + unit.n * tau2)
-    return (1 - shrink) * unit.mean + shrink * parent_mu, shrink * tau2 + shrink * shrink * parent_v
+    if "morris-variance" not in ACTIVE or siblings < 4:
+        if tau2 <= 0:
+            return parent_mu, parent_v
+        shrink = sigma2 / (sigma2 + unit.n * tau2)
+        return (1 - shrink) * unit.mean + shrink * parent_mu, shrink * tau2 + shrink * shrink * parent_v
+    shrink = 1.0 if tau2 <= 0 else sigma2 / (sigma2 + unit.n * tau2)
+    mu = parent_mu if tau2 <= 0 else (1 - shrink) * unit.mean + shrink * parent_mu
+    k = siblings
+    return mu, (sigma2 / unit.n) * (1 - (k - 1) / k * shrink) + 2 / (k - 3) * shrink * shrink * (unit.mean - parent_mu) ** 2
 
 
 class StratumModel:
@@ -242,7 +274,7 @@ class StratumModel:
             zero = shrunk(sums.n, sums.z, parent_p0, weight) if zero_inflated else None
             return own, zero
 
-        self.networks = {network: posterior(sums, tau2_net, sigma2, mu_app, v_app) + spread(sums, sigma2, p0_app)
+        self.networks = {network: posterior(sums, tau2_net, sigma2, mu_app, v_app, len(networks)) + spread(sums, sigma2, p0_app)
                          for network, sums in networks.items()}
         self.app = (mu_app, v_app, sigma2, p0_app if zero_inflated else None)
         by_network = {}
@@ -254,9 +286,16 @@ class StratumModel:
         for (network, source), sums in campaigns.items():
             children = by_network[network]
             if network not in tau2_of:
-                tau2_of[network] = between_variance([(children, networks[network].mean)], sigma2) if len(children) >= 2 else pooled
+                # (tau2, K): the network's own over its campaigns, or the pooled one over the stratum's campaigns
+                tau2_of[network] = ((between_variance([(children, networks[network].mean)], sigma2), len(children))
+                                    if len(children) >= 2 else (pooled, len(campaigns)))
             parent = self.networks[network]
-            self.campaigns[(network, source)] = posterior(sums, tau2_of[network], sigma2, *parent[:2]) + spread(sums, *parent[2:])
+            tau2, siblings = tau2_of[network]
+            mu, v = posterior(sums, tau2, sigma2, *parent[:2], siblings)
+            own_sigma2, p0 = spread(sums, *parent[2:])
+            if "morris-variance" in ACTIVE:
+                v = max(v, own_sigma2 / sums.n)   # the floor: the campaign's own mean's sampling variance
+            self.campaigns[(network, source)] = (mu, v, own_sigma2, p0)
 
     def campaign(self, network, source):
         """(mu, V, sigma2, p0 or None) of a campaign (source: campaign_unit's part after the network)."""

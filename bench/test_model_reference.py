@@ -87,6 +87,76 @@ def test_v2_zero_inflated_low_end():
     assert float(gamma_only["modeled_null_revenue_low"]) > 0.1
 
 
+# Morris's variance (change morris-variance): campaigns of 10 postbacks each, 5 worth a - 1 and 5 worth a + 1
+# (own s2 = 1), source identifiers 1000 + a·10, so that the hand-worked figures stay exact.
+def spread_rows(network, means):
+    rows = []
+    for mean in means:
+        source = str(1000 + round(mean * 10))
+        for value in (mean - 1, mean + 1):
+            rows.append(dict(row(source, "", 5, value), ad_network_id=network))
+    return rows
+
+
+def morris(rows, network, mean, nulls=2):
+    null_row = dict(row(str(1000 + round(mean * 10)), "", nulls, nulls=nulls), ad_network_id=network)
+    return reference.model_rows([null_row], reference.fit_day(DAY, {DAY: rows + [null_row]}))[0]
+
+
+def test_v2_morris_variance_with_four_campaigns():
+    # One network, campaigns of means 2, 4, 6, 8: the app n 40, mean 5, sigma2 = 1 + (9 + 1 + 1 + 9)/4 = 6.
+    # tau2 = (10·20 - 3·6) / (40 - 400/40) = 182/30; K = 4. Campaign 8: B = 6 / (6 + 10·182/30) = 0.09,
+    # V = (6/10)(1 - 3/4·0.09) + 2/(4 - 3)·0.09²·(8 - 5)² = 0.5595 + 0.1458 = 0.7053
+    # (floor: sigma2_c = (10·1 + 30·6)/40 = 4.75, 4.75/10 = 0.475, below it).
+    got = morris(spread_rows("n", (2, 4, 6, 8)), "n", 8)
+    near(float(got["modeled_null_mean_sd"]), 2 * math.sqrt(0.7053), rel=1e-9)
+    near(float(got["modeled_null_revenue_est"]), 2 * (0.91 * 8 + 0.09 * 5), abs_=1e-6)   # the mean is unchanged
+    near(float(got["modeled_null_values_var"]), 2 * 4.75, rel=1e-12)
+    # without the change: B·tau2 + B²·V_network = 0.09·182/30 + 0.0081·6/40.
+    old = modeled_with(spread_rows("n", (2, 4, 6, 8)), "n", 8, ["campaign-id", "own-variance", "zero-inflated"])
+    near(float(old["modeled_null_mean_sd"]), 2 * math.sqrt(0.09 * 182 / 30 + 0.0081 * 6 / 40), rel=1e-9)
+
+
+def test_v2_morris_variance_without_between_variance_and_the_floor():
+    # Means 4.8, 4.9, 5.1, 5.2: the app n 40, mean 5, sigma2 = 1 + 0.1/4 = 1.025; Σ n (ybar - 5)² = 1.0 < 3·1.025,
+    # so tau2 = 0 with K = 4: mu = the network's 5, V = sigma2/(n·K) + 2/(K - 3)·(ybar - 5)².
+    rows = spread_rows("n", (4.8, 4.9, 5.1, 5.2))
+    got = morris(rows, "n", 5.2)
+    near(float(got["modeled_null_revenue_est"]), 2 * 5, abs_=1e-6)
+    near(float(got["modeled_null_mean_sd"]), 2 * math.sqrt(1.025 / 40 + 2 * 0.2 ** 2), rel=1e-9)   # 0.105625
+    # Campaign 4.9: V = 1.025/40 + 2·0.01 = 0.045625, below the floor sigma2_c / n_c = ((10·1 + 30·1.025)/40)/10.
+    got = morris(rows, "n", 4.9)
+    near(float(got["modeled_null_mean_sd"]), 2 * math.sqrt((10 + 30 * 1.025) / 40 / 10), rel=1e-9)
+
+
+def test_v2_morris_variance_borrowing_the_pooled_between_variance():
+    # Network n: campaigns 2, 4, 6, 8; network m: one campaign of mean 5. The app: n 50, mean 5,
+    # sigma2 = 1 + 200/50 = 5. Two networks (K = 2 < 4): both take the app's mu 5, V = 5/50 (tau2_net = 0).
+    # m's campaign borrows the pooled tau2 = (200 - 3·5)/30 = 185/30 with K = 5 (the stratum's campaigns):
+    # B = 5 / (5 + 10·185/30) = 0.075, V = (5/10)(1 - 4/5·0.075) + 2/2·B²·0 = 0.47 (floor 3.25/10 below it).
+    rows = spread_rows("n", (2, 4, 6, 8)) + spread_rows("m", (5,))
+    got = morris(rows, "m", 5)
+    near(float(got["modeled_null_mean_sd"]), 2 * math.sqrt(0.47), rel=1e-9)
+    near(float(got["modeled_null_values_var"]), 2 * 3.25, rel=1e-12)
+
+
+def test_v2_morris_variance_needs_four_campaigns():
+    # Campaign C of ROWS (K = 3): null-eb-1's V = B·tau2 + B²·V_network (one network: the app's S2_APP/60),
+    # 1.048, above its floor (30·S2_APP/40)/10 = 0.917.
+    tau2 = (40 * (4 / 3) ** 2 + 10 * (5 / 3) ** 2 + 10 * (11 / 3) ** 2 - 2 * S2_APP) / 30
+    shrink = S2_APP / (S2_APP + 10 * tau2)
+    got = modeled(row("", "8", 3, nulls=3))
+    near(float(got["modeled_null_mean_sd"]), 3 * math.sqrt(shrink * tau2 + shrink ** 2 * S2_APP / 60), rel=1e-9)
+
+
+def modeled_with(rows, network, mean, changes):
+    reference.use(changes=changes)
+    try:
+        return morris(rows, network, mean)
+    finally:
+        reference.use()
+
+
 def test_ablation_changes_alone():
     only_zero = modeled(row("", "8", 3, nulls=3), changes=["zero-inflated"])
     near(float(only_zero["modeled_null_values_var"]), 3 * S2_APP, rel=1e-12)
