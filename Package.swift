@@ -121,7 +121,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "PostbackCLITests",
-            dependencies: ["TestSupport", "Basics", "BuildStamp", "PostbackCLI", "Postbacks", "PostbackCrypto"]),
+            dependencies: ["TestSupport", "Basics", "BuildStamp", "PostbackCLI", "Postbacks", "PostbackCrypto", "Parquet"]),
         .testTarget(
             name: "SpoolDeliveryTests",
             dependencies: [

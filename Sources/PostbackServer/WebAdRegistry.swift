@@ -309,6 +309,12 @@ final class WebAdRegistry: Sendable {
             // Only complete lines are taken: the offset stays at the start of an unfinished one
             // (past an over-long one: its rest is skipped as a bad line on the next look).
             state.offset = skipping ? position : position - Int64(pending.count)
+            // Appended ads are served as each piece is read, so the count shows them as they come
+            // (a large append takes a while on a slow host); a full read is not in service yet.
+            if !full {
+                let registered = state.count
+                status?.withLock { $0.registered = registered }
+            }
         }
     }
 

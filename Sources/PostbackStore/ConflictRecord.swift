@@ -90,7 +90,7 @@ package struct ConflictRecord: Sendable, Equatable {
 
     /// Reads what `encoded()` wrote (without its newline).
     package init(line: [UInt8]) throws(StoredFormError) {
-        guard case .object(let object)? = try? StrictJSONParser.parse(line) else {
+        guard case .object(let object)? = try? StrictJSONParser.parse(line, keys: SpoolRecord.internedKeys) else {
             throw StoredFormError("not a JSON object")
         }
         func string(_ name: String) -> String? {

@@ -20,6 +20,11 @@ package struct SpoolRecord: Sendable, Equatable {
     /// The record layout this release writes; it reads this one and every earlier one.
     package static let currentFormat = 2
 
+    /// The record's keys and its attribution object's, as declared (`RecordKey`, `AttributionField`):
+    /// `StrictJSONParser` returns them as shared strings.
+    package static let internedKeys = InternedKeys(
+        RecordKey.allCases.map(\.spoolKey) + AttributionField.allCases.map(\.spoolKey))
+
     package var format: Int = SpoolRecord.currentFormat
     package var receivedAt: UTCTimestamp
     /// The receiver process that wrote the record (several may share a store).
@@ -155,7 +160,7 @@ package struct SpoolRecord: Sendable, Equatable {
     package init(line: [UInt8]) throws(StoredFormError) {
         let value: JSONValue
         do {
-            value = try StrictJSONParser.parse(line)
+            value = try StrictJSONParser.parse(line, keys: SpoolRecord.internedKeys)
         } catch {
             throw StoredFormError("not a JSON record: \(error)")
         }

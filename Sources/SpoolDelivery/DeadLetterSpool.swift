@@ -117,7 +117,8 @@ package struct DeadLetterSpool: Sendable {
                 defer { start = end + 1 }
                 if end == lastNewline, line.contains(0) { break }
                 if resolved.contains("\(name)\t\(start)") { continue }
-                guard case .object(let object)? = try? StrictJSONParser.parse(line), case .object? = object["record"],
+                guard case .object(let object)? = try? StrictJSONParser.parse(line, keys: SpoolRecord.internedKeys),
+                    case .object? = object["record"],
                     let recordStart = line.firstRange(of: Array("\"record\":".utf8))?.upperBound,
                     let record = try? SpoolRecord(line: Array(line[recordStart..<(line.count - 1)]))
                 else {

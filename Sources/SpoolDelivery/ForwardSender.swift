@@ -76,7 +76,7 @@ package final class ForwardSender: @unchecked Sendable {
         }
         let start = record.body.starts(with: utf8ByteOrderMark) ? 3 : 0
         let json = record.body[start...]
-        guard !fields.isEmpty, case .object(let apple)? = try? StrictJSONParser.parse(Array(json)),
+        guard !fields.isEmpty, case .object(let apple)? = try? StrictJSONParser.parse(Array(json), keys: Postback.internedKeys),
             let members = Self.memberRanges(json), members.count == apple.members.count,
             let close = record.body.lastIndex(of: UInt8(ascii: "}"))
         else { return record.body }

@@ -6,7 +6,8 @@ import Postbacks
 import Testing
 
 /// `SyntheticSpool.Shape.realistic` (bench/aggregate's spool): Zipf-like draws and per-app ad
-/// networks. The default shape's bytes are pinned by the golden outputs (scripts/golden-outputs).
+/// networks. The default shape's bytes are pinned by `GoldenOutputTests` (its synthesized segments'
+/// SHA-256 in the golden manifests).
 @Suite struct SyntheticSpoolShapeTests {
     @Test func zipfDrawsFollowTheLaw() {
         let zipf = ZipfDistribution(count: 64, exponent: 1.1)

@@ -85,7 +85,7 @@ import Testing
     /// The negative checks of spec §6.3: near-miss messages for a genuine signature all fail.
     @Test func nearMissMessagesFailAgainstAGenuineSignature() throws {
         let body = try Fixtures.appleVector("skan-4.0_apple-doc_web-ad-tier-high.json")
-        guard case .skadnetwork(let skan) = try Postback(body: body) else { return }
+        let skan = try #require(try Postback(body: body).skadnetwork)
         let key = AppleKeyring.shared[.skadnetworkP256]
         #expect(key.isValidSignature(derSignature: skan.attributionSignature, for: skan.signedMessage()))
         var values = skan.signedFields().map(\.value)
@@ -120,7 +120,7 @@ import Testing
         body["conversion-value"] = "1"
         let result = PostbackVerifier().verify(body: body.bytes)
         #expect(result.status == .verified)
-        guard case .skadnetwork(let skan)? = result.postback else { return }
+        let skan = try #require(result.postback?.skadnetwork)
         #expect(skan.conversionValue == 1)
     }
 }

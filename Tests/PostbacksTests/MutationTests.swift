@@ -141,7 +141,7 @@ import Testing
 
     @Test func everySignatureBitFlipFails() throws {
         let body = try Fixtures.appleVector("skan-3.0_apple-doc_winning.json")
-        guard case .skadnetwork(let skan) = try Postback(body: body) else { return }
+        let skan = try #require(try Postback(body: body).skadnetwork)
         let original = try EditableBody(body)
         for bit in 0..<(skan.attributionSignature.count * 8) {
             var signature = skan.attributionSignature

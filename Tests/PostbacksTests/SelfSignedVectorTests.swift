@@ -127,7 +127,7 @@ import Testing
         let result = TestKeys.devVerifier.verify(body: try TestKeys.signer256.sign(postback))
         #expect(result.status == .verified, "\(result.reason ?? "")")
         #expect(result.environment == .development)
-        guard case .adAttributionKit(let aak)? = result.postback else { return }
+        let aak = try #require(result.postback?.adAttributionKit)
         #expect(aak.conversionType?.rawValue == (conversionType == "reengagement" ? "re-engagement" : conversionType))
         #expect(aak.coarseConversionValue == .medium)
         #expect(result.dedupKey == "85546EB7-FD39-44BC-8990-C98A4AC36A49:\(postback.postbackSequenceIndex)/development")

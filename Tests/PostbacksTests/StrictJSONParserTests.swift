@@ -1,5 +1,6 @@
 import Foundation
 import PostbackTesting
+import TestSupport
 import Testing
 
 @testable import Basics
@@ -68,9 +69,9 @@ import Testing
         }
         #expect(object["s"] == .string("a/b\u{2063}😀\n"))
         #expect(object["n"] == .number(JSONNumber(text: "525463029", isInteger: true)))
-        guard case .number(let big)? = object["big"] else { return }
+        let big = try #require(object["big"]?.number)
         #expect(big.int64Value == 9_007_199_254_740_993)
-        guard case .number(let float)? = object["f"] else { return }
+        let float = try #require(object["f"]?.number)
         #expect(!float.isInteger && float.int64Value == nil && float.text == "-1.5e3")
         #expect(object["t"] == .bool(true))
         #expect(object["z"] == .null)
@@ -242,6 +243,64 @@ extension JSONWriterTests {
     func rejectsNonCanonical(text: String, alphabet: Base64.Alphabet, reason: String) {
         #expect { try Base64.decode(text, alphabet: alphabet) } throws: {
             ($0 as? Base64.DecodingError)?.reason.contains(reason) == true
+        }
+    }
+}
+
+/// A body that is not JSON keeps the parser's error as a field (`explain` puts its caret at
+/// `jsonError.offset`), and the parser shares the strings of the keys its caller declares.
+@Suite struct PostbackJSONErrorTests {
+    /// Offsets found in the input itself, not by the parser: the second comma, the bad literal, the
+    /// byte after the value.
+    static let notJSON: [(body: [UInt8], offset: Int)] = {
+        let commas = Array(#"{"version": "4.0", "app-id": 1,, }"#.utf8)
+        let literal = Array(#"{"did-win": tru}"#.utf8)
+        let trailing = Array(#"{"version":"4.0"} x"#.utf8)
+        return [
+            (commas, commas.firstRange(of: Array(",,".utf8))!.lowerBound + 1),
+            (literal, literal.firstIndex(of: UInt8(ascii: "t"))!),
+            (trailing, trailing.firstIndex(of: UInt8(ascii: "x"))!),
+            // After a byte-order mark (skipped and flagged), the offset counts from the JSON.
+            ([0xEF, 0xBB, 0xBF] + commas, commas.firstRange(of: Array(",,".utf8))!.lowerBound + 1),
+        ]
+    }()
+
+    @Test func aBodyThatIsNotJSONKeepsTheParsersOffset() throws {
+        for (body, offset) in Self.notJSON {
+            let rejection = try #require(throws: PostbackRejection.self) { try Postback(body: body) }
+            #expect(rejection.status == .malformed)
+            #expect(rejection.jsonError?.offset == offset, "\(String(decoding: body, as: UTF8.self))")
+        }
+        // JSON that is not a postback is malformed for another reason: no parser error to point at.
+        let array = try #require(throws: PostbackRejection.self) { try Postback(body: Array("[1,2]".utf8)) }
+        #expect(array.status == .malformed)
+        #expect(array.jsonError == nil)
+    }
+
+    /// Every member of Apple's example bodies and of their JWS parts is a declared key, and a parse
+    /// with the keys gives the same value as one without.
+    @Test func everyAppleKeyIsInternedAndInterningChangesNoValue() throws {
+        let declared = Set(Postback.internedKeys.keys)
+        #expect(InternedKeys.none.keys.isEmpty)
+        for name in try Fixtures.appleVectorNames() {
+            let body = try Fixtures.appleVector(name)
+            let plain = try StrictJSONParser.parse(body)
+            #expect(try StrictJSONParser.parse(body, keys: Postback.internedKeys) == plain, "\(name)")
+            guard case .object(let object) = plain else {
+                Issue.record("\(name) is not an object")
+                continue
+            }
+            var objects = [object]
+            if case .string(let jws)? = object["jws-string"] {
+                for part in jws.split(separator: ".").prefix(2) {
+                    let json = try Base64.decode(String(part), alphabet: .url)
+                    if case .object(let inner) = try StrictJSONParser.parse(json) { objects.append(inner) }
+                }
+                #expect(objects.count == 3, "\(name): header and payload")
+            }
+            for key in objects.flatMap(\.keys) where !name.hasPrefix("negative_") {
+                #expect(declared.contains(key), "\(name): \(key)")
+            }
         }
     }
 }

@@ -76,3 +76,15 @@ extension SKAdNetworkTestPostback {
         return postback
     }
 }
+
+// Cases as optionals, so that a test can `#require` the one it expects instead of returning early.
+extension Postback {
+    var skadnetwork: SKAdNetworkPostback? { if case .skadnetwork(let postback) = self { postback } else { nil } }
+    var adAttributionKit: AdAttributionKitPostback? {
+        if case .adAttributionKit(let postback) = self { postback } else { nil }
+    }
+}
+
+extension JSONValue {
+    var number: JSONNumber? { if case .number(let number) = self { number } else { nil } }
+}

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// An RFC 8259 JSON parser that is stricter than Foundation's, because postbacks are attacker input.
 ///
 /// It rejects what `JSONSerialization` and `JSONDecoder` let through or disagree on:
@@ -18,20 +14,28 @@ package enum StrictJSONParser {
     /// Deep enough for relays that nest their own enrichment objects, far short of a stack risk.
     package static let defaultMaximumDepth = 8
 
-    package static func parse(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int = defaultMaximumDepth) throws(JSONParseError)
-        -> JSONValue
-    {
+    /// Parses one JSON document.
+    /// - Parameters:
+    ///   - keys: object keys to return as shared strings (the caller's, e.g. a postback's members).
+    ///   - maximumDepth: the deepest nesting accepted.
+    /// - Throws: `JSONParseError`, with the byte offset where the problem starts.
+    package static func parse(
+        _ bytes: UnsafeRawBufferPointer, keys: InternedKeys = .none, maximumDepth: Int = defaultMaximumDepth
+    ) throws(JSONParseError) -> JSONValue {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(offset: 0, reason: "empty input")
         }
-        var parser = Parser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maximumDepth: maximumDepth)
+        var parser = Parser(
+            base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, keys: keys, maximumDepth: maximumDepth)
         return try parser.parseDocument()
     }
 
-    package static func parse(_ bytes: [UInt8], maximumDepth: Int = defaultMaximumDepth) throws(JSONParseError) -> JSONValue {
+    package static func parse(
+        _ bytes: [UInt8], keys: InternedKeys = .none, maximumDepth: Int = defaultMaximumDepth
+    ) throws(JSONParseError) -> JSONValue {
         var result: Result<JSONValue, JSONParseError> = .success(.null)
         bytes.withUnsafeBytes { buffer in
-            result = Result { () throws(JSONParseError) in try parse(buffer, maximumDepth: maximumDepth) }
+            result = Result { () throws(JSONParseError) in try parse(buffer, keys: keys, maximumDepth: maximumDepth) }
         }
         return try result.get()
     }
@@ -40,12 +44,14 @@ package enum StrictJSONParser {
 private struct Parser {
     let base: UnsafePointer<UInt8>
     let count: Int
+    let keys: InternedKeys
     let maximumDepth: Int
     var index = 0
 
-    init(base: UnsafePointer<UInt8>, count: Int, maximumDepth: Int) {
+    init(base: UnsafePointer<UInt8>, count: Int, keys: InternedKeys, maximumDepth: Int) {
         self.base = base
         self.count = count
+        self.keys = keys
         self.maximumDepth = maximumDepth
     }
 
@@ -246,13 +252,12 @@ private struct Parser {
 
     // MARK: Strings
 
-    /// Parses an object key. Postback keys repeat in every body, so the known ones come from a table of
-    /// shared strings instead of a fresh allocation each time; equality checks against them are then
-    /// cheap too.
+    /// Parses an object key. The caller's keys (`InternedKeys`: a postback's repeat in every body) come
+    /// from its table of shared strings instead of a fresh allocation each time.
     mutating func parseKey() throws(JSONParseError) -> String {
         let end = ByteScan.firstStringSpecial(base, from: index + 1, end: count)
         if end < count, base[end] == UInt8(ascii: "\""),
-            let known = KnownKeys.lookup(UnsafeBufferPointer(start: base + index + 1, count: end - index - 1))
+            let known = keys.lookup(UnsafeBufferPointer(start: base + index + 1, count: end - index - 1))
         {
             index = end + 1
             return known
@@ -425,37 +430,6 @@ private struct Parser {
         let byte = base[offset]
         if byte >= 0x20 && byte < 0x7F { return "'\(printable(byte))'" }
         return "byte 0x\(hex2(byte))"
-    }
-}
-
-/// The keys of Apple's postbacks and of our own records, shared rather than allocated per parse.
-private enum KnownKeys {
-    static let all: [String] = [
-        "version", "ad-network-id", "campaign-id", "source-identifier", "app-id", "transaction-id", "redownload",
-        "source-app-id", "source-domain", "fidelity-type", "did-win", "postback-sequence-index", "conversion-value",
-        "coarse-conversion-value", "country-code", "attribution-signature", "jws-string", "ad-interaction-type",
-        "kid", "alg", "impression-type", "ad-network-identifier", "advertised-item-identifier", "conversion-type",
-        "postback-identifier", "marketplace-identifier", "publisher-item-identifier",
-        "received_at", "writer", "route", "status", "environment", "dedup_key", "protocol", "key", "reason",
-        "attribution", "body", "body_base64", "app_id", "ad_network_id", "campaign_id", "source_identifier",
-        "source_app_id", "source_domain", "marketplace_id", "country_code", "interaction", "conversion_type",
-        "postback_sequence_index", "did_win", "fine_value", "coarse_value", "test_mode",
-    ]
-
-    /// Keys grouped by UTF-8 length, for a quick candidate list.
-    static let byLength: [[(bytes: [UInt8], string: String)]] = {
-        var table = [[(bytes: [UInt8], string: String)]](repeating: [], count: 32)
-        for key in all { table[key.utf8.count].append((Array(key.utf8), key)) }
-        return table
-    }()
-
-    static func lookup(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        guard bytes.count < 32 else { return nil }
-        for candidate in byLength[bytes.count]
-        where candidate.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
-            return candidate.string
-        }
-        return nil
     }
 }
 

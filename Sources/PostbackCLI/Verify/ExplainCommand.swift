@@ -64,7 +64,7 @@ enum ExplainCommand {
             }
             out.add("verdict", "\(error.status.rawValue): \(error.reason)")
             if let note = quarantineNote(VerificationResult(rejection: error).quarantineReason) { out.add("receiver", note) }
-            if let offset = jsonErrorOffset(in: error.reason) { out.block(context(of: record.bytes, at: offset)) }
+            if let offset = error.jsonError?.offset { out.block(context(of: record.bytes, at: offset)) }
             return (out.text, false)
         }
         let (result, attempts) = verifier.verifyRecordingAttempts(postback)
@@ -181,13 +181,6 @@ enum ExplainCommand {
     }
 
     private static func show(_ text: String) -> String { "\"" + JSONWriter.escapedForMessage(text, limit: 400) + "\"" }
-
-    private static func jsonErrorOffset(in reason: String) -> Int? {
-        guard reason.hasPrefix("invalid JSON:"), let range = reason.range(of: " at byte ", options: .backwards) else {
-            return nil
-        }
-        return Int(reason[range.upperBound...])
-    }
 
     /// A few bytes either side of a JSON error, with a caret under the offending byte.
     private static func context(of bytes: [UInt8], at offset: Int) -> [String] {

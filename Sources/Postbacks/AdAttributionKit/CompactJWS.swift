@@ -65,7 +65,7 @@ package struct CompactJWS: Sendable, Equatable {
     private static func object(_ bytes: [UInt8], name: String) throws(PostbackRejection) -> JSONObject {
         let value: JSONValue
         do {
-            value = try StrictJSONParser.parse(bytes)
+            value = try StrictJSONParser.parse(bytes, keys: Postback.internedKeys)
         } catch {
             throw .malformed("JWS \(name) is not valid JSON: \(error)")
         }

@@ -64,7 +64,7 @@ enum ImpressionRecord {
         if body.starts(with: utf8ByteOrderMark) { body = body.dropFirst(3) }
         let value: JSONValue
         do {
-            value = try StrictJSONParser.parse(Array(body))
+            value = try StrictJSONParser.parse(Array(body), keys: Postback.internedKeys)
         } catch {
             throw .malformed("not valid JSON: \(error)")
         }

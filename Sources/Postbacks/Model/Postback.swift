@@ -45,6 +45,12 @@ package enum Postback: Sendable, Equatable {
         "coarse-conversion-value", "attribution-signature", "jws-string", "ad-interaction-type", "country-code",
     ]
 
+    /// Every member name of a postback as Apple sends it: the body's documented fields, the JWS header's
+    /// `kid` and `alg` and AdAttributionKit's claims. `StrictJSONParser` returns them as shared strings
+    /// (a body, its JWS parts, a forwarded body and an impression request all use them).
+    package static let internedKeys = InternedKeys(
+        documentedFields.sorted() + ["kid", "alg"] + AdAttributionKitPostback.knownClaims.sorted())
+
     /// The UTF-8 byte-order mark some relays put in front of the body.
     static let byteOrderMark = utf8ByteOrderMark
 
@@ -57,9 +63,9 @@ package enum Postback: Sendable, Equatable {
         let json = hasByteOrderMark ? UnsafeRawBufferPointer(rebasing: body[3...]) : body
         let value: JSONValue
         do {
-            value = try StrictJSONParser.parse(json)
+            value = try StrictJSONParser.parse(json, keys: Postback.internedKeys)
         } catch {
-            throw .malformed("invalid JSON: \(error)")
+            throw .notJSON(error)
         }
         guard case .object(let object) = value else {
             // An array is the usual way to put several postbacks in one file: say what works instead.

@@ -1,3 +1,5 @@
+package import Basics
+
 /// Why a postback was not accepted, in words a user can act on.
 package struct PostbackRejection: Error, Sendable, Equatable, CustomStringConvertible {
     package let status: VerificationStatus
@@ -5,6 +7,9 @@ package struct PostbackRejection: Error, Sendable, Equatable, CustomStringConver
     /// What could be told about the postback before the problem, for reports on rejected input.
     package var postbackProtocol: PostbackProtocol?
     package var version: String?
+    /// The parser's error when the body is not JSON (`reason` says it in words): its `offset` counts
+    /// bytes from the start of the JSON, after a byte-order mark the body began with.
+    package var jsonError: JSONParseError?
 
     package init(
         _ status: VerificationStatus, _ reason: String, protocol postbackProtocol: PostbackProtocol? = nil, version: String? = nil
@@ -16,6 +21,13 @@ package struct PostbackRejection: Error, Sendable, Equatable, CustomStringConver
     }
 
     static func malformed(_ reason: String) -> PostbackRejection { PostbackRejection(.malformed, reason) }
+
+    /// A body that is not JSON: malformed, with the parser's error kept as it is.
+    static func notJSON(_ error: JSONParseError) -> PostbackRejection {
+        var rejection = PostbackRejection(.malformed, "invalid JSON: \(error)")
+        rejection.jsonError = error
+        return rejection
+    }
 
     package var description: String { "\(status.rawValue): \(reason)" }
 }
