@@ -174,9 +174,9 @@ import Testing
         #expect(try Self.files(again.path) == both, "a rerun with Parquet changed bytes")
         // A run keeps the days it read in memory; the nightly run of one day reads the published days
         // before it (and caches their sums), the next reads that cache: the same bytes each time.
-        #expect(!FileManager.default.fileExists(atPath: again.path + "/cache/model/campaign_daily"))
+        #expect(!FileManager.default.fileExists(atPath: again.path + "/cache/model-2/campaign_daily"))
         try Self.aggregate(again.path, format: .both, from: Self.days - 1)
-        #expect(FileManager.default.fileExists(atPath: again.path + "/cache/model/campaign_daily"))
+        #expect(FileManager.default.fileExists(atPath: again.path + "/cache/model-2/campaign_daily"))
         #expect(try Self.files(again.path) == both, "the last day alone, pooling from the published files")
         try Self.aggregate(again.path, format: .both, from: Self.days - 1)
         #expect(try Self.files(again.path) == both, "the last day alone, pooling from the model's cache")

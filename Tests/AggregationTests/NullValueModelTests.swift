@@ -59,8 +59,10 @@ import Testing
     /// Network A's campaign: 10 postbacks worth 1; network B's: 10 worth 3. Worked by hand:
     /// app ȳ = 2, σ² = (10 + 90) / 20 − 4 = 1, V_app = 1/20; between networks Q = 10·1 + 10·1 = 20,
     /// df = 1, D = 20 − (100 + 100)/20 = 10, τ² = (20 − 1)/10 = 1.9; w = 10·1.9/(19 + 1) = 0.95,
-    /// μ_A = 0.95 + 0.05·2 = 1.05, V_A = 0.95/10 + 0.05²/20 = 0.095125. One campaign per network and
-    /// none with two: the campaigns' τ² is 0, so each campaign is its network.
+    /// μ_A = 0.95 + 0.05·2 = 1.05, V_A = 0.95/10 + 0.05²/20 = 0.095125 (K = 2 networks: no Morris
+    /// correction). One campaign per network and none with two: the campaigns' τ² is 0, so each
+    /// campaign's mean is its network's; its own variance (every value the same: 0) shrunk toward its
+    /// network's (10·0 + 30·1)/40 = 0.75 is 30·0.75/40 = 0.5625; its floor 0.05625 is below V_A.
     @Test func aTwoNetworkStratumWorkedByHand() throws {
         let a = ModelCampaign(adNetworkID: "a", sourceIdentifier: "1")
         let b = ModelCampaign(adNetworkID: "b", sourceIdentifier: "2")
@@ -72,16 +74,22 @@ import Testing
         #expect(abs(fit.posterior(a).mean - 1.05) < 1e-12)
         #expect(abs(fit.posterior(a).variance - 0.095125) < 1e-12)
         #expect(abs(fit.posterior(b).mean - 2.95) < 1e-12)
+        #expect(abs(fit.model(a).sigma2 - 0.5625) < 1e-12)
+        #expect(fit.model(a).pZero == 0)
         #expect(fit.campaignTau2["a"] == 0)
-        // A campaign without measured postbacks takes its network's posterior; one of an unseen network, the app's.
-        #expect(fit.posterior(ModelCampaign(adNetworkID: "a", sourceIdentifier: "9")) == fit.posterior(a))
-        #expect(fit.posterior(ModelCampaign(adNetworkID: "z", sourceIdentifier: "9")) == fit.app)
-        // Three nulls of campaign a: 3 · 1.05, variance 3 · 1 + 9 · 0.095125.
-        let row = NullValueModel.estimate(nulls: 3, posterior: fit.posterior(a), sigma2: fit.sigma2)
+        // A campaign without measured postbacks takes its network's model; one of an unseen network, the app's.
+        #expect(fit.model(ModelCampaign(adNetworkID: "a", sourceIdentifier: "9")) == fit.networks["a"])
+        #expect(abs(fit.model(ModelCampaign(adNetworkID: "a", sourceIdentifier: "9")).sigma2 - 0.75) < 1e-12)
+        #expect(fit.model(ModelCampaign(adNetworkID: "z", sourceIdentifier: "9")) == fit.app)
+        // Three nulls of campaign a: 3 · 1.05, variance 3 · 0.5625 + 9 · 0.095125; no measured postback
+        // is worth 0, so k · ln(1e-300) and the gamma's low end.
+        let row = NullValueModel.estimate(nulls: 3, model: fit.model(a))
         #expect(abs(row.estimate - 3.15) < 1e-12)
-        #expect(abs(row.valuesVariance - 3) < 1e-12)
+        #expect(abs(row.valuesVariance - 1.6875) < 1e-12)
         #expect(abs(row.meanSD - 3 * 0.095125.squareRoot()) < 1e-12)
-        let gamma = GammaDistribution(shape: 3.15 * 3.15 / 3.856125, scale: 3.856125 / 3.15)
+        #expect(abs(row.logPZero - 3 * -690.7755278982137) < 1e-9)
+        let variance = 1.6875 + 9 * 0.095125
+        let gamma = GammaDistribution(shape: 3.15 * 3.15 / variance, scale: variance / 3.15)
         #expect(abs(row.low - gamma.quantile(0.05)) < 1e-9 && abs(row.high - gamma.quantile(0.95)) < 1e-9)
         #expect(row.low < row.estimate && row.estimate < row.high)
     }
@@ -101,25 +109,37 @@ import Testing
         let none = NullValueModel.shrink(MeasuredSums(measured: 1_000, revenue: 5_000), toward: parent, tau2: 0, sigma2: 4)
         #expect(none == parent)
 
-        // Campaigns with the same mean: no between-campaign variance, so every campaign gets its network's mean.
+        // Campaigns with the same mean 2 and values variance 1 (σ² of the app 1, V 1/70): no
+        // between-campaign variance, so every campaign gets its network's mean; its variance is the
+        // floor, its own shrunk values variance (1) over its postbacks: 1/50 and 1/20, above 1/70.
+        let first = ModelCampaign(adNetworkID: "a", sourceIdentifier: "1")
+        let second = ModelCampaign(adNetworkID: "a", sourceIdentifier: "2")
         let same = [
-            ModelCampaign(adNetworkID: "a", sourceIdentifier: "1"): MeasuredSums(count: 50, sum: 100, squares: 250),
-            ModelCampaign(adNetworkID: "a", sourceIdentifier: "2"): MeasuredSums(count: 20, sum: 40, squares: 100),
+            first: MeasuredSums(count: 50, sum: 100, squares: 250),
+            second: MeasuredSums(count: 20, sum: 40, squares: 100),
         ]
         let fit = try #require(NullValueModel.fit(same))
         #expect(fit.campaignTau2["a"] == 0)
-        for campaign in same.keys { #expect(fit.posterior(campaign) == fit.networks["a"]) }
+        for campaign in same.keys { #expect(fit.posterior(campaign).mean == fit.networks["a"]!.posterior.mean) }
+        #expect(abs(fit.posterior(first).variance - 1.0 / 50) < 1e-12)
+        #expect(abs(fit.posterior(second).variance - 1.0 / 20) < 1e-12)
         // One network: its mean is the app's.
-        #expect(fit.networks["a"] == fit.app)
+        #expect(fit.networks["a"]!.posterior == fit.app.posterior)
     }
 
     @Test func rowsWithoutNullsOrWithoutValueAreZero() {
-        let zero = NullValueModel.estimate(nulls: 4, posterior: .init(mean: 0, variance: 0), sigma2: 0)
-        #expect(zero == NullValueModel.RowEstimate(estimate: 0, low: 0, high: 0, valuesVariance: 0, meanSD: 0))
-        let none = NullValueModel.estimate(nulls: 0, posterior: .init(mean: 3, variance: 1), sigma2: 2)
+        func model(mean: Double, variance: Double, sigma2: Double, pZero: Double) -> NullValueModel.UnitModel {
+            .init(posterior: .init(mean: mean, variance: variance), sigma2: sigma2, pZero: pZero)
+        }
+        let zero = NullValueModel.estimate(nulls: 4, model: model(mean: 0, variance: 0, sigma2: 0, pZero: 1))
+        #expect(zero == NullValueModel.RowEstimate.zero)
+        let none = NullValueModel.estimate(nulls: 0, model: model(mean: 3, variance: 1, sigma2: 2, pZero: 0.5))
         #expect(none.estimate == 0 && none.low == 0 && none.high == 0)
         // Every value the same (σ² = 0, no uncertainty of the mean): the interval is the estimate.
-        let exact = NullValueModel.estimate(nulls: 2, posterior: .init(mean: 3, variance: 0), sigma2: 0)
+        let exact = NullValueModel.estimate(nulls: 2, model: model(mean: 3, variance: 0, sigma2: 0, pZero: 0))
         #expect(exact.estimate == 6 && exact.low == 6 && exact.high == 6)
+        // ... unless the chance that both are worth 0 is at least 5%: 0.3² = 9%.
+        let maybeZero = NullValueModel.estimate(nulls: 2, model: model(mean: 3, variance: 0, sigma2: 0, pZero: 0.3))
+        #expect(maybeZero.estimate == 6 && maybeZero.low == 0 && maybeZero.high == 6)
     }
 }

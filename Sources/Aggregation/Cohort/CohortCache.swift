@@ -8,7 +8,7 @@ import PostbackCrypto
 /// the file's SHA-256 as its manifest lists it, so a republished day never meets a stale sum; a missing
 /// or unreadable cache entry is made again from the file (checked against that SHA-256). Not part of
 /// the published data: deleting `DATA/cache` only costs time. The null-value model keeps its pooling
-/// window's sums the same way (`cached(kind: "model", …)`).
+/// window's sums the same way (`cached(kind: "model-2", …)`: the sums of `null-eb-2`).
 enum CohortCache {
     static func path(root: String, kind: String = "cohorts", table: String, day: UTCDay, sha256: String) -> String {
         "\(root)/cache/\(kind)/\(table)/dt=\(day)-\(sha256).csv"

@@ -106,6 +106,7 @@ package enum ModelCheck {
             var modeled = 0.0
             var valuesVariance = 0.0
             var meanSD = 0.0
+            var logPZero = 0.0
             var hidden = 0.0
             var count: Int64 = 0
         }
@@ -139,12 +140,12 @@ package enum ModelCheck {
                     untested += row.count
                     continue
                 }
-                let estimate = NullValueModel.estimate(
-                    nulls: row.count, posterior: fit.posterior(row.campaign), sigma2: fit.sigma2)
+                let estimate = NullValueModel.estimate(nulls: row.count, model: fit.model(row.campaign))
                 var sum = units[Unit(stratum: row.stratum, campaign: row.campaign)] ?? Sum()
                 sum.modeled += estimate.estimate
                 sum.valuesVariance += estimate.valuesVariance
                 sum.meanSD += estimate.meanSD
+                sum.logPZero += estimate.logPZero
                 sum.hidden += row.value
                 sum.count += row.count
                 units[Unit(stratum: row.stratum, campaign: row.campaign)] = sum
@@ -152,18 +153,20 @@ package enum ModelCheck {
         }
 
         // campaign × window (× conversion type) totals; then campaigns over their strata, and apps, by
-        // the aggregation rule: Σ values' variance + Σ over (campaign, stratum) of (Σ mean SD)².
+        // the aggregation rule: Σ values' variance + Σ over (campaign, stratum) of (Σ mean SD)², Σ log_p_zero.
         var campaignWindows = Coverage()
         var campaigns: [CampaignKey: Sum] = [:]
         var apps: [String: AppTotal] = [:]
         for (unit, sum) in units.sorted(by: { $0.key < $1.key }) {
             campaignWindows.add(
-                covered: covers(sum.modeled, sum.valuesVariance + sum.meanSD * sum.meanSD, truth: sum.hidden),
+                covered: covers(
+                    sum.modeled, sum.valuesVariance + sum.meanSD * sum.meanSD, logPZero: sum.logPZero, truth: sum.hidden),
                 hiddenPostbacks: sum.count)
             let key = CampaignKey(appID: unit.stratum.appID, currency: unit.stratum.currency, campaign: unit.campaign)
             var campaign = campaigns[key] ?? Sum()
             campaign.modeled += sum.modeled
             campaign.valuesVariance += sum.valuesVariance + sum.meanSD * sum.meanSD
+            campaign.logPZero += sum.logPZero
             campaign.hidden += sum.hidden
             campaign.count += sum.count
             campaigns[key] = campaign
@@ -176,7 +179,8 @@ package enum ModelCheck {
         }
         var campaignCoverage = Coverage()
         for (_, sum) in campaigns.sorted(by: { $0.key < $1.key }) {
-            campaignCoverage.add(covered: covers(sum.modeled, sum.valuesVariance, truth: sum.hidden), hiddenPostbacks: sum.count)
+            campaignCoverage.add(covered: covers(sum.modeled, sum.valuesVariance, logPZero: sum.logPZero, truth: sum.hidden),
+                hiddenPostbacks: sum.count)
         }
         return Result(
             request: request, daysRead: days.count, hiddenPostbacks: hiddenPostbacks, untestedPostbacks: untested,
@@ -186,8 +190,8 @@ package enum ModelCheck {
 
     /// Whether the 90% interval of a total with this mean and variance holds the truth (amounts compared
     /// at the micro-unit the tables publish).
-    static func covers(_ mean: Double, _ variance: Double, truth: Double) -> Bool {
-        let (_, low, high) = NullValueModel.interval(mean: mean, variance: variance)
+    static func covers(_ mean: Double, _ variance: Double, logPZero: Double, truth: Double) -> Bool {
+        let (_, low, high) = NullValueModel.interval(mean: mean, variance: variance, logPZero: logPZero)
         return ModelPass.money(low) <= ModelPass.money(truth) && ModelPass.money(truth) <= ModelPass.money(high)
     }
 

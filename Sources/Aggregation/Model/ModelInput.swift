@@ -21,7 +21,7 @@ struct ModelInputRow {
 enum ModelInput {
     static let columns = [
         AggregateColumn.field(.appID), .currency, .field(.sequenceIndex), .field(.conversionType), .field(.adNetworkID),
-        .field(.sourceIdentifier), .postbacks, .nullValuePostbacks, .revenueEstSum,
+        .field(.sourceIdentifier), .postbacks, .nullValuePostbacks, .revenueEstSum, .field(.campaignID),
     ].map(\.name)
 
     /// Calls `body` with every row of a `campaign_daily` file, in file order, and the byte range of its
@@ -104,10 +104,18 @@ enum ModelInput {
             revenue = amount
         }
         let currency = text(1)
+        // The stratum's window (an empty one, SKAdNetwork ≤ 3.0's single postback: 0) and conversion
+        // type (re-engagement, else install: download and redownload pooled).
+        let window = text(2)
+        let conversionType = text(3) == "re-engagement" ? "re-engagement" : "install"
         return ModelInputRow(
             stratum: currency.isEmpty
-                ? nil : ModelStratum(appID: text(0), currency: currency, window: text(2), conversionType: text(3)),
-            campaign: ModelCampaign(adNetworkID: text(4), sourceIdentifier: text(5)), postbacks: count(6),
+                ? nil
+                : ModelStratum(
+                    appID: text(0), currency: currency, window: window.isEmpty ? "0" : window,
+                    conversionType: conversionType),
+            campaign: ModelCampaign(adNetworkID: text(4), sourceIdentifier: text(5), campaignID: text(9)),
+            postbacks: count(6),
             nullValues: count(7), revenue: revenue)
     }
 }
@@ -155,7 +163,7 @@ package struct ModelSums: Sendable {
 
     private static let cacheColumns = [
         "app_id", "currency", "postback_sequence_index", "conversion_type", "ad_network_id", "source_identifier",
-        "measured", "sum_micros", "squares_micros",
+        "campaign_id", "measured", "sum_micros", "squares_micros", "zeros",
     ]
 
     /// As the model's cache keeps it: one sorted CSV line per stratum and campaign, its exact sums.
@@ -167,13 +175,14 @@ package struct ModelSums: Sendable {
                 line.reset()
                 for text in [
                     stratum.appID, stratum.currency, stratum.window, stratum.conversionType, campaign.adNetworkID,
-                    campaign.sourceIdentifier,
+                    campaign.sourceIdentifier, campaign.campaignID,
                 ] {
                     line.field(text)
                 }
                 line.field(sums.count)
                 line.field(sums.sumMicros)
                 line.field(String(sums.squaresMicros))
+                line.field(sums.zeros)
                 line.endLine()
                 lines += line.array
             }
@@ -188,13 +197,15 @@ package struct ModelSums: Sendable {
         }
         while let record = reader.nextRecord() {
             let text = record.map { String(decoding: $0 ?? [], as: UTF8.self) }
-            guard text.count == 9, let count = Int64(text[6]), let sum = Int64(text[7]), let squares = Int128(text[8]) else {
+            guard text.count == 11, let count = Int64(text[7]), let sum = Int64(text[8]), let squares = Int128(text[9]),
+                let zeros = Int64(text[10])
+            else {
                 throw .usage("\(path): not the model's cache: delete it and rerun")
             }
             add(
                 ModelStratum(appID: text[0], currency: text[1], window: text[2], conversionType: text[3]),
-                ModelCampaign(adNetworkID: text[4], sourceIdentifier: text[5]),
-                MeasuredSums(count: count, sumMicros: sum, squaresMicros: squares))
+                ModelCampaign(adNetworkID: text[4], sourceIdentifier: text[5], campaignID: text[6]),
+                MeasuredSums(count: count, sumMicros: sum, squaresMicros: squares, zeros: zeros))
         }
     }
 }

@@ -63,10 +63,7 @@ package enum ModelPass {
             return
         }
         let k = max(0, row.nullValues)
-        let estimate =
-            k > 0
-            ? NullValueModel.estimate(nulls: k, posterior: fit.posterior(row.campaign), sigma2: fit.sigma2)
-            : NullValueModel.RowEstimate(estimate: 0, low: 0, high: 0, valuesVariance: 0, meanSD: 0)
+        let estimate = k > 0 ? NullValueModel.estimate(nulls: k, model: fit.model(row.campaign)) : .zero
         let modeled = money(estimate.estimate)
         line.field(modeled)
         line.field(money(estimate.low))
@@ -78,6 +75,7 @@ package enum ModelPass {
         }
         line.field(estimate.valuesVariance.description)
         line.field(estimate.meanSD.description)
+        line.field(estimate.logPZero.description)
         line.field(nil as String?)
     }
 
@@ -110,7 +108,7 @@ package enum ModelPass {
 }
 
 /// The pooling window of the days a run publishes, slid from day to day: the sums of the published
-/// days D−27 … D−1 kept as one total, each day added once (read from `DATA/cache/model`, or the
+/// days D−27 … D−1 kept as one total, each day added once (read from `DATA/cache/model-2`, or the
 /// published file, the first time) and taken away when it leaves the window. The sums are exact, so the
 /// total is the same bits however the window got there.
 final class ModelWindow: Sendable {
@@ -140,7 +138,7 @@ final class ModelWindow: Sendable {
         for earlier in missing {
             guard let file = published.manifest(earlier)?.outputs[AggregateTables.campaignDaily] else { continue }
             let (bytes, path) = try CohortCache.cached(
-                kind: "model", root: root, table: AggregateTables.campaignDaily, day: earlier, file: file
+                kind: "model-2", root: root, table: AggregateTables.campaignDaily, day: earlier, file: file
             ) { (bytes, path) throws(AggregationError) in
                 try ModelSums.of(bytes, path: path, parquet: path.hasSuffix(".parquet")).cacheCSV
             }

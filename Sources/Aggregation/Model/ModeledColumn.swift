@@ -10,13 +10,15 @@ package enum ModeledColumn: String, CaseIterable, Sendable {
     case nullValuesVar = "modeled_null_values_var"
     /// k · √V: the campaign mean's part, fully correlated between rows of a campaign and stratum.
     case nullMeanSD = "modeled_null_mean_sd"
+    /// k · ln(p0): the log of the chance that all k null postbacks are worth 0 (summed over rows).
+    case nullLogPZero = "modeled_null_log_p_zero"
     /// Why a row's modeled columns are empty (too little data); empty on modeled rows.
     case note = "modeled_note"
 
     package var sqlType: String {
         switch self {
         case .nullRevenueEst, .nullRevenueLow, .nullRevenueHigh, .revenueEst: return "DECIMAL(38, 6)"
-        case .nullValuesVar, .nullMeanSD: return "DOUBLE"
+        case .nullValuesVar, .nullMeanSD, .nullLogPZero: return "DOUBLE"
         case .note: return "VARCHAR"
         }
     }

@@ -1,15 +1,26 @@
-/// The model of what null-value postbacks were worth (`null-eb-1`, docs/modeling.md): an empirical-Bayes
-/// normal-normal model, fitted by the method of moments top-down, app → ad network → campaign, inside
-/// one stratum (app, currency, window, conversion type), from the measured postbacks of the pooling
-/// window. Pure and deterministic: every sum runs in the sorted order of its keys.
+import Foundation
+
+/// The model of what null-value postbacks were worth (`null-eb-2`, docs/modeling.md): an empirical-Bayes
+/// normal-normal model of the mean, fitted by the method of moments top-down, app → ad network → campaign,
+/// inside one stratum (app, currency, window, conversion type), from the measured postbacks of the
+/// pooling window; each campaign's values variance and zero share shrunk toward its network's (prior
+/// weight `priorPostbacks`), and the posterior variance of a shrunk unit corrected for the estimated
+/// τ² (Morris), with a floor for campaigns. Pure and deterministic: every sum runs in the sorted order
+/// of its keys.
 package enum NullValueModel {
-    package static let name = "null-eb-1"
+    package static let name = "null-eb-2"
     /// Arrival days pooled: the day being published and the 27 before it.
     package static let poolingDays = 28
     /// Measured postbacks a stratum needs in the pooling window to be modeled.
     package static let minMeasured: Int64 = 30
     /// The interval's coverage (from its 5% to its 95% quantile).
     package static let interval = 0.9
+    /// The weight, in postbacks, of a parent's values variance and zero share in a unit's own.
+    package static let priorPostbacks = 30
+    /// ln(p0) written when the zero share p0 is 0: finite, far below ln(0.05).
+    package static let logZero = Foundation.log(1e-300)
+    /// log P(all null postbacks worth 0) at or above this: the interval's low end is 0.
+    package static let logLow = Foundation.log(0.05)
 
     /// A unit's mean value per measured postback and the variance of that mean.
     package struct Posterior: Sendable, Equatable {
@@ -22,23 +33,41 @@ package enum NullValueModel {
         }
     }
 
+    /// What the model says of one unit (app, network or campaign): its mean's posterior, the variance of
+    /// its individual values and the share of them worth exactly 0.
+    package struct UnitModel: Sendable, Equatable {
+        package var posterior: Posterior
+        package var sigma2: Double
+        package var pZero: Double
+
+        package init(posterior: Posterior, sigma2: Double, pZero: Double) {
+            self.posterior = posterior
+            self.sigma2 = sigma2
+            self.pZero = pZero
+        }
+    }
+
     /// The fitted model of one stratum.
     package struct StratumFit: Sendable {
         /// Measured postbacks of the stratum in the pooling window.
         package var measured: Int64
-        /// The values' variance around their mean (the app level's, pooled over every unit).
+        /// The values' variance around their mean (the app level's, pooled over every unit): the one
+        /// the mean's empirical Bayes uses.
         package var sigma2: Double
-        package var app: Posterior
-        package var networks: [String: Posterior]
-        package var campaigns: [ModelCampaign: Posterior]
+        package var app: UnitModel
+        package var networks: [String: UnitModel]
+        package var campaigns: [ModelCampaign: UnitModel]
         /// Between-network variance, and per network the between-campaign variance used.
         package var networkTau2: Double
         package var campaignTau2: [String: Double]
 
-        /// The campaign's posterior; its network's (or the app's) when it has no measured postbacks.
-        package func posterior(_ campaign: ModelCampaign) -> Posterior {
+        /// The campaign's model; its network's (or the app's) when it has no measured postbacks.
+        package func model(_ campaign: ModelCampaign) -> UnitModel {
             campaigns[campaign] ?? networks[campaign.adNetworkID] ?? app
         }
+
+        /// The campaign's posterior mean and its variance.
+        package func posterior(_ campaign: ModelCampaign) -> Posterior { model(campaign).posterior }
     }
 
     /// Fits one stratum from each campaign's sums in the pooling window; nil when nothing is measured.
@@ -52,13 +81,19 @@ package enum NullValueModel {
             byNetwork[campaign.adNetworkID, default: MeasuredSums()].add(unit)
         }
         let sigma2 = total.variance
-        let app = Posterior(mean: total.mean, variance: sigma2 / Double(total.count))
+        let app = UnitModel(
+            posterior: Posterior(mean: total.mean, variance: sigma2 / Double(total.count)), sigma2: sigma2,
+            pZero: Double(total.zeros) / Double(total.count))
 
         let networkUnits = byNetwork.sorted { $0.key < $1.key }
-        let networkTau2 = betweenVariance([networkUnits.map { ($0.value, app.mean) }], sigma2: sigma2)
-        var networks: [String: Posterior] = [:]
+        let networkTau2 = betweenVariance([networkUnits.map { ($0.value, app.posterior.mean) }], sigma2: sigma2)
+        var networks: [String: UnitModel] = [:]
         for (network, unit) in networkUnits {
-            networks[network] = shrink(unit, toward: app, tau2: networkTau2, sigma2: sigma2)
+            networks[network] = UnitModel(
+                posterior: shrink(
+                    unit, toward: app.posterior, tau2: networkTau2, sigma2: sigma2, siblings: networkUnits.count),
+                sigma2: shrunk(unit.squaredDeviations, count: unit.count, toward: app.sigma2),
+                pZero: shrunk(Double(unit.zeros), count: unit.count, toward: app.pZero))
         }
 
         // Campaigns around their network's own mean; a network with fewer than two measured campaigns
@@ -70,17 +105,33 @@ package enum NullValueModel {
         let sortedGroups = groups.sorted { $0.key < $1.key }
         let pooledTau2 = betweenVariance(sortedGroups.map(\.value), sigma2: sigma2)
         var campaignTau2: [String: Double] = [:]
+        var siblings: [String: Int] = [:]
         for (network, group) in sortedGroups {
             campaignTau2[network] = group.count >= 2 ? betweenVariance([group], sigma2: sigma2) : pooledTau2
+            siblings[network] = group.count >= 2 ? group.count : campaigns.count
         }
-        var posteriors: [ModelCampaign: Posterior] = [:]
+        var models: [ModelCampaign: UnitModel] = [:]
         for (campaign, unit) in campaigns {
-            posteriors[campaign] = shrink(
-                unit, toward: networks[campaign.adNetworkID]!, tau2: campaignTau2[campaign.adNetworkID]!, sigma2: sigma2)
+            let network = networks[campaign.adNetworkID]!
+            var posterior = shrink(
+                unit, toward: network.posterior, tau2: campaignTau2[campaign.adNetworkID]!, sigma2: sigma2,
+                siblings: siblings[campaign.adNetworkID]!)
+            let own = shrunk(unit.squaredDeviations, count: unit.count, toward: network.sigma2)
+            // The floor: no less uncertain than the campaign's own mean.
+            posterior.variance = max(posterior.variance, own / Double(unit.count))
+            models[campaign] = UnitModel(
+                posterior: posterior, sigma2: own, pZero: shrunk(Double(unit.zeros), count: unit.count, toward: network.pZero))
         }
         return StratumFit(
-            measured: total.count, sigma2: sigma2, app: app, networks: networks, campaigns: posteriors,
+            measured: total.count, sigma2: sigma2, app: app, networks: networks, campaigns: models,
             networkTau2: networkTau2, campaignTau2: campaignTau2)
+    }
+
+    /// (own + P · parent) / (n + P): a unit's own total (n · s² or its zero count) shrunk toward its
+    /// parent's value with the prior weight P = `priorPostbacks`.
+    package static func shrunk(_ own: Double, count n: Int64, toward parent: Double) -> Double {
+        let weight = Double(priorPostbacks)
+        return (own + weight * parent) / (Double(n) + weight)
     }
 
     /// The method-of-moments between-unit variance over one or more groups of units, each unit with the
@@ -106,16 +157,27 @@ package enum NullValueModel {
         return max(0, (q - df * sigma2) / d)
     }
 
-    /// The unit's posterior under a normal prior N(parent mean, τ²), with the parent mean's own
-    /// uncertainty carried by the shrinkage share: mean = w ȳ + (1 − w) μ, variance = w σ² / n + (1 − w)² V,
-    /// w = n τ² / (n τ² + σ²) (w = 1 when σ² = 0 < τ²; w = 0 when τ² = 0).
-    package static func shrink(_ unit: MeasuredSums, toward parent: Posterior, tau2: Double, sigma2: Double) -> Posterior {
+    /// The unit's posterior under a normal prior N(parent mean, τ²): shrinkage share B = σ² / (σ² + n τ²),
+    /// mean = (1 − B) ȳ + B μ (the parent's mean when τ² = 0). With fewer than 4 `siblings` (K, the units
+    /// with data behind τ²) the variance is B τ² + B² V (the parent's when τ² = 0); with K ≥ 4 it counts
+    /// the uncertainty of τ² and of the parent's mean (Morris 1983):
+    /// (σ² / n)(1 − (K − 1)/K · B) + 2/(K − 3) · B² (ȳ − μ)², B = 1 when τ² = 0.
+    package static func shrink(
+        _ unit: MeasuredSums, toward parent: Posterior, tau2: Double, sigma2: Double, siblings: Int = 0
+    ) -> Posterior {
         let n = Double(unit.count)
-        guard tau2 > 0, n > 0 else { return parent }
-        let w = n * tau2 / (n * tau2 + sigma2)
+        guard n > 0 else { return parent }
+        guard siblings >= 4 else {
+            guard tau2 > 0 else { return parent }
+            let b = sigma2 / (sigma2 + n * tau2)
+            return Posterior(mean: (1 - b) * unit.mean + b * parent.mean, variance: b * tau2 + b * b * parent.variance)
+        }
+        let b = tau2 > 0 ? sigma2 / (sigma2 + n * tau2) : 1
+        let mean = tau2 > 0 ? (1 - b) * unit.mean + b * parent.mean : parent.mean
+        let k = Double(siblings)
+        let deviation = unit.mean - parent.mean
         return Posterior(
-            mean: w * unit.mean + (1 - w) * parent.mean,
-            variance: w * sigma2 / n + (1 - w) * (1 - w) * parent.variance)
+            mean: mean, variance: (sigma2 / n) * (1 - (k - 1) / k * b) + 2 / (k - 3) * b * b * deviation * deviation)
     }
 
     /// What a row's `k` null postbacks are modeled at.
@@ -127,40 +189,58 @@ package enum NullValueModel {
         package var valuesVariance: Double
         /// k · √V: the campaign mean's part (fully correlated between rows of a campaign and stratum).
         package var meanSD: Double
+        /// k · ln(p0): the log of the chance that all k are worth 0.
+        package var logPZero: Double
+
+        package static let zero = RowEstimate(estimate: 0, low: 0, high: 0, valuesVariance: 0, meanSD: 0, logPZero: 0)
     }
 
     /// k · μ, with variance k σ² + k² V, and the 5%–95% quantiles of the gamma with that mean and
-    /// variance (the mean itself when the variance is 0; all 0 when the mean is).
-    package static func estimate(nulls k: Int64, posterior: Posterior, sigma2: Double) -> RowEstimate {
+    /// variance (the mean itself when the variance is 0; all 0 when the mean is); the low end 0 when
+    /// k · ln(p0) ≥ ln(0.05).
+    package static func estimate(nulls k: Int64, model: UnitModel) -> RowEstimate {
         let count = Double(k)
-        let valuesVariance = count * sigma2
-        let meanSD = count * posterior.variance.squareRoot()
-        let (estimate, low, high) = interval(mean: count * posterior.mean, variance: valuesVariance + meanSD * meanSD)
-        return RowEstimate(estimate: estimate, low: low, high: high, valuesVariance: valuesVariance, meanSD: meanSD)
+        let valuesVariance = count * model.sigma2
+        let meanSD = count * model.posterior.variance.squareRoot()
+        let logPZero = count * (model.pZero > 0 ? Foundation.log(model.pZero) : logZero)
+        let (estimate, low, high) = interval(
+            mean: count * model.posterior.mean, variance: valuesVariance + meanSD * meanSD, logPZero: logPZero)
+        return RowEstimate(
+            estimate: estimate, low: low, high: high, valuesVariance: valuesVariance, meanSD: meanSD, logPZero: logPZero)
     }
 
-    /// The estimate and the 90% interval of a total with this mean and variance (a row's, or a sum's by
-    /// the aggregation rule of docs/modeling.md).
-    package static func interval(mean: Double, variance: Double) -> (estimate: Double, low: Double, high: Double) {
+    /// The estimate and the 90% interval of a total with this mean, variance and log chance of being 0 (a
+    /// row's, or a sum's by the aggregation rule of docs/modeling.md: Σ log_p_zero).
+    package static func interval(mean: Double, variance: Double, logPZero: Double) -> (
+        estimate: Double, low: Double, high: Double
+    ) {
         guard mean > 0 else { return (0, 0, 0) }
-        guard let gamma = GammaDistribution(mean: mean, variance: variance) else { return (mean, mean, mean) }
-        let tail = (1 - interval) / 2
-        return (mean, max(0, gamma.quantile(tail)), gamma.quantile(1 - tail))
+        let (low, high): (Double, Double)
+        if let gamma = GammaDistribution(mean: mean, variance: variance) {
+            let tail = (1 - interval) / 2
+            (low, high) = (max(0, gamma.quantile(tail)), gamma.quantile(1 - tail))
+        } else {
+            (low, high) = (mean, mean)
+        }
+        return (mean, logPZero >= logLow ? 0 : low, high)
     }
 }
 
-/// A campaign inside a stratum: its ad network and source identifier (empty when the postbacks had none).
+/// A campaign inside a stratum: its ad network, source identifier and campaign ID, as the row publishes
+/// them (empty when the postbacks had none: SKAdNetwork ≤ 3.0 postbacks carry a campaign ID only).
 package struct ModelCampaign: Hashable, Comparable, Sendable {
     package var adNetworkID: String
     package var sourceIdentifier: String
+    package var campaignID: String
 
-    package init(adNetworkID: String, sourceIdentifier: String) {
+    package init(adNetworkID: String, sourceIdentifier: String, campaignID: String = "") {
         self.adNetworkID = adNetworkID
         self.sourceIdentifier = sourceIdentifier
+        self.campaignID = campaignID
     }
 
     package static func < (lhs: Self, rhs: Self) -> Bool {
-        (lhs.adNetworkID, lhs.sourceIdentifier) < (rhs.adNetworkID, rhs.sourceIdentifier)
+        (lhs.adNetworkID, lhs.sourceIdentifier, lhs.campaignID) < (rhs.adNetworkID, rhs.sourceIdentifier, rhs.campaignID)
     }
 }
 
@@ -183,26 +263,31 @@ package struct ModelStratum: Hashable, Comparable, Sendable {
     }
 }
 
-/// A unit's measured postbacks: their count n, Σ value and Σ value² (each postback of a row with m
-/// measured postbacks and revenue R is worth R / m). Kept exactly, in integers: Σ value in micro-units
-/// and Σ value² as each row's R² / m in micro-units², rounded once per row, so that sums added and
-/// taken away in any order (the pooling window sliding over the days) are the same bits in every run.
+/// A unit's measured postbacks: their count n, Σ value, Σ value² (each postback of a row with m
+/// measured postbacks and revenue R is worth R / m) and how many are worth exactly 0 (the m of rows
+/// with R = 0). Kept exactly, in integers: Σ value in micro-units and Σ value² as each row's R² / m in
+/// micro-units², rounded once per row, so that sums added and taken away in any order (the pooling
+/// window sliding over the days) are the same bits in every run.
 package struct MeasuredSums: Sendable, Equatable {
     package var count: Int64 = 0
     package var sumMicros: Int64 = 0
     package var squaresMicros: Int128 = 0
+    package var zeros: Int64 = 0
 
     package init() {}
 
-    package init(count: Int64, sumMicros: Int64, squaresMicros: Int128) {
+    package init(count: Int64, sumMicros: Int64, squaresMicros: Int128, zeros: Int64 = 0) {
         self.count = count
         self.sumMicros = sumMicros
         self.squaresMicros = squaresMicros
+        self.zeros = zeros
     }
 
     /// From amounts (rounded to the micro-unit, and Σ value² to the micro-unit²).
-    package init(count: Int64, sum: Double, squares: Double) {
-        self.init(count: count, sumMicros: Int64((sum * 1e6).rounded()), squaresMicros: Int128((squares * 1e12).rounded()))
+    package init(count: Int64, sum: Double, squares: Double, zeros: Int64 = 0) {
+        self.init(
+            count: count, sumMicros: Int64((sum * 1e6).rounded()), squaresMicros: Int128((squares * 1e12).rounded()),
+            zeros: zeros)
     }
 
     /// A row's m measured postbacks with revenue R in all (micro-units).
@@ -210,7 +295,7 @@ package struct MeasuredSums: Sendable, Equatable {
         let square = Int128(r) * Int128(r)
         let m128 = Int128(m)
         // R² / m rounded half up (R² ≥ 0).
-        self.init(count: m, sumMicros: r, squaresMicros: (square + m128 / 2) / m128)
+        self.init(count: m, sumMicros: r, squaresMicros: (square + m128 / 2) / m128, zeros: r == 0 ? m : 0)
     }
 
     /// A row's m measured postbacks with revenue `revenue` in all.
@@ -222,12 +307,14 @@ package struct MeasuredSums: Sendable, Equatable {
         count += other.count
         sumMicros += other.sumMicros
         squaresMicros += other.squaresMicros
+        zeros += other.zeros
     }
 
     package mutating func subtract(_ other: MeasuredSums) {
         count -= other.count
         sumMicros -= other.sumMicros
         squaresMicros -= other.squaresMicros
+        zeros -= other.zeros
     }
 
     /// Σ value.
@@ -237,4 +324,6 @@ package struct MeasuredSums: Sendable, Equatable {
     package var mean: Double { count > 0 ? sum / Double(count) : 0 }
     /// Population form: Σ v² / n − ȳ², never below 0.
     package var variance: Double { count > 0 ? max(0, squares / Double(count) - mean * mean) : 0 }
+    /// n · variance: Σ (v − ȳ)².
+    package var squaredDeviations: Double { Double(count) * variance }
 }

@@ -100,6 +100,7 @@ struct ManifestWriter {
         json.field("min_measured", Int(NullValueModel.minMeasured))
         json.key("interval")
         json.value(numberText: "\(NullValueModel.interval)")
+        json.field("prior_postbacks", NullValueModel.priorPostbacks)
         json.endObject()
 
         json.key("totals")

@@ -41,6 +41,8 @@ struct CampaignDailyRecord {
     var modeledNullEstimate: Money? = nil
     var modeledValuesVariance: Double? = nil
     var modeledMeanSD: Double? = nil
+    /// k · ln(p0); nil in files published before the model had it.
+    var modeledLogPZero: Double? = nil
     /// Why the row's modeled columns are empty (too little data).
     var modeledNote: String? = nil
 
@@ -156,6 +158,13 @@ struct CampaignDailyRecord {
             record.modeledNullEstimate = modeledEstimate
             record.modeledValuesVariance = try double(.nullValuesVar)
             record.modeledMeanSD = try double(.nullMeanSD)
+            if let index = indices[ModeledColumn.nullLogPZero.rawValue], let value = fields[index] {
+                guard let number = Double(value), number.isFinite, number <= 0 else {
+                    throw .malformed(
+                        path: path, line: line, reason: "modeled_null_log_p_zero is '\(value)', expected a number ≤ 0")
+                }
+                record.modeledLogPZero = number
+            }
             record.modeledNote = indices[ModeledColumn.note.rawValue].flatMap { fields[$0] }
             return record
         }

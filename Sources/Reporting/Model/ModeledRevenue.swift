@@ -10,6 +10,7 @@ struct ModeledRevenue {
         var currency: String?
         var adNetworkID: String?
         var sourceIdentifier: String?
+        var campaignID: String?
         var window: Int
         var conversionType: String?
     }
@@ -17,6 +18,9 @@ struct ModeledRevenue {
     /// Σ `modeled_null_revenue_est` of the modeled rows.
     var modeledNull = Money.zero
     var valuesVariance = 0.0
+    /// Σ `modeled_null_log_p_zero`: the log of the chance that every modeled null postback is worth 0
+    /// (−∞ when a row has no such column, from a file published before the model wrote it).
+    var logPZero = 0.0
     /// Σ `modeled_null_mean_sd` per campaign and stratum.
     var meanSD: [Unit: Double] = [:]
     /// Null postbacks of modeled rows, and of rows the model had too little data for.
@@ -34,9 +38,10 @@ struct ModeledRevenue {
         modeledNull = sum
         modeledNulls += record.nullValues
         valuesVariance += record.modeledValuesVariance ?? 0
+        logPZero += record.modeledLogPZero ?? -.infinity
         let unit = Unit(
             appID: record.appID, currency: record.currency, adNetworkID: record.adNetworkID,
-            sourceIdentifier: record.sourceIdentifier, window: record.sequenceIndex, conversionType: record.conversionType)
+            sourceIdentifier: record.sourceIdentifier, campaignID: record.campaignID, window: record.sequenceIndex, conversionType: record.conversionType)
         meanSD[unit, default: 0] += record.modeledMeanSD ?? 0
     }
 
@@ -44,6 +49,7 @@ struct ModeledRevenue {
         guard let sum = modeledNull.plus(other.modeledNull) else { throw .overflow("modeled revenue overflows 64 bits") }
         modeledNull = sum
         valuesVariance += other.valuesVariance
+        logPZero += other.logPZero
         for (unit, sd) in other.meanSD { meanSD[unit, default: 0] += sd }
         modeledNulls += other.modeledNulls
         unmodeledNulls += other.unmodeledNulls
@@ -56,9 +62,11 @@ struct ModeledRevenue {
     var variance: Double { valuesVariance + meanSD.values.reduce(0) { $0 + $1 * $1 } }
 
     /// `measured` plus the modeled null values, with the 90% interval of that sum (the measured part is
-    /// known; the modeled part's interval is the gamma of its mean and variance).
+    /// known; the modeled part's interval is the gamma of its mean and variance, its low end 0 when the
+    /// chance that every modeled null postback is worth 0 is at least 5%).
     func total(measured: Money) -> (estimate: Money, low: Money, high: Money)? {
-        let (_, low, high) = NullValueModel.interval(mean: Double(modeledNull.micros) / 1e6, variance: variance)
+        let (_, low, high) = NullValueModel.interval(
+            mean: Double(modeledNull.micros) / 1e6, variance: variance, logPZero: logPZero)
         func micros(_ value: Double) -> Int64 { Int64((value * 1e6).rounded()) }
         guard let estimate = measured.plus(modeledNull), let lowSum = measured.plus(Money(micros: micros(low))),
             let highSum = measured.plus(Money(micros: micros(high)))
