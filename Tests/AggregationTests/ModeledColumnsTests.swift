@@ -184,15 +184,18 @@ import Testing
         let manifest = try JSONSerialization.jsonObject(
             with: Data(contentsOf: URL(fileURLWithPath: "\(Self.store)/agg/_manifests/dt=\(Self.day(3)).json")))
         let model = try #require((manifest as? [String: Any])?["model"] as? [String: Any])
-        #expect(model["name"] as? String == "null-eb-1")
+        #expect(model["name"] as? String == "null-eb-2")
         #expect(model["pooling_days"] as? Int == 28 && model["min_measured"] as? Int == 30)
+        #expect(model["prior_postbacks"] as? Int == 30)
         #expect(model["interval"] as? Double == 0.9)
     }
 
     /// Every modeled figure that follows from the docs without the estimator, recomputed with DuckDB
-    /// over the published files: the pooled within variance σ² of each row's stratum (its values'
-    /// variance is k · σ²), the too-little-data rows and their note, the sum column, zeros without nulls,
-    /// the interval around the estimate; and a stratum of one campaign, whose mean is the stratum's.
+    /// over the published files: each row's campaign's own values variance σ²_c and zero share p0_c,
+    /// shrunk toward its network's and the network's toward its stratum's (its values variance is
+    /// k · σ²_c, its log_p_zero k · ln p0_c), the too-little-data rows and their note, the sum column,
+    /// zeros without nulls, the interval around the estimate (low 0 when log_p_zero ≥ ln 0.05); and a
+    /// stratum of one campaign, whose mean is the stratum's.
     @Test func modeledColumnsFollowTheDocs() throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
@@ -208,7 +211,7 @@ import Testing
     }
 
     static let sqlCheck = """
-        import duckdb, json, sys
+        import duckdb, json, math, sys
         root = sys.argv[1]
         con = duckdb.connect()
         con.execute(f\"\"\"CREATE TABLE cd AS SELECT * FROM read_csv('{root}/agg/campaign_daily/dt=*/part-00000.csv',
@@ -216,50 +219,84 @@ import Testing
             types = {{'revenue_est_sum': 'DECIMAL(38,6)', 'modeled_null_revenue_est': 'DECIMAL(38,6)',
                       'modeled_null_revenue_low': 'DECIMAL(38,6)', 'modeled_null_revenue_high': 'DECIMAL(38,6)',
                       'modeled_revenue_est': 'DECIMAL(38,6)', 'modeled_null_values_var': 'DOUBLE',
-                      'modeled_null_mean_sd': 'DOUBLE', 'modeled_note': 'VARCHAR', 'source_identifier': 'VARCHAR',
+                      'modeled_null_mean_sd': 'DOUBLE', 'modeled_null_log_p_zero': 'DOUBLE', 'modeled_note': 'VARCHAR', 'source_identifier': 'VARCHAR',
                       'currency': 'VARCHAR', 'conversion_type': 'VARCHAR', 'ad_network_id': 'VARCHAR'}})\"\"\")
         # docs/modeling.md: a row's m = postbacks - null_cv_postbacks measured postbacks, each worth
-        # revenue_est_sum / m; a stratum pools the 28 arrival days up to the row's day.
-        con.execute(\"\"\"CREATE TABLE measured AS SELECT dt::DATE AS dt, app_id, currency, postback_sequence_index AS w,
-            conversion_type AS ct, ad_network_id AS net, coalesce(source_identifier, '') AS src,
-            postbacks - null_cv_postbacks AS m, revenue_est_sum::DOUBLE AS r
+        # revenue_est_sum / m (z: those of rows worth exactly 0); a stratum (window, conversion type
+        # install or re-engagement) pools the 28 arrival days up to the row's day; a campaign is
+        # (ad network, source identifier, campaign id).
+        con.execute(\"\"\"CREATE TABLE measured AS SELECT dt::DATE AS dt, app_id, currency, coalesce(postback_sequence_index, 0) AS w,
+            CASE WHEN conversion_type = 're-engagement' THEN 're-engagement' ELSE 'install' END AS ct,
+            ad_network_id AS net, coalesce(source_identifier, '') AS src, coalesce(campaign_id::VARCHAR, '') AS cid,
+            postbacks - null_cv_postbacks AS m, revenue_est_sum::DOUBLE AS r,
+            CASE WHEN revenue_est_sum = 0 THEN postbacks - null_cv_postbacks ELSE 0 END AS z
             FROM cd WHERE revenue_est_sum IS NOT NULL AND postbacks - null_cv_postbacks > 0 AND currency IS NOT NULL\"\"\")
-        con.execute(\"\"\"CREATE TABLE pooled AS SELECT d.dt, d.app_id, d.currency, d.w, d.ct,
-            sum(m.m) AS n, sum(m.r) / sum(m.m) AS mean, sum(m.r * m.r / m.m) / sum(m.m) - pow(sum(m.r) / sum(m.m), 2) AS sigma2,
-            count(DISTINCT m.net || '/' || m.src) AS campaigns
-            FROM (SELECT DISTINCT dt::DATE AS dt, app_id, currency, postback_sequence_index AS w, conversion_type AS ct
-                  FROM cd WHERE currency IS NOT NULL) d
-            LEFT JOIN measured m ON m.app_id = d.app_id AND m.currency = d.currency AND m.w = d.w AND m.ct = d.ct
-                 AND m.dt BETWEEN d.dt - INTERVAL 27 DAY AND d.dt
-            GROUP BY ALL\"\"\")
-        rows = con.execute(\"\"\"SELECT c.dt, c.app_id, c.null_cv_postbacks AS k, c.revenue_est_sum, c.modeled_null_revenue_est,
+        con.execute(\"\"\"CREATE TABLE keyed AS SELECT *, dt::DATE AS d, coalesce(postback_sequence_index, 0) AS kw,
+            CASE WHEN conversion_type = 're-engagement' THEN 're-engagement' ELSE 'install' END AS kct,
+            coalesce(source_identifier, '') AS ksrc, coalesce(campaign_id::VARCHAR, '') AS kcid
+            FROM cd WHERE currency IS NOT NULL\"\"\")
+        # Per level (app, network, campaign): n, mean, s2 (population) and z over the pooling window.
+        def level(name, keys):
+            on = ''.join(f' AND m.{a} = d.{b}' for a, b in keys)
+            cols = ''.join(f', d.{b}' for _, b in keys)
+            con.execute(f\"\"\"CREATE TABLE {name} AS SELECT d.d, d.app_id, d.currency, d.kw, d.kct{cols},
+                sum(m.m) AS n, sum(m.r) / sum(m.m) AS mean,
+                greatest(0, sum(m.r * m.r / m.m) / sum(m.m) - pow(sum(m.r) / sum(m.m), 2)) AS s2, sum(m.z) AS z,
+                count(DISTINCT m.net || '/' || m.src || '/' || m.cid) AS campaigns
+                FROM (SELECT DISTINCT d, app_id, currency, kw, kct{cols.replace('d.', '')} FROM keyed) d
+                LEFT JOIN measured m ON m.app_id = d.app_id AND m.currency = d.currency AND m.w = d.kw AND m.ct = d.kct{on}
+                     AND m.dt BETWEEN d.d - INTERVAL 27 DAY AND d.d
+                GROUP BY ALL\"\"\")
+        level('app', [])
+        level('network', [('net', 'ad_network_id')])
+        level('campaign', [('net', 'ad_network_id'), ('src', 'ksrc'), ('cid', 'kcid')])
+        rows = con.execute(\"\"\"SELECT c.d, c.app_id, c.null_cv_postbacks AS k, c.revenue_est_sum, c.modeled_null_revenue_est,
             c.modeled_null_revenue_low, c.modeled_null_revenue_high, c.modeled_revenue_est, c.modeled_null_values_var,
-            c.modeled_null_mean_sd, c.modeled_note, coalesce(p.n, 0), p.mean, p.sigma2, p.campaigns
-            FROM cd c JOIN pooled p ON p.dt = c.dt::DATE AND p.app_id = c.app_id AND p.currency = c.currency
-                 AND p.w = c.postback_sequence_index AND p.ct = c.conversion_type
-            WHERE c.currency IS NOT NULL ORDER BY ALL\"\"\").fetchall()
+            c.modeled_null_mean_sd, c.modeled_null_log_p_zero, c.modeled_note, coalesce(a.n, 0), a.mean, a.s2, a.z, a.campaigns,
+            coalesce(n.n, 0), n.s2, n.z, coalesce(p.n, 0), p.s2, p.z
+            FROM keyed c
+            JOIN app a ON a.d = c.d AND a.app_id = c.app_id AND a.currency = c.currency AND a.kw = c.kw AND a.kct = c.kct
+            JOIN network n ON n.d = c.d AND n.app_id = c.app_id AND n.currency = c.currency AND n.kw = c.kw AND n.kct = c.kct
+                 AND n.ad_network_id = c.ad_network_id
+            JOIN campaign p ON p.d = c.d AND p.app_id = c.app_id AND p.currency = c.currency AND p.kw = c.kw AND p.kct = c.kct
+                 AND p.ad_network_id = c.ad_network_id AND p.ksrc = c.ksrc AND p.kcid = c.kcid
+            ORDER BY ALL\"\"\").fetchall()
         problems, modeled, little, one_campaign = [], 0, 0, 0
+        P = 30
         def close(a, b, rel=1e-9):
             return abs(a - b) <= rel * max(abs(a), abs(b), 1e-12)
-        for (dt, app, k, rev, est, low, high, total, var, sd, note, n, mean, sigma2, campaigns) in rows:
+        for (dt, app, k, rev, est, low, high, total, var, sd, lpz, note, n, mean, sigma2, z_app, campaigns,
+             n_net, s2_net, z_net, n_c, s2_c, z_c) in rows:
             where = f"{dt} app {app}"
             if n < 30:
                 little += 1
                 expected = f"too little data: {n} measured postback{'' if n == 1 else 's'} for this app and window in 28 days (30 needed)"
-                if note != expected or any(v is not None for v in (est, low, high, total, var, sd)):
+                if note != expected or any(v is not None for v in (est, low, high, total, var, sd, lpz)):
                     problems.append(f"{where}: n {n}, note {note!r}, modeled {est}")
                 continue
             if note is not None:
                 problems.append(f"{where}: a note on a modeled row: {note!r}")
             if k == 0:
-                if (est, low, high, var, sd) != (0, 0, 0, 0.0, 0.0):
-                    problems.append(f"{where}: no null, modeled {est} {low} {high} {var} {sd}")
+                if (est, low, high, var, sd, lpz) != (0, 0, 0, 0.0, 0.0, 0.0):
+                    problems.append(f"{where}: no null, modeled {est} {low} {high} {var} {sd} {lpz}")
                 if total != rev:
                     problems.append(f"{where}: modeled_revenue_est {total}, revenue_est_sum {rev}")
                 continue
             modeled += 1
-            if not close(var, k * sigma2):
-                problems.append(f"{where}: values variance {var}, k sigma2 {k * sigma2}")
+            # The campaign's own values variance and zero share, shrunk toward its network's, the network's
+            # toward the app's (prior weight P postbacks; a level without data: its parent's).
+            sigma2_net = (n_net * (s2_net or 0) + P * sigma2) / (n_net + P)
+            sigma2_c = (n_c * (s2_c or 0) + P * sigma2_net) / (n_c + P)
+            p0_app = z_app / n
+            p0_net = ((z_net or 0) + P * p0_app) / (n_net + P)
+            p0_c = ((z_c or 0) + P * p0_net) / (n_c + P)
+            if not close(var, k * sigma2_c):
+                problems.append(f"{where}: values variance {var}, k sigma2_c {k * sigma2_c}")
+            want_lpz = k * (math.log(p0_c) if p0_c > 0 else math.log(1e-300))
+            if not close(lpz, want_lpz):
+                problems.append(f"{where}: log_p_zero {lpz}, k ln p0_c {want_lpz}")
+            if lpz >= math.log(0.05) and low != 0:
+                problems.append(f"{where}: log_p_zero {lpz} >= ln 0.05 but the low end is {low}")
             if total != (rev or 0) + est:
                 problems.append(f"{where}: modeled_revenue_est {total} is not {rev} + {est}")
             if not (low <= est <= high) or low < 0:

@@ -141,3 +141,29 @@ import Testing
         #expect(again.strata[stratum]?[Self.b]?.zeros == 0)
     }
 }
+
+/// What the model reads of a `campaign_daily` file: the stratum as the contract defines it.
+@Suite struct ModelInputStratumTests {
+    /// Downloads and redownloads are one conversion type (install), re-engagements another; an empty
+    /// window (SKAdNetwork ≤ 3.0) is window 0; the campaign ID is part of the campaign.
+    @Test func downloadsAndRedownloadsPoolAndAnEmptyWindowIsZero() throws {
+        let csv = """
+            app_id,currency,postback_sequence_index,conversion_type,ad_network_id,source_identifier,postbacks,null_cv_postbacks,revenue_est_sum,campaign_id
+            1,USD,0,download,n,11,10,0,20,
+            1,USD,0,redownload,n,11,5,0,5,
+            1,USD,,download,n,,4,0,0,7
+            1,USD,0,re-engagement,n,11,3,0,9,
+
+            """
+        let sums = try ModelSums.of(Array(csv.utf8), path: "campaign_daily.csv", parquet: false)
+        let install = ModelStratum(appID: "1", currency: "USD", window: "0", conversionType: "install")
+        let reengagement = ModelStratum(appID: "1", currency: "USD", window: "0", conversionType: "re-engagement")
+        #expect(Set(sums.strata.keys) == [install, reengagement])
+        let source = ModelCampaign(adNetworkID: "n", sourceIdentifier: "11")
+        let campaign7 = ModelCampaign(adNetworkID: "n", sourceIdentifier: "", campaignID: "7")
+        #expect(
+            sums.strata[install]?[source] == MeasuredSums(count: 15, sumMicros: 25_000_000, squaresMicros: 45_000_000_000_000))
+        #expect(sums.strata[install]?[campaign7] == MeasuredSums(count: 4, sumMicros: 0, squaresMicros: 0, zeros: 4))
+        #expect(sums.strata[reengagement]?[source]?.count == 3)
+    }
+}

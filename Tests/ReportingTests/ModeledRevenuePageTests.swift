@@ -11,7 +11,8 @@ import Testing
 /// The null-value model on the page, as a person sees it (Chromium, 1280×800): a production store
 /// (a synthetic week, the sample schemas) whose first screen shows, per currency, the measured revenue
 /// to date unchanged and beside it a card labelled "Modeled revenue to date" with its 90% interval, both
-/// worked out by DuckDB from the published `campaign_daily` files by docs/modeling.md's sum rule (the
+/// worked out by DuckDB from the published `campaign_daily` files by docs/modeling.md's sum rule (a
+/// campaign with its campaign ID, the low end 0 when Σ log_p_zero ≥ ln 0.05; the
 /// gamma quantiles from `scripts/gamma_quantiles.py`, not the report's code); the top campaigns table
 /// has the modeled column beside the measured one, which keeps its heading and figures.
 @Suite(.serialized) struct ModeledRevenuePageTests {
@@ -47,20 +48,25 @@ import Testing
         measured = dict(con.execute(f"SELECT currency, sum(CAST(revenue_est_sum AS DECIMAL(38, 6))) FROM {rows} GROUP BY 1").fetchall())
         modeled = con.execute(f"""
             WITH unit AS (SELECT currency, sum(CAST(modeled_null_revenue_est AS DECIMAL(38, 6))) AS est,
-                                 sum(CAST(modeled_null_values_var AS DOUBLE)) AS var, sum(CAST(modeled_null_mean_sd AS DOUBLE)) AS sd
+                                 sum(CAST(modeled_null_values_var AS DOUBLE)) AS var, sum(CAST(modeled_null_mean_sd AS DOUBLE)) AS sd,
+                                 sum(CAST(modeled_null_log_p_zero AS DOUBLE)) AS lpz
                           FROM {rows} WHERE modeled_note IS NULL AND modeled_null_revenue_est IS NOT NULL
-                          GROUP BY currency, app_id, ad_network_id, source_identifier, postback_sequence_index, conversion_type)
-            SELECT currency, sum(est), sum(var + sd * sd) FROM unit GROUP BY 1""").fetchall()
+                          GROUP BY currency, app_id, ad_network_id, source_identifier, campaign_id,
+                                   coalesce(postback_sequence_index, '0'),
+                                   CASE WHEN conversion_type = 're-engagement' THEN 're-engagement' ELSE 'install' END)
+            SELECT currency, sum(est), sum(var + sd * sd), sum(lpz) FROM unit GROUP BY 1""").fetchall()
         def cents(amount):
             return f"{Decimal(amount).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}"
         def micros(value):
             return Decimal(math.floor(value * 1e6 + 0.5)) / Decimal(1_000_000)
         result = {}
-        for currency, est, variance in modeled:
+        for currency, est, variance, log_p_zero in modeled:
             base = measured.get(currency) or Decimal(0)
             mean = float(est)
             shape, scale = mean * mean / variance, variance / mean
             low, high = (gamma["quantile"](shape, p) * scale for p in (0.05, 0.95))
+            if log_p_zero >= math.log(0.05):   # a 5% chance or more that every null postback is worth 0
+                low = 0.0
             result[currency] = {"measured": cents(base), "modeled": cents(base + est),
                                 "low": cents(base + micros(low)), "high": cents(base + micros(high))}
         print(json.dumps(result))

@@ -179,7 +179,8 @@ package enum ModelCheck {
         }
         var campaignCoverage = Coverage()
         for (_, sum) in campaigns.sorted(by: { $0.key < $1.key }) {
-            campaignCoverage.add(covered: covers(sum.modeled, sum.valuesVariance, logPZero: sum.logPZero, truth: sum.hidden),
+            campaignCoverage.add(
+                covered: covers(sum.modeled, sum.valuesVariance, logPZero: sum.logPZero, truth: sum.hidden),
                 hiddenPostbacks: sum.count)
         }
         return Result(

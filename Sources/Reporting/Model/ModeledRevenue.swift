@@ -4,7 +4,8 @@ import Aggregation
 /// value of their null postbacks, with the variance parts that add up by the documented rule, kept
 /// apart from every measured figure. The page shows it beside the measured revenue, labelled modeled.
 struct ModeledRevenue {
-    /// A campaign in a stratum: the unit whose rows share one mean's uncertainty.
+    /// A campaign (ad network, source identifier, campaign ID) in a stratum (app, currency, window,
+    /// conversion type: re-engagement, else install): the unit whose rows share one mean's uncertainty.
     struct Unit: Hashable {
         var appID: String?
         var currency: String?
@@ -41,7 +42,8 @@ struct ModeledRevenue {
         logPZero += record.modeledLogPZero ?? -.infinity
         let unit = Unit(
             appID: record.appID, currency: record.currency, adNetworkID: record.adNetworkID,
-            sourceIdentifier: record.sourceIdentifier, campaignID: record.campaignID, window: record.sequenceIndex, conversionType: record.conversionType)
+            sourceIdentifier: record.sourceIdentifier, campaignID: record.campaignID, window: record.sequenceIndex,
+            conversionType: record.conversionType == "re-engagement" ? "re-engagement" : "install")
         meanSD[unit, default: 0] += record.modeledMeanSD ?? 0
     }
 
