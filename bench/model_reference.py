@@ -256,7 +256,7 @@ class StratumModel:
         self.measured = app.n
         self.note = None
         if app.n < MODEL["min_measured"]:
-            self.note = (f"too little data: {app.n} measured postbacks for this app and window in "
+            self.note = (f"too little data: {app.n} measured postback{'' if app.n == 1 else 's'} for this app and window in "
                          f"{MODEL['pooling_days']} days ({MODEL['min_measured']} needed)")
             return
         mu_app = app.mean

@@ -984,13 +984,19 @@ def modeled_campaign_daily(spark, fs, frame, columns, days, out):
         rows = sorted(rows_by_day.get(day, []), key=lambda row: row["_key"])
         for row, values in zip(rows, reference.model_rows(rows, reference.fit_day(day, rows_by_day))):
             micros = [None if values[c] == "" else int(decimal.Decimal(values[c]) * 1_000_000) for c in MODEL_MONEY_COLUMNS]
-            modeled.append((day.isoformat(), row["_key"], *micros, values["modeled_null_values_var"] or None,
-                            values["modeled_null_mean_sd"] or None, values["modeled_null_log_p_zero"] or None,
+            modeled.append((day.isoformat(), row["_key"], *micros, double_text(values["modeled_null_values_var"]),
+                            double_text(values["modeled_null_mean_sd"]), double_text(values["modeled_null_log_p_zero"]),
                             values["modeled_note"] or None))
     schema = "dt string, _key string, " + ", ".join(f"{c} long" for c in MODEL_MONEY_COLUMNS) + \
         ", modeled_null_values_var string, modeled_null_mean_sd string, modeled_null_log_p_zero string, modeled_note string"
     model = spark.createDataFrame(modeled, schema)
     return keyed.withColumn("dt", F.col("dt").cast("string")).join(model, ["dt", "_key"], "left").drop("_key")
+
+
+def double_text(text):
+    """A DOUBLE as `postback aggregate` writes it (the shortest text that reads back the same, with a
+    point: 0 as 0.0); None for an empty cell."""
+    return repr(float(text)) if text else None
 
 
 def development_model_columns(frame):

@@ -139,22 +139,24 @@ package enum NullValueModel {
     /// τ² = max(0, (Q − df · σ²) / D), Q = Σ n_u (ȳ_u − ȳ_g)², df = Σ (K_g − 1),
     /// D = Σ (N_g − Σ n_u² / N_g), over groups with at least two units; 0 when there are none.
     package static func betweenVariance(_ groups: [[(unit: MeasuredSums, groupMean: Double)]], sigma2: Double) -> Double {
-        var q = 0.0
-        var df = 0.0
+        // Each group's Q_g − (K_g − 1) σ² added up, n (ȳ − ȳ_g)² as n · (ȳ − ȳ_g)²: the order of
+        // bench/model_reference.py, so that the Spark job (which runs it) mostly writes the same bits.
+        var numerator = 0.0
         var d = 0.0
         for group in groups where group.count >= 2 {
             let n = Double(group.reduce(0) { $0 + $1.unit.count })
+            var q = 0.0
             var squares = 0.0
             for (unit, groupMean) in group {
                 let deviation = unit.mean - groupMean
-                q += Double(unit.count) * deviation * deviation
+                q += Double(unit.count) * (deviation * deviation)
                 squares += Double(unit.count) * Double(unit.count)
             }
-            df += Double(group.count - 1)
+            numerator += q - Double(group.count - 1) * sigma2
             d += n - squares / n
         }
         guard d > 0 else { return 0 }
-        return max(0, (q - df * sigma2) / d)
+        return max(0, numerator / d)
     }
 
     /// The unit's posterior under a normal prior N(parent mean, τ²): shrinkage share B = σ² / (σ² + n τ²),
@@ -177,7 +179,7 @@ package enum NullValueModel {
         let k = Double(siblings)
         let deviation = unit.mean - parent.mean
         return Posterior(
-            mean: mean, variance: (sigma2 / n) * (1 - (k - 1) / k * b) + 2 / (k - 3) * b * b * deviation * deviation)
+            mean: mean, variance: (sigma2 / n) * (1 - (k - 1) / k * b) + 2 / (k - 3) * b * b * (deviation * deviation))
     }
 
     /// What a row's `k` null postbacks are modeled at.
