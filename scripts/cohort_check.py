@@ -730,6 +730,9 @@ CD_COLUMNS = ["est_install_date", "app_id", "protocol", "ad_network_id", "campai
               "reengagements", "losses", "null_cv_postbacks", "revenue_min_sum", "revenue_max_sum", "revenue_est_sum",
               "currency", "development_postbacks", "rejected_postbacks", "duplicates_dropped", "flagged_postbacks",
               "conflicting_copies"]
+# The null-value model's columns, appended after the measured ones (docs/modeling.md): empty here.
+MODELED_COLUMNS = ["modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high",
+                   "modeled_revenue_est", "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note"]
 
 
 def cd_row(est, app, net, w, postbacks, installs=0, losses=0, null_cv=0, rmin=None, rmax=None, rest=None, cur=None,
@@ -748,6 +751,8 @@ def cd_row(est, app, net, w, postbacks, installs=0, losses=0, null_cv=0, rmin=No
 def write_table(path, header, lines):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as f:
+        if header == CD_COLUMNS:
+            header, lines = header + MODELED_COLUMNS, [line + "," * len(MODELED_COLUMNS) for line in lines]
         f.write(",".join(header) + "\n" + "".join(line + "\n" for line in sorted(lines, key=lambda s: s.encode())))
 
 

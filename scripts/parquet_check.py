@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The Arrow type each declared SQL type must arrive as, and DuckDB's name for it.
 ARROW = {"VARCHAR": "string", "BIGINT": "int64", "INTEGER": "int32", "BOOLEAN": "bool", "DATE": "date32[day]",
-         "DECIMAL(38, 6)": "decimal128(38, 6)"}
+         "DECIMAL(38, 6)": "decimal128(38, 6)", "DOUBLE": "double"}
 DUCKDB = {"DECIMAL(38, 6)": "DECIMAL(38,6)"}
 EPOCH = datetime.date(1970, 1, 1)
 # docs/aggregate.md, "Cells a spreadsheet would evaluate": a text cell written with a `'` before
@@ -67,6 +67,8 @@ def check_tables(data):
                "campaign_events_daily": schema["campaign_events_daily_columns"],
                **{r["table"]: r["columns"] for r in schema["rollups"]}}
     columns["campaign_daily_development"] = columns[schema["development_rollup"]]
+    for table in schema["modeled_tables"]:
+        columns[table] = columns[table] + schema["modeled_columns"]
     types = schema["column_types"]
     required = set(schema["postback_count_columns"])
     problems, checked = [], {"files": 0, "rows": 0, "leading_zero_identifiers": 0, "bytes_parquet": 0, "bytes_csv": 0}
@@ -132,13 +134,15 @@ def expected_value(kind, value):
         return EPOCH + datetime.timedelta(days=int(value))
     if kind == "decimal":
         return decimal.Decimal(int(value)).scaleb(-6, context=decimal.Context(prec=60))
+    if kind == "double":
+        return float(value)
     return int(value)
 
 
 def check_files(spec_path):
     spec = json.load(open(spec_path))
     arrow_types = {"string": "string", "int32": "int32", "int64": "int64", "boolean": "bool", "date": "date32[day]",
-                   "decimal": "decimal128(38, 6)"}
+                   "decimal": "decimal128(38, 6)", "double": "double"}
     problems = []
     con = duckdb.connect()
     for file in spec["files"]:

@@ -92,6 +92,9 @@ MONEY_COLUMNS = set(RECORD_SCHEMA["money_columns"])
 # Exact decimals kept as integers of 10^-scale units: money in millionths (DECIMAL(38, 6)); the
 # cohort tables add theirs below.
 DECIMAL_SCALES = {column: 6 for column in MONEY_COLUMNS}
+# The model's amounts (MODEL_MONEY_COLUMNS, below), kept in millionths like the measured ones.
+DECIMAL_SCALES.update({column: 6 for column in ("modeled_null_revenue_est", "modeled_null_revenue_low",
+                                                "modeled_null_revenue_high", "modeled_revenue_est")})
 # Counts of the detail table: 0 (never empty) on a rejected record's row.
 POSTBACK_COUNT_COLUMNS = set(RECORD_SCHEMA["postback_count_columns"])
 # What a rejected record's row keeps: what it claims to be (RowKeyEncoder.rejectedFields).
@@ -259,6 +262,19 @@ class FileSystem:
         stream = fs.open(hadoop_path)
         try:
             return bytes(self.jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def first_line(self, path):
+        """The first line of a text file (a CSV header), without reading the rest."""
+        if "://" not in path:
+            with open(path, "rb") as file:
+                return file.readline().rstrip(b"\n").decode("utf-8")
+        fs, hadoop_path = self._resolve(path)
+        stream = fs.open(hadoop_path)
+        try:
+            reader = self.jvm.java.io.BufferedReader(self.jvm.java.io.InputStreamReader(stream, "UTF-8"))
+            return str(reader.readLine() or "")
         finally:
             stream.close()
 
@@ -751,9 +767,10 @@ def rollup_rows(detail, rollup):
     from pyspark.sql import functions as F
 
     kept = set(rollup["kept"])
-    measures = [c for c in rollup["columns"] if c not in kept]
+    measures = [c for c in rollup["columns"] if c not in kept and c not in MODEL_COLUMNS]
     return detail.groupBy("dt", *rollup["kept"]).agg(
-        *[(F.sum(c) if c in MONEY_COLUMNS else F.sum(c).cast("long")).alias(c) for c in measures]).select("dt", *rollup["columns"])
+        *[(F.sum(c) if c in MONEY_COLUMNS else F.sum(c).cast("long")).alias(c) for c in measures]).select(
+        "dt", *[c for c in rollup["columns"] if c not in MODEL_COLUMNS])
 
 
 def campaign_events_daily(decoded, tables):
@@ -849,7 +866,7 @@ COLUMN_TYPES = RECORD_SCHEMA["column_types"]
 
 def spark_type(declared):
     """Spark's name for a declared column type: DATE, BIGINT, INTEGER, BOOLEAN, VARCHAR, DECIMAL(p, s)."""
-    simple = {"DATE": "date", "BIGINT": "bigint", "INTEGER": "int", "BOOLEAN": "boolean", "VARCHAR": "string"}
+    simple = {"DATE": "date", "BIGINT": "bigint", "INTEGER": "int", "BOOLEAN": "boolean", "VARCHAR": "string", "DOUBLE": "double"}
     if declared in simple:
         return simple[declared]
     if declared.startswith("DECIMAL(") and declared.endswith(")"):
@@ -863,7 +880,7 @@ def parquet_frame(frame, columns):
     from pyspark.sql import functions as F
 
     def typed(column):
-        target = spark_type(COLUMN_TYPES[column])
+        target = spark_type(COLUMN_TYPES.get(column) or MODEL_TYPES[column])
         if column in DECIMAL_SCALES:
             # Through the exact text: a decimal division would round a scale beyond 6 away.
             return decimal_text(column, DECIMAL_SCALES[column]).cast(target).alias(column)
@@ -908,6 +925,85 @@ def write_table(spark, fs, frame, table, columns, days, staging, out, output_for
         fs.replace(f"{directory}/{parts[0]}", destination)
         published[day.isoformat()] = destination
     return published
+
+
+# ---------------------------------------------------------------------------------------------
+# The null-value model (docs/modeling.md, null-eb-2): modeled columns appended to campaign_daily, fitted
+# on the driver (a day's campaign_daily is small) by bench/model_reference.py, the contract's Python
+# reference, which this job imports (spark-submit: --py-files bench/model_reference.py).
+
+MODEL_COLUMNS = ["modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
+                 "modeled_null_values_var", "modeled_null_mean_sd", "modeled_null_log_p_zero", "modeled_note"]
+MODEL_MONEY_COLUMNS = MODEL_COLUMNS[:4]
+MODEL_TYPES = dict({c: "DECIMAL(38, 6)" for c in MODEL_MONEY_COLUMNS}, modeled_null_values_var="DOUBLE",
+                   modeled_null_mean_sd="DOUBLE", modeled_null_log_p_zero="DOUBLE", modeled_note="VARCHAR")
+# The text columns the model reads from a campaign_daily row (the reference reads published CSV text).
+MODEL_INPUTS = ["app_id", "currency", "postback_sequence_index", "conversion_type", "ad_network_id", "source_identifier",
+                "campaign_id", "postbacks", "null_cv_postbacks", "revenue_est_sum"]
+
+
+def model_reference():
+    for directory in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"), os.getcwd()):
+        if os.path.exists(os.path.join(directory, "model_reference.py")) and directory not in sys.path:
+            sys.path.insert(0, directory)
+    import model_reference as reference
+
+    return reference
+
+
+def with_model_columns(columns):
+    """A table's columns with the modeled ones last (whether or not record-schema.json lists them)."""
+    return [c for c in columns if c not in MODEL_COLUMNS] + MODEL_COLUMNS
+
+
+def modeled_campaign_daily(spark, fs, frame, columns, days, out):
+    """campaign_daily's frame with the modeled columns: each day D of the run pooled with the
+    campaign_daily days D-27 … D-1 already published under OUT (or made in this run)."""
+    from pyspark.sql import functions as F
+
+    reference = model_reference()
+    base = [c for c in columns if c not in MODEL_COLUMNS]
+    keyed = frame.withColumn("_key", csv_lines(frame, base))
+    text = {c: (decimal_text(c, 6) if c in MONEY_COLUMNS else F.col(c).cast("string")) for c in MODEL_INPUTS}
+    collected = keyed.select(F.col("dt").cast("string").alias("dt"), "_key",
+                             *[F.coalesce(text[c], F.lit("")).alias(c) for c in MODEL_INPUTS]).collect()
+    rows_by_day = {}
+    for row in collected:
+        rows_by_day.setdefault(datetime.date.fromisoformat(row["dt"]), []).append(row.asDict())
+    pooled = reference.MODEL["pooling_days"]
+    earlier = {day - datetime.timedelta(days=back) for day in days for back in range(1, pooled)} - set(days)
+    for day in sorted(earlier):
+        path = f"{out}/campaign_daily/dt={day.isoformat()}/part-00000.csv"
+        if fs.exists(path):
+            import csv
+            import io
+
+            rows_by_day[day] = list(csv.DictReader(io.StringIO(fs.read_bytes(path).decode("utf-8"))))
+    modeled = []
+    for day in days:
+        rows = sorted(rows_by_day.get(day, []), key=lambda row: row["_key"])
+        for row, values in zip(rows, reference.model_rows(rows, reference.fit_day(day, rows_by_day))):
+            micros = [None if values[c] == "" else int(decimal.Decimal(values[c]) * 1_000_000) for c in MODEL_MONEY_COLUMNS]
+            modeled.append((day.isoformat(), row["_key"], *micros, double_text(values["modeled_null_values_var"]),
+                            double_text(values["modeled_null_mean_sd"]), double_text(values["modeled_null_log_p_zero"]),
+                            values["modeled_note"] or None))
+    schema = "dt string, _key string, " + ", ".join(f"{c} long" for c in MODEL_MONEY_COLUMNS) + \
+        ", modeled_null_values_var string, modeled_null_mean_sd string, modeled_null_log_p_zero string, modeled_note string"
+    model = spark.createDataFrame(modeled, schema)
+    return keyed.withColumn("dt", F.col("dt").cast("string")).join(model, ["dt", "_key"], "left").drop("_key")
+
+
+def double_text(text):
+    """A DOUBLE as `postback aggregate` writes it (the shortest text that reads back the same, with a
+    point: 0 as 0.0); None for an empty cell."""
+    return repr(float(text)) if text else None
+
+
+def development_model_columns(frame):
+    """The development copy carries the modeled columns, always empty (the model is production-only)."""
+    from pyspark.sql import functions as F
+
+    return frame.select("*", *[F.lit(None).cast("long" if c in MODEL_MONEY_COLUMNS else "string").alias(c) for c in MODEL_COLUMNS])
 
 
 def list_names(fs, directory):
@@ -1031,7 +1127,7 @@ def micros_of_text(column):
     return (F.col(column).cast("decimal(38,6)") * F.lit(1_000_000)).cast("long")
 
 
-def cohort_source_rows(spark, files):
+def cohort_source_rows(spark, files, fs=None):
     """The published campaign_daily and campaign_daily_development rows of the files listed
     ((cohort table, path, format) each), typed: amounts in millionths."""
     from pyspark.sql import functions as F
@@ -1045,7 +1141,16 @@ def cohort_source_rows(spark, files):
         if not paths:
             continue
         if output_format == "csv":
-            raw = read_text_csv(spark, paths, columns)
+            # Files published with the null-value model's columns (appended) and without them are read
+            # apart: each with its own header as the schema (FAILFAST refuses a line of another width).
+            by_header = {}
+            for path in paths:
+                header = fs.first_line(path).split(",") if fs else columns
+                by_header.setdefault(tuple(header if set(columns) <= set(header) else columns), []).append(path)
+            parts = [read_text_csv(spark, group, list(header)).select(*columns, "_file") for header, group in by_header.items()]
+            raw = parts[0]
+            for part in parts[1:]:
+                raw = raw.unionByName(part)
             amounts = [micros_of_text(c).alias(c) for c in money]
         else:
             raw = spark.read.parquet(*paths).select(*columns, F.col("_metadata.file_path").alias("_file"))
@@ -1384,7 +1489,7 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
     spend_paths = [path for day in plan.candidates for path in plan.spend_files.get(day, [])]
     facts = input_facts(spark, fs, [path for _, path, _ in source_files] + spend_paths)
 
-    postbacks = (cohort_postbacks(cohort_source_rows(spark, source_files), plan.candidates) if source_files
+    postbacks = (cohort_postbacks(cohort_source_rows(spark, source_files, fs), plan.candidates) if source_files
                  else None)
     spend = cohort_spend(spark, spend_paths) if spend_paths else empty_spend(spark)
     if postbacks is None:
@@ -1731,6 +1836,13 @@ def run(args):
                   "campaign_daily_development": (development.persist(StorageLevel.MEMORY_AND_DISK), DEVELOPMENT_ROLLUP["columns"]),
                   **{rollup["table"]: (rollup_rows(production_rows(daily), rollup).persist(StorageLevel.MEMORY_AND_DISK), rollup["columns"])
                      for rollup in ROLLUPS}}
+        for table in ("campaign_daily", "campaign_daily_development"):
+            frame, columns = frames[table]
+            columns = with_model_columns(columns)
+            frame = (modeled_campaign_daily(spark, fs, frame, columns, days, args.out) if table == "campaign_daily"
+                     else development_model_columns(frame))
+            frames[table] = (frame.persist(StorageLevel.MEMORY_AND_DISK), columns)
+        trace.mark("null-value model")
         published = {}
         for table in TABLES:
             frame, columns = frames[table]

@@ -161,7 +161,7 @@ extension ParquetColumn {
                 values.append(value)
             }
             decimals.append(contentsOf: values)
-        case .int64, .int32, .boolean, .date:
+        case .int64, .int32, .boolean, .date, .double:
             var values: [Int64] = []
             values.reserveCapacity(blockRows)
             let type = self.type

@@ -121,7 +121,7 @@ enum ChunkEncoder {
         switch column.type {
         case .int32, .date:
             ParquetBytes.appendLittleEndian(UInt32(bitPattern: Int32(truncatingIfNeeded: column.integers[index])), to: &out)
-        case .int64:
+        case .int64, .double:
             ParquetBytes.appendLittleEndian(UInt64(bitPattern: column.integers[index]), to: &out)
         case .decimal:
             ParquetBytes.appendBigEndian(column.decimals[index], to: &out)
@@ -149,6 +149,11 @@ enum ChunkEncoder {
             let decimals = column.decimals
             for index in values.dropFirst() {
                 if decimals[index] < decimals[low] { low = index } else if decimals[index] > decimals[high] { high = index }
+            }
+        case .double:
+            let doubles = column.integers.map { Double(bitPattern: UInt64(bitPattern: $0)) }
+            for index in values.dropFirst() {
+                if doubles[index] < doubles[low] { low = index } else if doubles[index] > doubles[high] { high = index }
             }
         default:
             let integers = column.integers
@@ -200,7 +205,7 @@ enum ChunkEncoder {
                     hash: { Self.mix(UInt64(truncatingIfNeeded: decimals[$0]) ^ UInt64(truncatingIfNeeded: decimals[$0] >> 64)) },
                     same: { decimals[$0] == decimals[$1] })
             default:
-                plainSize = (column.type == .int64 ? 8 : 4) * values.count
+                plainSize = (column.type == .int64 || column.type == .double ? 8 : 4) * values.count
                 let integers = column.integers
                 complete = intern(
                     column, values, hash: { Self.mix(UInt64(bitPattern: integers[$0])) }, same: { integers[$0] == integers[$1] })

@@ -3,7 +3,7 @@ import Basics
 extension ParquetColumn {
     /// A value written as text, as a CSV file has it: a decimal integer (`-12`), `true`/`false`, a
     /// `YYYY-MM-DD` date, an exact decimal (`2.99`, `150`, `-0.5`) with at most the column's scale of
-    /// fraction digits, or any bytes for a string; nil for null. Returns what is wrong with the text,
+    /// fraction digits, a finite floating-point number (`0.25`, `1e-05`), or any bytes for a string; nil for null. Returns what is wrong with the text,
     /// or nil. The job reads whole blocks of rows through `CSVColumnReader`, whose per-column pass
     /// must give the same values as this field-by-field one (a test holds them equal).
     @inlinable
@@ -19,7 +19,7 @@ extension ParquetColumn {
         case .decimal(_, let scale):
             guard let value = Self.decimal(field, scale: scale) else { return .invalid(field) }
             decimals.append(value)
-        case .int64, .int32, .boolean, .date:
+        case .int64, .int32, .boolean, .date, .double:
             guard let value = Self.integerValue(field, type: type) else { return .invalid(field) }
             integers.append(value)
         }
@@ -97,7 +97,7 @@ extension ParquetError {
 }
 
 extension ParquetColumn {
-    /// An INT64, INT32, BOOLEAN or DATE column's value from its text, as `append(text:)` reads it.
+    /// An INT64, INT32, BOOLEAN, DATE or DOUBLE (its bit pattern) column's value from its text, as `append(text:)` reads it.
     @inlinable
     static func integerValue(_ field: UnsafeBufferPointer<UInt8>, type: ParquetType) -> Int64? {
         switch type {
@@ -110,6 +110,9 @@ extension ParquetColumn {
             if field.elementsEqual("false".utf8) { return 0 }
             return nil
         case .date: return date(field)
+        case .double:
+            guard let value = Double(String(decoding: field, as: UTF8.self)), value.isFinite else { return nil }
+            return Int64(bitPattern: value.bitPattern)
         case .string, .decimal: return nil
         }
     }

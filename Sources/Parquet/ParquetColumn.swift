@@ -18,6 +18,8 @@ package enum ParquetType: Sendable, Equatable {
     /// FIXED_LEN_BYTE_ARRAY(16) annotated DECIMAL(precision, scale): the unscaled value as a 128-bit
     /// two's-complement big-endian integer.
     case decimal(precision: Int, scale: Int)
+    /// DOUBLE (IEEE 754 binary64), no annotation; held as its bit pattern.
+    case double
 }
 
 /// One column of a Parquet file: its name, type and nullability, and every row's value. Values are
@@ -31,7 +33,7 @@ package struct ParquetColumn: Sendable {
     /// Per row: whether it holds a value (only kept for nullable columns).
     @usableFromInline var present: [Bool] = []
     @usableFromInline package internal(set) var rows = 0
-    /// INT32, INT64, DATE and BOOLEAN (0 or 1) values, one per non-null row.
+    /// INT32, INT64, DATE and BOOLEAN (0 or 1) values, and DOUBLE bit patterns, one per non-null row.
     @usableFromInline var integers: [Int64] = []
     /// DECIMAL values (unscaled), one per non-null row.
     @usableFromInline var decimals: [Int128] = []
@@ -75,7 +77,7 @@ package struct ParquetColumn: Sendable {
         switch type {
         case .int32, .date: precondition(Int64(Int32(truncatingIfNeeded: value)) == value, "\(name): \(value) is not an INT32")
         case .boolean: precondition(value == 0 || value == 1)
-        case .int64: break
+        case .int64, .double: break
         default: preconditionFailure("\(name): not an integer column")
         }
         integers.append(value)

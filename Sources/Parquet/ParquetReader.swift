@@ -41,6 +41,7 @@ package enum ParquetReader {
         case 0: return .boolean
         case 1: return logical?.fields[6] != nil ? .date : .int32
         case 2: return .int64
+        case 5: return .double
         case 6: return .string
         case 7:
             guard let decimal = try logical?.structure(5), try element.int(2) == 16 else {
@@ -183,7 +184,7 @@ private struct PageCursor {
             for index in 0..<count { column.append(Int64(packed[packed.startIndex + index / 8] >> UInt8(index % 8) & 1)) }
         case .int32, .date:
             for _ in 0..<count { column.append(Int64(Int32(bitPattern: UInt32(try littleEndian(4))))) }
-        case .int64:
+        case .int64, .double:
             for _ in 0..<count { column.append(Int64(bitPattern: try littleEndian(8))) }
         case .decimal:
             for _ in 0..<count {

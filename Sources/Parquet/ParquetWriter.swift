@@ -100,7 +100,7 @@ package enum ParquetWriter {
                     $0.field(2, i32: Int32(precision))
                 }
             }
-        case .int32, .int64, .boolean:
+        case .int32, .int64, .boolean, .double:
             break
         }
     }
@@ -153,6 +153,7 @@ enum PhysicalType: Int32 {
     case boolean = 0
     case int32 = 1
     case int64 = 2
+    case double = 5
     case byteArray = 6
     case fixedLenByteArray = 7
 }
@@ -165,6 +166,7 @@ extension ParquetType {
         case .int64: return .int64
         case .boolean: return .boolean
         case .decimal: return .fixedLenByteArray
+        case .double: return .double
         }
     }
 }

@@ -25,6 +25,7 @@ package enum PostbackCommand {
           schema     check or export conversion schemas
           report     a self-contained HTML report of the aggregates
           check      the nightly check: each app × ad network's day against its recent days
+          model      check the model of null-value postbacks on this store's data (model check)
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
           impression sign ad impressions with the ad network's key, or check them (before any postback)
           demo       the whole pipeline on this machine: receiver, traffic, nightly job, report
@@ -74,6 +75,7 @@ package enum PostbackCommand {
                 ("schema", SchemaCommand.run),
                 ("report", ReportCommand.run),
                 ("check", CheckCommand.run),
+                ("model", ModelCommand.run),
                 ("generate", GenerateCommand.run),
                 ("impression", ImpressionCommand.run),
                 ("demo", DemoCommand.run),

@@ -314,14 +314,20 @@ import Testing
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)
         _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-08", to: "2026-03-10")
-        let expected = Self.line(
-            Self.skanRow([
-                "est_install_date": "2026-03-10", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
-                "placement": "feed", "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low",
-                "decoded_label": "low1", "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0",
-            ]), columns: AggregateTables.campaignDailyRollup.columns.map(\.name))
+        let expected =
+            Self.line(
+                Self.skanRow([
+                    "est_install_date": "2026-03-10", "source_identifier": "37", "source_identifier_digits": "2", "geo": "3",
+                    "placement": "feed", "postback_sequence_index": "1", "cv_kind": "coarse", "coarse_cv": "low",
+                    "decoded_label": "low1", "revenue_min_sum": "0", "revenue_max_sum": "0", "revenue_est_sum": "0",
+                ]), columns: AggregateTables.campaignDailyRollup.columns.map(\.name))
+            // The model's columns, empty in the development table.
+            + String(repeating: ",", count: AggregateTables.modeledColumns.count)
         let development = try store.read("agg/campaign_daily_development/dt=2026-03-10/part-00000.csv")
-        #expect(development.hasPrefix(AggregateTables.campaignDailyRollup.columns.map(\.name).joined(separator: ",") + "\n"))
+        #expect(
+            development.hasPrefix(
+                (AggregateTables.campaignDailyRollup.columns + AggregateTables.modeledColumns).map(\.name)
+                    .joined(separator: ",") + "\n"))
         #expect(Self.dataLines(development) == [expected], "\n\(development)")
         for day in ["2026-03-08", "2026-03-09", "2026-03-10"] {
             let daily = CSVText.rows(try store.read("agg/postback_detail_daily/dt=\(day)/part-00000.csv"))

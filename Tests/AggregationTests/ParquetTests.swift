@@ -286,6 +286,9 @@ struct TestColumn {
             case .date: return .integer(Int64(20_000 + n % 5000 - 2500))
             case .boolean: return .integer(Int64(n % 2))
             case .decimal: return .decimal(Int128(n % 2 == 0 ? n : -n) * 1_000_003)
+            case .double:
+                let value = Double(n % 2 == 0 ? n : -n) * 1.000_001e-3 + (n % 7 == 0 ? 1e300 : 0)
+                return .integer(Int64(bitPattern: value.bitPattern))
             }
         }
 
@@ -298,7 +301,9 @@ struct TestColumn {
         }
     }
 
-    static let types: [ParquetType] = [.string, .int32, .int64, .date, .boolean, .decimal(precision: 38, scale: 6)]
+    static let types: [ParquetType] = [
+        .string, .int32, .int64, .date, .boolean, .decimal(precision: 38, scale: 6), .double,
+    ]
 
     let name: String
     let type: ParquetType
@@ -340,12 +345,15 @@ struct TestColumn {
         case .date: kind = "date"
         case .boolean: kind = "boolean"
         case .decimal: kind = "decimal"
+        case .double: kind = "double"
         }
         return [
             "name": name, "type": kind, "nullable": nullable,
             "values": values.map { value -> Any in
                 switch value {
                 case nil: return NSNull()
+                case .integer(let number) where type == .double:
+                    return String(Double(bitPattern: UInt64(bitPattern: number)))
                 case .integer(let number): return type == .boolean ? (number == 1) as Any : String(number)
                 case .decimal(let unscaled): return String(unscaled)
                 case .string(let bytes): return bytes.map { String(format: "%02x", $0) }.joined()
@@ -525,6 +533,7 @@ extension Int128 {
         case (.string(let bytes), _): return bytes
         case (.integer(let number), .boolean): return Array((number == 1 ? "true" : "false").utf8)
         case (.integer(let days), .date): return Array(UTCDay(daysSinceEpoch: Int(days)).description.utf8)
+        case (.integer(let bits), .double): return Array(Double(bitPattern: UInt64(bitPattern: bits)).description.utf8)
         case (.integer(let number), _): return Array(String(number).utf8)
         case (.decimal(let unscaled), _):
             let magnitude = unscaled.magnitude

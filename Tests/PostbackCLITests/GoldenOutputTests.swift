@@ -118,6 +118,7 @@ import Testing
                 case .boolean: "BOOLEAN"
                 case .date: "INT32 DATE"
                 case .decimal(let precision, let scale): "FIXED_LEN_BYTE_ARRAY(16) DECIMAL(\(precision),\(scale))"
+                case .double: "DOUBLE"
                 }
             text += "  \(column.name) \(type) \(column.nullable ? "OPTIONAL" : "REQUIRED")\n"
         }

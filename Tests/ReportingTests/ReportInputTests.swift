@@ -119,9 +119,19 @@ import Testing
     @Test func aDayPublishedBeforeTheRollupsStillLoads() throws {
         let store = try TestStore.make(perDay: 200)
         let request = store.request(from: TestStore.first, to: TestStore.last)
-        let current = try ReportGenerator.page(request)
         let files = FileManager.default
         let rollups = AggregateTables.rollups.map(\.table)
+        // The page of the same days without campaign_daily in their manifests: a day from before the
+        // rollups has no modeled columns either (docs/modeling.md), so neither page shows modeled figures.
+        for day in ReportFiguresTests.days {
+            let path = store.path("agg/_manifests/dt=\(day).json")
+            var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+            manifest["outputs"] = (manifest["outputs"] as! [[String: Any]]).filter {
+                $0["table"] as? String != AggregateTables.campaignDaily
+            }
+            try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: path))
+        }
+        let current = try ReportGenerator.page(request)
         for day in ReportFiguresTests.days {
             for table in rollups { try files.removeItem(atPath: store.path("agg/\(table)/dt=\(day)")) }
             try files.moveItem(

@@ -7,19 +7,50 @@ import PostbackCrypto
 /// 40 days of `campaign_daily`, and this is a fifth of their rows and half their columns. It is named by
 /// the file's SHA-256 as its manifest lists it, so a republished day never meets a stale sum; a missing
 /// or unreadable cache entry is made again from the file (checked against that SHA-256). Not part of
-/// the published data: deleting `DATA/cache` only costs time.
+/// the published data: deleting `DATA/cache` only costs time. The null-value model keeps its pooling
+/// window's sums the same way (`cached(kind: "model-2", …)`: the sums of `null-eb-2`).
 enum CohortCache {
-    static func path(root: String, table: String, day: UTCDay, sha256: String) -> String {
-        "\(root)/cache/cohorts/\(table)/dt=\(day)-\(sha256).csv"
+    static func path(root: String, kind: String = "cohorts", table: String, day: UTCDay, sha256: String) -> String {
+        "\(root)/cache/\(kind)/\(table)/dt=\(day)-\(sha256).csv"
     }
 
     static func rows(root: String, table: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String))
         throws(AggregationError) -> CampaignDailyRows
     {
-        let cached = path(root: root, table: table, day: day, sha256: file.sha256)
-        if let bytes = try? FileBytes.read(path: cached, limit: 1 << 34) {
-            return try CampaignDailyRows(bytes: bytes, path: cached, parquet: false)
+        let (bytes, path) = try cached(kind: "cohorts", root: root, table: table, day: day, file: file) {
+            (bytes, path) throws(AggregationError) in
+            try sum(CampaignDailyRows(bytes: bytes, path: path, parquet: path.hasSuffix(".parquet")))
         }
+        return try CampaignDailyRows(bytes: bytes, path: path, parquet: false)
+    }
+
+    /// A published file's summary (CSV) from `DATA/cache/KIND/TABLE/dt=DAY-SHA256.csv`, or made by
+    /// `summarize` from the file (checked against the SHA-256 its manifest lists) and cached; with the
+    /// path it was read from.
+    static func cached(
+        kind: String, root: String, table: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String),
+        summarize: ([UInt8], String) throws(AggregationError) -> [UInt8]
+    ) throws(AggregationError) -> (bytes: [UInt8], path: String) {
+        let cached = path(root: root, kind: kind, table: table, day: day, sha256: file.sha256)
+        if let bytes = try? FileBytes.read(path: cached, limit: 1 << 34) {
+            return (bytes, cached)
+        }
+        let summed = try summarize(try published(root: root, day: day, file: file), file.path)
+        // Best effort: a cache that cannot be written is made again next time.
+        let directory = String(cached[..<cached.lastIndex(of: "/")!])
+        if (try? DurableFile.makeDirectories(directory)) != nil {
+            for old in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where old.hasPrefix("dt=\(day)-") {
+                unlink("\(directory)/\(old)")
+            }
+            try? DurableFile.write(summed, to: cached)
+        }
+        return (summed, cached)
+    }
+
+    /// A published file's bytes, checked against the SHA-256 its day's manifest lists.
+    static func published(root: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String))
+        throws(AggregationError) -> [UInt8]
+    {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: root + "/" + file.path, limit: 1 << 34)
@@ -31,16 +62,7 @@ enum CohortCache {
                 "\(root)/\(file.path) is not the file its manifest lists (SHA-256 differs): rerun 'postback aggregate' for \(day) to publish it again"
             )
         }
-        let summed = try sum(CampaignDailyRows(bytes: bytes, path: file.path, parquet: file.path.hasSuffix(".parquet")))
-        // Best effort: a cache that cannot be written is made again next time.
-        let directory = String(cached[..<cached.lastIndex(of: "/")!])
-        if (try? DurableFile.makeDirectories(directory)) != nil {
-            for old in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where old.hasPrefix("dt=\(day)-") {
-                unlink("\(directory)/\(old)")
-            }
-            try? DurableFile.write(summed, to: cached)
-        }
-        return try CampaignDailyRows(bytes: summed, path: cached, parquet: false)
+        return bytes
     }
 
     /// The rows of counted postbacks, summed by install date, key, window and currency, as CSV with

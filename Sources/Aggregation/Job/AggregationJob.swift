@@ -35,6 +35,9 @@ package struct AggregationRequest: Sendable {
     package var force = false
     /// Publish a UTC day that is not over yet, marked `partial` in its manifest (`--allow-open-day`).
     package var allowOpenDay = false
+    /// Fit the null-value model for `campaign_daily`'s modeled columns (docs/modeling.md); false writes
+    /// them empty (only bench/model-cost does, through `POSTBACK_MODEL=off`, to measure the model's cost).
+    package var model = true
     /// Which files each table is published as (`--format`).
     package var format = AggregateFormat.csv
     /// Rows per Parquet row group (settable for tests: a table larger than one row group).
@@ -110,6 +113,8 @@ package final class AggregationJob: Sendable {
     package let request: AggregationRequest
     package let catalog: SchemaCatalog
     private let layout: StoreLayout
+    /// The null-value model's sums of the days this run has read (each published day read once).
+    private let modelWindow = ModelWindow()
 
     package init(request: AggregationRequest, catalog: SchemaCatalog) {
         self.request = request
@@ -276,8 +281,17 @@ package final class AggregationJob: Sendable {
         -> PendingDay
     {
         var trace = PhaseTrace("\(table.day)")
-        let rendered = try DayRenderer.render(table, catalog: catalog, workers: request.workers)
+        var rendered = try DayRenderer.render(table, catalog: catalog, workers: request.workers)
         trace.mark("render")
+        // The null-value model's columns, after the measured ones (docs/modeling.md).
+        let campaignDaily = AggregateTables.rollups.firstIndex { $0.table == AggregateTables.campaignDaily }!
+        let measured = rendered.rollups[campaignDaily].bytes
+        rendered.rollups[campaignDaily].bytes =
+            request.model
+            ? try ModelPass.append(campaignDaily: measured, day: table.day, root: layout.root, window: modelWindow)
+            : ModelPass.appendEmpty(measured)
+        rendered.campaignDailyDevelopment = ModelPass.appendEmpty(rendered.campaignDailyDevelopment)
+        trace.mark("model")
         return PendingDay(
             day: table.day, rendered: rendered, facts: DayFacts(table), lookback: lookback,
             schemas: catalog.schemas.filter { rendered.schemaIDs.contains($0.schemaID) }, layout: layout,

@@ -81,13 +81,17 @@ package enum AggregateTables {
     /// `campaignDailyRollup` over the development rows).
     package static let rollups = [campaignDailyRollup, publisherDailyRollup, countryDailyRollup]
 
+    /// The null-value model's columns (docs/modeling.md), appended to `campaign_daily` and
+    /// `campaign_daily_development` (where they stay empty) after the measured columns.
+    package static let modeledColumns: [AggregateColumn] = ModeledColumn.allCases.map { .modeled($0) }
+
     /// Every table's columns, in `all`'s order.
     package static let columnsByTable: [(table: String, columns: [AggregateColumn])] =
         [
             (postbackDetailDaily, detailInOrder)
-        ] + rollups.map { ($0.table, $0.columns) } + [
+        ] + rollups.map { ($0.table, $0.table == campaignDaily ? $0.columns + modeledColumns : $0.columns) } + [
             (campaignEventsDaily, dimensions + campaignEventsDailyMeasures),
-            (campaignDailyDevelopment, campaignDailyRollup.columns),
+            (campaignDailyDevelopment, campaignDailyRollup.columns + modeledColumns),
         ]
 
     /// `CREATE TABLE` statements for every table, with every column's `sqlType` and the partition
@@ -144,6 +148,8 @@ package enum AggregateColumn: Hashable, Sendable {
     case flaggedPostbacks, conflictingCopies, eventName, eventCountMinSum, eventCountMaxSum
     /// A column of the install-date cohort tables (`campaign_cohort_daily`).
     case cohort(CohortColumn)
+    /// A column of the null-value model (`campaign_daily`'s last columns).
+    case modeled(ModeledColumn)
 
     package var name: String {
         switch self {
@@ -176,6 +182,7 @@ package enum AggregateColumn: Hashable, Sendable {
         case .eventCountMinSum: return "event_count_min_sum"
         case .eventCountMaxSum: return "event_count_max_sum"
         case .cohort(let column): return column.rawValue
+        case .modeled(let column): return column.rawValue
         }
     }
 
@@ -211,6 +218,7 @@ package enum AggregateColumn: Hashable, Sendable {
             .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks, .conflictingCopies:
             return "BIGINT"
         case .cohort(let column): return column.sqlType
+        case .modeled(let column): return column.sqlType
         }
     }
 

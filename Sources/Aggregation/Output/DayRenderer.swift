@@ -270,7 +270,7 @@ enum DayRenderer {
             case .flaggedPostbacks: line.field(flagged)
             case .conflictingCopies: line.field(conflicting)
             case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
-                .eventCountMaxSum, .cohort:
+                .eventCountMaxSum, .cohort, .modeled:
                 preconditionFailure("\(step.column.name) is not a detail measure")
             }
         }

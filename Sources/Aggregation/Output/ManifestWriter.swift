@@ -92,6 +92,17 @@ struct ManifestWriter {
 
         writeOutputs(outputs, into: &json)
 
+        // The model behind campaign_daily's modeled columns (docs/modeling.md).
+        json.key("model")
+        json.beginObject()
+        json.field("name", NullValueModel.name)
+        json.field("pooling_days", NullValueModel.poolingDays)
+        json.field("min_measured", Int(NullValueModel.minMeasured))
+        json.key("interval")
+        json.value(numberText: "\(NullValueModel.interval)")
+        json.field("prior_postbacks", NullValueModel.priorPostbacks)
+        json.endObject()
+
         json.key("totals")
         json.beginObject()
         json.field("postbacks", totals.postbacks)

@@ -12,6 +12,7 @@ extension AggregateColumn {
         case "INTEGER": return .int32
         case "BOOLEAN": return .boolean
         case "DATE": return .date
+        case "DOUBLE": return .double
         default:
             // "DECIMAL(38, 6)"
             let digits = sql.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
@@ -77,6 +78,7 @@ package enum ParquetTable {
         case (.string(let bytes), _): return String(decoding: bytes, as: UTF8.self)
         case (.integer(let number), .boolean): return number == 1 ? "true" : "false"
         case (.integer(let days), .date): return UTCDay(daysSinceEpoch: Int(days)).description
+        case (.integer(let bits), .double): return Double(bitPattern: UInt64(bitPattern: bits)).description
         case (.integer(let number), _): return String(number)
         case (.decimal(let unscaled), .decimal(_, let scale)):
             var power: Int128 = 1

@@ -69,7 +69,8 @@ package enum RecordSchemaExport {
         strings("dimension_columns", AggregateTables.dimensionColumns)
         strings("detail_columns", AggregateTables.detailColumns)
         strings("campaign_events_daily_columns", AggregateTables.campaignEventsDailyColumns)
-        // Each rollup's group-by columns and its file columns (kept + measures, in detail order).
+        // Each rollup's group-by columns and its measured columns (kept + measures, in detail order); the
+        // tables of `modeled_tables` append `modeled_columns` after them (docs/modeling.md).
         objects("rollups", AggregateTables.rollups) { rollup, json in
             json.field("table", rollup.table)
             for (name, columns) in [("kept", rollup.kept), ("columns", rollup.columns)] {
@@ -80,10 +81,13 @@ package enum RecordSchemaExport {
             }
         }
         member("development_rollup") { $0.value(AggregateTables.campaignDailyRollup.table) }
+        strings("modeled_tables", [AggregateTables.campaignDaily, AggregateTables.campaignDailyDevelopment])
+        strings("modeled_columns", AggregateTables.modeledColumns.map(\.name))
         member("column_types") { json in
             json.beginObject()
             var seen = Set<String>()
             for column in AggregateTables.detailInOrder + AggregateTables.campaignEventsDailyMeasures
+                + AggregateTables.modeledColumns
             where seen.insert(column.name).inserted {
                 json.field(column.name, column.sqlType)
             }

@@ -117,6 +117,8 @@ enum AggregateCommand {
                 toolVersion: "postback \(PostbackCommand.version)")
             built.force = arguments.has("--force")
             built.allowOpenDay = arguments.has("--allow-open-day")
+            // bench/model-cost only: the nightly job without the null-value model, its columns empty.
+            built.model = ProcessInfo.processInfo.environment["POSTBACK_MODEL"] != "off"
             if let format = arguments.value("--format") {
                 guard let parsed = AggregateFormat(rawValue: format) else {
                     throw UsageError("--format \(format): expected csv, parquet or both")

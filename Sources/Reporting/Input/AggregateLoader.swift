@@ -15,6 +15,12 @@ protocol DayRecordSink {
     mutating func add(_ manifest: DayManifest)
     /// The day was aggregated before it was over (`--allow-open-day`).
     mutating func markPartial(_ day: UTCDay)
+    /// A `campaign_daily` row read for its modeled columns only (docs/modeling.md).
+    mutating func addModeled(_ record: CampaignDailyRecord) throws(ReportError)
+}
+
+extension DayRecordSink {
+    mutating func addModeled(_ record: CampaignDailyRecord) throws(ReportError) {}
 }
 
 /// Reads the published aggregates of a range of days into a `ReportModel`.
@@ -121,8 +127,46 @@ struct AggregateLoader {
             throw .malformed(path: csvPath, line: nil, reason: "\(rows) rows, its manifest says \(output.rows)")
         }
         if rows == 0, manifest.isEmptyDay { return .empty }
-        if readsDetail { model.add(manifest) }
+        if readsDetail {
+            model.add(manifest)
+            try loadModeled(day, manifest: manifest, into: &model)
+        }
         return .included
+    }
+
+    /// The production page's modeled figures: `campaign_daily`'s modeled columns (the detail table the
+    /// page reads has none), from the CSV (or, for a day published as Parquet only, the Parquet file)
+    /// the manifest lists and only when it matches; a day from before the model adds no modeled figure.
+    private func loadModeled<Model: DayRecordSink>(_ day: UTCDay, manifest: DayManifest, into model: inout Model)
+        throws(ReportError)
+    {
+        if manifest.outputs[AggregateTables.campaignDaily] == nil,
+            let output = manifest.parquetOutputs[AggregateTables.campaignDaily]
+        {
+            let path = layout.aggregateFile(table: AggregateTables.campaignDaily, day: day, extension: "parquet")
+            guard case .read(let table) = try PublishedFile.parquetRows(at: path, matching: output),
+                table.header.contains(ModeledColumn.nullRevenueEst.rawValue)
+            else { return }
+            let layout = try CampaignDailyRecord.Layout(header: table.header.map { $0 }, path: path)
+            for (index, fields) in table.rows.enumerated() {
+                let record = try layout.record(fields, path: path, line: index + 1)
+                if let appID, record.appID != appID { continue }
+                try model.addModeled(record)
+            }
+            return
+        }
+        guard let output = manifest.outputs[AggregateTables.campaignDaily] else { return }
+        let path = layout.aggregateFile(table: AggregateTables.campaignDaily, day: day)
+        _ = try PublishedFile.withCSV(at: path, matching: output) { reader throws(ReportError) -> Int in
+            guard let header = try reader.next(), header.contains(ModeledColumn.nullRevenueEst.rawValue) else { return 0 }
+            let layout = try CampaignDailyRecord.Layout(header: header, path: path)
+            while let fields = try reader.next() {
+                let record = try layout.record(fields, path: path, line: reader.recordLine)
+                if let appID, record.appID != appID { continue }
+                try model.addModeled(record)
+            }
+            return 0
+        }
     }
 
     /// A day published as Parquet only (`aggregate --format parquet`): the file is read whole (a
@@ -147,7 +191,10 @@ struct AggregateLoader {
             throw .malformed(path: path, line: nil, reason: "\(decoded.rows.count) rows, its manifest says \(output.rows)")
         }
         if decoded.rows.isEmpty, manifest.isEmptyDay { return .empty }
-        if readsDetail { model.add(manifest) }
+        if readsDetail {
+            model.add(manifest)
+            try loadModeled(day, manifest: manifest, into: &model)
+        }
         return .included
     }
 

@@ -36,6 +36,15 @@ struct CampaignDailyRecord {
     var development: Int
     var rejected: Int
     var duplicatesDropped: Int
+    /// The null-value model's columns (docs/modeling.md); nil in files of earlier releases and on rows
+    /// the model did not cover.
+    var modeledNullEstimate: Money? = nil
+    var modeledValuesVariance: Double? = nil
+    var modeledMeanSD: Double? = nil
+    /// k · ln(p0); nil in files published before the model had it.
+    var modeledLogPZero: Double? = nil
+    /// Why the row's modeled columns are empty (too little data).
+    var modeledNote: String? = nil
 
     /// `cv_kind`.
     enum ValueKind: String {
@@ -119,7 +128,21 @@ struct CampaignDailyRecord {
                 guard let level = Self.levelIndex(value) else { throw bad(.field(.coarseValue), "low, medium or high") }
                 coarse = level
             }
-            return CampaignDailyRecord(
+            func double(_ column: ModeledColumn) throws(ReportError) -> Double? {
+                guard let index = indices[column.rawValue], let value = fields[index] else { return nil }
+                guard let number = Double(value), number.isFinite, number >= 0 else {
+                    throw .malformed(path: path, line: line, reason: "\(column.rawValue) is '\(value)', expected a number")
+                }
+                return number
+            }
+            var modeledEstimate: Money? = nil
+            if let index = indices[ModeledColumn.nullRevenueEst.rawValue], let value = fields[index] {
+                guard let amount = Money(decimal: value) else {
+                    throw .malformed(path: path, line: line, reason: "modeled_null_revenue_est is '\(value)', expected an amount")
+                }
+                modeledEstimate = amount
+            }
+            var record = CampaignDailyRecord(
                 appID: text(.field(.appID)), adNetworkID: text(.field(.adNetworkID)), campaignID: text(.field(.campaignID)),
                 sourceIdentifier: text(.field(.sourceIdentifier)), campaign: text(.campaign), sequenceIndex: sequenceIndex,
                 conversionType: conversionTypeIndex.flatMap { fields[$0] },
@@ -132,6 +155,18 @@ struct CampaignDailyRecord {
                 countryCode: indices[AggregateColumn.field(.countryCode).name].flatMap { fields[$0] },
                 development: try count(.developmentPostbacks), rejected: try count(.rejectedPostbacks),
                 duplicatesDropped: try count(.duplicatesDropped))
+            record.modeledNullEstimate = modeledEstimate
+            record.modeledValuesVariance = try double(.nullValuesVar)
+            record.modeledMeanSD = try double(.nullMeanSD)
+            if let index = indices[ModeledColumn.nullLogPZero.rawValue], let value = fields[index] {
+                guard let number = Double(value), number.isFinite, number <= 0 else {
+                    throw .malformed(
+                        path: path, line: line, reason: "modeled_null_log_p_zero is '\(value)', expected a number ≤ 0")
+                }
+                record.modeledLogPZero = number
+            }
+            record.modeledNote = indices[ModeledColumn.note.rawValue].flatMap { fields[$0] }
+            return record
         }
 
         private static func levelIndex(_ value: String) -> Int? { CampaignDailyRecord.coarseLevels.firstIndex(of: value) }

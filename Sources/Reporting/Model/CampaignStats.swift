@@ -26,6 +26,8 @@ struct CampaignStats {
     var revenue: [RevenueKey: RevenueSum] = [:]
     /// Revenue to date per currency (empty: no schema), the page's one headline definition.
     var headline: [String: HeadlineRevenue] = [:]
+    /// What the null-value model adds to it, per currency: shown beside it, never in it.
+    var modeled: [String: ModeledRevenue] = [:]
 
     var fineTotal: Int { fine.reduce(0, +) }
 
@@ -75,5 +77,6 @@ struct CampaignStats {
         }
         for (key, sum) in other.revenue { try revenue[key, default: RevenueSum()].add(sum) }
         for (currency, sum) in other.headline { try headline[currency, default: HeadlineRevenue()].add(sum) }
+        for (currency, sum) in other.modeled { try modeled[currency, default: ModeledRevenue()].add(sum) }
     }
 }

@@ -28,6 +28,8 @@ struct ReportModel: DayRecordSink {
     var totals = NetworkDayCounts()
     /// Revenue to date per currency (`HeadlineRevenue`); the empty currency: postbacks without a schema.
     var revenueByCurrency: [String: HeadlineRevenue] = [:]
+    /// The null-value model's figures beside `revenueByCurrency` (docs/modeling.md), never added into it.
+    var modeledByCurrency: [String: ModeledRevenue] = [:]
     var networkDays: [String: [UTCDay: NetworkDayCounts]] = [:]
     var networkTotals: [String: NetworkDayCounts] = [:]
     var campaigns: [CampaignKey: CampaignStats] = [:]
@@ -128,6 +130,15 @@ struct ReportModel: DayRecordSink {
             try revenueByCurrency[record.currency ?? "", default: HeadlineRevenue()].add(record)
             try dayRevenue[record.currency ?? "", default: [:]][day, default: HeadlineRevenue()].add(record)
         }
+    }
+
+    /// A `campaign_daily` row's modeled columns (the production page's rows come from the detail table,
+    /// which has none): beside the measured revenue of its campaign and currency, never in it.
+    mutating func addModeled(_ record: CampaignDailyRecord) throws(ReportError) {
+        guard record.postbacks > 0, let kind = record.cvKind, kind != .nonWinning else { return }
+        try modeledByCurrency[record.currency ?? "", default: ModeledRevenue()].add(record)
+        try campaigns[CampaignKey(record), default: CampaignStats()].modeled[record.currency ?? "", default: ModeledRevenue()]
+            .add(record)
     }
 
     /// The page's own environment: development when the model was read from

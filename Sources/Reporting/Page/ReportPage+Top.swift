@@ -74,8 +74,50 @@ extension ReportPage {
                     + "to date, \(Self.immatureMarker) when a cohort is not final"
             }
             place(table, &html)
+            renderTopModeled(&html, rows: rows, all: all, currencies: currencies)
             renderTopByROAS(&html)
         }
         html.newline()
+    }
+
+    /// The same campaigns' modeled revenue (docs/modeling.md), in a table of its own right after them:
+    /// each measured figure again with the modeled one and its 90% interval beside it, labelled modeled.
+    /// The campaigns and their order are the measured table's; no modeled figure is in that table.
+    private func renderTopModeled(
+        _ html: inout HTMLWriter, rows: [CampaignRow], all: CampaignStats, currencies: [String]
+    ) {
+        let modeled = currencies.filter { all.modeled[$0].map { $0.modeledNulls + $0.unmodeledNulls > 0 } ?? false }
+        guard !modeled.isEmpty else { return }
+        var table = FiguresTable(
+            id: "table-top-campaigns-modeled",
+            caption:
+                "Modeled, not measured: the same campaigns' revenue to date with the modeled value of their null "
+                + "postbacks added, and its 90% interval (docs/modeling.md); the measured figures above are unchanged",
+            columns: campaignColumns
+                + modeled.flatMap { currency -> [FiguresTable.Column] in
+                    [
+                        .number("\(HeadlineRevenue.name), \(currency)"), .number("Modeled revenue, \(currency)"),
+                        .number("Modeled 90% interval, \(currency)"),
+                    ]
+                })
+        func cells(_ stats: CampaignStats) -> [String] {
+            modeled.flatMap { currency -> [String] in
+                let measured = stats.headline[currency]
+                let shown = measured.map { $0.valuedPostbacks > 0 ? $0.toDate.shownEstimate : "–" } ?? "–"
+                guard let model = stats.modeled[currency], model.isModeled,
+                    let total = model.total(measured: measured?.toDate.estimate ?? .zero)
+                else {
+                    let unmodeled = (stats.modeled[currency]?.unmodeledNulls ?? 0) > 0
+                    return [shown, unmodeled ? "too little data" : "–", "–"]
+                }
+                return [
+                    shown, NumberFormat.money(total.estimate),
+                    "\(NumberFormat.money(total.low))–\(NumberFormat.money(total.high))",
+                ]
+            }
+        }
+        for row in rows { table.add(campaignCells(row) + cells(row.stats)) }
+        table.footer = ["All campaigns", ""] + (model.appIDs.count > 1 ? [""] : []) + cells(all)
+        place(table, &html)
     }
 }

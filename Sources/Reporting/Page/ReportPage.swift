@@ -192,6 +192,7 @@ struct ReportPage {
                     detail: "winning first postbacks of downloads")
                 for currency in model.revenueByCurrency.keys.sorted() where !currency.isEmpty {
                     revenueCard(&html, currency: currency, model.revenueByCurrency[currency]!)
+                    modeledRevenueCard(&html, currency: currency)
                 }
                 spendCards(&html)
                 card(
@@ -245,6 +246,32 @@ struct ReportPage {
             value: sum.shownEstimate,
             detail: "windows 1–3; window 1 alone \(revenue.windowOne.shownEstimate); \(range)"
                 + "\(NumberFormat.count(sum.unknownPostbacks)) with unknown value")
+    }
+
+    /// Beside the measured revenue, never in it: what it would be with the null postbacks' modeled
+    /// value (docs/modeling.md), labelled modeled, with its 90% interval; "too little data" when the
+    /// model covered none of them. No card when there is nothing to model (no null postbacks, or a
+    /// page whose rows carry no model, as the development page's).
+    private func modeledRevenueCard(_ html: inout HTMLWriter, currency: String) {
+        guard let modeled = model.modeledByCurrency[currency], modeled.modeledNulls + modeled.unmodeledNulls > 0,
+            let measured = model.revenueByCurrency[currency]?.toDate
+        else { return }
+        let name = labelled("Modeled revenue to date, \(currency)")
+        let left =
+            modeled.unmodeledNulls > 0
+            ? "; \(NumberFormat.count(modeled.unmodeledNulls)) null values not modeled (too little data)" : ""
+        guard modeled.isModeled, let total = modeled.total(measured: measured.estimate) else {
+            card(
+                &html, name, metric: "modeled_revenue_est:\(currency)", value: "too little data",
+                detail: "the model needs \(NullValueModel.minMeasured) measured postbacks per app and window in "
+                    + "\(NullValueModel.poolingDays) days; measured revenue only, above")
+            return
+        }
+        card(
+            &html, name, metric: "modeled_revenue_est:\(currency)", value: NumberFormat.money(total.estimate),
+            detail: "modeled, not measured: 90% interval \(NumberFormat.money(total.low))–\(NumberFormat.money(total.high)); "
+                + "measured \(measured.shownEstimate) + modeled value of \(NumberFormat.count(modeled.modeledNulls)) "
+                + "null values \(NumberFormat.money(modeled.modeledNull))\(left)")
     }
 
     /// A headline figure. A detail line may start with a second count (`detailMetric`).
