@@ -423,7 +423,9 @@ struct CampaignDailyRows {
         var modeled = ModeledParts.none
         if let bytes = fields[optional(.nullRevenueEst)] {
             guard let amount = Money(decimalUTF8: bytes) else {
-                throw .usage("\(path): line \(line): modeled_null_revenue_est '\(String(decoding: bytes, as: UTF8.self))' is not an amount")
+                throw .usage(
+                    "\(path): line \(line): modeled_null_revenue_est '\(String(decoding: bytes, as: UTF8.self))' is not an amount"
+                )
             }
             modeled.estimate = amount
         }

@@ -67,7 +67,10 @@ struct ModeledTotal {
         // Summed in a fixed order (the campaigns sorted), so a rerun gives the same bits.
         let sorted = meanSD.sorted {
             ($0.key.window, $0.key.conversionType ?? "", $0.key.currency ?? "", $0.key.adNetworkID, $0.key.sourceIdentifier ?? "")
-                < ($1.key.window, $1.key.conversionType ?? "", $1.key.currency ?? "", $1.key.adNetworkID, $1.key.sourceIdentifier ?? "")
+                < (
+                    $1.key.window, $1.key.conversionType ?? "", $1.key.currency ?? "", $1.key.adNetworkID,
+                    $1.key.sourceIdentifier ?? ""
+                )
         }
         let variance = sorted.reduce(valuesVariance) { $0 + $1.value * $1.value }
         let (_, low, high) = NullValueModel.interval(mean: Double(estimate.micros) / 1e6, variance: variance)
