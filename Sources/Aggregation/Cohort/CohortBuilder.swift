@@ -273,8 +273,10 @@ struct CohortCell {
         modeled.add(
             row.modeled,
             campaign: ModeledTotal.Campaign(
-                window: row.sequenceIndex, conversionType: row.conversionType, currency: row.currency,
-                adNetworkID: row.key.adNetworkID, sourceIdentifier: row.sourceIdentifier))
+                window: row.sequenceIndex,
+                conversionType: row.conversionType == "re-engagement" ? "re-engagement" : "install",
+                currency: row.currency, adNetworkID: row.key.adNetworkID, sourceIdentifier: row.sourceIdentifier,
+                campaignID: row.key.campaignID))
     }
 }
 

@@ -24,13 +24,15 @@ struct ModeledParts {
 /// rule: estimates and variance parts summed, each model campaign's mean part (window, conversion type,
 /// currency, ad network, source identifier) summed before it is squared, the interval recomputed.
 struct ModeledTotal {
-    /// The model's campaign and stratum within one cohort row (the app is the row's).
+    /// The model's campaign and stratum within one cohort row (the app is the row's; the conversion
+    /// type as the model pools it: re-engagement, else install).
     struct Campaign: Hashable {
         var window: Int
         var conversionType: String?
         var currency: String?
         var adNetworkID: String
         var sourceIdentifier: String?
+        var campaignID: Int64?
     }
 
     private var estimate: Money?
@@ -66,14 +68,19 @@ struct ModeledTotal {
         let valuesVariance = sums[ModeledColumn.summed.firstIndex(of: .nullValuesVar)!]
         // Summed in a fixed order (the campaigns sorted), so a rerun gives the same bits.
         let sorted = meanSD.sorted {
-            ($0.key.window, $0.key.conversionType ?? "", $0.key.currency ?? "", $0.key.adNetworkID, $0.key.sourceIdentifier ?? "")
+            (
+                $0.key.window, $0.key.conversionType ?? "", $0.key.currency ?? "", $0.key.adNetworkID,
+                $0.key.sourceIdentifier ?? "", $0.key.campaignID ?? -1
+            )
                 < (
                     $1.key.window, $1.key.conversionType ?? "", $1.key.currency ?? "", $1.key.adNetworkID,
-                    $1.key.sourceIdentifier ?? ""
+                    $1.key.sourceIdentifier ?? "", $1.key.campaignID ?? -1
                 )
         }
         let variance = sorted.reduce(valuesVariance) { $0 + $1.value * $1.value }
-        let (_, low, high) = NullValueModel.interval(mean: Double(estimate.micros) / 1e6, variance: variance)
+        let logPZero = sums[ModeledColumn.summed.firstIndex(of: .nullLogPZero)!]
+        let (_, low, high) = NullValueModel.interval(
+            mean: Double(estimate.micros) / 1e6, variance: variance, logPZero: logPZero)
         for column in ModeledColumn.allCases {
             switch column.total {
             case .summedAmount: csv.field(estimate)

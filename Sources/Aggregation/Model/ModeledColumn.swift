@@ -34,7 +34,7 @@ package enum ModeledColumn: String, CaseIterable, Sendable {
         case .nullRevenueEst: return .summedAmount
         case .nullRevenueLow, .nullRevenueHigh: return .interval
         case .revenueEst: return .measuredPlusModeled
-        case .nullValuesVar, .nullMeanSD: return .summed
+        case .nullValuesVar, .nullMeanSD, .nullLogPZero: return .summed
         case .note: return .note
         }
     }
