@@ -146,7 +146,8 @@ import Testing
 
     /// The range's total modeled ROAS per currency from the published cohort files, by docs/modeling.md's
     /// sum rule: the cohorts with a window-3 ROAS and modeled columns, (revenue through window 3 + modeled
-    /// null revenue) ÷ their spend, the interval the gamma's 5%–95% of the modeled part, as the page writes
+    /// null revenue) ÷ their spend, the interval the gamma's 5%–95% of the modeled part (its low end 0 when
+    /// Σ `modeled_null_log_p_zero` ≥ ln 0.05), as the page writes
     /// a ratio (hundredths, half up), "(open)" unless every cohort is final.
     static let modeledROASScript = #"""
         import duckdb, json, math, runpy, sys
@@ -162,9 +163,10 @@ import Testing
                                      sum(CAST(spend AS DECIMAL(38, 6))) AS spend,
                                      sum(CAST(modeled_null_revenue_est AS DECIMAL(38, 6))) AS est,
                                      sum(CAST(modeled_null_values_var AS DOUBLE)) AS var,
-                                     sum(CAST(modeled_null_mean_sd AS DOUBLE)) AS sd, bool_and(cohort_status = 'final') AS final
+                                     sum(CAST(modeled_null_mean_sd AS DOUBLE)) AS sd,
+                                     sum(CAST(modeled_null_log_p_zero AS DOUBLE)) AS lpz, bool_and(cohort_status = 'final') AS final
                               FROM {rows} GROUP BY revenue_currency, app_id, ad_network_id, campaign_id, source_identifier, campaign)
-            SELECT currency, sum(measured), sum(spend), sum(est), sum(var + sd * sd), bool_and(final), count(*)
+            SELECT currency, sum(measured), sum(spend), sum(est), sum(var + sd * sd), sum(lpz), bool_and(final), count(*)
             FROM campaign GROUP BY 1""").fetchall()
         # the measured ROAS w3: every cohort with one, modeled or not
         measured_all = {currency: (revenue, spend) for currency, revenue, spend in con.execute(f"""
@@ -178,11 +180,13 @@ import Testing
             hundredths = (200 * numerator + denominator) // (2 * denominator)
             return f"{hundredths // 100:,}.{hundredths % 100:02d}"
         result = {}
-        for currency, measured, spend, est, variance, final, campaigns in totals:
+        for currency, measured, spend, est, variance, log_p_zero, final, campaigns in totals:
             base, cost, modeled = micros(measured), micros(spend), micros(est)
             mean = modeled / 1e6
             shape, scale = mean * mean / variance, variance / mean
             low, high = (math.floor(gamma["quantile"](shape, p) * scale * 1e6 + 0.5) for p in (0.05, 0.95))
+            if log_p_zero >= math.log(0.05):   # a 5% chance or more that every null postback is worth 0
+                low = 0
             result[currency] = {"estimate": ratio(base + modeled, cost) + ("" if final else " (open)"),
                                 "interval": f"{ratio(base + low, cost)}–{ratio(base + high, cost)}",
                                 "measured": ratio(*(micros(v) for v in measured_all[currency])), "campaigns": campaigns}

@@ -29,10 +29,12 @@ struct CohortRecord {
     var roas: [Int64?]
     var roasNote: ROASNote?
     /// The null-value model's columns (docs/modeling.md), nil when empty or absent (a cohort published
-    /// before the model): `modeled_null_revenue_est`, `modeled_null_values_var`, `modeled_null_mean_sd`.
+    /// before the model): `modeled_null_revenue_est`, `modeled_null_values_var`, `modeled_null_mean_sd`,
+    /// `modeled_null_log_p_zero`.
     var modeledNullEstimate: Money? = nil
     var modeledValuesVariance: Double? = nil
     var modeledMeanSD: Double? = nil
+    var modeledLogPZero: Double? = nil
 
     /// The key the cohort table gives a campaign, named as the day tables' campaigns are.
     var campaignKey: CampaignKey {
@@ -143,7 +145,8 @@ struct CohortRecord {
                 revenueCurrency: text(Column.revenueCurrency), cumulativeRevenue: revenue, cpi: try money(Column.cpi),
                 roas: roas, roasNote: note, modeledNullEstimate: try money(ModeledColumn.nullRevenueEst.rawValue),
                 modeledValuesVariance: try double(ModeledColumn.nullValuesVar.rawValue),
-                modeledMeanSD: try double(ModeledColumn.nullMeanSD.rawValue))
+                modeledMeanSD: try double(ModeledColumn.nullMeanSD.rawValue),
+                modeledLogPZero: try double(ModeledColumn.nullLogPZero.rawValue))
         }
     }
 }

@@ -53,6 +53,7 @@ struct ModeledRevenue {
         guard let sum = modeledNull.plus(estimate) else { throw .overflow("modeled revenue overflows 64 bits") }
         modeledNull = sum
         valuesVariance += record.modeledValuesVariance ?? 0
+        logPZero += record.modeledLogPZero ?? -.infinity
         let unit = Unit(
             appID: record.appID, currency: record.revenueCurrency, adNetworkID: record.adNetworkID,
             sourceIdentifier: record.campaignKey.name, window: 0, conversionType: nil)
