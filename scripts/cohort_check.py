@@ -35,6 +35,7 @@ import decimal
 import glob
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -301,7 +302,14 @@ rows AS (
            c.campaign AS k_name,
            c.postback_sequence_index AS w, c.postbacks, c.installs, c.redownloads, c.reengagements, c.losses,
            c.null_cv_postbacks, m6(c.revenue_est_sum) AS est, m6(c.revenue_min_sum) AS mn,
-           m6(c.revenue_max_sum) AS mx, c.currency
+           m6(c.revenue_max_sum) AS mx, c.currency,
+           -- the null-value model's columns (docs/modeling.md) and the model's campaign and stratum
+           m6(c.modeled_null_revenue_est) AS mest, c.modeled_null_values_var AS mvar, c.modeled_null_mean_sd AS msd,
+           c.modeled_null_log_p_zero AS mlpz, c.modeled_note AS mnote,
+           -- the stratum's window (an empty one is window 0) and conversion type as the model pools it
+           coalesce(c.postback_sequence_index, 0) AS mw,
+           CASE WHEN c.conversion_type = 're-engagement' THEN 're-engagement' ELSE 'install' END AS mkind,
+           c.campaign_id AS mcid, c.source_identifier AS sid
     FROM {source} c
     JOIN received_days r ON r.dt = c.dt
     JOIN cohort_runs k ON k.install = c.est_install_date AND r.first_run <= k.run
@@ -322,6 +330,28 @@ pb AS (
            sum(est) FILTER (WHERE w = 1) AS est2, sum(mn) FILTER (WHERE w = 1) AS min2, sum(mx) FILTER (WHERE w = 1) AS max2,
            sum(est) FILTER (WHERE w = 2) AS est3, sum(mn) FILTER (WHERE w = 2) AS min3, sum(mx) FILTER (WHERE w = 2) AS max3
     FROM rows GROUP BY ALL
+),
+-- docs/modeling.md, "Adding rows up": estimates, the values' variance and the log of the chance of all zeros
+-- summed; each model campaign's (network, source identifier, campaign ID; stratum: currency, window, conversion
+-- type as the model pools it) mean part summed, then squared
+model_campaigns AS (
+    SELECT i, app_id, ad_network_id, k_cid, k_sid, k_name, sum(mest) AS mest, sum(mvar) AS mvar, sum(msd) AS msd,
+           sum(mlpz) AS mlpz
+    FROM rows GROUP BY i, app_id, ad_network_id, k_cid, k_sid, k_name, mw, mkind, currency, sid, mcid
+),
+-- every distinct note of the row's campaign_daily rows, sorted, joined by '; '
+model_notes AS (
+    SELECT i, app_id, ad_network_id, k_cid, k_sid, k_name, string_agg(DISTINCT mnote, '; ' ORDER BY mnote) AS mnote
+    FROM rows GROUP BY ALL
+),
+modeled AS (
+    SELECT m.*, n.mnote FROM (
+        SELECT i, app_id, ad_network_id, k_cid, k_sid, k_name, sum(mest) AS mest, sum(mvar) AS mvar, sum(msd) AS msd,
+               sum(msd * msd) AS msd2, sum(mlpz) AS mlpz
+        FROM model_campaigns GROUP BY ALL) m
+    JOIN model_notes n ON n.i = m.i AND n.app_id = m.app_id AND n.ad_network_id = m.ad_network_id
+         AND n.k_cid IS NOT DISTINCT FROM m.k_cid AND n.k_sid IS NOT DISTINCT FROM m.k_sid
+         AND n.k_name IS NOT DISTINCT FROM m.k_name
 ),
 -- a cumulative sum is SUM over the windows' sums: empty only when every window's is
 pbc AS (
@@ -429,6 +459,16 @@ noted AS (
                 WHEN spend = 0 THEN 'zero-spend'
            END AS roas_note
     FROM joined
+),
+-- the modeled columns: empty without one revenue currency; empty but the notes when a row had too little data
+modeled_rows AS (
+    SELECT n.*, m.mest, m.mvar, m.msd, m.msd2, m.mlpz, m.mnote,
+           (NOT n.mixed_revenue AND n.revenue_currency IS NOT NULL) AS has_currency,
+           (NOT n.mixed_revenue AND n.revenue_currency IS NOT NULL AND m.mnote IS NULL AND m.mest IS NOT NULL) AS is_modeled
+    FROM noted n
+    LEFT JOIN modeled m ON m.i = n.i AND m.app_id = n.app_id AND m.ad_network_id = n.ad_network_id
+         AND m.k_cid IS NOT DISTINCT FROM n.k_cid AND m.k_sid IS NOT DISTINCT FROM n.k_sid
+         AND m.k_name IS NOT DISTINCT FROM n.k_name
 )
 SELECT i AS dt,
        txt(app_id) AS app_id, ad_network_id, txt(k_cid) AS campaign_id, k_sid AS source_identifier, k_name AS campaign,
@@ -467,8 +507,19 @@ SELECT i AS dt,
        fmt6(CASE WHEN roas_note IS NULL THEN q6(estc3, spend) END) AS roas_w3,
        roas_note,
        txt(reported_installs - installs) AS reported_installs_excess,
+       fmt6(CASE WHEN is_modeled THEN mest END) AS modeled_null_revenue_est,
+       -- the interval is the gamma's 5% and 95% quantiles: worked out in Python from these two
+       CASE WHEN is_modeled THEN mest END AS _modeled_mean, CASE WHEN is_modeled THEN mvar + msd2 END AS _modeled_variance,
+       CASE WHEN is_modeled THEN mlpz END AS _modeled_log_p_zero,
+       NULL AS modeled_null_revenue_low, NULL AS modeled_null_revenue_high,
+       fmt6(CASE WHEN is_modeled THEN
+                 CASE WHEN estc3 IS NOT NULL THEN estc3 + mest WHEN mest > 0 THEN mest END END) AS modeled_revenue_est,
+       CASE WHEN is_modeled THEN mvar END AS modeled_null_values_var,
+       CASE WHEN is_modeled THEN msd END AS modeled_null_mean_sd,
+       CASE WHEN is_modeled THEN mlpz END AS modeled_null_log_p_zero,
+       CASE WHEN has_currency THEN mnote END AS modeled_note,
        txt(postbacks) AS _postbacks
-FROM (SELECT n.*, coalesce(p.postbacks, 0) AS postbacks FROM noted n
+FROM (SELECT n.*, coalesce(p.postbacks, 0) AS postbacks FROM modeled_rows n
       LEFT JOIN pb p ON p.i = n.i AND p.app_id = n.app_id AND p.ad_network_id = n.ad_network_id
            AND p.k_cid IS NOT DISTINCT FROM n.k_cid AND p.k_sid IS NOT DISTINCT FROM n.k_sid
            AND p.k_name IS NOT DISTINCT FROM n.k_name)
@@ -476,6 +527,45 @@ FROM (SELECT n.*, coalesce(p.postbacks, 0) AS postbacks FROM noted n
 
 
 # ---------------------------------------------------------------------------------------------
+
+# The modeled columns that are floating point (or a gamma quantile of them): compared within a tolerance.
+MODELED_NUMBERS = ("modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_null_values_var",
+                   "modeled_null_mean_sd", "modeled_null_log_p_zero")
+
+
+def modeled_expected(want, column):
+    """A modeled column's expected value as a float (None when empty): the interval is the gamma with the
+    summed estimate and variance (shape mean²/variance, scale variance/mean), 5% and 95%, never below 0; the
+    estimate itself without variance; 0 when the estimate is; the low end 0 when the summed log of the chance
+    that every null postback is worth 0 is at least ln 0.05."""
+    if column in ("modeled_null_values_var", "modeled_null_mean_sd", "modeled_null_log_p_zero"):
+        return want[column]
+    mean, variance = want["_modeled_mean"], want["_modeled_variance"]
+    if mean is None:
+        return None
+    mean = float(mean) / 1e6  # m6: millionths
+    if mean <= 0:
+        return 0.0
+    if variance <= 0:
+        return mean
+    from scipy.stats import gamma
+    shape, scale = mean * mean / variance, variance / mean
+    if column == "modeled_null_revenue_low":
+        if want["_modeled_log_p_zero"] >= math.log(0.05):
+            return 0.0
+        return max(0.0, gamma.ppf(0.05, shape, scale=scale))
+    return gamma.ppf(0.95, shape, scale=scale)
+
+
+def modeled_close(want, column, got):
+    expected = modeled_expected(want, column)
+    if expected is None or got is None:
+        return expected is None and got is None
+    value = float(got)
+    # amounts are rounded to the micro-unit; the quantiles are inverted to 1e-12 relative
+    slack = 1.5e-6 if column in ("modeled_null_revenue_low", "modeled_null_revenue_high") else 0
+    return abs(value - expected) <= slack + 1e-9 * max(abs(value), abs(expected))
+
 
 def read_csv_sql(files, columns, extra=""):
     """read_csv over `files` with every column typed as given, no sniffing."""
@@ -620,7 +710,10 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
                 rows_checked += 1
                 for column in columns:
                     cells += 1
-                    if want[key][column] != row[column]:
+                    if column in MODELED_NUMBERS:
+                        if not modeled_close(want[key], column, row[column]):
+                            mismatch(table, i, list(key), column, modeled_expected(want[key], column), row[column])
+                    elif want[key][column] != row[column]:
                         mismatch(table, i, list(key), column, want[key][column], row[column])
             for key in want:
                 if key not in seen:
@@ -732,7 +825,8 @@ CD_COLUMNS = ["est_install_date", "app_id", "protocol", "ad_network_id", "campai
               "conflicting_copies"]
 # The null-value model's columns, appended after the measured ones (docs/modeling.md): empty here.
 MODELED_COLUMNS = ["modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high",
-                   "modeled_revenue_est", "modeled_null_values_var", "modeled_null_mean_sd", "modeled_note"]
+                   "modeled_revenue_est", "modeled_null_values_var", "modeled_null_mean_sd", "modeled_null_log_p_zero",
+                   "modeled_note"]
 
 
 def cd_row(est, app, net, w, postbacks, installs=0, losses=0, null_cv=0, rmin=None, rmax=None, rest=None, cur=None,

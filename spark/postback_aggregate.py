@@ -1147,21 +1147,37 @@ def cohort_source_rows(spark, files, fs=None):
             for path in paths:
                 header = fs.first_line(path).split(",") if fs else columns
                 by_header.setdefault(tuple(header if set(columns) <= set(header) else columns), []).append(path)
-            parts = [read_text_csv(spark, group, list(header)).select(*columns, "_file") for header, group in by_header.items()]
+            parts = [read_text_csv(spark, group, list(header)).select(
+                *columns, *[F.col(c) if c in header else F.lit(None).cast("string").alias(c) for c in COHORT_MODEL_INPUTS], "_file")
+                for header, group in by_header.items()]
             raw = parts[0]
             for part in parts[1:]:
                 raw = raw.unionByName(part)
             amounts = [micros_of_text(c).alias(c) for c in money]
+            modeled_estimate = micros_of_text("modeled_null_revenue_est")
         else:
-            raw = spark.read.parquet(*paths).select(*columns, F.col("_metadata.file_path").alias("_file"))
+            read = spark.read.parquet(*paths)
+            raw = read.select(*columns, *[F.col(c) if c in read.columns else F.lit(None).cast("string").alias(c)
+                                          for c in COHORT_MODEL_INPUTS], F.col("_metadata.file_path").alias("_file"))
             amounts = [(F.col(c) * F.lit(1_000_000)).cast("long").alias(c) for c in money]
+            modeled_estimate = (F.col("modeled_null_revenue_est").cast("decimal(38,6)") * F.lit(1_000_000)).cast("long")
         source = F.regexp_extract("_file", r"/(campaign_daily(_development)?)/dt=[0-9-]+/part-00000\.[a-z]+$", 1)
         frames.append(raw.select(
             F.when(source == "campaign_daily", "campaign_cohort_daily").otherwise("campaign_cohort_daily_development").alias("table"),
             F.col("est_install_date").cast("string").alias("dt"), F.col("app_id").cast("long").alias("app_id"),
             "ad_network_id", F.col("campaign_id").cast("long").alias("campaign_id"), "source_identifier", "campaign",
             F.col("postback_sequence_index").cast("int").alias("window"),
-            *[F.col(c).cast("long").alias(c) for c in counts], *amounts, "currency"))
+            *[F.col(c).cast("long").alias(c) for c in counts], *amounts, "currency",
+            # the null-value model's columns, and the model's campaign and stratum (docs/modeling.md): the row's
+            # own campaign ID and source identifier (the cohort key drops them for a named campaign), an empty
+            # window as 0, the conversion type as the model pools it
+            modeled_estimate.alias("_m_est"),
+            *[F.col(c).cast("double").alias(alias) for c, alias in (
+                ("modeled_null_values_var", "_m_var"), ("modeled_null_mean_sd", "_m_sd"), ("modeled_null_log_p_zero", "_m_lpz"))],
+            F.col("modeled_note").alias("_m_note"),
+            F.coalesce(F.col("postback_sequence_index").cast("int"), F.lit(0)).alias("_m_window"),
+            F.when(F.col("conversion_type") == "re-engagement", "re-engagement").otherwise("install").alias("_m_kind"),
+            F.col("campaign_id").cast("long").alias("_m_cid"), F.col("source_identifier").alias("_m_sid")))
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)
@@ -1179,7 +1195,7 @@ def cohort_postbacks(rows, install_days):
         return F.sum(F.when(window == index, F.col(column)))
 
     keyed = cohort_key(rows.filter(F.col("dt").isin(*[day.isoformat() for day in install_days]) & (F.col("postbacks") > 0)))
-    return keyed.groupBy("table", "dt", *COHORT_KEY).agg(
+    counted = keyed.groupBy("table", "dt", *COHORT_KEY).agg(
         F.sum("postbacks").alias("_postbacks"),
         *[F.sum(c).alias(c) for c in ("installs", "redownloads", "reengagements")],
         *[F.coalesce(windowed("postbacks", index), F.lit(0).cast("long")).alias(f"postbacks_w{index + 1}") for index in range(3)],
@@ -1187,6 +1203,78 @@ def cohort_postbacks(rows, install_days):
         F.sum("null_cv_postbacks").alias("null_cv_postbacks"),
         F.array_sort(F.collect_set("currency")).alias("_revenue_currencies"),
         *[windowed(f"revenue_{m}_sum", index).alias(f"_revenue_{m}_w{index + 1}") for index in range(3) for m in ("est", "min", "max")])
+    keys = ["table", "dt", *COHORT_KEY]
+    modeled = cohort_model_parts(keyed).select(*[F.col(k).alias(f"_mk_{k}") for k in keys], *COHORT_MODEL_PARTS)
+    return (counted.join(modeled, [counted[k].eqNullSafe(modeled[f"_mk_{k}"]) for k in keys], "left")
+            .drop(*[f"_mk_{k}" for k in keys]))
+
+
+# The modeled columns a cohort row reads from its campaign_daily rows, and the parts it sums from them.
+COHORT_MODEL_INPUTS = ["modeled_null_revenue_est", "modeled_null_values_var", "modeled_null_mean_sd", "modeled_null_log_p_zero",
+                       "modeled_note"]
+COHORT_MODEL_PARTS = ["_m_est", "_m_var", "_m_sd", "_m_sd2", "_m_lpz", "_m_notes"]
+
+
+def cohort_model_parts(keyed):
+    """Per cohort table, install date and key, docs/modeling.md's sum rule over the rows with a modeled
+    estimate: the estimates (millionths), values variances and log_p_zero summed; each model campaign's
+    (network, source identifier, campaign ID; currency, window, conversion type as the model pools it)
+    mean part summed, then squared and summed (_m_sd2); and every distinct note, sorted."""
+    from pyspark.sql import functions as F
+
+    estimated = F.col("_m_est").isNotNull()
+
+    def part(column):
+        return F.sum(F.when(estimated, F.coalesce(F.col(column), F.lit(0.0))))
+
+    per_campaign = keyed.groupBy("table", "dt", *COHORT_KEY, "_m_window", "_m_kind", "currency", "_m_sid", "_m_cid").agg(
+        F.sum("_m_est").alias("_m_est"), part("_m_var").alias("_m_var"), part("_m_sd").alias("_m_sd"),
+        part("_m_lpz").alias("_m_lpz"), F.flatten(F.collect_list(F.split("_m_note", "; "))).alias("_m_notes"))
+    return per_campaign.groupBy("table", "dt", *COHORT_KEY).agg(
+        F.sum("_m_est").alias("_m_est"), F.sum("_m_var").alias("_m_var"), F.sum("_m_sd").alias("_m_sd"),
+        F.sum(F.col("_m_sd") * F.col("_m_sd")).alias("_m_sd2"), F.sum("_m_lpz").alias("_m_lpz"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("_m_notes")))).alias("_m_notes"))
+
+
+def cohort_modeled_columns(spark, rows):
+    """The cohort rows' modeled columns (docs/modeling.md), worked out on the driver from the summed parts
+    (one line per cohort row with a revenue currency and a modeled estimate or a note): the interval is the
+    gamma of the summed estimate and variance, its low end 0 when Σ log_p_zero >= ln 0.05, by
+    bench/model_reference.py. Keyed by table, install date and cohort key; the other rows get them empty."""
+    from pyspark.sql import functions as F
+
+    reference = model_reference()
+
+    def micros(amount):
+        return int(decimal.Decimal(reference.money(amount)) * 1_000_000)
+
+    wanted = rows.filter(F.col("revenue_currency").isNotNull() & (F.col("_m_est").isNotNull() | (F.size("_m_notes") > 0)))
+    values = []
+    for row in wanted.select("table", "dt", *COHORT_KEY, "revenue_est_cum_w3", *COHORT_MODEL_PARTS).collect():
+        key = [row[k] for k in ("table", "dt", *COHORT_KEY)]
+        if row["_m_notes"]:
+            values.append((*key, None, None, None, None, None, None, None, "; ".join(row["_m_notes"])))
+            continue
+        estimate, measured = row["_m_est"], row["revenue_est_cum_w3"]
+        low, high = reference.interval_low_high(estimate / 1e6, row["_m_var"] + row["_m_sd2"], row["_m_lpz"])
+        total = measured + estimate if measured is not None else (estimate if estimate > 0 else None)
+        values.append((*key, estimate, micros(low), micros(high), total, repr(row["_m_var"]), repr(row["_m_sd"]),
+                       repr(row["_m_lpz"]), None))
+    schema = ("table string, dt string, app_id long, ad_network_id string, campaign_id long, source_identifier string, "
+              "campaign string, " + ", ".join(f"{c} long" for c in MODEL_MONEY_COLUMNS)
+              + ", modeled_null_values_var string, modeled_null_mean_sd string, modeled_null_log_p_zero string, modeled_note string")
+    return spark.createDataFrame(values, schema)
+
+
+def with_cohort_modeled_columns(spark, rows):
+    """`rows` with the modeled columns appended (empty where cohort_modeled_columns has no line)."""
+    from pyspark.sql import functions as F
+
+    keys = ["table", "dt", *COHORT_KEY]
+    modeled = cohort_modeled_columns(spark, rows)
+    modeled = modeled.select(*[F.col(k).alias(f"_mk_{k}") for k in keys], *MODEL_COLUMNS)
+    return (rows.join(F.broadcast(modeled), [rows[k].eqNullSafe(modeled[f"_mk_{k}"]) for k in keys], "left")
+            .drop(*[f"_mk_{k}" for k in keys]))
 
 
 def cohort_spend(spark, paths):
@@ -1287,7 +1375,7 @@ def cohort_rows(spark, postbacks, spend, complete_through, fx):
                        *[columns[c].alias(c) for c in COHORT_COLUMNS if c not in COHORT_KEY],
                        F.coalesce(F.col("_postbacks"), zero).alias("_postbacks"),
                        F.col("_revenue_est_w1"), F.col("_revenue_est_w2"), F.col("_revenue_est_w3"), "_revenue_currencies",
-                       spend_list.alias("_spend_by_currency"))
+                       spend_list.alias("_spend_by_currency"), *COHORT_MODEL_PARTS)
 
 
 def fx_scaled(text):
@@ -1496,7 +1584,8 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
         postbacks = cohort_postbacks_empty(spark)
     through = {day.isoformat(): (value.isoformat() if value else None) for day, value in plan.complete_through.items()}
     rates, fx_bytes = load_fx(fs, args.fx) if args.fx else ([], None)
-    rows = cohort_rows(spark, postbacks, spend, through, fx_frame(spark, rates)).persist(StorageLevel.MEMORY_AND_DISK)
+    rows = with_cohort_modeled_columns(spark, cohort_rows(spark, postbacks, spend, through, fx_frame(spark, rates))).persist(
+        StorageLevel.MEMORY_AND_DISK)
 
     # Totals as postback aggregate counts them: postbacks, installs and revenue of the production table
     # (revenue per currency of each row whose postbacks have one currency), and the development table's
@@ -1546,7 +1635,8 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
     accepted_text = [day.isoformat() for day in accepted]
     for table in COHORT_TABLES:
         frame = rows.filter((F.col("table") == table) & F.col("dt").isin(*accepted_text))
-        published_files[table] = write_table(spark, fs, frame, table, COHORT_COLUMNS, accepted, staging, args.out, args.format)
+        published_files[table] = write_table(spark, fs, frame, table, COHORT_COLUMNS + MODEL_COLUMNS, accepted, staging, args.out,
+                                             args.format)
     for day in accepted:
         text = day.isoformat()
         inputs = [{"path": store_relative(args, path), "bytes": facts[path][0], "sha256": facts[path][1]}
@@ -1606,7 +1696,8 @@ def cohort_postbacks_empty(spark):
                          "campaign string", "_postbacks long", "installs long", "redownloads long", "reengagements long",
                          "postbacks_w1 long", "postbacks_w2 long", "postbacks_w3 long", "winning_postbacks long", "null_cv_postbacks long",
                          "_revenue_currencies array<string>",
-                         *[f"_revenue_{m}_w{w} long" for w in (1, 2, 3) for m in ("est", "min", "max")]])
+                         *[f"_revenue_{m}_w{w} long" for w in (1, 2, 3) for m in ("est", "min", "max")],
+                         "_m_est long", "_m_var double", "_m_sd double", "_m_sd2 double", "_m_lpz double", "_m_notes array<string>"])
     return spark.createDataFrame([], columns)
 
 

@@ -91,6 +91,10 @@ import Testing
                 schema(app: 111, id: "s111"), schema(app: 222, id: "s222"), schema(app: 333, id: "s333"))
         )
         .run()
+        // The cohort pass, as `postback aggregate` runs it after the days.
+        var cohorts = CohortRequest(dataDirectory: root, from: request.from, to: request.to, toolVersion: request.toolVersion)
+        cohorts.format = format
+        _ = try CohortBuilder.rebuild(cohorts)
     }
 
     /// One store, built and aggregated once for the suite's tests that only read it.
@@ -136,11 +140,21 @@ import Testing
         let off = try Self.files(without.path)
         #expect(on.keys.sorted() == off.keys.sorted())
         var modeledValues = 0
+        var cohortModeled = 0
         for (path, bytes) in on.sorted(by: { $0.key < $1.key }) where path.hasSuffix(".csv") && !path.hasPrefix("_cohort") {
             let table = String(path.prefix { $0 != "/" })
-            let appended = [AggregateTables.campaignDaily, AggregateTables.campaignDailyDevelopment].contains(table)
+            let appended = [
+                AggregateTables.campaignDaily, AggregateTables.campaignDailyDevelopment, AggregateTables.campaignCohortDaily,
+                AggregateTables.campaignCohortDailyDevelopment,
+            ].contains(table)
             let count = appended ? AggregateTables.modeledColumns.count : 0
             #expect(Self.strip(bytes, columns: count) == Self.strip(off[path]!, columns: count), "\(path)")
+            if table == AggregateTables.campaignCohortDaily {
+                let rows = CSVText.rowsKeepingNulls(String(decoding: bytes, as: UTF8.self))
+                cohortModeled += rows.filter { (($0["modeled_null_revenue_est"] ?? nil) ?? "0") != "0" }.count
+                let offRows = CSVText.rowsKeepingNulls(String(decoding: off[path]!, as: UTF8.self))
+                #expect(offRows.allSatisfy { row in AggregateTables.modeledColumns.allSatisfy { (row[$0.name] ?? nil) == nil } })
+            }
             if table == AggregateTables.campaignDaily {
                 let rows = CSVText.rowsKeepingNulls(String(decoding: bytes, as: UTF8.self))
                 modeledValues += rows.filter { (($0["modeled_null_revenue_est"] ?? nil) ?? "0") != "0" }.count
@@ -152,6 +166,7 @@ import Testing
             }
         }
         #expect(modeledValues >= Self.days, "rows with a modeled value: \(modeledValues)")
+        #expect(cohortModeled >= Self.days, "cohort rows with a modeled value: \(cohortModeled)")
     }
 
     /// Two runs over the same inputs publish the same bytes: from scratch in another directory, and again
@@ -307,6 +322,104 @@ import Testing
                     problems.append(f"{where}: one campaign: {est}, expected k * mean = {k * mean}")
         print(json.dumps({"problems": problems[:20], "modeled_null_rows": modeled, "too_little_rows": little,
                           "one_campaign_rows": one_campaign}))
+        """
+
+    /// `campaign_cohort_daily`'s modeled columns recomputed with DuckDB and SciPy from the published
+    /// `campaign_daily` files by docs/modeling.md's sum rule: each cohort row's campaign_daily rows (same
+    /// install date and key) summed, the mean parts summed per model campaign (with its campaign ID) and
+    /// stratum (window, conversion type as the model pools it) before squaring, `modeled_null_log_p_zero`
+    /// summed, the gamma interval (low end 0 when that sum ≥ ln 0.05), measured + modeled, and the notes of
+    /// rows with too little data.
+    @Test func cohortModeledColumnsFollowTheSumRule() throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        let result = try VenvPython.run(script: Self.cohortCheck, arguments: [Self.store])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let answer = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        #expect(answer["problems"] as? [String] == [], "\(answer)")
+        #expect((answer["modeled_rows"] as? Int ?? 0) >= Self.days * 10, "\(answer)")
+        #expect((answer["noted_rows"] as? Int ?? 0) >= Self.days, "\(answer)")
+    }
+
+    static let cohortCheck = """
+        import duckdb, json, math, sys
+        from scipy.stats import gamma
+        root = sys.argv[1]
+        con = duckdb.connect()
+        types = {'revenue_est_sum': 'DECIMAL(38,6)', 'modeled_null_revenue_est': 'DECIMAL(38,6)',
+                 'modeled_null_revenue_low': 'DECIMAL(38,6)', 'modeled_null_revenue_high': 'DECIMAL(38,6)',
+                 'modeled_revenue_est': 'DECIMAL(38,6)', 'modeled_null_values_var': 'DOUBLE',
+                 'modeled_null_mean_sd': 'DOUBLE', 'modeled_null_log_p_zero': 'DOUBLE', 'modeled_note': 'VARCHAR',
+                 'source_identifier': 'VARCHAR', 'currency': 'VARCHAR', 'conversion_type': 'VARCHAR', 'ad_network_id': 'VARCHAR',
+                 'campaign': 'VARCHAR',
+                 'campaign_id': 'BIGINT'}
+        def load(name, table, types):
+            con.execute(f\"\"\"CREATE TABLE {name} AS SELECT * FROM read_csv('{root}/agg/{table}/dt=*/part-00000.csv',
+                hive_partitioning = true, header = true, auto_detect = true, types = {types})\"\"\")
+        load('cd', 'campaign_daily', types)
+        for name in ('revenue_est_sum', 'currency', 'conversion_type'):
+            del types[name]
+        load('co', 'campaign_cohort_daily', {**types, 'revenue_est_cum_w3': 'DECIMAL(38,6)', 'revenue_currency': 'VARCHAR'})
+        # A cohort row is the campaign_daily rows of its install date and key (no campaign names here); its
+        # mean part is summed per model campaign (network, source identifier, campaign ID) and stratum (currency,
+        # window — an empty one is 0 —, conversion type as the model pools it) before it is squared.
+        con.execute(\"\"\"CREATE TABLE per_campaign AS SELECT est_install_date::DATE AS dt, app_id, ad_network_id,
+            campaign_id, source_identifier, coalesce(postback_sequence_index, 0) AS window,
+            CASE WHEN conversion_type = 're-engagement' THEN 're-engagement' ELSE 'install' END AS kind, currency,
+            sum(modeled_null_revenue_est) AS est, sum(modeled_null_values_var) AS var, sum(modeled_null_mean_sd) AS sd,
+            sum(modeled_null_log_p_zero) AS lpz, string_agg(DISTINCT modeled_note, '; ' ORDER BY modeled_note) AS note
+            FROM cd WHERE postbacks > 0 AND est_install_date IS NOT NULL GROUP BY ALL\"\"\")
+        rows = con.execute(\"\"\"SELECT co.dt, co.app_id, co.ad_network_id, co.source_identifier, co.revenue_currency,
+            co.revenue_est_cum_w3, co.modeled_null_revenue_est, co.modeled_null_revenue_low, co.modeled_null_revenue_high,
+            co.modeled_revenue_est, co.modeled_null_values_var, co.modeled_null_mean_sd, co.modeled_null_log_p_zero,
+            co.modeled_note, sum(p.est), sum(p.var), sum(p.sd), sum(p.var + p.sd * p.sd), sum(p.lpz),
+            string_agg(DISTINCT p.note, '; ' ORDER BY p.note)
+            FROM co JOIN per_campaign p ON p.dt = co.dt::DATE AND p.app_id = co.app_id AND p.ad_network_id = co.ad_network_id
+                 AND p.campaign_id IS NOT DISTINCT FROM co.campaign_id
+                 AND p.source_identifier IS NOT DISTINCT FROM co.source_identifier
+            GROUP BY ALL ORDER BY ALL\"\"\").fetchall()
+        problems, modeled, noted, zero_low = [], 0, 0, 0
+        def close(a, b, rel=1e-9):
+            return abs(a - b) <= rel * max(abs(a), abs(b), 1e-12)
+        def micro(x):
+            return round(x * 1e6) / 1e6
+        for (dt, app, net, src, cur, rev, est, low, high, total, var, sd, lpz, note, e_est, e_var, e_sd, e_variance, e_lpz,
+             e_note) in rows:
+            where = f"{dt} app {app} {net}/{src}"
+            if cur is None:
+                if any(v is not None for v in (est, low, high, total, var, sd, lpz, note)):
+                    problems.append(f"{where}: no revenue currency, modeled {est} note {note!r}")
+                continue
+            if e_note is not None:
+                noted += 1
+                if note != e_note or any(v is not None for v in (est, low, high, total, var, sd, lpz)):
+                    problems.append(f"{where}: note {note!r}, expected {e_note!r}, modeled {est}")
+                continue
+            if e_est is None:
+                if any(v is not None for v in (est, low, high, total, var, sd, lpz, note)):
+                    problems.append(f"{where}: no modeled row, modeled {est}")
+                continue
+            modeled += 1
+            if note is not None or est != e_est or not close(var, e_var) or not close(sd, e_sd) or not close(lpz, e_lpz):
+                problems.append(f"{where}: {est} {var} {sd} {lpz} {note!r}, expected {e_est} {e_var} {e_sd} {e_lpz}")
+                continue
+            if total != (rev or 0) + est and not (rev is None and est == 0 and total is None):
+                problems.append(f"{where}: modeled_revenue_est {total} is not {rev} + {est}")
+            mean = float(est)
+            if mean == 0:
+                expected = (0.0, 0.0)
+            elif e_variance == 0:
+                expected = (mean, mean)
+            else:
+                shape, scale = mean * mean / e_variance, e_variance / mean
+                expected = (max(0.0, gamma.ppf(0.05, shape, scale=scale)), gamma.ppf(0.95, shape, scale=scale))
+            if mean > 0 and e_lpz >= math.log(0.05):   # a 5% chance or more that every null postback is worth 0
+                expected = (0.0, expected[1])
+                zero_low += 1
+            if abs(float(low) - micro(expected[0])) > 2e-6 or abs(float(high) - micro(expected[1])) > 2e-6:
+                problems.append(f"{where}: interval {low}..{high}, expected {expected}")
+        print(json.dumps({"problems": problems[:20], "modeled_rows": modeled, "noted_rows": noted, "zero_low_rows": zero_low}))
         """
 
     /// `postback model check` on the planted store: each campaign's values are independent draws around

@@ -59,6 +59,8 @@ import Testing
             .map(th => ({ shown: th.textContent, full: th.getAttribute('title') || th.textContent }))),
           topHead: [...document.querySelectorAll('#table-top-campaigns thead th')].map(c => c.textContent),
           topFoot: [...document.querySelectorAll('#table-top-campaigns tfoot th, #table-top-campaigns tfoot td')].map(c => c.textContent),
+          costHead: [...document.querySelectorAll('#table-cost-campaigns-modeled thead th')].map(c => c.textContent),
+          costFoot: [...document.querySelectorAll('#table-cost-campaigns-modeled tfoot th, #table-cost-campaigns-modeled tfoot td')].map(c => c.textContent),
           metrics: Object.fromEntries([...document.querySelectorAll('[data-metric]')].map(e => [e.getAttribute('data-metric'),
             (e.closest('.card') || e).innerText.replace(/\\s+/g, ' ').trim()])),
           brokenLinks: [...document.querySelectorAll('a[href^="#"]')].filter(a => !document.getElementById(a.getAttribute('href').slice(1)))

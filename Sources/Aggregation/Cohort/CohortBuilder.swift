@@ -255,6 +255,8 @@ struct CohortCell {
     /// Per window: estimate, min, max.
     var revenue: [[AmountSum]] = Array(repeating: Array(repeating: AmountSum(), count: 3), count: 3)
     var currencies: Set<String> = []
+    /// The null-value model's columns of the rows (docs/modeling.md).
+    var modeled = ModeledTotal()
 
     mutating func add(_ row: CampaignDailyRow) {
         installs += row.installs
@@ -268,6 +270,13 @@ struct CohortCell {
         revenue[window][1].add(row.revenueMin)
         revenue[window][2].add(row.revenueMax)
         if let currency = row.currency { currencies.insert(currency) }
+        modeled.add(
+            row.modeled,
+            campaign: ModeledTotal.Campaign(
+                window: row.sequenceIndex,
+                conversionType: row.conversionType == "re-engagement" ? "re-engagement" : "install",
+                currency: row.currency, adNetworkID: row.key.adNetworkID, sourceIdentifier: row.sourceIdentifier,
+                campaignID: row.key.campaignID))
     }
 }
 
@@ -286,6 +295,11 @@ struct CampaignDailyRow {
     var revenueMax: Money?
     var revenueEstimate: Money?
     var currency: String?
+    /// The postback's conversion type and source identifier (kept when the key has a campaign name):
+    /// the model's stratum and campaign.
+    var conversionType: String? = nil
+    var sourceIdentifier: String? = nil
+    var modeled = ModeledParts.none
 }
 
 /// A published `campaign_daily` file (CSV or Parquet) read row by row into `CampaignDailyRow`s.
@@ -297,6 +311,9 @@ struct CampaignDailyRows {
         "postback_sequence_index", "postbacks", "installs", "redownloads", "reengagements", "losses", "null_cv_postbacks",
         "revenue_min_sum", "revenue_max_sum", "revenue_est_sum", "currency",
     ]
+    /// Read when the file has them (files published before the model have none of the modeled columns).
+    static let optionalColumns = ["conversion_type"] + ModeledColumn.allCases.map(\.rawValue)
+    static var allColumns: [String] { columns + optionalColumns }
 
     private let path: String
     private let csv: [UInt8]?
@@ -325,6 +342,8 @@ struct CampaignDailyRows {
             }
             index.append(position)
         }
+        // An absent optional column reads as empty.
+        for name in Self.optionalColumns { index.append(header.firstIndex(of: name) ?? Int.max) }
         return index
     }
 
@@ -401,10 +420,30 @@ struct CampaignDailyRows {
         let key = CohortKey(
             appID: count(1), adNetworkID: text(2) ?? "", campaignID: fields[3] == nil ? nil : count(3), sourceIdentifier: text(4),
             campaign: text(5))
+        let first = columns.count + 1
+        func optional(_ column: ModeledColumn) -> Int { first + ModeledColumn.allCases.firstIndex(of: column)! }
+        var modeled = ModeledParts.none
+        if let bytes = fields[optional(.nullRevenueEst)] {
+            guard let amount = Money(decimalUTF8: bytes) else {
+                throw .usage(
+                    "\(path): line \(line): modeled_null_revenue_est '\(String(decoding: bytes, as: UTF8.self))' is not an amount"
+                )
+            }
+            modeled.estimate = amount
+        }
+        for (index, column) in ModeledColumn.summed.enumerated() {
+            guard let text = text(optional(column)) else { continue }
+            guard let value = Double(text) else {
+                throw .usage("\(path): line \(line): \(column.rawValue) '\(text)' is not a number")
+            }
+            modeled.sums[index] = value
+        }
+        modeled.note = text(optional(.note))
         return CampaignDailyRow(
             installDay: installDay, key: key, sequenceIndex: Int(count(6)), postbacks: count(7), installs: count(8),
             redownloads: count(9), reengagements: count(10), losses: count(11), nullValues: count(12),
-            revenueMin: try money(13), revenueMax: try money(14), revenueEstimate: try money(15), currency: text(16))
+            revenueMin: try money(13), revenueMax: try money(14), revenueEstimate: try money(15), currency: text(16),
+            conversionType: text(columns.count), sourceIdentifier: text(4), modeled: modeled)
     }
 }
 

@@ -3,21 +3,22 @@ import Foundation
 import PostbackCrypto
 
 /// A published `campaign_daily` file summed to what the cohorts use (install date, cohort key,
-/// window, currency), kept in `DATA/cache/cohorts/TABLE/dt=DAY-SHA256.csv`: the nightly run reads some
+/// window, currency), kept in `DATA/cache/cohorts-2/TABLE/dt=DAY-SHA256.csv`: the nightly run reads some
 /// 40 days of `campaign_daily`, and this is a fifth of their rows and half their columns. It is named by
 /// the file's SHA-256 as its manifest lists it, so a republished day never meets a stale sum; a missing
 /// or unreadable cache entry is made again from the file (checked against that SHA-256). Not part of
 /// the published data: deleting `DATA/cache` only costs time. The null-value model keeps its pooling
 /// window's sums the same way (`cached(kind: "model-2", …)`: the sums of `null-eb-2`).
 enum CohortCache {
-    static func path(root: String, kind: String = "cohorts", table: String, day: UTCDay, sha256: String) -> String {
+    static func path(root: String, kind: String = "cohorts-2", table: String, day: UTCDay, sha256: String) -> String {
         "\(root)/cache/\(kind)/\(table)/dt=\(day)-\(sha256).csv"
     }
 
     static func rows(root: String, table: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String))
         throws(AggregationError) -> CampaignDailyRows
     {
-        let (bytes, path) = try cached(kind: "cohorts", root: root, table: table, day: day, file: file) {
+        // "cohorts-2": the sums with the model's columns (a cache of an earlier release is not read).
+        let (bytes, path) = try cached(kind: "cohorts-2", root: root, table: table, day: day, file: file) {
             (bytes, path) throws(AggregationError) in
             try sum(CampaignDailyRows(bytes: bytes, path: path, parquet: path.hasSuffix(".parquet")))
         }
@@ -73,12 +74,16 @@ enum CohortCache {
             var key: CohortKey
             var window: Int
             var currency: String?
+            var conversionType: String?
+            var sourceIdentifier: String?
         }
-        var groups: [Group: (counts: [Int64], revenue: [AmountSum])] = [:]
+        var groups: [Group: (counts: [Int64], revenue: [AmountSum], modeled: ModeledParts)] = [:]
         try rows.forEach(wanted: { _ in true }) { row throws(AggregationError) in
             guard row.postbacks > 0 else { return }
-            let group = Group(day: row.installDay, key: row.key, window: row.sequenceIndex, currency: row.currency)
-            var entry = groups[group] ?? ([0, 0, 0, 0, 0, 0], [AmountSum(), AmountSum(), AmountSum()])
+            let group = Group(
+                day: row.installDay, key: row.key, window: row.sequenceIndex, currency: row.currency,
+                conversionType: row.conversionType, sourceIdentifier: row.sourceIdentifier)
+            var entry = groups[group] ?? ([0, 0, 0, 0, 0, 0], [AmountSum(), AmountSum(), AmountSum()], ModeledParts.none)
             for (index, value) in [row.postbacks, row.installs, row.redownloads, row.reengagements, row.losses, row.nullValues]
                 .enumerated()
             {
@@ -87,6 +92,7 @@ enum CohortCache {
             entry.revenue[0].add(row.revenueMin)
             entry.revenue[1].add(row.revenueMax)
             entry.revenue[2].add(row.revenueEstimate)
+            entry.modeled.add(row.modeled)
             groups[group] = entry
         }
         var lines: [[UInt8]] = []
@@ -96,16 +102,25 @@ enum CohortCache {
             line.field(group.key.appID)
             line.field(group.key.adNetworkID)
             line.field(group.key.campaignID)
-            line.field(group.key.sourceIdentifier)
+            line.field(group.sourceIdentifier)
             line.field(group.key.campaign)
             line.field(group.window)
             for count in entry.counts { line.field(count) }
             for amount in entry.revenue { line.field(amount.value) }
             line.field(group.currency)
+            line.field(group.conversionType)
+            for column in ModeledColumn.allCases {
+                switch column.total {
+                case .summedAmount: line.field(entry.modeled.estimate)
+                case .interval, .measuredPlusModeled: line.field(nil as String?)
+                case .summed: line.field(entry.modeled.sums[ModeledColumn.summed.firstIndex(of: column)!]?.description)
+                case .note: line.field(entry.modeled.note)
+                }
+            }
             line.endLine()
             lines.append(line.array)
         }
         lines.sort { $0.lexicographicallyPrecedes($1) }
-        return CSVLine.header(CampaignDailyRows.columns) + lines.flatMap { $0 }
+        return CSVLine.header(CampaignDailyRows.allColumns) + lines.flatMap { $0 }
     }
 }

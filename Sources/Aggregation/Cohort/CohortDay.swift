@@ -177,6 +177,7 @@ struct CohortDay {
             case .reportedInstallsExcess: csv.field(reported.map { $0 - cell.installs })
             }
         }
+        cell.modeled.fields(measured: cumulative[2][0].value, currency: revenueCurrency, into: &csv)
         csv.endLine()
         return csv.array
     }

@@ -15,6 +15,33 @@ package enum ModeledColumn: String, CaseIterable, Sendable {
     /// Why a row's modeled columns are empty (too little data); empty on modeled rows.
     case note = "modeled_note"
 
+    /// How a total of rows (an install-date cohort's, docs/modeling.md "Adding rows up") gets the column.
+    package enum Total: Sendable {
+        /// The rows' amounts added exactly.
+        case summedAmount
+        /// Recomputed from the summed estimate and variance parts.
+        case interval
+        /// The total's measured revenue plus its modeled null revenue.
+        case measuredPlusModeled
+        /// The rows' values added (a part of the variance, or another additive figure).
+        case summed
+        /// Why the total is empty: any contributing row's reason.
+        case note
+    }
+
+    package var total: Total {
+        switch self {
+        case .nullRevenueEst: return .summedAmount
+        case .nullRevenueLow, .nullRevenueHigh: return .interval
+        case .revenueEst: return .measuredPlusModeled
+        case .nullValuesVar, .nullMeanSD, .nullLogPZero: return .summed
+        case .note: return .note
+        }
+    }
+
+    /// The columns a total adds up as numbers (`Total.summed`), in file order.
+    package static let summed = allCases.filter { $0.total == .summed }
+
     package var sqlType: String {
         switch self {
         case .nullRevenueEst, .nullRevenueLow, .nullRevenueHigh, .revenueEst: return "DECIMAL(38, 6)"

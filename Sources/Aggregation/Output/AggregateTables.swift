@@ -112,7 +112,8 @@ package enum AggregateTables {
     package static let cohortTables: [(table: String, source: String)] = [
         (campaignCohortDaily, campaignDaily), (campaignCohortDailyDevelopment, campaignDailyDevelopment),
     ]
-    package static let cohortColumns: [AggregateColumn] = CohortColumn.allCases.map { .cohort($0) }
+    /// The cohort columns, then the null-value model's (docs/modeling.md).
+    package static let cohortColumns: [AggregateColumn] = CohortColumn.allCases.map { .cohort($0) } + modeledColumns
 
     /// The cohort table's `CREATE TABLE` statement (docs/aggregate.md shows it; a test keeps them equal).
     package static func cohortCreateTableStatement() -> String {

@@ -28,6 +28,13 @@ struct CohortRecord {
     /// `roas_w1` … `roas_w3` in millionths (the table's six decimals); nil when `roasNote` says why.
     var roas: [Int64?]
     var roasNote: ROASNote?
+    /// The null-value model's columns (docs/modeling.md), nil when empty or absent (a cohort published
+    /// before the model): `modeled_null_revenue_est`, `modeled_null_values_var`, `modeled_null_mean_sd`,
+    /// `modeled_null_log_p_zero`.
+    var modeledNullEstimate: Money? = nil
+    var modeledValuesVariance: Double? = nil
+    var modeledMeanSD: Double? = nil
+    var modeledLogPZero: Double? = nil
 
     /// The key the cohort table gives a campaign, named as the day tables' campaigns are.
     var campaignKey: CampaignKey {
@@ -96,7 +103,7 @@ struct CohortRecord {
             guard fields.count == columnCount else {
                 throw .malformed(path: path, line: line, reason: "\(fields.count) fields, the header has \(columnCount)")
             }
-            func text(_ column: String) -> String? { fields[indices[column]!] }
+            func text(_ column: String) -> String? { indices[column].flatMap { fields[$0] } }
             func bad(_ column: String, _ expected: String) -> ReportError {
                 .malformed(path: path, line: line, reason: "\(column) is '\(text(column) ?? "")', expected \(expected)")
             }
@@ -109,6 +116,11 @@ struct CohortRecord {
                 guard let value = text(column) else { return nil }
                 guard let amount = Money(decimal: value) else { throw bad(column, "an amount") }
                 return amount
+            }
+            func double(_ column: String) throws(ReportError) -> Double? {
+                guard let value = text(column) else { return nil }
+                guard let number = Double(value), number.isFinite else { throw bad(column, "a number") }
+                return number
             }
             guard let statusText = text(Column.status), let status = CohortStatus(rawValue: statusText) else {
                 throw bad(Column.status, "open, window-1-final, window-2-final or final")
@@ -131,7 +143,10 @@ struct CohortRecord {
                 spendCurrency: text(Column.spendCurrency), spendFXRate: text(Column.spendFXRate),
                 reportedInstalls: try count(Column.reportedInstalls), installs: try count(Column.installs) ?? 0,
                 revenueCurrency: text(Column.revenueCurrency), cumulativeRevenue: revenue, cpi: try money(Column.cpi),
-                roas: roas, roasNote: note)
+                roas: roas, roasNote: note, modeledNullEstimate: try money(ModeledColumn.nullRevenueEst.rawValue),
+                modeledValuesVariance: try double(ModeledColumn.nullValuesVar.rawValue),
+                modeledMeanSD: try double(ModeledColumn.nullMeanSD.rawValue),
+                modeledLogPZero: try double(ModeledColumn.nullLogPZero.rawValue))
         }
     }
 }

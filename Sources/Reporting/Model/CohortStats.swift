@@ -48,6 +48,31 @@ struct CohortStats {
         }
     }
 
+    /// The modeled return of one revenue currency's cohorts with a ROAS and modeled columns
+    /// (docs/modeling.md): their measured revenue through window 3, the null-value model's part with the
+    /// variance parts that add up by the documented rule, and their spend. Never part of `roas`.
+    struct ModeledROAS {
+        var measured = Money.zero
+        var spend = Money.zero
+        var modeled = ModeledRevenue()
+        var weakest = CohortStatus.final
+
+        var isFinal: Bool { weakest == .final }
+
+        mutating func add(_ other: ModeledROAS) throws(ReportError) {
+            guard let newMeasured = measured.plus(other.measured), let newSpend = spend.plus(other.spend) else {
+                throw .overflow("modeled ROAS sum overflows 64 bits")
+            }
+            measured = newMeasured
+            spend = newSpend
+            try modeled.add(other.modeled)
+            weakest = min(weakest, other.weakest)
+        }
+
+        /// Modeled revenue ÷ spend, with the 90% interval of the modeled revenue ÷ the same spend.
+        var ratios: (estimate: Money, low: Money, high: Money)? { modeled.total(measured: measured) }
+    }
+
     static let windows = 3
 
     /// Installs of every cohort (with spend or without).
@@ -62,6 +87,8 @@ struct CohortStats {
     var roas: [ROASKey: ROASSum] = [:]
     /// Cohorts with spend whose ROAS the table left empty, by `roas_note` and the currencies it names.
     var withoutROAS: [ROASExclusion: Int] = [:]
+    /// Per revenue currency: the modeled return of the cohorts whose window-3 ROAS and modeled columns are filled.
+    var modeledROAS: [String: ModeledROAS] = [:]
 
     /// Spend was imported for these cohorts (an amount, or currencies that could not be added).
     var hasSpend: Bool { !spend.isEmpty || !withoutROAS.isEmpty }
@@ -106,6 +133,17 @@ struct CohortStats {
                     revenue: revenue, spend: amount, status: record.status)
                 filled = true
             }
+            if record.roas[2] != nil, let revenue = record.cumulativeRevenue[2], let modeled = record.modeledNullEstimate {
+                var entry = modeledROAS[revenueCurrency, default: ModeledROAS()]
+                guard let newMeasured = entry.measured.plus(revenue), let newSpend = entry.spend.plus(amount) else {
+                    throw .overflow("modeled ROAS sum overflows 64 bits")
+                }
+                entry.measured = newMeasured
+                entry.spend = newSpend
+                try entry.modeled.add(cohort: record, estimate: modeled)
+                entry.weakest = min(entry.weakest, record.status)
+                modeledROAS[revenueCurrency] = entry
+            }
         }
         if !filled {
             let exclusion = ROASExclusion(
@@ -127,6 +165,7 @@ struct CohortStats {
         for (status, count) in other.statusesWithSpend { statusesWithSpend[status, default: 0] += count }
         for (key, sum) in other.roas { try roas[key, default: ROASSum()].add(sum) }
         for (exclusion, count) in other.withoutROAS { withoutROAS[exclusion, default: 0] += count }
+        for (currency, entry) in other.modeledROAS { try modeledROAS[currency, default: ModeledROAS()].add(entry) }
     }
 }
 

@@ -47,6 +47,19 @@ struct ModeledRevenue {
         meanSD[unit, default: 0] += record.modeledMeanSD ?? 0
     }
 
+    /// Adds a cohort row's modeled columns: its mean part is its campaign's (the cohort key stands for
+    /// the model's campaign; windows and conversion types are already added up within the row).
+    mutating func add(cohort record: CohortRecord, estimate: Money) throws(ReportError) {
+        guard let sum = modeledNull.plus(estimate) else { throw .overflow("modeled revenue overflows 64 bits") }
+        modeledNull = sum
+        valuesVariance += record.modeledValuesVariance ?? 0
+        logPZero += record.modeledLogPZero ?? -.infinity
+        let unit = Unit(
+            appID: record.appID, currency: record.revenueCurrency, adNetworkID: record.adNetworkID,
+            sourceIdentifier: record.campaignKey.name, window: 0, conversionType: nil)
+        meanSD[unit, default: 0] += record.modeledMeanSD ?? 0
+    }
+
     mutating func add(_ other: ModeledRevenue) throws(ReportError) {
         guard let sum = modeledNull.plus(other.modeledNull) else { throw .overflow("modeled revenue overflows 64 bits") }
         modeledNull = sum

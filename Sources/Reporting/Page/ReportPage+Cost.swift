@@ -62,6 +62,56 @@ extension ReportPage {
         return latest.map { "\(roasText($0.sum)) \($0.currency)" }.joined(separator: " · ")
     }
 
+    /// The modeled ROAS to date of one revenue currency (docs/modeling.md): revenue through window 3 plus
+    /// the modeled null revenue, ÷ the same cohorts' spend, and its 90% interval; nil when no cohort with
+    /// a ROAS in that currency has modeled columns.
+    static func modeledROASText(_ stats: CohortStats, currency: String) -> (estimate: String, interval: String)? {
+        guard let entry = stats.modeledROAS[currency], let ratios = entry.ratios else { return nil }
+        return (
+            NumberFormat.ratio(ratios.estimate, entry.spend) + (entry.isFinal ? "" : " \(immatureMarker)"),
+            "\(NumberFormat.ratio(ratios.low, entry.spend))–\(NumberFormat.ratio(ratios.high, entry.spend))"
+        )
+    }
+
+    /// After the cost table: the same campaigns' ROAS through window 3 beside the modeled ROAS and its
+    /// interval, per revenue currency, labelled modeled; the table above and the order of its campaigns
+    /// are the measured ones.
+    func renderModeledROAS(_ html: inout HTMLWriter, rows: [CohortRow<CohortStats>], keys: [CampaignKey]) {
+        let total = model.cohorts.total
+        let currencies = total.modeledROAS.keys.sorted().filter { Self.modeledROASText(total, currency: $0) != nil }
+        guard !currencies.isEmpty else { return }
+        var table = FiguresTable(
+            id: "table-cost-campaigns-modeled",
+            caption:
+                "Modeled, not measured: the same campaigns' ROAS w3 beside the modeled ROAS (the modeled value of their "
+                + "null postbacks added to the revenue) and its 90% interval (docs/modeling.md); the measured figures above "
+                + "are unchanged",
+            columns: cohortCampaignColumns(keys)
+                + currencies.flatMap { currency -> [FiguresTable.Column] in
+                    [
+                        .number("ROAS w3, \(currency)"), .number("ROAS, modeled, \(currency)"),
+                        .number("Modeled 90% interval, \(currency)"),
+                    ]
+                })
+        func cells(_ stats: CohortStats) -> [String] {
+            currencies.flatMap { currency -> [String] in
+                let measured = stats.roas[CohortStats.ROASKey(revenueCurrency: currency, window: 2)].map(Self.roasText) ?? "–"
+                guard let modeled = Self.modeledROASText(stats, currency: currency) else { return [measured, "–", "–"] }
+                return [measured, modeled.estimate, modeled.interval]
+            }
+        }
+        for row in rows { table.add(cohortCampaignCells(row, keys) + cells(row.stats)) }
+        table.footer = ["All campaigns", ""] + (showsCohortApp(keys) ? [""] : []) + cells(total)
+        place(table, &html)
+    }
+
+    /// What the modeled columns of the cost table are.
+    static let modeledROASLegend =
+        "Modeled ROAS: a model, not a measurement (docs/modeling.md): revenue through window 3 plus what the null-value "
+        + "model estimates the null-value postbacks were worth, ÷ the spend of the same cohorts (those with a ROAS "
+        + "the model covers); 90%: that modeled revenue's interval ÷ the same spend. Campaigns are ranked and the "
+        + "measured columns computed without it."
+
     /// Why cohorts with spend have no ROAS: `no rate for EUR→USD`, with how many when `counted`.
     static func exclusionsText(_ stats: CohortStats, counted: Bool = true) -> String {
         guard !stats.withoutROAS.isEmpty else { return "–" }
@@ -220,7 +270,7 @@ extension ReportPage {
                 + "spend ÷ installs of the cohorts with spend; ROAS w2 and w3 add the windows' revenue estimates (w1, then "
                 + "w1–w2, then w1–w3), the windows read as the headline's revenue to date reads them, and divide by the "
                 + "spend of the same cohorts, in one currency. "
-                + Self.immatureLegend
+                + Self.immatureLegend + " " + Self.modeledROASLegend
         ) { html in
             var table = FiguresTable(
                 id: "table-cost-campaigns",
@@ -241,6 +291,7 @@ extension ReportPage {
             for row in rows { table.add(cohortCampaignCells(row, keys) + cells(row.stats)) }
             table.footer = ["All campaigns", ""] + (showsCohortApp(keys) ? [""] : []) + cells(cohorts.total)
             place(table, &html)
+            renderModeledROAS(&html, rows: rows, keys: keys)
 
             var statuses = FiguresTable(
                 id: "table-cost-cohorts",
