@@ -276,7 +276,7 @@ struct CohortCell {
                 window: row.sequenceIndex,
                 conversionType: row.conversionType == "re-engagement" ? "re-engagement" : "install",
                 currency: row.currency, adNetworkID: row.key.adNetworkID, sourceIdentifier: row.sourceIdentifier,
-                campaignID: row.key.campaignID))
+                campaignID: row.campaignID))
     }
 }
 
@@ -299,6 +299,8 @@ struct CampaignDailyRow {
     /// the model's stratum and campaign.
     var conversionType: String? = nil
     var sourceIdentifier: String? = nil
+    /// The row's own campaign ID (the key drops it when the campaign has a name): the model's campaign.
+    var campaignID: Int64? = nil
     var modeled = ModeledParts.none
 }
 
@@ -443,7 +445,8 @@ struct CampaignDailyRows {
             installDay: installDay, key: key, sequenceIndex: Int(count(6)), postbacks: count(7), installs: count(8),
             redownloads: count(9), reengagements: count(10), losses: count(11), nullValues: count(12),
             revenueMin: try money(13), revenueMax: try money(14), revenueEstimate: try money(15), currency: text(16),
-            conversionType: text(columns.count), sourceIdentifier: text(4), modeled: modeled)
+            conversionType: text(columns.count), sourceIdentifier: text(4), campaignID: fields[3] == nil ? nil : count(3),
+            modeled: modeled)
     }
 }
 

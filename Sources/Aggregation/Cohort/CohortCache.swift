@@ -76,13 +76,14 @@ enum CohortCache {
             var currency: String?
             var conversionType: String?
             var sourceIdentifier: String?
+            var campaignID: Int64?
         }
         var groups: [Group: (counts: [Int64], revenue: [AmountSum], modeled: ModeledParts)] = [:]
         try rows.forEach(wanted: { _ in true }) { row throws(AggregationError) in
             guard row.postbacks > 0 else { return }
             let group = Group(
                 day: row.installDay, key: row.key, window: row.sequenceIndex, currency: row.currency,
-                conversionType: row.conversionType, sourceIdentifier: row.sourceIdentifier)
+                conversionType: row.conversionType, sourceIdentifier: row.sourceIdentifier, campaignID: row.campaignID)
             var entry = groups[group] ?? ([0, 0, 0, 0, 0, 0], [AmountSum(), AmountSum(), AmountSum()], ModeledParts.none)
             for (index, value) in [row.postbacks, row.installs, row.redownloads, row.reengagements, row.losses, row.nullValues]
                 .enumerated()
@@ -101,7 +102,7 @@ enum CohortCache {
             line.field(group.day.description)
             line.field(group.key.appID)
             line.field(group.key.adNetworkID)
-            line.field(group.key.campaignID)
+            line.field(group.campaignID)  // the row's own (the key drops it for a named campaign)
             line.field(group.sourceIdentifier)
             line.field(group.key.campaign)
             line.field(group.window)
