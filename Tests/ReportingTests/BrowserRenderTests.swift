@@ -1,5 +1,6 @@
 import Foundation
 import Postbacks
+import TestSupport
 import Testing
 
 @testable import Reporting
@@ -8,7 +9,7 @@ import Testing
 /// script errors or requests for anything but itself, every chart has a size, hostile data stays
 /// text, and a full-page screenshot is left in the test output for people to look at. Without
 /// Chromium these tests fail: they are the only check of what a person sees.
-@Suite(.serialized) struct BrowserRenderTests {
+@Suite(.serialized, .disabled(if: TestScale.underSanitizer, "Chromium is not sanitized (TestScale)")) struct BrowserRenderTests {
     /// What loading a page in the browser showed.
     struct Visit {
         var console: [String] = []

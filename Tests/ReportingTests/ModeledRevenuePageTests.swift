@@ -18,7 +18,8 @@ import Testing
 ///
 /// Size: `POSTBACK_MODEL_PAGE_PER_DAY` postbacks a day over 8 days (default 2,500: about 25 s on two
 /// loaded cores, most of it Chromium), e.g. `POSTBACK_MODEL_PAGE_PER_DAY=40000 swift test --filter ModeledRevenuePageTests`.
-@Suite(.serialized) struct ModeledRevenuePageTests {
+@Suite(.serialized, .disabled(if: TestScale.underSanitizer, "Chromium is not sanitized (TestScale)"))
+struct ModeledRevenuePageTests {
     static let first = "2026-02-01"
     static let days = 8
     static let perDay = ProcessInfo.processInfo.environment["POSTBACK_MODEL_PAGE_PER_DAY"].flatMap(Int.init) ?? 2500
