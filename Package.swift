@@ -16,6 +16,7 @@
 //   PostbackServer  the webhook receiver (libmicrohttpd)       PostbackClient  libcurl: `send`, the S3 client
 //   SpoolDelivery   ships sealed spool segments to a destination (an S3 bucket; partner forwarding next)
 //   Parquet         Parquet files written (and read back): the only module that touches libzstd
+//   AggregateSchema the published data's contract: tables, columns, types, manifests; reading them back
 //   Aggregation     conversion schemas and the nightly job      Reporting  the static HTML report
 //   PostbackTesting test signing, synthetic postbacks and spools: for tests, benches and the CLI's
 //                   `generate`/`synthesize`; no core module imports it
@@ -72,9 +73,14 @@ let package = Package(
             dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "PostbackClient"]),
         // The Parquet file writer (Thrift footers, pages, levels, dictionaries, statistics, zstd).
         .target(name: "Parquet", dependencies: ["Basics", "CZstd"]),
+        // The published data's contract: tables, columns and their types, manifests, and reading them back.
+        .target(name: "AggregateSchema", dependencies: ["Basics", "Parquet"]),
         .target(
-            name: "Aggregation", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet"]),
-        .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
+            name: "Aggregation",
+            dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet", "AggregateSchema"]),
+        .target(
+            name: "Reporting",
+            dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Parquet", "AggregateSchema"]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(
             name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore"]),
@@ -82,7 +88,7 @@ let package = Package(
             name: "PostbackCLI",
             dependencies: [
                 "PostbackTesting", "Basics", "BuildStamp", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore",
-                "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting",
+                "PostbackServer", "PostbackClient", "SpoolDelivery", "AggregateSchema", "Aggregation", "Reporting",
             ]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
@@ -112,18 +118,20 @@ let package = Package(
         .testTarget(
             name: "ReportingTests",
             dependencies: [
-                "TestSupport", "PostbackTesting", "Basics", "Reporting", "Aggregation", "PostbackStore", "Postbacks",
-                "PostbackCrypto", "PostbackCLI", "Parquet",
+                "TestSupport", "PostbackTesting", "Basics", "Reporting", "Aggregation", "AggregateSchema", "PostbackStore",
+                "Postbacks", "PostbackCrypto", "PostbackCLI", "Parquet",
             ]),
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "TestSupport", "PostbackTesting", "Basics", "Aggregation", "Parquet", "PostbackStore", "Postbacks",
-                "PostbackCrypto", "PostbackCLI",
+                "TestSupport", "PostbackTesting", "Basics", "Aggregation", "AggregateSchema", "Parquet", "PostbackStore",
+                "Postbacks", "PostbackCrypto", "PostbackCLI",
             ]),
         .testTarget(
             name: "PostbackCLITests",
-            dependencies: ["TestSupport", "Basics", "BuildStamp", "PostbackCLI", "Postbacks", "PostbackCrypto", "Parquet"]),
+            dependencies: [
+                "TestSupport", "Basics", "BuildStamp", "PostbackCLI", "Postbacks", "PostbackCrypto", "Parquet", "AggregateSchema",
+            ]),
         .testTarget(
             name: "SpoolDeliveryTests",
             dependencies: [

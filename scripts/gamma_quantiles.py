@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Gamma quantiles computed without the incomplete-gamma series or continued fraction that
-Sources/Aggregation/Model/GammaDistribution.swift uses: the CDF is the integral of the density after
+Sources/AggregateSchema/GammaDistribution.swift uses: the CDF is the integral of the density after
 the density integrated by composite Gauss–Legendre (20 points per panel, 400 panels, summed by
 math.fsum); for a shape below 1, after the substitution t = u^(1/a), which makes the integrand
 smooth (P(a, x) = ∫0^{x^a} exp(-u^(1/a)) du / Γ(a + 1)). The quantile by bisection to 1e-15

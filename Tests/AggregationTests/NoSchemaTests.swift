@@ -1,3 +1,4 @@
+import AggregateSchema
 import Foundation
 import PostbackStore
 import PostbackTesting
@@ -124,7 +125,7 @@ import Testing
         let (root, run) = Self.store
         #expect(run.status == .success)
         let schemas = TemporaryDirectory("starter")
-        let path = schemas.path + "/111/\(StarterSchema.effectiveFrom).json"
+        let path = schemas.path + "/111/\(StarterSchemaFile.effectiveFrom).json"
         let written = TestSupport.run(["schema", "init", "--app", "111", "--from", root, "--out", path])
         #expect(written.status == .success, "\(written.stderr)")
         let again = TestSupport.run(["schema", "init", "--app", "111", "--out", path])

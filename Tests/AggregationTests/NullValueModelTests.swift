@@ -1,3 +1,4 @@
+import AggregateSchema
 import Testing
 
 @testable import Aggregation

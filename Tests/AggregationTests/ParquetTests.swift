@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import Foundation
 import PostbackCrypto
@@ -233,7 +234,7 @@ import Testing
         }
         // Read back here too (what the report reads): every field as the CSV has it.
         for (path, bytes) in both where path.hasSuffix(".parquet") {
-            let decoded = try ParquetTable.textRows(parquet: Array(bytes))
+            let decoded = try PublishedParquet.textRows(parquet: Array(bytes))
             var csv = RenderedCSV(Array(try #require(both[String(path.dropLast(".parquet".count)) + ".csv"])))
             #expect(csv.nextRecord()?.map { $0.map { String(decoding: $0, as: UTF8.self) } } == decoded.header, "\(path)")
             var rows: [[String?]] = []

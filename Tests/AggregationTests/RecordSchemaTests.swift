@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import Foundation
 import PostbackStore
@@ -163,11 +164,11 @@ import Testing
     /// The row grain is what the tables show, and the slots have room for every declared field.
     @Test func grainIsEveryShownField() {
         let shown = AggregateTables.detailInOrder.compactMap { column -> AttributionField? in
-            if case .field(let field) = column { return field } else { return nil }
+            if case .field(let field) = column { return field.field } else { return nil }
         }
         #expect(RowKeyEncoder.grain == shown)
         for case .field(let field) in AggregateTables.dimensions + AggregateTables.campaignEventsDailyMeasures {
-            #expect(shown.contains(field), "\(field) is shown but not in the grain")
+            #expect(shown.contains(field.field), "\(field) is shown but not in the grain")
         }
         #expect(AttributionField.allCases.count <= PostbackFields.capacity)
         #expect(AttributionField.allCases.map(\.rawValue) == Array(AttributionField.allCases.indices))
@@ -179,7 +180,7 @@ import Testing
             #expect(Set(columns).count == columns.count)
         }
         for case .field(let field) in AggregateTables.detailInOrder {
-            #expect(field.column != nil, "\(field) is shown but has no column name")
+            #expect(field.field.column == field.rawValue, "\(field) is shown but not named as the record declares")
         }
     }
 

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Foundation
 import PostbackStore
 import Postbacks

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Postbacks
 import TestSupport
 import Testing

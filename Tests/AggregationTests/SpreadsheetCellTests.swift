@@ -1,3 +1,4 @@
+import AggregateSchema
 import Foundation
 import PostbackStore
 import TestSupport
@@ -36,7 +37,7 @@ import Testing
         #expect(try UserCSV(bytes).records.first?.fields.first == text, "UserCSV")
         // CSVColumnReader (the Parquet file's values) through the detail table's first text column.
         let header = CSVLine.header(["ad_network_id", "campaign"])
-        let parsed = try ParquetTable.textRows(
+        let parsed = try PublishedParquet.textRows(
             parquet: try ParquetTable.encode(
                 csv: header + bytes, table: "t", columns: [.field(.adNetworkID), .campaign]))
         #expect(parsed.rows.first?.first == (text.isEmpty ? "" : text), "Parquet")

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Aggregation
 import Foundation
 import PostbackStore
@@ -50,7 +51,7 @@ import Testing
             "No conversion schema for app \(first) (\(NumberFormat.count(byApp[first]!)) postbacks), "
                 + "app \(second) (\(NumberFormat.count(byApp[second]!)) postbacks)",
             "which adds labels, events and revenue",
-            "postback schema init --app \(first) --out schemas/\(first)/\(StarterSchema.effectiveFrom).json",
+            "postback schema init --app \(first) --out schemas/\(first)/\(StarterSchemaFile.effectiveFrom).json",
             "(add --from and the store's directory to list the campaigns it has seen)",
         ] {
             #expect(firstScreen.contains(text), "the first screen shows \(text): \(firstScreen)")
@@ -61,7 +62,7 @@ import Testing
         // With a schema for every app, no notice.
         let schemas = directory.path + "/schemas"
         for app in ["111", "222"] {
-            let path = "\(schemas)/\(app)/\(StarterSchema.effectiveFrom).json"
+            let path = "\(schemas)/\(app)/\(StarterSchemaFile.effectiveFrom).json"
             #expect(TestSupport.run(["schema", "init", "--app", app, "--from", root, "--out", path]).status == .success)
         }
         #expect(TestSupport.run(["aggregate", "--data", root, "--schemas", schemas, "--date", "2026-03-10"]).status == .success)

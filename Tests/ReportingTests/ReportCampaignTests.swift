@@ -1,3 +1,4 @@
+import AggregateSchema
 import Aggregation
 import Foundation
 import Postbacks

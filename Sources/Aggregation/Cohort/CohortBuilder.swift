@@ -1,3 +1,4 @@
+package import AggregateSchema
 package import Basics
 import Foundation
 import PostbackCrypto
@@ -31,57 +32,6 @@ package struct CohortSummary: Sendable {
     package var rows: Int
     package var status: CohortStatus
     package var changed: Bool
-}
-
-/// How far a cohort's postbacks can still grow (docs/aggregate.md, "When a cohort is final").
-package enum CohortStatus: String, Sendable, Comparable, CaseIterable {
-    case open
-    case window1Final = "window-1-final"
-    case window2Final = "window-2-final"
-    case final
-
-    /// The last received day that can add a postback of window 1, 2, 3 to install day I is I + 4,
-    /// I + 11, I + 39: the estimated install date subtracts 84 h, 252 h, 924 h from the arrival.
-    package static let lastDayOffsets = (window1: 4, window2: 11, window3: 39)
-
-    init(installDay: UTCDay, completeThrough: UTCDay?) {
-        guard let complete = completeThrough else {
-            self = .open
-            return
-        }
-        let days = complete.daysSinceEpoch - installDay.daysSinceEpoch
-        if days >= Self.lastDayOffsets.window3 {
-            self = .final
-        } else if days >= Self.lastDayOffsets.window2 {
-            self = .window2Final
-        } else if days >= Self.lastDayOffsets.window1 {
-            self = .window1Final
-        } else {
-            self = .open
-        }
-    }
-
-    /// The last window (1–3) whose revenue is complete; 0 when none is.
-    package var finalWindows: Int {
-        switch self {
-        case .open: return 0
-        case .window1Final: return 1
-        case .window2Final: return 2
-        case .final: return 3
-        }
-    }
-
-    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.finalWindows < rhs.finalWindows }
-}
-
-/// Why a cohort row's ROAS columns are empty (`roas_note`), in the order the first that applies is given.
-package enum ROASNote: String, Sendable, CaseIterable {
-    case noSpend = "no-spend"
-    case mixedSpendCurrencies = "mixed-spend-currencies"
-    case mixedRevenueCurrencies = "mixed-revenue-currencies"
-    case noRevenue = "no-revenue"
-    case currencyMismatch = "currency-mismatch"
-    case zeroSpend = "zero-spend"
 }
 
 /// The cohort pass of the nightly job: rebuilds `campaign_cohort_daily` (and its development twin) for
@@ -325,7 +275,7 @@ struct CampaignDailyRows {
         self.path = path
         if parquet {
             do {
-                self.parquet = try ParquetTable.textRows(parquet: bytes)
+                self.parquet = try PublishedParquet.textRows(parquet: bytes)
             } catch {
                 throw .usage("\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
             }
@@ -464,7 +414,7 @@ struct PublishedDays {
 
     func manifest(_ day: UTCDay) -> Manifest? {
         if let cached = cache.entries[day] { return cached }
-        let value = Self.read(root + "/agg/_manifests/dt=\(day).json")
+        let value = Self.read(root + "/" + PublishedLayout.dayManifest(day))
         cache.entries[day] = value
         return value
     }
@@ -481,24 +431,19 @@ struct PublishedDays {
     }
 
     private static func read(_ path: String) -> Manifest? {
-        guard let bytes = try? FileBytes.read(path: path), case .object(let object)? = try? StrictJSONParser.parse(bytes) else {
+        guard let bytes = try? FileBytes.read(path: path), let manifest = ManifestObject<DayManifestKey>(json: bytes) else {
             return nil
         }
         var outputs: [String: (path: String, bytes: Int, sha256: String)] = [:]
-        if case .array(let list)? = object["outputs"] {
-            for case .object(let output) in list {
-                guard case .string(let table)? = output["table"], case .string(let file)? = output["path"],
-                    case .string(let sha)? = output["sha256"]
-                else { continue }
-                // The CSV when the day has both: the same rows, cheaper to read.
-                if let existing = outputs[table], existing.path.hasSuffix(".csv") { continue }
-                var size = 0
-                if case .number(let number)? = output["bytes"] { size = Int(number.int64Value ?? 0) }
-                outputs[table] = (file, size, sha)
+        for output in manifest.objects(.outputs, ManifestOutputKey.self) ?? [] {
+            guard let table = output.string(.table), let file = output.string(.path), let sha = output.string(.sha256) else {
+                continue
             }
+            // The CSV when the day has both: the same rows, cheaper to read.
+            if let existing = outputs[table], existing.path.hasSuffix(".csv") { continue }
+            outputs[table] = (file, Int(output.int64(.bytes) ?? 0), sha)
         }
-        var partial = false
-        if case .bool(let flag)? = object["partial"] { partial = flag }
+        let partial = manifest.bool(.partial) ?? false
         return Manifest(partial: partial, outputs: outputs)
     }
 

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import Foundation
 import PostbackCrypto
@@ -184,7 +185,7 @@ struct CohortDay {
 
     /// Writes both tables' files, then the manifest; returns whether any byte changed.
     func publish(root: String, request: CohortRequest) throws(AggregationError) -> Bool {
-        var outputs: [ManifestWriter.Output] = []
+        var outputs: [ManifestOutput] = []
         var changed = false
         for (index, (table, _)) in AggregateTables.cohortTables.enumerated() {
             let csv = CSVLine.header(AggregateTables.cohortColumns.map(\.name)) + rows[index].flatMap { $0 }
@@ -204,7 +205,7 @@ struct CohortDay {
                     try AggregationJob.publish(bytes, to: root + "/" + path)
                 }
                 outputs.append(
-                    ManifestWriter.Output(
+                    ManifestOutput(
                         table: table, path: path, rows: rows[index].count, bytes: bytes.count,
                         sha256: SHA256.hash(bytes).description))
             }
@@ -224,41 +225,42 @@ struct CohortDay {
         return changed
     }
 
-    private func manifestBytes(request: CohortRequest, outputs: [ManifestWriter.Output]) -> [UInt8] {
+    private func manifestBytes(request: CohortRequest, outputs: [ManifestOutput]) -> [UInt8] {
+        typealias Key = CohortManifestKey
         var json = JSONWriter(reservingCapacity: 4096)
         json.beginObject()
-        json.field("format", CohortBuilder.manifestFormat)
-        json.field("dt", installDay.description)
-        json.field("tool", request.toolVersion)
-        json.field("cohort_status", status.rawValue)
-        json.field("complete_through", completeThrough?.description)
-        json.key("inputs")
+        json.field(Key.format, CohortBuilder.manifestFormat)
+        json.field(Key.dt, installDay.description)
+        json.field(Key.tool, request.toolVersion)
+        json.field(Key.cohortStatus, status.rawValue)
+        json.field(Key.completeThrough, completeThrough?.description)
+        json.key(Key.inputs)
         json.beginArray()
         for input in inputs.sources + inputs.spendInputs {
             json.beginObject()
-            json.field("path", input.path)
-            json.field("bytes", input.bytes)
-            json.field("sha256", input.sha256)
+            json.field(ManifestInputKey.path, input.path)
+            json.field(ManifestInputKey.bytes, input.bytes)
+            json.field(ManifestInputKey.sha256, input.sha256)
             json.endObject()
         }
         json.endArray()
         // The rates used, named by the file's name only: the same rates from another path are the same run.
         if let fx = request.fx.source {
-            json.key("fx_rates")
+            json.key(Key.fxRates)
             json.beginObject()
-            json.field("file", fx.path.split(separator: "/").last.map(String.init) ?? fx.path)
-            json.field("bytes", fx.bytes)
-            json.field("sha256", fx.sha256)
+            json.field(ManifestFXKey.file, fx.path.split(separator: "/").last.map(String.init) ?? fx.path)
+            json.field(ManifestFXKey.bytes, fx.bytes)
+            json.field(ManifestFXKey.sha256, fx.sha256)
             json.endObject()
         }
-        ManifestWriter.writeOutputs(outputs, into: &json)
-        json.key("totals")
+        ManifestOutput.write(outputs, into: &json)
+        json.key(Key.totals)
         json.beginObject()
-        json.field("postbacks", postbacks)
-        json.field("installs", installs)
-        json.field("development_postbacks", developmentPostbacks)
-        DayTotals.writeAmounts("spend_by_currency", spendByCurrency, into: &json)
-        DayTotals.writeAmounts("revenue_est_by_currency", revenueByCurrency, into: &json)
+        json.field(ManifestTotalsKey.postbacks, postbacks)
+        json.field(ManifestTotalsKey.installs, installs)
+        json.field(ManifestTotalsKey.developmentPostbacks, developmentPostbacks)
+        DayTotals.writeAmounts(.spendByCurrency, spendByCurrency, into: &json)
+        DayTotals.writeAmounts(.revenueEstByCurrency, revenueByCurrency, into: &json)
         json.endObject()
         json.endObject()
         json.endLine()
@@ -280,28 +282,20 @@ struct CohortManifest {
     /// Spend files (relative path → SHA-256) the cohort was made with.
     var spendInputs: [String: String]
 
-    static func path(root: String, day: UTCDay) -> String { "\(root)/agg/_cohort_manifests/dt=\(day).json" }
+    static func path(root: String, day: UTCDay) -> String { "\(root)/" + PublishedLayout.cohortManifest(day) }
 
     static func read(root: String, day: UTCDay) -> CohortManifest? {
         guard let bytes = try? FileBytes.read(path: path(root: root, day: day)),
-            case .object(let object)? = try? StrictJSONParser.parse(bytes)
+            let manifest = ManifestObject<CohortManifestKey>(json: bytes)
         else { return nil }
         var spend: [String: String] = [:]
-        if case .array(let inputs)? = object["inputs"] {
-            for case .object(let input) in inputs {
-                if case .string(let file)? = input["path"], file.hasPrefix("spend/"), case .string(let sha)? = input["sha256"] {
-                    spend[file] = sha
-                }
-            }
+        for input in manifest.objects(.inputs, ManifestInputKey.self) ?? [] {
+            if let file = input.string(.path), file.hasPrefix("spend/"), let sha = input.string(.sha256) { spend[file] = sha }
         }
-        var postbacks: Int64 = 0
-        var development: Int64 = 0
-        if case .object(let totals)? = object["totals"] {
-            if case .number(let number)? = totals["postbacks"] { postbacks = number.int64Value ?? 0 }
-            if case .number(let number)? = totals["development_postbacks"] { development = number.int64Value ?? 0 }
-        }
-        var complete: UTCDay? = nil
-        if case .string(let text)? = object["complete_through"] { complete = UTCDay(text) }
+        let totals = manifest.object(.totals, ManifestTotalsKey.self)
+        let postbacks = totals.map { $0.int64(.postbacks) ?? 0 } ?? 0
+        let development = totals.map { $0.int64(.developmentPostbacks) ?? 0 } ?? 0
+        let complete = manifest.string(.completeThrough).flatMap { UTCDay($0) }
         return CohortManifest(
             postbacks: postbacks, developmentPostbacks: development, completeThrough: complete, spendInputs: spend)
     }

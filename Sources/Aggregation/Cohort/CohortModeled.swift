@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 
 /// The modeled columns of one `campaign_daily` row (or of a cache group of them), as the cohorts read

@@ -1,3 +1,4 @@
+import AggregateSchema
 package import Basics
 import Foundation
 package import Parquet

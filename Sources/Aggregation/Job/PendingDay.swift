@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import Dispatch
 import PostbackCrypto
@@ -61,7 +62,7 @@ struct PendingDay: Sendable {
         {
             throw .worseThanPublished(day: day, manifest: manifestPath, losses: losses)
         }
-        var outputs: [ManifestWriter.Output] = []
+        var outputs: [ManifestOutput] = []
         // A file of the format this run does not write is left from an earlier run: removed once the
         // manifest (which no longer lists it) is published.
         var stale: [String] = []
@@ -86,7 +87,7 @@ struct PendingDay: Sendable {
                 let bytes = kind == "csv" ? csv : parquet[index].value!
                 try AggregationJob.publish(bytes, to: path)
                 outputs.append(
-                    ManifestWriter.Output(
+                    ManifestOutput(
                         table: name, path: "agg/\(name)/dt=\(day)/part-00000.\(kind)", rows: rows, bytes: bytes.count,
                         sha256: SHA256.hash(bytes).description))
             }

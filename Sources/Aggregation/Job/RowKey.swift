@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import PostbackStore
 import Postbacks
@@ -16,7 +17,7 @@ final class RowKeyEncoder {
     /// it): every field a column of `postback_detail_daily` shows, in column order. A field is in the grain
     /// exactly when a table shows it, so a row never splits on a value no column shows.
     static let grain: [AttributionField] = AggregateTables.detailInOrder.compactMap {
-        if case .field(let field) = $0 { return field } else { return nil }
+        if case .field(let field) = $0 { return field.field } else { return nil }
     }
 
     /// `grain` with each field's kind, as a table the per-postback loop (and `RowView`, per row)

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 
 /// What the model reads of a `campaign_daily` file (CSV or Parquet): per row, its stratum, campaign,
@@ -32,7 +33,7 @@ enum ModelInput {
         if parquet {
             let table: (header: [String], rows: [[String?]])
             do {
-                table = try ParquetTable.textRows(parquet: bytes)
+                table = try PublishedParquet.textRows(parquet: bytes)
             } catch {
                 throw .usage("\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
             }

@@ -1,26 +1,16 @@
+package import AggregateSchema
 import Foundation
 
-/// The model of what null-value postbacks were worth (`null-eb-2`, docs/modeling.md): an empirical-Bayes
+/// The estimator of the model of what null-value postbacks were worth (`null-eb-2`, docs/modeling.md): an empirical-Bayes
 /// normal-normal model of the mean, fitted by the method of moments top-down, app → ad network → campaign,
 /// inside one stratum (app, currency, window, conversion type), from the measured postbacks of the
 /// pooling window; each campaign's values variance and zero share shrunk toward its network's (prior
 /// weight `priorPostbacks`), and the posterior variance of a shrunk unit corrected for the estimated
 /// τ² (Morris), with a floor for campaigns. Pure and deterministic: every sum runs in the sorted order
 /// of its keys.
-package enum NullValueModel {
-    package static let name = "null-eb-2"
-    /// Arrival days pooled: the day being published and the 27 before it.
-    package static let poolingDays = 28
-    /// Measured postbacks a stratum needs in the pooling window to be modeled.
-    package static let minMeasured: Int64 = 30
-    /// The interval's coverage (from its 5% to its 95% quantile).
-    package static let interval = 0.9
-    /// The weight, in postbacks, of a parent's values variance and zero share in a unit's own.
-    package static let priorPostbacks = 30
+extension NullValueModel {
     /// ln(p0) written when the zero share p0 is 0: finite, far below ln(0.05).
     package static let logZero = Foundation.log(1e-300)
-    /// log P(all null postbacks worth 0) at or above this: the interval's low end is 0.
-    package static let logLow = Foundation.log(0.05)
 
     /// A unit's mean value per measured postback and the variance of that mean.
     package struct Posterior: Sendable, Equatable {
@@ -209,22 +199,6 @@ package enum NullValueModel {
             mean: count * model.posterior.mean, variance: valuesVariance + meanSD * meanSD, logPZero: logPZero)
         return RowEstimate(
             estimate: estimate, low: low, high: high, valuesVariance: valuesVariance, meanSD: meanSD, logPZero: logPZero)
-    }
-
-    /// The estimate and the 90% interval of a total with this mean, variance and log chance of being 0 (a
-    /// row's, or a sum's by the aggregation rule of docs/modeling.md: Σ log_p_zero).
-    package static func interval(mean: Double, variance: Double, logPZero: Double) -> (
-        estimate: Double, low: Double, high: Double
-    ) {
-        guard mean > 0 else { return (0, 0, 0) }
-        let (low, high): (Double, Double)
-        if let gamma = GammaDistribution(mean: mean, variance: variance) {
-            let tail = (1 - interval) / 2
-            (low, high) = (max(0, gamma.quantile(tail)), gamma.quantile(1 - tail))
-        } else {
-            (low, high) = (mean, mean)
-        }
-        return (mean, logPZero >= logLow ? 0 : low, high)
     }
 }
 

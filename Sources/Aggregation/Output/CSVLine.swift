@@ -6,6 +6,7 @@
 ///
 /// Noncopyable, with its own buffer: a row is a few dozen appends and this runs once per output
 /// row, where an array's uniqueness and capacity checks per byte showed in profiles.
+import AggregateSchema
 import Basics
 import PostbackStore
 

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import PostbackStore
 import Postbacks
@@ -66,18 +67,18 @@ struct ConflictSummary: Sendable {
     /// `"conflicting_copies": N, "conflicts": [{"app_id", "ad_network_id", "field", "copies"}]` in a fixed
     /// order, and `conflicts_unreadable_lines`.
     func write(into json: inout JSONWriter) {
-        json.field("conflicting_copies", records)
-        json.key("conflicts")
+        json.field(DayManifestKey.conflictingCopies, records)
+        json.key(DayManifestKey.conflicts)
         json.beginArray()
         for row in copies.keys.sorted() {
             json.beginObject()
-            json.field("app_id", row.appID)
-            json.field("ad_network_id", row.adNetworkID)
-            json.field("field", row.field)
-            json.field("copies", copies[row]!)
+            json.field(ManifestConflictKey.appID, row.appID)
+            json.field(ManifestConflictKey.adNetworkID, row.adNetworkID)
+            json.field(ManifestConflictKey.field, row.field)
+            json.field(ManifestConflictKey.copies, copies[row]!)
             json.endObject()
         }
         json.endArray()
-        json.field("conflicts_unreadable_lines", unreadableLines)
+        json.field(DayManifestKey.conflictsUnreadableLines, unreadableLines)
     }
 }

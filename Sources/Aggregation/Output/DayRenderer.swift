@@ -1,3 +1,4 @@
+import AggregateSchema
 import Postbacks
 
 #if canImport(Glibc)
@@ -219,29 +220,32 @@ enum DayRenderer {
     }
 
     /// A column with its field resolved once (`RowView.FieldColumn`) when it shows one.
-    private struct ColumnStep {
-        let column: AggregateColumn
+    private struct ColumnStep<Column> {
+        let column: Column
         let field: RowView.FieldColumn?
     }
 
     /// `columns` as steps, in a table the per-row loops read without reference counting; written
     /// once and only read afterwards, so threads share it safely.
-    private static func steps(_ columns: [AggregateColumn]) -> UnsafeBufferPointer<ColumnStep> {
-        let steps = UnsafeMutableBufferPointer<ColumnStep>.allocate(capacity: columns.count)
+    private static func steps<Column>(_ columns: [Column], field: (Column) -> RecordColumn?) -> UnsafeBufferPointer<
+        ColumnStep<Column>
+    > {
+        let steps = UnsafeMutableBufferPointer<ColumnStep<Column>>.allocate(capacity: columns.count)
         _ = steps.initialize(
-            from: columns.map { column in
-                if case .field(let field) = column {
-                    ColumnStep(column: column, field: RowView.FieldColumn(field))
-                } else {
-                    ColumnStep(column: column, field: nil)
-                }
-            })
+            from: columns.map { column in ColumnStep(column: column, field: field(column).map { RowView.FieldColumn($0.field) }) }
+        )
         return UnsafeBufferPointer(steps)
     }
 
-    nonisolated(unsafe) private static let dimensionSteps = steps(AggregateTables.dimensions)
-    nonisolated(unsafe) private static let measureSteps = steps(AggregateTables.detailMeasures)
-    nonisolated(unsafe) private static let detailSteps = steps(AggregateTables.detailInOrder)
+    nonisolated(unsafe) private static let dimensionSteps = steps(AggregateTables.dimensionSteps) { column in
+        if case .field(let field) = column { field } else { nil }
+    }
+    nonisolated(unsafe) private static let measureSteps = steps(AggregateTables.detailMeasureSteps) { column in
+        if case .field(let field) = column { field } else { nil }
+    }
+    nonisolated(unsafe) private static let detailSteps = steps(AggregateTables.detailInOrder) { column in
+        if case .field(let field) = column { field } else { nil }
+    }
 
     /// The detail table's measures of one row (without the line end).
     private static func writeMeasures(
@@ -269,9 +273,6 @@ enum DayRenderer {
             case .duplicatesDropped: line.field(duplicates)
             case .flaggedPostbacks: line.field(flagged)
             case .conflictingCopies: line.field(conflicting)
-            case .estInstallDate, .sourceIdentifierDigits, .campaign, .geo, .placement, .eventName, .eventCountMinSum,
-                .eventCountMaxSum, .cohort, .modeled:
-                preconditionFailure("\(step.column.name) is not a detail measure")
             }
         }
     }
@@ -288,7 +289,6 @@ enum DayRenderer {
             case .campaign: line.field(facts.dimensions.campaign)
             case .geo: line.field(facts.dimensions.geo)
             case .placement: line.field(facts.dimensions.placement)
-            default: preconditionFailure("\(step.column.name) is not a dimension")
             }
         }
     }
@@ -296,12 +296,14 @@ enum DayRenderer {
     private static func writeRejected(_ fields: RowView, key: UnsafeRawBufferPointer, rejected: Int64, into line: inout CSVLine) {
         // Only what the record claims to be (the fields of `RowKeyEncoder.rejectedFields`) and the count.
         for step in detailSteps {
-            switch step.column {
-            case .field(let field) where RowKeyEncoder.rejectedFields.contains(field):
+            if case .field(let field) = step.column, RowKeyEncoder.rejectedFields.contains(field.field) {
                 fields.write(step.field!, of: key, into: &line)
-            case .rejectedPostbacks: line.field(rejected)
-            case let column where column.isPostbackCount: line.field(Int64(0))
-            default: line.field(String?.none)
+            } else if step.column == .rejectedPostbacks {
+                line.field(rejected)
+            } else if step.column.isPostbackCount {
+                line.field(Int64(0))
+            } else {
+                line.field(String?.none)
             }
         }
         line.endLine()

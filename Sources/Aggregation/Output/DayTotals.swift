@@ -1,3 +1,4 @@
+package import AggregateSchema
 package import Basics
 import Postbacks
 
@@ -37,11 +38,11 @@ package struct DayTotals: Sendable, Equatable {
     /// `"revenue_est_by_currency": {"EUR": 13115, "USD": 11906.43}`, exact decimals, currencies in
     /// code order (the manifest and `--json` summaries).
     package func writeRevenueByCurrency(into json: inout JSONWriter) {
-        Self.writeAmounts("revenue_est_by_currency", revenueEstimateByCurrency, into: &json)
+        Self.writeAmounts(ManifestTotalsKey.revenueEstByCurrency, revenueEstimateByCurrency, into: &json)
     }
 
     /// `"NAME": {"EUR": 13115, …}`: amounts per currency as exact decimals, currencies in code order.
-    static func writeAmounts(_ name: String, _ amounts: [String: Money], into json: inout JSONWriter) {
+    static func writeAmounts(_ name: ManifestTotalsKey, _ amounts: [String: Money], into json: inout JSONWriter) {
         json.key(name)
         json.beginObject()
         for (currency, amount) in amounts.sorted(by: { $0.key < $1.key }) {
@@ -53,12 +54,12 @@ package struct DayTotals: Sendable, Equatable {
 
     /// `"apps_without_schema": [{"app_id": 1, "postbacks": 335}, …]`, apps in id order.
     package func writeAppsWithoutSchema(into json: inout JSONWriter) {
-        json.key("apps_without_schema")
+        json.key(DayManifestKey.appsWithoutSchema)
         json.beginArray()
         for (app, postbacks) in postbacksWithoutSchema.sorted(by: { $0.key < $1.key }) {
             json.beginObject()
-            json.field("app_id", Int(app))
-            json.field("postbacks", postbacks)
+            json.field(ManifestAppKey.appID, Int(app))
+            json.field(ManifestAppKey.postbacks, postbacks)
             json.endObject()
         }
         json.endArray()

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import Foundation
 import PostbackStore
@@ -17,22 +18,20 @@ struct PublishedDay: Equatable {
     /// foreign manifest protects nothing, and the new run's manifest replaces it).
     init?(manifestAt path: String) {
         guard let data = FileManager.default.contents(atPath: path),
-            case .object(let root)? = try? StrictJSONParser.parse([UInt8](data)),
-            case .array(let inputs)? = root["inputs"]
+            let manifest = ManifestObject<DayManifestKey>(json: [UInt8](data)),
+            let inputs = manifest.objects(.inputs, ManifestInputKey.self)
         else { return nil }
         var segments = 0
         var bytes = 0
-        for case .object(let input) in inputs {
-            guard case .string(let spool)? = input["spool"], spool != StoreLayout.Spool.rejected.rawValue else { continue }
-            guard case .number(let size)? = input["bytes"], let value = size.int64Value else { return nil }
+        for input in inputs {
+            guard let spool = input.string(.spool), spool != StoreLayout.Spool.rejected.rawValue else { continue }
+            guard let value = input.int64(.bytes) else { return nil }
             segments += 1
             bytes += Int(value)
         }
         self.segments = segments
         self.bytes = bytes
-        if case .object(let totals)? = root["totals"], case .number(let decoded)? = totals["decoded_postbacks"],
-            let value = decoded.int64Value
-        {
+        if let value = manifest.object(.totals, ManifestTotalsKey.self)?.int64(.decodedPostbacks) {
             decodedPostbacks = Int(value)
         }
     }

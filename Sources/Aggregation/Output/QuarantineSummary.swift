@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import PostbackStore
 import Postbacks
@@ -87,20 +88,21 @@ struct QuarantineSummary: Sendable, Equatable {
     /// `"quarantined": [{"quarantine", "protocol", "version", "environment", "field", "raw", "postbacks"}]`
     /// in a fixed order, so a rerun writes the same bytes.
     func write(into json: inout JSONWriter) {
-        json.key("quarantined")
+        typealias Key = ManifestQuarantinedKey
+        json.key(DayManifestKey.quarantined)
         json.beginArray()
         for row in postbacks.keys.sorted() {
             json.beginObject()
-            json.field("quarantine", row.quarantine)
-            json.field("protocol", row.postbackProtocol)
-            json.field("version", row.version)
-            json.field("environment", row.environment)
-            json.field("field", row.field)
-            json.field("raw", row.raw)
-            json.field("postbacks", postbacks[row]!)
+            json.field(Key.quarantine, row.quarantine)
+            json.field(Key.postbackProtocol, row.postbackProtocol)
+            json.field(Key.version, row.version)
+            json.field(Key.environment, row.environment)
+            json.field(Key.field, row.field)
+            json.field(Key.raw, row.raw)
+            json.field(Key.postbacks, postbacks[row]!)
             json.endObject()
         }
         json.endArray()
-        json.field("quarantine_unreadable_lines", unreadableLines)
+        json.field(DayManifestKey.quarantineUnreadableLines, unreadableLines)
     }
 }

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import PostbackStore
 import Postbacks
@@ -27,7 +28,7 @@ package enum RecordSchemaExport {
         }
         member("generated_from") {
             $0.value(
-                "PostbackStore/RecordFields.swift, Aggregation/Output/AggregateTables.swift; do not edit (swift test regenerates it with POSTBACK_UPDATE_RECORD_SCHEMA=1)"
+                "PostbackStore/RecordFields.swift, AggregateSchema/AggregateTables.swift; do not edit (swift test regenerates it with POSTBACK_UPDATE_RECORD_SCHEMA=1)"
             )
         }
         member("record_format") { $0.value(SpoolRecord.currentFormat) }

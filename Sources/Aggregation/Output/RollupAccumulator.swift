@@ -1,3 +1,5 @@
+import AggregateSchema
+
 /// The rollups of a day's detail lines (`AggregateTables.rollups`): each rendered detail line is split
 /// once, its kept fields' bytes are the group key, and its measures are added to the group's sums.
 /// Working on the rendered bytes keeps every rollup consistent with the detail table by construction

@@ -1,3 +1,4 @@
+import AggregateSchema
 import Postbacks
 
 /// A schema catalog flattened into plain tables: the decoding rules as data, so that any engine

@@ -1,3 +1,5 @@
+package import AggregateSchema
+
 /// What a conversion value means under a schema: the label reports show, the events it implies and
 /// the revenue it stands for. One of these exists for every (window, fine or coarse value) that a
 /// schema maps; `ConversionSchema.decodeTable` lists them flat.

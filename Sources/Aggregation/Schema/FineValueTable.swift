@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 import Postbacks
 

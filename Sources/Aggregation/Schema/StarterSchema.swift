@@ -1,3 +1,4 @@
+import AggregateSchema
 package import Basics
 import Foundation
 import PostbackStore
@@ -9,10 +10,6 @@ import PostbackStore
 /// seen in a store's published `campaign_daily` become source-identifier maps with a placeholder
 /// campaign name each.
 package enum StarterSchema {
-    /// The first day the starter schema decodes: before any SKAdNetwork postback, so every
-    /// postback already received is decoded with it.
-    package static let effectiveFrom = "2018-01-01"
-
     /// What one ad network sent for the app.
     package struct Network: Sendable, Equatable {
         package var sourceIdentifiers: Set<String> = []
@@ -95,7 +92,7 @@ package enum StarterSchema {
               "schema_id": "\(appID)/starter",
               "description": "Written by 'postback schema init': rename each label to what the value means, give its events and its revenue range (amounts in currency), and name the campaigns. Until then every value decodes with revenue of at least 0 and no upper bound.",
               "app_id": \(appID),
-              "effective_from": "\(effectiveFrom)",
+              "effective_from": "\(StarterSchemaFile.effectiveFrom)",
               "effective_to": null,
               "currency": "USD",
               "revenue_estimate": "min",

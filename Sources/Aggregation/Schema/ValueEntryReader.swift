@@ -1,3 +1,4 @@
+import AggregateSchema
 import Postbacks
 
 /// Reads the pieces shared by fine entries, bit-field entries and coarse values: label templates,

@@ -1,10 +1,11 @@
+package import AggregateSchema
 package import Basics
 import PostbackCrypto
 
 /// A daily exchange rate from `--fx FILE` (`date,from,to,rate`: one `from` is `rate` `to`), exact to
 /// ten decimal places, for bringing spend into the revenue's currency (docs/aggregate.md, "Currencies").
 package struct FXRate: Sendable, Hashable {
-    package static let scaleDigits = 10
+    package static let scaleDigits = CohortColumn.fxRateScaleDigits
     static let scale: Int128 = 10_000_000_000
 
     /// The rate times 10^10.

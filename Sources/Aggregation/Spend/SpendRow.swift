@@ -1,3 +1,4 @@
+package import AggregateSchema
 package import Basics
 
 /// One row of spend: what a network says it charged for a campaign on a day (docs/spend.md).

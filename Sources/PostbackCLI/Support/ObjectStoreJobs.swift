@@ -1,3 +1,4 @@
+import AggregateSchema
 import Aggregation
 import Basics
 import Dispatch
@@ -66,7 +67,7 @@ enum ObjectStoreJobs {
         try body(staged.root, ObjectStoreSegments(location: client.location, settings: client.settings))
         var day = from
         while day <= to {
-            let manifest = "agg/_manifests/dt=\(day).json"
+            let manifest = PublishedLayout.dayManifest(day)
             let outputs = try localFiles(under: staged.root, relative: "agg").filter {
                 $0.contains("/dt=\(day)/") && !$0.hasPrefix("agg/_")
             }
@@ -86,7 +87,7 @@ enum ObjectStoreJobs {
             try localFiles(under: staged.root, relative: "agg/\($0.table)")
         }
         for path in cohortFiles.sorted() { try publish(path, from: staged) }
-        for path in try localFiles(under: staged.root, relative: "agg/_cohort_manifests").sorted() {
+        for path in try localFiles(under: staged.root, relative: PublishedLayout.cohortManifests).sorted() {
             try publish(path, from: staged)
         }
         // A cohort file the pass removed (a rerun with another --format) goes from the bucket too.

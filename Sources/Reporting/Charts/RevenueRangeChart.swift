@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// Revenue per campaign in one currency: in each postback window, a bar to the estimate and a line
 /// over the min–max range (an arrow when the range has no upper bound). Postbacks whose value is

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 package import Basics
 import PostbackStore
 

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// One row of `campaign_daily` (docs/aggregate.md, "Output"), with the columns the report uses,
 /// typed and range-checked. Columns are found by name in the header: the table only ever appends

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 import Basics
 import Foundation
 import PostbackStore
@@ -29,7 +29,7 @@ struct CohortLoader {
     }
 
     /// The cohort manifest of install date `day`.
-    func manifestPath(day: UTCDay) -> String { "\(layout.root)/agg/_cohort_manifests/dt=\(day).json" }
+    func manifestPath(day: UTCDay) -> String { "\(layout.root)/" + PublishedLayout.cohortManifest(day) }
 
     /// The table's file of `day`, as the manifest names it (relative to the store).
     func relativePath(day: UTCDay, extension: String) -> String { "agg/\(table)/dt=\(day)/part-00000.\(`extension`)" }
@@ -48,14 +48,14 @@ struct CohortLoader {
 
     /// The first and last install dates outside the range whose cohort manifest counts spend.
     private func spendOutside(from: UTCDay, to: UTCDay) -> (first: UTCDay, last: UTCDay)? {
-        let directory = layout.root + "/agg/_cohort_manifests"
+        let directory = layout.root + "/" + PublishedLayout.cohortManifests
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         let days = names.compactMap { name -> UTCDay? in
             guard name.hasPrefix("dt="), name.hasSuffix(".json"), let day = UTCDay(String(name.dropFirst(3).dropLast(5))),
                 day < from || day > to,
                 let bytes = try? FileBytes.read(path: "\(directory)/\(name)", limit: 64 << 20),
-                case .object(let manifest)? = try? StrictJSONParser.parse(bytes),
-                case .object(let totals)? = manifest["totals"], case .object(let spend)? = totals["spend_by_currency"],
+                let manifest = ManifestObject<CohortManifestKey>(json: bytes),
+                case .object(let spend)? = manifest.object(.totals, ManifestTotalsKey.self)?[.spendByCurrency],
                 !spend.members.isEmpty
             else { return nil }
             return day
@@ -143,38 +143,25 @@ struct CohortManifest {
     var paths: [String: String] = [:]
 
     init(json bytes: [UInt8], path: String) throws(ReportError) {
-        func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
-        let value: JSONValue
         do {
-            value = try StrictJSONParser.parse(bytes)
+            try self.init(ManifestObject.parse(bytes))
         } catch {
-            throw bad("not valid JSON: \(error)")
+            throw .malformed(path: path, line: nil, reason: error.reason)
         }
-        guard case .object(let root) = value else { throw bad("not a JSON object") }
-        func integer(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> Int {
-            guard case .number(let number)? = object[key], let value = number.int64Value, value >= 0 else {
-                throw bad("\(place)\(key) is missing or not a count")
-            }
-            return Int(value)
-        }
-        func string(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> String {
-            guard case .string(let text)? = object[key] else { throw bad("\(place)\(key) is missing or not a string") }
-            return text
-        }
-        let format = try integer(root, "format", in: "")
+    }
+
+    private init(_ root: ManifestObject<CohortManifestKey>) throws(ManifestError) {
+        let format = try root.count(.format)
         guard Self.supportedFormats.contains(format) else {
-            throw bad(
+            throw ManifestError(
                 "cohort manifest format \(format) is not one this postback reads (\(Self.supportedFormats.lowerBound) to "
                     + "\(Self.supportedFormats.upperBound)); use a newer postback")
         }
-        guard case .array(let entries)? = root["outputs"] else { throw bad("outputs is missing or not an array") }
-        for entry in entries {
-            guard case .object(let output) = entry else { throw bad("outputs holds something other than objects") }
-            let path = try string(output, "path", in: "outputs[].")
-            if case .string(let table)? = output["table"] { paths[table] = path }
+        for output in try root.requiredObjects(.outputs, ManifestOutputKey.self, place: "outputs[].") {
+            let path = try output.requiredString(.path)
+            if let table = output.string(.table) { paths[table] = path }
             outputs[path] = PublishedFile.Expected(
-                rows: try integer(output, "rows", in: "outputs[]."), bytes: try integer(output, "bytes", in: "outputs[]."),
-                sha256: try string(output, "sha256", in: "outputs[]."))
+                rows: try output.count(.rows), bytes: try output.count(.bytes), sha256: try output.requiredString(.sha256))
         }
     }
 }

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 import Basics
 
 /// One row of `campaign_cohort_daily` (or `campaign_cohort_daily_development`): an app's campaign

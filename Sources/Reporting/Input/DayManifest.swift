@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 import Basics
 import Postbacks
 
@@ -50,60 +50,37 @@ struct DayManifest {
     }
 
     init(json bytes: [UInt8], path: String) throws(ReportError) {
-        func bad(_ reason: String) -> ReportError { .malformed(path: path, line: nil, reason: reason) }
-        let value: JSONValue
         do {
-            value = try StrictJSONParser.parse(bytes)
+            try self.init(ManifestObject.parse(bytes))
         } catch {
-            throw bad("not valid JSON: \(error)")
+            throw .malformed(path: path, line: nil, reason: error.reason)
         }
-        guard case .object(let root) = value else { throw bad("not a JSON object") }
-        func integer(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> Int {
-            guard case .number(let number)? = object[key], let value = number.int64Value, value >= 0 else {
-                throw bad("\(place)\(key) is missing or not a count")
-            }
-            return Int(value)
-        }
-        func string(_ object: JSONObject, _ key: String, in place: String) throws(ReportError) -> String {
-            guard case .string(let text)? = object[key] else { throw bad("\(place)\(key) is missing or not a string") }
-            return text
-        }
-        func array(_ key: String) throws(ReportError) -> [JSONObject] {
-            guard case .array(let values)? = root[key] else { throw bad("\(key) is missing or not an array") }
-            var objects: [JSONObject] = []
-            for value in values {
-                guard case .object(let object) = value else { throw bad("\(key) holds something other than objects") }
-                objects.append(object)
-            }
-            return objects
-        }
+    }
 
-        let format = try integer(root, "format", in: "")
+    private init(_ root: ManifestObject<DayManifestKey>) throws(ManifestError) {
+        let format = try root.count(.format)
         guard Self.supportedFormats.contains(format) else {
-            throw bad(
+            throw ManifestError(
                 "manifest format \(format) is not one this postback reads (\(Self.supportedFormats.lowerBound) to "
                     + "\(Self.supportedFormats.upperBound)); use a newer postback")
         }
-        if case .bool(let flag)? = root["partial"] { partial = flag } else { partial = false }
-        if case .array(let rows)? = root["quarantined"] {
-            for case .object(let row) in rows {
-                quarantined.append(
-                    (
-                        try string(row, "quarantine", in: "quarantined[]."), try string(row, "field", in: "quarantined[]."),
-                        try string(row, "raw", in: "quarantined[]."), try integer(row, "postbacks", in: "quarantined[].")
-                    ))
-            }
+        partial = root.bool(.partial) ?? false
+        for row in root.objects(.quarantined, ManifestQuarantinedKey.self, place: "quarantined[].") ?? [] {
+            quarantined.append(
+                (
+                    try row.requiredString(.quarantine), try row.requiredString(.field), try row.requiredString(.raw),
+                    try row.count(.postbacks)
+                ))
         }
         conflicts = ConflictCounts(manifest: root)
-        tool = try string(root, "tool", in: "")
+        tool = try root.requiredString(.tool)
         outputs = [:]
         parquetOutputs = [:]
-        for entry in try array("outputs") {
+        for entry in try root.requiredObjects(.outputs, ManifestOutputKey.self, place: "outputs[].") {
             let output = Output(
-                rows: try integer(entry, "rows", in: "outputs[]."), bytes: try integer(entry, "bytes", in: "outputs[]."),
-                sha256: try string(entry, "sha256", in: "outputs[]."))
-            let table = try string(entry, "table", in: "outputs[].")
-            if case .string(let path)? = entry["path"], path.hasSuffix(".parquet") {
+                rows: try entry.count(.rows), bytes: try entry.count(.bytes), sha256: try entry.requiredString(.sha256))
+            let table = try entry.requiredString(.table)
+            if let path = entry.string(.path), path.hasSuffix(".parquet") {
                 parquetOutputs[table] = output
             } else {
                 outputs[table] = output
@@ -113,31 +90,36 @@ struct DayManifest {
             outputs[AggregateTables.postbackDetailDaily] != nil || parquetOutputs[AggregateTables.postbackDetailDaily] != nil
             ? AggregateTables.postbackDetailDaily : AggregateTables.campaignDaily
         guard outputs[detailTable] != nil || parquetOutputs[detailTable] != nil else {
-            throw bad("outputs lists no \(AggregateTables.postbackDetailDaily) (or, before format 3, campaign_daily) file")
+            throw ManifestError(
+                "outputs lists no \(AggregateTables.postbackDetailDaily) (or, before format 3, campaign_daily) file")
         }
         schemaIDs = []
-        for schema in try array("schemas") { schemaIDs.append(try string(schema, "schema_id", in: "schemas[].")) }
+        for schema in try root.requiredObjects(.schemas, ManifestSchemaKey.self, place: "schemas[].") {
+            schemaIDs.append(try schema.requiredString(.schemaID))
+        }
 
-        guard case .object(let totals)? = root["totals"] else { throw bad("totals is missing or not an object") }
-        postbacks = try integer(totals, "postbacks", in: "totals.")
-        developmentPostbacks = try integer(totals, "development_postbacks", in: "totals.")
-        duplicatesSameDay = try integer(totals, "duplicates_same_day", in: "totals.")
-        duplicatesOfEarlierDays = try integer(totals, "duplicates_of_earlier_days", in: "totals.")
-        corruptLines = try integer(totals, "corrupt_lines", in: "totals.")
-        tornTails = try integer(totals, "torn_tails", in: "totals.")
-        rejectedPostbacks = try integer(totals, "rejected_postbacks", in: "totals.")
+        let totals = try root.requiredObject(.totals, ManifestTotalsKey.self, place: "totals.")
+        postbacks = try totals.count(.postbacks)
+        developmentPostbacks = try totals.count(.developmentPostbacks)
+        duplicatesSameDay = try totals.count(.duplicatesSameDay)
+        duplicatesOfEarlierDays = try totals.count(.duplicatesOfEarlierDays)
+        corruptLines = try totals.count(.corruptLines)
+        tornTails = try totals.count(.tornTails)
+        rejectedPostbacks = try totals.count(.rejectedPostbacks)
 
-        guard case .object(let statuses)? = root["rejected_by_status"] else {
-            throw bad("rejected_by_status is missing or not an object")
+        guard case .object(let statuses)? = root[.rejectedByStatus] else {
+            throw ManifestError("rejected_by_status is missing or not an object")
         }
         rejectedByStatus = []
         for member in statuses.members {
-            rejectedByStatus.append((member.key, try integer(statuses, member.key, in: "rejected_by_status.")))
+            guard case .number(let number) = member.value, let count = number.int64Value, count >= 0 else {
+                throw ManifestError("rejected_by_status.\(member.key) is missing or not a count")
+            }
+            rejectedByStatus.append((member.key, Int(count)))
         }
         rejectedReasons = []
-        for entry in try array("rejected_reasons") {
-            rejectedReasons.append(
-                (try string(entry, "reason", in: "rejected_reasons[]."), try integer(entry, "count", in: "rejected_reasons[].")))
+        for entry in try root.requiredObjects(.rejectedReasons, ManifestReasonKey.self, place: "rejected_reasons[].") {
+            rejectedReasons.append((try entry.requiredString(.reason), try entry.count(.count)))
         }
     }
 }

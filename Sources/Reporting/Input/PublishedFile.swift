@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 import Basics
 import PostbackCrypto
 
@@ -60,7 +60,7 @@ enum PublishedFile {
     }
 
     /// The Parquet file at `path` read whole (a day's or a cohort's table is small), checked against
-    /// `expected`, and its rows given as the CSV's text (`ParquetTable.textRows`).
+    /// `expected`, and its rows given as the CSV's text (`PublishedParquet.textRows`).
     static func parquetRows(at path: String, matching expected: Expected) throws(ReportError) -> Outcome<
         (header: [String], rows: [[String?]])
     > {
@@ -74,7 +74,7 @@ enum PublishedFile {
         }
         guard bytes.count == expected.bytes, SHA256.hash(bytes).description == expected.sha256 else { return .mismatch }
         do {
-            return .read(try ParquetTable.textRows(parquet: bytes))
+            return .read(try PublishedParquet.textRows(parquet: bytes))
         } catch {
             throw .malformed(path: path, line: nil, reason: "\(error)")
         }

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// Everything the report shows about one campaign (or a sum of campaigns): its volume, how its
 /// conversion values are distributed, and its revenue per currency and conversion window.

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// Cost and return of a set of install cohorts (rows of `campaign_cohort_daily`): one campaign's, a
 /// week's, or the range's. Amounts are kept per currency and never added across currencies; a ROAS

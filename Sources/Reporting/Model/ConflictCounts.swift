@@ -1,3 +1,4 @@
+import AggregateSchema
 import Basics
 
 /// Copies of stored postbacks that came with other unsigned values than the stored copy (issue 24),
@@ -19,14 +20,11 @@ struct ConflictCounts {
     init() {}
 
     /// Reads a manifest's members; a manifest written before them has none (nothing is counted).
-    init(manifest root: JSONObject) {
-        if case .number(let number)? = root["conflicting_copies"], let count = number.int64Value, count >= 0 {
-            copies = Int(count)
-        }
-        guard case .array(let rows)? = root["conflicts"] else { return }
-        for case .object(let row) in rows {
-            guard case .string(let network)? = row["ad_network_id"], case .string(let field)? = row["field"],
-                case .number(let number)? = row["copies"], let count = number.int64Value, count >= 0
+    init(manifest root: ManifestObject<DayManifestKey>) {
+        if let count = root.int64(.conflictingCopies), count >= 0 { copies = Int(count) }
+        for row in root.objects(.conflicts, ManifestConflictKey.self) ?? [] {
+            guard let network = row.string(.adNetworkID), let field = row.string(.field), let count = row.int64(.copies),
+                count >= 0
             else { continue }
             byNetworkAndField[NetworkField(network: network, field: field), default: 0] += Int(count)
         }

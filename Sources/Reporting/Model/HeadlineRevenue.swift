@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// The page's one definition of revenue wherever one figure stands for a set of postbacks (the
 /// headline, the top campaigns, the campaigns by app, the daily trend): **revenue to date**, window 1

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// What the null-value model says of a set of `campaign_daily` rows (docs/modeling.md): the modeled
 /// value of their null postbacks, with the variance parts that add up by the documented rule, kept

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// Revenue of a set of postbacks as the aggregate tables give it: exact sums of the decoded values'
 /// ranges and estimates, and the count of postbacks whose value is unknown (withheld, undecoded or

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 import Postbacks
 
 /// What a marketer asks first: each app's campaigns side by side, the daily trend of installs and

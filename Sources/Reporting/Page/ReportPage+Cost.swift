@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// Cost and return: what the range's installs cost (spend, CPI) and brought back (ROAS), from the
 /// install cohorts of `campaign_cohort_daily` (docs/spend.md). On the first screen: spend, CPI and ROAS

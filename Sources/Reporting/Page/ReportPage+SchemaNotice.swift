@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// The first screen's "no schema" notice: which apps' postbacks no conversion schema decoded, what a
 /// schema adds, and the command that starts one.
@@ -23,7 +23,8 @@ extension ReportPage {
                 html.text("Start one, fill it in, and aggregate again with --schemas: ")
                 html.element(
                     "code",
-                    text: "postback schema init --app \(first.key) --out schemas/\(first.key)/\(StarterSchema.effectiveFrom).json"
+                    text:
+                        "postback schema init --app \(first.key) --out schemas/\(first.key)/\(StarterSchemaFile.effectiveFrom).json"
                 )
                 // The page never names where the store is (a local directory or a bucket make the same page).
                 html.text(" (add --from and the store's directory to list the campaigns it has seen).")

@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 
 /// The first screen's answer to "which campaigns bring installs and revenue": the top campaigns by
 /// installs (then revenue), each with its ad network, installs, revenue to date and per install

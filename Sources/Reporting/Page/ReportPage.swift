@@ -1,4 +1,4 @@
-import Aggregation
+import AggregateSchema
 import Basics
 import Postbacks
 

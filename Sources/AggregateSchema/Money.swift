@@ -9,6 +9,8 @@ package struct Money: Sendable, Hashable, Comparable, CustomStringConvertible {
     package init(micros: Int64) { self.micros = micros }
 
     package static let zero = Money(micros: 0)
+    /// The digits after the point: millionths.
+    package static let scaleDigits = 6
 
     package static func < (lhs: Money, rhs: Money) -> Bool { lhs.micros < rhs.micros }
 

@@ -42,11 +42,11 @@ package enum ModeledColumn: String, CaseIterable, Sendable {
     /// The columns a total adds up as numbers (`Total.summed`), in file order.
     package static let summed = allCases.filter { $0.total == .summed }
 
-    package var sqlType: String {
+    package var type: ColumnType {
         switch self {
-        case .nullRevenueEst, .nullRevenueLow, .nullRevenueHigh, .revenueEst: return "DECIMAL(38, 6)"
-        case .nullValuesVar, .nullMeanSD, .nullLogPZero: return "DOUBLE"
-        case .note: return "VARCHAR"
+        case .nullRevenueEst, .nullRevenueLow, .nullRevenueHigh, .revenueEst: return .amount
+        case .nullValuesVar, .nullMeanSD, .nullLogPZero: return .double
+        case .note: return .string
         }
     }
 }

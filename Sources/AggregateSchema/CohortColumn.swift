@@ -58,20 +58,23 @@ package enum CohortColumn: String, CaseIterable, Sendable {
         }
     }
 
-    package var sqlType: String {
+    /// The digits after the point of `spend_fx_rate` (`FXRate`).
+    package static let fxRateScaleDigits = 10
+
+    package var type: ColumnType {
         switch self {
-        case .appID, .campaignID, .impressions, .clicks, .reportedInstalls, .reportedInstallsExcess: return "BIGINT"
+        case .appID, .campaignID, .impressions, .clicks, .reportedInstalls, .reportedInstallsExcess: return .int64
         case .installs, .redownloads, .reengagements, .postbacksW1, .postbacksW2, .postbacksW3, .winningPostbacks,
             .nullValuePostbacks:
-            return "BIGINT"
+            return .int64
         case .adNetworkID, .sourceIdentifier, .campaign, .cohortStatus, .spendCurrency, .revenueCurrency, .roasNote:
-            return "VARCHAR"
-        case .completeThrough: return "DATE"
-        case .spendFXRate: return "DECIMAL(38, \(FXRate.scaleDigits))"
+            return .string
+        case .completeThrough: return .date
+        case .spendFXRate: return .decimal(precision: 38, scale: Self.fxRateScaleDigits)
         case .spend, .nullValueShare, .revenueEstW1, .revenueMinW1, .revenueMaxW1, .revenueEstW2, .revenueMinW2,
             .revenueMaxW2, .revenueEstW3, .revenueMinW3, .revenueMaxW3, .revenueEstCumW2, .revenueMinCumW2,
             .revenueMaxCumW2, .revenueEstCumW3, .revenueMinCumW3, .revenueMaxCumW3, .cpi, .roasW1, .roasW2, .roasW3:
-            return "DECIMAL(38, 6)"
+            return .amount
         }
     }
 }

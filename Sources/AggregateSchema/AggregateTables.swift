@@ -1,11 +1,8 @@
-package import PostbackStore
-
 /// The output tables and their columns, in file order. Columns are only ever appended, never
 /// renamed or reordered, so readers that select by name keep working. The partition column `dt`
 /// is in the directory name (`dt=YYYY-MM-DD`), not in the files, as Hive, Spark and BigQuery expect.
-/// A column that shows a stored postback's field is `.field(…)`, named by the record's declaration
-/// (`AttributionField.column`); the renderer, the Spark job (spark/record-schema.json) and the report
-/// read these lists.
+/// A column that shows a stored postback's field is `.field(…)` (`RecordColumn`); the renderer, the
+/// Spark job (spark/record-schema.json, spark/published_schema.py) and the report read these lists.
 package enum AggregateTables {
     /// Every postback-level row at the full detail grain (what `campaign_daily` was before rollups),
     /// for analysts who need a dimension the rollups drop.
@@ -24,25 +21,27 @@ package enum AggregateTables {
     ]
 
     /// The grain shared by the detail and events tables (everything that identifies a postback-level row).
-    package static let dimensions: [AggregateColumn] = [
+    package static let dimensionSteps: [DimensionColumn] = [
         .estInstallDate, .field(.appID), .field(.postbackProtocol), .field(.version), .field(.adNetworkID), .field(.campaignID),
         .field(.sourceIdentifier), .sourceIdentifierDigits, .campaign, .geo, .placement, .field(.sourceAppID),
         .field(.sourceDomain),
         .field(.marketplaceID), .field(.countryCode), .field(.interaction), .field(.conversionType), .field(.sequenceIndex),
         .field(.didWin),
     ]
+    package static let dimensions = dimensionSteps.map(\.column)
 
     /// `postback_detail_daily`'s columns after the dimensions.
-    package static let detailMeasures: [AggregateColumn] = [
+    package static let detailMeasureSteps: [DetailMeasure] = [
         .cvKind, .field(.fineValue), .field(.coarseValue), .decodedLabel, .schemaID,
         .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks,
         .revenueMinSum, .revenueMaxSum, .revenueEstSum, .currency,
         .developmentPostbacks, .rejectedPostbacks, .duplicatesDropped,
         // Of `postbacks`, those stored with flags (a value normalized or dropped; docs/postback-spec.md §11).
         .flaggedPostbacks,
-        // Copies of the row's stored postbacks that came with other unsigned values (issue 24, raw/conflicts/).
+        // Copies of the row's stored postbacks that came with other unsigned values (raw/conflicts/).
         .conflictingCopies,
     ]
+    package static let detailMeasures = detailMeasureSteps.map(\.column)
 
     /// `campaign_events_daily`'s columns after the dimensions.
     package static let campaignEventsDailyMeasures: [AggregateColumn] = [
@@ -137,95 +136,4 @@ package struct Rollup: Sendable {
     package var columns: [AggregateColumn] {
         AggregateTables.detailInOrder.filter { kept.contains($0) || $0.isMeasure }
     }
-}
-
-/// One column of the aggregate tables.
-package enum AggregateColumn: Hashable, Sendable {
-    /// A stored postback's field, shown as stored (the ad network id lower-cased).
-    case field(AttributionField)
-    case estInstallDate, sourceIdentifierDigits, campaign, geo, placement
-    case cvKind, decodedLabel, schemaID, postbacks, installs, redownloads, reengagements, losses, nullValuePostbacks
-    case revenueMinSum, revenueMaxSum, revenueEstSum, currency, developmentPostbacks, rejectedPostbacks, duplicatesDropped
-    case flaggedPostbacks, conflictingCopies, eventName, eventCountMinSum, eventCountMaxSum
-    /// A column of the install-date cohort tables (`campaign_cohort_daily`).
-    case cohort(CohortColumn)
-    /// A column of the null-value model (`campaign_daily`'s last columns).
-    case modeled(ModeledColumn)
-
-    package var name: String {
-        switch self {
-        // Every field shown in a table has a column name (`testMode` has none and is in no list).
-        case .field(let field): return field.column ?? field.spoolKey
-        case .estInstallDate: return "est_install_date"
-        case .sourceIdentifierDigits: return "source_identifier_digits"
-        case .campaign: return "campaign"
-        case .geo: return "geo"
-        case .placement: return "placement"
-        case .cvKind: return "cv_kind"
-        case .decodedLabel: return "decoded_label"
-        case .schemaID: return "schema_id"
-        case .postbacks: return "postbacks"
-        case .installs: return "installs"
-        case .redownloads: return "redownloads"
-        case .reengagements: return "reengagements"
-        case .losses: return "losses"
-        case .nullValuePostbacks: return "null_cv_postbacks"
-        case .revenueMinSum: return "revenue_min_sum"
-        case .revenueMaxSum: return "revenue_max_sum"
-        case .revenueEstSum: return "revenue_est_sum"
-        case .currency: return "currency"
-        case .developmentPostbacks: return "development_postbacks"
-        case .rejectedPostbacks: return "rejected_postbacks"
-        case .duplicatesDropped: return "duplicates_dropped"
-        case .flaggedPostbacks: return "flagged_postbacks"
-        case .conflictingCopies: return "conflicting_copies"
-        case .eventName: return "event_name"
-        case .eventCountMinSum: return "event_count_min_sum"
-        case .eventCountMaxSum: return "event_count_max_sum"
-        case .cohort(let column): return column.rawValue
-        case .modeled(let column): return column.rawValue
-        }
-    }
-
-    /// A count of postbacks of the detail table: 0, never empty, on a rejected record's row.
-    package var isPostbackCount: Bool {
-        switch self {
-        case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
-            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks, .conflictingCopies:
-            return true
-        default:
-            return false
-        }
-    }
-
-    /// The SQL type a reader should give the column (docs/aggregate.md, "Column types"; the `column_types`
-    /// of spark/record-schema.json). Identifiers Apple sends as strings stay text, whatever they look
-    /// like: a source identifier "0042" read as a number would lose its zeros. Amounts are exact
-    /// decimals with six places (the job sums micro-units), never floating point.
-    package var sqlType: String {
-        switch self {
-        case .field(let field):
-            switch field.valueType {
-            case .integer: return field == .sequenceIndex || field == .fineValue ? "INTEGER" : "BIGINT"
-            case .boolean: return "BOOLEAN"
-            default: return "VARCHAR"
-            }
-        case .estInstallDate: return "DATE"
-        case .sourceIdentifierDigits: return "INTEGER"
-        case .revenueMinSum, .revenueMaxSum, .revenueEstSum: return "DECIMAL(38, 6)"
-        case .eventCountMinSum, .eventCountMaxSum: return "BIGINT"
-        case .campaign, .geo, .placement, .cvKind, .decodedLabel, .schemaID, .currency, .eventName: return "VARCHAR"
-        case .postbacks, .installs, .redownloads, .reengagements, .losses, .nullValuePostbacks, .developmentPostbacks,
-            .rejectedPostbacks, .duplicatesDropped, .flaggedPostbacks, .conflictingCopies:
-            return "BIGINT"
-        case .cohort(let column): return column.sqlType
-        case .modeled(let column): return column.sqlType
-        }
-    }
-
-    /// An amount (written as the shortest exact decimal).
-    package var isMoney: Bool { self == .revenueMinSum || self == .revenueMaxSum || self == .revenueEstSum }
-
-    /// A column of the detail table that a rollup sums (every count and amount).
-    package var isMeasure: Bool { isPostbackCount || isMoney }
 }
