@@ -26,6 +26,9 @@ import time
 
 import duckdb
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
+
 # The detail table's columns after dt, in file order (AggregateTables.campaignDailyInOrder).
 DETAIL = ["est_install_date", "app_id", "protocol", "version", "ad_network_id", "campaign_id", "source_identifier",
           "source_identifier_digits", "campaign", "geo", "placement", "source_app_id", "source_domain", "marketplace_id",
@@ -41,10 +44,10 @@ CAMPAIGN_KEPT = ["est_install_date", "app_id", "protocol", "ad_network_id", "cam
                  "source_identifier_digits", "campaign", "geo", "placement", "conversion_type", "postback_sequence_index",
                  "cv_kind", "fine_cv", "coarse_cv", "decoded_label", "schema_id", "currency"]
 ROLLUPS = {
-    "campaign_daily": CAMPAIGN_KEPT,
-    "publisher_daily": ["app_id", "protocol", "ad_network_id", "campaign_id", "source_identifier", "source_identifier_digits",
+    published_schema.CAMPAIGN_DAILY: CAMPAIGN_KEPT,
+    published_schema.PUBLISHER_DAILY: ["app_id", "protocol", "ad_network_id", "campaign_id", "source_identifier", "source_identifier_digits",
                         "campaign", "source_app_id", "source_domain", "postback_sequence_index", "currency"],
-    "country_daily": ["app_id", "protocol", "ad_network_id", "campaign_id", "source_identifier", "source_identifier_digits",
+    published_schema.COUNTRY_DAILY: ["app_id", "protocol", "ad_network_id", "campaign_id", "source_identifier", "source_identifier_digits",
                       "campaign", "country_code", "postback_sequence_index", "currency"],
 }
 
@@ -173,7 +176,7 @@ def main():
     con.execute("DROP TABLE located")
     outputs = {"postback_detail_daily": f"SELECT dt, {', '.join(DETAIL)} FROM detail"}
     outputs.update({name: rollup_select("detail", kept) for name, kept in ROLLUPS.items()})
-    outputs["campaign_daily_development"] = rollup_select("development", CAMPAIGN_KEPT)
+    outputs[published_schema.CAMPAIGN_DAILY_DEVELOPMENT] = rollup_select("development", CAMPAIGN_KEPT)
     for name, query in outputs.items():
         con.execute(f"COPY ({query}) TO '{out}/{name}' (FORMAT CSV, HEADER, PARTITION_BY (dt), OVERWRITE_OR_IGNORE)")
     print(f"duckdb {duckdb.__version__}: {time.time() - started:.2f} s", file=sys.stderr)

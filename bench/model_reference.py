@@ -105,6 +105,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
+
 MODELS = {
     "null-eb-1": {"name": "null-eb-1", "pooling_days": 28, "min_measured": 30, "interval": 0.9},
     "null-eb-2": {"name": "null-eb-2", "pooling_days": 28, "min_measured": 30, "interval": 0.9, "prior_postbacks": 30},
@@ -316,7 +319,7 @@ def read_day(path):
         return list(csv.DictReader(file))
 
 
-def published_days(agg, table="campaign_daily"):
+def published_days(agg, table=published_schema.CAMPAIGN_DAILY):
     root = f"{agg}/{table}"
     days = []
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
@@ -374,7 +377,7 @@ def fit_day(day, rows_by_day):
 def reference(agg):
     """{day: (published rows, reference columns)} for every published day under agg."""
     days = published_days(agg)
-    rows_by_day = {day: read_day(f"{agg}/campaign_daily/dt={day.isoformat()}/part-00000.csv") for day in days}
+    rows_by_day = {day: read_day(f"{agg}/{published_schema.CAMPAIGN_DAILY}/dt={day.isoformat()}/part-00000.csv") for day in days}
     result = {}
     for day in days:
         models = fit_day(day, rows_by_day)
@@ -387,7 +390,7 @@ def write_tables(agg, out, result=None):
     ones, if any), one file per day, so that the benchmark scores the reference like the published model.
     result: reference(agg), when already computed."""
     for day, (rows, expected) in (result or reference(agg)).items():
-        directory = f"{out}/campaign_daily/dt={day.isoformat()}"
+        directory = f"{out}/{published_schema.CAMPAIGN_DAILY}/dt={day.isoformat()}"
         os.makedirs(directory, exist_ok=True)
         with open(f"{directory}/part-00000.csv", "w", newline="", encoding="utf-8") as file:
             header = [c for c in (rows[0].keys() if rows else []) if c not in COLUMNS_V1 + COLUMNS_V2]
@@ -412,13 +415,13 @@ def compare(agg, limit=20, result=None):
             compared += 1
             missing = [c for c in COLUMNS if c not in row]
             if missing:
-                differences.append(f"campaign_daily/dt={day}: no column {', '.join(missing)} (the model is not published)")
+                differences.append(f"{published_schema.CAMPAIGN_DAILY}/dt={day}: no column {', '.join(missing)} (the model is not published)")
                 return compared, differences
             for column in COLUMNS:
                 got = row[column]
                 ok = (got == "") == (want[column] == "") if column == "modeled_note" else close(got, want[column])
                 if not ok:
-                    differences.append(f"campaign_daily/dt={day} line {number} ({row['app_id']} {row['ad_network_id']} "
+                    differences.append(f"{published_schema.CAMPAIGN_DAILY}/dt={day} line {number} ({row['app_id']} {row['ad_network_id']} "
                                        f"{row['source_identifier']!r} w{row['postback_sequence_index']}): {column} "
                                        f"published {got!r}, reference {want[column]!r}")
     return compared, differences

@@ -29,9 +29,13 @@ published counts do not match the truth's: the join itself is checked).
 import argparse
 import json
 import math
+import os
 import sys
 
 from model_reference import LOG_LOW, gamma_interval
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
 
 MIN_INSTALLS = 200
 TARGETS = {"campaign_error": 0.10, "campaign_share": 0.95, "null_share": 0.30, "app_error": 0.03, "coverage": 0.85,
@@ -101,7 +105,7 @@ def score(tables, truth, label):
     import duckdb
 
     con = duckdb.connect()
-    source = f"read_csv('{tables}/campaign_daily/dt=*/part-00000.csv', hive_partitioning = true, all_varchar = true, header = true)"
+    source = f"read_csv('{tables}/{published_schema.CAMPAIGN_DAILY}/dt=*/part-00000.csv', hive_partitioning = true, all_varchar = true, header = true)"
     header = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
     log_p_zero = "sum(CAST(modeled_null_log_p_zero AS DOUBLE))" if "modeled_null_log_p_zero" in header else "CAST(NULL AS DOUBLE)"
     con.execute(KEYED.format(tables=tables, truth=truth, log_p_zero=log_p_zero))

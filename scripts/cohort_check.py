@@ -44,8 +44,11 @@ import tempfile
 
 import duckdb
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TABLES = [("campaign_cohort_daily", "campaign_daily"), ("campaign_cohort_daily_development", "campaign_daily_development")]
+TABLES = [(published_schema.CAMPAIGN_COHORT_DAILY, published_schema.CAMPAIGN_DAILY), (published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT, published_schema.CAMPAIGN_DAILY_DEVELOPMENT)]
 # docs/spend.md, "Importing": the stored spend file's canonical columns, in order.
 SPEND_COLUMNS = ["date", "app_id", "ad_network_id", "campaign_id", "source_identifier", "campaign", "spend", "currency",
                  "impressions", "clicks", "reported_installs"]
@@ -177,7 +180,7 @@ def published_days(data, problems):
             problems.append(f"{path}: dt {manifest.get('dt')!r} is not the file's day")
         days[day(name)] = bool(manifest.get("partial", False))
         for output in manifest.get("outputs", []):
-            if output.get("table") in ("campaign_daily", "campaign_daily_development") and output["path"].endswith(".csv"):
+            if output.get("table") in (published_schema.CAMPAIGN_DAILY, published_schema.CAMPAIGN_DAILY_DEVELOPMENT) and output["path"].endswith(".csv"):
                 file = os.path.join(data, output["path"])
                 if not os.path.exists(file):
                     problems.append(f"{output['path']}: listed by {name}'s manifest but missing")
@@ -653,7 +656,7 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
     expected_by_table, cohort_files = {}, {}
     for table, source in TABLES:
         # "the same for campaign_cohort_daily_development"
-        columns = [c for c, _ in documented["campaign_cohort_daily"] if c != "dt"]
+        columns = [c for c, _ in documented[published_schema.CAMPAIGN_COHORT_DAILY] if c != "dt"]
         expected = {}
         result = con.execute(expected_sql(source))
         names = [d[0] for d in result.description]
@@ -731,7 +734,7 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
     for i, currency, amount in con.execute(
             "SELECT \"date\", currency, fmt6(sum(m6(spend))) FROM spend GROUP BY ALL ORDER BY ALL").fetchall():
         spend_by_currency.setdefault(i, {})[currency] = amount
-    prod_cohorts = cohort_files["campaign_cohort_daily"]
+    prod_cohorts = cohort_files[published_schema.CAMPAIGN_COHORT_DAILY]
     for i in sorted(prod_cohorts):
         path = os.path.join(data, f"agg/_cohort_manifests/dt={i}.json")
         if not os.path.exists(path):
@@ -779,8 +782,8 @@ def check(data, fx_path=None, runs_path=None, doc_path=None, schemas_dir=None):
         # totals: postbacks, installs, revenue_est_by_currency of campaign_cohort_daily; development_postbacks, the
         # development table's postbacks; spend_by_currency as imported, before any conversion.
         totals = manifest.get("totals", {})
-        prod = list(expected_by_table["campaign_cohort_daily"].get(i, {}).values())
-        dev = list(expected_by_table["campaign_cohort_daily_development"].get(i, {}).values())
+        prod = list(expected_by_table[published_schema.CAMPAIGN_COHORT_DAILY].get(i, {}).values())
+        dev = list(expected_by_table[published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT].get(i, {}).values())
         revenue = {}
         for r in prod:
             if r["revenue_est_cum_w3"] is not None:
@@ -854,7 +857,7 @@ def self_test(doc_path):
     """Builds a store by hand, with cohort files whose every value was worked out from the docs, and checks
     that the check finds them right, and finds each of a few altered cells."""
     documented = create_tables(doc_path or os.path.join(ROOT, "docs/aggregate.md"))
-    cohort_columns = [c for c, _ in documented["campaign_cohort_daily"] if c != "dt"]
+    cohort_columns = [c for c, _ in documented[published_schema.CAMPAIGN_COHORT_DAILY] if c != "dt"]
     root = tempfile.mkdtemp(prefix="cohort-check-")
     try:
         # Received days 2026-01-01 .. 2026-03-05 published, 2026-03-04 partial.
@@ -899,8 +902,8 @@ def self_test(doc_path):
         dev["2026-03-03"] = [cd_row("2026-02-25", 1, "n2.skadnetwork", 0, 1, installs=1, rmin="0", rmax="0", rest="0",
                                     cur="EUR", sid="55")]
         for d in dates(datetime.date(2026, 1, 1), datetime.date(2026, 3, 5)):
-            write_table(f"{root}/agg/campaign_daily/dt={d}/part-00000.csv", CD_COLUMNS, cd.get(str(d), []))
-            write_table(f"{root}/agg/campaign_daily_development/dt={d}/part-00000.csv", CD_COLUMNS, dev.get(str(d), []))
+            write_table(f"{root}/agg/{published_schema.CAMPAIGN_DAILY}/dt={d}/part-00000.csv", CD_COLUMNS, cd.get(str(d), []))
+            write_table(f"{root}/agg/{published_schema.CAMPAIGN_DAILY_DEVELOPMENT}/dt={d}/part-00000.csv", CD_COLUMNS, dev.get(str(d), []))
             with open(f"{root}/agg/_manifests/dt={d}.json" if os.path.isdir(f"{root}/agg/_manifests")
                       else (os.makedirs(f"{root}/agg/_manifests") or f"{root}/agg/_manifests/dt={d}.json"), "w") as f:
                 json.dump({"format": 3, "dt": str(d), "partial": str(d) == "2026-03-04"}, f)
@@ -934,18 +937,18 @@ def self_test(doc_path):
                   "reengagements": "0", "winning_postbacks": "0", "null_cv_postbacks": "0"}
         # Worked out by hand from docs/aggregate.md ("campaign_cohort_daily") and docs/spend.md.
         expected = {
-            ("campaign_cohort_daily", "2026-01-10"): {
+            (published_schema.CAMPAIGN_COHORT_DAILY, "2026-01-10"): {
                 # published through 2026-03-03, but complete_through is at most the install date + 39
                 brand: dict(cohort_status="final", complete_through="2026-02-18", postbacks_w3="1", winning_postbacks="1",
                             null_cv_share="0", revenue_currency="EUR", revenue_est_w3="80", revenue_min_w3="50",
                             revenue_est_cum_w3="80", revenue_min_cum_w3="50", roas_note="no-spend")},
-            ("campaign_cohort_daily", "2026-02-15"): {
+            (published_schema.CAMPAIGN_COHORT_DAILY, "2026-02-15"): {
                 ("1", n1, None, "11", None): dict(
                     cohort_status="window-2-final", complete_through="2026-03-03", postbacks_w2="1",
                     winning_postbacks="1", null_cv_share="0", revenue_currency="EUR", revenue_est_w2="40",
                     revenue_min_w2="20", revenue_est_cum_w2="40", revenue_min_cum_w2="20", revenue_est_cum_w3="40",
                     revenue_min_cum_w3="20", roas_note="no-spend")},
-            ("campaign_cohort_daily", "2026-02-25"): {
+            (published_schema.CAMPAIGN_COHORT_DAILY, "2026-02-25"): {
                 # r1 + r3 + r4 + r5; spend 100.5 (campaign_id 10, stored with its name) + 20 (1012, named)
                 brand: dict(cohort_status="window-1-final", complete_through="2026-03-03", spend="120.5",
                             spend_currency="EUR", impressions="1000", clicks="50", reported_installs="7", installs="3",
@@ -980,7 +983,7 @@ def self_test(doc_path):
                     installs="1", reengagements="1", postbacks_w1="2", winning_postbacks="2", null_cv_share="0",
                     cpi="50", roas_note="mixed-revenue-currencies"),
             },
-            ("campaign_cohort_daily", "2026-03-01"): {
+            (published_schema.CAMPAIGN_COHORT_DAILY, "2026-03-01"): {
                 # 10 EUR + 12 USD at 0.92 = 11.04 EUR
                 brand: dict(cohort_status="open", complete_through="2026-03-03", spend="21.04", spend_currency="EUR",
                             spend_fx_rate="0.92", installs="2", postbacks_w1="2", winning_postbacks="2", null_cv_share="0",
@@ -1009,7 +1012,7 @@ def self_test(doc_path):
                     revenue_max_cum_w3="1", cpi="19.7",
                     roas_w1="0.050761", roas_w2="0.050761", roas_w3="0.050761"),  # 1 / 19.7 = 0.0507614…
             },
-            ("campaign_cohort_daily", "2026-03-03"): {
+            (published_schema.CAMPAIGN_COHORT_DAILY, "2026-03-03"): {
                 ("1", n1, None, "33", None): dict(
                     cohort_status="open", complete_through="2026-03-03", spend="0.000001", spend_currency="EUR",
                     installs="2", postbacks_w1="2", winning_postbacks="2", null_cv_postbacks="1", null_cv_share="0.5",
@@ -1035,7 +1038,7 @@ def self_test(doc_path):
                     installs="1", reengagements="1", postbacks_w1="2", winning_postbacks="2", null_cv_share="0",
                     cpi="0", roas_note="mixed-revenue-currencies"),
             },
-            ("campaign_cohort_daily", "2026-03-09"): {
+            (published_schema.CAMPAIGN_COHORT_DAILY, "2026-03-09"): {
                 ("1", n1, None, None, "video"): dict(
                     cohort_status="open", spend="40", spend_currency="EUR", reported_installs="12",
                     roas_note="no-revenue", reported_installs_excess="12")},
@@ -1054,17 +1057,17 @@ def self_test(doc_path):
                     if "reported_installs" in row:
                         keep["reported_installs_excess"] = row["reported_installs"]
                     dev_rows[key] = keep
-            expected[("campaign_cohort_daily_development", d)] = dev_rows
-        expected[("campaign_cohort_daily_development", "2026-02-25")][("1", "n2.skadnetwork", None, "55", None)].update(
+            expected[(published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT, d)] = dev_rows
+        expected[(published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT, "2026-02-25")][("1", "n2.skadnetwork", None, "55", None)].update(
             installs="1", postbacks_w1="1", winning_postbacks="1", null_cv_share="0", revenue_currency="EUR",
             revenue_est_w1="0", revenue_min_w1="0", revenue_max_w1="0", revenue_est_cum_w2="0", revenue_min_cum_w2="0",
             revenue_max_cum_w2="0", revenue_est_cum_w3="0", revenue_min_cum_w3="0", revenue_max_cum_w3="0", cpi="0",
             roas_note="zero-spend")
         # USD and CHF with no revenue currency to bring them to: not added
-        expected[("campaign_cohort_daily_development", "2026-03-01")][("1", n1, None, "88", None)].update(
+        expected[(published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT, "2026-03-01")][("1", n1, None, "88", None)].update(
             spend=None, spend_currency=None, roas_note="mixed-spend-currencies")
         # 10 EUR + 12 USD with no revenue currency to bring them to: not added
-        expected[("campaign_cohort_daily_development", "2026-03-01")][brand].update(
+        expected[(published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT, "2026-03-01")][brand].update(
             spend=None, spend_currency=None, roas_note="mixed-spend-currencies")
         for (table, d), rows in expected.items():
             lines = []
@@ -1074,7 +1077,7 @@ def self_test(doc_path):
             write_table(f"{root}/agg/{table}/dt={d}/part-00000.csv", cohort_columns, lines)
         os.makedirs(f"{root}/agg/_cohort_manifests")
         for (table, d), rows in expected.items():
-            if table == "campaign_cohort_daily":
+            if table == published_schema.CAMPAIGN_COHORT_DAILY:
                 through = {r.get("complete_through") for r in rows.values()}.pop()
                 revenue, spent = {}, {}
                 for r in rows.values():
@@ -1085,7 +1088,7 @@ def self_test(doc_path):
                     for line in open(spend_path).read().split("\n")[1:-1]:
                         fields = line.split(",")
                         spent[fields[7]] = spent.get(fields[7], 0) + decimal.Decimal(fields[6])
-                dev_rows = expected[("campaign_cohort_daily_development", d)].values()
+                dev_rows = expected[(published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT, d)].values()
                 totals = {"postbacks": sum(int(r.get(f"postbacks_w{w}", 0)) for r in rows.values() for w in (1, 2, 3)),
                           "installs": sum(int(r.get("installs", 0)) for r in rows.values()),
                           "revenue_est_by_currency": {c: str(a) for c, a in sorted(revenue.items())},
@@ -1110,7 +1113,7 @@ def self_test(doc_path):
             report(answer)
             failures.append("the hand-made store does not check")
         # Each altered cell is found, and only it.
-        path = f"{root}/agg/campaign_cohort_daily/dt=2026-02-25/part-00000.csv"
+        path = f"{root}/agg/{published_schema.CAMPAIGN_COHORT_DAILY}/dt=2026-02-25/part-00000.csv"
         original = open(path).read()
         for old, new, column in (("40.166667", "40.166666", "cpi"), ("0.029737", "0.029738", "roas_w1"),
                                  ("window-1-final", "open", "cohort_status"), (",no-revenue,", ",,", "roas_note")):

@@ -21,6 +21,9 @@ import sys
 
 import duckdb
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
+
 
 def complete_days(data):
     """Received days with a manifest that is not partial (docs/aggregate.md, "The manifest")."""
@@ -42,7 +45,7 @@ def main():
     parser.add_argument("--history-days", type=int, default=28)
     parser.add_argument("--environment", default="production")
     args = parser.parse_args()
-    table = "postback_detail_daily" if args.environment == "production" else "campaign_daily_development"
+    table = published_schema.POSTBACK_DETAIL_DAILY if args.environment == "production" else published_schema.CAMPAIGN_DAILY_DEVELOPMENT
     files = glob.glob(os.path.join(args.data, "agg", table, "dt=*", "part-00000.csv"))
     if not files:
         print(json.dumps({"error": f"no {table} files under {args.data}"}))

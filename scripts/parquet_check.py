@@ -20,6 +20,9 @@ import sys
 import duckdb
 import pyarrow.parquet as pq
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The Arrow type each declared SQL type must arrive as, and DuckDB's name for it.
 ARROW = {"VARCHAR": "string", "BIGINT": "int64", "INTEGER": "int32", "BOOLEAN": "bool", "DATE": "date32[day]",
@@ -64,9 +67,9 @@ def groups_of(parquet_file):
 def check_tables(data):
     schema = json.load(open(os.path.join(ROOT, "spark/record-schema.json")))
     columns = {schema["tables"][0]: schema["detail_columns"],
-               "campaign_events_daily": schema["campaign_events_daily_columns"],
+               published_schema.CAMPAIGN_EVENTS_DAILY: schema["campaign_events_daily_columns"],
                **{r["table"]: r["columns"] for r in schema["rollups"]}}
-    columns["campaign_daily_development"] = columns[schema["development_rollup"]]
+    columns[published_schema.CAMPAIGN_DAILY_DEVELOPMENT] = columns[schema["development_rollup"]]
     for table in schema["modeled_tables"]:
         columns[table] = columns[table] + schema["modeled_columns"]
     types = schema["column_types"]

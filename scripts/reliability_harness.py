@@ -11,6 +11,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SKAN_PATH = "/.well-known/skadnetwork/report-attribution/"
 MAXIMUM_LINE_BYTES = 4 << 20  # SegmentReader.maximumLineBytes
@@ -335,8 +338,8 @@ def parse_record(line):
 
 
 # The tables `postback aggregate` publishes (AggregateTables.all): the checks compare every one.
-AGGREGATE_TABLES = ("postback_detail_daily", "campaign_daily", "publisher_daily", "country_daily", "campaign_events_daily",
-                    "campaign_daily_development")
+AGGREGATE_TABLES = (published_schema.POSTBACK_DETAIL_DAILY, published_schema.CAMPAIGN_DAILY, published_schema.PUBLISHER_DAILY, published_schema.COUNTRY_DAILY, published_schema.CAMPAIGN_EVENTS_DAILY,
+                    published_schema.CAMPAIGN_DAILY_DEVELOPMENT)
 
 
 def aggregate(binary, data_dir, days, schemas=None):

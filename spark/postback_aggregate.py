@@ -64,7 +64,7 @@ TOOL = "postback-spark 1"
 def load_record_schema():
     """spark/record-schema.json, next to this script (with spark-submit in cluster mode, ship it with
     --files): the spool record's fields and the tables' columns as `postback` declares them
-    (Sources/PostbackStore/RecordFields.swift, Sources/Aggregation/Output/AggregateTables.swift),
+    (Sources/PostbackStore/RecordFields.swift, Sources/AggregateSchema/AggregateTables.swift),
     exported by a Swift test that fails when the file is stale. Nothing here keeps its own copy."""
     for directory in (os.path.dirname(os.path.abspath(__file__)), os.getcwd()):
         path = os.path.join(directory, "record-schema.json")
@@ -76,6 +76,11 @@ def load_record_schema():
 
 
 RECORD_SCHEMA = load_record_schema()
+# Table names, columns and types, and the record vocabulary: spark/published_schema.py, generated from the
+# same declarations (Sources/AggregateSchema) by a Swift test that fails when it is stale; next to this
+# script (with spark-submit in cluster mode, ship it with --py-files spark/published_schema.py).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
 # Output columns, in file order (the output contract; the equivalence test compares the headers too).
 DIMENSION_COLUMNS = RECORD_SCHEMA["dimension_columns"]
 DETAIL_COLUMNS = RECORD_SCHEMA["detail_columns"]
@@ -110,14 +115,11 @@ UNREAD_RECORD_KEYS = {"client", "body_kept", "body_sha256", "body_bytes"}
 # SKAdNetwork versions with three conversion windows (SKAdNetworkVersion.hasConversionWindows).
 VERSIONS_WITH_CONVERSION_WINDOWS = RECORD_SCHEMA["versions_with_conversion_windows"]
 DECODE_TABLES = ("values", "events", "sources")
-VERIFICATION_STATUSES = ["verified", "invalid-signature", "malformed", "unsupported-version", "untrusted-key"]
+VERIFICATION_STATUSES = published_schema.VERIFICATION_STATUSES
 # PostbackFlag.Field and .Action, and QuarantineReason: a record naming anything else is not valid.
-FLAG_FIELDS = ["version", "app-id", "campaign-id", "source-identifier", "source-app-id", "redownload", "fidelity-type", "did-win",
-               "postback-sequence-index", "conversion-value", "coarse-conversion-value", "country-code", "ad-interaction-type",
-               "impression-type", "conversion-type", "advertised-item-identifier", "publisher-item-identifier", "jws-claim",
-               "jws-header", "body"]
-FLAG_ACTIONS = ["normalized", "dropped", "unrecognized"]
-QUARANTINE_REASONS = ["unknown-version", "unknown-kid", "unrecognized-signed-value"]
+FLAG_FIELDS = published_schema.FLAG_FIELDS
+FLAG_ACTIONS = published_schema.FLAG_ACTIONS
+QUARANTINE_REASONS = published_schema.QUARANTINE_REASONS
 # SegmentReader.maximumLineBytes: longer lines are never records.
 MAXIMUM_LINE_BYTES = 4 << 20
 MICROS_PER_DAY = 86_400_000_000
@@ -932,11 +934,10 @@ def write_table(spark, fs, frame, table, columns, days, staging, out, output_for
 # on the driver (a day's campaign_daily is small) by bench/model_reference.py, the contract's Python
 # reference, which this job imports (spark-submit: --py-files bench/model_reference.py).
 
-MODEL_COLUMNS = ["modeled_null_revenue_est", "modeled_null_revenue_low", "modeled_null_revenue_high", "modeled_revenue_est",
-                 "modeled_null_values_var", "modeled_null_mean_sd", "modeled_null_log_p_zero", "modeled_note"]
-MODEL_MONEY_COLUMNS = MODEL_COLUMNS[:4]
-MODEL_TYPES = dict({c: "DECIMAL(38, 6)" for c in MODEL_MONEY_COLUMNS}, modeled_null_values_var="DOUBLE",
-                   modeled_null_mean_sd="DOUBLE", modeled_null_log_p_zero="DOUBLE", modeled_note="VARCHAR")
+MODEL_COLUMNS = published_schema.MODELED_COLUMNS
+_CAMPAIGN_DAILY_TYPES = published_schema.sql_types(published_schema.CAMPAIGN_DAILY)
+MODEL_TYPES = {c: _CAMPAIGN_DAILY_TYPES[c] for c in MODEL_COLUMNS}
+MODEL_MONEY_COLUMNS = [c for c in MODEL_COLUMNS if MODEL_TYPES[c].startswith("DECIMAL(")]
 # The text columns the model reads from a campaign_daily row (the reference reads published CSV text).
 MODEL_INPUTS = ["app_id", "currency", "postback_sequence_index", "conversion_type", "ad_network_id", "source_identifier",
                 "campaign_id", "postbacks", "null_cv_postbacks", "revenue_est_sum"]
@@ -973,7 +974,7 @@ def modeled_campaign_daily(spark, fs, frame, columns, days, out):
     pooled = reference.MODEL["pooling_days"]
     earlier = {day - datetime.timedelta(days=back) for day in days for back in range(1, pooled)} - set(days)
     for day in sorted(earlier):
-        path = f"{out}/campaign_daily/dt={day.isoformat()}/part-00000.csv"
+        path = f"{out}/{published_schema.CAMPAIGN_DAILY}/dt={day.isoformat()}/part-00000.csv"
         if fs.exists(path):
             import csv
             import io
@@ -1017,26 +1018,15 @@ def list_names(fs, directory):
 # campaign_daily_development files and the stored spend (DATA/spend/dt=DAY/SOURCE.csv) only.
 
 # Each cohort table and the published table it is made from.
-COHORT_SOURCES = {"campaign_cohort_daily": "campaign_daily", "campaign_cohort_daily_development": "campaign_daily_development"}
+COHORT_SOURCES = published_schema.COHORT_SOURCES
 COHORT_TABLES = list(COHORT_SOURCES)
 # A postback whose estimated install date is I arrives by received day I + 39 (window 3: 924 h and
 # up to a day), so no later day adds to cohort I; the nightly run rebuilds install dates FROM - 39 to TO.
 COHORT_HORIZON_DAYS = 39
 COHORT_MANIFEST_FORMAT = 1
 # The columns in file order with their declared types (docs/aggregate.md's CREATE TABLE block).
-COHORT_DECLARED = [
-    ("app_id", "BIGINT"), ("ad_network_id", "VARCHAR"), ("campaign_id", "BIGINT"), ("source_identifier", "VARCHAR"),
-    ("campaign", "VARCHAR"), ("cohort_status", "VARCHAR"), ("complete_through", "DATE"), ("spend", "DECIMAL(38, 6)"),
-    ("spend_currency", "VARCHAR"), ("spend_fx_rate", "DECIMAL(38, 10)"), ("impressions", "BIGINT"), ("clicks", "BIGINT"),
-    ("reported_installs", "BIGINT"), ("installs", "BIGINT"), ("redownloads", "BIGINT"), ("reengagements", "BIGINT"),
-    ("postbacks_w1", "BIGINT"), ("postbacks_w2", "BIGINT"), ("postbacks_w3", "BIGINT"), ("winning_postbacks", "BIGINT"),
-    ("null_cv_postbacks", "BIGINT"), ("null_cv_share", "DECIMAL(38, 6)"), ("revenue_currency", "VARCHAR"),
-    *[(f"revenue_{m}_w{w}", "DECIMAL(38, 6)") for w in (1, 2, 3) for m in ("est", "min", "max")],
-    *[(f"revenue_{m}_cum_w{w}", "DECIMAL(38, 6)") for w in (2, 3) for m in ("est", "min", "max")],
-    ("cpi", "DECIMAL(38, 6)"), ("roas_w1", "DECIMAL(38, 6)"), ("roas_w2", "DECIMAL(38, 6)"), ("roas_w3", "DECIMAL(38, 6)"),
-    ("roas_note", "VARCHAR"), ("reported_installs_excess", "BIGINT"),
-]
-COHORT_COLUMNS = [name for name, _ in COHORT_DECLARED]
+COHORT_COLUMNS = published_schema.COHORT_COLUMNS
+COHORT_DECLARED = [(name, published_schema.sql_types(published_schema.CAMPAIGN_COHORT_DAILY)[name]) for name in COHORT_COLUMNS]
 for _name, _declared in COHORT_DECLARED:
     COLUMN_TYPES.setdefault(_name, _declared)
     if _declared.startswith("DECIMAL("):
@@ -1161,9 +1151,10 @@ def cohort_source_rows(spark, files, fs=None):
                                           for c in COHORT_MODEL_INPUTS], F.col("_metadata.file_path").alias("_file"))
             amounts = [(F.col(c) * F.lit(1_000_000)).cast("long").alias(c) for c in money]
             modeled_estimate = (F.col("modeled_null_revenue_est").cast("decimal(38,6)") * F.lit(1_000_000)).cast("long")
-        source = F.regexp_extract("_file", r"/(campaign_daily(_development)?)/dt=[0-9-]+/part-00000\.[a-z]+$", 1)
+        source = F.regexp_extract("_file", r"/([a-z_]+)/dt=[0-9-]+/part-00000\.[a-z]+$", 1)
         frames.append(raw.select(
-            F.when(source == "campaign_daily", "campaign_cohort_daily").otherwise("campaign_cohort_daily_development").alias("table"),
+            F.when(source == published_schema.CAMPAIGN_DAILY, published_schema.CAMPAIGN_COHORT_DAILY)
+            .otherwise(published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT).alias("table"),
             F.col("est_install_date").cast("string").alias("dt"), F.col("app_id").cast("long").alias("app_id"),
             "ad_network_id", F.col("campaign_id").cast("long").alias("campaign_id"), "source_identifier", "campaign",
             F.col("postback_sequence_index").cast("int").alias("window"),
@@ -1595,7 +1586,7 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
                                                 F.sum("installs").alias("installs")).collect():
         totals[(row["table"], row["dt"])] = {"rows": int(row["rows"]), "postbacks": int(row["postbacks"]), "installs": int(row["installs"])}
     revenue = {}
-    for row in (rows.filter((F.col("table") == "campaign_cohort_daily") & (F.size("_revenue_currencies") == 1))
+    for row in (rows.filter((F.col("table") == published_schema.CAMPAIGN_COHORT_DAILY) & (F.size("_revenue_currencies") == 1))
                 .select("dt", F.col("_revenue_currencies")[0].alias("currency"),
                         (F.coalesce("_revenue_est_w1", F.lit(0)) + F.coalesce("_revenue_est_w2", F.lit(0))
                          + F.coalesce("_revenue_est_w3", F.lit(0))).cast("long").alias("amount"))
@@ -1648,8 +1639,8 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
             outputs.append({"table": table, "path": store_relative(args, path),
                             "rows": totals.get((table, text), {}).get("rows", 0), "bytes": len(data),
                             "sha256": hashlib.sha256(data).hexdigest()})
-        production = totals.get(("campaign_cohort_daily", text), {})
-        development = totals.get(("campaign_cohort_daily_development", text), {})
+        production = totals.get((published_schema.CAMPAIGN_COHORT_DAILY, text), {})
+        development = totals.get((published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT, text), {})
         amounts = revenue.get(text, {})
         spent = spend_totals.get(text, {})
         through = plan.complete_through[day]
@@ -1673,7 +1664,7 @@ def publish_cohorts(spark, fs, args, days, staging, spark_version):
         previous = plan.published_manifest(fs, day)
         fs.write_bytes(f"{args.out}/_cohort_manifests/dt={text}.json", (json_with_exact_revenue(manifest) + "\n").encode())
         # Changed: any output or input differs from the published cohort's (its manifest lists them all).
-        summaries.append({"cohort": text, "rows": totals.get(("campaign_cohort_daily", text), {}).get("rows", 0),
+        summaries.append({"cohort": text, "rows": totals.get((published_schema.CAMPAIGN_COHORT_DAILY, text), {}).get("rows", 0),
                           "cohort_status": manifest["cohort_status"],
                           "changed": previous is None or {k: v for k, v in previous.items() if k != "tool"}
                           != json.loads(json_with_exact_revenue({k: v for k, v in manifest.items() if k != "tool"}))})
@@ -1851,7 +1842,7 @@ def text_summary(day, manifest):
             f"{totals['reengagements']} re-engagements, {totals['losses']} losses, {totals['null_cv_postbacks']} null values), "
             f"revenue estimate {revenue_text(totals['revenue_est_by_currency'])}; {totals['development_postbacks']} development, {totals['rejected_postbacks']} rejected, "
             f"{totals['duplicates_same_day'] + totals['duplicates_of_earlier_days']} duplicates dropped; "
-            f"{rows[DETAIL_TABLE]} + {rows['campaign_events_daily']} rows from {len(manifest['inputs'])} files")
+            f"{rows[DETAIL_TABLE]} + {rows[published_schema.CAMPAIGN_EVENTS_DAILY]} rows from {len(manifest['inputs'])} files")
     if manifest.get("apps_without_schema"):
         text += "; no schema for apps " + ", ".join(f"{a['app_id']} ({a['postbacks']})" for a in manifest["apps_without_schema"]) + ": counted, no revenue"
     if totals["torn_tails"]:
@@ -1923,14 +1914,14 @@ def run(args):
         daily = postback_detail_daily(decoded, rejected_rows(classified, args.first)).persist(StorageLevel.MEMORY_AND_DISK)
         events = campaign_events_daily(decoded, tables).persist(StorageLevel.MEMORY_AND_DISK)
         development = rollup_rows(decode_rows(development_rows(rows), tables).select("dt", *DETAIL_COLUMNS), DEVELOPMENT_ROLLUP)
-        frames = {DETAIL_TABLE: (daily, DETAIL_COLUMNS), "campaign_events_daily": (events, CAMPAIGN_EVENTS_DAILY_COLUMNS),
-                  "campaign_daily_development": (development.persist(StorageLevel.MEMORY_AND_DISK), DEVELOPMENT_ROLLUP["columns"]),
+        frames = {DETAIL_TABLE: (daily, DETAIL_COLUMNS), published_schema.CAMPAIGN_EVENTS_DAILY: (events, CAMPAIGN_EVENTS_DAILY_COLUMNS),
+                  published_schema.CAMPAIGN_DAILY_DEVELOPMENT: (development.persist(StorageLevel.MEMORY_AND_DISK), DEVELOPMENT_ROLLUP["columns"]),
                   **{rollup["table"]: (rollup_rows(production_rows(daily), rollup).persist(StorageLevel.MEMORY_AND_DISK), rollup["columns"])
                      for rollup in ROLLUPS}}
-        for table in ("campaign_daily", "campaign_daily_development"):
+        for table in published_schema.MODELED_TABLES:
             frame, columns = frames[table]
             columns = with_model_columns(columns)
-            frame = (modeled_campaign_daily(spark, fs, frame, columns, days, args.out) if table == "campaign_daily"
+            frame = (modeled_campaign_daily(spark, fs, frame, columns, days, args.out) if table == published_schema.CAMPAIGN_DAILY
                      else development_model_columns(frame))
             frames[table] = (frame.persist(StorageLevel.MEMORY_AND_DISK), columns)
         trace.mark("null-value model")
@@ -1954,7 +1945,7 @@ def run(args):
             rows = {output["table"]: output["rows"] for output in manifest["outputs"]}
             # `postback aggregate --json`'s names: campaign_daily_rows counts the detail table's rows.
             summary = {"dt": day.isoformat(), **totals, "campaign_daily_rows": rows[DETAIL_TABLE],
-                       "campaign_events_daily_rows": rows["campaign_events_daily"]}
+                       "campaign_events_daily_rows": rows[published_schema.CAMPAIGN_EVENTS_DAILY]}
             print(json_with_exact_revenue(summary) if args.json else text_summary(day, manifest), flush=True)
         if not args.skip_cohorts:
             refused, summaries = publish_cohorts(spark, fs, args, days, staging, pyspark.__version__)

@@ -42,6 +42,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import published_schema  # noqa: E402  (generated from Sources/AggregateSchema)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SPOOL_FIRST = datetime.date(2026, 3, 1)
@@ -54,7 +57,7 @@ with open(os.path.join(HERE, "record-schema.json"), encoding="utf-8") as _file:
 TABLES = tuple(RECORD_SCHEMA["tables"])
 DETAIL_TABLE = TABLES[0]
 # The install-date cohorts both engines rebuild after the day tables (docs/aggregate.md, docs/spend.md).
-COHORT_TABLES = ("campaign_cohort_daily", "campaign_cohort_daily_development")
+COHORT_TABLES = (published_schema.CAMPAIGN_COHORT_DAILY, published_schema.CAMPAIGN_COHORT_DAILY_DEVELOPMENT)
 
 
 def documented_cohort_types():
@@ -476,7 +479,7 @@ def compare_csv(checks, swift_out, spark_out):
 def output_size(output):
     """(table, rows, bytes) of a manifest's output; campaign_daily's bytes left out: its modeled cells are
     floating point, equal only within MODEL_RELATIVE (compare_csv and compare_parquet check its content)."""
-    return (output["table"], output["rows"], None if output["table"] == "campaign_daily" else output["bytes"])
+    return (output["table"], output["rows"], None if output["table"] == published_schema.CAMPAIGN_DAILY else output["bytes"])
 
 
 def compare_manifests(checks, swift_out, spark_out):
@@ -600,7 +603,7 @@ def zero_postback_rows(out):
 
     count = 0
     for directory in sorted(os.listdir(f"{out}/campaign_daily")):
-        with open(f"{out}/campaign_daily/{directory}/part-00000.csv", newline="") as file:
+        with open(f"{out}/{published_schema.CAMPAIGN_DAILY}/{directory}/part-00000.csv", newline="") as file:
             count += sum(1 for row in csv.DictReader(file) if row["postbacks"] == "0" and row["est_install_date"] != "")
     return count
 
@@ -743,9 +746,9 @@ def check_rollup_sums(checks, swift_out):
             merged = merged or len(rows) < len(detail)
             checks.check(sums(rows, measures) == sums(detail, measures) and len(rows) <= len(detail),
                          f"{rollup['table']}/dt={day}: every measure's sum per currency is the detail table's ({len(rows)} of {len(detail)} rows)")
-        development = read("campaign_daily_development", day)
+        development = read(published_schema.CAMPAIGN_DAILY_DEVELOPMENT, day)
         checks.check(sum(int(r["postbacks"]) for r in development) == sum(int(r["development_postbacks"]) for r in every_detail_row),
-                     f"campaign_daily_development/dt={day}: its postbacks are the detail table's development postbacks")
+                     f"{published_schema.CAMPAIGN_DAILY_DEVELOPMENT}/dt={day}: its postbacks are the detail table's development postbacks")
     checks.check(merged, "a rollup merged detail rows (the grouping was exercised)")
 
 
@@ -779,7 +782,7 @@ def check_coverage(checks, swift_out):
         "development postbacks decoded in campaign_daily_development": any(
             row["revenue_est_sum"] != "" and row["postbacks"] != "0"
             for day in range_days()
-            for row in csv.DictReader(open(f"{swift_out}/campaign_daily_development/dt={day.isoformat()}/part-00000.csv", newline=""))),
+            for row in csv.DictReader(open(f"{swift_out}/{published_schema.CAMPAIGN_DAILY_DEVELOPMENT}/dt={day.isoformat()}/part-00000.csv", newline=""))),
         "same-day and earlier-day duplicates": totals["duplicates_same_day"] > 0 and totals["duplicates_of_earlier_days"] > 0,
         "ties broken by writer and by line": having(country_code="FIRST") and having(country_code="EARLY")
         and any(r["country_code"].startswith("TIE-rx2") for r in rows),
