@@ -174,7 +174,7 @@ def main():
     con.execute(f"CREATE TEMP TABLE detail AS {rest} {decoded('g.postbacks', False)}")
     con.execute(f"CREATE TEMP TABLE development AS {rest} {decoded('g.development_postbacks', True)}")
     con.execute("DROP TABLE located")
-    outputs = {"postback_detail_daily": f"SELECT dt, {', '.join(DETAIL)} FROM detail"}
+    outputs = {published_schema.POSTBACK_DETAIL_DAILY: f"SELECT dt, {', '.join(DETAIL)} FROM detail"}
     outputs.update({name: rollup_select("detail", kept) for name, kept in ROLLUPS.items()})
     outputs[published_schema.CAMPAIGN_DAILY_DEVELOPMENT] = rollup_select("development", CAMPAIGN_KEPT)
     for name, query in outputs.items():

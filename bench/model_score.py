@@ -59,7 +59,7 @@ SELECT CAST(dt AS VARCHAR) AS dt, app_id, ad_network_id, coalesce(source_identif
        {log_p_zero} AS log_p_zero,
        bool_or(coalesce(modeled_note, '') <> '') AS unmodeled,
        bool_or(modeled_null_revenue_est IS NULL AND coalesce(modeled_note, '') = '') AS blank
-FROM read_csv('{tables}/campaign_daily/dt=*/part-00000.csv', hive_partitioning = true, all_varchar = true, header = true)
+FROM read_csv('{tables}/{campaign_daily}/dt=*/part-00000.csv', hive_partitioning = true, all_varchar = true, header = true)
 WHERE currency IS NOT NULL AND CAST(postbacks AS BIGINT) > 0
 GROUP BY ALL;
 CREATE TABLE truth AS
@@ -108,7 +108,7 @@ def score(tables, truth, label):
     source = f"read_csv('{tables}/{published_schema.CAMPAIGN_DAILY}/dt=*/part-00000.csv', hive_partitioning = true, all_varchar = true, header = true)"
     header = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
     log_p_zero = "sum(CAST(modeled_null_log_p_zero AS DOUBLE))" if "modeled_null_log_p_zero" in header else "CAST(NULL AS DOUBLE)"
-    con.execute(KEYED.format(tables=tables, truth=truth, log_p_zero=log_p_zero))
+    con.execute(KEYED.format(tables=tables, campaign_daily=published_schema.CAMPAIGN_DAILY, truth=truth, log_p_zero=log_p_zero))
     failures = []
     mismatched = con.execute("""SELECT count(*) FROM joined WHERE coalesce(winning, 0) <> coalesce(true_postbacks, 0)
                                 OR coalesce(nulls, 0) <> coalesce(true_nulls, 0)""").fetchone()[0]

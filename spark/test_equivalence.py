@@ -64,7 +64,7 @@ def documented_cohort_types():
     """The cohort columns' declared types, from the contract: docs/aggregate.md's CREATE TABLE block."""
     with open(os.path.join(ROOT, "docs", "aggregate.md"), encoding="utf-8") as file:
         text = file.read()
-    block = text[text.index("CREATE TABLE campaign_cohort_daily ("):]
+    block = text[text.index(f"CREATE TABLE {published_schema.CAMPAIGN_COHORT_DAILY} ("):]
     block = block[block.index("(") + 1:block.index("\n);")]
     return {name: declared for name, declared in (line.strip().rstrip(",").split(" ", 1) for line in block.splitlines() if line.strip())
             if name != "dt"}
@@ -539,7 +539,7 @@ def compare_cohorts(checks, swift_out, spark_out):
                 entry["path"] = "agg/" + entry["path"][len(spark_out) + 1:]
             # A file with modeled columns (a cohort file, or a campaign_daily file it read) is compared above,
             # the modeled cells within MODEL_RELATIVE: its size and SHA-256 may differ in their last bits.
-            if entry.get("table") in COHORT_TABLES or "/campaign_daily/" in entry.get("path", ""):
+            if entry.get("table") in COHORT_TABLES or f"/{published_schema.CAMPAIGN_DAILY}/" in entry.get("path", ""):
                 entry.pop("bytes", None)
                 entry.pop("sha256", None)
         return manifest
@@ -602,7 +602,7 @@ def zero_postback_rows(out):
     import csv
 
     count = 0
-    for directory in sorted(os.listdir(f"{out}/campaign_daily")):
+    for directory in sorted(os.listdir(f"{out}/{published_schema.CAMPAIGN_DAILY}")):
         with open(f"{out}/{published_schema.CAMPAIGN_DAILY}/{directory}/part-00000.csv", newline="") as file:
             count += sum(1 for row in csv.DictReader(file) if row["postbacks"] == "0" and row["est_install_date"] != "")
     return count
