@@ -64,8 +64,9 @@ package enum ReportGenerator {
         var development: ReportModel
         do {
             development = try loader.load(from: request.from, to: request.to)
-        } catch .noAggregates {
+        } catch {
             // No day has the table (published before it existed): an empty development page that says why.
+            guard error.code == .noAggregates else { throw error }
             development = ReportModel(from: request.from, to: request.to)
         }
         development.adoptSideCounts(of: production)

@@ -465,6 +465,7 @@ import Testing
             _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10", to: "2026-03-10")
             Issue.record("a damaged segment was counted")
         } catch let error as AggregationError {
+            #expect(error.code == .damagedSegment && error.path == path, "\(error)")
             #expect(error.description.contains("\(path) is damaged"), "\(error)")
             #expect(error.description.contains("Restore the file from the object store's copy"), "\(error)")
         }
@@ -549,10 +550,7 @@ import Testing
             _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10")
             Issue.record("ran while another run held the lock")
         } catch let error as AggregationError {
-            guard case .locked = error else {
-                Issue.record("\(error)")
-                return
-            }
+            #expect(error.code == .locked && error.path?.hasSuffix("/agg/.lock") == true, "\(error)")
         }
         withExtendedLifetime(holder) {}
     }

@@ -176,6 +176,7 @@ import Testing
             _ = try ConversionSchema(json: Array(testCase.json.utf8), file: "bad.json")
             Issue.record("accepted a bad schema: \(testCase.json)")
         } catch {
+            #expect(error.code == .schema && error.path == "bad.json")
             #expect(error.problems.contains { $0.contains(testCase.expected) }, "got: \(error.problems)")
             #expect(error.description.hasPrefix("bad.json:"))
         }
@@ -194,7 +195,7 @@ import Testing
 
     @Test func rejectsInvalidJSON() {
         for text in ["", "{", #"{"a": 1, "a": 2}"#, "[1]", "{\"schema_id\": \"x\"} trailing"] {
-            #expect(throws: SchemaError.self, "\(text)") { try ConversionSchema(json: Array(text.utf8), file: "j.json") }
+            #expect(throws: AggregationError.self, "\(text)") { try ConversionSchema(json: Array(text.utf8), file: "j.json") }
         }
         #expect((try? ConversionSchema(json: Array(#"{"a": 1, "a": 2}"#.utf8), file: "j.json")) == nil)
     }
@@ -218,13 +219,13 @@ import Testing
         do {
             _ = try catalog(a, b)
             Issue.record("accepted overlapping periods")
-        } catch let error as SchemaError {
+        } catch let error as AggregationError {
             #expect(error.problems.first?.contains("both decode app 5 on 2026-03-01") == true, "\(error.problems)")
         }
         do {
             _ = try catalog(a, c)
             Issue.record("accepted a repeated schema id")
-        } catch let error as SchemaError {
+        } catch let error as AggregationError {
             #expect(error.problems.first?.contains("schema_id \"a\" is used by both") == true)
         }
         let bounded =
@@ -238,7 +239,7 @@ import Testing
             #"{"schema_id": "a", "app_id": 5, "effective_from": "2026-01-01", "currency": "USD", "windows": {}}"#, to: "6/a.json")
         try directory.write("notes", to: "README.md")
         try directory.write("notes", to: "6/README.txt")
-        #expect(throws: SchemaError.self) { try SchemaCatalog.load(directory: directory.path) }
+        #expect(throws: AggregationError.self) { try SchemaCatalog.load(directory: directory.path) }
         do {
             _ = try SchemaCatalog.load(directory: directory.path)
         } catch {
@@ -259,6 +260,6 @@ import Testing
         #expect((try? SchemaCatalog.load(directory: directory.path)) == nil, "a directory that is not an app id")
         try FileManager.default.removeItem(atPath: directory.path + "/campaigns")
         #expect(try SchemaCatalog.load(directory: directory.path).schemas.map(\.schemaID) == ["a"])
-        #expect(throws: SchemaError.self) { try SchemaCatalog.load(directory: directory.path + "/missing") }
+        #expect(throws: AggregationError.self) { try SchemaCatalog.load(directory: directory.path + "/missing") }
     }
 }

@@ -125,8 +125,9 @@ import Testing
     func theFiguresMatchAnIndependentComputation(_ store: TemporaryDirectory) throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
-        let script = try String(
-            contentsOfFile: Fixtures.root.appendingPathComponent("scripts/flow_check.py").path, encoding: .utf8)
+        let path = Fixtures.root.appendingPathComponent("scripts/flow_check.py").path
+        // Run as the file would be: it finds spark/published_schema.py beside its own directory.
+        let script = "__file__ = \(String(reflecting: path))\n" + (try String(contentsOfFile: path, encoding: .utf8))
         func reference(_ day: Int, _ network: Network) throws -> [String: Any] {
             let answer = try VenvPython.run(
                 script: script, arguments: [store.path, Self.date(day), Self.app, network.id, "--environment", "development"])
@@ -208,6 +209,15 @@ import Testing
         #expect(
             result.stderr.contains("2026-04-02 is not published: no \(store.path)/agg/_manifests/dt=2026-04-02.json")
                 && result.stderr.contains("run 'postback aggregate --date 2026-04-02' first"), "\(result.stderr)")
+        // The library says it by code, with the day and the manifest it looked for.
+        let day = try #require(UTCDay("2026-04-02"))
+        #expect {
+            try FlowCheck.run(FlowCheck.Request(dataDirectory: store.path, day: day, environment: .production))
+        } throws: { error in
+            guard let error = error as? ReportError else { return false }
+            return error.code == .notPublished && error.day == day
+                && error.path == "\(store.path)/agg/_manifests/dt=2026-04-02.json"
+        }
     }
 }
 

@@ -93,8 +93,8 @@ import Testing
         #expect {
             _ = try Self.read(bytes: bytes)
         } throws: { error in
-            guard case .malformed(_, let line, let message) = error as? ReportError else { return false }
-            return line == 1 && (reason.isEmpty ? message.contains("UTF-8") : message == reason)
+            guard let error = error as? ReportError, error.code == .malformed else { return false }
+            return error.line == 1 && (reason.isEmpty ? error.reason.contains("UTF-8") : error.reason == reason)
         }
     }
 

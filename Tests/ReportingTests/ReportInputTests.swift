@@ -173,8 +173,9 @@ import Testing
         #expect {
             try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01"))
         } throws: { error in
-            guard case .malformed(let path, let errorLine, let message) = error as? ReportError else { return false }
-            return path.hasSuffix("dt=2026-03-01/part-00000.csv") && errorLine == line && message.contains(reason)
+            guard let error = error as? ReportError, error.code == .malformed else { return false }
+            return error.path?.hasSuffix("dt=2026-03-01/part-00000.csv") == true && error.line == line
+                && error.reason.contains(reason)
         }
     }
 
@@ -183,7 +184,11 @@ import Testing
         try writeDay(store, day: "2026-03-01", csv: Self.header + "\n", rows: 0, format: 4)
         #expect {
             try ReportGenerator.generate(store.request(from: "2026-03-01", to: "2026-03-01"))
-        } throws: { error in "\(error)".contains("manifest format 4 is not one this postback reads (1 to 3)") }
+        } throws: { error in
+            guard let error = error as? ReportError, error.code == .malformed else { return false }
+            return error.path?.hasSuffix("_manifests/dt=2026-03-01.json") == true
+                && error.reason.contains("manifest format 4 is not one this postback reads (1 to 3)")
+        }
     }
 
     @Test func anUnwritableOutputIsAnIOError() throws {
@@ -192,8 +197,8 @@ import Testing
             try ReportGenerator.generate(
                 store.request(from: TestStore.first, to: TestStore.last, out: store.path("no/such/dir/report.html")))
         } throws: { error in
-            guard case .io(let path, let message) = error as? ReportError else { return false }
-            return path.contains("no/such/dir/") && message.contains("open failed")
+            guard let error = error as? ReportError, error.code == .io else { return false }
+            return error.path?.contains("no/such/dir/") == true && error.reason.contains("open failed")
         }
     }
 

@@ -108,7 +108,7 @@ package enum CohortBuilder {
                 do {
                     bytes = try FileBytes.read(path: path, limit: 1 << 30)
                     spendRows += try SpendRow.readStored(bytes, path: path)
-                } catch let error as SpendError {
+                } catch let error as AggregationError {
                     throw .usage(error.description)
                 } catch {
                     throw .usage("\(path): cannot read it: \(error)")

@@ -12,26 +12,26 @@ extension ConversionSchema {
     ///
     /// - Throws: `SchemaError` listing every problem found (unknown keys, wrong types, overlapping
     ///   values, bad ranges or dates, inheritance cycles…), each with its path in the document.
-    package init(json bytes: [UInt8], file: String) throws(SchemaError) {
+    package init(json bytes: [UInt8], file: String) throws(AggregationError) {
         let document: JSONValue
         do {
             document = try StrictJSONParser.parse(bytes, maximumDepth: 32)
         } catch {
-            throw SchemaError(file: file, problems: ["not valid JSON: \(error.described(in: bytes))"])
+            throw AggregationError.schema(file: file, problems: ["not valid JSON: \(error.described(in: bytes))"])
         }
         let log = ProblemLog()
         let schema = Self.read(document, file: file, digest: SHA256.hash(bytes).description, log: log)
-        guard log.isEmpty, let schema else { throw SchemaError(file: file, problems: log.problems) }
+        guard log.isEmpty, let schema else { throw AggregationError.schema(file: file, problems: log.problems) }
         self = schema
     }
 
     /// Reads a schema file from disk.
-    package init(contentsOf path: String) throws(SchemaError) {
+    package init(contentsOf path: String) throws(AggregationError) {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: path, limit: 4 << 20)
         } catch {
-            throw SchemaError(file: path, problems: [error.message])
+            throw AggregationError.schema(file: path, problems: [error.message])
         }
         try self.init(json: bytes, file: path)
     }

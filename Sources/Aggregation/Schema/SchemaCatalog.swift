@@ -18,7 +18,7 @@ package struct SchemaCatalog: Sendable {
 
     /// Checks that schema ids are unique and that no two schemas of one app claim the same day for the
     /// same protocol and conversion type.
-    package init(schemas: [ConversionSchema], origin: String = "schemas") throws(SchemaError) {
+    package init(schemas: [ConversionSchema], origin: String = "schemas") throws(AggregationError) {
         let sorted = schemas.sorted { ($0.appID, $0.effectiveFrom, $0.schemaID) < ($1.appID, $1.effectiveFrom, $1.schemaID) }
         var problems: [String] = []
         var seenIDs: [String: String] = [:]
@@ -41,7 +41,7 @@ package struct SchemaCatalog: Sendable {
                 }
             }
         }
-        guard problems.isEmpty else { throw SchemaError(file: origin, problems: problems) }
+        guard problems.isEmpty else { throw AggregationError.schema(file: origin, problems: problems) }
         self.schemas = sorted
         self.indicesByApp = byApp
     }
@@ -53,17 +53,17 @@ package struct SchemaCatalog: Sendable {
     /// schema yet is an empty catalog.
     ///
     /// - Throws: `SchemaError` naming each bad file and each problem in it.
-    package static func load(directory: String, allowingEmpty: Bool = false) throws(SchemaError) -> SchemaCatalog {
+    package static func load(directory: String, allowingEmpty: Bool = false) throws(AggregationError) -> SchemaCatalog {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw SchemaError(file: directory, problems: ["is not a directory"])
+            throw AggregationError.schema(file: directory, problems: ["is not a directory"])
         }
         let apps: [String]
         do {
             apps = try manager.contentsOfDirectory(atPath: directory).sorted()
         } catch {
-            throw SchemaError(file: directory, problems: ["cannot be listed: \(error.localizedDescription)"])
+            throw AggregationError.schema(file: directory, problems: ["cannot be listed: \(error.localizedDescription)"])
         }
         var schemas: [ConversionSchema] = []
         var problems: [String] = []
@@ -104,7 +104,7 @@ package struct SchemaCatalog: Sendable {
             // with no schemas; publishing with it would turn every decoded row into `no_schema`.
             problems.append("holds no schemas: expected \(Self.layoutHint(directory)) (see docs/aggregate.md)")
         }
-        guard problems.isEmpty else { throw SchemaError(file: directory, problems: problems) }
+        guard problems.isEmpty else { throw AggregationError.schema(file: directory, problems: problems) }
         return try SchemaCatalog(schemas: schemas, origin: directory)
     }
 

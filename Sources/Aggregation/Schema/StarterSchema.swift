@@ -20,7 +20,7 @@ package enum StarterSchema {
     /// published `campaign_daily` and `campaign_daily_development` files of `store` hold for `appID`.
     ///
     /// - Throws: `SchemaError` naming the store or the file that cannot be read.
-    package static func networksSeen(store: String, appID: Int64) throws(SchemaError) -> [String: Network] {
+    package static func networksSeen(store: String, appID: Int64) throws(AggregationError) -> [String: Network] {
         let root = StoreLayout(root: store).root
         // Production and development postbacks alike: a team testing with its own keys names its campaigns too.
         let paths = [AggregateTables.campaignDaily, AggregateTables.campaignDailyDevelopment].flatMap { table in
@@ -29,7 +29,7 @@ package enum StarterSchema {
             return days.filter { $0.hasPrefix("dt=") }.sorted().map { "\(directory)/\($0)/part-00000.csv" }
         }
         guard !paths.isEmpty else {
-            throw SchemaError(
+            throw AggregationError.schema(
                 file: store,
                 problems: [
                     "has no published \(AggregateTables.campaignDaily) (\(root)/agg/\(AggregateTables.campaignDaily)): "
@@ -42,15 +42,15 @@ package enum StarterSchema {
             let records: [UserCSV.Record]
             do {
                 records = try UserCSV(FileBytes.read(path: path)).records
-            } catch let error as UserCSV.Malformed {
-                throw SchemaError(file: "\(path):\(error.line)", problems: [error.problem])
+            } catch let error as AggregationError where error.code == .malformedCSV {
+                throw AggregationError.schema(file: "\(path):\(error.line.map(String.init) ?? "")", problems: [error.reason])
             } catch {
-                throw SchemaError(file: path, problems: ["cannot be read: \(error)"])
+                throw AggregationError.schema(file: path, problems: ["cannot be read: \(error)"])
             }
             guard let header = records.first?.fields else { continue }
-            func column(_ name: String) throws(SchemaError) -> Int {
+            func column(_ name: String) throws(AggregationError) -> Int {
                 guard let index = header.firstIndex(of: name) else {
-                    throw SchemaError(file: path, problems: ["has no \(name) column"])
+                    throw AggregationError.schema(file: path, problems: ["has no \(name) column"])
                 }
                 return index
             }

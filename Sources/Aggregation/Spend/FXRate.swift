@@ -77,37 +77,37 @@ package struct FXTable: Sendable {
 
     init() {}
 
-    package init(bytes: [UInt8], name: String) throws(SpendError) {
+    package init(bytes: [UInt8], name: String) throws(AggregationError) {
         let csv: UserCSV
         do {
             csv = try UserCSV(bytes)
         } catch {
-            throw SpendError("\(name):\(error.line): \(error.problem)")
+            throw AggregationError.spend(file: name, csv: error)
         }
         let expected = ["date", "from", "to", "rate"]
         guard let header = csv.records.first, header.fields.map(\.trimmingASCIISpaces) == expected else {
-            throw SpendError(
+            throw AggregationError.spend(
                 "\(name):1: the header must be date,from,to,rate (one 'from' is 'rate' 'to', e.g. 2026-03-10,USD,EUR,0.9234)")
         }
         for record in csv.records.dropFirst() {
             guard record.fields.count == 4 else {
-                throw SpendError("\(name):\(record.line): 4 fields expected (date,from,to,rate)")
+                throw AggregationError.spend("\(name):\(record.line): 4 fields expected (date,from,to,rate)")
             }
             let fields = record.fields.map(\.trimmingASCIISpaces)
             guard let date = UTCDay(fields[0]) else {
-                throw SpendError("\(name):\(record.line):1: '\(fields[0])' is not a day (YYYY-MM-DD)")
+                throw AggregationError.spend("\(name):\(record.line):1: '\(fields[0])' is not a day (YYYY-MM-DD)")
             }
             for column in 1...2 where !CurrencyCode.isKnown(fields[column]) {
-                throw SpendError(
+                throw AggregationError.spend(
                     "\(name):\(record.line):\(column + 1): '\(fields[column])' is not an ISO 4217 code (e.g. EUR, USD)")
             }
             guard let rate = FXRate(decimal: fields[3]) else {
-                throw SpendError(
+                throw AggregationError.spend(
                     "\(name):\(record.line):4: rate '\(fields[3])' is not a positive decimal with at most ten decimals")
             }
             let pair = Pair(date: date, from: fields[1], to: fields[2])
             guard rates[pair] == nil else {
-                throw SpendError("\(name):\(record.line): a second rate for \(fields[1])->\(fields[2]) on \(date)")
+                throw AggregationError.spend("\(name):\(record.line): a second rate for \(fields[1])->\(fields[2]) on \(date)")
             }
             rates[pair] = rate
         }

@@ -11,45 +11,45 @@ package enum SpendFile {
 
     /// - Parameter catalog: the schemas that name campaigns; nil when none were given (a `campaign`
     ///   name is then refused, and ids stay as they are).
-    package static func rows(_ bytes: [UInt8], name: String, catalog: SchemaCatalog?) throws(SpendError) -> [SpendRow] {
+    package static func rows(_ bytes: [UInt8], name: String, catalog: SchemaCatalog?) throws(AggregationError) -> [SpendRow] {
         let csv: UserCSV
         do {
             csv = try UserCSV(bytes)
         } catch {
-            throw SpendError("\(name):\(error.line): \(error.problem)")
+            throw AggregationError.spend(file: name, csv: error)
         }
         guard let header = csv.records.first else {
-            throw SpendError("\(name): is empty: a spend file starts with a header row (\(example))")
+            throw AggregationError.spend("\(name): is empty: a spend file starts with a header row (\(example))")
         }
         var columnIndex: [String: Int] = [:]
         for (index, raw) in header.fields.enumerated() {
             let column = raw.trimmingASCIISpaces
             guard knownColumns.contains(column) else {
                 let hint = Suggestion.closest(to: column, in: knownColumns).map { ": did you mean '\($0)'?" } ?? ""
-                throw SpendError(
+                throw AggregationError.spend(
                     "\(name):\(header.line):\(index + 1): unknown column '\(column)'\(hint) (columns: \(knownColumns.joined(separator: ", ")))"
                 )
             }
             guard columnIndex[column] == nil else {
-                throw SpendError("\(name):\(header.line):\(index + 1): column '\(column)' appears twice")
+                throw AggregationError.spend("\(name):\(header.line):\(index + 1): column '\(column)' appears twice")
             }
             columnIndex[column] = index
         }
         for column in SpendRow.requiredColumns where columnIndex[column] == nil {
-            throw SpendError("\(name):\(header.line): no '\(column)' column: a spend file needs \(example)")
+            throw AggregationError.spend("\(name):\(header.line): no '\(column)' column: a spend file needs \(example)")
         }
         guard SpendRow.campaignColumns.contains(where: { columnIndex[$0] != nil }) else {
-            throw SpendError(
+            throw AggregationError.spend(
                 "\(name):\(header.line): no campaign column: add campaign_id (SKAdNetwork 1.0-3.0), source_identifier (4.0, AdAttributionKit) or campaign (a name of the app's schema)"
             )
         }
-        guard csv.records.count > 1 else { throw SpendError("\(name): holds a header but no spend row") }
+        guard csv.records.count > 1 else { throw AggregationError.spend("\(name): holds a header but no spend row") }
 
         var rows: [SpendRow] = []
         rows.reserveCapacity(csv.records.count - 1)
         for record in csv.records.dropFirst() {
             guard record.fields.count == header.fields.count else {
-                throw SpendError(
+                throw AggregationError.spend(
                     "\(name):\(record.line): \(record.fields.count) fields where the header has \(header.fields.count): quote a field that holds a comma"
                 )
             }
@@ -61,21 +61,21 @@ package enum SpendFile {
     static let example = "date, app_id, ad_network_id, campaign_id | source_identifier | campaign, spend, currency"
 
     private static func row(_ record: UserCSV.Record, columns: [String: Int], name: String, catalog: SchemaCatalog?)
-        throws(SpendError) -> SpendRow
+        throws(AggregationError) -> SpendRow
     {
         func text(_ column: String) -> String? {
             guard let index = columns[column] else { return nil }
             let value = record.fields[index].trimmingASCIISpaces
             return value.isEmpty ? nil : value
         }
-        func fail(_ column: String, _ problem: String) -> SpendError {
-            SpendError("\(name):\(record.line):\((columns[column] ?? 0) + 1): \(problem)")
+        func fail(_ column: String, _ problem: String) -> AggregationError {
+            AggregationError.spend("\(name):\(record.line):\((columns[column] ?? 0) + 1): \(problem)")
         }
-        func required(_ column: String) throws(SpendError) -> String {
+        func required(_ column: String) throws(AggregationError) -> String {
             guard let value = text(column) else { throw fail(column, "\(column) is empty: every row needs one") }
             return value
         }
-        func count(_ column: String) throws(SpendError) -> Int64? {
+        func count(_ column: String) throws(AggregationError) -> Int64? {
             guard let value = text(column) else { return nil }
             guard let number = nonNegativeInteger(value) else {
                 throw fail(column, "\(column) '\(value)' is not a whole number of 0 or more")

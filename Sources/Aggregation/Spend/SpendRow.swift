@@ -93,23 +93,17 @@ package struct SpendRow: Sendable, Hashable {
     }
 }
 
-/// A spend file that cannot be imported: where and why, and what to do.
-package struct SpendError: Error, CustomStringConvertible, Sendable {
-    package var description: String
-    package init(_ description: String) { self.description = description }
-}
-
 extension SpendRow {
     /// The rows of a stored day file (`SpendStore.dayFile`), which `spend import` wrote and checked.
-    package static func readStored(_ bytes: [UInt8], path: String) throws(SpendError) -> [SpendRow] {
+    package static func readStored(_ bytes: [UInt8], path: String) throws(AggregationError) -> [SpendRow] {
         let csv: UserCSV
         do {
             csv = try UserCSV(bytes)
         } catch {
-            throw SpendError("\(path):\(error.line): \(error.problem)")
+            throw AggregationError.spend(file: path, csv: error)
         }
         guard let header = csv.records.first, header.fields == storedColumns else {
-            throw SpendError(
+            throw AggregationError.spend(
                 "\(path): not a stored spend file (its header is not \(storedColumns.joined(separator: ","))): import the network's file again"
             )
         }
@@ -119,7 +113,7 @@ extension SpendRow {
             guard f.count == storedColumns.count, let date = f[0].flatMap(UTCDay.init), let app = f[1].flatMap({ Int64($0) }),
                 let network = f[2], let spend = f[6].flatMap({ Money(decimal: $0) }), let currency = f[7]
             else {
-                throw SpendError("\(path):\(record.line): not a stored spend row: import the network's file again")
+                throw AggregationError.spend("\(path):\(record.line): not a stored spend row: import the network's file again")
             }
             rows.append(
                 SpendRow(

@@ -51,9 +51,9 @@ package struct SpendStore: Sendable {
     /// Checks every row of every file, then replaces the source's days the files cover.
     package func importFiles(
         _ files: [InputFile], source: String, catalog: SchemaCatalog?, now: UTCTimestamp
-    ) throws(SpendError) -> ImportResult {
+    ) throws(AggregationError) -> ImportResult {
         guard Self.isValidSource(source) else {
-            throw SpendError(
+            throw AggregationError.spend(
                 "--source '\(source)' is not a source name: letters, digits, '.', '_' and '-' (e.g. network-a), not starting with '.' or '_'"
             )
         }
@@ -117,7 +117,7 @@ package struct SpendStore: Sendable {
 
     /// Finishes imports a crash interrupted after their commit marker and removes the others. Runs under
     /// the spend lock; when another import holds it, does nothing (that import finishes its own).
-    package func recover() throws(SpendError) {
+    package func recover() throws(AggregationError) {
         guard FileManager.default.fileExists(atPath: stagingRoot) else { return }
         let lock: FileLock
         do {
@@ -129,20 +129,20 @@ package struct SpendStore: Sendable {
         try finishStagedImports()
     }
 
-    private func lockStore() throws(SpendError) -> FileLock {
+    private func lockStore() throws(AggregationError) -> FileLock {
         try system { () throws(SystemCallError) in try DurableFile.makeDirectories(root) }
         do {
             return try FileLock(path: root + "/.lock")
         } catch {
             switch error {
             case .heldElsewhere:
-                throw SpendError("\(root)/.lock is held: another 'postback spend import' is running on this store")
-            case .system(let failure): throw SpendError(failure.description)
+                throw AggregationError.spend("\(root)/.lock is held: another 'postback spend import' is running on this store")
+            case .system(let failure): throw AggregationError.spend(failure.description)
             }
         }
     }
 
-    private func finishStagedImports() throws(SpendError) {
+    private func finishStagedImports() throws(AggregationError) {
         let staged = ((try? FileManager.default.contentsOfDirectory(atPath: stagingRoot)) ?? []).sorted()
         for id in staged {
             let staging = "\(stagingRoot)/\(id)"
@@ -157,7 +157,7 @@ package struct SpendStore: Sendable {
 
     /// Moves a committed staging directory's day files into place (each a rename, then its directory
     /// synced), then removes the directory: safe to run again after a crash at any point.
-    private func finish(staging: String) throws(SpendError) {
+    private func finish(staging: String) throws(AggregationError) {
         let entries = ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).filter { $0.hasPrefix("dt=") }
         try system { () throws(SystemCallError) in
             for partition in entries.sorted() {
@@ -189,11 +189,11 @@ package struct SpendStore: Sendable {
             .sorted()
     }
 
-    private func system<R>(_ body: () throws(SystemCallError) -> R) throws(SpendError) -> R {
+    private func system<R>(_ body: () throws(SystemCallError) -> R) throws(AggregationError) -> R {
         do {
             return try body()
         } catch {
-            throw SpendError(error.description)
+            throw AggregationError.spend(error.description)
         }
     }
 }

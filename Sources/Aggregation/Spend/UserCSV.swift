@@ -12,14 +12,9 @@ package struct UserCSV: Sendable {
         package var fields: [String]
     }
 
-    package struct Malformed: Error, Sendable {
-        package var line: Int
-        package var problem: String
-    }
-
     package let records: [Record]
 
-    package init(_ bytes: [UInt8]) throws(Malformed) {
+    package init(_ bytes: [UInt8]) throws(AggregationError) {
         var records: [Record] = []
         var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var line = 1
@@ -28,17 +23,17 @@ package struct UserCSV: Sendable {
         var recordLine = 1
         var inQuotes = false
         var wasQuoted = false
-        func endField() throws(Malformed) {
+        func endField() throws(AggregationError) {
             // A neutralised cell (`SpreadsheetCell`, as the stored spend files and spreadsheets write one): without its `'`.
             if wasQuoted, SpreadsheetCell.isNeutralised(field) { field.removeFirst() }
             guard let text = String(validating: field, as: UTF8.self) else {
-                throw Malformed(line: line, problem: "not UTF-8 text")
+                throw .malformedCSV(line: line, problem: "not UTF-8 text")
             }
             fields.append(text)
             field.removeAll(keepingCapacity: true)
             wasQuoted = false
         }
-        func endRecord() throws(Malformed) {
+        func endRecord() throws(AggregationError) {
             try endField()
             // A blank line is no record.
             if !(fields.count == 1 && fields[0].isEmpty) { records.append(Record(line: recordLine, fields: fields)) }
@@ -72,17 +67,17 @@ package struct UserCSV: Sendable {
                 recordLine = line
             case UInt8(ascii: "\""):
                 guard field.isEmpty, !wasQuoted else {
-                    throw Malformed(
+                    throw .malformedCSV(
                         line: line, problem: "a quote inside an unquoted field (quote the whole field, doubling inner quotes)")
                 }
                 inQuotes = true
                 wasQuoted = true
             default:
-                if wasQuoted { throw Malformed(line: line, problem: "text after a closing quote") }
+                if wasQuoted { throw .malformedCSV(line: line, problem: "text after a closing quote") }
                 field.append(byte)
             }
         }
-        if inQuotes { throw Malformed(line: recordLine, problem: "a quoted field is never closed") }
+        if inQuotes { throw .malformedCSV(line: recordLine, problem: "a quoted field is never closed") }
         if !field.isEmpty || !fields.isEmpty || wasQuoted { try endRecord() }
         self.records = records
     }

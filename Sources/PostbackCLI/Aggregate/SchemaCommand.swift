@@ -114,7 +114,8 @@ enum SchemaCommand {
         let networks: [String: StarterSchema.Network]
         do {
             networks =
-                try store.map { (store) throws(SchemaError) in try StarterSchema.networksSeen(store: store, appID: appID) } ?? [:]
+                try store.map { (store) throws(AggregationError) in try StarterSchema.networksSeen(store: store, appID: appID) }
+                ?? [:]
         } catch {
             io.printError("postback schema init: \(error)")
             return .usageOrIOError

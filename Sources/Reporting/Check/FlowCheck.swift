@@ -67,36 +67,19 @@ package enum FlowCheck {
         }
     }
 
-    /// Why the check could not run (exit 2).
-    package enum Failure: Error, CustomStringConvertible, Equatable {
-        case notPublished(path: String, day: UTCDay)
-        case leftOut(day: UTCDay, reason: String)
-        case partial(day: UTCDay)
-        case report(ReportError)
-
-        package var description: String {
-            switch self {
-            case .notPublished(let path, let day):
-                "\(day) is not published: no \(path) (run 'postback aggregate --date \(day)' first)"
-            case .leftOut(let day, let reason): "\(day) cannot be read: \(reason)"
-            case .partial(let day):
-                "\(day) was aggregated before the day was over (partial): run 'postback aggregate --date \(day)' again once it is over"
-            case .report(let error): error.description
-            }
-        }
-    }
-
-    package static func run(_ request: Request) throws(Failure) -> Result {
+    /// Why it could not run (exit 2): `ReportError`'s `notPublished`, `leftOut`, `partial`, or what the
+    /// days could not be read for.
+    package static func run(_ request: Request) throws(ReportError) -> Result {
         let loader = AggregateLoader(dataDirectory: request.dataDirectory, table: request.environment.table)
         var history = FlowHistory()
         var complete: [UTCDay] = []
         do {
             switch try loader.loadDay(request.day, into: &history) {
-            case .missing: throw Failure.notPublished(path: loader.layout.manifest(day: request.day), day: request.day)
-            case .leftOut(let reason): throw Failure.leftOut(day: request.day, reason: reason)
+            case .missing: throw ReportError.notPublished(path: loader.layout.manifest(day: request.day), day: request.day)
+            case .leftOut(let reason): throw ReportError.leftOut(day: request.day, reason: reason)
             case .included, .empty: break
             }
-            guard !history.partialDays.contains(request.day) else { throw Failure.partial(day: request.day) }
+            guard !history.partialDays.contains(request.day) else { throw ReportError.partial(day: request.day) }
             for age in stride(from: request.historyDays, through: 1, by: -1) {
                 let day = request.day.adding(days: -age)
                 switch try loader.loadDay(day, into: &history) {
@@ -106,12 +89,10 @@ package enum FlowCheck {
                 case .missing, .leftOut: history.days[day] = nil
                 }
             }
-        } catch let failure as Failure {
-            throw failure
         } catch let error as ReportError {
-            throw .report(error)
+            throw error
         } catch {
-            throw .report(.io(path: request.dataDirectory, message: "\(error)"))
+            throw .io(path: request.dataDirectory, message: "\(error)")
         }
         return judge(history, day: request.day, historyDays: complete, environment: request.environment)
     }
