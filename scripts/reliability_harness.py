@@ -338,8 +338,7 @@ def parse_record(line):
 
 
 # The tables `postback aggregate` publishes (AggregateTables.all): the checks compare every one.
-AGGREGATE_TABLES = (published_schema.POSTBACK_DETAIL_DAILY, published_schema.CAMPAIGN_DAILY, published_schema.PUBLISHER_DAILY, published_schema.COUNTRY_DAILY, published_schema.CAMPAIGN_EVENTS_DAILY,
-                    published_schema.CAMPAIGN_DAILY_DEVELOPMENT)
+AGGREGATE_TABLES = tuple(published_schema.DAY_TABLES)
 
 
 def aggregate(binary, data_dir, days, schemas=None):
