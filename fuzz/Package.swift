@@ -16,9 +16,10 @@ let package = Package(
         .target(name: "Postbacks", dependencies: ["Basics", "PostbackCrypto", "Locking"]),
         .target(name: "PostbackStore", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "Locking"]),
         .target(name: "Parquet", dependencies: ["Basics", "CZstd"]),
+        .target(name: "AggregateSchema", dependencies: ["Basics", "Parquet"]),
         .target(
             name: "Aggregation",
-            dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet"]),
+            dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet", "AggregateSchema"]),
         .executableTarget(name: "FuzzPostbackBody", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzJWS", dependencies: ["Postbacks"]),
         .executableTarget(name: "FuzzSchema", dependencies: ["Aggregation", "Postbacks"]),
