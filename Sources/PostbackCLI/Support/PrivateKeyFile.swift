@@ -28,7 +28,7 @@ enum PrivateKeyFile {
         }
         do {
             return try ECDSAPrivateKey(pemRepresentation: text)
-        } catch let error as CryptoError where error.isEncryptedKey {
+        } catch let error as CryptoError where error.code == .encryptedKey {
             throw UsageError(
                 "\(option) \(path): the key is encrypted; postback needs an unencrypted PKCS #8 or SEC1 key readable by "
                     + "its owner only: openssl pkey -in \(path) -out KEY.pem, then chmod 600 KEY.pem")
