@@ -25,10 +25,10 @@ package final class ObjectStoreDestination: DeliveryDestination, @unchecked Send
             try client.putFile(
                 relativeKey: segment.relativePath, path: segment.path, size: segment.size,
                 checksumSHA256: checksum, createOnly: true)
-        } catch .alreadyExists {
+        } catch let error as ClientError where error.code == .alreadyExists {
             try Self.compareExisting(client: client, segment: segment, sha256: sha256, checksum: checksum).get()
         } catch {
-            throw DeliveryFailure(.retry, error.description)
+            throw DeliveryFailure(.retry, "\(error)")
         }
     }
 
@@ -59,7 +59,7 @@ package final class ObjectStoreDestination: DeliveryDestination, @unchecked Send
                 : .failure(
                     DeliveryFailure(.conflict, "\(key) already exists with different bytes; not overwritten, local segment kept"))
         } catch {
-            return .failure(DeliveryFailure(.retry, error.description))
+            return .failure(DeliveryFailure(.retry, "\(error)"))
         }
     }
 }

@@ -46,7 +46,7 @@ package final class PartnerForwardDestination: ResumableDeliveryDestination, @un
         do {
             sender = try ForwardSender(settings: settings)
         } catch {
-            throw DeliveryFailure(.retry, error.description)
+            throw DeliveryFailure(.retry, "\(error)")
         }
         deadLetters = DeadLetterSpool(root: root, destination: name, writerID: writerID)
         self.cursorIntervalSeconds = cursorIntervalSeconds

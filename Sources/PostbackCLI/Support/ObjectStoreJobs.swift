@@ -220,8 +220,8 @@ enum ObjectStoreJobs {
         defer { close(fd) }
         let hasher = SHA256Hasher()
         var writeError: SystemCallError? = nil
-        var received: Result<Bool, S3Error> = .success(true)
-        received = Result { () throws(S3Error) -> Bool in
+        var received: Result<Bool, any Error> = .success(true)
+        received = Result { () throws -> Bool in
             try client.get(relativeKey: key) { chunk in
                 hasher.update(chunk)
                 do throws(SystemCallError) { try FileDescriptorIO.writeAll(chunk, to: fd, path: path) } catch {
@@ -302,7 +302,7 @@ enum ObjectStoreJobs {
                         contentType: "application/json")
                     return Lease(client: client, bytes: bytes)
                 } catch {
-                    guard case .alreadyExists = error else { throw error }
+                    guard (error as? ClientError)?.code == .alreadyExists else { throw error }
                     let existing = try client.getBytes(relativeKey: ObjectStoreJobs.leaseKey) ?? []
                     let text = String(decoding: existing, as: UTF8.self)
                     let expires =
