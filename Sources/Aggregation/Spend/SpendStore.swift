@@ -119,27 +119,19 @@ package struct SpendStore: Sendable {
     /// the spend lock; when another import holds it, does nothing (that import finishes its own).
     package func recover() throws(SpendError) {
         guard FileManager.default.fileExists(atPath: stagingRoot) else { return }
-        let lock: FileLock
-        do {
-            lock = try FileLock(path: root + "/.lock")
-        } catch {
-            return
-        }
+        guard let lock = try? FileLock(path: root + "/.lock") else { return }
         defer { lock.release() }
         try finishStagedImports()
     }
 
     private func lockStore() throws(SpendError) -> FileLock {
         try system { () throws(SystemCallError) in try DurableFile.makeDirectories(root) }
-        do {
-            return try FileLock(path: root + "/.lock")
-        } catch {
-            switch error {
-            case .heldElsewhere:
-                throw SpendError("\(root)/.lock is held: another 'postback spend import' is running on this store")
-            case .system(let failure): throw SpendError(failure.description)
-            }
+        let lock: FileLock?
+        do { lock = try FileLock(path: root + "/.lock") } catch { throw SpendError(error.description) }
+        guard let lock else {
+            throw SpendError("\(root)/.lock is held: another 'postback spend import' is running on this store")
         }
+        return lock
     }
 
     private func finishStagedImports() throws(SpendError) {
