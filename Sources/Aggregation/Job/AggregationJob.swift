@@ -165,9 +165,9 @@ package final class AggregationJob: Sendable {
     /// partitions or clear each other's work directory. Released when the lock goes away (or the
     /// process dies: the kernel drops flocks with the descriptor).
     private static func lockStore(path: String) throws(AggregationError) -> FileLock {
-        let lock: FileLock?
-        do { lock = try FileLock(path: path) } catch { throw .system(error) }
-        guard let lock else { throw .locked(path: path) }
+        guard let lock = try AggregationError.onFailure({ () throws(SystemCallError) in try FileLock(path: path) }) else {
+            throw .locked(path: path)
+        }
         return lock
     }
 

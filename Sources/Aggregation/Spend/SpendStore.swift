@@ -126,9 +126,7 @@ package struct SpendStore: Sendable {
 
     private func lockStore() throws(SpendError) -> FileLock {
         try system { () throws(SystemCallError) in try DurableFile.makeDirectories(root) }
-        let lock: FileLock?
-        do { lock = try FileLock(path: root + "/.lock") } catch { throw SpendError(error.description) }
-        guard let lock else {
+        guard let lock = try system({ () throws(SystemCallError) in try FileLock(path: root + "/.lock") }) else {
             throw SpendError("\(root)/.lock is held: another 'postback spend import' is running on this store")
         }
         return lock
