@@ -21,9 +21,10 @@ package struct SealedSegment: Sendable, Equatable {
     }
 }
 
-/// Why a delivery did not happen.
+/// Why a delivery did not happen: a closed `code` (wait and retry, or a conflict an operator resolves),
+/// the message, and the wait the destination asked for. The delivery machinery's one error.
 package struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
-    package enum Kind: Sendable {
+    package enum Code: Sendable, Hashable {
         /// The destination is down, slow or refusing (also wrong credentials or a missing bucket:
         /// nothing is lost by waiting for an operator). Retried with backoff.
         case retry
@@ -32,13 +33,13 @@ package struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
         case conflict
     }
 
-    package let kind: Kind
+    package let code: Code
     package let description: String
     /// The destination asked for at least this wait (HTTP `Retry-After`); the backoff waits longer if it is longer.
     package let retryAfterSeconds: Double?
 
-    package init(_ kind: Kind, _ description: String, retryAfterSeconds: Double? = nil) {
-        self.kind = kind
+    package init(_ code: Code, _ description: String, retryAfterSeconds: Double? = nil) {
+        self.code = code
         self.description = description
         self.retryAfterSeconds = retryAfterSeconds
     }

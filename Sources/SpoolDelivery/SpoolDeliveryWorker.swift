@@ -302,7 +302,7 @@ private final class DeliveryPass: @unchecked Sendable {
                     try owner.destination.deliver(segment, sha256: digest.bytes)
                 }
             } catch {
-                if error.kind == .conflict {
+                if error.code == .conflict {
                     conflicts.insert(segment.relativePath)
                     owner.update { $0.conflicts = conflicts.count }
                     events(.conflict(segment, error.description))
