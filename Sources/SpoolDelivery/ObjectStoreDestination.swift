@@ -19,7 +19,7 @@ package final class ObjectStoreDestination: DeliveryDestination, @unchecked Send
         self.client = client
     }
 
-    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
+    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws {
         let checksum = Data(sha256).base64EncodedString()
         do {
             try client.putFile(
@@ -27,8 +27,6 @@ package final class ObjectStoreDestination: DeliveryDestination, @unchecked Send
                 checksumSHA256: checksum, createOnly: true)
         } catch let error as ClientError where error.code == .alreadyExists {
             try Self.compareExisting(client: client, segment: segment, sha256: sha256, checksum: checksum).get()
-        } catch {
-            throw DeliveryFailure(.retry, "\(error)")
         }
     }
 
