@@ -7,7 +7,7 @@ package enum PublishedParquet {
     /// A Parquet table file read back as the CSV would have it: the column names, then each row's
     /// fields as text (`true`/`false`, dates `YYYY-MM-DD`, amounts as the shortest exact decimal),
     /// nil for null. What `postback report` reads when a day was published as Parquet only.
-    package static func textRows(parquet bytes: [UInt8]) throws(ParquetError) -> (header: [String], rows: [[String?]]) {
+    package static func textRows(parquet bytes: [UInt8]) throws -> (header: [String], rows: [[String?]]) {
         let columns = try ParquetReader.read(bytes)
         let rows = columns.first?.rows ?? 0
         var table = [[String?]](repeating: [], count: rows)

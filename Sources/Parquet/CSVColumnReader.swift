@@ -6,8 +6,8 @@ import Basics
 /// One module holds the whole loop so that it specializes and inlines as one.
 package enum CSVColumnReader {
     /// Where a line does not fit its columns: the 1-based line, the column (when one field is to
-    /// blame) and what is wrong.
-    package struct Failure: Error {
+    /// blame) and what is wrong. A result of `appendRows`, not thrown: its caller names the table.
+    package struct Failure: Sendable {
         package let line: Int
         package let column: Int?
         package let problem: String

@@ -9,7 +9,7 @@ enum ChunkEncoder {
     /// these rows, advanced past them.
     static func write(
         _ column: ParquetColumn, rows: Range<Int>, firstValue: inout Int, to out: inout [UInt8], compressor: Zstd.Compressor
-    ) throws(ParquetError) -> ChunkMeta {
+    ) throws -> ChunkMeta {
         var present = 0
         if column.nullable {
             for row in rows where column.isPresent(row) { present += 1 }
@@ -96,8 +96,8 @@ enum ChunkEncoder {
     private static func writePage(
         _ body: [UInt8], _ compressed: [UInt8], to out: inout [UInt8],
         header: (inout ThriftCompactWriter, _ uncompressed: Int32, _ compressed: Int32) -> Void
-    ) throws(ParquetError) -> Int {
-        guard body.count <= Int(Int32.max), compressed.count <= Int(Int32.max) else { throw .tooLarge("a page") }
+    ) throws -> Int {
+        guard body.count <= Int(Int32.max), compressed.count <= Int(Int32.max) else { throw ParquetError.tooLarge("a page") }
         var w = ThriftCompactWriter()
         w.structure { header(&$0, Int32(body.count), Int32(compressed.count)) }
         out.append(contentsOf: w.bytes)

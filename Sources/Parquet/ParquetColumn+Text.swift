@@ -8,10 +8,7 @@ extension ParquetColumn {
     /// must give the same values as this field-by-field one (a test holds them equal).
     @inlinable
     package mutating func append(text field: UnsafeBufferPointer<UInt8>?) -> ParquetError? {
-        guard let field else {
-            do { try appendNull() } catch { return error }
-            return nil
-        }
+        guard let field else { return appendNullIfNullable() }
         switch type {
         case .string:
             stringBytes.append(contentsOf: field)

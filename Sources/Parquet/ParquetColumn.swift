@@ -66,10 +66,17 @@ package struct ParquetColumn: Sendable {
     }
 
     @inlinable
-    package mutating func appendNull() throws(ParquetError) {
-        guard nullable else { throw .nullInRequiredColumn(name, row: rows) }
+    package mutating func appendNull() throws {
+        if let refusal = appendNullIfNullable() { throw refusal }
+    }
+
+    /// Appends a null, or returns why the column takes none (it is not nullable).
+    @inlinable
+    mutating func appendNullIfNullable() -> ParquetError? {
+        guard nullable else { return .nullInRequiredColumn(name, row: rows) }
         present.append(false)
         rows += 1
+        return nil
     }
 
     /// An INT32, INT64 or DATE value (days since 1970-01-01), or a BOOLEAN as 0 or 1.
@@ -127,23 +134,61 @@ package struct ParquetColumn: Sendable {
     func isPresent(_ row: Int) -> Bool { nullable ? present[row] : true }
 }
 
-package enum ParquetError: Error, Equatable, CustomStringConvertible {
-    case nullInRequiredColumn(String, row: Int)
-    case rowCountsDiffer(String, rows: Int, expected: Int)
-    case tooLarge(String)
-    /// A value its column's type cannot hold (as the caller read it).
-    case invalidValue(String)
-    /// A file `ParquetReader` cannot read (damaged, or written with features it does not know).
-    case unsupported(String)
+/// Why a column, a file or a value cannot be written or read: a closed `code` to branch on, and the
+/// context a caller names (the column, the row, what was read).
+package struct ParquetError: Error, Equatable, CustomStringConvertible, Sendable {
+    package enum Code: Sendable, Hashable {
+        /// A null in a column that is not nullable (`column`, `row`).
+        case nullInRequiredColumn
+        /// A column with another number of rows than the first (`column`, `row`: its rows, `expected`).
+        case rowCountsDiffer
+        /// A page or the footer past Parquet's 2 GiB limit (`detail`: which).
+        case tooLarge
+        /// A value its column's type cannot hold, as the caller read it (`detail`: the text).
+        case invalidValue
+        /// A file `ParquetReader` cannot read: damaged, or written with features it does not know (`detail`).
+        case unsupported
+    }
+
+    package let code: Code
+    /// The column's name, where one column is to blame.
+    package let column: String?
+    /// The 0-based row, where one row is to blame (`rowCountsDiffer`: the column's row count).
+    package let row: Int?
+    /// `rowCountsDiffer`: the first column's row count.
+    package let expected: Int?
+    /// The rest of the context: what is too large, the value's text, what cannot be read.
+    package let detail: String
+
+    private init(_ code: Code, column: String? = nil, row: Int? = nil, expected: Int? = nil, detail: String = "") {
+        self.code = code
+        self.column = column
+        self.row = row
+        self.expected = expected
+        self.detail = detail
+    }
+
+    package static func nullInRequiredColumn(_ name: String, row: Int) -> ParquetError {
+        ParquetError(.nullInRequiredColumn, column: name, row: row)
+    }
+
+    package static func rowCountsDiffer(_ name: String, rows: Int, expected: Int) -> ParquetError {
+        ParquetError(.rowCountsDiffer, column: name, row: rows, expected: expected)
+    }
+
+    package static func tooLarge(_ what: String) -> ParquetError { ParquetError(.tooLarge, detail: what) }
+
+    package static func invalidValue(_ text: String) -> ParquetError { ParquetError(.invalidValue, detail: text) }
+
+    package static func unsupported(_ what: String) -> ParquetError { ParquetError(.unsupported, detail: what) }
 
     package var description: String {
-        switch self {
-        case .nullInRequiredColumn(let name, let row): return "Parquet: column \(name) is not nullable, but row \(row) is empty"
-        case .rowCountsDiffer(let name, let rows, let expected):
-            return "Parquet: column \(name) has \(rows) rows, the first column \(expected)"
-        case .tooLarge(let what): return "Parquet: \(what) is over 2 GiB"
-        case .invalidValue(let text): return "not a value of the column's type: \(text)"
-        case .unsupported(let what): return "Parquet: cannot read \(what)"
+        switch code {
+        case .nullInRequiredColumn: return "Parquet: column \(column ?? "") is not nullable, but row \(row ?? 0) is empty"
+        case .rowCountsDiffer: return "Parquet: column \(column ?? "") has \(row ?? 0) rows, the first column \(expected ?? 0)"
+        case .tooLarge: return "Parquet: \(detail) is over 2 GiB"
+        case .invalidValue: return "not a value of the column's type: \(detail)"
+        case .unsupported: return "Parquet: cannot read \(detail)"
         }
     }
 }

@@ -4,20 +4,20 @@
 /// other codecs or encodings) is refused with `ParquetError.unsupported`, never guessed at.
 package enum ParquetReader {
     /// Every column of the file, with every row's value.
-    package static func read(_ bytes: [UInt8]) throws(ParquetError) -> [ParquetColumn] {
+    package static func read(_ bytes: [UInt8]) throws -> [ParquetColumn] {
         let magic = Array("PAR1".utf8)
         guard bytes.count >= 12, Array(bytes[0..<4]) == magic, Array(bytes[(bytes.count - 4)...]) == magic else {
-            throw .unsupported("not a Parquet file")
+            throw ParquetError.unsupported("not a Parquet file")
         }
         let footerLength = bytes[(bytes.count - 8)..<(bytes.count - 4)].reversed().reduce(0) { $0 << 8 | Int($1) }
-        guard footerLength <= bytes.count - 12 else { throw .unsupported("footer length \(footerLength)") }
+        guard footerLength <= bytes.count - 12 else { throw ParquetError.unsupported("footer length \(footerLength)") }
         var thrift = ThriftCompactReader(bytes, at: bytes.count - 8 - footerLength)
         let metadata = try thrift.structure()
 
         // The schema: a root group, then one element per (flat) column.
         let schema = try metadata.list(2)
         guard let root = schema.first, try root.structure().int(5) == Int64(schema.count - 1) else {
-            throw .unsupported("a nested schema")
+            throw ParquetError.unsupported("a nested schema")
         }
         var columns: [ParquetColumn] = []
         for element in schema.dropFirst() {
@@ -27,7 +27,7 @@ package enum ParquetReader {
         }
         for group in try metadata.list(4) {
             let chunks = try group.structure().list(1)
-            guard chunks.count == columns.count else { throw .unsupported("a row group without every column") }
+            guard chunks.count == columns.count else { throw ParquetError.unsupported("a row group without every column") }
             for (index, chunk) in chunks.enumerated() {
                 try readChunk(try chunk.structure().structure(3), of: &columns[index], in: bytes)
             }
@@ -35,7 +35,7 @@ package enum ParquetReader {
         return columns
     }
 
-    private static func type(of element: ThriftStruct) throws(ParquetError) -> ParquetType {
+    private static func type(of element: ThriftStruct) throws -> ParquetType {
         let logical = element.fields[10].flatMap { try? $0.structure() }
         switch try element.int(1) {
         case 0: return .boolean
@@ -45,18 +45,18 @@ package enum ParquetReader {
         case 6: return .string
         case 7:
             guard let decimal = try logical?.structure(5), try element.int(2) == 16 else {
-                throw .unsupported("a FIXED_LEN_BYTE_ARRAY that is not a 16-byte DECIMAL")
+                throw ParquetError.unsupported("a FIXED_LEN_BYTE_ARRAY that is not a 16-byte DECIMAL")
             }
             return .decimal(precision: Int(try decimal.int(2)), scale: Int(try decimal.int(1)))
-        case let other: throw .unsupported("physical type \(other)")
+        case let other: throw ParquetError.unsupported("physical type \(other)")
         }
     }
 
     private static func readChunk(_ meta: ThriftStruct, of column: inout ParquetColumn, in bytes: [UInt8])
-        throws(ParquetError)
+        throws
     {
         let codec = try meta.int(4)
-        guard codec == 0 || codec == 6 else { throw .unsupported("codec \(codec)") }
+        guard codec == 0 || codec == 6 else { throw ParquetError.unsupported("codec \(codec)") }
         var remaining = Int(try meta.int(5))
         var position = Int(meta.fields[11] == nil ? try meta.int(9) : try meta.int(11))
         var dictionary: ParquetColumn?
@@ -66,7 +66,7 @@ package enum ParquetReader {
             let uncompressedSize = Int(try header.int(2))
             let compressedSize = Int(try header.int(3))
             let start = thrift.position
-            guard start + compressedSize <= bytes.count else { throw .unsupported("a page past the end of the file") }
+            guard start + compressedSize <= bytes.count else { throw ParquetError.unsupported("a page past the end of the file") }
             let stored = Array(bytes[start..<(start + compressedSize)])
             let body = codec == 6 ? try Zstd.decompress(stored, size: uncompressedSize) : stored
             position = start + compressedSize
@@ -92,13 +92,15 @@ package enum ParquetReader {
                 case 0:
                     try page.plain(valueCount, into: &values)
                 case 2, 8:
-                    guard let dictionary else { throw .unsupported("dictionary indices without a dictionary") }
+                    guard let dictionary else { throw ParquetError.unsupported("dictionary indices without a dictionary") }
                     let width = Int(try page.take(1).first!)
                     for index in try page.hybrid(valueCount, bitWidth: width) {
-                        guard Int(index) < dictionary.valueCount else { throw .unsupported("a dictionary index out of range") }
+                        guard Int(index) < dictionary.valueCount else {
+                            throw ParquetError.unsupported("a dictionary index out of range")
+                        }
                         values.append(from: dictionary, Int(index))
                     }
-                case let other: throw .unsupported("encoding \(other)")
+                case let other: throw ParquetError.unsupported("encoding \(other)")
                 }
                 var next = 0
                 for flag in present {
@@ -110,7 +112,7 @@ package enum ParquetReader {
                     }
                 }
                 remaining -= count
-            case let other: throw .unsupported("page type \(other)")
+            case let other: throw ParquetError.unsupported("page type \(other)")
             }
         }
     }
@@ -123,17 +125,19 @@ private struct PageCursor {
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    mutating func take(_ count: Int) throws(ParquetError) -> ArraySlice<UInt8> {
-        guard count >= 0, position + count <= bytes.count else { throw .unsupported("a page shorter than its values") }
+    mutating func take(_ count: Int) throws -> ArraySlice<UInt8> {
+        guard count >= 0, position + count <= bytes.count else {
+            throw ParquetError.unsupported("a page shorter than its values")
+        }
         defer { position += count }
         return bytes[position..<(position + count)]
     }
 
-    mutating func littleEndian(_ count: Int) throws(ParquetError) -> UInt64 {
+    mutating func littleEndian(_ count: Int) throws -> UInt64 {
         try take(count).reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 
-    mutating func uleb128() throws(ParquetError) -> UInt64 {
+    mutating func uleb128() throws -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -141,13 +145,13 @@ private struct PageCursor {
             value |= UInt64(byte & 0x7F) << shift
             if byte & 0x80 == 0 { return value }
             shift += 7
-            guard shift < 64 else { throw .unsupported("an over-long varint") }
+            guard shift < 64 else { throw ParquetError.unsupported("an over-long varint") }
         }
     }
 
     /// `count` values of the RLE / bit-packing hybrid.
-    mutating func hybrid(_ count: Int, bitWidth: Int) throws(ParquetError) -> [UInt32] {
-        guard (0...32).contains(bitWidth) else { throw .unsupported("bit width \(bitWidth)") }
+    mutating func hybrid(_ count: Int, bitWidth: Int) throws -> [UInt32] {
+        guard (0...32).contains(bitWidth) else { throw ParquetError.unsupported("bit width \(bitWidth)") }
         var values: [UInt32] = []
         values.reserveCapacity(count)
         while values.count < count {
@@ -177,7 +181,7 @@ private struct PageCursor {
     }
 
     /// `count` PLAIN values of `column`'s type, appended to it.
-    mutating func plain(_ count: Int, into column: inout ParquetColumn) throws(ParquetError) {
+    mutating func plain(_ count: Int, into column: inout ParquetColumn) throws {
         switch column.type {
         case .boolean:
             let packed = try take((count + 7) / 8)

@@ -23,13 +23,13 @@ package enum ParquetWriter {
     /// A dictionary larger than this (its PLAIN bytes) is not used: the chunk is written PLAIN.
     static let dictionaryLimit = 1 << 20
 
-    package static func write(_ columns: [ParquetColumn], rowGroupRows: Int = defaultRowGroupRows) throws(ParquetError)
+    package static func write(_ columns: [ParquetColumn], rowGroupRows: Int = defaultRowGroupRows) throws
         -> [UInt8]
     {
         precondition(rowGroupRows > 0)
         let rows = columns.first?.rows ?? 0
         for column in columns where column.rows != rows {
-            throw .rowCountsDiffer(column.name, rows: column.rows, expected: rows)
+            throw ParquetError.rowCountsDiffer(column.name, rows: column.rows, expected: rows)
         }
         var out: [UInt8] = Array("PAR1".utf8)
         var rowGroups: [RowGroupMeta] = []
@@ -49,7 +49,7 @@ package enum ParquetWriter {
         }
         var footer = ThriftCompactWriter()
         footer.structure { fileMetaData(&$0, columns: columns, rows: rows, rowGroups: rowGroups) }
-        guard footer.bytes.count <= Int(Int32.max) else { throw .tooLarge("the footer") }
+        guard footer.bytes.count <= Int(Int32.max) else { throw ParquetError.tooLarge("the footer") }
         out.append(contentsOf: footer.bytes)
         ParquetBytes.appendLittleEndian(UInt32(footer.bytes.count), to: &out)
         out.append(contentsOf: Array("PAR1".utf8))

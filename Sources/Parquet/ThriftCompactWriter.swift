@@ -161,8 +161,8 @@ enum ThriftValue {
     case structure(ThriftStruct)
     case other
 
-    func structure() throws(ParquetError) -> ThriftStruct {
-        guard case .structure(let value) = self else { throw .unsupported("a Thrift value that is not a struct") }
+    func structure() throws -> ThriftStruct {
+        guard case .structure(let value) = self else { throw ParquetError.unsupported("a Thrift value that is not a struct") }
         return value
     }
 }
@@ -170,23 +170,29 @@ enum ThriftValue {
 struct ThriftStruct {
     var fields: [Int16: ThriftValue] = [:]
 
-    func int(_ id: Int16) throws(ParquetError) -> Int64 {
-        guard case .integer(let value)? = fields[id] else { throw .unsupported("Thrift field \(id) missing or not an integer") }
+    func int(_ id: Int16) throws -> Int64 {
+        guard case .integer(let value)? = fields[id] else {
+            throw ParquetError.unsupported("Thrift field \(id) missing or not an integer")
+        }
         return value
     }
 
-    func string(_ id: Int16) throws(ParquetError) -> String {
-        guard case .binary(let value)? = fields[id] else { throw .unsupported("Thrift field \(id) missing or not a string") }
+    func string(_ id: Int16) throws -> String {
+        guard case .binary(let value)? = fields[id] else {
+            throw ParquetError.unsupported("Thrift field \(id) missing or not a string")
+        }
         return String(decoding: value, as: UTF8.self)
     }
 
-    func list(_ id: Int16) throws(ParquetError) -> [ThriftValue] {
-        guard case .list(let value)? = fields[id] else { throw .unsupported("Thrift field \(id) missing or not a list") }
+    func list(_ id: Int16) throws -> [ThriftValue] {
+        guard case .list(let value)? = fields[id] else {
+            throw ParquetError.unsupported("Thrift field \(id) missing or not a list")
+        }
         return value
     }
 
-    func structure(_ id: Int16) throws(ParquetError) -> ThriftStruct {
-        guard let value = fields[id] else { throw .unsupported("Thrift field \(id) missing") }
+    func structure(_ id: Int16) throws -> ThriftStruct {
+        guard let value = fields[id] else { throw ParquetError.unsupported("Thrift field \(id) missing") }
         return try value.structure()
     }
 }
@@ -202,10 +208,10 @@ struct ThriftCompactReader {
         self.position = position
     }
 
-    mutating func structure() throws(ParquetError) -> ThriftStruct {
+    mutating func structure() throws -> ThriftStruct {
         depth += 1
         defer { depth -= 1 }
-        guard depth < 32 else { throw .unsupported("Thrift structs nested too deep") }
+        guard depth < 32 else { throw ParquetError.unsupported("Thrift structs nested too deep") }
         var result = ThriftStruct()
         var last: Int16 = 0
         while true {
@@ -223,7 +229,7 @@ struct ThriftCompactReader {
         }
     }
 
-    private mutating func value(_ type: UInt8) throws(ParquetError) -> ThriftValue {
+    private mutating func value(_ type: UInt8) throws -> ThriftValue {
         switch type {
         case 1, 2: return .boolean(try byte() == 1)  // a boolean list element
         case 3: return .integer(Int64(Int8(bitPattern: try byte())))
@@ -233,19 +239,21 @@ struct ThriftCompactReader {
             return .other
         case 8:
             let length = Int(try varint())
-            guard length >= 0, position + length <= bytes.count else { throw .unsupported("a Thrift binary past the end") }
+            guard length >= 0, position + length <= bytes.count else {
+                throw ParquetError.unsupported("a Thrift binary past the end")
+            }
             defer { position += length }
             return .binary(Array(bytes[position..<(position + length)]))
         case 9, 10:
             let header = try byte()
             let count = header >> 4 == 15 ? Int(try varint()) : Int(header >> 4)
-            guard count <= bytes.count - position else { throw .unsupported("a Thrift list longer than the file") }
+            guard count <= bytes.count - position else { throw ParquetError.unsupported("a Thrift list longer than the file") }
             var elements: [ThriftValue] = []
             for _ in 0..<count { elements.append(try value(header & 0x0F)) }
             return .list(elements)
         case 11:
             let count = Int(try varint())
-            guard count <= bytes.count - position else { throw .unsupported("a Thrift map longer than the file") }
+            guard count <= bytes.count - position else { throw ParquetError.unsupported("a Thrift map longer than the file") }
             if count > 0 {
                 let types = try byte()
                 for _ in 0..<count {
@@ -255,17 +263,17 @@ struct ThriftCompactReader {
             }
             return .other
         case 12: return .structure(try structure())
-        default: throw .unsupported("Thrift type \(type)")
+        default: throw ParquetError.unsupported("Thrift type \(type)")
         }
     }
 
-    private mutating func byte() throws(ParquetError) -> UInt8 {
-        guard position < bytes.count else { throw .unsupported("Thrift data past the end") }
+    private mutating func byte() throws -> UInt8 {
+        guard position < bytes.count else { throw ParquetError.unsupported("Thrift data past the end") }
         defer { position += 1 }
         return bytes[position]
     }
 
-    private mutating func varint() throws(ParquetError) -> UInt64 {
+    private mutating func varint() throws -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -273,7 +281,7 @@ struct ThriftCompactReader {
             value |= UInt64(next & 0x7F) << shift
             if next & 0x80 == 0 { return value }
             shift += 7
-            guard shift < 64 else { throw .unsupported("an over-long Thrift varint") }
+            guard shift < 64 else { throw ParquetError.unsupported("an over-long Thrift varint") }
         }
     }
 

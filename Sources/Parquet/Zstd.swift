@@ -34,12 +34,14 @@ enum Zstd {
     }
 
     /// A page body of `size` bytes (its header says how large it is).
-    static func decompress(_ input: [UInt8], size: Int) throws(ParquetError) -> [UInt8] {
+    static func decompress(_ input: [UInt8], size: Int) throws -> [UInt8] {
         var output = [UInt8](repeating: 0, count: size)
         let written = output.withUnsafeMutableBytes { out in
             input.withUnsafeBytes { source in ZSTD_decompress(out.baseAddress, size, source.baseAddress, source.count) }
         }
-        guard ZSTD_isError(written) == 0, written == size else { throw .unsupported("a zstd page that does not decompress") }
+        guard ZSTD_isError(written) == 0, written == size else {
+            throw ParquetError.unsupported("a zstd page that does not decompress")
+        }
         return output
     }
 }

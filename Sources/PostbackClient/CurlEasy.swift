@@ -11,11 +11,6 @@ final class CurlEasy {
 
     private static let globalSetup: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
 
-    /// Why libcurl did not get a response: its error buffer, or its text for the code.
-    struct Failure: Error {
-        let message: String
-    }
-
     /// libcurl writes a failed transfer's message here; it lives as long as the handle, since a
     /// transfer run by `CurlMulti` outlives any one call's stack frame.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -47,7 +42,7 @@ final class CurlEasy {
     func perform(
         url: String, timeoutSeconds: Double, headers: UnsafeMutablePointer<curl_slist>?,
         configure: () -> Void
-    ) throws(Failure) -> HTTPResponse {
+    ) throws(ClientError) -> HTTPResponse {
         let start = DispatchTime.now().uptimeNanoseconds
         prepare(url: url, timeoutSeconds: timeoutSeconds, headers: headers, configure: configure)
         let code = curl_easy_perform(handle)
@@ -73,13 +68,14 @@ final class CurlEasy {
     }
 
     /// The response of a finished transfer, or why there is none.
-    func response(_ code: CURLcode, seconds: Double) throws(Failure) -> HTTPResponse {
+    func response(_ code: CURLcode, seconds: Double) throws(ClientError) -> HTTPResponse {
         guard code == CURLE_OK else {
             if sink.bodyOverLimit {
-                throw Failure(message: "response body over \(sink.currentBodyLimit) bytes: transfer aborted, answer not read")
+                throw ClientError.unreachable(
+                    "response body over \(sink.currentBodyLimit) bytes: transfer aborted, answer not read")
             }
             let detail = String(cString: errorBuffer)
-            throw Failure(message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+            throw ClientError.unreachable(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
         }
         var status = 0
         postback_curl_info_long(handle, CURLINFO_RESPONSE_CODE.rawValue, &status)

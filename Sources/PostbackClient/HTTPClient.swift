@@ -15,12 +15,6 @@ package struct HTTPResponse: Sendable {
     package var contentType: String? { headers["content-type"] }
 }
 
-/// A request that got no HTTP response (refused, reset, timed out).
-package struct HTTPClientError: Error, Sendable, CustomStringConvertible {
-    package let description: String
-    package init(_ description: String) { self.description = description }
-}
-
 /// A libcurl easy handle: one connection, kept alive between requests. Use one per thread.
 package final class HTTPClient {
     fileprivate let easy: CurlEasy
@@ -29,8 +23,8 @@ package final class HTTPClient {
 
     /// - Parameter caCertificatePath: a PEM file of CA certificates to trust for HTTPS instead of the
     ///   system's (a deployment with its own or a self-signed certificate).
-    package init(timeoutSeconds: Double = 30, caCertificatePath: String? = nil) throws(HTTPClientError) {
-        guard let easy = CurlEasy() else { throw HTTPClientError("libcurl could not be initialized") }
+    package init(timeoutSeconds: Double = 30, caCertificatePath: String? = nil) throws {
+        guard let easy = CurlEasy() else { throw ClientError.configuration("libcurl could not be initialized") }
         self.easy = easy
         self.timeoutSeconds = timeoutSeconds
         // libcurl copies option strings, so the pointer need not outlive the call.
@@ -44,18 +38,21 @@ package final class HTTPClient {
         curl_slist_free_all(headerList)
     }
 
-    package func post(_ url: String, body: [UInt8]) throws(HTTPClientError) -> HTTPResponse {
+    package func post(_ url: String, body: [UInt8]) throws -> HTTPResponse {
         try perform(method: "POST", url: url, body: body)
     }
 
-    package func get(_ url: String) throws(HTTPClientError) -> HTTPResponse {
+    package func get(_ url: String) throws -> HTTPResponse {
         try perform(method: "GET", url: url, body: nil)
     }
 
     /// Any method; a body is sent when given. `headers` (`Name: value` lines) are added to this request only.
-    package func perform(method: String, url: String, body: [UInt8]?, headers: [String] = []) throws(HTTPClientError)
-        -> HTTPResponse
-    {
+    package func perform(method: String, url: String, body: [UInt8]?, headers: [String] = []) throws -> HTTPResponse {
+        try outcome(method: method, url: url, body: body, headers: headers).get()
+    }
+
+    /// `perform`'s response or the `ClientError` it throws, for a caller that keeps either.
+    func outcome(method: String, url: String, body: [UInt8]?, headers: [String] = []) -> Result<HTTPResponse, ClientError> {
         let easy = easy
         var requestHeaders = headerList
         var ownHeaders: UnsafeMutablePointer<curl_slist>?
@@ -66,10 +63,10 @@ package final class HTTPClient {
             requestHeaders = ownHeaders
         }
         defer { curl_slist_free_all(ownHeaders) }
-        let outcome: Result<HTTPResponse, CurlEasy.Failure> = method.withCString { methodPointer in
+        return method.withCString { methodPointer in
             let payload = body ?? []
             return payload.withUnsafeBytes { bytes in
-                Result { () throws(CurlEasy.Failure) in
+                Result { () throws(ClientError) in
                     try easy.perform(url: url, timeoutSeconds: timeoutSeconds, headers: requestHeaders) {
                         if method == "GET", body == nil {
                             easy.set(CURLOPT_HTTPGET, 1)
@@ -89,7 +86,6 @@ package final class HTTPClient {
                 }
             }
         }
-        do { return try outcome.get() } catch { throw HTTPClientError(error.message) }
     }
 }
 
@@ -113,7 +109,7 @@ extension HTTPClient {
     /// Sends every POST at once, each on its own client's connection, with libcurl's multi interface
     /// on the calling thread; results in order. A client must appear at most once. Pass the same
     /// `multi` for every batch to keep the connections alive between them.
-    package static func postAll(_ posts: [Post], multi: CurlMulti = CurlMulti()) -> [Result<HTTPResponse, HTTPClientError>] {
+    package static func postAll(_ posts: [Post], multi: CurlMulti = CurlMulti()) -> [Result<HTTPResponse, ClientError>] {
         var lists: [UnsafeMutablePointer<curl_slist>?] = []
         defer { lists.forEach { curl_slist_free_all($0) } }
         let start = DispatchTime.now().uptimeNanoseconds
@@ -137,8 +133,7 @@ extension HTTPClient {
         let codes = multi.performAll(posts.map(\.client.easy))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return zip(posts, codes).map { post, code in
-            Result { () throws(CurlEasy.Failure) in try post.client.easy.response(code, seconds: seconds) }
-                .mapError { HTTPClientError($0.message) }
+            Result { () throws(ClientError) in try post.client.easy.response(code, seconds: seconds) }
         }
     }
 }

@@ -83,7 +83,7 @@ package enum PostbackSender {
         }
 
         /// libcurl's message without its timing ("… after 3 ms: …"), so equal failures group together.
-        static func grouping(_ error: HTTPClientError) -> String {
+        static func grouping(_ error: ClientError) -> String {
             var text = error.description
             if let after = text.range(of: " after "), let ms = text[after.upperBound...].range(of: " ms"),
                 text[after.upperBound..<ms.lowerBound].allSatisfy(\.isNumber)
@@ -108,9 +108,9 @@ package enum PostbackSender {
     package static func send(
         url: String, concurrency: Int, timeoutSeconds: Double = 30, caCertificatePath: String? = nil,
         next: @escaping @Sendable () -> [UInt8]?,
-        onResponse: @escaping @Sendable (Result<HTTPResponse, HTTPClientError>) -> Void = { _ in }
+        onResponse: @escaping @Sendable (Result<HTTPResponse, ClientError>) -> Void = { _ in }
     )
-        throws(HTTPClientError) -> Report
+        throws -> Report
     {
         // Fail early (bad URL syntax is only found per request).
         _ = try HTTPClient(timeoutSeconds: timeoutSeconds, caCertificatePath: caCertificatePath)
@@ -129,11 +129,11 @@ package enum PostbackSender {
                     return
                 }
                 while let body = next() {
-                    do throws(HTTPClientError) {
-                        let response = try client.post(url, body: body)
+                    switch client.outcome(method: "POST", url: url, body: body) {
+                    case .success(let response):
                         report.record(response)
                         onResponse(.success(response))
-                    } catch {
+                    case .failure(let error):
                         report.errors += 1
                         report.errorCounts[Report.grouping(error), default: 0] += 1
                         onResponse(.failure(error))

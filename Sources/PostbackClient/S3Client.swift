@@ -33,8 +33,8 @@ package final class S3Client {
         }
     }
 
-    package init(location: S3Location, settings: S3Settings) throws(S3Error) {
-        guard let easy = CurlEasy() else { throw S3Error.configuration("libcurl could not be initialized") }
+    package init(location: S3Location, settings: S3Settings) throws {
+        guard let easy = CurlEasy() else { throw ClientError.configuration("libcurl could not be initialized") }
         self.location = location
         self.settings = settings
         self.easy = easy
@@ -49,13 +49,13 @@ package final class S3Client {
     // MARK: Operations
 
     /// Uploads `size` bytes of the file at `path`, streamed. With `createOnly`, an existing object is
-    /// left alone and `S3Error.alreadyExists` thrown (412).
+    /// left alone and `ClientError.alreadyExists` thrown (412).
     package func putFile(relativeKey: String, path: String, size: Int, checksumSHA256 base64: String, createOnly: Bool)
-        throws(S3Error)
+        throws
     {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw S3Error.configuration(SystemCallError(operation: "open", path: path, errorNumber: errno).description)
+            throw ClientError.localFile(SystemCallError(operation: "open", path: path, errorNumber: errno).description)
         }
         defer { close(fd) }
         let source = UploadSource(descriptor: fd, bytes: [])
@@ -66,7 +66,7 @@ package final class S3Client {
     package func putBytes(
         relativeKey: String, bytes: [UInt8], checksumSHA256 base64: String, createOnly: Bool = false,
         contentType: String? = nil
-    ) throws(S3Error) {
+    ) throws {
         let source = UploadSource(descriptor: -1, bytes: bytes)
         try put(
             relativeKey: relativeKey, source: source, size: bytes.count, checksum: base64, createOnly: createOnly,
@@ -74,7 +74,7 @@ package final class S3Client {
     }
 
     /// Size and stored checksum, or nil when there is no such object.
-    package func head(relativeKey: String) throws(S3Error) -> ObjectHead? {
+    package func head(relativeKey: String) throws -> ObjectHead? {
         let response = try request(
             method: "HEAD", url: objectURL(relativeKey), headers: ["x-amz-checksum-mode: ENABLED"], target: relativeKey)
         if response.status == 404 { return nil }
@@ -84,7 +84,7 @@ package final class S3Client {
     }
 
     /// Streams an object's bytes to `consume` (chunks as they arrive); false if there is no such object.
-    package func get(relativeKey: String, consume: @escaping (UnsafeRawBufferPointer) -> Bool) throws(S3Error) -> Bool {
+    package func get(relativeKey: String, consume: @escaping (UnsafeRawBufferPointer) -> Bool) throws -> Bool {
         easy.sink.bodyStream = consume
         defer { easy.sink.bodyStream = nil }
         let response = try request(method: "GET", url: objectURL(relativeKey), headers: [], target: relativeKey)
@@ -94,7 +94,7 @@ package final class S3Client {
     }
 
     /// A whole (small) object, or nil when there is none.
-    package func getBytes(relativeKey: String) throws(S3Error) -> [UInt8]? {
+    package func getBytes(relativeKey: String) throws -> [UInt8]? {
         var bytes: [UInt8] = []
         let found = try get(relativeKey: relativeKey) { chunk in
             bytes.append(contentsOf: chunk)
@@ -103,7 +103,7 @@ package final class S3Client {
         return found ? bytes : nil
     }
 
-    package func delete(relativeKey: String) throws(S3Error) {
+    package func delete(relativeKey: String) throws {
         let response = try request(method: "DELETE", url: objectURL(relativeKey), headers: [], target: relativeKey)
         if response.status == 404 { return }
         try Self.check(response, target: location.key(relativeKey))
@@ -111,7 +111,7 @@ package final class S3Client {
 
     /// Every object whose relative key starts with `relativePrefix`, in key order (ListObjectsV2,
     /// all pages; `pageSize` sets max-keys; `firstPageOnly` answers "is there any?" cheaply).
-    package func list(relativePrefix: String, pageSize: Int? = nil, firstPageOnly: Bool = false) throws(S3Error)
+    package func list(relativePrefix: String, pageSize: Int? = nil, firstPageOnly: Bool = false) throws
         -> [ObjectSummary]
     {
         var objects: [ObjectSummary] = []
@@ -132,7 +132,7 @@ package final class S3Client {
             }
             token = page.isTruncated && !firstPageOnly ? page.nextToken : nil
             if page.isTruncated, token == nil, !firstPageOnly {
-                throw S3Error.status(
+                throw ClientError.status(
                     200, code: "", message: "truncated listing without a continuation token", target: location.description)
             }
         } while token != nil
@@ -140,7 +140,7 @@ package final class S3Client {
     }
 
     /// Checks that the bucket exists and the credentials are accepted (a one-key listing).
-    package func checkAccess() throws(S3Error) {
+    package func checkAccess() throws {
         let query = "list-type=2&max-keys=1&prefix=\(S3KeyEncoding.encode(location.prefix, keepSlash: false))"
         let response = try request(method: "GET", url: bucketURL() + "?" + query, headers: [], target: location.description)
         try Self.check(response, target: location.description)
@@ -151,14 +151,14 @@ package final class S3Client {
     private func put(
         relativeKey: String, source: UploadSource, size: Int, checksum: String, createOnly: Bool,
         contentType: String? = nil
-    ) throws(S3Error) {
+    ) throws {
         var headers = ["x-amz-checksum-sha256: \(checksum)"]
         if createOnly { headers.append("If-None-Match: *") }
         if let contentType { headers.append("Content-Type: \(contentType)") }
         let key = location.key(relativeKey)
         let response = try request(
             method: "PUT", url: objectURL(relativeKey), headers: headers, target: relativeKey, upload: (source, size))
-        if createOnly, response.status == 412 { throw S3Error.alreadyExists(key) }
+        if createOnly, response.status == 412 { throw ClientError.alreadyExists(key) }
         try Self.check(response, target: key)
     }
 
@@ -176,10 +176,10 @@ package final class S3Client {
         bucketURL() + "/" + S3KeyEncoding.encode(location.key(relativeKey), keepSlash: true)
     }
 
-    private static func check(_ response: HTTPResponse, target: String) throws(S3Error) {
+    private static func check(_ response: HTTPResponse, target: String) throws {
         guard !(200..<300).contains(response.status) else { return }
         let text = response.text
-        throw S3Error.status(
+        throw ClientError.status(
             response.status, code: XMLText.first("Code", in: text) ?? "",
             message: XMLText.first("Message", in: text) ?? (text.isEmpty ? "no details" : String(text.prefix(200))),
             target: target)
@@ -188,7 +188,7 @@ package final class S3Client {
     private func request(
         method: String, url: String, headers extraHeaders: [String], target: String,
         upload: (source: UploadSource, size: Int)? = nil
-    ) throws(S3Error) -> HTTPResponse {
+    ) throws -> HTTPResponse {
         curl_easy_reset(easy.handle)
         // No "Expect:" removal header here: libcurl 7.88 signs a header it is told to remove, and the
         // store then finds SignatureDoesNotMatch. Go-based and AWS stores answer 100-continue at once.
@@ -199,10 +199,10 @@ package final class S3Client {
         let easy = easy
         let signing = "aws:amz:\(settings.region):s3"
         let credentials = "\(settings.accessKeyID):\(settings.secretAccessKey)"
-        let outcome: Result<HTTPResponse, CurlEasy.Failure> = method.withCString { methodPointer in
+        let outcome: Result<HTTPResponse, ClientError> = method.withCString { methodPointer in
             signing.withCString { signingPointer in
                 credentials.withCString { credentialsPointer in
-                    Result { () throws(CurlEasy.Failure) in
+                    Result { () throws(ClientError) in
                         try easy.perform(url: url, timeoutSeconds: settings.timeoutSeconds, headers: headerList) {
                             easy.set(CURLOPT_CONNECTTIMEOUT_MS, 10_000)
                             // Less than 1 byte/s for the idle limit: the connection is dead (a stall,
@@ -227,8 +227,9 @@ package final class S3Client {
                 }
             }
         }
-        if let upload, let failure = upload.source.failure { throw S3Error.configuration(failure) }
-        do { return try outcome.get() } catch { throw S3Error.unreachable("\(method) \(location.key(target)): " + error.message) }
+        if let upload, let failure = upload.source.failure { throw ClientError.localFile(failure) }
+        // libcurl's failure names no request; the object store's names its method and key.
+        return try outcome.mapError { ClientError.unreachable($0.message, target: "\(method) \(location.key(target))") }.get()
     }
 }
 

@@ -18,15 +18,15 @@ package struct S3Location: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Parses `s3://bucket` or `s3://bucket/some/prefix`.
-    package init(url: String) throws(S3Error) {
-        guard url.hasPrefix("s3://") else { throw S3Error.configuration("\(URLRedaction.redacted(url)) is not an s3:// URL") }
+    package init(url: String) throws {
+        guard url.hasPrefix("s3://") else { throw ClientError.configuration("\(URLRedaction.redacted(url)) is not an s3:// URL") }
         let rest = url.dropFirst(5)
         let bucket = String(rest.prefix { $0 != "/" })
         // Bucket naming rules (lower case, digits, '.', '-', 3–63): anything else cannot be addressed.
         guard (3...63).contains(bucket.utf8.count),
             bucket.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D })
         else {
-            throw S3Error.configuration(
+            throw ClientError.configuration(
                 "\(URLRedaction.redacted(url)): the bucket name must be 3–63 lower-case letters, digits, '.' or '-'")
         }
         var prefix = String(rest.dropFirst(bucket.count).drop { $0 == "/" })
@@ -81,7 +81,7 @@ package struct S3Settings: Sendable, Equatable {
         _ environment: [String: String]? = nil,
         endpoint: String? = nil, region: String? = nil,
         addressing: Addressing? = nil
-    ) throws(S3Error) -> S3Settings {
+    ) throws -> S3Settings {
         let environment = environment ?? ProcessInfo.processInfo.environment
         func value(_ names: String...) -> String? {
             for name in names { if let text = environment[name], !text.isEmpty { return text } }
@@ -90,64 +90,25 @@ package struct S3Settings: Sendable, Equatable {
         let region = region ?? value("AWS_REGION", "AWS_DEFAULT_REGION") ?? "us-east-1"
         let customEndpoint = endpoint ?? value("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
         guard let key = value("AWS_ACCESS_KEY_ID"), let secret = value("AWS_SECRET_ACCESS_KEY") else {
-            throw S3Error.configuration(
+            throw ClientError.configuration(
                 "no object store credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones)"
             )
         }
         var style = addressing
         if style == nil, let text = value("AWS_S3_ADDRESSING_STYLE"), text != "auto" {
             guard let parsed = Addressing(rawValue: text) else {
-                throw S3Error.configuration("AWS_S3_ADDRESSING_STYLE must be path, virtual or auto, got \"\(text)\"")
+                throw ClientError.configuration("AWS_S3_ADDRESSING_STYLE must be path, virtual or auto, got \"\(text)\"")
             }
             style = parsed
         }
         let resolvedEndpoint = customEndpoint ?? "https://s3.\(region).amazonaws.com"
         guard resolvedEndpoint.hasPrefix("http://") || resolvedEndpoint.hasPrefix("https://") else {
-            throw S3Error.configuration(
+            throw ClientError.configuration(
                 "object store endpoint \(URLRedaction.redacted(resolvedEndpoint)) must start with http:// or https://")
         }
         return S3Settings(
             endpoint: resolvedEndpoint, region: region, accessKeyID: key, secretAccessKey: secret,
             sessionToken: value("AWS_SESSION_TOKEN"), addressing: style ?? (customEndpoint == nil ? .virtual : .path))
-    }
-}
-
-/// What went wrong talking to the object store, in words that say what to do.
-package enum S3Error: Error, Sendable, CustomStringConvertible, Equatable {
-    /// Bad URL or settings: fix the configuration.
-    case configuration(String)
-    /// No HTTP answer (refused, reset, timed out, DNS): the store is down or unreachable; retry.
-    case unreachable(String)
-    /// The store answered with an error status (`code` from its XML body when there is one).
-    case status(Int, code: String, message: String, target: String)
-    /// A conditional create found the object already there (412).
-    case alreadyExists(String)
-
-    package var description: String {
-        switch self {
-        case .configuration(let text): return text
-        case .unreachable(let text): return "object store unreachable: \(text)"
-        case .alreadyExists(let key): return "\(key) already exists"
-        case .status(let status, let code, let message, let target):
-            let hint: String
-            switch (status, code) {
-            case (_, "NoSuchBucket"): hint = " (create the bucket, or check the s3:// URL)"
-            case (403, _), (_, "InvalidAccessKeyId"), (_, "SignatureDoesNotMatch"):
-                hint = " (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION)"
-            default: hint = ""
-            }
-            return "\(target): HTTP \(status) \(code.isEmpty ? "" : code + ": ")\(message)\(hint)"
-        }
-    }
-
-    /// Worth retrying later (store down, overloaded, throttling); otherwise an operator must act.
-    package var isTransient: Bool {
-        switch self {
-        case .unreachable: return true
-        case .status(let status, let code, _, _):
-            return status >= 500 || status == 429 || code == "SlowDown" || code == "RequestTimeout"
-        default: return false
-        }
     }
 }
 

@@ -6,9 +6,9 @@ internal import COpenSSL
 /// neither ptrace it nor read its `/proc/PID/mem`, `environ` or `fd` (root still can).
 package enum CoreDumpProtection {
     /// Marks the process non-dumpable; throws if the kernel refuses (it never does on Linux).
-    package static func holdPrivateKey() throws(CryptoError) {
+    package static func holdPrivateKey() throws {
         guard postback_set_not_dumpable() == 0 else {
-            throw CryptoError("prctl(PR_SET_DUMPABLE, 0)", drainingErrorQueue: false)
+            throw CryptoError(.system, "prctl(PR_SET_DUMPABLE, 0)", drainingErrorQueue: false)
         }
     }
 

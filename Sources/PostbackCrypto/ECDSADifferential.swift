@@ -442,7 +442,7 @@ private final class Math {
     func publicKey(_ point: OpaquePointer) throws -> ECDSAPublicKey {
         var octets = [UInt8](repeating: 0, count: 65)
         guard EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &octets, 65, context) == 65 else {
-            throw CryptoError("encoding a test key")
+            throw CryptoError(.library, "encoding a test key")
         }
         return try ECDSAPublicKey(derRepresentation: p256SubjectPublicKeyInfoPrefix + octets)
     }

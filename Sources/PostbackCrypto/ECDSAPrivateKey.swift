@@ -19,7 +19,7 @@ package final class ECDSAPrivateKey: @unchecked Sendable {
     /// Generates a fresh key on `curve`.
     package convenience init(generatingOn curve: Curve) throws {
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-            throw CryptoError("EVP_PKEY_CTX_new_from_name(EC)")
+            throw CryptoError(.library, "EVP_PKEY_CTX_new_from_name(EC)")
         }
         defer { EVP_PKEY_CTX_free(context) }
         var generated: OpaquePointer? = nil
@@ -27,7 +27,7 @@ package final class ECDSAPrivateKey: @unchecked Sendable {
             EVP_PKEY_CTX_set_group_name(context, curve.openSSLGroupName) == 1,
             EVP_PKEY_generate(context, &generated) == 1,
             let key = generated
-        else { throw CryptoError("generating a \(curve.rawValue) key") }
+        else { throw CryptoError(.library, "generating a \(curve.rawValue) key") }
         try self.init(owning: EVPKey(taking: key))
     }
 
@@ -72,7 +72,7 @@ package final class ECDSAPrivateKey: @unchecked Sendable {
                     digestBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), digestBytes.count)
             }
         }
-        guard ok == 1 else { throw CryptoError("EVP_PKEY_sign") }
+        guard ok == 1 else { throw CryptoError(.library, "EVP_PKEY_sign") }
         signature.removeLast(signature.count - length)
         return signature
     }
@@ -81,7 +81,7 @@ package final class ECDSAPrivateKey: @unchecked Sendable {
     package func rawSignature(for message: some Collection<UInt8>) throws -> [UInt8] {
         let der = try derSignature(for: message)
         guard let raw = ECDSASignature.rawFromDER(der, curve: curve) else {
-            throw CryptoError("OpenSSL produced a DER signature we cannot take apart", drainingErrorQueue: false)
+            throw CryptoError(.library, "OpenSSL produced a DER signature we cannot take apart", drainingErrorQueue: false)
         }
         return raw
     }

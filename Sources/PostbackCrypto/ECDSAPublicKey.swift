@@ -45,7 +45,7 @@ package final class ECDSAPublicKey: @unchecked Sendable {
             return pkey
         }
         guard let key = parsed else {
-            throw CryptoError("parsing DER SubjectPublicKeyInfo (\(der.count) bytes)")
+            throw CryptoError(.invalidKey, "parsing DER SubjectPublicKeyInfo (\(der.count) bytes)")
         }
         self.curve = try Self.checkedCurve(of: key.pointer, public: true)
         self.key = key
@@ -77,7 +77,7 @@ package final class ECDSAPublicKey: @unchecked Sendable {
         var out: UnsafeMutablePointer<UInt8>? = nil
         let length = i2d_PUBKEY(key.pointer, &out)
         guard length > 0, let bytes = out else {
-            throw CryptoError("encoding SubjectPublicKeyInfo")
+            throw CryptoError(.library, "encoding SubjectPublicKeyInfo")
         }
         defer { CRYPTO_free(bytes, #fileID, #line) }
         return Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
@@ -167,21 +167,23 @@ package final class ECDSAPublicKey: @unchecked Sendable {
     /// The curve of an EC key, after OpenSSL's consistency check of the public (or private) part.
     static func checkedCurve(of key: OpaquePointer, public: Bool) throws -> Curve {
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
-            throw CryptoError("key is not an elliptic-curve key", drainingErrorQueue: false)
+            throw CryptoError(.invalidKey, "key is not an elliptic-curve key", drainingErrorQueue: false)
         }
         var name = [CChar](repeating: 0, count: 64)
         var nameLength = 0
         guard EVP_PKEY_get_group_name(key, &name, name.count, &nameLength) == 1 else {
-            throw CryptoError("the key names no curve (explicit curve parameters are not accepted; only P-192 and P-256)")
+            throw CryptoError(
+                .invalidKey, "the key names no curve (explicit curve parameters are not accepted; only P-192 and P-256)")
         }
         let groupName = String(decoding: name.prefix(nameLength).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard let curve = Curve(openSSLGroupName: groupName) else {
-            throw CryptoError("unsupported curve \(groupName) (only P-192 and P-256)", drainingErrorQueue: false)
+            throw CryptoError(
+                .unsupportedCurve, "unsupported curve \(groupName) (only P-192 and P-256)", drainingErrorQueue: false)
         }
-        guard let context = EVP_PKEY_CTX_new(key, nil) else { throw CryptoError("allocating key context") }
+        guard let context = EVP_PKEY_CTX_new(key, nil) else { throw CryptoError(.library, "allocating key context") }
         defer { EVP_PKEY_CTX_free(context) }
         let checked = `public` ? EVP_PKEY_public_check(context) : EVP_PKEY_check(context)
-        guard checked == 1 else { throw CryptoError("key fails OpenSSL's EC key check (point not on curve?)") }
+        guard checked == 1 else { throw CryptoError(.invalidKey, "key fails OpenSSL's EC key check (point not on curve?)") }
         return curve
     }
 }

@@ -20,7 +20,7 @@ extension EVPKey {
 
     /// Reads a PEM `PRIVATE KEY` (PKCS #8) or `EC PRIVATE KEY` block.
     /// An encrypted key (`ENCRYPTED PRIVATE KEY`, PKCS #8 EncryptedPrivateKeyInfo, or a SEC1 block
-    /// with `Proc-Type: 4,ENCRYPTED`) is refused as such (`CryptoError.isEncryptedKey`); OpenSSL is
+    /// with `Proc-Type: 4,ENCRYPTED`) is refused as such (`CryptoError.Code.encryptedKey`); OpenSSL is
     /// given a passphrase callback that declines, so it never prompts on a terminal.
     convenience init(privateKeyPEM pem: String) throws {
         if PEM.isEncryptedPrivateKey(pem) { throw CryptoError.encryptedKey }

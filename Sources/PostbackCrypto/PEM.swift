@@ -11,7 +11,7 @@ enum PEM {
             return reader(bio)
         }
         guard let object else {
-            throw CryptoError("reading PEM: no valid '-----BEGIN \(what)-----' block")
+            throw CryptoError(.invalidKey, "reading PEM: no valid '-----BEGIN \(what)-----' block")
         }
         return object
     }

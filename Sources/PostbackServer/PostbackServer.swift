@@ -145,7 +145,7 @@ package final class PostbackServer: Sendable {
                 },
                 events: { spool, event in logAndCount(event, of: spool, metrics: metrics, log: log) })
         } catch {
-            throw ServerError(error.description)
+            throw ServerError("\(error)")
         }
         log.info(
             "store recovered",

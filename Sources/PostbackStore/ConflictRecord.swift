@@ -91,30 +91,34 @@ package struct ConflictRecord: Sendable, Equatable {
     /// Reads what `encoded()` wrote (without its newline).
     package init(line: [UInt8]) throws(StoredFormError) {
         guard case .object(let object)? = try? StrictJSONParser.parse(line, keys: SpoolRecord.internedKeys) else {
-            throw StoredFormError("not a JSON object")
+            throw StoredFormError(.notJSON, member: nil, "not a JSON object")
         }
         func string(_ name: String) -> String? {
             if case .string(let text)? = object[name] { return text }
             return nil
         }
         guard let time = string("received_at"), let receivedAt = UTCTimestamp(iso8601: time) else {
-            throw StoredFormError("received_at missing or not an ISO 8601 UTC timestamp")
+            throw StoredFormError(.missing, member: "received_at", "received_at missing or not an ISO 8601 UTC timestamp")
         }
-        guard let dedupKey = string("dedup_key") else { throw StoredFormError("dedup_key missing") }
-        guard case .array(let fields)? = object["fields"] else { throw StoredFormError("fields missing") }
+        guard let dedupKey = string("dedup_key") else {
+            throw StoredFormError(.missing, member: "dedup_key", "dedup_key missing")
+        }
+        guard case .array(let fields)? = object["fields"] else {
+            throw StoredFormError(.missing, member: "fields", "fields missing")
+        }
         var differences: [Difference] = []
         for case .object(let member) in fields {
             guard case .string(let name)? = member["field"], let field = UnsignedValues.Field(rawValue: name),
                 case .string(let stored)? = member["stored"], case .string(let copy)? = member["copy"]
-            else { throw StoredFormError("a field needs a known field, stored and copy") }
+            else { throw StoredFormError(.invalid, member: "fields", "a field needs a known field, stored and copy") }
             differences.append(Difference(field: field, stored: stored, copy: copy))
         }
         guard case .object(let attributionObject)? = object["stored_attribution"] else {
-            throw StoredFormError("stored_attribution missing")
+            throw StoredFormError(.missing, member: "stored_attribution", "stored_attribution missing")
         }
         let attribution: Attribution
         do { attribution = try Attribution(spoolJSON: attributionObject) } catch {
-            throw StoredFormError("stored_attribution: \(error.description)")
+            throw error.inside("stored_attribution")
         }
         self.init(
             receivedAt: receivedAt, writer: string("writer") ?? "", route: string("route") ?? "",

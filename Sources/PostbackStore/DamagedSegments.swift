@@ -10,11 +10,6 @@ import PostbackCrypto
 /// no good copy exists: it is moved, never deleted, to `DATA/raw/_damaged/<spool>/dt=<day>/`,
 /// outside every spool (like `raw/_seals/`), so the nightly job publishes its day without it.
 package enum DamagedSegments {
-    /// Why a segment was not set aside.
-    package struct Refusal: Error, CustomStringConvertible {
-        package let description: String
-    }
-
     /// What was moved.
     package struct Moved: Sendable {
         package let from: String
@@ -37,15 +32,19 @@ package enum DamagedSegments {
             parts[2].hasPrefix("dt="), let day = UTCDay(String(parts[2].dropFirst(3))),
             StoreLayout.parseSegmentName(parts[3]) != nil
         else {
-            throw Refusal(
-                description: "\(path) is not a segment of the store \(layout.root) "
+            throw StoreError.setAsideRefused(
+                .notASegment, path: path,
+                "\(path) is not a segment of the store \(layout.root) "
                     + "(\(layout.root)/raw/<spool>/dt=YYYY-MM-DD/part-<writer>-<seq>.jsonl, as 'postback aggregate' names it)")
         }
         let absolute = "\(layout.root)/\(relative)"
-        guard access(absolute, F_OK) == 0 else { throw Refusal(description: "\(absolute): no such segment") }
+        guard access(absolute, F_OK) == 0 else {
+            throw StoreError.setAsideRefused(.noSuchSegment, path: absolute, "\(absolute): no such segment")
+        }
         guard let seals = SegmentSeals.load(root: layout.root, day: day)[relative], !seals.isEmpty else {
-            throw Refusal(
-                description: "\(absolute) has no seal, so nothing shows it is damaged; only a segment whose bytes match "
+            throw StoreError.setAsideRefused(
+                .unsealed, path: absolute,
+                "\(absolute) has no seal, so nothing shows it is damaged; only a segment whose bytes match "
                     + "none of its seals is set aside")
         }
         let hasher = SHA256Hasher()
@@ -56,13 +55,15 @@ package enum DamagedSegments {
         }
         let seal = SegmentSeals.Seal(size: size, sha256: hasher.finalize().description)
         guard !seals.contains(seal) else {
-            throw Refusal(description: "\(absolute) matches its seal: it is not damaged, and stays where it is")
+            throw StoreError.setAsideRefused(
+                .matchesItsSeal, path: absolute, "\(absolute) matches its seal: it is not damaged, and stays where it is")
         }
         let target = directory(root: layout.root, spool: spool, day: day)
         try DurableFile.makeDirectories(target)
         let destination = "\(target)/\(parts[3])"
         guard access(destination, F_OK) != 0 else {
-            throw Refusal(description: "\(destination) exists already; move it away first")
+            throw StoreError.setAsideRefused(
+                .destinationExists, path: destination, "\(destination) exists already; move it away first")
         }
         guard rename(absolute, destination) == 0 else {
             throw SystemCallError(operation: "rename", path: absolute, errorNumber: errno)

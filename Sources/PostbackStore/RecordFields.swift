@@ -264,7 +264,9 @@ extension Attribution {
             let conversionType = try member(.conversionType).choice(ConversionType.self)
         else {
             let required = AttributionField.allCases.filter(\.isRequired).map(\.spoolKey)
-            throw StoredFormError("attribution lacks " + required.dropLast().joined(separator: ", ") + " or " + required.last!)
+            throw StoredFormError(
+                .missing, member: "attribution",
+                "attribution lacks " + required.dropLast().joined(separator: ", ") + " or " + required.last!)
         }
         self.init(
             postbackProtocol: postbackProtocol, version: nil, appID: appID, adNetworkID: adNetworkID,
@@ -282,7 +284,7 @@ private struct AttributionMember {
         switch object[key] {
         case nil, .null?: return nil
         case .string(let value)?: return value
-        default: throw StoredFormError("attribution.\(key) must be a string")
+        default: throw StoredFormError(.invalid, member: "attribution.\(key)", "attribution.\(key) must be a string")
         }
     }
 
@@ -291,10 +293,10 @@ private struct AttributionMember {
         case nil, .null?: return nil
         case .number(let number)?:
             guard let value = number.int64Value else {
-                throw StoredFormError("attribution.\(key) must be an integer")
+                throw StoredFormError(.invalid, member: "attribution.\(key)", "attribution.\(key) must be an integer")
             }
             return value
-        default: throw StoredFormError("attribution.\(key) must be an integer")
+        default: throw StoredFormError(.invalid, member: "attribution.\(key)", "attribution.\(key) must be an integer")
         }
     }
 
@@ -302,14 +304,14 @@ private struct AttributionMember {
         switch object[key] {
         case nil, .null?: return nil
         case .bool(let value)?: return value
-        default: throw StoredFormError("attribution.\(key) must be a boolean")
+        default: throw StoredFormError(.invalid, member: "attribution.\(key)", "attribution.\(key) must be a boolean")
         }
     }
 
     func choice<T: RawRepresentable<String>>(_ type: T.Type) throws(StoredFormError) -> T? {
         guard let text = try string() else { return nil }
         guard let value = T(rawValue: text) else {
-            throw StoredFormError("attribution.\(key) has unknown value \"\(text)\"")
+            throw StoredFormError(.unknownValue, member: "attribution.\(key)", "attribution.\(key) has unknown value \"\(text)\"")
         }
         return value
     }

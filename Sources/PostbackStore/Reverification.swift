@@ -56,11 +56,6 @@ package struct Reverification {
         package var unreadable = 0
     }
 
-    package struct Failure: Error, CustomStringConvertible {
-        package let description: String
-        package init(_ description: String) { self.description = description }
-    }
-
     package static let writerID = "reverify"
 
     let layout: StoreLayout
@@ -84,9 +79,9 @@ package struct Reverification {
         return today.adding(days: sinceMidnight < 600_000_000 ? -2 : -1)
     }
 
-    package func run(from: UTCDay, to: UTCDay) throws(Failure) -> Report {
+    package func run(from: UTCDay, to: UTCDay) throws -> Report {
         let lock: WriterLock
-        do { lock = try WriterLock(layout: layout, writerID: Self.writerID) } catch { throw Failure(error.description) }
+        lock = try WriterLock(layout: layout, writerID: Self.writerID)
         defer { lock.release() }
         var report = Report()
         var day = from
@@ -118,11 +113,11 @@ package struct Reverification {
         let identity: Identity
     }
 
-    private func reverify(day: UTCDay, report: inout Report) throws(Failure) {
+    private func reverify(day: UTCDay, report: inout Report) throws {
         var candidates: [Candidate] = []
         for spool in [StoreLayout.Spool.rejected, .unverifiable] {
             for segment in try segments(spool, day: day) {
-                try forEachLine(of: segment.path) { line throws(Failure) in
+                try forEachLine(of: segment.path) { line throws in
                     guard !line.isTooLong, let record = try? SpoolRecord(line: line.bytes) else {
                         report.unreadable += 1
                         return
@@ -159,20 +154,18 @@ package struct Reverification {
         }
         if !toMove.isEmpty {
             let destination = try nextDestination(day: day)
-            do throws(SystemCallError) {
-                try DurableFile.makeDirectories(layout.partition(.postbacks, day: day))
-            } catch {
-                throw Failure("cannot write \(destination): \(error); nothing was moved for \(day)")
-            }
             let staged: StagedFile
-            do { staged = try StagedFile(replacing: destination) } catch {
-                throw Failure("cannot write \(destination): \(error); nothing was moved for \(day)")
+            do {
+                try DurableFile.makeDirectories(layout.partition(.postbacks, day: day))
+                staged = try StagedFile(replacing: destination)
+            } catch {
+                throw StoreError.notMoved(to: destination, day: day, error)
             }
             let hasher = SHA256Hasher()
             var failure: SystemCallError?
             // In the order of the source segments; the nightly job orders copies by received_at.
             for (source, lines) in toMove.sorted(by: { $0.key < $1.key }) {
-                try forEachLine(of: source) { line throws(Failure) in
+                try forEachLine(of: source) { line throws in
                     guard lines.contains(line.number), failure == nil, let record = try? SpoolRecord(line: line.bytes) else {
                         return
                     }
@@ -190,13 +183,13 @@ package struct Reverification {
                             destination: destination))
                 }
             }
-            do throws(SystemCallError) {
+            do {
                 if let failure { throw failure }
                 // The seal first: a crash before the rename leaves no segment, and a seal of nothing.
                 try seal(SegmentSeals.Seal(size: staged.size, sha256: hasher.finalize().description), of: destination, day: day)
                 try staged.commit()
             } catch {
-                throw Failure("cannot write \(destination): \(error); nothing was moved for \(day)")
+                throw StoreError.notMoved(to: destination, day: day, error)
             }
             if killPoint == "destination" { kill(getpid(), SIGKILL) }
         }
@@ -204,7 +197,7 @@ package struct Reverification {
             do {
                 try rewrite(path, without: ranges.sorted { $0.lowerBound < $1.lowerBound }, day: day)
             } catch {
-                throw Failure("cannot rewrite \(path): \(error); its moved records are stored, a rerun finishes the move")
+                throw StoreError.notRewritten(path, error)
             }
             if killPoint == "source" { kill(getpid(), SIGKILL) }
         }
@@ -221,13 +214,13 @@ package struct Reverification {
 
     /// The stored copies of `keys` (every day's `raw/postbacks/`: dedup is across the whole store),
     /// read a line at a time; only lines of those keys are parsed whole.
-    private func storedCopies(of keys: Set<String>) throws(Failure) -> [String: Set<Identity>] {
+    private func storedCopies(of keys: Set<String>) throws -> [String: Set<Identity>] {
         var stored: [String: Set<Identity>] = [:]
         let days: [UTCDay]
-        do { days = try layout.days(.postbacks) } catch { throw Failure(error.description) }
+        days = try layout.days(.postbacks)
         for day in days {
             for segment in try segments(.postbacks, day: day) {
-                try forEachLine(of: segment.path) { line throws(Failure) in
+                try forEachLine(of: segment.path) { line throws in
                     guard !line.isTooLong, let key = SpoolRecovery.dedupKey(ofLine: line.bytes), keys.contains(key),
                         let record = try? SpoolRecord(line: line.bytes)
                     else { return }
@@ -240,7 +233,7 @@ package struct Reverification {
 
     /// Rewrites the segment at `path` without the byte ranges `removed` (sorted, whole lines), every
     /// other byte as it was, torn or not; a chunk at a time.
-    private func rewrite(_ path: String, without removed: [Range<Int>], day: UTCDay) throws(SystemCallError) {
+    private func rewrite(_ path: String, without removed: [Range<Int>], day: UTCDay) throws {
         let source = open(path, O_RDONLY | O_CLOEXEC)
         guard source >= 0 else { throw SystemCallError(operation: "open", path: path, errorNumber: errno) }
         defer { close(source) }
@@ -274,34 +267,32 @@ package struct Reverification {
 
     /// Records the seal of a segment about to be put in place whole (before the rename: a crash in
     /// between leaves the old bytes, which match their own seal, since a segment matches any of its seals).
-    private func seal(_ seal: SegmentSeals.Seal, of path: String, day: UTCDay) throws(SystemCallError) {
+    private func seal(_ seal: SegmentSeals.Seal, of path: String, day: UTCDay) throws {
         guard let spool = StoreLayout.Spool.allCases.first(where: { path.hasPrefix(layout.spoolDirectory($0) + "/") }) else {
             return
         }
         try SegmentSeals.Recorder(root: layout.root, spool: spool, writerID: Self.writerID).record(path, day: day, seal)
     }
 
-    private func nextDestination(day: UTCDay) throws(Failure) -> String {
+    private func nextDestination(day: UTCDay) throws -> String {
         let existing = try segments(.postbacks, day: day).filter { $0.writer == Self.writerID }.map(\.sequence).max() ?? 0
         return layout.partition(.postbacks, day: day) + "/"
             + StoreLayout.segmentName(writer: Self.writerID, sequence: existing + 1)
     }
 
-    private func segments(_ spool: StoreLayout.Spool, day: UTCDay) throws(Failure) -> [StoreLayout.Segment] {
-        do { return try layout.segments(spool, day: day) } catch { throw Failure(error.description) }
+    private func segments(_ spool: StoreLayout.Spool, day: UTCDay) throws -> [StoreLayout.Segment] {
+        try layout.segments(spool, day: day)
     }
 
     /// Calls `body` with each line of a segment, a line at a time (a line over
     /// `SegmentReader.maximumLineBytes` is not kept: `isTooLong`).
-    private func forEachLine(of path: String, _ body: (LineReader.Line) throws(Failure) -> Void) throws(Failure) {
+    private func forEachLine(of path: String, _ body: (LineReader.Line) throws -> Void) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(SystemCallError(operation: "open", path: path, errorNumber: errno).description) }
+        guard fd >= 0 else { throw SystemCallError(operation: "open", path: path, errorNumber: errno) }
         defer { close(fd) }
         let lines = LineReader(fd: fd, path: path, maximumLineBytes: SegmentReader.maximumLineBytes)
         while true {
-            let line: LineReader.Line?
-            do { line = try lines.next() } catch { throw Failure(error.description) }
-            guard let line else { return }
+            guard let line = try lines.next() else { return }
             try body(line)
         }
     }

@@ -36,7 +36,7 @@ package final class SegmentReader {
     package init(path: String) throws(RecordReader.IOError) {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw RecordReader.IOError(SystemCallError(operation: "open", path: path, errorNumber: errno)) }
+        guard fd >= 0 else { throw SystemCallError(operation: "open", path: path, errorNumber: errno) }
         lines = LineReader(fd: fd, path: path, maximumLineBytes: Self.maximumLineBytes)
     }
 

@@ -162,9 +162,11 @@ package struct SpoolRecord: Sendable, Equatable {
         do {
             value = try StrictJSONParser.parse(line, keys: SpoolRecord.internedKeys)
         } catch {
-            throw StoredFormError("not a JSON record: \(error)")
+            throw StoredFormError(.notJSON, member: nil, "not a JSON record: \(error)")
         }
-        guard case .object(let object) = value else { throw StoredFormError("record is not a JSON object") }
+        guard case .object(let object) = value else {
+            throw StoredFormError(.notJSON, member: nil, "record is not a JSON object")
+        }
         func string(_ key: RecordKey) -> String? {
             if case .string(let text)? = object[key.spoolKey] { return text }
             return nil
@@ -172,30 +174,32 @@ package struct SpoolRecord: Sendable, Equatable {
         var format = 1
         if let value = object[RecordKey.format.spoolKey] {
             guard case .number(let number) = value, let parsed = number.int64Value, parsed >= 1 else {
-                throw StoredFormError("format must be a positive integer")
+                throw StoredFormError(.invalid, member: "format", "format must be a positive integer")
             }
             guard parsed <= SpoolRecord.currentFormat else {
                 throw StoredFormError(
+                    .newerFormat, member: "format",
                     "record format \(parsed) is newer than this release reads (up to \(SpoolRecord.currentFormat)); upgrade postback"
                 )
             }
             format = Int(parsed)
         }
         guard let receivedText = string(.receivedAt), let receivedAt = UTCTimestamp(iso8601: receivedText) else {
-            throw StoredFormError("received_at missing or not an ISO 8601 UTC timestamp")
+            throw StoredFormError(.missing, member: "received_at", "received_at missing or not an ISO 8601 UTC timestamp")
         }
         guard let statusText = string(.status), let status = VerificationStatus(rawValue: statusText) else {
-            throw StoredFormError("status missing or unknown")
+            throw StoredFormError(.invalid, member: "status", "status missing or unknown")
         }
         let body: [UInt8]
         if let text = string(.body) {
             body = Array(text.utf8)
         } else if let encoded = string(.bodyBase64) {
-            do { body = try Base64.decode(encoded, alphabet: .standard) } catch {
-                throw StoredFormError("body_base64: \(error)")
+            switch Base64.decode(encoded, alphabet: .standard) {
+            case .bytes(let bytes): body = bytes
+            case .invalid(let reason): throw StoredFormError(.invalid, member: "body_base64", "body_base64: \(reason)")
             }
         } else {
-            throw StoredFormError("record has neither body nor body_base64")
+            throw StoredFormError(.missing, member: "body", "record has neither body nor body_base64")
         }
         var attribution: Attribution? = nil
         if case .object(let fields)? = object[RecordKey.attribution.spoolKey] {
@@ -215,7 +219,7 @@ package struct SpoolRecord: Sendable, Equatable {
         self.format = format
         if let text = string(.quarantine) {
             guard let reason = QuarantineReason(rawValue: text) else {
-                throw StoredFormError("quarantine has unknown value \"\(text)\"")
+                throw StoredFormError(.unknownValue, member: "quarantine", "quarantine has unknown value \"\(text)\"")
             }
             quarantine = reason
         }
@@ -223,10 +227,12 @@ package struct SpoolRecord: Sendable, Equatable {
         case nil: break
         case .array(let items)?:
             for item in items {
-                guard case .object(let fields) = item else { throw StoredFormError("flags must hold objects") }
+                guard case .object(let fields) = item else {
+                    throw StoredFormError(.invalid, member: "flags", "flags must hold objects")
+                }
                 flags.append(try PostbackFlag(json: fields))
             }
-        default: throw StoredFormError("flags must be an array")
+        default: throw StoredFormError(.invalid, member: "flags", "flags must be an array")
         }
     }
 }

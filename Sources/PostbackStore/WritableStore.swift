@@ -35,31 +35,6 @@ package final class WritableStore: Sendable {
         }
     }
 
-    /// Why the store could not be opened; each names the path and what to do.
-    package enum OpeningError: Error, Sendable, CustomStringConvertible {
-        /// Another process holds the writer id (or the lock file cannot be made).
-        case writerLock(WriterLock.LockError)
-        case directoryNotUsable(dataDirectory: String, StorageError)
-        case notRecoverable(StoreLayout.ListingError)
-        /// Segments that cannot be read: their postbacks' dedup keys are unknown, so a replay of any of
-        /// them would be stored a second time.
-        case unreadableSegments([String])
-
-        package var description: String {
-            switch self {
-            case .writerLock(let error):
-                return error.description
-            case .directoryNotUsable(let dataDirectory, let error):
-                return "data directory \(dataDirectory) is not usable: \(error)"
-            case .notRecoverable(let error):
-                return "cannot recover the store: \(error)"
-            case .unreadableSegments(let problems):
-                return "cannot recover the store: unreadable spool segment(s), so their postbacks could be stored twice: "
-                    + problems.joined(separator: "; ")
-            }
-        }
-    }
-
     /// What recovery found, for the start-up log.
     package struct Recovered: Sendable {
         package let segments: Int
@@ -89,23 +64,26 @@ package final class WritableStore: Sendable {
         damaged: (SpoolRecovery.Damage) -> Void = { _ in },
         events: @escaping @Sendable (StoreLayout.Spool, SpoolWriter.Event) -> Void = { _, _ in }
     )
-        throws(OpeningError) -> WritableStore
+        throws -> WritableStore
     {
         let layout = StoreLayout(root: dataDirectory)
-        let lock: WriterLock
-        do { lock = try WriterLock(layout: layout, writerID: writerID) } catch { throw .writerLock(error) }
+        let lock = try WriterLock(layout: layout, writerID: writerID)
         for spool in StoreLayout.Spool.allCases {
             do {
                 try options.storage.makeDirectories(layout.spoolDirectory(spool))
             } catch {
-                throw .directoryNotUsable(dataDirectory: dataDirectory, error)
+                throw StoreError.dataDirectoryNotUsable(dataDirectory, error)
             }
         }
         let started = DispatchTime.now().uptimeNanoseconds
         var recovery: SpoolRecovery
-        do { recovery = try SpoolRecovery.scan(layout: layout, writerID: writerID) } catch { throw .notRecoverable(error) }
+        do {
+            recovery = try SpoolRecovery.scan(layout: layout, writerID: writerID)
+        } catch {
+            throw StoreError.notRecoverable(error)
+        }
         recovery.damage.forEach(damaged)
-        guard recovery.unreadable.isEmpty else { throw .unreadableSegments(recovery.unreadable) }
+        guard recovery.unreadable.isEmpty else { throw StoreError.unreadableSegments(recovery.unreadable) }
         SegmentSeals.sealLeftOpen(layout: layout, writerID: writerID)
         let recovered = Recovered(
             segments: recovery.segmentsScanned, records: recovery.recordsScanned, dedupKeys: recovery.dedupIndex.count,

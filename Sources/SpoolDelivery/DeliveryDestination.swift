@@ -21,9 +21,10 @@ package struct SealedSegment: Sendable, Equatable {
     }
 }
 
-/// Why a delivery did not happen.
+/// Why a delivery did not happen: a closed `code` (wait and retry, or a conflict an operator resolves),
+/// the message, and the wait the destination asked for. The delivery machinery's one error.
 package struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
-    package enum Kind: Sendable {
+    package enum Code: Sendable, Hashable {
         /// The destination is down, slow or refusing (also wrong credentials or a missing bucket:
         /// nothing is lost by waiting for an operator). Retried with backoff.
         case retry
@@ -32,13 +33,13 @@ package struct DeliveryFailure: Error, Sendable, CustomStringConvertible {
         case conflict
     }
 
-    package let kind: Kind
+    package let code: Code
     package let description: String
     /// The destination asked for at least this wait (HTTP `Retry-After`); the backoff waits longer if it is longer.
     package let retryAfterSeconds: Double?
 
-    package init(_ kind: Kind, _ description: String, retryAfterSeconds: Double? = nil) {
-        self.kind = kind
+    package init(_ code: Code, _ description: String, retryAfterSeconds: Double? = nil) {
+        self.code = code
         self.description = description
         self.retryAfterSeconds = retryAfterSeconds
     }
@@ -57,14 +58,16 @@ package protocol DeliveryDestination: AnyObject, Sendable {
     /// Names the ledger file and the metrics label: short, `[a-z0-9_-]`, stable across restarts.
     var name: String { get }
     /// `sha256` is the segment's SHA-256 (computed once by the worker, streamed from the file).
-    func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure)
+    /// - Throws: `DeliveryFailure` for a conflict or a wait the destination asks for; any other error
+    ///   (the client's, a file's) is retried with backoff, its message logged.
+    func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws
 }
 
 /// A destination that moves a segment record by record and can resume inside it (the partner
 /// forwarder): the worker hands it the segment's durable cursor instead of calling `deliver`.
 package protocol ResumableDeliveryDestination: DeliveryDestination {
     /// Delivers the segment from `cursor.offset` on, advancing the cursor (durably) as it goes.
-    func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure)
+    func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws
 }
 
 /// The durable position inside one segment (an `at` line of the ledger). Used from the worker thread only.
@@ -83,7 +86,7 @@ package final class SegmentCursor {
     }
 
     /// Records (write and fdatasync) that every byte before `offset` is delivered.
-    package func advance(to offset: Int) throws(DeliveryFailure) {
+    package func advance(to offset: Int) throws {
         guard offset > self.offset else { return }
         do {
             try ledger.recordProgress(relativePath, offset: offset)

@@ -32,7 +32,7 @@ package final class ForwardSender: @unchecked Sendable {
     /// One multi handle for every batch: its connection cache keeps the partner's connections alive.
     private let multi = CurlMulti()
 
-    package init(settings: ForwardSettings) throws(HTTPClientError) {
+    package init(settings: ForwardSettings) throws {
         self.settings = settings
         var clients: [HTTPClient] = []
         for _ in 0..<settings.concurrency { clients.append(try HTTPClient(timeoutSeconds: settings.timeoutSeconds)) }

@@ -54,18 +54,13 @@ package struct ForwardSettings: Sendable {
     /// The delivery machinery's name for this destination (ledger directory, metrics label).
     package var destinationName: String { "forward-\(name)" }
 
-    package struct ConfigurationError: Error, CustomStringConvertible, Sendable {
-        package let description: String
-        package init(_ description: String) { self.description = description }
-    }
-
     /// Parses the config's `forward` array. Header values come from `{"env": "VAR"}` or
     /// `{"file": "path"}` (relative to `directory`, the config file's); a literal string is accepted
     /// too, for values that are not secret. `environment` replaces the process environment (tests).
     package static func parseList(
         _ value: JSONValue, relativeTo directory: String = ".",
         environment: [String: String]? = nil
-    ) throws(ConfigurationError) -> [ForwardSettings] {
+    ) throws -> [ForwardSettings] {
         let environment = environment ?? ProcessInfo.processInfo.environment
         guard case .array(let items) = value else {
             throw ConfigurationError("forward must be an array of destinations, got \(value.kindDescription)")
@@ -86,18 +81,18 @@ package struct ForwardSettings: Sendable {
     private static func parse(
         _ value: JSONValue, at location: String, relativeTo directory: String,
         environment: [String: String]
-    ) throws(ConfigurationError) -> ForwardSettings {
+    ) throws -> ForwardSettings {
         guard case .object(let object) = value else {
             throw ConfigurationError("\(location) must be an object with name and url")
         }
         func fail(_ key: String, _ expected: String) -> ConfigurationError {
             ConfigurationError("\(location).\(key) must be \(expected)")
         }
-        func string(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> String {
+        func string(_ key: String, _ value: JSONValue) throws -> String {
             guard case .string(let text) = value else { throw fail(key, "a string") }
             return text
         }
-        func strings(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> [String] {
+        func strings(_ key: String, _ value: JSONValue) throws -> [String] {
             guard case .array(let items) = value else { throw fail(key, "an array") }
             var texts: [String] = []
             for item in items {
@@ -109,13 +104,13 @@ package struct ForwardSettings: Sendable {
             }
             return texts
         }
-        func number(_ key: String, _ value: JSONValue, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double {
+        func number(_ key: String, _ value: JSONValue, in range: ClosedRange<Double>) throws -> Double {
             guard case .number(let number) = value, let double = Double(number.text), range.contains(double) else {
                 throw fail(key, "a number from \(range.lowerBound) to \(range.upperBound)")
             }
             return double
         }
-        func pairs(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> [(name: String, value: String)] {
+        func pairs(_ key: String, _ value: JSONValue) throws -> [(name: String, value: String)] {
             guard case .object(let members) = value else { throw fail(key, "an object of field names and strings") }
             var result: [(name: String, value: String)] = []
             for member in members.members {

@@ -19,16 +19,14 @@ package final class ObjectStoreDestination: DeliveryDestination, @unchecked Send
         self.client = client
     }
 
-    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
+    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws {
         let checksum = Data(sha256).base64EncodedString()
         do {
             try client.putFile(
                 relativeKey: segment.relativePath, path: segment.path, size: segment.size,
                 checksumSHA256: checksum, createOnly: true)
-        } catch .alreadyExists {
+        } catch let error as ClientError where error.code == .alreadyExists {
             try Self.compareExisting(client: client, segment: segment, sha256: sha256, checksum: checksum).get()
-        } catch {
-            throw DeliveryFailure(.retry, error.description)
         }
     }
 
@@ -59,7 +57,7 @@ package final class ObjectStoreDestination: DeliveryDestination, @unchecked Send
                 : .failure(
                     DeliveryFailure(.conflict, "\(key) already exists with different bytes; not overwritten, local segment kept"))
         } catch {
-            return .failure(DeliveryFailure(.retry, error.description))
+            return .failure(DeliveryFailure(.retry, "\(error)"))
         }
     }
 }

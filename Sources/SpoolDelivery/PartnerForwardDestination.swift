@@ -40,14 +40,10 @@ package final class PartnerForwardDestination: ResumableDeliveryDestination, @un
     }
 
     package init(settings: ForwardSettings, root: String, writerID: String, cursorIntervalSeconds: Double = 1)
-        throws(DeliveryFailure)
+        throws
     {
         name = settings.destinationName
-        do {
-            sender = try ForwardSender(settings: settings)
-        } catch {
-            throw DeliveryFailure(.retry, error.description)
-        }
+        sender = try ForwardSender(settings: settings)
         deadLetters = DeadLetterSpool(root: root, destination: name, writerID: writerID)
         self.cursorIntervalSeconds = cursorIntervalSeconds
     }
@@ -55,11 +51,11 @@ package final class PartnerForwardDestination: ResumableDeliveryDestination, @un
     package var counters: Counters { counterState.withLock { $0 } }
 
     /// Not used: the worker calls `deliver(_:from:)` for a resumable destination.
-    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
+    package func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws {
         throw DeliveryFailure(.retry, "\(name): forwarding needs a segment cursor")
     }
 
-    package func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure) {
+    package func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws {
         guard segment.spool == .postbacks else { return }  // verified only, always
         let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -76,7 +72,7 @@ package final class PartnerForwardDestination: ResumableDeliveryDestination, @un
         var batch: [(record: SpoolRecord, line: [UInt8], end: Int)] = []
         var doneUpTo = start
 
-        func flush() throws(DeliveryFailure) {
+        func flush() throws {
             defer { batch.removeAll(keepingCapacity: true) }
             guard !batch.isEmpty else { return }
             let outcomes = sender.send(batch.map(\.record))
@@ -157,7 +153,7 @@ package final class PartnerForwardDestination: ResumableDeliveryDestination, @un
     private func deadLetter(
         _ record: SpoolRecord, line: [UInt8], reason: DeadLetterSpool.Reason, status: Int?, answer: String?,
         segment: SealedSegment, offset: Int
-    ) throws(DeliveryFailure) {
+    ) throws {
         do {
             try deadLetters.append(
                 record: record, recordLine: line, reason: reason, status: status, answer: answer,

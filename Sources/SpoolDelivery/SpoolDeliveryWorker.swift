@@ -302,7 +302,9 @@ private final class DeliveryPass: @unchecked Sendable {
                     try owner.destination.deliver(segment, sha256: digest.bytes)
                 }
             } catch {
-                if error.kind == .conflict {
+                // A destination's own failures say retry or conflict; anything else is worth a retry.
+                let error = error as? DeliveryFailure ?? DeliveryFailure(.retry, "\(error)")
+                if error.code == .conflict {
                     conflicts.insert(segment.relativePath)
                     owner.update { $0.conflicts = conflicts.count }
                     events(.conflict(segment, error.description))

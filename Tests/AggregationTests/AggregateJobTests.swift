@@ -545,7 +545,7 @@ import Testing
         let store = TemporaryDirectory()
         try Self.buildSpool(root: store.path)
         try FileManager.default.createDirectory(atPath: store.path + "/agg", withIntermediateDirectories: true)
-        let holder = try FileLock(path: store.path + "/agg/.lock")  // as a running aggregate holds it
+        let holder = try #require(try FileLock(path: store.path + "/agg/.lock"))  // as a running aggregate holds it
         do {
             _ = try run(store.path, catalog: catalog(Self.schema), from: "2026-03-10")
             Issue.record("ran while another run held the lock")

@@ -440,6 +440,26 @@ extension Int128 {
         }
     }
 
+    @Test func whatCannotBeWrittenOrReadIsNamedByCode() throws {
+        var first = ParquetColumn(name: "a", type: .int64, nullable: false)
+        first.append(1)
+        first.append(2)
+        var second = ParquetColumn(name: "b", type: .int64, nullable: false)
+        second.append(1)
+        let differ = #expect(throws: ParquetError.self) { try ParquetWriter.write([first, second]) }
+        #expect(differ?.code == .rowCountsDiffer && differ?.column == "b" && differ?.row == 1 && differ?.expected == 2)
+        let good = try ParquetWriter.write([first])
+        for (name, bytes) in [
+            ("not Parquet", Array("a,b\n1,2\n".utf8)), ("cut short", Array(good.dropLast(9))),
+            ("a damaged footer", Array(good.prefix(4)) + [UInt8](repeating: 0xFF, count: good.count - 8) + good.suffix(4)),
+        ] {
+            let error = #expect(throws: ParquetError.self, "\(name)") { try ParquetReader.read(bytes) }
+            #expect(error?.code == .unsupported, "\(name): \(String(describing: error))")
+        }
+        let null = #expect(throws: ParquetError.self) { try first.appendNull() }
+        #expect(null?.code == .nullInRequiredColumn && null?.column == "a" && null?.row == 2)
+    }
+
     @Test func aRenderedLineThatDoesNotFitItsTableIsNamed() throws {
         let (table, columns) = AggregateTables.columnsByTable[0]
         let header = columns.map(\.name).joined(separator: ",")

@@ -96,10 +96,11 @@ import Testing
     /// An error about staged files from a bucket names the s3:// URL, not the private staging folder.
     @Test func errorsFromABucketNameTheURL() {
         struct Failure: Error, CustomStringConvertible { let description: String }
-        let error = ObjectStoreJobs.InBucket(
+        let error = CommandError.inBucket(
             Failure(description: "no published aggregates for 2027-01-01 under /tmp/stage-1/agg"), stagedRoot: "/tmp/stage-1",
             url: "s3://bucket/store/")
         #expect(error.description == "no published aggregates for 2027-01-01 under s3://bucket/store/agg")
+        #expect(error.code == .inBucket && error.path == "s3://bucket/store/")
     }
 
     /// `forward` on a data directory that does not exist: exit 2, naming it, never "nothing to do".

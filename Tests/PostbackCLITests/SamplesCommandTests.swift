@@ -81,6 +81,8 @@ import Testing
         #expect(result.stderr.contains(directory + "/spend/example-spend.csv exists with other content"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/skan-2.2_apple-doc.json"), "checked before writing")
         #expect(try String(contentsOfFile: directory + "/spend/example-spend.csv", encoding: .utf8) == "mine\n")
+        let inTheWay = #expect(throws: CommandError.self) { _ = try SamplesCommand.copy(to: directory) }
+        #expect(inTheWay?.code == .inTheWay && inTheWay?.path == directory + "/spend/example-spend.csv")
         let unwritable = run(["samples", "--copy", "/proc/postback-samples"])
         #expect(unwritable.status == .usageOrIOError)
         #expect(unwritable.stderr.contains("/proc/postback-samples"), "\(unwritable.stderr)")

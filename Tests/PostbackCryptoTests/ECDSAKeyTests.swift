@@ -33,14 +33,28 @@ import Testing
     }
 
     @Test func rejectsBadKeyMaterial() throws {
-        #expect(throws: CryptoError.self) { try ECDSAPublicKey(derRepresentation: []) }
-        #expect(throws: CryptoError.self) { try ECDSAPublicKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x00]) }
-        #expect(throws: CryptoError.self) { try ECDSAPublicKey(pemRepresentation: "not a key") }
         let good = try ECDSAPrivateKey(generatingOn: .p256).publicKey.derRepresentation
-        #expect(throws: CryptoError.self) { try ECDSAPublicKey(derRepresentation: good + [0]) }
         var offCurve = good
         offCurve[offCurve.count - 1] ^= 0x01  // y changed: the point is no longer on P-256.
-        #expect(throws: CryptoError.self) { try ECDSAPublicKey(derRepresentation: offCurve) }
+        let refused: [(String, () throws -> ECDSAPublicKey)] = [
+            ("empty", { try ECDSAPublicKey(derRepresentation: []) }),
+            ("an INTEGER", { try ECDSAPublicKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x00]) }),
+            ("no PEM block", { try ECDSAPublicKey(pemRepresentation: "not a key") }),
+            ("a byte after the key", { try ECDSAPublicKey(derRepresentation: good + [0]) }),
+            ("off the curve", { try ECDSAPublicKey(derRepresentation: offCurve) }),
+        ]
+        for (name, make) in refused {
+            let error = #expect(throws: CryptoError.self, "\(name)") { _ = try make() }
+            #expect(error?.code == .invalidKey, "\(name)")
+        }
+    }
+
+    @Test func encryptedPrivateKeysAreRefusedAsSuch() throws {
+        let pem = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n"
+        let error = #expect(throws: CryptoError.self) { _ = try ECDSAPrivateKey(pemRepresentation: pem) }
+        #expect(error?.code == .encryptedKey)
+        let plain = #expect(throws: CryptoError.self) { _ = try ECDSAPrivateKey(pemRepresentation: "not a key") }
+        #expect(plain?.code == .invalidKey)
     }
 
     /// Valid keys on curves Apple does not use, made with `openssl ecparam -genkey`.
@@ -63,7 +77,8 @@ import Testing
         // Only the curve's identity counts: a 256-bit secp256k1 key must not pass for P-256.
         for (name, base64) in Self.foreignCurveKeys {
             let der = try #require(Data(base64Encoded: base64), "\(name)")
-            #expect(throws: CryptoError.self, "\(name)") { try ECDSAPublicKey(derRepresentation: Array(der)) }
+            let error = #expect(throws: CryptoError.self, "\(name)") { try ECDSAPublicKey(derRepresentation: Array(der)) }
+            #expect(error?.code == .unsupportedCurve, "\(name)")
         }
         let p256 = try ECDSAPrivateKey(generatingOn: .p256).publicKey
         #expect(try ECDSAPublicKey(derRepresentation: p256.derRepresentation).curve == .p256)

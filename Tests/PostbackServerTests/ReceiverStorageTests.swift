@@ -203,7 +203,8 @@ import Testing
         #expect(stopped.wait(timeout: .now() + 10) == .success)
         #expect(stoppedAgain.wait(timeout: .now() + 10) == .success)
         #expect(try server.records(.postbacks).map(\.body) == [body])
-        #expect(throws: HTTPClientError.self) { _ = try HTTPClient(timeoutSeconds: 2).get(server.base + "/livez") }
+        let refused = #expect(throws: ClientError.self) { _ = try HTTPClient(timeoutSeconds: 2).get(server.base + "/livez") }
+        #expect(refused?.code == .unreachable)
         #expect(server.logs.contains("stopped"))
     }
 }

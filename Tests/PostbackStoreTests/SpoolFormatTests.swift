@@ -68,7 +68,8 @@ import Testing
         let line = Array(record.encoded().dropLast())
         #expect(try SpoolRecord(line: line) == record)
         let newer = String(decoding: line, as: UTF8.self).replacingOccurrences(of: #"{"format":2,"#, with: #"{"format":3,"#)
-        #expect(throws: StoredFormError.self) { try SpoolRecord(line: Array(newer.utf8)) }
+        let refused = #expect(throws: StoredFormError.self) { try SpoolRecord(line: Array(newer.utf8)) }
+        #expect(refused?.code == .newerFormat && refused?.member == "format")
         do { _ = try SpoolRecord(line: Array(newer.utf8)) } catch {
             #expect(error.description.contains("newer than this release"))
         }

@@ -163,7 +163,8 @@ import Testing
             for line in try segment.lines() {
                 let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
                 #expect(object["format"] as? Int == 3 && object["crc32"] is String)
-                #expect(throws: StoredFormError.self) { try SpoolRecord(line: line) }
+                let refused = #expect(throws: StoredFormError.self) { try SpoolRecord(line: line) }
+                #expect(refused?.code == .newerFormat)
                 lines += 1
             }
             // Corrupt lines, the last one read as a torn tail (an unreadable last line): never a record.

@@ -21,9 +21,13 @@ import Testing
         for spool in StoreLayout.Spool.allCases {
             #expect(FileManager.default.fileExists(atPath: store.layout.spoolDirectory(spool)))
         }
-        #expect(throws: WritableStore.OpeningError.self, "the writer id is locked") {
+        let locked = #expect(throws: StoreError.self, "the writer id is locked") {
             _ = try WritableStore.open(dataDirectory: directory, writerID: "rx")
         }
+        #expect(locked?.code == .writerIDInUse && locked?.writerID == "rx")
+        #expect(locked?.path == WriterLock.path(layout: store.layout, writerID: "rx"))
+        let invalid = #expect(throws: StoreError.self) { _ = try WritableStore.open(dataDirectory: directory, writerID: "r/x") }
+        #expect(invalid?.code == .invalidWriterID)
         let committed = DispatchSemaphore(value: 0)
         let body = try RecoveryScanTests.signer.sign(SyntheticPostbacks(kinds: [.skan4_0]).postback(0, seed: 91))
         let result = RecoveryScanTests.verifier.verify(body: body)
@@ -79,6 +83,24 @@ import Testing
         #expect(SegmentSeals.load(root: directory, day: day)[name("rx", 3)]?.count == 1)
     }
 
+    @Test func setAsideNamesWhyASegmentStays() throws {
+        let layout = StoreLayout(root: temporaryDirectory())
+        let partition = layout.partition(.postbacks, day: UTCDay("2026-03-10")!)
+        try FileManager.default.createDirectory(atPath: partition, withIntermediateDirectories: true)
+        let segment = partition + "/" + StoreLayout.segmentName(writer: "rx", sequence: 1)
+        let cases: [(String, StoreError.Code)] = [
+            ("raw/postbacks/not-a-segment", .notASegment),
+            (segment, .noSuchSegment),
+        ]
+        for (path, code) in cases {
+            let error = #expect(throws: StoreError.self, "\(path)") { _ = try DamagedSegments.setAside(path, layout: layout) }
+            #expect(error?.code == code, "\(path): \(String(describing: error))")
+        }
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: segment))
+        let unsealed = #expect(throws: StoreError.self) { _ = try DamagedSegments.setAside(segment, layout: layout) }
+        #expect(unsealed?.code == .unsealed && unsealed?.path == segment)
+    }
+
     @Test func anUnreadableSegmentIsRefusedAfterReportingDamage() throws {
         let directory = temporaryDirectory()
         let partition = directory + "/raw/postbacks/dt=2026-03-10"
@@ -90,10 +112,11 @@ import Testing
             store.close()
             Issue.record("opened a store with an unreadable segment")
         } catch {
-            guard case .unreadableSegments(let problems) = error else {
+            guard let error = error as? StoreError, error.code == .unreadableSegments else {
                 Issue.record("expected unreadableSegments, got \(error)")
                 return
             }
+            let problems = error.problems
             #expect(problems.count == 1 && problems[0].contains("part-other-000002.jsonl"))
             #expect(error.description.contains("so their postbacks could be stored twice"))
         }

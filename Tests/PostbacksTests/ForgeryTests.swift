@@ -74,14 +74,14 @@ enum Mutator {
         case 1:  // a bit flip in the decoded signature, re-encoded canonically
             if isJWS {
                 var parts = jwsParts(edited)
-                var signature = try Base64.decode(parts[2], alphabet: .url)
+                var signature = try #require(Base64.decode(parts[2], alphabet: .url).value)
                 let bit = Int(random.next() % UInt64(signature.count * 8))
                 signature[bit / 8] ^= UInt8(1 << (bit % 8))
                 parts[2] = Base64.encode(signature, alphabet: .url)
                 edited["jws-string"] = quoted(parts.joined(separator: "."))
             } else {
                 let text = unquoted(edited["attribution-signature"]!)
-                var signature = try Base64.decode(text, alphabet: .standard)
+                var signature = try #require(Base64.decode(text, alphabet: .standard).value)
                 let bit = Int(random.next() % UInt64(signature.count * 8))
                 signature[bit / 8] ^= UInt8(1 << (bit % 8))
                 edited["attribution-signature"] = quoted(Base64.encode(signature, alphabet: .standard))
@@ -90,7 +90,7 @@ enum Mutator {
         case 2:  // an altered signed value
             if isJWS {
                 var parts = jwsParts(edited)
-                var payload = try EditableBody(try Base64.decode(parts[1], alphabet: .url))
+                var payload = try EditableBody(try #require(Base64.decode(parts[1], alphabet: .url).value))
                 let key = payload.members[Int(random.next() % UInt64(payload.members.count))].key
                 payload[key] = altered(payload[key]!, random: &random)
                 parts[1] = Base64.encode(payload.bytes, alphabet: .url)
@@ -104,7 +104,7 @@ enum Mutator {
         case 3:  // a field shifted across a U+2063 into its neighbour
             if isJWS {
                 var parts = jwsParts(edited)
-                var payload = try EditableBody(try Base64.decode(parts[1], alphabet: .url))
+                var payload = try EditableBody(try #require(Base64.decode(parts[1], alphabet: .url).value))
                 let strings = payload.members.filter { $0.json.hasPrefix("\"") }
                 let target = strings[Int(random.next() % UInt64(strings.count))].key
                 payload[target] = quoted(unquoted(payload[target]!) + "\\u2063x")

@@ -99,7 +99,14 @@ import Testing
     }
 
     @Test func missingFileIsAnIOError() {
-        #expect(throws: RecordReader.IOError.self) { try RecordReader(path: "/nonexistent/file.json") }
-        #expect(throws: RecordReader.IOError.self) { try RecordReader(path: "/tmp") }
+        let missing = #expect(throws: SystemCallError.self) { try RecordReader(path: "/nonexistent/file.json") }
+        #expect(missing?.errorNumber == ENOENT && missing?.operation == "open" && missing?.path == "/nonexistent/file.json")
+        let directory = #expect(throws: SystemCallError.self) { try RecordReader(path: "/tmp") }
+        #expect(directory?.errorNumber == EISDIR && directory?.path == "/tmp")
+        // Reading a file whole refuses a directory and a file over the limit the same way, in its own words.
+        let whole = #expect(throws: SystemCallError.self) { try FileBytes.read(path: "/tmp") }
+        #expect(whole?.errorNumber == EISDIR && whole?.description == "/tmp: is a directory")
+        let large = #expect(throws: SystemCallError.self) { try FileBytes.read(path: "/proc/self/maps", limit: 1) }
+        #expect(large?.errorNumber == EFBIG && large?.description == "/proc/self/maps: larger than the 1-byte limit")
     }
 }

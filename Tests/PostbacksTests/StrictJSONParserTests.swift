@@ -205,7 +205,7 @@ extension JSONWriterTests {
         for length in 0..<70 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
             for alphabet in [Base64.Alphabet.standard, .url] {
-                #expect(try Base64.decode(Base64.encode(bytes, alphabet: alphabet), alphabet: alphabet) == bytes)
+                #expect(Base64.decode(Base64.encode(bytes, alphabet: alphabet), alphabet: alphabet) == .bytes(bytes))
             }
         }
         #expect(Base64.encode(Array("foob".utf8), alphabet: .standard) == "Zm9vYg==")
@@ -241,9 +241,11 @@ extension JSONWriterTests {
         ("Z", .url, "one character left over"),
     ])
     func rejectsNonCanonical(text: String, alphabet: Base64.Alphabet, reason: String) {
-        #expect { try Base64.decode(text, alphabet: alphabet) } throws: {
-            ($0 as? Base64.DecodingError)?.reason.contains(reason) == true
+        guard case .invalid(let found) = Base64.decode(text, alphabet: alphabet) else {
+            Issue.record("\(text) decoded")
+            return
         }
+        #expect(found.contains(reason), "\(found)")
     }
 }
 
@@ -293,7 +295,7 @@ extension JSONWriterTests {
             var objects = [object]
             if case .string(let jws)? = object["jws-string"] {
                 for part in jws.split(separator: ".").prefix(2) {
-                    let json = try Base64.decode(String(part), alphabet: .url)
+                    let json = try #require(Base64.decode(String(part), alphabet: .url).value)
                     if case .object(let inner) = try StrictJSONParser.parse(json) { objects.append(inner) }
                 }
                 #expect(objects.count == 3, "\(name): header and payload")

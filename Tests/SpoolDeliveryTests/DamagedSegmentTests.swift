@@ -12,7 +12,7 @@ private final class RecordingDestination: DeliveryDestination, @unchecked Sendab
     let name = "recording"
     let delivered = Locked<[String]>([])
 
-    func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
+    func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws {
         delivered.withLock { $0.append(segment.relativePath) }
     }
 }

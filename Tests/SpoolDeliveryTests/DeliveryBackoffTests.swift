@@ -18,11 +18,11 @@ private final class OneLineThenAFailure: ResumableDeliveryDestination, @unchecke
 
     init(lineBytes: Int) { self.lineBytes = lineBytes }
 
-    func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws(DeliveryFailure) {
+    func deliver(_ segment: SealedSegment, sha256: [UInt8]) throws {
         throw DeliveryFailure(.retry, "needs a cursor")
     }
 
-    func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws(DeliveryFailure) {
+    func deliver(_ segment: SealedSegment, from cursor: SegmentCursor) throws {
         let counted = worker.withLock { $0?.status.consecutiveFailures } ?? 0
         countedAtEachAttempt.withLock { $0.append(counted) }
         let next = cursor.offset + lineBytes

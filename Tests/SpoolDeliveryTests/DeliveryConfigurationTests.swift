@@ -82,6 +82,7 @@ import Testing
             } catch {
                 #expect(!error.description.contains("unknown key"), "\(key): \(error)")
                 #expect(error.description.contains(key), "the error names the key: \(error)")
+                #expect(error.code == .wrongType && error.key == key, "\(key): \(error.code), \(String(describing: error.key))")
             }
         }
     }

@@ -109,7 +109,7 @@ final class ObjectStoreServer: @unchecked Sendable {
         return settings
     }
 
-    func client(prefix: String = "", bucket: String? = nil, secret: String = ObjectStoreServer.secretKey) throws(S3Error)
+    func client(prefix: String = "", bucket: String? = nil, secret: String = ObjectStoreServer.secretKey) throws
         -> S3Client
     {
         try S3Client(location: S3Location(bucket: bucket ?? self.bucket, prefix: prefix), settings: settings(secret: secret))

@@ -8,6 +8,13 @@ import Testing
 
 @Suite("S3 client against a real SeaweedFS", .serialized, .enabled(if: ObjectStoreServer.available))
 struct S3ClientTests {
+    /// The client's own error, thrown again as such (a test that expects nothing else fails on any other).
+    private static func typed(_ body: () throws -> Void) throws(ClientError) {
+        do { try body() } catch let error as ClientError { throw error } catch {
+            Issue.record("not a ClientError: \(error)")
+        }
+    }
+
     @Test func putGetListHeadDeleteWithHiveKeys() throws {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
@@ -50,15 +57,17 @@ struct S3ClientTests {
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let client = try store.client()
         let bytes = Array("the real bytes\n".utf8)
-        #expect(throws: S3Error.self) {
+        let mismatch = #expect(throws: ClientError.self) {
             try client.putBytes(relativeKey: "k", bytes: bytes, checksumSHA256: checksum(Array("other bytes".utf8)))
         }
+        #expect(mismatch?.code == .status && mismatch?.status == 400, "\(String(describing: mismatch))")
         #expect(try client.head(relativeKey: "k") == nil)
         try client.putBytes(relativeKey: "k", bytes: bytes, checksumSHA256: checksum(bytes), createOnly: true)
         let other = Array("different\n".utf8)
-        #expect(throws: S3Error.alreadyExists("k")) {
+        let exists = #expect(throws: ClientError.self) {
             try client.putBytes(relativeKey: "k", bytes: other, checksumSHA256: checksum(other), createOnly: true)
         }
+        #expect(exists?.code == .alreadyExists && exists?.target == "k")
         #expect(try client.getBytes(relativeKey: "k") == bytes)
     }
 
@@ -88,26 +97,29 @@ struct S3ClientTests {
     @Test func wrongCredentialsAndMissingBucketSayWhatToFix() throws {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
-        do throws(S3Error) {
-            try store.client(secret: "wrong").checkAccess()
+        do throws(ClientError) {
+            try Self.typed { try store.client(secret: "wrong").checkAccess() }
             Issue.record("wrong credentials were accepted")
         } catch {
+            #expect(error.code == .status && error.status == 403)
             #expect(error.description.contains("403"))
             #expect(error.description.contains("AWS_SECRET_ACCESS_KEY"))
             #expect(!error.isTransient)
         }
-        do throws(S3Error) {
-            try store.client(bucket: "no-such-bucket").checkAccess()
+        do throws(ClientError) {
+            try Self.typed { try store.client(bucket: "no-such-bucket").checkAccess() }
             Issue.record("a missing bucket was accepted")
         } catch {
+            #expect(error.code == .status && error.storeCode == "NoSuchBucket")
             #expect(error.description.contains("NoSuchBucket"))
             #expect(error.description.contains("create the bucket"))
         }
         store.stop()
-        do throws(S3Error) {
-            try store.client().checkAccess()
+        do throws(ClientError) {
+            try Self.typed { try store.client().checkAccess() }
             Issue.record("a stopped store answered")
         } catch {
+            #expect(error.code == .unreachable)
             #expect(error.isTransient)
         }
     }
@@ -115,8 +127,10 @@ struct S3ClientTests {
     @Test func locationsAndSettingsParseLikeAWSTools() throws {
         #expect(try S3Location(url: "s3://acme-postback/store") == S3Location(bucket: "acme-postback", prefix: "store/"))
         #expect(try S3Location(url: "s3://acme-postback") == S3Location(bucket: "acme-postback", prefix: ""))
-        #expect(throws: S3Error.self) { try S3Location(url: "s3://Bad_Bucket/x") }
-        #expect(throws: S3Error.self) { try S3Location(url: "/local/path") }
+        for url in ["s3://Bad_Bucket/x", "/local/path"] {
+            let error = #expect(throws: ClientError.self, "\(url)") { try S3Location(url: url) }
+            #expect(error?.code == .configuration, "\(url)")
+        }
         let aws = try S3Settings.fromEnvironment([
             "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_DEFAULT_REGION": "eu-west-1",
         ])
@@ -129,12 +143,9 @@ struct S3ClientTests {
         #expect(custom.endpoint == "http://127.0.0.1:9000")
         #expect(custom.addressing == .path)
         #expect(custom.sessionToken == "t")
-        do {
-            _ = try S3Settings.fromEnvironment([:])
-            Issue.record("missing credentials accepted")
-        } catch {
-            #expect(error.description.contains("AWS_ACCESS_KEY_ID"))
-        }
+        let missing = #expect(throws: ClientError.self) { _ = try S3Settings.fromEnvironment([:]) }
+        #expect(missing?.code == .configuration)
+        #expect(missing?.description.contains("AWS_ACCESS_KEY_ID") == true)
         #expect(S3KeyEncoding.encode("raw/dt=2026-01-01/a b", keepSlash: true) == "raw/dt%3D2026-01-01/a%20b")
         #expect(S3KeyEncoding.encode("a/b", keepSlash: false) == "a%2Fb")
     }
@@ -168,17 +179,15 @@ struct S3ClientSilentStoreTests {
         let bytes = Array("a sealed segment\n".utf8)
         // Before the idle limit, a PUT to a silent store waited for the whole request limit (300 s by
         // default), and shipping with it: libcurl's message says which limit ended it.
-        var failure: S3Error?
-        do {
+        let failure = #expect(throws: ClientError.self) {
             try client.putBytes(relativeKey: "k", bytes: bytes, checksumSHA256: checksum(bytes), createOnly: true)
-        } catch {
-            failure = error
         }
-        guard case .unreachable(let message)? = failure else {
+        guard let failure, failure.code == .unreachable else {
             Issue.record("expected the store to be unreachable, got \(String(describing: failure))")
             return
         }
-        #expect(message.contains("too slow"), "\(message)")
-        #expect(failure?.isTransient == true)
+        #expect(failure.message.contains("too slow"), "\(failure.message)")
+        #expect(failure.isTransient)
     }
+
 }

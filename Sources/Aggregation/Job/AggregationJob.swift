@@ -166,14 +166,10 @@ package final class AggregationJob: Sendable {
     /// partitions or clear each other's work directory. Released when the lock goes away (or the
     /// process dies: the kernel drops flocks with the descriptor).
     private static func lockStore(path: String) throws(AggregationError) -> FileLock {
-        do throws(FileLock.Failure) {
-            return try FileLock(path: path)
-        } catch {
-            switch error {
-            case .heldElsewhere: throw .locked(path: path)
-            case .system(let failure): throw .system(failure)
-            }
+        guard let lock = try AggregationError.onFailure({ () throws(SystemCallError) in try FileLock(path: path) }) else {
+            throw .locked(path: path)
         }
+        return lock
     }
 
     private func runDays(work: String, onDay: (DaySummary) -> Void) throws(AggregationError) -> [DaySummary] {

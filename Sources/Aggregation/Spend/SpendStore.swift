@@ -119,27 +119,17 @@ package struct SpendStore: Sendable {
     /// the spend lock; when another import holds it, does nothing (that import finishes its own).
     package func recover() throws(AggregationError) {
         guard FileManager.default.fileExists(atPath: stagingRoot) else { return }
-        let lock: FileLock
-        do {
-            lock = try FileLock(path: root + "/.lock")
-        } catch {
-            return
-        }
+        guard let lock = try? FileLock(path: root + "/.lock") else { return }
         defer { lock.release() }
         try finishStagedImports()
     }
 
     private func lockStore() throws(AggregationError) -> FileLock {
         try system { () throws(SystemCallError) in try DurableFile.makeDirectories(root) }
-        do {
-            return try FileLock(path: root + "/.lock")
-        } catch {
-            switch error {
-            case .heldElsewhere:
-                throw AggregationError.spend("\(root)/.lock is held: another 'postback spend import' is running on this store")
-            case .system(let failure): throw AggregationError.spend(failure.description)
-            }
+        guard let lock = try system({ () throws(SystemCallError) in try FileLock(path: root + "/.lock") }) else {
+            throw AggregationError.spend("\(root)/.lock is held: another 'postback spend import' is running on this store")
         }
+        return lock
     }
 
     private func finishStagedImports() throws(AggregationError) {

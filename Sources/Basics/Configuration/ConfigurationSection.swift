@@ -1,7 +1,26 @@
-/// A mistake in the config file, named by its key.
+/// A mistake in the config file, named by its key: a closed `code`, the key when one is to blame, and
+/// the message that says what the key must be.
 package struct ConfigurationError: Error, CustomStringConvertible {
+    package enum Code: Sendable, Hashable {
+        /// A value of the wrong JSON type (a string where a number belongs, …).
+        case wrongType
+        /// A number outside the key's range.
+        case outOfRange
+        /// A value the section refuses for its own reasons (a key that needs another, a file that does
+        /// not load, a key no section reads, a file that is not JSON).
+        case invalid
+    }
+
+    package let code: Code
+    /// The key at fault, when one is.
+    package let key: String?
     package let description: String
-    package init(_ description: String) { self.description = description }
+
+    package init(_ description: String, code: Code = .invalid, key: String? = nil) {
+        self.code = code
+        self.key = key
+        self.description = description
+    }
 }
 
 /// One part of the one config file that a service owns: the keys it reads, declared once, and what
@@ -86,8 +105,14 @@ package struct ConfigurationMember {
         (self.key, self.value, self.directory) = (key, value, directory)
     }
 
+    /// A number refused by its range is out of range; anything else given for a number is the wrong type.
+    private var rangeCode: ConfigurationError.Code {
+        if case .number = value { return .outOfRange }
+        return .wrongType
+    }
+
     package func fail(_ expected: String) -> ConfigurationError {
-        ConfigurationError("\(key) must be \(expected), got \(value.kindDescription)")
+        ConfigurationError("\(key) must be \(expected), got \(value.kindDescription)", code: .wrongType, key: key)
     }
 
     /// A path from the config file: absolute as written, else relative to the file's directory.
@@ -123,7 +148,8 @@ package struct ConfigurationMember {
 
     package func integer(in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard case .number(let number) = value, let integer = number.int64Value, range.contains(Int(integer)) else {
-            throw ConfigurationError("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw ConfigurationError(
+                "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)", code: rangeCode, key: key)
         }
         return Int(integer)
     }
@@ -131,7 +157,7 @@ package struct ConfigurationMember {
     package func milliseconds() throws(ConfigurationError) -> Double {
         guard case .number(let number) = value, let milliseconds = Double(number.text), milliseconds >= 0, milliseconds <= 100
         else {
-            throw ConfigurationError("\(key) must be a number of milliseconds from 0 to 100")
+            throw ConfigurationError("\(key) must be a number of milliseconds from 0 to 100", code: rangeCode, key: key)
         }
         return milliseconds / 1000
     }
@@ -141,14 +167,15 @@ package struct ConfigurationMember {
             seconds <= 86_400
         else {
             throw ConfigurationError(
-                "\(key) must be a number of seconds \(allowingZero ? "from 0" : "above 0") and at most 86400")
+                "\(key) must be a number of seconds \(allowingZero ? "from 0" : "above 0") and at most 86400",
+                code: rangeCode, key: key)
         }
         return seconds
     }
 
     package func hours() throws(ConfigurationError) -> Double {
         guard case .number(let number) = value, let hours = Double(number.text), hours >= 0, hours <= 24 * 366 else {
-            throw ConfigurationError("\(key) must be a number of hours from 0 to 8784")
+            throw ConfigurationError("\(key) must be a number of hours from 0 to 8784", code: rangeCode, key: key)
         }
         return hours
     }

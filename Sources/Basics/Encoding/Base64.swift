@@ -12,34 +12,36 @@ package enum Base64 {
         case url
     }
 
-    package struct DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
-        package let reason: String
-        package var description: String { reason }
+    /// What decoding found: the bytes, or why the text is not canonical Base64. Text that does not
+    /// decode is attacker input judged, an expected outcome (as a signature that does not verify is),
+    /// not a fault of the program; callers name the member in the verdict they give.
+    package enum Decoded: Sendable, Equatable {
+        case bytes([UInt8])
+        /// Why not, e.g. "wrong amount of '=' padding".
+        case invalid(reason: String)
+
+        /// The bytes, nil when the text is not canonical Base64.
+        package var value: [UInt8]? {
+            if case .bytes(let bytes) = self { return bytes }
+            return nil
+        }
     }
 
-    package static func decode(_ text: String, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+    package static func decode(_ text: String, alphabet: Alphabet) -> Decoded {
         var text = text
-        var result: Result<[UInt8], DecodingError> = .success([])
-        text.withUTF8 { utf8 in
-            result = Result { () throws(DecodingError) in try decode(utf8: UnsafeRawBufferPointer(utf8), alphabet: alphabet) }
-        }
-        return try result.get()
+        return text.withUTF8 { utf8 in decode(utf8: UnsafeRawBufferPointer(utf8), alphabet: alphabet) }
     }
 
-    package static func decode(_ utf8: [UInt8], alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
-        var result: Result<[UInt8], DecodingError> = .success([])
-        utf8.withUnsafeBytes { bytes in
-            result = Result { () throws(DecodingError) in try decode(utf8: bytes, alphabet: alphabet) }
-        }
-        return try result.get()
+    package static func decode(_ utf8: [UInt8], alphabet: Alphabet) -> Decoded {
+        utf8.withUnsafeBytes { bytes in decode(utf8: bytes, alphabet: alphabet) }
     }
 
-    package static func decode(utf8 input: UnsafeRawBufferPointer, alphabet: Alphabet) throws(DecodingError) -> [UInt8] {
+    package static func decode(utf8 input: UnsafeRawBufferPointer, alphabet: Alphabet) -> Decoded {
         var length = input.count
         var padding = 0
         if alphabet == .standard {
             guard length % 4 == 0 else {
-                throw DecodingError(reason: "length \(length) is not a multiple of 4 (standard Base64 is padded)")
+                return .invalid(reason: "length \(length) is not a multiple of 4 (standard Base64 is padded)")
             }
             while padding < 2, length > 0, input[length - 1] == UInt8(ascii: "=") {
                 length -= 1
@@ -47,9 +49,9 @@ package enum Base64 {
             }
         }
         let remainder = length % 4
-        if remainder == 1 { throw DecodingError(reason: "length \(length) cannot be Base64 (one character left over)") }
+        if remainder == 1 { return .invalid(reason: "length \(length) cannot be Base64 (one character left over)") }
         if alphabet == .standard, padding != (4 - remainder) % 4 {
-            throw DecodingError(reason: "wrong amount of '=' padding")
+            return .invalid(reason: "wrong amount of '=' padding")
         }
 
         var output = [UInt8](repeating: 0, count: length * 3 / 4)
@@ -102,15 +104,15 @@ package enum Base64 {
             }
         }
         if let badPosition {
-            throw DecodingError(
+            return .invalid(
                 reason:
                     "character \(describe(input[badPosition])) at position \(badPosition) is not in the \(alphabet == .url ? "base64url" : "Base64") alphabet"
             )
         }
         if unusedBitsSet {
-            throw DecodingError(reason: "non-canonical encoding: the unused bits of the last character are not zero")
+            return .invalid(reason: "non-canonical encoding: the unused bits of the last character are not zero")
         }
-        return output
+        return .bytes(output)
     }
 
     package static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet) -> String {

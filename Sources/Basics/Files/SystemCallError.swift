@@ -4,23 +4,33 @@
 
 /// A failed system call: the operation, the path it was made on, and `errno`. Every module reports
 /// system failures in this one shape, so messages read alike and callers branch on `errorNumber`.
+/// A file the program refuses after the calls succeeded (a directory where a file was asked for, a
+/// file over its size limit, text that is not UTF-8) takes the same shape with the `errno` that names
+/// it (`EISDIR`, `EFBIG`, `EILSEQ`) and its own words in `detail`.
 package struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertible {
     package let operation: String
     package let path: String
     package let errorNumber: Int32
+    /// The program's own words for a refusal, said instead of the operation and `strerror`.
+    package let detail: String?
 
-    package init(operation: String, path: String, errorNumber: Int32) {
+    package init(operation: String, path: String, errorNumber: Int32, detail: String? = nil) {
         self.operation = operation
         self.path = path
         self.errorNumber = errorNumber
+        self.detail = detail
     }
 
     /// "PATH: OPERATION failed: REASON", and what to do about it where the error number says.
     package var description: String { "\(path): \(reason)" }
 
     /// The message without the path, for errors that put the path in front themselves.
+    package var message: String { reason }
+
+    /// The message without the path: `detail`, or the operation, `strerror` and a remedy.
     package var reason: String {
-        "\(operation) failed: \(String(cString: strerror(errorNumber)))" + (remedy.map { " (\($0))" } ?? "")
+        if let detail { return detail }
+        return "\(operation) failed: \(String(cString: strerror(errorNumber)))" + (remedy.map { " (\($0))" } ?? "")
     }
 
     /// What the user can do, for the failures whose cause is outside the program.

@@ -41,10 +41,8 @@ package final class LineReader {
         while true {
             if let line = lines.next() { return Line(line, endsWithNewline: true) }
             if atEOF { return lines.finish().map { Line($0, endsWithNewline: false) } }
-            let chunk = try lines.fill { (room) throws(RecordReader.IOError) -> Int in
-                do throws(SystemCallError) { return try FileDescriptorIO.read(fd, into: room, path: path) } catch {
-                    throw RecordReader.IOError(path: path, message: error.reason)
-                }
+            let chunk = try lines.fill { (room) throws(SystemCallError) -> Int in
+                try FileDescriptorIO.read(fd, into: room, path: path)
             }
             if chunk.isEmpty { atEOF = true }
         }

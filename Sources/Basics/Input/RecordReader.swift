@@ -69,18 +69,8 @@ package struct InputRecord: Sendable {
 /// A record longer than `maximumRecordBytes` is reported as a problem record and skipped without being
 /// buffered, so a 100 MB line costs no memory. Line endings may be LF or CRLF.
 package final class RecordReader {
-    package struct IOError: Error, CustomStringConvertible {
-        package let path: String
-        package let message: String
-        package var description: String { "\(path): \(message)" }
-
-        package init(path: String, message: String) {
-            self.path = path
-            self.message = message
-        }
-
-        package init(_ error: SystemCallError) { self.init(path: error.path, message: error.reason) }
-    }
+    /// What reading records throws: the failed call, or a directory given as the input (`EISDIR`).
+    package typealias IOError = SystemCallError
 
     package static let defaultMaximumRecordBytes = 1 << 20
 
@@ -128,16 +118,17 @@ package final class RecordReader {
             lines = LineReader(fd: 0, path: path, maximumLineBytes: maximumRecordBytes)
         } else {
             let opened = open(path, O_RDONLY | O_CLOEXEC)
-            guard opened >= 0 else { throw IOError(SystemCallError(operation: "open", path: path, errorNumber: errno)) }
+            guard opened >= 0 else { throw SystemCallError(operation: "open", path: path, errorNumber: errno) }
             var status = stat()
             guard fstat(opened, &status) == 0 else {
                 let error = SystemCallError(operation: "fstat", path: path, errorNumber: errno)
                 close(opened)
-                throw IOError(error)
+                throw error
             }
             if (status.st_mode & S_IFMT) == S_IFDIR {
                 close(opened)
-                throw IOError(path: path, message: RecordReader.directoryHint(path))
+                throw SystemCallError(
+                    operation: "read", path: path, errorNumber: EISDIR, detail: RecordReader.directoryHint(path))
             }
             fd = opened
             ownsDescriptor = true

@@ -82,7 +82,7 @@ enum AggregateCommand {
         do {
             arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
+            guard let data = arguments.value("--data") else { throw CommandError.usage("--data DIR is required") }
             let schemas = arguments.value("--schemas")
             let (from, to) = try dayRange(arguments)
             if let schemas {
@@ -95,16 +95,16 @@ enum AggregateCommand {
                     try UserPaths.requireDirectory(data, option: "--data", holding: "raw/ from 'postback serve'")
                 }
                 if !arguments.values("--trust-key").isEmpty {
-                    throw UsageError("--trust-key applies to --input; the spool already holds verdicts")
+                    throw CommandError.usage("--trust-key applies to --input; the spool already holds verdicts")
                 }
             } else {
-                guard from == to else { throw UsageError("--input aggregates one day: use --date, not --from/--to") }
+                guard from == to else { throw CommandError.usage("--input aggregates one day: use --date, not --from/--to") }
                 guard !S3Location.isObjectStoreURL(data) else {
-                    throw UsageError("--input writes to a local --data DIR, not an s3:// store")
+                    throw CommandError.usage("--input writes to a local --data DIR, not an s3:// store")
                 }
                 let keys = try TrustKeys.load(arguments.values("--trust-key"))
                 if !keys.isEmpty, !arguments.has("--allow-dev") {
-                    throw UsageError("--trust-key keys are test keys; add --allow-dev")
+                    throw CommandError.usage("--trust-key keys are test keys; add --allow-dev")
                 }
                 verifier = PostbackVerifier(
                     policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: keys))
@@ -121,7 +121,7 @@ enum AggregateCommand {
             built.model = ProcessInfo.processInfo.environment["POSTBACK_MODEL"] != "off"
             if let format = arguments.value("--format") {
                 guard let parsed = AggregateFormat(rawValue: format) else {
-                    throw UsageError("--format \(format): expected csv, parquet or both")
+                    throw CommandError.usage("--format \(format): expected csv, parquet or both")
                 }
                 built.format = parsed
             }
@@ -266,10 +266,10 @@ enum AggregateCommand {
         "\(number) \(noun)\(number == 1 ? "" : "s")"
     }
 
-    static func dayRange(_ arguments: Arguments) throws(UsageError) -> (UTCDay, UTCDay) {
-        func day(_ option: String) throws(UsageError) -> UTCDay? {
+    static func dayRange(_ arguments: Arguments) throws -> (UTCDay, UTCDay) {
+        func day(_ option: String) throws -> UTCDay? {
             guard let text = arguments.value(option) else { return nil }
-            guard let day = UTCDay(text) else { throw UsageError("\(option) must be a date YYYY-MM-DD, got '\(text)'") }
+            guard let day = UTCDay(text) else { throw CommandError.usage("\(option) must be a date YYYY-MM-DD, got '\(text)'") }
             return day
         }
         let date = try day("--date")
@@ -278,14 +278,14 @@ enum AggregateCommand {
         switch (date, from, to) {
         case (let date?, nil, nil): return (date, date)
         case (nil, let from?, let to?):
-            guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
+            guard from <= to else { throw CommandError.usage("--from \(from) is after --to \(to)") }
             guard to.daysSinceEpoch - from.daysSinceEpoch < 3660 else {
-                throw UsageError("--from/--to spans more than ten years")
+                throw CommandError.usage("--from/--to spans more than ten years")
             }
             return (from, to)
-        case (nil, nil, nil): throw UsageError("give --date DAY, or --from DAY and --to DAY")
-        case (_?, _, _): throw UsageError("give either --date or --from/--to, not both")
-        default: throw UsageError("--from and --to go together")
+        case (nil, nil, nil): throw CommandError.usage("give --date DAY, or --from DAY and --to DAY")
+        case (_?, _, _): throw CommandError.usage("give either --date or --from/--to, not both")
+        default: throw CommandError.usage("--from and --to go together")
         }
     }
 

@@ -47,7 +47,7 @@ enum SchemaCommand {
         let arguments: Arguments
         do {
             arguments = try checkSyntax.parse(words)
-            guard !arguments.positionals.isEmpty else { throw UsageError("no PATH given") }
+            guard !arguments.positionals.isEmpty else { throw CommandError.usage("no PATH given") }
         } catch {
             return checkSyntax.finish(error, io: io)
         }
@@ -93,9 +93,9 @@ enum SchemaCommand {
         do {
             let arguments = try initSyntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let app = arguments.value("--app") else { throw UsageError("--app APP_ID is required") }
+            guard let app = arguments.value("--app") else { throw CommandError.usage("--app APP_ID is required") }
             guard let id = Int64(app), id > 0, String(id) == app else {
-                throw UsageError("--app must be an app id (digits, as in the postbacks' app-id), got '\(app)'")
+                throw CommandError.usage("--app must be an app id (digits, as in the postbacks' app-id), got '\(app)'")
             }
             appID = id
             store = arguments.value("--from")
@@ -105,7 +105,7 @@ enum SchemaCommand {
             }
             if let out {
                 guard UserPaths.kind(of: out) == .missing else {
-                    throw UsageError("--out \(out) exists: init never replaces a file; choose another path or remove it")
+                    throw CommandError.usage("--out \(out) exists: init never replaces a file; choose another path or remove it")
                 }
             }
         } catch {
@@ -150,10 +150,10 @@ enum SchemaCommand {
         do {
             let arguments = try exportSyntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let directory = arguments.value("--schemas") else { throw UsageError("--schemas DIR is required") }
+            guard let directory = arguments.value("--schemas") else { throw CommandError.usage("--schemas DIR is required") }
             let name = arguments.value("--table") ?? "values"
             guard let chosen = DecodeTable.Table(rawValue: name) else {
-                throw UsageError("--table must be values, events or sources, got '\(name)'")
+                throw CommandError.usage("--table must be values, events or sources, got '\(name)'")
             }
             table = chosen
             out = arguments.value("--out")

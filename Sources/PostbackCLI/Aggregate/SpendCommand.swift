@@ -47,9 +47,9 @@ enum SpendCommand {
         var created = false
         do {
             let arguments = try importSyntax.parse(words)
-            guard let directory = arguments.value("--data") else { throw UsageError("--data DATA is required") }
+            guard let directory = arguments.value("--data") else { throw CommandError.usage("--data DATA is required") }
             guard !arguments.positionals.isEmpty else {
-                throw UsageError("no FILE given (a spend CSV, or '-' for standard input)")
+                throw CommandError.usage("no FILE given (a spend CSV, or '-' for standard input)")
             }
             if !S3Location.isObjectStoreURL(directory), UserPaths.kind(of: directory) != .missing {
                 try UserPaths.requireDirectory(directory, option: "--data", holding: "the store (raw/ from 'postback serve')")
@@ -66,14 +66,14 @@ enum SpendCommand {
                 do {
                     files.append(SpendStore.InputFile(name: path, bytes: try FileBytes.read(path: path, limit: 1 << 30)))
                 } catch {
-                    throw UsageError("\(path): \(error.message)")
+                    throw CommandError.usage("\(path): \(error.message)")
                 }
             }
             if let name = arguments.value("--source") {
                 source = name
             } else {
                 guard arguments.positionals.count == 1, arguments.positionals[0] != "-" else {
-                    throw UsageError("give --source NAME: it names where the rows come from when they are not one file")
+                    throw CommandError.usage("give --source NAME: it names where the rows come from when they are not one file")
                 }
                 let file = arguments.positionals[0].split(separator: "/").last.map(String.init) ?? arguments.positionals[0]
                 source = file.split(separator: ".", maxSplits: 1).first.map(String.init) ?? file

@@ -36,9 +36,9 @@ enum SynthesizeCommand {
         do {
             let arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let directory = arguments.value("--data") else { throw UsageError("--data DIR is required") }
+            guard let directory = arguments.value("--data") else { throw CommandError.usage("--data DIR is required") }
             guard let text = arguments.value("--from"), let day = UTCDay(text) else {
-                throw UsageError("--from YYYY-MM-DD is required")
+                throw CommandError.usage("--from YYYY-MM-DD is required")
             }
             data = directory
             first = day
@@ -50,7 +50,7 @@ enum SynthesizeCommand {
             workers = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...64)
             if let name = arguments.value("--shape") {
                 guard let shape = SyntheticSpool.Shape(rawValue: name) else {
-                    throw UsageError("--shape must be uniform or realistic, got '\(name)'")
+                    throw CommandError.usage("--shape must be uniform or realistic, got '\(name)'")
                 }
                 spool.shape = shape
             }

@@ -43,14 +43,14 @@ enum CheckCommand {
         do {
             let arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
-            guard let text = arguments.value("--date") else { throw UsageError("--date DAY is required") }
-            guard let day = UTCDay(text) else { throw UsageError("--date must be a date YYYY-MM-DD, got '\(text)'") }
+            guard let data = arguments.value("--data") else { throw CommandError.usage("--data DIR is required") }
+            guard let text = arguments.value("--date") else { throw CommandError.usage("--date DAY is required") }
+            guard let day = UTCDay(text) else { throw CommandError.usage("--date must be a date YYYY-MM-DD, got '\(text)'") }
             let history = try arguments.integer("--history-days", default: FlowCheck.defaultHistoryDays, in: 7...366)
             var environment = ReportEnvironment.production
             if let name = arguments.value("--environment") {
                 guard let chosen = ReportEnvironment(rawValue: name) else {
-                    throw UsageError("--environment must be production or development, got '\(name)'")
+                    throw CommandError.usage("--environment must be production or development, got '\(name)'")
                 }
                 environment = chosen
             }

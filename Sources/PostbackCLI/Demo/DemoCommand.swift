@@ -106,26 +106,22 @@ enum DemoCommand {
             do {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             } catch {
-                throw UsageError(
+                throw CommandError.usage(
                     "--dir \(path): cannot create it (\(error.localizedDescription)); give a directory you can write")
             }
         case .directory:
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
             guard entries.isEmpty else {
-                throw UsageError(
+                throw CommandError.usage(
                     "--dir \(path) is not empty; give a new or empty directory (e.g. --dir \(path)-2), or remove \(path) first")
             }
             guard access(path, W_OK) == 0 else {
-                throw UsageError("--dir \(path) is not writable; give a directory you can write")
+                throw CommandError.usage("--dir \(path) is not writable; give a directory you can write")
             }
         case .file, .other:
-            throw UsageError("--dir \(path) is a file; give a new or empty directory")
+            throw CommandError.usage("--dir \(path) is a file; give a new or empty directory")
         }
         return path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-    }
-
-    struct StepFailed: Error, CustomStringConvertible {
-        let description: String
     }
 
     private static func run(_ layout: Layout, count: Int, io: CommandIO) throws -> ExitStatus {
@@ -178,7 +174,7 @@ enum DemoCommand {
         server.shutdown()
         io.print(SendCommand.summary(report, url: url))
         guard report.allOK else {
-            throw StepFailed(description: "the receiver did not accept every postback (see above)")
+            throw CommandError.stepFailed("the receiver did not accept every postback (see above)")
         }
 
         // The 20 days before, as a relay's daily files; then the nightly job over today's spool (today,
@@ -190,7 +186,7 @@ enum DemoCommand {
         // --allow-dev: development postbacks are what the demo is for, not an empty run.
         let nightly = ["--data", layout.store, "--schemas", layout.schemas, "--allow-open-day", "--allow-dev"] + days
         guard AggregateCommand.run(nightly + ["--skip-cohorts"], io: io) == .success else {
-            throw StepFailed(description: "'postback aggregate' failed (see above)")
+            throw CommandError.stepFailed("'postback aggregate' failed (see above)")
         }
         // What the networks say they charged (and delivered), imported; the nightly job's cohort pass
         // joins it to the installs by install date.
@@ -200,9 +196,9 @@ enum DemoCommand {
             SpendCommand.run(
                 ["import", "--data", layout.store, "--schemas", layout.schemas, "--source", "demo-networks", spendFile], io: io)
                 == .success
-        else { throw StepFailed(description: "'postback spend import' failed (see above)") }
+        else { throw CommandError.stepFailed("'postback spend import' failed (see above)") }
         guard AggregateCommand.run(nightly, io: io) == .success else {
-            throw StepFailed(description: "'postback aggregate' failed (see above)")
+            throw CommandError.stepFailed("'postback aggregate' failed (see above)")
         }
         let reported = ReportCommand.run(
             [
@@ -210,7 +206,7 @@ enum DemoCommand {
                 "--from", firstHistoryDay.description, "--to", lastDay.description,
             ],
             io: io)
-        guard reported == .success else { throw StepFailed(description: "'postback report' failed (see above)") }
+        guard reported == .success else { throw CommandError.stepFailed("'postback report' failed (see above)") }
         io.print(
             "\(count + history) postbacks in all: \(count) through the receiver today, \(history) on the \(DemoHistory.days) days before"
         )

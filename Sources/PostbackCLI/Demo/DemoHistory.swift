@@ -48,7 +48,7 @@ enum DemoHistory {
                     "--allow-dev", "--trust-key", layout.key, "--skip-cohorts",
                 ], io: quiet)
             guard status == .success else {
-                throw DemoCommand.StepFailed(description: "'postback aggregate --input \(file)' failed")
+                throw CommandError.stepFailed("'postback aggregate --input \(file)' failed")
             }
         }
         io.print("published \(days) earlier days from \(layout.history) (\(total) postbacks, as a relay's daily files)")

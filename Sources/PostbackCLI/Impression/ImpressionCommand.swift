@@ -57,20 +57,20 @@ enum ImpressionCommand {
         let jobs: Int
         do {
             let arguments = try signSyntax.parse(words)
-            guard let keyPath = arguments.value("--key") else { throw UsageError("--key KEY.pem is required") }
+            guard let keyPath = arguments.value("--key") else { throw CommandError.usage("--key KEY.pem is required") }
             guard arguments.positionals.count <= 1 else {
-                throw UsageError("one PATH at most ('-' or none reads standard input)")
+                throw CommandError.usage("one PATH at most ('-' or none reads standard input)")
             }
             path = arguments.positionals.first ?? "-"
             jobs = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...256)
             let key = try PrivateKeyFile.load(keyPath)
             if let kid = arguments.value("--kid"), kid.isEmpty || UnicodeSafety.firstControlOrInvisible(in: kid) != nil {
-                throw UsageError("--kid must be non-empty printable text")
+                throw CommandError.usage("--kid must be non-empty printable text")
             }
             do {
                 signer = try ImpressionSigner(key: key, keyID: arguments.value("--kid"))
             } catch {
-                throw UsageError("--key \(keyPath): \(error.reason)")
+                throw CommandError.usage("--key \(keyPath): \(error.reason)")
             }
         } catch {
             return signSyntax.finish(error, io: io)
@@ -139,7 +139,7 @@ enum ImpressionCommand {
         do {
             let arguments = try verifySyntax.parse(words)
             let keyValues = arguments.values("--key")
-            guard !keyValues.isEmpty else { throw UsageError("--key PUBLIC.pem is required") }
+            guard !keyValues.isEmpty else { throw CommandError.usage("--key PUBLIC.pem is required") }
             verifier = ImpressionVerifier(keys: try keyValues.map(loadPublicKey))
             paths = arguments.positionals.isEmpty ? ["-"] : arguments.positionals
             jobs = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...256)
@@ -189,7 +189,7 @@ enum ImpressionCommand {
 
     /// `PEM` or `KID=PEM`: a public key (or a private key's public half; the file must then be
     /// readable by its owner only).
-    static func loadPublicKey(_ value: String) throws(UsageError) -> ImpressionKey {
+    static func loadPublicKey(_ value: String) throws -> ImpressionKey {
         var keyID: String? = nil
         var path = value
         if !FileManager.default.fileExists(atPath: value), let equals = value.firstIndex(of: "="), equals != value.startIndex {
@@ -201,7 +201,7 @@ enum ImpressionCommand {
         do {
             text = try FileBytes.readText(path: path, limit: 1 << 20)
         } catch {
-            throw UsageError("--key \(error)")
+            throw CommandError.usage("--key \(error)")
         }
         if text.contains("PRIVATE KEY") {
             return ImpressionKey(name: name, keyID: keyID, key: try PrivateKeyFile.load(path).publicKey)
@@ -209,7 +209,7 @@ enum ImpressionCommand {
         do {
             return ImpressionKey(name: name, keyID: keyID, key: try ECDSAPublicKey(pemRepresentation: text))
         } catch {
-            throw UsageError("--key \(path): not a P-256 public key in PEM (\(error))")
+            throw CommandError.usage("--key \(path): not a P-256 public key in PEM (\(error))")
         }
     }
 

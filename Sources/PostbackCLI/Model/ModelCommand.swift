@@ -39,23 +39,25 @@ enum ModelCommand {
         do {
             let arguments = try checkSyntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let data = arguments.value("--data") else { throw UsageError("--data DATA is required") }
+            guard let data = arguments.value("--data") else { throw CommandError.usage("--data DATA is required") }
             var days: [UTCDay] = []
             for option in ["--from", "--to"] {
-                guard let text = arguments.value(option) else { throw UsageError("\(option) DAY is required") }
-                guard let day = UTCDay(text) else { throw UsageError("\(option) must be a date YYYY-MM-DD, got '\(text)'") }
+                guard let text = arguments.value(option) else { throw CommandError.usage("\(option) DAY is required") }
+                guard let day = UTCDay(text) else {
+                    throw CommandError.usage("\(option) must be a date YYYY-MM-DD, got '\(text)'")
+                }
                 days.append(day)
             }
             try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
             request = ModelCheck.Request(dataDirectory: data, from: days[0], to: days[1])
             if let text = arguments.value("--holdout") {
                 guard let share = Double(text), share > 0, share < 1 else {
-                    throw UsageError("--holdout must be a share between 0 and 1 (e.g. 0.2), got '\(text)'")
+                    throw CommandError.usage("--holdout must be a share between 0 and 1 (e.g. 0.2), got '\(text)'")
                 }
                 request.holdout = share
             }
             if let text = arguments.value("--seed") {
-                guard let seed = UInt64(text) else { throw UsageError("--seed must be a whole number, got '\(text)'") }
+                guard let seed = UInt64(text) else { throw CommandError.usage("--seed must be a whole number, got '\(text)'") }
                 request.seed = seed
             }
             json = arguments.has("--json")

@@ -49,8 +49,10 @@ enum ReportCommand {
         do {
             let arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
-            guard let out = arguments.value("--out") else { throw UsageError("--out FILE is required ('-' for standard output)") }
+            guard let data = arguments.value("--data") else { throw CommandError.usage("--data DIR is required") }
+            guard let out = arguments.value("--out") else {
+                throw CommandError.usage("--out FILE is required ('-' for standard output)")
+            }
             let (from, to) = try AggregateCommand.dayRange(arguments)
             let topCampaigns = try arguments.integer("--top", default: ReportRequest.defaultTopCampaigns, in: 1...500)
             if !S3Location.isObjectStoreURL(data) {
@@ -63,13 +65,13 @@ enum ReportCommand {
                 toolVersion: "postback \(PostbackCommand.version)")
             if let app = arguments.value("--app") {
                 guard let number = Int64(app), number > 0, String(number) == app else {
-                    throw UsageError("--app must be a numeric app id (the app-id of the postbacks), got '\(app)'")
+                    throw CommandError.usage("--app must be a numeric app id (the app-id of the postbacks), got '\(app)'")
                 }
                 request.appID = app
             }
             if let environment = arguments.value("--environment") {
                 guard let chosen = ReportEnvironment(rawValue: environment) else {
-                    throw UsageError("--environment must be production or development, got '\(environment)'")
+                    throw CommandError.usage("--environment must be production or development, got '\(environment)'")
                 }
                 request.environment = chosen
             }

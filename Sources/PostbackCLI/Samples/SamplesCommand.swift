@@ -51,14 +51,6 @@ enum SamplesCommand {
         }
     }
 
-    /// A file under the target directory that already holds something else.
-    struct InTheWay: Error, CustomStringConvertible {
-        let path: String
-        var description: String {
-            "\(path) exists with other content; nothing is overwritten: move it away or give --copy another directory"
-        }
-    }
-
     /// Writes every sample under `directory`; returns how many were written (files already there
     /// with the same bytes are skipped). Checks every file before writing any.
     static func copy(to directory: String) throws -> Int {
@@ -67,7 +59,7 @@ enum SamplesCommand {
             let path = directory + "/" + file.path
             let bytes = Array(file.text.utf8)
             if access(path, F_OK) == 0 {
-                guard (try? FileBytes.read(path: path)) == bytes else { throw InTheWay(path: path) }
+                guard (try? FileBytes.read(path: path)) == bytes else { throw CommandError.inTheWay(path) }
                 continue
             }
             missing.append((path, bytes))

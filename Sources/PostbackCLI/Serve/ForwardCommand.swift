@@ -52,11 +52,11 @@ enum ForwardCommand {
     /// The config and its destinations (`--destination` picks one, by name).
     private static func load(_ arguments: Arguments) throws -> (ServerConfiguration, [ForwardSettings]) {
         guard let path = arguments.value("--config") else {
-            throw UsageError("--config FILE is required (the receiver's config)")
+            throw CommandError.usage("--config FILE is required (the receiver's config)")
         }
         let configuration = try ServerConfiguration.load(path: path, sections: DeliveryConfiguration.sections)
         let forwarding = configuration.sections[ForwardingConfiguration.self]
-        guard let forward = forwarding.forward else { throw UsageError("\(path) has no \"forward\" destinations") }
+        guard let forward = forwarding.forward else { throw CommandError.usage("\(path) has no \"forward\" destinations") }
         // Reading a store that is not there would show nothing to do; a wrong data_dir is an error.
         try UserPaths.requireDirectory(
             configuration.dataDirectory, option: "data_dir (\(path))",
@@ -65,7 +65,7 @@ enum ForwardCommand {
         if let name = arguments.value("--destination") {
             settings = settings.filter { $0.name == name }
             guard !settings.isEmpty else {
-                throw UsageError(
+                throw CommandError.usage(
                     "no destination named \"\(name)\" in \(path); known: \(try ForwardSettings.parseList(forward, relativeTo: forwarding.configurationDirectory).map(\.name).joined(separator: ", "))"
                 )
             }
@@ -128,18 +128,18 @@ enum ForwardCommand {
         let deadline: Date
         do {
             let arguments = try replaySyntax.parse(words)
-            guard arguments.value("--destination") != nil else { throw UsageError("--destination NAME is required") }
+            guard arguments.value("--destination") != nil else { throw CommandError.usage("--destination NAME is required") }
             deadline = try retryDeadline(arguments)
             let loaded = try load(arguments)
             configuration = loaded.0
             destination = loaded.1[0]
             guard let fromText = arguments.value("--from"), let day = UTCDay(fromText) else {
-                throw UsageError("--from DAY is required, as YYYY-MM-DD")
+                throw CommandError.usage("--from DAY is required, as YYYY-MM-DD")
             }
             guard let toText = arguments.value("--to"), let last = UTCDay(toText) else {
-                throw UsageError("--to DAY is required, as YYYY-MM-DD")
+                throw CommandError.usage("--to DAY is required, as YYYY-MM-DD")
             }
-            guard day <= last else { throw UsageError("--from \(fromText) is after --to \(toText)") }
+            guard day <= last else { throw CommandError.usage("--from \(fromText) is after --to \(toText)") }
             (from, to) = (day, last)
         } catch {
             return replaySyntax.finish(error, io: io)
@@ -176,7 +176,7 @@ enum ForwardCommand {
             }
             io.print("replayed to \(destination.name): \(sent) accepted, \(refused) refused, days \(from) to \(to)")
             return refused == 0 ? .success : .failure
-        } catch let unavailable as PartnerUnavailable {
+        } catch let unavailable as CommandError where unavailable.code == .partnerUnavailable {
             io.printError("postback forward replay: \(unavailable); rerun the same command (repeats are idempotent)")
             return .failure
         } catch {
@@ -231,10 +231,6 @@ enum ForwardCommand {
         return failed ? .failure : .success
     }
 
-    struct PartnerUnavailable: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// When retrying stops: `--retry-seconds` from now.
     private static func retryDeadline(_ arguments: Arguments) throws -> Date {
         Date().addingTimeInterval(
@@ -256,7 +252,7 @@ enum ForwardCommand {
             guard case .retry(let detail, let retryAfter) = outcomes[first] else { return outcomes }
             let wait = max(backoff.delay(afterFailures: attempt), retryAfter ?? 0)
             guard Date().addingTimeInterval(wait) <= deadline else {
-                throw PartnerUnavailable(description: "\(detail) (gave up after \(attempt) attempts: --retry-seconds)")
+                throw CommandError.partnerUnavailable("\(detail) (gave up after \(attempt) attempts: --retry-seconds)")
             }
             io.printError("\(detail); retrying in \(Int(wait.rounded(.up))) s")
             usleep(UInt32(wait * 1_000_000))

@@ -36,9 +36,9 @@ enum SendCommand {
         let caCertificatePath: String?
         do {
             let arguments = try syntax.parse(words)
-            guard let given = arguments.value("--url") else { throw UsageError("--url is required") }
+            guard let given = arguments.value("--url") else { throw CommandError.usage("--url is required") }
             guard given.hasPrefix("http://") || given.hasPrefix("https://") else {
-                throw UsageError("--url must start with http:// or https://")
+                throw CommandError.usage("--url must start with http:// or https://")
             }
             url = given
             concurrency = try arguments.integer("--concurrency", default: 1, in: 1...1024)
@@ -46,11 +46,12 @@ enum SendCommand {
             caCertificatePath = arguments.value("--cacert")
             if let caCertificatePath {
                 guard FileManager.default.isReadableFile(atPath: caCertificatePath) else {
-                    throw UsageError("--cacert \(caCertificatePath): no such readable file (a PEM file of CA certificates)")
+                    throw CommandError.usage(
+                        "--cacert \(caCertificatePath): no such readable file (a PEM file of CA certificates)")
                 }
             }
             paths = arguments.positionals
-            guard !paths.isEmpty else { throw UsageError("no PATH given (use '-' for standard input)") }
+            guard !paths.isEmpty else { throw CommandError.usage("no PATH given (use '-' for standard input)") }
         } catch {
             return syntax.finish(error, io: io)
         }

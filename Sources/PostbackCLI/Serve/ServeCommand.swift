@@ -91,7 +91,7 @@ enum ServeCommand {
             switch arguments.value("--log-format") ?? "auto" {
             case "auto": jsonStartupErrors = !io.standardError.isTerminal
             case "json": jsonStartupErrors = true
-            case let other: throw UsageError("--log-format must be auto or json, got '\(other)'")
+            case let other: throw CommandError.usage("--log-format must be auto or json, got '\(other)'")
             }
         } catch {
             return syntax.finish(error, io: io)
@@ -175,13 +175,13 @@ enum ServeCommand {
         if let writer = arguments.value("--writer-id") { configuration.writerID = writer }
         if arguments.has("--allow-dev") { configuration.allowsDevelopment = true }
         if !arguments.values("--trust-key").isEmpty, !configuration.allowsDevelopment {
-            throw UsageError("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
+            throw CommandError.usage("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
         }
         if let url = arguments.value("--ship-to") { configuration.sections[ShippingConfiguration.self].shipTo = url }
         configuration.trustKeyPaths += arguments.values("--trust-key")
         if let name = arguments.value("--log-level") {
             guard let level = ServerLog.Level(name: name) else {
-                throw UsageError("--log-level must be debug, info, warning or error, got '\(name)'")
+                throw CommandError.usage("--log-level must be debug, info, warning or error, got '\(name)'")
             }
             configuration.logLevel = level
         }
@@ -191,16 +191,16 @@ enum ServeCommand {
             !configuration.signing.keyPaths.isEmpty || configuration.signing.webAdsPath != nil,
             let refusal = SigningFileMode.refusal(path, rule: .ownerWritable, what: "--config \(path)")
         {
-            throw UsageError(refusal)
+            throw CommandError.usage(refusal)
         }
         configuration.testKeys = try TrustKeys.load(configuration.trustKeyPaths)
-        configuration.signing.loadedKeys = try configuration.signing.keyPaths.map { entry throws(UsageError) in
+        configuration.signing.loadedKeys = try configuration.signing.keyPaths.map { entry throws in
             // Read once, here; refused when group- or world-readable; never quoted in a message.
             let key = try PrivateKeyFile.load(entry.path, option: "signing_keys kid \(entry.kid):")
             do throws(PostbackRejection) {
                 return ImpressionSigningKey(kid: entry.kid, signer: try ImpressionSigner(key: key))
             } catch {
-                throw UsageError("signing_keys kid \(entry.kid): \(entry.path): \(error.reason)")
+                throw CommandError.usage("signing_keys kid \(entry.kid): \(entry.path): \(error.reason)")
             }
         }
         return configuration

@@ -26,7 +26,7 @@ enum ServeShipping {
         } catch {
             log.warning(
                 "object store not reachable at start: segments stay on local disk and are shipped when it is back; /readyz stays ready",
-                ["ship_to": .string(location.description), "error": .string(error.description)])
+                ["ship_to": .string(location.description), "error": .string("\(error)")])
         }
         let workerConfiguration = SpoolDeliveryWorker.Configuration(
             layout: StoreLayout(root: configuration.dataDirectory), writerID: configuration.writerID,

@@ -33,9 +33,11 @@ enum SpoolCommand {
         let segments: [String]
         do {
             let arguments = try setAsideSyntax.parse(words)
-            guard let directory = arguments.value("--data") else { throw UsageError("--data DIR is required (the store)") }
+            guard let directory = arguments.value("--data") else {
+                throw CommandError.usage("--data DIR is required (the store)")
+            }
             try UserPaths.requireDirectory(directory, option: "--data", holding: "the receiver's store (raw/postbacks)")
-            guard !arguments.positionals.isEmpty else { throw UsageError("give the damaged segment's path") }
+            guard !arguments.positionals.isEmpty else { throw CommandError.usage("give the damaged segment's path") }
             data = directory
             segments = arguments.positionals
         } catch {

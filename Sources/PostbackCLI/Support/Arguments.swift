@@ -1,23 +1,6 @@
 import Basics
 import Postbacks
 
-/// A command line that is wrong: printed with a pointer to the command's `--help`, exit code 2.
-package struct UsageError: Error, CustomStringConvertible {
-    package let message: String
-    /// `-h` or `--help` was given: not an error, the usage is printed on stdout (exit 0).
-    let isHelpRequest: Bool
-    package init(_ message: String) {
-        self.message = message
-        self.isHelpRequest = false
-    }
-    private init(helpRequest: ()) {
-        self.message = "help requested"
-        self.isHelpRequest = true
-    }
-    static let helpRequested = UsageError(helpRequest: ())
-    package var description: String { message }
-}
-
 /// What one command (or subcommand) accepts, and the conventions every command line shares
 /// (clig.dev): `-h`/`--help` anywhere prints the usage on stdout and exits 0; an unknown option or
 /// subcommand is named with the closest known one ("did you mean"); a wrong command line prints the
@@ -38,11 +21,11 @@ struct CommandSyntax: Sendable {
         self.options = options
     }
 
-    /// Parses `words`; throws `UsageError.helpRequested` when help was asked for.
-    func parse(_ words: [String]) throws(UsageError) -> Arguments {
+    /// Parses `words`; throws `CommandError.helpRequested` when help was asked for.
+    func parse(_ words: [String]) throws -> Arguments {
         for word in words {
             if word == "--" { break }
-            if word == "-h" || word == "--help" { throw .helpRequested }
+            if word == "-h" || word == "--help" { throw CommandError.helpRequested }
         }
         return try Arguments(words, flags: flags, options: options)
     }
@@ -50,7 +33,7 @@ struct CommandSyntax: Sendable {
     /// Ends the command after `error` from parsing or checking its arguments: the usage on stdout
     /// (exit 0) for a help request, otherwise the problem and a pointer to `--help` on stderr (exit 2).
     func finish(_ error: any Error, io: CommandIO) -> ExitStatus {
-        if let usageError = error as? UsageError, usageError.isHelpRequest {
+        if let commandError = error as? CommandError, commandError.code == .helpRequested {
             io.print(usage)
             return .success
         }
@@ -98,7 +81,7 @@ struct Arguments {
     /// - Parameters:
     ///   - flags: options without a value, e.g. `--json`.
     ///   - options: options that take a value; each may be given more than once.
-    init(_ words: [String], flags allowedFlags: Set<String>, options allowedOptions: Set<String>) throws(UsageError) {
+    init(_ words: [String], flags allowedFlags: Set<String>, options allowedOptions: Set<String>) throws {
         var words = words[...]
         while let word = words.popFirst() {
             if word == "--" {
@@ -116,15 +99,15 @@ struct Arguments {
                 inlineValue = String(word[word.index(after: equals)...])
             }
             if allowedFlags.contains(name) {
-                guard inlineValue == nil else { throw UsageError("\(name) does not take a value") }
+                guard inlineValue == nil else { throw CommandError.usage("\(name) does not take a value") }
                 flags.insert(name)
             } else if allowedOptions.contains(name) {
-                guard let value = inlineValue ?? words.popFirst() else { throw UsageError("\(name) needs a value") }
+                guard let value = inlineValue ?? words.popFirst() else { throw CommandError.usage("\(name) needs a value") }
                 options[name, default: []].append(value)
             } else {
                 let known = (allowedFlags.union(allowedOptions)).sorted()
                 let hint = Suggestion.closest(to: name, in: known).map { " (did you mean \($0)?)" } ?? ""
-                throw UsageError("unknown option \(name)\(hint)")
+                throw CommandError.usage("unknown option \(name)\(hint)")
             }
         }
     }
@@ -136,17 +119,18 @@ struct Arguments {
 
     func values(_ option: String) -> [String] { options[option] ?? [] }
 
-    func integer(_ option: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    func integer(_ option: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = value(option) else { return fallback }
         guard let number = Int(text), range.contains(number) else {
-            throw UsageError("\(option) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+            throw CommandError.usage(
+                "\(option) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
         }
         return number
     }
 
     /// Positional arguments are not expected.
-    func requireNoPositionals() throws(UsageError) {
+    func requireNoPositionals() throws {
         guard let first = positionals.first else { return }
-        throw UsageError("unexpected argument '\(first)'" + (first.hasPrefix("-") ? " (options start with --)" : ""))
+        throw CommandError.usage("unexpected argument '\(first)'" + (first.hasPrefix("-") ? " (options start with --)" : ""))
     }
 }

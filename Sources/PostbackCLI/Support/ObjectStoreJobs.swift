@@ -53,7 +53,7 @@ enum ObjectStoreJobs {
         let client = try client(url, environment: environment)
         // As for a local store: a mistyped URL must not publish empty days over good ones.
         guard try !client.list(relativePrefix: "raw/postbacks/", pageSize: 1, firstPageOnly: true).isEmpty else {
-            throw UsageError(
+            throw CommandError.usage(
                 "--data \(client.location) holds no spool (no raw/postbacks/ objects): is it where the receivers ship to?")
         }
         let lease = try Lease.acquire(client: client)
@@ -156,18 +156,7 @@ enum ObjectStoreJobs {
         do {
             try body(staged.root)
         } catch {
-            throw InBucket(error, stagedRoot: staged.root, url: url)
-        }
-    }
-
-    /// An error from work on staged files, told in the bucket's terms: the staging directory is
-    /// private and gone once the command ends, so a message names the `s3://` URL instead.
-    struct InBucket: Error, CustomStringConvertible {
-        let description: String
-        init(_ error: any Error, stagedRoot: String, url: String) {
-            var bucket = url
-            while bucket.hasSuffix("/") { bucket.removeLast() }
-            description = "\(error)".replacingOccurrences(of: stagedRoot, with: bucket)
+            throw CommandError.inBucket(error, stagedRoot: staged.root, url: url)
         }
     }
 
@@ -215,14 +204,14 @@ enum ObjectStoreJobs {
             atPath: String(path[..<path.lastIndex(of: "/")!]), withIntermediateDirectories: true)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(DurableFile.dataFileMode))
         guard fd >= 0 else {
-            throw UsageError(
+            throw CommandError.usage(
                 "staging a copy from the bucket: \(SystemCallError(operation: "create", path: path, errorNumber: errno))")
         }
         defer { close(fd) }
         let hasher = SHA256Hasher()
         var writeError: SystemCallError? = nil
-        var received: Result<Bool, S3Error> = .success(true)
-        received = Result { () throws(S3Error) -> Bool in
+        var received: Result<Bool, any Error> = .success(true)
+        received = Result { () throws -> Bool in
             try client.get(relativeKey: key) { chunk in
                 hasher.update(chunk)
                 do throws(SystemCallError) { try FileDescriptorIO.writeAll(chunk, to: fd, path: path) } catch {
@@ -233,7 +222,7 @@ enum ObjectStoreJobs {
             }
         }
         if let writeError {
-            throw UsageError("staging a copy from the bucket: \(writeError)")
+            throw CommandError.usage("staging a copy from the bucket: \(writeError)")
         }
         _ = try received.get()
         return Data(hasher.finalize().bytes).base64EncodedString()
@@ -270,7 +259,7 @@ enum ObjectStoreJobs {
         let directory = NSTemporaryDirectory()
         var template = Array((directory + "postback-s3-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw UsageError(
+            throw CommandError.usage(
                 "cannot create a work directory (set TMPDIR to another directory): "
                     + "\(SystemCallError(operation: "mkdtemp", path: directory, errorNumber: errno))")
         }
@@ -303,13 +292,13 @@ enum ObjectStoreJobs {
                         contentType: "application/json")
                     return Lease(client: client, bytes: bytes)
                 } catch {
-                    guard case .alreadyExists = error else { throw error }
+                    guard (error as? ClientError)?.code == .alreadyExists else { throw error }
                     let existing = try client.getBytes(relativeKey: ObjectStoreJobs.leaseKey) ?? []
                     let text = String(decoding: existing, as: UTF8.self)
                     let expires =
                         text.range(of: "\"expires\":").flatMap { Double(text[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
                     guard attempt == 0, expires < now else {
-                        throw UsageError(
+                        throw CommandError.usage(
                             "another aggregate job holds \(client.location.key(ObjectStoreJobs.leaseKey)) (\(text.trimmingCharacters(in: .whitespacesAndNewlines))); "
                                 + "wait for it, or delete that object if no job is running")
                     }
@@ -317,7 +306,7 @@ enum ObjectStoreJobs {
                     try client.delete(relativeKey: ObjectStoreJobs.leaseKey)
                 }
             }
-            throw UsageError("could not take \(client.location.key(ObjectStoreJobs.leaseKey))")
+            throw CommandError.usage("could not take \(client.location.key(ObjectStoreJobs.leaseKey))")
         }
 
         /// Deletes the lease if it is still this job's.

@@ -21,41 +21,41 @@ enum UserPaths {
     }
 
     /// `path` (given with `option`) must be an existing directory.
-    static func requireDirectory(_ path: String, option: String, holding contents: String) throws(UsageError) {
+    static func requireDirectory(_ path: String, option: String, holding contents: String) throws {
         switch kind(of: path) {
         case .directory: return
-        case .missing: throw UsageError("\(option) \(path): no such directory (it should hold \(contents))")
-        case .file, .other: throw UsageError("\(option) \(path) is a file; give the directory that holds \(contents)")
+        case .missing: throw CommandError.usage("\(option) \(path): no such directory (it should hold \(contents))")
+        case .file, .other: throw CommandError.usage("\(option) \(path) is a file; give the directory that holds \(contents)")
         }
     }
 
     /// `path` (given with `option`, or as an argument) must be a file that can be read; `-` is stdin.
-    static func requireInputFile(_ path: String, option: String? = nil) throws(UsageError) {
+    static func requireInputFile(_ path: String, option: String? = nil) throws {
         guard path != "-" else { return }
         let named = option.map { "\($0) \(path)" } ?? path
         switch kind(of: path) {
         case .file, .other: return
-        case .missing: throw UsageError("\(named): no such file")
-        case .directory: throw UsageError("\(named) \(RecordReader.directoryHint(path))")
+        case .missing: throw CommandError.usage("\(named): no such file")
+        case .directory: throw CommandError.usage("\(named) \(RecordReader.directoryHint(path))")
         }
     }
 
     /// A file the command will write (atomically, next to its final name): its directory must exist.
     /// `-` means standard output and is always fine.
-    static func requireOutputFile(_ path: String, option: String) throws(UsageError) {
+    static func requireOutputFile(_ path: String, option: String) throws {
         guard path != "-" else { return }
         if kind(of: path) == .directory {
-            throw UsageError("\(option) \(path) is a directory; give a file name, or '-' for standard output")
+            throw CommandError.usage("\(option) \(path) is a directory; give a file name, or '-' for standard output")
         }
         guard let slash = path.lastIndex(of: "/") else { return }
         let directory = slash == path.startIndex ? "/" : String(path[..<slash])
         switch kind(of: directory) {
         case .directory: return
         case .missing:
-            throw UsageError(
+            throw CommandError.usage(
                 "\(option) \(path): directory \(directory) does not exist; create it first (mkdir -p \(directory)) or give '-' for standard output"
             )
-        case .file, .other: throw UsageError("\(option) \(path): \(directory) is not a directory")
+        case .file, .other: throw CommandError.usage("\(option) \(path): \(directory) is not a directory")
         }
     }
 }

@@ -20,10 +20,10 @@ enum ExplainCommand {
         let verifier: PostbackVerifier
         do {
             arguments = try syntax.parse(words)
-            guard arguments.positionals.count == 1 else { throw UsageError("give exactly one PATH") }
+            guard arguments.positionals.count == 1 else { throw CommandError.usage("give exactly one PATH") }
             let testKeys = try TrustKeys.load(arguments.values("--trust-key"))
             if !testKeys.isEmpty, !arguments.has("--allow-dev") {
-                throw UsageError("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
+                throw CommandError.usage("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
             }
             verifier = PostbackVerifier(
                 policy: VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys))

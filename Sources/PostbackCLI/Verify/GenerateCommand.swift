@@ -55,7 +55,7 @@ enum GenerateCommand {
         do {
             let arguments = try syntax.parse(words)
             guard let keyPath = arguments.value("--key") else {
-                throw UsageError("--key PEM is required (add --create-key to make a new one)")
+                throw CommandError.usage("--key PEM is required (add --create-key to make a new one)")
             }
             count = try arguments.integer("--count", default: 1000, in: 0...100_000_000)
             start = try arguments.integer("--start", default: 0, in: 0...Int.max / 2)
@@ -63,24 +63,24 @@ enum GenerateCommand {
             var kinds: [SyntheticPostbacks.Kind] = []
             for name in (arguments.value("--kinds") ?? "3.0,4.0,aak").split(separator: ",") {
                 guard let kind = SyntheticPostbacks.Kind(rawValue: String(name)) else {
-                    throw UsageError(
+                    throw CommandError.usage(
                         "unknown kind '\(name)' in --kinds (known: \(SyntheticPostbacks.Kind.allCases.map(\.rawValue).joined(separator: ", ")))"
                     )
                 }
                 kinds.append(kind)
             }
-            guard !kinds.isEmpty else { throw UsageError("--kinds is empty") }
+            guard !kinds.isEmpty else { throw CommandError.usage("--kinds is empty") }
             // SKAdNetwork 1.0 and 2.0 are signed with P-192, everything later with P-256: one key cannot do both.
             let needsP192 = kinds.map { $0 == .skan1_0 || $0 == .skan2_0 }
             guard Set(needsP192).count == 1 else {
-                throw UsageError(
+                throw CommandError.usage(
                     "--kinds mixes 1.0/2.0 (signed with P-192) and later kinds (P-256); one key cannot sign both: "
                         + "run generate twice, with two keys (e.g. --key p192.pem --create-key --kinds 1.0,2.0)")
             }
             let curve: Curve = needsP192[0] ? .p192 : .p256
             signer = TestPostbackSigner(key: try loadOrCreateKey(keyPath, curve: curve, create: arguments.has("--create-key")))
             guard signer.key.curve == curve else {
-                throw UsageError(
+                throw CommandError.usage(
                     "--kinds \(kinds.map(\.rawValue).joined(separator: ",")) needs a \(curve.rawValue) key; --key \(keyPath) is \(signer.key.curve.rawValue) "
                         + "(give a new file with --create-key to make a \(curve.rawValue) key)")
             }
@@ -124,7 +124,9 @@ enum GenerateCommand {
         var traffic = base
         var apps: [Int64] = []
         for text in arguments.values("--app") {
-            guard let app = Int64(text), app > 0 else { throw UsageError("--app must be a numeric app id, got '\(text)'") }
+            guard let app = Int64(text), app > 0 else {
+                throw CommandError.usage("--app must be a numeric app id, got '\(text)'")
+            }
             apps.append(app)
         }
         var networks = arguments.values("--ad-network")
@@ -133,7 +135,7 @@ enum GenerateCommand {
             do {
                 schema = try ConversionSchema(contentsOf: path)
             } catch {
-                throw UsageError(
+                throw CommandError.usage(
                     "--schema \(path) is not a valid conversion schema (check it with 'postback schema check \(path)'):\n\(error)"
                 )
             }
@@ -144,18 +146,18 @@ enum GenerateCommand {
         }
         if !apps.isEmpty { traffic.apps = apps }
         for network in networks where network.isEmpty || network.utf8.count > 255 {
-            throw UsageError("--ad-network must be 1 to 255 characters, got '\(network)'")
+            throw CommandError.usage("--ad-network must be 1 to 255 characters, got '\(network)'")
         }
         if !networks.isEmpty { traffic.adNetworkIDs = networks }
         let sources = arguments.values("--source-identifier")
         for source in sources where source.utf8.count != 4 || !source.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-            throw UsageError("--source-identifier must be four digits (0000 to 9999), got '\(source)'")
+            throw CommandError.usage("--source-identifier must be four digits (0000 to 9999), got '\(source)'")
         }
         if !sources.isEmpty { traffic.sourceIdentifiers = sources }
         func share(_ option: String) throws -> Double? {
             guard let text = arguments.value(option) else { return nil }
             guard let value = Double(text), (0...1).contains(value) else {
-                throw UsageError("\(option) must be a number from 0 to 1, got '\(text)'")
+                throw CommandError.usage("\(option) must be a number from 0 to 1, got '\(text)'")
             }
             return value
         }
@@ -164,7 +166,7 @@ enum GenerateCommand {
         if let list = arguments.value("--windows") {
             let windows = list.split(separator: ",").compactMap { Int($0) }
             guard !windows.isEmpty, windows.count == list.split(separator: ",").count, windows.allSatisfy((0...2).contains) else {
-                throw UsageError("--windows must list postback windows 0, 1 or 2, e.g. 0,1,2; got '\(list)'")
+                throw CommandError.usage("--windows must list postback windows 0, 1 or 2, e.g. 0,1,2; got '\(list)'")
             }
             traffic.windows = windows
         }
@@ -177,7 +179,7 @@ enum GenerateCommand {
             return try ECDSAPrivateKey(pemRepresentation: try FileBytes.readText(path: path, limit: 1 << 20))
         } catch let error as FileBytes.ReadError {
             guard create, UserPaths.kind(of: path) == .missing else {
-                throw UsageError(
+                throw CommandError.usage(
                     "--key \(error)"
                         + (UserPaths.kind(of: path) == .missing ? "; add --create-key to create a new key there" : ""))
             }
@@ -186,7 +188,7 @@ enum GenerateCommand {
             try DurableFile.write(Array(key.pemRepresentation.utf8), to: path, mode: 0o600)
             return key
         } catch {
-            throw UsageError("--key \(path): not a private key PEM (\(error))")
+            throw CommandError.usage("--key \(path): not a private key PEM (\(error))")
         }
     }
 }

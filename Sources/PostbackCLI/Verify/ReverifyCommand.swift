@@ -44,17 +44,17 @@ enum ReverifyCommand {
         do {
             arguments = try syntax.parse(words)
             try arguments.requireNoPositionals()
-            guard let data = arguments.value("--data") else { throw UsageError("--data DIR is required") }
+            guard let data = arguments.value("--data") else { throw CommandError.usage("--data DIR is required") }
             try UserPaths.requireDirectory(data, option: "--data", holding: "raw/ from 'postback serve'")
             days = try AggregateCommand.dayRange(arguments)
             let latest = Reverification.latestDay()
             guard days.1 <= latest else {
-                throw UsageError(
+                throw CommandError.usage(
                     "--to \(days.1) is too recent: receivers may still append to that day; the latest day reverify takes now is \(latest)"
                 )
             }
             guard let configPath = arguments.value("--config") else {
-                throw UsageError(
+                throw CommandError.usage(
                     "--config FILE is required: reverify stores only what the receivers would (their ad_network_ids and allow_development); give it their config file"
                 )
             }
@@ -63,7 +63,7 @@ enum ReverifyCommand {
             configuration.trustKeyPaths += arguments.values("--trust-key")
             let standIns = try TrustKeys.loadStandIns(arguments.values("--trust-kid"))
             if !(configuration.trustKeyPaths.isEmpty && standIns.isEmpty), !configuration.allowsDevelopment {
-                throw UsageError(
+                throw CommandError.usage(
                     "--trust-key, --trust-kid and trust_keys are test keys; add --allow-dev (or allow_development) to accept postbacks they sign"
                 )
             }

@@ -34,10 +34,10 @@ enum VerifyCommand {
         let jobs: Int
         do {
             arguments = try syntax.parse(words)
-            guard !arguments.positionals.isEmpty else { throw UsageError("no PATH given (use '-' for standard input)") }
+            guard !arguments.positionals.isEmpty else { throw CommandError.usage("no PATH given (use '-' for standard input)") }
             let testKeys = try TrustKeys.load(arguments.values("--trust-key"))
             if !testKeys.isEmpty, !arguments.has("--allow-dev") {
-                throw UsageError("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
+                throw CommandError.usage("--trust-key keys are test keys; add --allow-dev to accept postbacks they sign")
             }
             policy = VerificationPolicy(allowsDevelopment: arguments.has("--allow-dev"), testKeys: testKeys)
             jobs = try arguments.integer("--jobs", default: ProcessInfoCores.count, in: 1...256)

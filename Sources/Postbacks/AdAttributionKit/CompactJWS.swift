@@ -53,10 +53,10 @@ package struct CompactJWS: Sendable, Equatable {
         decoded.reserveCapacity(3)
         for (index, range) in ranges.enumerated() {
             guard !range.isEmpty else { throw .malformed("jws-string \(names[index]) segment is empty") }
-            do {
-                decoded.append(try Base64.decode(utf8: UnsafeRawBufferPointer(rebasing: utf8[range]), alphabet: .url))
-            } catch {
-                throw .malformed("jws-string \(names[index]) segment is not canonical base64url: \(error.reason)")
+            switch Base64.decode(utf8: UnsafeRawBufferPointer(rebasing: utf8[range]), alphabet: .url) {
+            case .bytes(let bytes): decoded.append(bytes)
+            case .invalid(let reason):
+                throw .malformed("jws-string \(names[index]) segment is not canonical base64url: \(reason)")
             }
         }
         return (decoded, Array(utf8[0..<dots[1]]))

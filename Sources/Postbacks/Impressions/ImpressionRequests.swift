@@ -137,7 +137,7 @@ package struct WebAdRequest: Sendable, Equatable {
     package static func uuid(base64URL text: String) -> String? {
         var unpadded = Substring(text)
         if unpadded.hasSuffix("==") { unpadded = unpadded.dropLast(2) }
-        guard unpadded.utf8.count == 22, let bytes = try? Base64.decode(String(unpadded), alphabet: .url), bytes.count == 16
+        guard unpadded.utf8.count == 22, let bytes = Base64.decode(String(unpadded), alphabet: .url).value, bytes.count == 16
         else { return nil }
         let hex = Hex.encode(bytes)
         let characters = Array(hex)

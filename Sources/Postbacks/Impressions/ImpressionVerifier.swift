@@ -70,10 +70,9 @@ package struct ImpressionVerifier: Sendable {
         let fields = try ImpressionFields(object, known: SKAdNetworkImpression.memberSet.union(["signature"]))
         let text = try fields.requiredString("signature")
         let der: [UInt8]
-        do {
-            der = try Base64.decode(text, alphabet: .standard)
-        } catch {
-            throw .malformed("signature is not canonical Base64: \(error.reason)")
+        switch Base64.decode(text, alphabet: .standard) {
+        case .bytes(let bytes): der = bytes
+        case .invalid(let reason): throw .malformed("signature is not canonical Base64: \(reason)")
         }
         let message = impression.signedMessage
         guard let key = keys.first(where: { $0.key.isValidSignature(derSignature: der, for: message) }) else {

@@ -67,12 +67,39 @@ package struct Attribution: Sendable, Equatable {
 }
 
 /// Why a stored form could not be read back: a spool or conflict record, the `attribution` object
-/// and the flags in it (PostbackStore reads and writes them). One shape for all of them; what it says
-/// names the member at fault.
+/// and the flags in it (PostbackStore reads and writes them). One shape for all of them: a closed
+/// `code`, the member at fault, and the message that names it. Postbacks' one error type (a postback
+/// that is not acceptable is a verdict, `PostbackRejection`, not an error).
 package struct StoredFormError: Error, Sendable, CustomStringConvertible {
+    package enum Code: Sendable, Hashable {
+        /// The line is not JSON, or not a JSON object.
+        case notJSON
+        /// A member the form needs is absent.
+        case missing
+        /// A member holds a value of the wrong type or out of range.
+        case invalid
+        /// A member holds a value this release does not know.
+        case unknownValue
+        /// The record's format is newer than this release reads.
+        case newerFormat
+    }
+
+    package let code: Code
+    /// The member at fault (`received_at`, `attribution.app_id`, …); nil for the line as a whole.
+    package let member: String?
     package let description: String
 
-    package init(_ description: String) { self.description = description }
+    package init(_ code: Code, member: String?, _ description: String) {
+        self.code = code
+        self.member = member
+        self.description = description
+    }
+
+    /// The same error found inside `member` (the stored attribution of a conflict record): its message
+    /// prefixed with the member's name.
+    package func inside(_ member: String) -> StoredFormError {
+        StoredFormError(code, member: self.member.map { "\(member).\($0)" } ?? member, "\(member): \(description)")
+    }
 }
 
 extension Postback {

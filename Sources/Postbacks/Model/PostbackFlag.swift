@@ -90,7 +90,7 @@ package struct PostbackFlag: Sendable, Equatable {
         guard case .string(let fieldText)? = object["field"], let field = Field(rawValue: fieldText),
             case .string(let actionText)? = object["action"], let action = Action(rawValue: actionText),
             case .string(let raw)? = object["raw"]
-        else { throw StoredFormError("flag needs a known field, a known action and raw") }
+        else { throw StoredFormError(.invalid, member: "flags", "flag needs a known field, a known action and raw") }
         var note = ""
         if case .string(let text)? = object["note"] { note = text }
         self.init(field: field, action: action, raw: raw, note: note)

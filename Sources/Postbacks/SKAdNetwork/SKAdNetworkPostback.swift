@@ -156,10 +156,9 @@ package struct SKAdNetworkPostback: Sendable, Equatable {
         }
 
         let signatureText = try fields.requiredString("attribution-signature")
-        do {
-            attributionSignature = try Base64.decode(signatureText, alphabet: .standard)
-        } catch {
-            throw .malformed("attribution-signature is not valid Base64: \(error.reason)")
+        switch Base64.decode(signatureText, alphabet: .standard) {
+        case .bytes(let bytes): attributionSignature = bytes
+        case .invalid(let reason): throw .malformed("attribution-signature is not valid Base64: \(reason)")
         }
         guard !attributionSignature.isEmpty else { throw .malformed("attribution-signature is empty") }
 

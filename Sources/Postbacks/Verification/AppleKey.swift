@@ -81,7 +81,7 @@ package final class AppleKeyring: Sendable {
         var keys: [AppleKey: ECDSAPublicKey] = [:]
         for appleKey in AppleKey.allCases {
             do {
-                let der = try Base64.decode(appleKey.subjectPublicKeyInfoBase64, alphabet: .standard)
+                let der = Base64.decode(appleKey.subjectPublicKeyInfoBase64, alphabet: .standard).value ?? []
                 keys[appleKey] = try ECDSAPublicKey(derRepresentation: der)
             } catch {
                 fatalError("compiled-in Apple key \(appleKey.name) does not load: \(error)")
