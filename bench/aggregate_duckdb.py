@@ -52,10 +52,15 @@ ROLLUPS = {
 }
 
 
-def rollup_select(source, kept):
+def rollup_select(source, kept, where=""):
     """The rollup of `source` by `kept`: kept columns and summed measures, in the detail table's order."""
     columns = [c if c in kept else f"sum({c}) AS {c}" for c in DETAIL if c in kept or c in MEASURES]
-    return f"SELECT dt, {', '.join(columns)} FROM {source} GROUP BY dt, {', '.join(kept)}"
+    return f"SELECT dt, {', '.join(columns)} FROM {source} {where} GROUP BY dt, {', '.join(kept)}"
+
+
+# docs/aggregate.md, Rollups: the detail rows with production postbacks or rejected records; a row of
+# development postbacks only is left out (its postbacks are in campaign_daily_development).
+PRODUCTION_ROWS = "WHERE postbacks > 0 OR rejected_postbacks > 0"
 
 
 def main():
@@ -175,7 +180,7 @@ def main():
     con.execute(f"CREATE TEMP TABLE development AS {rest} {decoded('g.development_postbacks', True)}")
     con.execute("DROP TABLE located")
     outputs = {published_schema.POSTBACK_DETAIL_DAILY: f"SELECT dt, {', '.join(DETAIL)} FROM detail"}
-    outputs.update({name: rollup_select("detail", kept) for name, kept in ROLLUPS.items()})
+    outputs.update({name: rollup_select("detail", kept, PRODUCTION_ROWS) for name, kept in ROLLUPS.items()})
     outputs[published_schema.CAMPAIGN_DAILY_DEVELOPMENT] = rollup_select("development", CAMPAIGN_KEPT)
     for name, query in outputs.items():
         con.execute(f"COPY ({query}) TO '{out}/{name}' (FORMAT CSV, HEADER, PARTITION_BY (dt), OVERWRITE_OR_IGNORE)")
