@@ -75,6 +75,10 @@ let package = Package(
         .target(
             name: "Aggregation", dependencies: ["Basics", "Locking", "Postbacks", "PostbackStore", "PostbackCrypto", "Parquet"]),
         .target(name: "Reporting", dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Aggregation"]),
+        // The read-only numbers API over the published aggregates (`postback api`).
+        .target(
+            name: "NumbersAPI",
+            dependencies: ["Basics", "Locking", "PostbackCrypto", "Aggregation", "Parquet", "Reporting", "PostbackServer"]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(
             name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore"]),
@@ -82,7 +86,7 @@ let package = Package(
             name: "PostbackCLI",
             dependencies: [
                 "PostbackTesting", "Basics", "BuildStamp", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore",
-                "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting",
+                "PostbackServer", "PostbackClient", "SpoolDelivery", "Aggregation", "Reporting", "NumbersAPI",
             ]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
@@ -124,6 +128,12 @@ let package = Package(
         .testTarget(
             name: "PostbackCLITests",
             dependencies: ["TestSupport", "Basics", "BuildStamp", "PostbackCLI", "Postbacks", "PostbackCrypto", "Parquet"]),
+        .testTarget(
+            name: "NumbersAPITests",
+            dependencies: [
+                "TestSupport", "PostbackTesting", "Basics", "NumbersAPI", "Reporting", "Aggregation", "PostbackServer",
+                "PostbackCrypto", "PostbackCLI", "Parquet",
+            ]),
         .testTarget(
             name: "SpoolDeliveryTests",
             dependencies: [

@@ -8,6 +8,13 @@ package struct HTTPReply: Sendable {
     package var body: [UInt8]
     package var headers: [(name: String, value: String)] = []
 
+    package init(status: Int, contentType: String, body: [UInt8], headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+        self.headers = headers
+    }
+
     /// The body as text (for logs and tests).
     package var text: String { String(decoding: body, as: UTF8.self) }
 
