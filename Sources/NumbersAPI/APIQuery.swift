@@ -31,6 +31,9 @@ package struct APIQuery: Sendable {
     package var cursor: Cursor?
     /// `compare=previous`: the summary also gives the period of the same length just before.
     package var comparePrevious = false
+    /// The summary's postbacks: production (the default) or development (`environment=development`:
+    /// test keys, integrations), never added together, as the report's two pages.
+    package var environment = ReportEnvironment.production
 
     /// Where a page of rows continues: the day and how many admitted rows of it were already given.
     package struct Cursor: Sendable, Equatable {
@@ -59,7 +62,7 @@ package struct APIQuery: Sendable {
     package static let rowsArguments: Set<String> = [
         "from", "to", "app", "network", "campaign", "country", "columns", "format", "limit", "cursor",
     ]
-    package static let summaryArguments: Set<String> = ["from", "to", "app", "network", "compare"]
+    package static let summaryArguments: Set<String> = ["from", "to", "app", "network", "compare", "environment"]
 
     /// Reads `arguments` for an endpoint taking `allowed`.
     /// - Throws: `APIProblem` (400) naming the first argument that is unknown, repeated or invalid.
@@ -117,6 +120,12 @@ package struct APIQuery: Sendable {
                 throw .badQuery("'cursor' is not one this query's pages gave")
             }
             self.cursor = cursor
+        }
+        if let text = values["environment"] {
+            guard let environment = ReportEnvironment(rawValue: text) else {
+                throw .badQuery("'environment' must be production or development")
+            }
+            self.environment = environment
         }
         if let text = values["compare"] {
             guard text == "previous" else { throw .badQuery("'compare' can only be 'previous'") }

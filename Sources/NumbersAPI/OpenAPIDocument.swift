@@ -109,7 +109,10 @@ package enum OpenAPIDocument {
                 "summary": "The report's first-screen figures over the token's scope, optionally with the previous period",
                 "parameters": [
                   \(rangeParameters),
-                  {"name": "compare", "in": "query", "schema": {"type": "string", "enum": ["previous"]}}
+                  {"name": "compare", "in": "query", "description": "previous: also the period of the same length just before.",
+                   "schema": {"type": "string", "enum": ["previous"]}},
+                  {"name": "environment", "in": "query", "description": "Whose postbacks: production (Apple's production keys) or development (test keys, integrations); never added together.",
+                   "schema": {"type": "string", "enum": ["production", "development"], "default": "production"}}
                 ],
                 "responses": {
                   "200": {"description": "Figures", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Summary"}}}},
@@ -174,9 +177,10 @@ package enum OpenAPIDocument {
               },
               "Figures": {
                 "type": "object",
-                "required": ["from", "to", "days_included", "days_missing", "days_left_out", "days_partial", "totals",
+                "required": ["environment", "from", "to", "days_included", "days_missing", "days_left_out", "days_partial", "totals",
                              "development_postbacks", "rejected_postbacks", "revenue", "networks", "top_campaigns", "cost", "return"],
                 "properties": {
+                  "environment": {"type": "string", "enum": ["production", "development"]},
                   "from": {"type": "string", "format": "date"},
                   "to": {"type": "string", "format": "date"},
                   "days_included": {"$ref": "#/components/schemas/Days"},

@@ -10,13 +10,15 @@ enum SummaryEndpoint {
     static func answer(query: APIQuery, scope: DataScope, dataDirectory: String, toolVersion: String) throws(APIProblem)
         -> HTTPReply
     {
-        let current = try figures(from: query.from, to: query.to, scope: scope, dataDirectory: dataDirectory, toolVersion: toolVersion)
+        let current = try figures(
+            from: query.from, to: query.to, scope: scope, environment: query.environment, dataDirectory: dataDirectory,
+            toolVersion: toolVersion)
         var previous: ReportFigures?
         if query.comparePrevious {
             let days = query.to.daysSinceEpoch - query.from.daysSinceEpoch + 1
             previous = try figures(
                 from: query.from.adding(days: -days), to: query.from.adding(days: -1), scope: scope,
-                dataDirectory: dataDirectory, toolVersion: toolVersion, allowEmpty: true)
+                environment: query.environment, dataDirectory: dataDirectory, toolVersion: toolVersion, allowEmpty: true)
         }
         var json = JSONWriter(reservingCapacity: 4096)
         json.beginObject()
@@ -32,10 +34,12 @@ enum SummaryEndpoint {
 
     /// The figures of a range; nil for a range without a published day when `allowEmpty` (the previous period).
     static func figures(
-        from: UTCDay, to: UTCDay, scope: DataScope, dataDirectory: String, toolVersion: String, allowEmpty: Bool = false
+        from: UTCDay, to: UTCDay, scope: DataScope, environment: ReportEnvironment, dataDirectory: String,
+        toolVersion: String, allowEmpty: Bool = false
     ) throws(APIProblem) -> ReportFigures? {
         var request = ReportRequest(dataDirectory: dataDirectory, from: from, to: to, outputPath: "", toolVersion: toolVersion)
         request.scope = scope
+        request.environment = environment
         do {
             return try ReportGenerator.figures(request)
         } catch .noAggregates {
@@ -49,6 +53,7 @@ enum SummaryEndpoint {
     static func write(_ figures: ReportFigures?, into json: inout JSONWriter) {
         guard let figures else { return json.value(nil as String?) }
         json.beginObject()
+        json.field("environment", figures.environment)
         json.field("from", figures.from.description)
         json.field("to", figures.to.description)
         RowsEndpoint.days("days_included", figures.daysIncluded, into: &json)

@@ -72,6 +72,8 @@ package struct ReportFigures: Sendable {
         package var cohorts: Int
     }
 
+    /// `production` or `development`: whose postbacks the figures count.
+    package var environment: String
     package var from: UTCDay
     package var to: UTCDay
     package var daysIncluded: [UTCDay]
@@ -133,7 +135,7 @@ extension ReportGenerator {
                 isFinal: entry.sum.isFinal, cohorts: entry.sum.cohorts)
         }
         return ReportFigures(
-            from: request.from, to: request.to, daysIncluded: model.days, daysMissing: model.missingDays,
+            environment: request.environment.rawValue, from: request.from, to: request.to, daysIncluded: model.days, daysMissing: model.missingDays,
             daysLeftOut: model.leftOutDays.map(\.day), daysPartial: model.partialDays, totals: .init(model.totals),
             developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks, revenue: revenue,
             networks: model.networksByVolume.map { .init(id: $0, counts: .init(model.networkTotals[$0]!)) },
