@@ -12,13 +12,16 @@ import Reporting
 /// sees a row outside it.
 ///
 /// Routes (the OpenAPI document, `OpenAPIDocument`, is their one description):
-/// `GET /v1/tables`, `GET /v1/tables/{table}/rows`, `GET /v1/summary`, `GET /openapi.json`, `GET /livez`.
+/// `GET /v1/tables`, `GET /v1/tables/{table}/rows`, `GET /v1/summary`, `GET /openapi.json`, `GET /livez`;
+/// and the dashboard for people, under `/dashboard/` (`Dashboard`).
 package final class NumbersAPI: HTTPResponder {
     package struct Settings: Sendable {
         package var dataDirectory: String
         package var toolVersion: String
         package var requestsPerMinute = 120
         package var burst = 30
+        /// The dashboard's sessions and how it is reached (`Dashboard`).
+        package var dashboard = Dashboard.Settings()
 
         package init(dataDirectory: String, toolVersion: String) {
             self.dataDirectory = dataDirectory
@@ -30,6 +33,7 @@ package final class NumbersAPI: HTTPResponder {
     let tokens: TokenStore
     let limiter: RateLimiter
     let audit: AuditLog
+    let dashboard: Dashboard
     /// The operator's log: failures to read the aggregates, an unusable tokens file.
     let log: @Sendable (String) -> Void
     /// Today (UTC), for token expiry; a test sets it.
@@ -45,13 +49,19 @@ package final class NumbersAPI: HTTPResponder {
         self.audit = audit
         self.log = log
         self.today = today
+        self.dashboard = Dashboard(
+            settings: settings.dashboard, tokens: tokens, dataDirectory: settings.dataDirectory,
+            toolVersion: settings.toolVersion, today: today, log: log)
     }
 
     // MARK: HTTPResponder
 
-    /// A request's progress: its headers seen, the body bytes that came (none are accepted).
+    /// A request's progress: its headers seen, the body bytes that came (only the dashboard's form
+    /// POSTs take any, at most `Dashboard.maximumBody`).
     final class Request {
         var headersSeen = false
+        var takesBody = false
+        var body: [UInt8] = []
         var bodyBytes = 0
         var answered = false
         let started = DispatchTime.now().uptimeNanoseconds
@@ -71,8 +81,11 @@ package final class NumbersAPI: HTTPResponder {
         let request = unsafeDowncast(state, to: Request.self)
         if !request.headersSeen {
             request.headersSeen = true
+            request.takesBody = Dashboard.takesBody(method: line.methodName, path: line.path)
             // A declared body is refused before it is read; the connection then closes.
-            if let length = connection.header("Content-Length"), length != "0" {
+            if let length = connection.header("Content-Length"), length != "0",
+                !request.takesBody || (Int(length) ?? .max) > Dashboard.maximumBody
+            {
                 request.answered = true
                 return reply(APIProblem.bodyNotAllowed.reply, request, connection: connection, line: line, closing: true)
             }
@@ -80,12 +93,13 @@ package final class NumbersAPI: HTTPResponder {
         }
         if chunk.count > 0 {
             request.bodyBytes += chunk.count
+            if request.takesBody, request.bodyBytes <= Dashboard.maximumBody { chunk.append(to: &request.body) }
             chunk.consumed()
             return .proceed
         }
         guard !request.answered else { return .proceed }
         request.answered = true
-        if request.bodyBytes > 0 {
+        if request.bodyBytes > (request.takesBody ? Dashboard.maximumBody : 0) {
             return reply(APIProblem.bodyNotAllowed.reply, request, connection: connection, line: line, closing: true)
         }
         // Answered only now, after the (empty) body: libmicrohttpd keeps the connection alive then.
@@ -93,13 +107,20 @@ package final class NumbersAPI: HTTPResponder {
         var rows: Int?
         let arguments = connection.queryArguments()
         let answer: HTTPReply
-        do {
-            (answer, rows) = try route(
-                method: line.methodName, path: line.path, arguments: arguments,
-                authorization: { connection.header("Authorization") }, tokenName: &tokenName)
-        } catch {
-            if let detail = error.logDetail { log("\(line.methodName) \(line.path): \(detail)") }
-            answer = error.reply
+        if Dashboard.handles(line.path) {
+            (answer, tokenName) = dashboard.answer(
+                .init(
+                    method: line.methodName, path: line.path, arguments: arguments, header: { connection.header($0) },
+                    body: request.body))
+        } else {
+            do {
+                (answer, rows) = try route(
+                    method: line.methodName, path: line.path, arguments: arguments,
+                    authorization: { connection.header("Authorization") }, tokenName: &tokenName)
+            } catch {
+                if let detail = error.logDetail { log("\(line.methodName) \(line.path): \(detail)") }
+                answer = error.reply
+            }
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - request.started) / 1e6
         audit.record(

@@ -52,9 +52,23 @@ package final class TokenStore: Sendable {
         }
         let record = byID[parts.id]
         let proven = (record ?? Self.decoy).proves(secret: parts.secret)
-        guard let record, proven, record.revoked == nil else { return .refused }
-        if let expires = record.expires, today > expires { return .refused }
+        guard let record, proven, Self.isUsable(record, today: today) else { return .refused }
         return .accepted(record)
+    }
+
+    /// The token with id `id` as the file says now (re-read if it changed): a dashboard session's
+    /// check at each request, so a token revoked or expired since sign-in ends its sessions at once.
+    package func current(id: String, today: UTCDay) -> Outcome {
+        refreshIfChanged()
+        let (byID, failure) = loaded.withLock { ($0.byID, $0.failure) }
+        if let failure { return .unavailable(failure) }
+        guard let record = byID[id], Self.isUsable(record, today: today) else { return .refused }
+        return .accepted(record)
+    }
+
+    /// Neither revoked nor past its last day.
+    private static func isUsable(_ record: APIToken, today: UTCDay) -> Bool {
+        record.revoked == nil && record.expires.map { today <= $0 } ?? true
     }
 
     private func refreshIfChanged() {

@@ -160,7 +160,7 @@ package struct HTTPBodyChunk {
     /// Bytes waiting; 0 when the body is complete (or there is none).
     package var count: Int { size.pointee }
 
-    func append(to body: inout [UInt8]) {
+    package func append(to body: inout [UInt8]) {
         guard let data, size.pointee > 0 else { return }
         data.withMemoryRebound(to: UInt8.self, capacity: size.pointee) {
             body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size.pointee))

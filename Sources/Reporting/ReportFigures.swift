@@ -105,7 +105,11 @@ extension ReportGenerator {
     /// the page is drawn from; nothing is written.
     /// - Throws: `ReportError` as `build` does (no day of the range can be read, a malformed aggregate).
     package static func figures(_ request: ReportRequest) throws(ReportError) -> ReportFigures {
-        let model = try model(request)
+        try figures(of: try model(request), request: request)
+    }
+
+    /// The first-screen figures of a model already read for `request`.
+    static func figures(of model: ReportModel, request: ReportRequest) throws(ReportError) -> ReportFigures {
         let page = ReportPage(model: model, request: request)
         let campaigns = try page.rows(of: model.campaignsByInstalls).map { row in
             ReportFigures.Campaign(
@@ -135,7 +139,8 @@ extension ReportGenerator {
                 isFinal: entry.sum.isFinal, cohorts: entry.sum.cohorts)
         }
         return ReportFigures(
-            environment: request.environment.rawValue, from: request.from, to: request.to, daysIncluded: model.days, daysMissing: model.missingDays,
+            environment: request.environment.rawValue, from: request.from, to: request.to, daysIncluded: model.days,
+            daysMissing: model.missingDays,
             daysLeftOut: model.leftOutDays.map(\.day), daysPartial: model.partialDays, totals: .init(model.totals),
             developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks, revenue: revenue,
             networks: model.networksByVolume.map { .init(id: $0, counts: .init(model.networkTotals[$0]!)) },

@@ -12,7 +12,7 @@ import Reporting
 enum ApiCommand {
     static let usage = """
         usage: postback api --data DIR --listen HOST:PORT --tokens FILE [--threads N]
-                            [--rate-limit N] [--audit-log FILE]
+                            [--rate-limit N] [--audit-log FILE] [--behind-tls] [--session-hours N]
                postback api token create --tokens FILE --name NAME --apps IDS|all
                                          --networks IDS|all [--expires YYYY-MM-DD]
                postback api token list --tokens FILE
@@ -22,7 +22,8 @@ enum ApiCommand {
         HTTP, on its own listener (never the receiver's): the tables and their typed columns, a
         table's rows of up to \(APIQuery.maximumDays) days (JSON, CSV or Parquet, at most \(APIQuery.maximumLimit) rows a page),
         and the report's first-screen figures (docs/api.md). GET /openapi.json describes it.
-        Put it behind TLS (deploy/nginx.conf, location /api/).
+        People sign in with their token at /dashboard/ and read the report's first screen of
+        their scope there. Put it behind TLS (deploy/nginx.conf, locations /api/ and /dashboard/).
 
         Every request needs a token ('Authorization: Bearer pbk_…'), scoped to apps and ad
         networks: answers hold only rows of those apps AND networks, and every total is over them.
@@ -35,6 +36,10 @@ enum ApiCommand {
           --rate-limit N     requests a minute per token (default 120, 1 to 100000; bursts of 30)
           --audit-log FILE   append the audit lines (one JSON line per request: token name,
                              query, status, rows, bytes) to FILE instead of standard error
+          --behind-tls       it is reached only through TLS (nginx): the dashboard's session
+                             cookie is Secure, and a sign-in's Origin must be https://
+          --session-hours N  how long a dashboard session lasts (default 8, 1 to 168); a revoked
+                             or expired token ends its sessions at once
 
         token create: prints a new token once (the file keeps only a salted SHA-256 of it).
           --name NAME        a name for the audit log and 'token list' (letters, digits . _ - @)
@@ -48,7 +53,8 @@ enum ApiCommand {
         """
 
     static let syntax = CommandSyntax(
-        "api", usage: usage, options: ["--data", "--listen", "--tokens", "--threads", "--rate-limit", "--audit-log"])
+        "api", usage: usage, flags: ["--behind-tls"],
+        options: ["--data", "--listen", "--tokens", "--threads", "--rate-limit", "--audit-log", "--session-hours"])
     static let tokenSyntax = CommandSyntax("api token", usage: usage)
     static let createSyntax = CommandSyntax(
         "api token create", usage: usage, options: ["--tokens", "--name", "--apps", "--networks", "--expires"])
@@ -192,6 +198,7 @@ enum ApiCommand {
             }
             let threads = try arguments.integer("--threads", default: 4, in: 1...64)
             let rate = try arguments.integer("--rate-limit", default: 120, in: 1...100_000)
+            let sessionHours = try arguments.integer("--session-hours", default: 8, in: 1...168)
             let tokens = try TokenStore(path: tokensPath)
             var audit = io.standardError
             if let path = arguments.value("--audit-log") {
@@ -203,6 +210,8 @@ enum ApiCommand {
             }
             var settings = NumbersAPI.Settings(dataDirectory: data, toolVersion: "postback \(PostbackCommand.version)")
             settings.requestsPerMinute = rate
+            settings.dashboard.sessionSeconds = sessionHours * 3600
+            settings.dashboard.behindTLS = arguments.has("--behind-tls")
             let auditSink = audit
             let errors = io.standardError
             let api = NumbersAPI(
@@ -214,7 +223,8 @@ enum ApiCommand {
                 signal(SIGPIPE, SIG_IGN)
             }
             server = try APIServer(address: address, api: api, threads: threads)
-            io.printError("postback api: listening on \(ListenAddress(host: address.host, port: server.port)) (GET /openapi.json)")
+            io.printError(
+                "postback api: listening on \(ListenAddress(host: address.host, port: server.port)) (GET /openapi.json)")
         } catch {
             return finish(error, syntax: syntax, io: io)
         }
