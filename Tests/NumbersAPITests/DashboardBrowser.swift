@@ -10,7 +10,8 @@ final class DashboardBrowser {
     let browser: HeadlessChromium
     private let profile: String
 
-    init() throws {
+    /// - Parameter trustingAnyCertificate: accepts a self-signed certificate (nginx in front, in a test).
+    init(trustingAnyCertificate: Bool = false) throws {
         guard let executable = HeadlessChromium.locate() else {
             throw HeadlessChromium.Failure(
                 description: "chromium not found (looked for $CHROMIUM, chromium, chromium-browser, google-chrome on PATH): "
@@ -19,7 +20,7 @@ final class DashboardBrowser {
         profile = TemporaryDirectory.create("dashboard-chromium")
         browser = try HeadlessChromium(
             executable: executable, profileDirectory: profile, logPath: profile + ".log", windowWidth: 1280,
-            windowHeight: 900)
+            windowHeight: 900, extraArguments: trustingAnyCertificate ? ["--ignore-certificate-errors"] : [])
     }
 
     deinit {

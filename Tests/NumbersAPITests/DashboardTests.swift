@@ -222,6 +222,31 @@ import Testing
         }
     }
 
+    /// Behind nginx as deploy/nginx.conf sets it up (TLS, location /dashboard/), the API run
+    /// `--behind-tls`: a person signs in over HTTPS, the cookie is Secure, the report of the range
+    /// comes through, and signing out ends the session.
+    @Test func theDashboardWorksBehindNginxWithASecureCookie() throws {
+        let site = try DashboardSite.shared.get()
+        let front = try NginxFront(apiPort: site.tlsServer.port)
+        let browser = try DashboardBrowser(trustingAnyCertificate: true)
+        let tab = try browser.tab()
+        try tab.navigate(front.base + "/dashboard")
+        #expect(try tab.evaluate("location.href") == front.base + "/dashboard/")
+        try tab.signIn(site.tokenA.text)
+        #expect(try tab.evaluate("location.pathname") == "/dashboard/report")
+        let cookie = try #require(try tab.cookies().first { $0.string("name") == Dashboard.cookieName })
+        #expect(cookie.bool("secure") == true && cookie.bool("httpOnly") == true && cookie.string("sameSite") == "Strict")
+        try tab.navigate(front.base + "/dashboard/report?from=\(Self.from)&to=\(Self.to)")
+        let totals = try #require(
+            (try site.summary(token: site.tokenA.text, from: Self.from, to: Self.to)["current"] as? [String: Any])?["totals"]
+                as? [String: Int])
+        #expect(Self.integer((try tab.facts()["metrics"] as? [String: String])?["postbacks"]) == totals["postbacks"])
+        try tab.submitForm("form.signout", values: [:])
+        #expect(try tab.evaluate("location.pathname") == "/dashboard/")
+        #expect(try tab.cookies().isEmpty)
+        #expect(tab.problems().isEmpty, "\(tab.problems())")
+    }
+
     // MARK: Independent readings
 
     /// `1,234` → 1234 (a count as the page shows it); nil for anything else.

@@ -37,7 +37,12 @@ package final class HeadlessChromium {
     package private(set) var events: [(method: String, params: JSONObject)] = []
 
     /// Starts the browser with a fresh profile in `profileDirectory`; its own output goes to `logPath`.
-    package init(executable: String, profileDirectory: String, logPath: String, windowWidth: Int, windowHeight: Int) throws {
+    /// - Parameter extraArguments: more of Chromium's switches (`--ignore-certificate-errors` for a
+    ///   test certificate).
+    package init(
+        executable: String, profileDirectory: String, logPath: String, windowWidth: Int, windowHeight: Int,
+        extraArguments: [String] = []
+    ) throws {
         var toBrowser: [Int32] = [-1, -1]
         var fromBrowser: [Int32] = [-1, -1]
         guard pipe(&toBrowser) == 0, pipe(&fromBrowser) == 0 else { throw Failure(description: "pipe failed") }
@@ -65,13 +70,14 @@ package final class HeadlessChromium {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
         posix_spawnattr_setpgroup(&attributes, 0)
 
-        let arguments = [
-            executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-            "--user-data-dir=\(profileDirectory)",
-            "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
-            "--force-device-scale-factor=1", "--window-size=\(windowWidth),\(windowHeight)", "about:blank",
-        ]
+        let arguments =
+            [
+                executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+                "--user-data-dir=\(profileDirectory)",
+                "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
+                "--force-device-scale-factor=1", "--window-size=\(windowWidth),\(windowHeight)",
+            ] + extraArguments + ["about:blank"]
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var child: pid_t = 0
