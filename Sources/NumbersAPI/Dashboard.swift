@@ -45,15 +45,18 @@ package final class Dashboard: Sendable {
     let toolVersion: String
     let today: @Sendable () -> UTCDay
     let log: @Sendable (String) -> Void
+    /// The API's per-token limit, which each page of the report counts against.
+    let limiter: RateLimiter
 
     /// The policy every page is sent with: no script, no plugin, nothing framed, forms to itself, the
     /// inline stylesheet allowed by its SHA-256 alone.
     let contentSecurityPolicy: String
 
     init(
-        settings: Settings, tokens: TokenStore, dataDirectory: String, toolVersion: String,
+        settings: Settings, tokens: TokenStore, limiter: RateLimiter, dataDirectory: String, toolVersion: String,
         today: @escaping @Sendable () -> UTCDay, log: @escaping @Sendable (String) -> Void
     ) {
+        self.limiter = limiter
         self.settings = settings
         self.sessions = DashboardSessions(lifetime: settings.sessionSeconds)
         self.tokens = tokens
@@ -100,7 +103,13 @@ package final class Dashboard: Sendable {
             return (redirect(DashboardPage.basePath, cookie: clearedCookie), nil)
         case ("GET", DashboardPage.reportPath):
             switch signedIn(request, now: now) {
-            case .signedIn(let token): return (report(request, token: token), token.name)
+            case .signedIn(let token):
+                if let wait = limiter.admit(token.name, now: now) {
+                    var reply = page(429, DashboardPage.problem("Too many pages for this token: try again in \(wait) s."))
+                    reply.headers.append(("Retry-After", String(wait)))
+                    return (reply, token.name)
+                }
+                return (report(request, token: token), token.name)
             case .signedOut: return (redirect(DashboardPage.basePath, cookie: clearedCookie), nil)
             case .unavailable: return (unavailable(), nil)
             }

@@ -50,7 +50,7 @@ package final class NumbersAPI: HTTPResponder {
         self.log = log
         self.today = today
         self.dashboard = Dashboard(
-            settings: settings.dashboard, tokens: tokens, dataDirectory: settings.dataDirectory,
+            settings: settings.dashboard, tokens: tokens, limiter: limiter, dataDirectory: settings.dataDirectory,
             toolVersion: settings.toolVersion, today: today, log: log)
     }
 
