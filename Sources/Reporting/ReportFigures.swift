@@ -135,7 +135,8 @@ extension ReportGenerator {
                 isFinal: entry.sum.isFinal, cohorts: entry.sum.cohorts)
         }
         return ReportFigures(
-            environment: request.environment.rawValue, from: request.from, to: request.to, daysIncluded: model.days, daysMissing: model.missingDays,
+            environment: request.environment.rawValue, from: request.from, to: request.to, daysIncluded: model.days,
+            daysMissing: model.missingDays,
             daysLeftOut: model.leftOutDays.map(\.day), daysPartial: model.partialDays, totals: .init(model.totals),
             developmentPostbacks: model.developmentPostbacks, rejectedPostbacks: model.rejectedPostbacks, revenue: revenue,
             networks: model.networksByVolume.map { .init(id: $0, counts: .init(model.networkTotals[$0]!)) },

@@ -22,10 +22,12 @@ import Testing
     }
 
     @Test func everyAnswerStaysInItsScopeAndMatchesDuckDB() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
         let count = TestScale.count(Self.setting("POSTBACK_API_SCOPE_TOKENS", 200), minimum: 20)
         let fixture = try APIFixture(
-            days: Self.setting("POSTBACK_API_SCOPE_DAYS", 30), perDay: TestScale.count(Self.setting("POSTBACK_API_SCOPE_PER_DAY", 150), minimum: 50))
+            days: Self.setting("POSTBACK_API_SCOPE_DAYS", 30),
+            perDay: TestScale.count(Self.setting("POSTBACK_API_SCOPE_PER_DAY", 150), minimum: 50))
         let tokens = try fixture.writeTokens(count: count, seed: 3)
         let (server, _) = try fixture.start()
         defer { server.quiesce() }
@@ -37,7 +39,8 @@ import Testing
         }
         let tokensJSON = fixture.store.path + "/tokens.json"
         try JSONSerialization.data(withJSONObject: listed).write(to: URL(fileURLWithPath: tokensJSON))
-        let script = try String(contentsOfFile: Fixtures.root.appendingPathComponent("scripts/api_scope_check.py").path, encoding: .utf8)
+        let script = try String(
+            contentsOfFile: Fixtures.root.appendingPathComponent("scripts/api_scope_check.py").path, encoding: .utf8)
         let result = try VenvPython.run(
             script: script,
             arguments: [

@@ -214,7 +214,8 @@ enum ApiCommand {
                 signal(SIGPIPE, SIG_IGN)
             }
             server = try APIServer(address: address, api: api, threads: threads)
-            io.printError("postback api: listening on \(ListenAddress(host: address.host, port: server.port)) (GET /openapi.json)")
+            io.printError(
+                "postback api: listening on \(ListenAddress(host: address.host, port: server.port)) (GET /openapi.json)")
         } catch {
             return finish(error, syntax: syntax, io: io)
         }
