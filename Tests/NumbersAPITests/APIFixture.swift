@@ -89,10 +89,10 @@ struct APIAnswer {
     var body: String
 }
 
-func get(port: Int, _ pathAndQuery: String, token: String?) throws -> APIAnswer {
+func get(port: Int, _ pathAndQuery: String, token: String?, curlOptions: [String] = []) throws -> APIAnswer {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)\(pathAndQuery)"]
+    var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)\(pathAndQuery)"] + curlOptions
     if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
     process.arguments = arguments
     let output = Pipe()
