@@ -39,6 +39,9 @@ def main():
         db.execute(
             f"CREATE TABLE {table} AS SELECT * FROM read_csv('{data}/agg/{table}/dt=*/part-00000.csv', "
             "hive_partitioning = true, all_varchar = true, header = true)")
+    db.execute(
+        f"CREATE TABLE campaign_cohort_daily AS SELECT * FROM read_csv('{data}/agg/campaign_cohort_daily/dt=*/part-00000.csv', "
+        "hive_partitioning = true, all_varchar = true, header = true)")
     days = [str(row[0]) for row in db.execute("SELECT DISTINCT dt FROM postback_detail_daily ORDER BY dt").fetchall()]
     apps = sorted({row[0] for row in db.execute("SELECT DISTINCT app_id FROM postback_detail_daily WHERE app_id IS NOT NULL").fetchall()})
     networks = sorted({row[0] for row in db.execute(
@@ -47,7 +50,7 @@ def main():
     for index in range(queries):
         checker.one(tokens[index % len(tokens)])
     print(json.dumps({"queries": checker.queries, "rows": checker.rows, "mismatches": len(checker.mismatches),
-                      "oracle_pairs": checker.oracle_pairs, "summaries": checker.summaries,
+                      "oracle_pairs": checker.oracle_pairs, "summaries": checker.summaries, "costs": checker.costs,
                       "examples": checker.mismatches[:5]}))
 
 
@@ -58,7 +61,7 @@ def members(text):
 class Checker:
     def __init__(self, db, base, days, apps, networks, rng):
         self.db, self.base, self.days, self.apps, self.networks, self.rng = db, base, days, apps, networks, rng
-        self.queries = self.rows = self.oracle_pairs = self.summaries = 0
+        self.queries = self.rows = self.oracle_pairs = self.summaries = self.costs = 0
         self.mismatches = []
 
     def fail(self, what, query, detail):
@@ -218,7 +221,12 @@ class Checker:
             "COALESCE(SUM(CASE WHEN revenue_est_sum IS NULL THEN postbacks::BIGINT END), 0) "
             f"FROM postback_detail_daily WHERE {where} AND postbacks::BIGINT > 0 AND cv_kind IS NOT NULL "
             "AND cv_kind <> 'none' GROUP BY 1").fetchall()}
-        return totals, networks, revenue
+        # Spend of the install cohorts (partitioned by estimated install date) in the range, per spend
+        # currency, and the installs of the cohorts with spend (docs/spend.md, docs/aggregate.md).
+        cost = {row[0]: (Decimal(row[1]), int(row[2])) for row in self.db.execute(
+            "SELECT COALESCE(spend_currency, ''), SUM(spend::DECIMAL(38, 6))::VARCHAR, SUM(installs::BIGINT) "
+            f"FROM campaign_cohort_daily WHERE {where} AND spend IS NOT NULL GROUP BY 1").fetchall()}
+        return totals, networks, revenue, cost
 
     def summary(self, token):
         first, last = self.range()
@@ -254,7 +262,11 @@ class Checker:
                 if self.db.execute(f"SELECT COUNT(*) FROM postback_detail_daily WHERE dt BETWEEN '{start}' AND '{end}'").fetchone()[0]:
                     self.fail("summary", params, f"{key} is null but the period has rows")
                 continue
-            totals, networks, revenue = self.figures(scope_apps, scope_networks, start, end)
+            totals, networks, revenue, cost = self.figures(scope_apps, scope_networks, start, end)
+            got_cost = {c["currency"]: (Decimal(str(c["spend"])), c["installs_with_spend"]) for c in figures["cost"]}
+            if got_cost != cost:
+                self.fail("summary cost", params, f"{key}: {got_cost} vs DuckDB {cost}")
+            self.costs += 1 if cost else 0
             got_totals = figures["totals"]
             got = (got_totals["postbacks"], got_totals["installs"], got_totals["redownloads"], got_totals["reengagements"],
                    got_totals["losses"], got_totals["null_values"], figures["development_postbacks"],

@@ -62,13 +62,8 @@ package struct APIProblem: Error, Sendable, Equatable {
     static func quoted(_ text: String) -> String { JSONWriter.escapedForMessage(String(text.prefix(64))) }
 
     var reply: HTTPReply {
-        var json = JSONWriter(reservingCapacity: 256)
-        json.beginObject()
-        json.field("type", "urn:postback:problem:\(type)")
-        json.field("title", title)
-        json.field("status", status)
-        json.field("detail", detail)
-        json.endObject()
-        return HTTPReply(status: status, contentType: "application/problem+json", body: json.bytes + [0x0A], headers: headers)
+        var reply = HTTPReply.problem(status, type: type, title: title, detail: detail)
+        reply.headers = headers
+        return reply
     }
 }

@@ -74,7 +74,8 @@ package struct APIQuery: Sendable {
         for (name, value) in arguments {
             guard allowed.contains(name) else {
                 throw .badQuery(
-                    "unknown argument '\(APIProblem.quoted(name))'; this endpoint takes \(allowed.sorted().joined(separator: ", "))")
+                    "unknown argument '\(APIProblem.quoted(name))'; this endpoint takes \(allowed.sorted().joined(separator: ", "))"
+                )
             }
             guard values[name] == nil else { throw .badQuery("'\(name)' is given twice") }
             guard let value, !value.isEmpty else { throw .badQuery("'\(name)' has no value") }

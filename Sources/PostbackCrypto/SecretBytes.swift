@@ -9,7 +9,9 @@ package enum SecretBytes {
     package static func random(count: Int) throws(CryptoError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         // RAND_bytes takes an int: a count over Int32.max is refused before calling C.
-        guard count >= 0, count <= Int(Int32.max) else { throw CryptoError("random bytes: count out of range", drainingErrorQueue: false) }
+        guard count >= 0, count <= Int(Int32.max) else {
+            throw CryptoError("random bytes: count out of range", drainingErrorQueue: false)
+        }
         let status = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(count)) }
         guard status == 1 else { throw CryptoError("RAND_bytes") }
         return bytes

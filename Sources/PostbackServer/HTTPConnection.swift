@@ -21,6 +21,8 @@ package struct HTTPConnection: @unchecked Sendable {
     var descriptor: Int32 { postback_mhd_connection_fd(pointer) }
 
     /// The connection's watchdog track, which `HTTPDaemon` keeps from the connection's start to its end.
+    /// Only on the receiver's daemons, whose responder (`RequestHandler`) makes a `Track` the
+    /// connection's state; internal, so another module's responder never reads its own state as one.
     var track: ConnectionWatchdog.Track? {
         postback_mhd_socket_context(pointer).map { Unmanaged<ConnectionWatchdog.Track>.fromOpaque($0).takeUnretainedValue() }
     }

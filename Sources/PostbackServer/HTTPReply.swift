@@ -1,4 +1,4 @@
-import Basics
+package import Basics
 import Postbacks
 
 /// A response to send: status, content type, body and extra headers.
@@ -32,7 +32,7 @@ package struct HTTPReply: Sendable {
 
     /// An RFC 9457 problem: `type` is a URN naming the problem, `title` fixed per type, `detail` this
     /// occurrence. Extra members (`verdict`, …) come from `extend`.
-    static func problem(
+    package static func problem(
         _ status: Int, type: String, title: String, detail: String,
         extend: (inout JSONWriter) -> Void = { _ in }
     ) -> HTTPReply {

@@ -31,8 +31,10 @@ final class APIFixture: @unchecked Sendable {
     let audit = Locked<[String]>([])
     let operatorLog = Locked<[String]>([])
 
-    /// - Parameters: days and postbacks a day of the month to publish.
-    init(days: Int, perDay: Int, seed: UInt64 = 11) throws {
+    /// - Parameters: days and postbacks a day of the month to publish; `spend`: import a network's cost
+    ///   rows for each day (four apps, six networks, three campaigns; USD or EUR by network) first, so
+    ///   the cohorts have spend, CPI and ROAS.
+    init(days: Int, perDay: Int, seed: UInt64 = 11, spend: Bool = false) throws {
         self.days = days
         var spool = SyntheticSpool()
         spool.apps = Self.apps
@@ -40,6 +42,29 @@ final class APIFixture: @unchecked Sendable {
         spool.postbacksPerDay = perDay
         spool.seed = seed
         try spool.write(to: StoreLayout(root: store.path), first: Self.first, days: days)
+        if spend {
+            var random = SplitMix64(seed: seed)
+            var csv =
+                "date,app_id,ad_network_id,campaign_id,source_identifier,campaign,spend,currency,impressions,clicks,reported_installs\n"
+            for offset in 0..<days {
+                for app in Self.apps.prefix(4) {
+                    for (index, network) in Self.networks.prefix(6).enumerated() {
+                        for campaign in 1...3 {
+                            let cents = 100 + random.next() % 50_000
+                            csv +=
+                                "\(Self.first.adding(days: offset)),\(app),\(network),\(campaign),,,\(cents / 100).\(cents % 100 < 10 ? "0" : "")\(cents % 100),"
+                                + "\(index % 2 == 0 ? "USD" : "EUR"),,,\n"
+                        }
+                    }
+                }
+            }
+            try store.write(csv, to: "spend.csv")
+            let imported = run([
+                "spend", "import", "--data", store.path, "--schemas", Fixtures.sampleSchemas, "--source", "network-cost",
+                store.path + "/spend.csv",
+            ])
+            try #require(imported.status == .success, "spend import: \(imported.stdout)\(imported.stderr)")
+        }
         let result = run([
             "aggregate", "--data", store.path, "--schemas", Fixtures.sampleSchemas, "--from", Self.first.description,
             "--to", last.description, "--jobs", "2",
@@ -91,10 +116,10 @@ struct APIAnswer {
     var body: String
 }
 
-func get(port: Int, _ pathAndQuery: String, token: String?) throws -> APIAnswer {
+func get(port: Int, _ pathAndQuery: String, token: String?, curlOptions: [String] = []) throws -> APIAnswer {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)\(pathAndQuery)"]
+    var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)\(pathAndQuery)"] + curlOptions
     if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
     process.arguments = arguments
     let output = Pipe()

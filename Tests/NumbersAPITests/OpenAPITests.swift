@@ -15,16 +15,7 @@ import Testing
     static let bin = Fixtures.root.appendingPathComponent(".build/venv/bin")
 
     static func tool(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = bin.appendingPathComponent(name)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        try runTool(bin.appendingPathComponent(name).path, arguments)
     }
 
     @Test func theServedDocumentValidatesAndNamesEveryRouteAndTable() throws {

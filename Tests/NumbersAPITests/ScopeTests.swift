@@ -12,9 +12,9 @@ import Testing
 /// for an app or network outside each narrow scope and for one that does not exist, and compares the
 /// two answers byte for byte.
 ///
-/// Size: `POSTBACK_API_SCOPE_TOKENS` tokens (default 200) and as many queries, over
+/// Size: `POSTBACK_API_SCOPE_TOKENS` tokens (default 150) and as many queries, over
 /// `POSTBACK_API_SCOPE_DAYS` days (default 30) of `POSTBACK_API_SCOPE_PER_DAY` postbacks (default
-/// 150). The default takes about 60 s of CI on two loaded cores; e.g.
+/// 150). The default takes 60–90 s of CI on two loaded cores; e.g.
 /// `POSTBACK_API_SCOPE_TOKENS=2000 POSTBACK_API_SCOPE_PER_DAY=3000 swift test --filter ScopeTests`.
 @Suite(.serialized) struct ScopeTests {
     static func setting(_ name: String, _ fallback: Int) -> Int {
@@ -22,10 +22,12 @@ import Testing
     }
 
     @Test func everyAnswerStaysInItsScopeAndMatchesDuckDB() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
-        let count = TestScale.count(Self.setting("POSTBACK_API_SCOPE_TOKENS", 200), minimum: 20)
+        try #require(
+            FileManager.default.isExecutableFile(atPath: VenvPython.path), "no \(VenvPython.path): run scripts/setup --test")
+        let count = TestScale.count(Self.setting("POSTBACK_API_SCOPE_TOKENS", 150), minimum: 20)
         let fixture = try APIFixture(
-            days: Self.setting("POSTBACK_API_SCOPE_DAYS", 30), perDay: TestScale.count(Self.setting("POSTBACK_API_SCOPE_PER_DAY", 150), minimum: 50))
+            days: Self.setting("POSTBACK_API_SCOPE_DAYS", 30),
+            perDay: TestScale.count(Self.setting("POSTBACK_API_SCOPE_PER_DAY", 150), minimum: 50), spend: true)
         let tokens = try fixture.writeTokens(count: count, seed: 3)
         let (server, _) = try fixture.start()
         defer { server.quiesce() }
@@ -37,7 +39,8 @@ import Testing
         }
         let tokensJSON = fixture.store.path + "/tokens.json"
         try JSONSerialization.data(withJSONObject: listed).write(to: URL(fileURLWithPath: tokensJSON))
-        let script = try String(contentsOfFile: Fixtures.root.appendingPathComponent("scripts/api_scope_check.py").path, encoding: .utf8)
+        let script = try String(
+            contentsOfFile: Fixtures.root.appendingPathComponent("scripts/api_scope_check.py").path, encoding: .utf8)
         let result = try VenvPython.run(
             script: script,
             arguments: [
@@ -53,6 +56,7 @@ import Testing
         #expect((answer["rows"] as? Int ?? 0) >= count * 5, "\(line)")
         #expect((answer["summaries"] as? Int ?? 0) >= count / 6, "\(line)")
         #expect((answer["oracle_pairs"] as? Int ?? 0) >= count / 2, "\(line)")
+        #expect((answer["costs"] as? Int ?? 0) >= count / 20, "\(line)")
         // The audit log names tokens, never holds one.
         let audit = fixture.audit.withLock { $0 }
         #expect(audit.count >= count)

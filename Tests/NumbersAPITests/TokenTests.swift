@@ -16,6 +16,14 @@ import Testing
     static let today = UTCDay(year: 2026, month: 12, day: 6)
     static let scope = DataScope(apps: .only(["1229670720"]), networks: .only(["example.skadnetwork"]))
 
+    /// A tokens file with one token of `scope`, and a store reading it.
+    static func oneToken(expires: UTCDay? = nil) throws -> (TemporaryDirectory, (record: APIToken, text: String), TokenStore) {
+        let directory = TemporaryDirectory("tokens")
+        let minted = try APIToken.mint(name: "agency", scope: scope, expires: expires, today: today)
+        try TokenFile.write([minted.record], to: directory.path + "/tokens")
+        return (directory, minted, try TokenStore(path: directory.path + "/tokens"))
+    }
+
     @Test func theFileKeepsASaltedHashNotTheToken() throws {
         let directory = TemporaryDirectory("tokens")
         let path = directory.path + "/tokens"
@@ -37,11 +45,8 @@ import Testing
     }
 
     @Test func aPresentedTokenIsCheckedInConstantTimeAndByItsWholeSecret() throws {
-        let directory = TemporaryDirectory("tokens")
-        let path = directory.path + "/tokens"
-        let minted = try APIToken.mint(name: "agency", scope: Self.scope, expires: nil, today: Self.today)
-        try TokenFile.write([minted.record], to: path)
-        let store = try TokenStore(path: path)
+        let (directory, minted, store) = try Self.oneToken()
+        defer { withExtendedLifetime(directory) {} }
         #expect(store.authenticate("Bearer \(minted.text)", today: Self.today) == .accepted(minted.record))
         // Every wrong shape is refused alike: none, another scheme, a flipped last digit, a cut one,
         // another token's id with this secret.
@@ -64,11 +69,8 @@ import Testing
     }
 
     @Test func anExpiredTokenIsRefusedFromTheDayAfterItsLastDay() throws {
-        let directory = TemporaryDirectory("tokens")
-        let path = directory.path + "/tokens"
-        let minted = try APIToken.mint(name: "trial", scope: Self.scope, expires: Self.today.adding(days: 2), today: Self.today)
-        try TokenFile.write([minted.record], to: path)
-        let store = try TokenStore(path: path)
+        let (directory, minted, store) = try Self.oneToken(expires: Self.today.adding(days: 2))
+        defer { withExtendedLifetime(directory) {} }
         #expect(store.authenticate("Bearer \(minted.text)", today: Self.today.adding(days: 2)) == .accepted(minted.record))
         #expect(store.authenticate("Bearer \(minted.text)", today: Self.today.adding(days: 3)) == .refused)
     }
@@ -96,11 +98,8 @@ import Testing
     }
 
     @Test func aTokensFileOthersCanReadIsRefused() throws {
-        let directory = TemporaryDirectory("tokens")
+        let (directory, minted, store) = try Self.oneToken()
         let path = directory.path + "/tokens"
-        let minted = try APIToken.mint(name: "agency", scope: Self.scope, expires: nil, today: Self.today)
-        try TokenFile.write([minted.record], to: path)
-        let store = try TokenStore(path: path)
         chmod(path, 0o644)
         #expect(throws: TokenFile.Failure.self) { try TokenStore(path: path) }
         // A running store refuses every token until the file is fixed, rather than keep the old list.
