@@ -1,5 +1,5 @@
 import Basics
-import PostbackCrypto
+package import PostbackCrypto
 import Synchronization
 
 /// The dashboard's sign-in sessions, in memory (a restart signs everyone out). A session id is 32
@@ -7,26 +7,26 @@ import Synchronization
 /// the table never holds what a browser presents. A session is bound to its token's id: the token is
 /// looked up again at every request (`TokenStore.current`), and a token revoked or expired since
 /// ends the session there. The cookie never holds the token.
-final class DashboardSessions: Sendable {
-    struct Session: Sendable {
-        var tokenID: String
+package final class DashboardSessions: Sendable {
+    package struct Session: Sendable {
+        package var tokenID: String
         /// Seconds on `now`'s clock after which the session is refused.
-        var expires: Double
+        package var expires: Double
     }
 
     /// At most this many live sessions; a sign-in past it ends the one closest to its expiry.
-    static let maximumSessions = 10_000
+    package static let maximumSessions = 10_000
     private static let idBytes = 32
 
     /// How long a session lasts, in seconds.
     let lifetime: Int
     private let sessions = Mutex([String: Session]())
 
-    init(lifetime: Int) { self.lifetime = lifetime }
+    package init(lifetime: Int) { self.lifetime = lifetime }
 
     /// A new session for `tokenID`; returns the id for the cookie (64 hex digits).
     /// - Throws: `CryptoError` if OpenSSL's generator fails.
-    func open(tokenID: String, now: Double) throws(CryptoError) -> String {
+    package func open(tokenID: String, now: Double) throws(CryptoError) -> String {
         let id = Hex.encode(try SecretBytes.random(count: Self.idBytes))
         let key = Self.key(id)
         sessions.withLock { sessions in
@@ -42,7 +42,7 @@ final class DashboardSessions: Sendable {
     }
 
     /// The live session of the cookie's `id`; nil for an unknown or expired one (which is forgotten).
-    func session(_ id: String, now: Double) -> Session? {
+    package func session(_ id: String, now: Double) -> Session? {
         guard id.utf8.count == 2 * Self.idBytes else { return nil }
         let key = Self.key(id)
         return sessions.withLock { sessions in
@@ -56,13 +56,13 @@ final class DashboardSessions: Sendable {
     }
 
     /// Ends the cookie's session (signing out).
-    func close(_ id: String) { sessions.withLock { $0[Self.key(id)] = nil } }
+    package func close(_ id: String) { sessions.withLock { $0[Self.key(id)] = nil } }
 
     /// Ends every session of a token (revoked, expired, or gone from the file).
-    func close(tokenID: String) { sessions.withLock { $0 = $0.filter { $0.value.tokenID != tokenID } } }
+    package func close(tokenID: String) { sessions.withLock { $0 = $0.filter { $0.value.tokenID != tokenID } } }
 
     /// Live sessions (for tests and the log).
-    var count: Int { sessions.withLock { $0.count } }
+    package var count: Int { sessions.withLock { $0.count } }
 
     private static func key(_ id: String) -> String { SHA256.hash(Array(id.utf8)).description }
 }
