@@ -96,7 +96,7 @@ package final class Dashboard: Sendable {
             if case .signedIn = signedIn(request, now: now) { return (redirect(DashboardPage.reportPath), nil) }
             return (page(200, DashboardPage.signIn(message: nil)), nil)
         case ("POST", DashboardPage.sessionPath):
-            return (signIn(request, now: now), nil)
+            return signIn(request, now: now)
         case ("POST", DashboardPage.signOutPath):
             guard isSameOrigin(request) else { return (forbidden(), nil) }
             if let id = cookie(request) { sessions.close(id) }
@@ -147,13 +147,14 @@ package final class Dashboard: Sendable {
         }
     }
 
-    private func signIn(_ request: Request, now: Double) -> HTTPReply {
-        guard isSameOrigin(request) else { return forbidden() }
+    /// The answer to the sign-in form, and the name of the token that signed in.
+    private func signIn(_ request: Request, now: Double) -> (reply: HTTPReply, tokenName: String?) {
+        guard isSameOrigin(request) else { return (forbidden(), nil) }
         let type = request.header("Content-Type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
         guard type?.lowercased() == "application/x-www-form-urlencoded",
             let token = Self.formValue("token", in: request.body)
         else {
-            return page(400, DashboardPage.signIn(message: "Give your token in the form."))
+            return (page(400, DashboardPage.signIn(message: "Give your token in the form.")), nil)
         }
         switch tokens.authenticate("Bearer " + token.trimmingCharacters(in: .whitespaces), today: today()) {
         case .accepted(let record):
@@ -162,14 +163,16 @@ package final class Dashboard: Sendable {
                 id = try sessions.open(tokenID: record.id, now: now)
             } catch {
                 log("a dashboard session could not be opened: \(error)")
-                return unavailable()
+                return (unavailable(), nil)
             }
-            return redirect(DashboardPage.reportPath, cookie: sessionCookie(id))
+            return (redirect(DashboardPage.reportPath, cookie: sessionCookie(id)), record.name)
         case .refused:
-            return page(401, DashboardPage.signIn(message: "That token is not accepted: it is unknown, revoked or expired."))
+            return (
+                page(401, DashboardPage.signIn(message: "That token is not accepted: it is unknown, revoked or expired.")), nil
+            )
         case .unavailable(let reason):
             log("the tokens file cannot be used: \(reason)")
-            return unavailable()
+            return (unavailable(), nil)
         }
     }
 

@@ -179,6 +179,11 @@ import Testing
         #expect(value.count == 64 && value.allSatisfy(\.isHexDigit) && !site.tokenA.text.contains(value))
         // Out of scripts' reach.
         #expect(try tab.evaluate("document.cookie") == "")
+        // The audit log names who signed in, and holds neither the token (it came in the form's body)
+        // nor the session id.
+        let audit = site.data.audit.withLock { $0 }
+        #expect(audit.contains { $0.contains("\"path\":\"/dashboard/session\"") && $0.contains("\"token\":\"token-a\"") })
+        #expect(!audit.contains { $0.contains(String(site.tokenA.text.suffix(64))) || $0.contains(value) })
         // Every page: no-store, the policy, no script.
         let page = try site.http(["-b", "\(Dashboard.cookieName)=\(value)", site.base + "/dashboard/report"])
         #expect(page.status == 200 && page.headers.contains("Cache-Control: no-store\r\n"))
