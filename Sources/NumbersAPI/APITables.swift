@@ -11,6 +11,11 @@ package enum APITables {
         package let name: String
         package let columns: [AggregateColumn]
 
+        package init(name: String, columns: [AggregateColumn]) {
+            self.name = name
+            self.columns = columns
+        }
+
         /// Whether every row names its app and ad network.
         package var isAttributable: Bool {
             let names = Set(columns.map(\.name))
@@ -26,9 +31,9 @@ package enum APITables {
     /// Every day table the nightly job publishes, in its order.
     package static let all: [Table] = AggregateTables.columnsByTable.map { Table(name: $0.table, columns: $0.columns) }
 
-    /// The tables `scope` may read.
-    package static func served(to scope: DataScope) -> [Table] {
-        all.filter { scope.isEverything || $0.isAttributable }
+    /// The tables of `tables` (by default every served table) that `scope` may read.
+    package static func served(to scope: DataScope, from tables: [Table] = all) -> [Table] {
+        tables.filter { scope.isEverything || $0.isAttributable }
     }
 
     /// The JSON type of a column's values in a JSON answer (`sqlType` mapped).

@@ -1,11 +1,11 @@
-import Synchronization
+import Locking
 
 /// Requests per token: a token bucket per token name, `perMinute` refilled evenly and at most `burst`
 /// at once. A request over the limit is answered 429 with `Retry-After`, before anything is read.
 package final class RateLimiter: Sendable {
     package let perMinute: Int
     package let burst: Int
-    private let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
+    private let buckets = Locked<[String: (tokens: Double, at: Double)]>([:])
 
     package init(perMinute: Int, burst: Int) {
         self.perMinute = perMinute

@@ -1,6 +1,5 @@
 package import Basics
 import Locking
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -28,7 +27,7 @@ package final class TokenStore: Sendable {
     }
 
     package let path: String
-    private let loaded = Mutex(Loaded())
+    private let loaded = Locked(Loaded())
     /// A record compared against when the id is unknown, so an unknown id costs the same hash.
     private static let decoy = APIToken(
         name: "-", id: "", salt: String(repeating: "0", count: 32), sha256: String(repeating: "0", count: 64),

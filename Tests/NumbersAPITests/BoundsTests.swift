@@ -1,6 +1,7 @@
 import Basics
 import Foundation
 import NumbersAPI
+import Reporting
 import TestSupport
 import Testing
 
@@ -34,6 +35,17 @@ import Testing
             #expect(answer.status == status, "\(path) \(options): \(answer.status) \(answer.body)")
             #expect(answer.body.contains("\"type\":\"urn:postback:problem:\(type)\""), "\(path): \(answer.body)")
         }
+    }
+
+    /// A table whose rows do not all name an app and an ad network is read by all/all tokens only.
+    @Test func aTableWithoutAppAndNetworkIsServedToEverythingOnly() {
+        let unattributable = APITables.Table(name: "by_app", columns: [.field(.appID), .postbacks])
+        let tables = APITables.all + [unattributable]
+        let narrow = DataScope(apps: .all, networks: .only(["network0.skadnetwork"]))
+        #expect(APITables.served(to: .everything, from: tables).map(\.name).contains("by_app"))
+        #expect(!APITables.served(to: narrow, from: tables).map(\.name).contains("by_app"))
+        // Every table published today names both, so every token sees all of them.
+        #expect(APITables.served(to: narrow).map(\.name) == APITables.all.map(\.name))
     }
 
     @Test func pagesFollowTheirCursorsToEveryRowOnce() throws {
