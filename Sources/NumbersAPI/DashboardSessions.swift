@@ -1,6 +1,6 @@
 import Basics
+import Locking
 package import PostbackCrypto
-import Synchronization
 
 /// The dashboard's sign-in sessions, in memory (a restart signs everyone out). A session id is 32
 /// random bytes from OpenSSL (`SecretBytes`), sent once in the cookie; only its SHA-256 is kept, so
@@ -20,7 +20,7 @@ package final class DashboardSessions: Sendable {
 
     /// How long a session lasts, in seconds.
     let lifetime: Int
-    private let sessions = Mutex([String: Session]())
+    private let sessions = Locked([String: Session]())
 
     package init(lifetime: Int) { self.lifetime = lifetime }
 
