@@ -81,6 +81,12 @@ let package = Package(
         .target(
             name: "Reporting",
             dependencies: ["Basics", "Postbacks", "PostbackCrypto", "PostbackStore", "Parquet", "AggregateSchema"]),
+        // The read-only numbers API over the published aggregates (`postback api`).
+        .target(
+            name: "NumbersAPI",
+            dependencies: [
+                "Basics", "Locking", "PostbackCrypto", "AggregateSchema", "Aggregation", "Parquet", "Reporting", "PostbackServer",
+            ]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(
             name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore"]),
@@ -88,7 +94,7 @@ let package = Package(
             name: "PostbackCLI",
             dependencies: [
                 "PostbackTesting", "Basics", "BuildStamp", "Locking", "Postbacks", "PostbackCrypto", "PostbackStore",
-                "PostbackServer", "PostbackClient", "SpoolDelivery", "AggregateSchema", "Aggregation", "Reporting",
+                "PostbackServer", "PostbackClient", "SpoolDelivery", "AggregateSchema", "Aggregation", "Reporting", "NumbersAPI",
             ]
         ),
         .executableTarget(name: "postback", dependencies: ["PostbackCLI"]),
@@ -131,6 +137,12 @@ let package = Package(
             name: "PostbackCLITests",
             dependencies: [
                 "TestSupport", "Basics", "BuildStamp", "PostbackCLI", "Postbacks", "PostbackCrypto", "Parquet", "AggregateSchema",
+            ]),
+        .testTarget(
+            name: "NumbersAPITests",
+            dependencies: [
+                "TestSupport", "PostbackTesting", "Basics", "NumbersAPI", "Reporting", "AggregateSchema", "Aggregation",
+                "PostbackServer", "PostbackCrypto", "PostbackCLI", "Parquet",
             ]),
         .testTarget(
             name: "SpoolDeliveryTests",

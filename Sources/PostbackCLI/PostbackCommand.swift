@@ -24,6 +24,7 @@ package enum PostbackCommand {
           spend      import what ad networks charged (cost rows) for CPI and ROAS by install date
           schema     check or export conversion schemas
           report     a self-contained HTML report of the aggregates
+          api        a read-only API over the aggregates, each token scoped to apps and networks
           check      the nightly check: each app × ad network's day against its recent days
           model      check the model of null-value postbacks on this store's data (model check)
           generate   mint test postbacks signed with your own key (for tests and benchmarks)
@@ -74,6 +75,7 @@ package enum PostbackCommand {
                 ("spend", SpendCommand.run),
                 ("schema", SchemaCommand.run),
                 ("report", ReportCommand.run),
+                ("api", ApiCommand.run),
                 ("check", CheckCommand.run),
                 ("model", ModelCommand.run),
                 ("generate", GenerateCommand.run),

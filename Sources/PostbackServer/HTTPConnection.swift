@@ -12,7 +12,7 @@ import CMicroHTTPDShim
 /// One libmicrohttpd connection, as the callbacks hand it over. A value is only used while
 /// libmicrohttpd keeps the connection (during a callback, or while it is suspended); libmicrohttpd
 /// synchronizes its own use of the pointer, hence `@unchecked Sendable`.
-struct HTTPConnection: @unchecked Sendable {
+package struct HTTPConnection: @unchecked Sendable {
     fileprivate let pointer: OpaquePointer
 
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
@@ -21,12 +21,14 @@ struct HTTPConnection: @unchecked Sendable {
     var descriptor: Int32 { postback_mhd_connection_fd(pointer) }
 
     /// The connection's watchdog track, which `HTTPDaemon` keeps from the connection's start to its end.
+    /// Only on the receiver's daemons, whose responder (`RequestHandler`) makes a `Track` the
+    /// connection's state; internal, so another module's responder never reads its own state as one.
     var track: ConnectionWatchdog.Track? {
         postback_mhd_socket_context(pointer).map { Unmanaged<ConnectionWatchdog.Track>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// The socket peer's address ("unknown" if libmicrohttpd cannot say).
-    var peerAddress: String {
+    package var peerAddress: String {
         var buffer = [CChar](repeating: 0, count: 64)
         return postback_mhd_client_address(pointer, &buffer, buffer.count) == 0
             ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
@@ -36,7 +38,7 @@ struct HTTPConnection: @unchecked Sendable {
     var replyStatus: Int { Int(postback_mhd_http_status(pointer)) }
 
     /// The request header `name` (the first, if repeated), nil when absent.
-    func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         MHD_lookup_connection_value(pointer, .HEADER_KIND, name).map { String(cString: $0) }
     }
 
@@ -67,6 +69,22 @@ struct HTTPConnection: @unchecked Sendable {
                 return .YES
             }, Unmanaged.passUnretained(collected).toOpaque())
         return withExtendedLifetime(collected) { collected.headers }
+    }
+
+    /// The query string's arguments, in order, as libmicrohttpd decoded them (`%XX` and `+` undone); a
+    /// name without `=` has a nil value.
+    package func queryArguments() -> [(name: String, value: String?)] {
+        final class Collected { var arguments: [(name: String, value: String?)] = [] }
+        let collected = Collected()
+        _ = MHD_get_connection_values(
+            pointer, .GET_ARGUMENT_KIND,
+            { context, _, key, value in
+                guard let context, let key else { return .YES }
+                let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+                collected.arguments.append((String(cString: key), value.map { String(cString: $0) }))
+                return .YES
+            }, Unmanaged.passUnretained(collected).toOpaque())
+        return withExtendedLifetime(collected) { collected.arguments }
     }
 
     /// Carries out the request state machine's step; libmicrohttpd's answer to the access callback.
@@ -101,7 +119,7 @@ struct HTTPConnection: @unchecked Sendable {
 }
 
 /// What the request state machine (`RequestHandler.handle`) asks of the connection after each call.
-enum HTTPStep {
+package enum HTTPStep {
     /// Go on: read more of the body, or call again once there is something to do.
     case proceed
     /// Close the connection without an answer.
@@ -115,7 +133,7 @@ enum HTTPStep {
 
 /// A request's line as libmicrohttpd gives it to the access callback; read (into Strings) only
 /// when the state machine asks, once per request.
-struct HTTPRequestLine {
+package struct HTTPRequestLine {
     fileprivate let url: UnsafePointer<CChar>?
     fileprivate let method: UnsafePointer<CChar>?
     fileprivate let version: UnsafePointer<CChar>?
@@ -126,13 +144,13 @@ struct HTTPRequestLine {
         self.version = version
     }
 
-    var path: String { url.map { String(cString: $0) } ?? "/" }
-    var methodName: String { method.map { String(cString: $0) } ?? "" }
+    package var path: String { url.map { String(cString: $0) } ?? "/" }
+    package var methodName: String { method.map { String(cString: $0) } ?? "" }
     var isHTTP11: Bool { version.map { strcmp($0, "HTTP/1.1") == 0 } == true }
 }
 
 /// The part of a request body libmicrohttpd has read so far (the access callback's upload data).
-struct HTTPBodyChunk {
+package struct HTTPBodyChunk {
     fileprivate let data: UnsafePointer<CChar>?
     fileprivate let size: UnsafeMutablePointer<Int>
 
@@ -142,9 +160,9 @@ struct HTTPBodyChunk {
     }
 
     /// Bytes waiting; 0 when the body is complete (or there is none).
-    var count: Int { size.pointee }
+    package var count: Int { size.pointee }
 
-    func append(to body: inout [UInt8]) {
+    package func append(to body: inout [UInt8]) {
         guard let data, size.pointee > 0 else { return }
         data.withMemoryRebound(to: UInt8.self, capacity: size.pointee) {
             body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size.pointee))
@@ -152,5 +170,5 @@ struct HTTPBodyChunk {
     }
 
     /// Tells libmicrohttpd every byte was taken.
-    func consumed() { size.pointee = 0 }
+    package func consumed() { size.pointee = 0 }
 }

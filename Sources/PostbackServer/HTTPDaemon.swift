@@ -7,34 +7,86 @@ import Synchronization
     import Glibc
 #endif
 
-/// The libmicrohttpd daemon: `init` starts it on a listening socket with `RequestHandler`'s C
-/// callbacks, `deinit` stops and frees it. Nothing else holds the daemon's pointer.
+/// What `HTTPDaemon`'s C callbacks call, in Swift terms: the receiver's `RequestHandler`, or another
+/// listener's responder (the numbers API). The connection's and the request's state are the
+/// responder's own objects; the daemon keeps each in libmicrohttpd's slot from `connectionOpened` to
+/// `connectionClosed`, and from `requestBegan` to `requestCompleted`, and hands it back.
+package protocol HTTPResponder: AnyObject, Sendable {
+    /// A connection was accepted: the object kept for it until `connectionClosed`.
+    func connectionOpened(_ connection: HTTPConnection) -> AnyObject
+    func connectionClosed(_ state: AnyObject)
+    /// The request line arrived: the object kept for the request until `requestCompleted`.
+    func requestBegan(on connection: HTTPConnection) -> AnyObject
+    /// One call of the request's state machine: what the connection is to do next.
+    func handle(_ request: AnyObject, on connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk) -> HTTPStep
+    /// A request ended (`request` nil if no request line was seen; `connection` nil if it is gone).
+    func requestCompleted(_ request: AnyObject?, on connection: HTTPConnection?, termination: Int32)
+    /// A libmicrohttpd diagnostic.
+    func libraryLogged(_ message: String)
+}
+
+/// The libmicrohttpd daemon: `init` starts it on a listening socket with C callbacks that call an
+/// `HTTPResponder`, `deinit` stops and frees it. Nothing else holds the daemon's pointer.
 ///
 /// Shutdown: `quiesce()` stops taking connections; dropping the last reference then stops the
 /// daemon (it waits for its threads), which closes the listening socket.
-final class HTTPDaemon: @unchecked Sendable {
+package final class HTTPDaemon: @unchecked Sendable {
+    /// What the daemon is started with.
+    package struct Limits: Sendable {
+        package var threads: Int
+        package var connectionLimit: Int
+        /// 0: none.
+        package var perIPConnectionLimit: Int
+        package var idleTimeoutSeconds: Double
+
+        package init(threads: Int, connectionLimit: Int, perIPConnectionLimit: Int, idleTimeoutSeconds: Double) {
+            self.threads = threads
+            self.connectionLimit = connectionLimit
+            self.perIPConnectionLimit = perIPConnectionLimit
+            self.idleTimeoutSeconds = idleTimeoutSeconds
+        }
+    }
+
+    /// The responder behind the callbacks' context pointer (a class, so an existential can travel
+    /// through `void *`).
+    private final class Box {
+        let responder: any HTTPResponder
+        init(_ responder: any HTTPResponder) { self.responder = responder }
+    }
+
     // @unchecked Sendable: the pointers are set once; libmicrohttpd synchronizes its own use.
     private let daemon: OpaquePointer
     /// The C shim's allocation (the logger, and whether connections are refused), freed with the daemon.
     private let loggerBox: UnsafeMutableRawPointer?
     /// The callbacks' context: kept alive as long as the daemon can call back.
-    private let handler: RequestHandler
+    private let box: Box
     private let abandoned = Atomic<Bool>(false)
 
-    /// Starts serving `listenDescriptor`. On failure the caller still owns the socket.
-    init(listenDescriptor: Int32, configuration: ServerConfiguration, handler: RequestHandler) throws(ServerError) {
-        let context = Unmanaged.passUnretained(handler).toOpaque()
-        var settings = postback_mhd_settings()
-        settings.listen_fd = listenDescriptor
-        settings.thread_pool_size = UInt32(configuration.threads)
-        // The limit itself is kept by `watchdog.admit` (which sheds silent connections instead of
-        // letting new ones queue); libmicrohttpd's, split between its threads, only backs it up.
-        settings.connection_limit = UInt32(min(configuration.connectionLimit * 2 + 64 * configuration.threads, 4_000_000))
+    /// Starts serving `listenDescriptor` for the receiver. On failure the caller still owns the socket.
+    convenience init(listenDescriptor: Int32, configuration: ServerConfiguration, handler: RequestHandler) throws(ServerError) {
         // Behind trusted proxies every connection's peer is a proxy: the limit is kept per client
         // address instead (`admitClient`), and libmicrohttpd's per-peer one would throttle the proxy.
-        settings.per_ip_connection_limit = configuration.trustedProxies.isEmpty ? UInt32(configuration.perIPConnectionLimit) : 0
+        let limits = Limits(
+            threads: configuration.threads, connectionLimit: configuration.connectionLimit,
+            perIPConnectionLimit: configuration.trustedProxies.isEmpty ? configuration.perIPConnectionLimit : 0,
+            idleTimeoutSeconds: configuration.idleTimeoutSeconds)
+        try self.init(listenDescriptor: listenDescriptor, limits: limits, responder: handler)
+    }
+
+    /// Starts serving `listenDescriptor` with `responder`. On failure the caller still owns the socket.
+    package init(listenDescriptor: Int32, limits: Limits, responder: any HTTPResponder) throws(ServerError) {
+        let box = Box(responder)
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        var settings = postback_mhd_settings()
+        settings.listen_fd = listenDescriptor
+        settings.thread_pool_size = UInt32(limits.threads)
+        // The limit itself is kept by the responder (the receiver's `watchdog.admit`, which sheds
+        // silent connections instead of letting new ones queue); libmicrohttpd's, split between its
+        // threads, only backs it up.
+        settings.connection_limit = UInt32(min(limits.connectionLimit * 2 + 64 * limits.threads, 4_000_000))
+        settings.per_ip_connection_limit = UInt32(limits.perIPConnectionLimit)
         // libmicrohttpd's inactivity timeout backs up the watchdog; whole seconds, rounded up.
-        settings.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds.rounded(.up))
+        settings.idle_timeout_seconds = UInt32(limits.idleTimeoutSeconds.rounded(.up))
         // Request line and headers must fit here (libmicrohttpd answers 431 otherwise); the body is
         // streamed out of it. It is zeroed for every request, so smaller is cheaper; but a header
         // block that nearly fills it leaves libmicrohttpd no room to answer (it closes the
@@ -51,11 +103,11 @@ final class HTTPDaemon: @unchecked Sendable {
             let handler = HTTPDaemon.handler(context)
             // Code 0 is MHD_CONNECTION_NOTIFY_STARTED (the macro does not reach Swift).
             if code == 0 {
-                let track = handler.connectionOpened(HTTPConnection(connection))
-                socketContext.pointee = Unmanaged.passRetained(track).toOpaque()
+                let state = handler.connectionOpened(HTTPConnection(connection))
+                socketContext.pointee = Unmanaged.passRetained(state).toOpaque()
             } else if let slot = socketContext.pointee {
                 socketContext.pointee = nil
-                handler.connectionClosed(Unmanaged<ConnectionWatchdog.Track>.fromOpaque(slot).takeRetainedValue())
+                handler.connectionClosed(Unmanaged<AnyObject>.fromOpaque(slot).takeRetainedValue())
             }
         }
         settings.connection_notify_context = context
@@ -68,9 +120,9 @@ final class HTTPDaemon: @unchecked Sendable {
             guard let context, let pointer = connection, let size, let requestContext else { return 0 }
             let handler = HTTPDaemon.handler(context)
             let connection = HTTPConnection(pointer)
-            let request: RequestState
+            let request: AnyObject
             if let slot = requestContext.pointee {
-                request = Unmanaged<RequestState>.fromOpaque(slot).takeUnretainedValue()
+                request = Unmanaged<AnyObject>.fromOpaque(slot).takeUnretainedValue()
             } else {
                 // No request-line notification came (should not happen): the request begins here.
                 request = handler.requestBegan(on: connection)
@@ -84,7 +136,7 @@ final class HTTPDaemon: @unchecked Sendable {
         settings.access_context = context
         settings.request_completed = { context, connection, requestContext, termination in
             guard let context, let requestContext else { return }
-            let request = requestContext.pointee.map { Unmanaged<RequestState>.fromOpaque($0).takeRetainedValue() }
+            let request = requestContext.pointee.map { Unmanaged<AnyObject>.fromOpaque($0).takeRetainedValue() }
             requestContext.pointee = nil
             HTTPDaemon.handler(context).requestCompleted(
                 request, on: connection.map(HTTPConnection.init), termination: termination)
@@ -96,20 +148,19 @@ final class HTTPDaemon: @unchecked Sendable {
         }
         settings.logger_context = context
 
-        var box: UnsafeMutableRawPointer?
-        guard let daemon = postback_mhd_start(&settings, &box) else {
+        var shimBox: UnsafeMutableRawPointer?
+        guard let daemon = postback_mhd_start(&settings, &shimBox) else {
             throw ServerError(
-                "libmicrohttpd could not start (threads \(configuration.threads), connection limit \(configuration.connectionLimit))"
-            )
+                "libmicrohttpd could not start (threads \(limits.threads), connection limit \(limits.connectionLimit))")
         }
         self.daemon = daemon
-        self.loggerBox = box
-        self.handler = handler
+        self.loggerBox = shimBox
+        self.box = box
     }
 
-    /// The handler behind a callback's context pointer (the daemon keeps it alive).
-    private static func handler(_ context: UnsafeMutableRawPointer) -> RequestHandler {
-        Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue()
+    /// The responder behind a callback's context pointer (the daemon keeps it alive).
+    private static func handler(_ context: UnsafeMutableRawPointer) -> any HTTPResponder {
+        Unmanaged<Box>.fromOpaque(context).takeUnretainedValue().responder
     }
 
     /// Takes no more connections: each new one is closed as soon as it is accepted (the accept
@@ -117,7 +168,7 @@ final class HTTPDaemon: @unchecked Sendable {
     /// that removes the listening socket from its epoll set itself, and libmicrohttpd 0.9.75 then
     /// aborts the process ("Failed to remove listen FD from epoll set"; scripts/disk-faults caught it
     /// on SIGTERM). The listening socket stays open until the daemon stops, which closes it.
-    func quiesce() {
+    package func quiesce() {
         postback_mhd_refuse_connections(loggerBox)
     }
 
@@ -126,7 +177,7 @@ final class HTTPDaemon: @unchecked Sendable {
     func abandon() {
         abandoned.store(true, ordering: .relaxed)
         // Its threads keep calling back: the handler must outlive this object.
-        _ = Unmanaged.passRetained(handler)
+        _ = Unmanaged.passRetained(box)
     }
 
     deinit {

@@ -1,4 +1,4 @@
-import Basics
+package import Basics
 import Postbacks
 
 /// A response to send: status, content type, body and extra headers.
@@ -7,6 +7,13 @@ package struct HTTPReply: Sendable {
     package var contentType: String
     package var body: [UInt8]
     package var headers: [(name: String, value: String)] = []
+
+    package init(status: Int, contentType: String, body: [UInt8], headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+        self.headers = headers
+    }
 
     /// The body as text (for logs and tests).
     package var text: String { String(decoding: body, as: UTF8.self) }
@@ -25,7 +32,7 @@ package struct HTTPReply: Sendable {
 
     /// An RFC 9457 problem: `type` is a URN naming the problem, `title` fixed per type, `detail` this
     /// occurrence. Extra members (`verdict`, …) come from `extend`.
-    static func problem(
+    package static func problem(
         _ status: Int, type: String, title: String, detail: String,
         extend: (inout JSONWriter) -> Void = { _ in }
     ) -> HTTPReply {

@@ -6,11 +6,11 @@ import PostbackStore
 #endif
 
 /// `HOST:PORT` or `[IPv6]:PORT`, and the listening socket made from it.
-struct ListenAddress: Sendable, CustomStringConvertible {
-    let host: String
-    let port: Int
+package struct ListenAddress: Sendable, CustomStringConvertible {
+    package let host: String
+    package let port: Int
 
-    init(_ text: String) throws(ServerConfiguration.ConfigurationError) {
+    package init(_ text: String) throws(ServerConfiguration.ConfigurationError) {
         let hostPart: Substring
         let portPart: Substring
         if text.hasPrefix("[") {
@@ -40,15 +40,15 @@ struct ListenAddress: Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
-    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// A non-blocking listening socket and the port it got (port 0 asks the kernel for one).
-    func bind() throws(ServerError) -> (descriptor: Int32, port: Int) {
+    package func bind() throws(ServerError) -> (descriptor: Int32, port: Int) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

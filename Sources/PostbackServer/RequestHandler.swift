@@ -34,7 +34,7 @@ final class RequestState: @unchecked Sendable {
 /// A postback's connection is *suspended* once its record is handed to a spool writer; the writer's
 /// group commit resumes it with the reply once the fdatasync covering it returned. So no HTTP thread
 /// waits on the disk. The operational routes' answers are in `RequestHandler+Routes.swift`.
-final class RequestHandler: Sendable {
+final class RequestHandler: HTTPResponder {
     let configuration: ServerConfiguration
     let ingest: PostbackIngest
     let metrics: ServerMetrics
@@ -131,6 +131,9 @@ final class RequestHandler: Sendable {
 
     // MARK: Callbacks
 
+    // The daemon keeps what these return and hands it back: a connection's `ConnectionWatchdog.Track`,
+    // a request's `RequestState` (so `unsafeDowncast`, without a dynamic cast per callback).
+
     /// A libmicrohttpd diagnostic.
     func libraryLogged(_ message: String) {
         let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -141,7 +144,7 @@ final class RequestHandler: Sendable {
     }
 
     /// A connection was accepted: its watchdog track, which `HTTPDaemon` keeps until `connectionClosed`.
-    func connectionOpened(_ connection: HTTPConnection) -> ConnectionWatchdog.Track {
+    func connectionOpened(_ connection: HTTPConnection) -> AnyObject {
         let peer = connection.peerAddress
         let track = ConnectionWatchdog.Track(
             descriptor: connection.descriptor,
@@ -155,11 +158,13 @@ final class RequestHandler: Sendable {
         return track
     }
 
-    func connectionClosed(_ track: ConnectionWatchdog.Track) { watchdog.unregister(track) }
+    func connectionClosed(_ state: AnyObject) {
+        watchdog.unregister(unsafeDowncast(state, to: ConnectionWatchdog.Track.self))
+    }
 
     /// The request line arrived: the headers must follow within the header timeout. The state
     /// returned is the request's until `requestCompleted` (`HTTPDaemon` keeps it).
-    func requestBegan(on connection: HTTPConnection) -> RequestState {
+    func requestBegan(on connection: HTTPConnection) -> AnyObject {
         if let track = connection.track {
             // A new connection's first request keeps the deadline counted from the accept.
             if track.phase == .new {
@@ -173,9 +178,8 @@ final class RequestHandler: Sendable {
     }
 
     /// One call of the request's state machine: what the connection is to do next.
-    func handle(_ request: RequestState, on connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk)
-        -> HTTPStep
-    {
+    func handle(_ state: AnyObject, on connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk) -> HTTPStep {
+        let request = unsafeDowncast(state, to: RequestState.self)
         switch request.stage {
         case .new:
             if connection.track?.refusesRequests == true { return .refuse }
@@ -223,7 +227,8 @@ final class RequestHandler: Sendable {
 
     /// A request ended (`request` nil if libmicrohttpd never told us of its request line; `connection`
     /// nil if it is gone already).
-    func requestCompleted(_ request: RequestState?, on connection: HTTPConnection?, termination: Int32) {
+    func requestCompleted(_ state: AnyObject?, on connection: HTTPConnection?, termination: Int32) {
+        let request = state.map { unsafeDowncast($0, to: RequestState.self) }
         defer { if request != nil { requestsInProgress.leave() } }
         if let connection { requestCompleted(request, connection: connection, termination: termination) }
     }

@@ -47,20 +47,27 @@ package enum ReportGenerator {
     static func model(_ request: ReportRequest) throws(ReportError) -> ReportModel {
         var model = try dayModel(request)
         model.cohorts = try CohortLoader(
-            dataDirectory: request.dataDirectory, appID: request.appID, table: request.environment.cohortTable
+            dataDirectory: request.dataDirectory, appID: request.appID, scope: request.scope,
+            table: request.environment.cohortTable
         ).load(from: request.from, to: request.to)
-        model.checkFindings = FlowCheckFile.lines(
-            dataDirectory: request.dataDirectory, days: model.rangeDays, environment: request.environment)
+        // The nightly check's findings name apps and networks of the whole store.
+        if request.scope.isEverything {
+            model.checkFindings = FlowCheckFile.lines(
+                dataDirectory: request.dataDirectory, days: model.rangeDays, environment: request.environment)
+        }
         return model
     }
 
     /// The figures of the day tables (by received day).
     private static func dayModel(_ request: ReportRequest) throws(ReportError) -> ReportModel {
-        let production = try AggregateLoader(dataDirectory: request.dataDirectory, appID: request.appID).load(
+        let production = try AggregateLoader(
+            dataDirectory: request.dataDirectory, appID: request.appID, scope: request.scope
+        ).load(
             from: request.from, to: request.to)
         guard request.environment == .development else { return production }
         let loader = AggregateLoader(
-            dataDirectory: request.dataDirectory, appID: request.appID, table: AggregateTables.campaignDailyDevelopment)
+            dataDirectory: request.dataDirectory, appID: request.appID, scope: request.scope,
+            table: AggregateTables.campaignDailyDevelopment)
         var development: ReportModel
         do {
             development = try loader.load(from: request.from, to: request.to)

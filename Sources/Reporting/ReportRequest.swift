@@ -24,6 +24,9 @@ package struct ReportRequest: Sendable {
     /// development ones of `campaign_daily_development`, every section labelled development. The two
     /// are never added together.
     package var environment = ReportEnvironment.production
+    /// The rows the page may draw from (`DataScope`, applied as rows are loaded); the store-wide side
+    /// counts of the manifests only with `everything`.
+    package var scope = DataScope.everything
 
     package static let defaultTopCampaigns = 12
 

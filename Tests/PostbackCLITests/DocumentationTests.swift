@@ -329,23 +329,6 @@ import Testing
             environment: ["DPKG_ROOT": root, "PATH": "/usr/bin:/bin"])
     }
 
-    /// A tool's exit status and its standard output and error together.
-    static func runTool(_ tool: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (
-        status: Int32, output: String
-    ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
-    }
-
     /// `systemd-analyze verify` over unit files written to a scratch directory; its output (empty
     /// when the units are clean), after expecting its exit status 0.
     static func systemdAnalyzeVerify(_ units: [String: String]) throws -> String {

@@ -10,13 +10,13 @@ import AggregateSchema
 import Basics
 import PostbackStore
 
-struct CSVLine: ~Copyable {
+package struct CSVLine: ~Copyable {
     private var storage: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     private(set) var count = 0
     private var fields = 0
 
-    init(capacity: Int = 512) {
+    package init(capacity: Int = 512) {
         self.capacity = capacity
         storage = .allocate(capacity: capacity)
     }
@@ -24,16 +24,16 @@ struct CSVLine: ~Copyable {
     deinit { storage.deallocate() }
 
     /// The bytes so far, valid until the next change.
-    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
+    package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
 
-    var array: [UInt8] { Array(bytes) }
+    package var array: [UInt8] { Array(bytes) }
 
-    mutating func reset() {
+    package mutating func reset() {
         count = 0
         fields = 0
     }
 
-    mutating func field(_ text: String?) {
+    package mutating func field(_ text: String?) {
         separate()
         guard var text else { return }
         text.withUTF8 { appendText(UnsafeRawBufferPointer($0)) }
@@ -97,7 +97,7 @@ struct CSVLine: ~Copyable {
         }
     }
 
-    mutating func endLine() { appendByte(0x0A) }
+    package mutating func endLine() { appendByte(0x0A) }
 
     /// Appends fields already encoded by another `CSVLine` (at least one field, no line end).
     mutating func appendRaw(_ encoded: UnsafeRawBufferPointer) {
@@ -187,7 +187,7 @@ struct CSVLine: ~Copyable {
     }
 
     /// A header line.
-    static func header(_ names: [String]) -> [UInt8] {
+    package static func header(_ names: [String]) -> [UInt8] {
         var line = CSVLine()
         for name in names { line.field(name) }
         line.endLine()

@@ -13,10 +13,12 @@ package enum SigningFileMode {
         case ownerOnly
         /// A file the signing service trusts: writable by its owner only.
         case ownerWritable
+        /// A file of credentials' hashes (the numbers API's tokens file): readable by its owner only.
+        case ownerOnlyCredentials
 
         var forbidden: mode_t {
             switch self {
-            case .ownerOnly: 0o077
+            case .ownerOnly, .ownerOnlyCredentials: 0o077
             case .ownerWritable: 0o022
             }
         }
@@ -35,6 +37,9 @@ package enum SigningFileMode {
         switch rule {
         case .ownerOnly:
             return "\(what) is a private key readable by its group or others (mode \(octal)); "
+                + "make it readable by its owner only: chmod 600 \(path)"
+        case .ownerOnlyCredentials:
+            return "\(what) is readable by its group or others (mode \(octal)); it decides who may read the numbers: "
                 + "make it readable by its owner only: chmod 600 \(path)"
         case .ownerWritable:
             return "\(what) is writable by its group or others (mode \(octal)): anyone who can write it could have "

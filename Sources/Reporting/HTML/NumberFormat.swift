@@ -56,6 +56,16 @@ enum NumberFormat {
         return String(tenths / 10) + "." + String(tenths % 10) + "%"
     }
 
+    /// The change from `previous` to `current` as a signed percentage with one decimal, rounded half
+    /// away from zero: `+12.3%`, `-4.0%`, `0.0%`; `–` when `previous` is not positive.
+    static func change(_ current: Int64, from previous: Int64) -> String {
+        guard previous > 0 else { return "–" }
+        let difference = Int128(current) - Int128(previous)
+        let tenths = (2_000 * difference.magnitude + UInt128(previous)) / (2 * UInt128(previous))
+        let sign = tenths == 0 ? "" : (difference < 0 ? "-" : "+")
+        return sign + String(tenths / 10) + "." + String(tenths % 10) + "%"
+    }
+
     /// `part` of `whole` as a whole percentage, rounded half up: `38%` (labels inside bars).
     static func wholePercent(_ part: Int, of whole: Int) -> String {
         guard whole > 0 else { return "–" }

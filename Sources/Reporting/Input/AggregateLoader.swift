@@ -40,11 +40,23 @@ struct AggregateLoader {
     /// the manifests' side counts are not added again, and a day published before that table existed
     /// is left out with the remedy.
     let table: String
+    /// The rows a reader may see (`DataScope`): others are skipped as they are read, and a scope
+    /// narrower than `everything` leaves out the manifests' store-wide side counts.
+    let scope: DataScope
 
-    init(dataDirectory: String, appID: String? = nil, table: String = AggregateTables.postbackDetailDaily) {
+    init(
+        dataDirectory: String, appID: String? = nil, scope: DataScope = .everything,
+        table: String = AggregateTables.postbackDetailDaily
+    ) {
         layout = StoreLayout(root: dataDirectory)
         self.appID = appID
+        self.scope = scope
         self.table = table
+    }
+
+    /// Whether a row read is one this loader keeps (`--app`, then the scope).
+    private func admits(_ record: CampaignDailyRecord) -> Bool {
+        (appID == nil || record.appID == appID) && scope.admits(app: record.appID, network: record.adNetworkID)
     }
 
     func load(from: UTCDay, to: UTCDay) throws(ReportError) -> ReportModel {
@@ -112,7 +124,7 @@ struct AggregateLoader {
             while let fields = try reader.next() {
                 let record = try layout.record(fields, path: csvPath, line: reader.recordLine)
                 rows += 1
-                if let appID, record.appID != appID { continue }
+                guard admits(record) else { continue }
                 try model.add(record, day: day)
             }
             return rows
@@ -128,7 +140,7 @@ struct AggregateLoader {
         }
         if rows == 0, manifest.isEmptyDay { return .empty }
         if readsDetail {
-            model.add(manifest)
+            if scope.isEverything { model.add(manifest) }
             try loadModeled(day, manifest: manifest, into: &model)
         }
         return .included
@@ -150,7 +162,7 @@ struct AggregateLoader {
             let layout = try CampaignDailyRecord.Layout(header: table.header.map { $0 }, path: path)
             for (index, fields) in table.rows.enumerated() {
                 let record = try layout.record(fields, path: path, line: index + 1)
-                if let appID, record.appID != appID { continue }
+                guard admits(record) else { continue }
                 try model.addModeled(record)
             }
             return
@@ -162,7 +174,7 @@ struct AggregateLoader {
             let layout = try CampaignDailyRecord.Layout(header: header, path: path)
             while let fields = try reader.next() {
                 let record = try layout.record(fields, path: path, line: reader.recordLine)
-                if let appID, record.appID != appID { continue }
+                guard admits(record) else { continue }
                 try model.addModeled(record)
             }
             return 0
@@ -184,7 +196,7 @@ struct AggregateLoader {
         let layout = try CampaignDailyRecord.Layout(header: decoded.header.map { $0 }, path: path)
         for (index, fields) in decoded.rows.enumerated() {
             let record = try layout.record(fields, path: path, line: index + 1)
-            if let appID, record.appID != appID { continue }
+            guard admits(record) else { continue }
             try model.add(record, day: day)
         }
         guard decoded.rows.count == output.rows else {
@@ -192,7 +204,7 @@ struct AggregateLoader {
         }
         if decoded.rows.isEmpty, manifest.isEmptyDay { return .empty }
         if readsDetail {
-            model.add(manifest)
+            if scope.isEverything { model.add(manifest) }
             try loadModeled(day, manifest: manifest, into: &model)
         }
         return .included

@@ -21,10 +21,14 @@ struct CohortLoader {
     let layout: StoreLayout
     let appID: String?
     let table: String
+    /// The rows a reader may see (`DataScope`); a narrower scope than `everything` also leaves out
+    /// where the store's spend lies outside the range (a store-wide fact).
+    let scope: DataScope
 
-    init(dataDirectory: String, appID: String? = nil, table: String = production) {
+    init(dataDirectory: String, appID: String? = nil, scope: DataScope = .everything, table: String = production) {
         layout = StoreLayout(root: dataDirectory)
         self.appID = appID
+        self.scope = scope
         self.table = table
     }
 
@@ -42,7 +46,7 @@ struct CohortLoader {
                 model.leftOutDays.append((day, reason))
             }
         }
-        if !model.hasSpend { model.spendOutsideRange = spendOutside(from: from, to: to) }
+        if !model.hasSpend, scope.isEverything { model.spendOutsideRange = spendOutside(from: from, to: to) }
         return model
     }
 
@@ -119,7 +123,9 @@ struct CohortLoader {
             return nil
         }
         for record in records {
-            if let appID, record.appID != appID { continue }
+            guard appID == nil || record.appID == appID, scope.admits(app: record.appID, network: record.adNetworkID) else {
+                continue
+            }
             try model.add(record, week: week)
         }
         model.days.append(day)

@@ -59,12 +59,7 @@ struct ReportPage {
         html.newline()
         renderHeader(&html)
         html.open("main")
-        renderEnvironment(&html)
-        // Caveats (partial, missing, left-out days) before any figure: on the first screen, read first.
-        renderNotices(&html)
-        renderSummary(&html)
-        renderNoSchemaNotice(&html)
-        try renderTopCampaigns(&html)
+        try renderFirstScreen(&html)
         renderContents(&html)
         try renderCostAndReturn(&html)
         try renderClaims(&html)
@@ -93,6 +88,17 @@ struct ReportPage {
         html.close("html")
         html.newline()
         return html.output
+    }
+
+    /// The first screen: the environment's banner, the caveats (partial, missing, left-out days) before
+    /// any figure, the headline figures and the top campaigns. The page and the dashboard
+    /// (`DashboardPage`) both draw it with this.
+    func renderFirstScreen(_ html: inout HTMLWriter) throws(ReportError) {
+        renderEnvironment(&html)
+        renderNotices(&html)
+        renderSummary(&html)
+        renderNoSchemaNotice(&html)
+        try renderTopCampaigns(&html)
     }
 
     var title: String { labelled(request.title ?? "Postback report") }

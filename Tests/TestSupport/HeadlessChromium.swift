@@ -1,4 +1,4 @@
-import Basics
+package import Basics
 import Foundation
 import Postbacks
 
@@ -9,13 +9,15 @@ import Postbacks
 /// Debian's Chromium, headless, driven over the DevTools protocol on a pipe
 /// (`--remote-debugging-pipe`: JSON messages ended by a NUL byte, commands on the browser's file
 /// descriptor 3, replies and events on 4). No WebSocket client, no Python and no TCP port needed.
-final class HeadlessChromium {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+package final class HeadlessChromium {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+
+        package init(description: String) { self.description = description }
     }
 
     /// `$CHROMIUM`, or the first of Debian's and Google's names on `PATH`.
-    static func locate() -> String? {
+    package static func locate() -> String? {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["CHROMIUM"], !path.isEmpty { return access(path, X_OK) == 0 ? path : nil }
         let directories = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
@@ -32,10 +34,15 @@ final class HeadlessChromium {
     private var nextID = 1
     private var exited = false
     /// Every event received so far, in order: `method` and `params`.
-    private(set) var events: [(method: String, params: JSONObject)] = []
+    package private(set) var events: [(method: String, params: JSONObject)] = []
 
     /// Starts the browser with a fresh profile in `profileDirectory`; its own output goes to `logPath`.
-    init(executable: String, profileDirectory: String, logPath: String, windowWidth: Int, windowHeight: Int) throws {
+    /// - Parameter extraArguments: more of Chromium's switches (`--ignore-certificate-errors` for a
+    ///   test certificate).
+    package init(
+        executable: String, profileDirectory: String, logPath: String, windowWidth: Int, windowHeight: Int,
+        extraArguments: [String] = []
+    ) throws {
         var toBrowser: [Int32] = [-1, -1]
         var fromBrowser: [Int32] = [-1, -1]
         guard pipe(&toBrowser) == 0, pipe(&fromBrowser) == 0 else { throw Failure(description: "pipe failed") }
@@ -63,13 +70,14 @@ final class HeadlessChromium {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
         posix_spawnattr_setpgroup(&attributes, 0)
 
-        let arguments = [
-            executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-            "--user-data-dir=\(profileDirectory)",
-            "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
-            "--force-device-scale-factor=1", "--window-size=\(windowWidth),\(windowHeight)", "about:blank",
-        ]
+        let arguments =
+            [
+                executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+                "--user-data-dir=\(profileDirectory)",
+                "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
+                "--force-device-scale-factor=1", "--window-size=\(windowWidth),\(windowHeight)",
+            ] + extraArguments + ["about:blank"]
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var child: pid_t = 0
@@ -97,7 +105,7 @@ final class HeadlessChromium {
     /// Sends a command and waits for its reply; returns its `result`.
     /// - Throws: `Failure` on a protocol error, a browser that went away, or no reply in `timeout` seconds.
     @discardableResult
-    func call(
+    package func call(
         _ method: String, session: String? = nil, timeout: Double = 30,
         _ params: (inout JSONWriter) -> Void = { _ in }
     ) throws -> JSONObject {
@@ -127,10 +135,11 @@ final class HeadlessChromium {
         }
     }
 
-    /// Waits until an event named `method` has arrived (it may have already); returns its params.
-    func waitForEvent(_ method: String, timeout: Double = 30) throws -> JSONObject {
+    /// Waits until an event named `method` has arrived (it may have already, among the events from
+    /// index `after` on); returns its params.
+    package func waitForEvent(_ method: String, after: Int = 0, timeout: Double = 30) throws -> JSONObject {
         let deadline = Date().addingTimeInterval(timeout)
-        var seen = 0
+        var seen = after
         while true {
             if let event = events[seen...].first(where: { $0.method == method }) { return event.params }
             seen = events.count
@@ -139,7 +148,7 @@ final class HeadlessChromium {
     }
 
     /// Asks the browser to close, and waits for it (ending its process group if it does not go).
-    func shutDown(timeout: Double = 10) {
+    package func shutDown(timeout: Double = 10) {
         _ = try? send(Array(#"{"id":999999,"method":"Browser.close","params":{}}"#.utf8) + [0])
         let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
@@ -197,17 +206,17 @@ final class HeadlessChromium {
 }
 
 extension JSONObject {
-    func string(_ key: String) -> String? {
+    package func string(_ key: String) -> String? {
         if case .string(let text)? = self[key] { return text }
         return nil
     }
 
-    func object(_ key: String) -> JSONObject? {
+    package func object(_ key: String) -> JSONObject? {
         if case .object(let object)? = self[key] { return object }
         return nil
     }
 
-    func number(_ key: String) -> Double? {
+    package func number(_ key: String) -> Double? {
         if case .number(let number)? = self[key] { return Double(number.text) }
         return nil
     }
