@@ -97,6 +97,7 @@ let package = Package(
                 "Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackServer", "PostbackCLI",
             ],
             path: "Tests/TestSupport"),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
         .testTarget(
             name: "PostbacksTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Postbacks", "PostbackCrypto"]),

@@ -261,7 +261,7 @@ final class PostbackIngest: Sendable {
         if case .skip(let why) = conflictBudget.admit(
             wholeBytes: line.count, day: receivedAt.day, client: client, hashOnlyBytes: nil)
         {
-            metrics.conflictNotStored(why)
+            metrics.conflictsNotStored.increment(why)
             return
         }
         conflicts.submit(line: line, day: receivedAt.day, dedupKey: nil) { _ in }
@@ -290,13 +290,13 @@ final class PostbackIngest: Sendable {
         }
         switch decision {
         case .store:
-            if record.bodyReduction != nil { metrics.rejectedBodyReduced(kept: "prefix") }
+            if record.bodyReduction != nil { metrics.rejectedBodiesReduced.increment(.prefix) }
             return line
         case .storeHashOnly:
-            metrics.rejectedBodyReduced(kept: "hash")
+            metrics.rejectedBodiesReduced.increment(.hash)
             return hashOnlyLine
         case .skip(let reason):
-            metrics.rejectedNotStored(reason)
+            metrics.rejectedNotStored.increment(reason)
             return nil
         }
     }
@@ -328,14 +328,14 @@ final class PostbackIngest: Sendable {
         if case .skip(let why) = quarantineBudget.admit(
             wholeBytes: line.count, day: received.receivedAt.day, client: received.client, hashOnlyBytes: nil)
         {
-            metrics.quarantineNotStored(why)
+            metrics.quarantineNotStored.increment(why)
             return .reply(decision.replyNotStored(route: received.route, why: why))
         }
         let postbackProtocol = result.postbackProtocol
         let metrics = metrics
         return .store(writer: unverifiable, line: line, day: received.receivedAt.day, key: key, decision: decision) { outcome in
             switch outcome {
-            case .stored: metrics.quarantined(reason)
+            case .stored: metrics.quarantined.increment(reason)
             case .duplicate: metrics.duplicate(protocol: postbackProtocol)
             case .failed: break
             }
