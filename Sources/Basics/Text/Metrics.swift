@@ -170,6 +170,34 @@ package final class KeyedCounter<Key: MetricLabelValues>: Metric {
 
 // MARK: Gauges
 
+/// A gauge whose label values its caller bounds (as `KeyedCounter`'s), behind one lock; a series
+/// appears once set, sorted by its values, written as Swift prints a `Double`.
+package final class KeyedGauge<Key: MetricLabelValues>: Metric {
+    package let name: String
+    package let help: String
+    package var kind: MetricsPage.Kind { .gauge }
+    let labels: [String]
+    private let values = Locked([Key: Double]())
+
+    package init(_ name: String, labels: [String], help: String) {
+        self.name = name
+        self.labels = labels
+        self.help = help
+    }
+
+    /// The series' new value from its current one (nil before the first).
+    package func update(_ key: Key, _ newValue: (Double?) -> Double) {
+        values.withLock { $0[key] = newValue($0[key]) }
+    }
+
+    package func writeSamples(into family: inout MetricsPage.Family) {
+        let rows = values.withLock { $0 }.map { ($0.key.labelValues, $0.value) }
+        for (values, value) in rows.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
+            family.sample(Array(zip(labels, values)), value)
+        }
+    }
+}
+
 /// A gauge without labels, set by whoever knows its value (at scrape time or as it changes).
 package final class Gauge: LabeledMetric<Unlabeled>, @unchecked Sendable {
     package init(_ name: String, help: String) {

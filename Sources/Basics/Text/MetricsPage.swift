@@ -49,6 +49,11 @@ package struct MetricsPage: Sendable {
             line(name, labels, String(value))
         }
 
+        /// One sample with the labels in `labels`' order, as Swift prints a `Double`.
+        package mutating func sample(_ labels: [(String, String)], _ value: Double) {
+            line(name, labels, String(describing: value))
+        }
+
         /// The family's one sample, without labels.
         package mutating func sample(_ value: some BinaryInteger) { line(name, [], String(value)) }
 
