@@ -143,58 +143,21 @@ extension LabeledCounter {
 
 /// A counter whose label values its caller bounds (a `ClosedLabelSet`, a limit of names), behind one
 /// lock; a series appears once counted (`increment(by: 0)` shows one at 0), sorted by its values.
-package final class KeyedCounter<Key: MetricLabelValues>: Metric {
-    package let name: String
-    package let help: String
-    package var kind: MetricsPage.Kind { .counter }
-    let labels: [String]
-    private let counts = Locked([Key: Int]())
-
+package final class KeyedCounter<Key: MetricLabelValues>: KeyedMetric<Key, Int>, @unchecked Sendable {
     package init(_ name: String, labels: [String], help: String) {
-        self.name = name
-        self.labels = labels
-        self.help = help
+        super.init(name, .counter, labels: labels, help: help)
     }
 
-    package func increment(_ key: Key, by amount: Int = 1) { counts.withLock { $0[key, default: 0] += amount } }
-
-    package subscript(key: Key) -> Int? { counts.withLock { $0[key] } }
-
-    package func writeSamples(into family: inout MetricsPage.Family) {
-        let rows = counts.withLock { $0 }.map { ($0.key.labelValues, $0.value) }
-        for (values, count) in rows.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
-            family.sample(labels: labels, values, count)
-        }
-    }
+    package func increment(_ key: Key, by amount: Int = 1) { update(key) { ($0 ?? 0) + amount } }
 }
 
 // MARK: Gauges
 
 /// A gauge whose label values its caller bounds (as `KeyedCounter`'s), behind one lock; a series
 /// appears once set, sorted by its values, written as Swift prints a `Double`.
-package final class KeyedGauge<Key: MetricLabelValues>: Metric {
-    package let name: String
-    package let help: String
-    package var kind: MetricsPage.Kind { .gauge }
-    let labels: [String]
-    private let values = Locked([Key: Double]())
-
+package final class KeyedGauge<Key: MetricLabelValues>: KeyedMetric<Key, Double>, @unchecked Sendable {
     package init(_ name: String, labels: [String], help: String) {
-        self.name = name
-        self.labels = labels
-        self.help = help
-    }
-
-    /// The series' new value from its current one (nil before the first).
-    package func update(_ key: Key, _ newValue: (Double?) -> Double) {
-        values.withLock { $0[key] = newValue($0[key]) }
-    }
-
-    package func writeSamples(into family: inout MetricsPage.Family) {
-        let rows = values.withLock { $0 }.map { ($0.key.labelValues, $0.value) }
-        for (values, value) in rows.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
-            family.sample(Array(zip(labels, values)), value)
-        }
+        super.init(name, .gauge, labels: labels, help: help)
     }
 }
 
@@ -294,6 +257,54 @@ package class LabeledMetric<Label: ClosedMetricLabel>: Metric, @unchecked Sendab
             for (values, count) in rows.filter({ $0.1 != 0 }).sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
                 family.sample(labels: labels, values, count)
             }
+        }
+    }
+}
+
+/// The value of a `KeyedMetric`'s series, and how a sample writes it.
+package protocol MetricValue: Sendable {
+    static func write(_ value: Self, labels: [(String, String)], into family: inout MetricsPage.Family)
+}
+
+extension Int: MetricValue {
+    package static func write(_ value: Int, labels: [(String, String)], into family: inout MetricsPage.Family) {
+        family.sample(labels, value)
+    }
+}
+
+extension Double: MetricValue {
+    package static func write(_ value: Double, labels: [(String, String)], into family: inout MetricsPage.Family) {
+        family.sample(labels, value)
+    }
+}
+
+/// A metric whose label values its caller bounds (`KeyedCounter`, `KeyedGauge`): a dictionary behind
+/// one lock; a series appears once it has a value, sorted by its label values.
+package class KeyedMetric<Key: MetricLabelValues, Value: MetricValue>: Metric, @unchecked Sendable {
+    package let name: String
+    package let kind: MetricsPage.Kind
+    package let help: String
+    let labels: [String]
+    private let values = Locked([Key: Value]())
+
+    init(_ name: String, _ kind: MetricsPage.Kind, labels: [String], help: String) {
+        self.name = name
+        self.kind = kind
+        self.labels = labels
+        self.help = help
+    }
+
+    /// The series' new value from its current one (nil before the first).
+    package final func update(_ key: Key, _ newValue: (Value?) -> Value) {
+        values.withLock { $0[key] = newValue($0[key]) }
+    }
+
+    package final subscript(key: Key) -> Value? { values.withLock { $0[key] } }
+
+    package final func writeSamples(into family: inout MetricsPage.Family) {
+        let rows = values.withLock { $0 }.map { ($0.key.labelValues, $0.value) }
+        for (values, value) in rows.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
+            Value.write(value, labels: Array(zip(labels, values)), into: &family)
         }
     }
 }
