@@ -94,7 +94,8 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackServer", "PostbackCLI",
+                "Locking", "Basics", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackServer",
+                "PostbackClient", "SpoolDelivery", "PostbackCLI",
             ],
             path: "Tests/TestSupport"),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
