@@ -8,7 +8,7 @@ import Postbacks
 /// spool), wait for the record to be durable, then complete with the decision's reply. The HTTP
 /// layer hands a `Job` over (`ingest(_:)`) and sends whatever reply the job completes with; it never
 /// sees a spool writer.
-final class PostbackIngest: Sendable {
+final class PostbackIngest: VerificationQueue.Consumer {
     /// Either a reply right away, or a record to store first (carried out by `perform` only): the
     /// reply is then `decision.reply(after:)` the writer's outcome, once `settled` counted it.
     private enum Action {
@@ -108,6 +108,7 @@ final class PostbackIngest: Sendable {
     /// `PostbackVerifier.verify(batch:)`), decides, appends each record to its spool, and completes
     /// each job once its record is durable (or could not be made so). `VerificationQueue`'s threads call this.
     func ingest(_ jobs: [Job]) {
+        metrics.verificationBatch.observe(Double(jobs.count))
         guard isStorageHealthy else {
             for job in jobs { perform(Self.storageUnavailable, job.completion) }
             return

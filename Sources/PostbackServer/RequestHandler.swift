@@ -82,10 +82,7 @@ final class RequestHandler: Sendable {
         self.verifications =
             signingListener
             ? nil
-            : VerificationQueue(threads: configuration.threads) { jobs in
-                metrics.verificationBatch.observe(Double(jobs.count))
-                ingest.ingest(jobs)
-            }
+            : VerificationQueue(threads: configuration.threads, consumer: ingest)
         let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
         let sampler = ingest.logSampler
         self.watchdog = ConnectionWatchdog(
