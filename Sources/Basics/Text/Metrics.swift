@@ -1,5 +1,5 @@
-import Locking
-import Synchronization
+public import Locking
+public import Synchronization
 
 /// A metric declared once, as a handle: its name, help and labels where it is declared, its value
 /// in the handle, and its samples written by the handle (`MetricsPage.family(_:)`). A component
@@ -60,41 +60,45 @@ extension MetricsPage {
 // MARK: Labels
 
 /// The label values of a series, in the order of its metric's label names.
-package protocol MetricLabelValues: Hashable, Sendable {
+///
+/// Public, with the handles' bumping methods `@inlinable`, so that a count from another module is
+/// specialized for its label type there (Swift 6.3 inlines only public bodies across modules): a
+/// verifying thread's counts cost what they cost in the component's own code.
+public protocol MetricLabelValues: Hashable, Sendable {
     var labelValues: [String] { get }
 }
 
 /// A closed set of label values (an enum's cases, or a product of closed sets): the number of series
 /// is bounded by the program, never by its input.
-package protocol ClosedMetricLabel: MetricLabelValues, CaseIterable {}
+public protocol ClosedMetricLabel: MetricLabelValues, CaseIterable {}
 
 extension MetricLabelValues where Self: RawRepresentable, RawValue == String {
-    package var labelValues: [String] { [rawValue] }
+    public var labelValues: [String] { [rawValue] }
 }
 
 /// A value already mapped onto a bounded set by its caller (`ClosedLabelSet`, a limit of names).
 extension String: MetricLabelValues {
-    package var labelValues: [String] { [self] }
+    public var labelValues: [String] { [self] }
 }
 
 /// Two closed label sets as one: every pair, the first's values then the second's.
-package struct LabelPair<First: ClosedMetricLabel, Second: ClosedMetricLabel>: ClosedMetricLabel {
-    package let first: First
-    package let second: Second
+public struct LabelPair<First: ClosedMetricLabel, Second: ClosedMetricLabel>: ClosedMetricLabel {
+    public let first: First
+    public let second: Second
 
-    package init(_ first: First, _ second: Second) {
+    @inlinable public init(_ first: First, _ second: Second) {
         self.first = first
         self.second = second
     }
 
-    package static var allCases: [Self] { First.allCases.flatMap { first in Second.allCases.map { Self(first, $0) } } }
-    package var labelValues: [String] { first.labelValues + second.labelValues }
+    public static var allCases: [Self] { First.allCases.flatMap { first in Second.allCases.map { Self(first, $0) } } }
+    public var labelValues: [String] { first.labelValues + second.labelValues }
 }
 
 /// The label set of a metric without labels: its one series.
-package enum Unlabeled: ClosedMetricLabel {
+public enum Unlabeled: ClosedMetricLabel {
     case one
-    package var labelValues: [String] { [] }
+    public var labelValues: [String] { [] }
 }
 
 /// Which series a labelled metric shows.
@@ -114,28 +118,28 @@ extension MetricsPage.Family {
 // MARK: Counters
 
 /// A counter without labels; an atomic, so bumping it takes no lock.
-package final class Counter: LabeledMetric<Unlabeled>, @unchecked Sendable {
+public final class Counter: LabeledMetric<Unlabeled>, @unchecked Sendable {
     package init(_ name: String, help: String) {
         super.init(name, .counter, labels: [], help: help, series: .every)
     }
 
-    package func increment(by amount: Int = 1) { add(amount, at: .one) }
+    @inlinable public func increment(by amount: Int = 1) { add(amount, at: .one) }
 
     package var count: Int { self[.one] }
 }
 
 /// A counter over a closed label set: one atomic per label value, so bumping it takes no lock.
-package final class LabeledCounter<Label: ClosedMetricLabel>: LabeledMetric<Label>, @unchecked Sendable {
+public final class LabeledCounter<Label: ClosedMetricLabel>: LabeledMetric<Label>, @unchecked Sendable {
     package init(_ name: String, labels: [String], help: String, series: MetricSeries = .counted) {
         super.init(name, .counter, labels: labels, help: help, series: series)
     }
 
-    package func increment(_ label: Label, by amount: Int = 1) { add(amount, at: label) }
+    @inlinable public func increment(_ label: Label, by amount: Int = 1) { add(amount, at: label) }
 }
 
 extension LabeledCounter {
     /// A pair-labelled counter bumped by its two values.
-    package func increment<First, Second>(_ first: First, _ second: Second, by amount: Int = 1)
+    @inlinable public func increment<First, Second>(_ first: First, _ second: Second, by amount: Int = 1)
     where Label == LabelPair<First, Second> {
         increment(LabelPair(first, second), by: amount)
     }
@@ -143,40 +147,40 @@ extension LabeledCounter {
 
 /// A counter whose label values its caller bounds (a `ClosedLabelSet`, a limit of names), behind one
 /// lock; a series appears once counted (`increment(by: 0)` shows one at 0), sorted by its values.
-package final class KeyedCounter<Key: MetricLabelValues>: KeyedMetric<Key, Int>, @unchecked Sendable {
+public final class KeyedCounter<Key: MetricLabelValues>: KeyedMetric<Key, Int>, @unchecked Sendable {
     package init(_ name: String, labels: [String], help: String) {
         super.init(name, .counter, labels: labels, help: help)
     }
 
-    package func increment(_ key: Key, by amount: Int = 1) { update(key) { ($0 ?? 0) + amount } }
+    @inlinable public func increment(_ key: Key, by amount: Int = 1) { values.withLock { $0[key, default: 0] += amount } }
 }
 
 // MARK: Gauges
 
 /// A gauge whose label values its caller bounds (as `KeyedCounter`'s), behind one lock; a series
 /// appears once set, sorted by its values, written as Swift prints a `Double`.
-package final class KeyedGauge<Key: MetricLabelValues>: KeyedMetric<Key, Double>, @unchecked Sendable {
+public final class KeyedGauge<Key: MetricLabelValues>: KeyedMetric<Key, Double>, @unchecked Sendable {
     package init(_ name: String, labels: [String], help: String) {
         super.init(name, .gauge, labels: labels, help: help)
     }
 }
 
 /// A gauge without labels, set by whoever knows its value (at scrape time or as it changes).
-package final class Gauge: LabeledMetric<Unlabeled>, @unchecked Sendable {
+public final class Gauge: LabeledMetric<Unlabeled>, @unchecked Sendable {
     package init(_ name: String, help: String) {
         super.init(name, .gauge, labels: [], help: help, series: .every)
     }
 
-    package func set(_ newValue: Int) { store(newValue, at: .one) }
+    @inlinable public func set(_ newValue: Int) { store(newValue, at: .one) }
 }
 
 /// A gauge per value of a closed label set.
-package final class LabeledGauge<Label: ClosedMetricLabel>: LabeledMetric<Label>, @unchecked Sendable {
+public final class LabeledGauge<Label: ClosedMetricLabel>: LabeledMetric<Label>, @unchecked Sendable {
     package init(_ name: String, labels: [String], help: String, series: MetricSeries = .every) {
         super.init(name, .gauge, labels: labels, help: help, series: series)
     }
 
-    package func set(_ label: Label, _ newValue: Int) { store(newValue, at: label) }
+    @inlinable public func set(_ label: Label, _ newValue: Int) { store(newValue, at: label) }
 }
 
 // MARK: Histograms
@@ -205,15 +209,15 @@ package final class Histogram: Metric {
 
 /// A metric over a closed label set (`LabeledCounter`, `LabeledGauge`): one atomic `Int` per label
 /// value, found by the value's position in `allCases`.
-package class LabeledMetric<Label: ClosedMetricLabel>: Metric, @unchecked Sendable {
+public class LabeledMetric<Label: ClosedMetricLabel>: Metric, @unchecked Sendable {
     package let name: String
     package let kind: MetricsPage.Kind
     package let help: String
     let labels: [String]
     let series: MetricSeries
     private let cases: [Label]
-    private let positions: [Label: Int]
-    private let slots: UnsafeMutablePointer<Atomic<Int>>
+    @usableFromInline let positions: [Label: Int]
+    @usableFromInline let slots: UnsafeMutablePointer<Atomic<Int>>
 
     init(_ name: String, _ kind: MetricsPage.Kind, labels: [String], help: String, series: MetricSeries) {
         self.name = name
@@ -232,12 +236,12 @@ package class LabeledMetric<Label: ClosedMetricLabel>: Metric, @unchecked Sendab
         slots.deallocate()
     }
 
-    final func add(_ amount: Int, at label: Label) {
+    @inlinable public final func add(_ amount: Int, at label: Label) {
         guard let position = positions[label] else { return }
         slots[position].wrappingAdd(amount, ordering: .relaxed)
     }
 
-    final func store(_ value: Int, at label: Label) {
+    @inlinable public final func store(_ value: Int, at label: Label) {
         guard let position = positions[label] else { return }
         slots[position].store(value, ordering: .relaxed)
     }
@@ -262,30 +266,19 @@ package class LabeledMetric<Label: ClosedMetricLabel>: Metric, @unchecked Sendab
 }
 
 /// The value of a `KeyedMetric`'s series, and how a sample writes it.
-package protocol MetricValue: Sendable {
-    static func write(_ value: Self, labels: [(String, String)], into family: inout MetricsPage.Family)
-}
+public protocol MetricValue: Sendable {}
 
-extension Int: MetricValue {
-    package static func write(_ value: Int, labels: [(String, String)], into family: inout MetricsPage.Family) {
-        family.sample(labels, value)
-    }
-}
-
-extension Double: MetricValue {
-    package static func write(_ value: Double, labels: [(String, String)], into family: inout MetricsPage.Family) {
-        family.sample(labels, value)
-    }
-}
+extension Int: MetricValue {}
+extension Double: MetricValue {}
 
 /// A metric whose label values its caller bounds (`KeyedCounter`, `KeyedGauge`): a dictionary behind
 /// one lock; a series appears once it has a value, sorted by its label values.
-package class KeyedMetric<Key: MetricLabelValues, Value: MetricValue>: Metric, @unchecked Sendable {
+public class KeyedMetric<Key: MetricLabelValues, Value: MetricValue>: Metric, @unchecked Sendable {
     package let name: String
     package let kind: MetricsPage.Kind
     package let help: String
     let labels: [String]
-    private let values = Locked([Key: Value]())
+    @usableFromInline let values = Locked([Key: Value]())
 
     init(_ name: String, _ kind: MetricsPage.Kind, labels: [String], help: String) {
         self.name = name
@@ -295,7 +288,7 @@ package class KeyedMetric<Key: MetricLabelValues, Value: MetricValue>: Metric, @
     }
 
     /// The series' new value from its current one (nil before the first).
-    package final func update(_ key: Key, _ newValue: (Value?) -> Value) {
+    @inlinable public final func update(_ key: Key, _ newValue: (Value?) -> Value) {
         values.withLock { $0[key] = newValue($0[key]) }
     }
 
@@ -304,7 +297,12 @@ package class KeyedMetric<Key: MetricLabelValues, Value: MetricValue>: Metric, @
     package final func writeSamples(into family: inout MetricsPage.Family) {
         let rows = values.withLock { $0 }.map { ($0.key.labelValues, $0.value) }
         for (values, value) in rows.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
-            Value.write(value, labels: Array(zip(labels, values)), into: &family)
+            let labels = Array(zip(labels, values))
+            if let value = value as? Int {
+                family.sample(labels, value)
+            } else if let value = value as? Double {
+                family.sample(labels, value)
+            }
         }
     }
 }
