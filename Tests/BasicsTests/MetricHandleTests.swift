@@ -87,6 +87,19 @@ import Testing
                 """)
     }
 
+    /// A group's handles are reflected once; a group made after another one ended (which may get its
+    /// address) shows its own handles.
+    @Test func eachGroupShowsItsOwnHandles() {
+        for value in 1...20 {
+            let example = Example()
+            example.hits.increment(by: value)
+            var page = MetricsPage()
+            page.families(of: example)
+            page.families(of: example)
+            #expect(page.text.components(separatedBy: "example_hits_total \(value)\n").count == 3, "\(value)")
+        }
+    }
+
     /// CI size 8 × 5,000 counts (about 0.1 s); `POSTBACK_METRIC_COUNTS_PER_THREAD` for more.
     @Test func countsFromManyThreadsAddUp() async {
         let example = Example()
