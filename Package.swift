@@ -106,9 +106,11 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Locking", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackServer", "PostbackCLI",
+                "Locking", "Basics", "PostbackCrypto", "Postbacks", "PostbackStore", "PostbackTesting", "PostbackServer",
+                "PostbackClient", "SpoolDelivery", "PostbackCLI",
             ],
             path: "Tests/TestSupport"),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "PostbackCryptoTests", dependencies: ["PostbackCrypto"]),
         .testTarget(
             name: "PostbacksTests", dependencies: ["TestSupport", "PostbackTesting", "Basics", "Postbacks", "PostbackCrypto"]),

@@ -7,7 +7,7 @@
 /// Why not `Mutex`: on Linux it locks with raw futex system calls, which ThreadSanitizer cannot see,
 /// so every access it guards is reported as a race and TSan runs become useless. TSan intercepts
 /// pthread mutexes, so with this type its reports mean something. The cost is the same.
-package final class Locked<Value> {
+@usableFromInline package final class Locked<Value> {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
@@ -25,7 +25,7 @@ package final class Locked<Value> {
 
     /// Runs `body` with exclusive access to the value. As with `Mutex`, `sending` keeps a non-Sendable
     /// value from escaping the lock into another isolation region.
-    package func withLock<Result, Failure: Error>(
+    @usableFromInline package func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         pthread_mutex_lock(mutex)

@@ -1,3 +1,4 @@
+import Basics
 import CMicroHTTPDShim
 import Dispatch
 import Foundation
@@ -144,7 +145,7 @@ final class ConnectionWatchdog: Sendable {
     }
 
     /// Why a connection was closed to keep the open connections within the limit.
-    enum Refusal: String {
+    enum Refusal: String, ClosedMetricLabel {
         /// The oldest connection that has sent no request (new, or idle between requests) made room.
         case silentShed = "silent-shed"
         /// No silent connection, but one whose reply has waited for the client to read it for over

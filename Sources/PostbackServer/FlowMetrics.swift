@@ -22,7 +22,7 @@ package enum PostbackCopy: String, Sendable, CaseIterable {
 /// (all present from start-up, at 0, so a network that never sends after a restart still has a
 /// series to be found quiet); without, the first `labelLimit` networks stored get a label each
 /// and later ones share `other`. Only stored postbacks count (a forgery never names a label).
-final class FlowMetrics: Sendable {
+final class FlowMetrics: MetricGroup {
     static let labelLimit = 32
 
     /// The kinds of value a winning production postback carries: a fine value (0 apart, since values
@@ -44,44 +44,55 @@ final class FlowMetrics: Sendable {
         }
     }
 
-    private struct PostbackKey: Hashable {
+    struct PostbackKey: MetricLabelValues {
         let network: String
         let environment: PostbackEnvironment
         let copy: PostbackCopy
+        var labelValues: [String] { [network, environment.rawValue, copy.rawValue] }
     }
-    private struct ValueKey: Hashable {
+    struct ValueKey: MetricLabelValues {
         let network: String
         let kind: ValueKind
-    }
-    private struct State {
-        var postbacks: [PostbackKey: Int] = [:]
-        var values: [ValueKey: Int] = [:]
-        var lastProduction: [String: Double] = [:]
-        var labelled: Set<String> = []
+        var labelValues: [String] { [network, kind.rawValue] }
     }
 
-    private let state: Locked<State>
+    let postbacks = KeyedCounter<PostbackKey>(
+        "postback_network_postbacks_total", labels: ["ad_network", "environment", "copy"],
+        help:
+            "Verified postbacks accepted (every copy: retries and both copies of a postback too), by ad network (ad_network_ids, or the first \(FlowMetrics.labelLimit) seen, then other), environment and copy (network, or developer: the request's Host is in developer_copy_hosts)."
+    )
+    let lastProduction = KeyedGauge<String>(
+        "postback_network_last_postback_timestamp_seconds", labels: ["ad_network"],
+        help: "When the last production postback of the ad network was received (Unix time).")
+    let values = KeyedCounter<ValueKey>(
+        "postback_network_conversion_values_total", labels: ["ad_network", "value"],
+        help:
+            "Winning production postbacks stored, by ad network and the value they carry: fine (1-63), fine-zero, coarse (only a coarse value), null (none: below Apple's privacy threshold)."
+    )
+
+    /// The ad networks with a label of their own.
+    private let labelled: Locked<Set<String>>
     private let configured: Bool
     private let dataDirectory: String
 
     init(configuration: ServerConfiguration) {
         dataDirectory = configuration.dataDirectory
-        var initial = State()
+        var labelled: Set<String> = []
         if let ids = configuration.acceptedAdNetworkIDs {
             configured = true
             let policy = configuration.acceptancePolicy
             for id in ids {
                 let spelling = policy.acceptedSpelling(ofAdNetworkID: id) ?? id
-                initial.labelled.insert(spelling)
+                labelled.insert(spelling)
                 for copy in PostbackCopy.allCases {
-                    initial.postbacks[PostbackKey(network: spelling, environment: .production, copy: copy)] = 0
+                    postbacks.increment(PostbackKey(network: spelling, environment: .production, copy: copy), by: 0)
                 }
-                for kind in ValueKind.allCases { initial.values[ValueKey(network: spelling, kind: kind)] = 0 }
+                for kind in ValueKind.allCases { values.increment(ValueKey(network: spelling, kind: kind), by: 0) }
             }
         } else {
             configured = false
         }
-        state = Locked(initial)
+        self.labelled = Locked(labelled)
     }
 
     /// A verified postback accepted and durable in `raw/postbacks`: `stored` when this copy was
@@ -93,51 +104,27 @@ final class FlowMetrics: Sendable {
         _ attribution: Attribution, network: String, environment: PostbackEnvironment, copy: PostbackCopy,
         stored: Bool, at time: UTCTimestamp
     ) {
-        state.withLock { state in
-            let label = label(network, in: &state)
-            state.postbacks[PostbackKey(network: label, environment: environment, copy: copy), default: 0] += 1
-            guard environment == .production else { return }
-            state.lastProduction[label] = max(state.lastProduction[label] ?? 0, Double(time.microsecondsSinceEpoch) / 1_000_000)
-            // Non-winning postbacks never carry a value: counting them would dilute every share.
-            if stored, attribution.isWinning {
-                state.values[ValueKey(network: label, kind: ValueKind(attribution)), default: 0] += 1
-            }
+        let label = label(network)
+        postbacks.increment(PostbackKey(network: label, environment: environment, copy: copy))
+        guard environment == .production else { return }
+        let seconds = Double(time.microsecondsSinceEpoch) / 1_000_000
+        lastProduction.update(label) { max($0 ?? 0, seconds) }
+        // Non-winning postbacks never carry a value: counting them would dilute every share.
+        if stored, attribution.isWinning { values.increment(ValueKey(network: label, kind: ValueKind(attribution))) }
+    }
+
+    private func label(_ network: String) -> String {
+        labelled.withLock { labelled in
+            if labelled.contains(network) { return network }
+            if configured || labelled.count >= Self.labelLimit { return MetricLabels.other }
+            labelled.insert(network)
+            return network
         }
     }
 
-    private func label(_ network: String, in state: inout State) -> String {
-        if state.labelled.contains(network) { return network }
-        if configured || state.labelled.count >= Self.labelLimit { return MetricLabels.other }
-        state.labelled.insert(network)
-        return network
-    }
-
+    /// The handles, then the data directory's file system (read at scrape time).
     func render(into page: inout MetricsPage) {
-        let state = state.withLock { $0 }
-        page.family(
-            "postback_network_postbacks_total", .counter,
-            help:
-                "Verified postbacks accepted (every copy: retries and both copies of a postback too), by ad network (ad_network_ids, or the first \(Self.labelLimit) seen, then other), environment and copy (network, or developer: the request's Host is in developer_copy_hosts)."
-        ) {
-            $0.samples(state.postbacks) {
-                ["ad_network": $0.network, "environment": $0.environment.rawValue, "copy": $0.copy.rawValue]
-            }
-        }
-        page.family(
-            "postback_network_last_postback_timestamp_seconds", .gauge,
-            help: "When the last production postback of the ad network was received (Unix time)."
-        ) {
-            for (network, time) in state.lastProduction.sorted(by: { $0.key < $1.key }) {
-                $0.sample(["ad_network": network], time)
-            }
-        }
-        page.family(
-            "postback_network_conversion_values_total", .counter,
-            help:
-                "Winning production postbacks stored, by ad network and the value they carry: fine (1-63), fine-zero, coarse (only a coarse value), null (none: below Apple's privacy threshold)."
-        ) {
-            $0.samples(state.values) { ["ad_network": $0.network, "value": $0.kind.rawValue] }
-        }
+        page.families(of: self)
         var info = statvfs()
         if statvfs(dataDirectory, &info) == 0 {
             page.family(

@@ -59,7 +59,7 @@ final class ImpressionService: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         defer { metrics.answered(seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9) }
         guard let key = keyID.map({ kid in keys.first { $0.kid == kid } }) ?? keys.first else {
-            metrics.refused(.unknownKey)
+            metrics.refused.increment(.unknownKey)
             return .problem(
                 400, type: "unknown-signing-key", title: "No such signing key",
                 detail: "\(Self.keyHeader) names no key of signing_keys (known: \(keys.map(\.kid).joined(separator: ", ")))")
@@ -68,7 +68,7 @@ final class ImpressionService: Sendable {
         do {
             lines = try ImpressionSigningRequest.parse(body)
         } catch {
-            metrics.refused(.malformed)
+            metrics.refused.increment(.malformed)
             return Self.refusal(error)
         }
         var json = JSONWriter(reservingCapacity: lines.count * 400)
@@ -76,9 +76,9 @@ final class ImpressionService: Sendable {
             do {
                 let impression = try line.impression.get()
                 try key.signer.write(impression, to: &json)
-                metrics.signed(impression.kind)
+                metrics.signed.increment(impression.kind)
             } catch let rejection as PostbackRejection {
-                metrics.refused(.init(rejection))
+                metrics.refused.increment(.init(rejection))
                 guard lines.count > 1 else { return Self.refusal(rejection) }
                 json.beginObject()
                 json.field("line", line.number)
@@ -87,7 +87,7 @@ final class ImpressionService: Sendable {
                 json.endObject()
             } catch {
                 // OpenSSL failed to sign: nothing about the key is in the error, but say no more than that.
-                metrics.refused(.signingFailed)
+                metrics.refused.increment(.signingFailed)
                 return .problem(500, type: "signing-failed", title: "Signing failed", detail: "the signature could not be made")
             }
             json.endLine()
@@ -103,7 +103,7 @@ final class ImpressionService: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         defer { metrics.answered(seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9) }
         if let wait = webAdBudget.take(client: client) {
-            metrics.refused(.overBudget)
+            metrics.refused.increment(.overBudget)
             var reply = HTTPReply.problem(
                 429, type: "too-many-web-ad-requests", title: "Too many web-ad requests from this client",
                 detail: "at most \(Int(webAdBudget.rate)) web-ad payloads a second per client address "
@@ -115,13 +115,13 @@ final class ImpressionService: Sendable {
         do {
             request = try WebAdRequest(body: body)
         } catch {
-            metrics.refused(.malformed)
+            metrics.refused.increment(.malformed)
             return Self.refusal(error)
         }
         guard let webAds, let impression = webAds.impression(nonce: request.nonce),
             impression.sourceDomain == request.sourceDomain.lowercased()
         else {
-            metrics.refused(.notRegistered)
+            metrics.refused.increment(.notRegistered)
             return .problem(
                 404, type: "web-ad-not-registered", title: "No such web ad",
                 detail: "no registered web ad has this source_nonce and source_domain")
@@ -131,10 +131,10 @@ final class ImpressionService: Sendable {
             var json = JSONWriter(reservingCapacity: 512)
             impression.writeWebAdResponse(signature: signature, to: &json)
             json.endLine()
-            metrics.signed(.webAd)
+            metrics.signed.increment(.webAd)
             return HTTPReply(status: 200, contentType: "application/json", body: json.bytes)
         } catch {
-            metrics.refused(.signingFailed)
+            metrics.refused.increment(.signingFailed)
             return .problem(500, type: "signing-failed", title: "Signing failed", detail: "the signature could not be made")
         }
     }
@@ -146,11 +146,11 @@ final class ImpressionService: Sendable {
     }
 }
 
-/// The signing service's metrics (one `page.family` each), on the receiver's `/metrics` when the
-/// service is configured.
-final class ImpressionServiceMetrics: Sendable {
+/// The signing service's metrics (one handle each, `MetricGroup`), on the receiver's `/metrics` when
+/// the service is configured.
+final class ImpressionServiceMetrics: MetricGroup {
     /// Why an impression or a request was not signed: a closed set.
-    enum Refusal: String, CaseIterable {
+    enum Refusal: String, ClosedMetricLabel {
         case malformed
         case unsupportedVersion = "unsupported-version"
         case unknownKey = "unknown-key"
@@ -163,37 +163,25 @@ final class ImpressionServiceMetrics: Sendable {
         }
     }
 
-    private struct State {
-        var signed: [ImpressionKind: Int] = [:]
-        var refused: [Refusal: Int] = [:]
-        var duration = Histogram(upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
-    }
-    private let state = Locked(State())
+    let signed = LabeledCounter<ImpressionKind>(
+        "postback_impressions_signed_total", labels: ["kind"],
+        help: "Impressions signed by the signing service and web-ad payloads, by kind.", series: .every)
+    let refused = LabeledCounter<Refusal>(
+        "postback_impressions_refused_total", labels: ["reason"],
+        help:
+            "Impressions or requests the service did not sign, by reason (malformed, unsupported-version, unknown-key, web-ad-not-registered, signing-failed, over-budget).",
+        series: .every)
+    let duration = Histogram(
+        "postback_impression_request_duration_seconds",
+        help: "Time from a complete signing or web-ad request to its reply (parsing, signing, writing).",
+        upperBounds: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
 
-    func signed(_ kind: ImpressionKind) { state.withLock { $0.signed[kind, default: 0] += 1 } }
-    func refused(_ reason: Refusal) { state.withLock { $0.refused[reason, default: 0] += 1 } }
-    func answered(seconds: Double) { state.withLock { $0.duration.observe(seconds) } }
+    func answered(seconds: Double) { duration.observe(seconds) }
 
+    /// The handles, then the web ads' families (counts `WebAdRegistry` keeps, read at scrape time).
     func render(webAds: WebAdRegistry.Status?) -> String {
-        let state = state.withLock { $0 }
         var page = MetricsPage()
-        page.family(
-            "postback_impressions_signed_total", .counter,
-            help: "Impressions signed by the signing service and web-ad payloads, by kind."
-        ) {
-            for kind in ImpressionKind.allCases { $0.sample(["kind": kind.rawValue], state.signed[kind] ?? 0) }
-        }
-        page.family(
-            "postback_impressions_refused_total", .counter,
-            help:
-                "Impressions or requests the service did not sign, by reason (malformed, unsupported-version, unknown-key, web-ad-not-registered, signing-failed, over-budget)."
-        ) {
-            for reason in Refusal.allCases { $0.sample(["reason": reason.rawValue], state.refused[reason] ?? 0) }
-        }
-        page.family(
-            "postback_impression_request_duration_seconds", .histogram,
-            help: "Time from a complete signing or web-ad request to its reply (parsing, signing, writing)."
-        ) { $0.histogram(state.duration) }
+        page.families(of: self)
         if let webAds {
             page.family("postback_web_ads_registered", .gauge, help: "Web ads in service, from the web_ads file as last read.") {
                 $0.sample(webAds.registered)
@@ -210,3 +198,4 @@ final class ImpressionServiceMetrics: Sendable {
         return page.text
     }
 }
+extension ImpressionKind: ClosedMetricLabel {}

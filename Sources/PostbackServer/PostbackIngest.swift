@@ -8,7 +8,7 @@ import Postbacks
 /// spool), wait for the record to be durable, then complete with the decision's reply. The HTTP
 /// layer hands a `Job` over (`ingest(_:)`) and sends whatever reply the job completes with; it never
 /// sees a spool writer.
-final class PostbackIngest: Sendable {
+final class PostbackIngest: VerificationQueue.Consumer {
     /// Either a reply right away, or a record to store first (carried out by `perform` only): the
     /// reply is then `decision.reply(after:)` the writer's outcome, once `settled` counted it.
     private enum Action {
@@ -108,6 +108,7 @@ final class PostbackIngest: Sendable {
     /// `PostbackVerifier.verify(batch:)`), decides, appends each record to its spool, and completes
     /// each job once its record is durable (or could not be made so). `VerificationQueue`'s threads call this.
     func ingest(_ jobs: [Job]) {
+        metrics.verificationBatch.observe(Double(jobs.count))
         guard isStorageHealthy else {
             for job in jobs { perform(Self.storageUnavailable, job.completion) }
             return
@@ -261,7 +262,7 @@ final class PostbackIngest: Sendable {
         if case .skip(let why) = conflictBudget.admit(
             wholeBytes: line.count, day: receivedAt.day, client: client, hashOnlyBytes: nil)
         {
-            metrics.conflictNotStored(why)
+            metrics.conflictsNotStored.increment(why)
             return
         }
         conflicts.submit(line: line, day: receivedAt.day, dedupKey: nil) { _ in }
@@ -290,13 +291,13 @@ final class PostbackIngest: Sendable {
         }
         switch decision {
         case .store:
-            if record.bodyReduction != nil { metrics.rejectedBodyReduced(kept: "prefix") }
+            if record.bodyReduction != nil { metrics.rejectedBodiesReduced.increment(.prefix) }
             return line
         case .storeHashOnly:
-            metrics.rejectedBodyReduced(kept: "hash")
+            metrics.rejectedBodiesReduced.increment(.hash)
             return hashOnlyLine
         case .skip(let reason):
-            metrics.rejectedNotStored(reason)
+            metrics.rejectedNotStored.increment(reason)
             return nil
         }
     }
@@ -328,14 +329,14 @@ final class PostbackIngest: Sendable {
         if case .skip(let why) = quarantineBudget.admit(
             wholeBytes: line.count, day: received.receivedAt.day, client: received.client, hashOnlyBytes: nil)
         {
-            metrics.quarantineNotStored(why)
+            metrics.quarantineNotStored.increment(why)
             return .reply(decision.replyNotStored(route: received.route, why: why))
         }
         let postbackProtocol = result.postbackProtocol
         let metrics = metrics
         return .store(writer: unverifiable, line: line, day: received.receivedAt.day, key: key, decision: decision) { outcome in
             switch outcome {
-            case .stored: metrics.quarantined(reason)
+            case .stored: metrics.quarantined.increment(reason)
             case .duplicate: metrics.duplicate(protocol: postbackProtocol)
             case .failed: break
             }

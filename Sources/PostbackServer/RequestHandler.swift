@@ -82,16 +82,13 @@ final class RequestHandler: HTTPResponder {
         self.verifications =
             signingListener
             ? nil
-            : VerificationQueue(threads: configuration.threads) { jobs in
-                metrics.verificationBatch(size: jobs.count)
-                ingest.ingest(jobs)
-            }
+            : VerificationQueue(threads: configuration.threads, consumer: ingest)
         let shortest = min(configuration.headerTimeoutSeconds, configuration.bodyTimeoutSeconds, configuration.idleTimeoutSeconds)
         let sampler = ingest.logSampler
         self.watchdog = ConnectionWatchdog(
             interval: max(0.02, min(0.25, shortest / 4)), onTick: { sampler.reportIfDue() },
             onTimeout: { phase in
-                metrics.connectionTimedOut(phase: phase.name)
+                metrics.timedOutConnections.increment(phase.name)
                 if sampler.allows(.slowConnection) { log.info("slow connection closed", ["phase": .string(phase.name)]) }
             })
     }
@@ -153,7 +150,7 @@ final class RequestHandler: HTTPResponder {
         // that sends nothing is gone within seconds.
         track.enter(.new, seconds: configuration.headerTimeoutSeconds)
         if let refusal = watchdog.admit(track, limit: configuration.connectionLimit) {
-            metrics.connectionRefused(refusal.rawValue)
+            metrics.refusedConnections.increment(refusal)
         }
         return track
     }
@@ -258,10 +255,10 @@ final class RequestHandler: HTTPResponder {
         // MHD_REQUEST_TERMINATED_*: 0 completed; 1 error, 2 timeout, 3 shutdown, 4 read error, 5 client abort.
         switch termination {
         case 0: break
-        case 2: metrics.requestAborted("timeout")
-        case 3: metrics.requestAborted("shutdown")
-        case 4, 5: metrics.requestAborted("client-left")
-        default: metrics.requestAborted("error")
+        case 2: metrics.abortedRequests.increment(.timeout)
+        case 3: metrics.abortedRequests.increment(.shutdown)
+        case 4, 5: metrics.abortedRequests.increment(.clientLeft)
+        default: metrics.abortedRequests.increment(.error)
         }
     }
 
@@ -343,7 +340,7 @@ final class RequestHandler: HTTPResponder {
             return true
         }
         guard admitted else {
-            metrics.clientLimited()
+            metrics.clientLimited.increment()
             return HTTPReply.retryLater(
                 429, route: request.route, retryAfterSeconds: 1, type: "too-many-requests",
                 title: "Too many requests in progress from this client",

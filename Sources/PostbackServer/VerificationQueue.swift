@@ -24,11 +24,16 @@ final class VerificationQueue: @unchecked Sendable {
     private var idle = 0
     private var stopping = false
     private let finished = DispatchGroup()
-    private let process: ([Job]) -> Void
+    private let consumer: any Consumer
 
-    /// Starts `threads` verifying threads; `process` gets each batch, in arrival order.
-    init(threads: Int, process: @escaping ([Job]) -> Void) {
-        self.process = process
+    /// What a verifying thread hands each batch to: `PostbackIngest` (the tests' recorders too).
+    protocol Consumer: AnyObject, Sendable {
+        func ingest(_ jobs: [Job])
+    }
+
+    /// Starts `threads` verifying threads; `consumer` gets each batch, in arrival order.
+    init(threads: Int, consumer: any Consumer) {
+        self.consumer = consumer
         for index in 0..<max(1, threads) {
             finished.enter()
             let thread = Thread { [self] in
@@ -57,7 +62,7 @@ final class VerificationQueue: @unchecked Sendable {
     }
 
     private func run() {
-        while let batch = nextBatch() { process(batch) }
+        while let batch = nextBatch() { consumer.ingest(batch) }
     }
 
     /// The next batch, or nil once stopping with nothing left. Leaves a share of the queue for each

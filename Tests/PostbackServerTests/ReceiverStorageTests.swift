@@ -45,11 +45,11 @@ import Testing
         let first = TestPostbacks.body(0, seed: 21)
         let second = TestPostbacks.body(1, seed: 21)
         do {
-            let server = try TestServer(dataDirectory: directory)
+            let server = try InProcessReceiver(dataDirectory: directory)
             #expect(try server.post(first).status == 200)
             server.stop()
         }
-        let server = try TestServer(dataDirectory: directory)
+        let server = try InProcessReceiver(dataDirectory: directory)
         defer { server.stop() }
         #expect(server.logs.contains(#""dedup_keys":1"#))
         let again = try server.post(first)
@@ -64,11 +64,11 @@ import Testing
         let directory = TestServer.temporaryDirectory()
         let body = TestPostbacks.body(0, seed: 22)
         do {
-            let other = try TestServer(dataDirectory: directory, writerID: "other")
+            let other = try InProcessReceiver(dataDirectory: directory, writerID: "other")
             #expect(try other.post(body).status == 200)
             other.stop()
         }
-        let server = try TestServer(dataDirectory: directory, writerID: "mine")
+        let server = try InProcessReceiver(dataDirectory: directory, writerID: "mine")
         defer { server.stop() }
         #expect(try server.post(body).text.contains("duplicate"))
         #expect(try server.records(.postbacks).count == 1)
@@ -80,7 +80,7 @@ import Testing
         let torn = TestPostbacks.body(1, seed: 23)
         var segmentPath = ""
         do {
-            let server = try TestServer(dataDirectory: directory)
+            let server = try InProcessReceiver(dataDirectory: directory)
             #expect(try server.post(stored).status == 200)
             segmentPath = try #require(try server.segments(.postbacks).first).path
             server.stop()
@@ -96,7 +96,7 @@ import Testing
         handle.closeFile()
         let sizeAfterCrash = try FileManager.default.attributesOfItem(atPath: segmentPath)[.size] as? Int
 
-        let server = try TestServer(dataDirectory: directory)
+        let server = try InProcessReceiver(dataDirectory: directory)
         defer { server.stop() }
         #expect(server.logs.contains("torn tail"))
         #expect(server.logs.contains(#""dedup_keys":1"#))
@@ -166,7 +166,7 @@ import Testing
 
     @Test func writeFailureAlsoAnswers500() throws {
         let storage = FaultyStorage()
-        let server = try TestServer(storage: storage)
+        let server = try InProcessReceiver(storage: storage)
         defer { server.stop() }
         storage.inject(.failWrites)
         #expect(try server.post(TestPostbacks.body(0, seed: 25)).status == 500)

@@ -16,14 +16,14 @@ import Testing
 /// answer it would get alone.
 @Suite struct VerificationQueueTests {
     /// Records each batch's job numbers; a batch whose first job is `gate` blocks until `release`.
-    final class Recorder: @unchecked Sendable {
+    final class Recorder: VerificationQueue.Consumer, @unchecked Sendable {
         let batches = Locked<[[Int]]>([])
         let processed = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         var gate = -1
 
-        func process(_ jobs: [VerificationQueue.Job]) {
+        func ingest(_ jobs: [VerificationQueue.Job]) {
             let numbers = jobs.map { Int($0.received.body[0]) }
             if numbers.first == gate {
                 started.signal()
@@ -49,7 +49,7 @@ import Testing
     private func busyQueue() -> (Recorder, VerificationQueue) {
         let recorder = Recorder()
         recorder.gate = 0
-        let queue = VerificationQueue(threads: 1) { recorder.process($0) }
+        let queue = VerificationQueue(threads: 1, consumer: recorder)
         queue.submit(recorder.job(0))
         #expect(recorder.started.wait(timeout: .now() + 30) == .success, "the only thread is busy with job 0")
         return (recorder, queue)
@@ -57,7 +57,7 @@ import Testing
 
     @Test func aLonePostbackIsCheckedAtOnceAndAlone() {
         let recorder = Recorder()
-        let queue = VerificationQueue(threads: 2) { recorder.process($0) }
+        let queue = VerificationQueue(threads: 2, consumer: recorder)
         defer { queue.stop() }
         queue.submit(recorder.job(7))
         // Nothing else is ever submitted: a queue that waited for a batch to fill would never answer.

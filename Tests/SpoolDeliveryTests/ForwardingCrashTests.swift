@@ -26,7 +26,7 @@ struct ForwardingCrashTests {
         let apiKey = "pk_\(UUID().uuidString)"
         let directory = NSTemporaryDirectory() + "postback-forward-kill-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data(ShippingReceiver.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
+        try Data(TestPostbacks.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
         try Data("\(apiKey)\n".utf8).write(to: URL(fileURLWithPath: "\(directory)/partner.key"))
         try Data(
             """
@@ -42,7 +42,7 @@ struct ForwardingCrashTests {
         for index in 0..<300 {
             if (try? HTTPClient(timeoutSeconds: 5).post(
                 "http://\(address)/.well-known/skadnetwork/report-attribution/",
-                body: ShippingReceiver.body(index, seed: 1818)
+                body: TestPostbacks.body(index, seed: 1818)
             ).status) == 200 {
                 acknowledged += 1
             }

@@ -19,17 +19,19 @@ import Testing
 struct ForwardingTests {
     /// A second receiver downstream: its dedup makes "exactly once" visible in its spool.
     @Test func downstreamOutageMidLoadDeliversEveryPostbackExactlyOnce() throws {
-        var downstream = try ForwardingReceiver(forward: "[]", writerID: "rx-down")
+        var downstream = try TestServer(writerID: "rx-down", forwarding: .init("[]"))
         let downstreamPort = downstream.server.port
         let downstreamURL = "http://127.0.0.1:\(downstreamPort)/.well-known/skadnetwork/report-attribution/"
-        let upstream = try ForwardingReceiver(
-            forward: """
+        let upstream = try TestServer(
+            writerID: "rx-forward",
+            forwarding: .init(
+                """
                 [{"name": "downstream", "url": "\(downstreamURL)", "timeout_seconds": 2, "concurrency": 3}]
-                """)
+                """))
         defer { upstream.stop() }
         var acknowledged = 0
         for index in 0..<90 {
-            if try upstream.post(ShippingReceiver.body(index, seed: 18)) == 200 { acknowledged += 1 }
+            if try upstream.post(TestPostbacks.body(index, seed: 18)).status == 200 { acknowledged += 1 }
             if index == 30 {
                 // Some have gone through; then the downstream goes away in the middle of the load.
                 #expect(eventually(20) { ((try? verifiedRecords(downstream.dataDirectory).count) ?? 0) > 0 })
@@ -41,9 +43,9 @@ struct ForwardingTests {
             eventually(10) { (upstream.metric("postback_forward_retried_total", destination: "forward-downstream") ?? 0) > 0 })
         #expect(upstream.metric("postback_forward_destination_up", destination: "forward-downstream") == 0)
         // Back on the same port and data directory: the backlog drains.
-        downstream = try ForwardingReceiver(
-            forward: "[]", dataDirectory: downstream.dataDirectory, writerID: "rx-down",
-            listen: "127.0.0.1:\(downstreamPort)")
+        downstream = try TestServer(dataDirectory: downstream.dataDirectory, writerID: "rx-down", forwarding: .init("[]")) {
+            $0.listen = "127.0.0.1:\(downstreamPort)"
+        }
         defer { downstream.stop() }
         let sent = Set(try verifiedRecords(upstream.dataDirectory).compactMap(\.dedupKey))
         #expect(sent.count == 90)
@@ -69,13 +71,15 @@ struct ForwardingTests {
         let apiKey = "sk_live_\(UUID().uuidString)"
         let queryKey = "q\(UUID().uuidString.prefix(8))"  // some partners take their key in the URL
         try partner.script(["500", "close", "hang:3", "429:1", "400"])
-        let receiver = try ForwardingReceiver(
-            forward: """
+        let receiver = try TestServer(
+            writerID: "rx-forward",
+            forwarding: .init(
+                """
                 [{"name": "mmp", "url": "\(partner.url)?token=\(queryKey)", "timeout_seconds": 1, "concurrency": 1,
                   "headers": {"Authentication": {"env": "MMP_API_KEY"}, "X-Network": "example"}}]
-                """, environment: ["MMP_API_KEY": apiKey])
+                """, environment: ["MMP_API_KEY": apiKey]))
         defer { receiver.stop() }
-        for index in 0..<6 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 7)) == 200) }
+        for index in 0..<6 { #expect(try receiver.post(TestPostbacks.body(index, seed: 7)).status == 200) }
         let records = try verifiedRecords(receiver.dataDirectory)
         let keys = Set(records.compactMap(\.dedupKey))
         #expect(keys.count == 6)
@@ -114,7 +118,8 @@ struct ForwardingTests {
         let logText = receiver.logs.lines.withLock { $0.joined() }
         #expect(!logText.isEmpty)
         #expect(!logText.contains(apiKey) && !logText.contains(queryKey))
-        #expect(!receiver.metricsText.contains(apiKey) && !receiver.metricsText.contains(queryKey))
+        let page = try receiver.metricsPage()
+        #expect(!page.contains(apiKey) && !page.contains(queryKey))
         #expect(logText.contains("/skan/postbacks?…"))
     }
 
@@ -124,13 +129,15 @@ struct ForwardingTests {
         var residentBytes: Int { Int(ProcessMetrics.sample()?.residentBytes ?? 0) }
         let partner = try PartnerServer()
         try partner.script(["huge:256"])
-        let receiver = try ForwardingReceiver(
-            forward: """
+        let receiver = try TestServer(
+            writerID: "rx-forward",
+            forwarding: .init(
+                """
                 [{"name": "huge", "url": "\(partner.url)", "timeout_seconds": 30, "concurrency": 1}]
-                """)
+                """))
         defer { receiver.stop() }
         let before = residentBytes
-        #expect(try receiver.post(ShippingReceiver.body(0, seed: 25)) == 200)
+        #expect(try receiver.post(TestPostbacks.body(0, seed: 25)).status == 200)
         #expect(eventually(30) { receiver.metric("postback_forward_delivered_total", destination: "forward-huge") == 1 })
         let grown = residentBytes - before
         #expect(grown < 64 << 20, "resident memory grew by \(grown >> 20) MiB")
@@ -145,12 +152,14 @@ struct ForwardingTests {
     @Test func concurrencyRequestsAreInFlightAtOnce() throws {
         let partner = try PartnerServer()
         try partner.setDefault("hang:0.5")
-        let receiver = try ForwardingReceiver(
-            forward: """
+        let receiver = try TestServer(
+            writerID: "rx-forward",
+            forwarding: .init(
+                """
                 [{"name": "slow", "url": "\(partner.url)", "concurrency": 4, "timeout_seconds": 10}]
-                """)
+                """))
         defer { receiver.stop() }
-        for index in 0..<12 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 9)) == 200) }
+        for index in 0..<12 { #expect(try receiver.post(TestPostbacks.body(index, seed: 9)).status == 200) }
         #expect(eventually(30) { partner.acceptedKeys.count == 12 })
         #expect(try partner.maxInFlight() == 4)
     }
@@ -159,12 +168,14 @@ struct ForwardingTests {
     /// per batch closed its connections, and every postback opened a new one).
     @Test func forwardingKeepsItsConnectionsAlive() throws {
         let partner = try PartnerServer()
-        let receiver = try ForwardingReceiver(
-            forward: """
+        let receiver = try TestServer(
+            writerID: "rx-forward",
+            forwarding: .init(
+                """
                 [{"name": "keep", "url": "\(partner.url)", "concurrency": 2}]
-                """)
+                """))
         defer { receiver.stop() }
-        for index in 0..<12 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 23)) == 200) }
+        for index in 0..<12 { #expect(try receiver.post(TestPostbacks.body(index, seed: 23)).status == 200) }
         #expect(eventually(30) { partner.acceptedKeys.count == 12 })
         let connections = try partner.connections()
         #expect(connections >= 1 && connections <= 2, "\(connections) connections for 12 postbacks")
@@ -172,15 +183,17 @@ struct ForwardingTests {
 
     @Test func filtersAndEnrichment() throws {
         let partner = try PartnerServer()
-        let receiver = try ForwardingReceiver(
-            forward: """
+        let receiver = try TestServer(
+            writerID: "rx-forward",
+            forwarding: .init(
+                """
                 [{"name": "aak-only", "url": "\(partner.url)", "protocols": ["adattributionkit"], "environments": ["development"],
                   "enrich": {"received_at_field": "partner-received-at", "fields": {"partner-network": "example"},
                              "campaigns": {}}},
                  {"name": "nobody", "url": "\(partner.url)", "app_ids": [1]}]
-                """)
+                """))
         defer { receiver.stop() }
-        for index in 0..<12 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 3)) == 200) }
+        for index in 0..<12 { #expect(try receiver.post(TestPostbacks.body(index, seed: 3)).status == 200) }
         let records = try verifiedRecords(receiver.dataDirectory)
         let aak = records.filter { $0.postbackProtocol == .adattributionkit }
         #expect(aak.count == 4)
@@ -233,19 +246,21 @@ struct ForwardingTests {
     /// (they are not Apple's), and a byte-order mark in front does not stop the enrichment.
     @Test func enrichmentReplacesMembersApplesBodyDoesNotHaveAndIgnoresABOM() throws {
         let partner = try PartnerServer()
-        let receiver = try ForwardingReceiver(
-            forward: """
+        let receiver = try TestServer(
+            writerID: "rx-forward",
+            forwarding: .init(
+                """
                 [{"name": "mmp", "url": "\(partner.url)",
                   "enrich": {"received_at_field": "partner-received-at", "fields": {"partner-campaign-id": "ours"}}}]
-                """)
+                """))
         defer { receiver.stop() }
         let injected = Array(#"{"partner-campaign-id":"evil", "partner-received-at" : "evil","#.utf8)
         let bodies = [
-            injected + ShippingReceiver.body(0, seed: 26).dropFirst(),
-            utf8ByteOrderMark + ShippingReceiver.body(1, seed: 26),
-            ShippingReceiver.body(2, seed: 26).dropLast() + Array(#","partner-campaign-id":"evil"}"#.utf8),
+            injected + TestPostbacks.body(0, seed: 26).dropFirst(),
+            utf8ByteOrderMark + TestPostbacks.body(1, seed: 26),
+            TestPostbacks.body(2, seed: 26).dropLast() + Array(#","partner-campaign-id":"evil"}"#.utf8),
         ]
-        for body in bodies { #expect(try receiver.post(body) == 200) }
+        for body in bodies { #expect(try receiver.post(body).status == 200) }
         #expect(eventually(20) { partner.acceptedKeys.count == 3 })
         let records = Dictionary(try verifiedRecords(receiver.dataDirectory).map { ($0.dedupKey!, $0) }) { first, _ in first }
         #expect(records.count == 3)
@@ -402,9 +417,9 @@ struct ForwardingTests {
         let url = partner.url.replacingOccurrences(of: "http://", with: "http://mmp:pa55word@")
         let destination =
             #"[{"name": "mmp", "url": "\#(url)", "concurrency": 1, "headers": {"X-Api-Key": "literal-not-secret"}}]"#
-        let receiver = try ForwardingReceiver(forward: destination, writerID: "rx-cli")
+        let receiver = try TestServer(writerID: "rx-cli", forwarding: .init(destination))
         defer { receiver.stop() }
-        for index in 0..<3 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 11)) == 200) }
+        for index in 0..<3 { #expect(try receiver.post(TestPostbacks.body(index, seed: 11)).status == 200) }
         #expect(
             eventually(20) {
                 partner.acceptedKeys.count == 1
@@ -484,8 +499,8 @@ struct ForwardingTests {
     /// A restart resumes at the cursor inside a segment: what is before it is not sent again.
     @Test func resumesAtTheCursorInsideASegment() throws {
         let partner = try PartnerServer()
-        let receiver = try ForwardingReceiver(forward: "[]", writerID: "rx-resume")
-        for index in 0..<6 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 21)) == 200) }
+        let receiver = try TestServer(writerID: "rx-resume", forwarding: .init("[]"))
+        for index in 0..<6 { #expect(try receiver.post(TestPostbacks.body(index, seed: 21)).status == 200) }
         receiver.stop()
         let root = receiver.dataDirectory
         let layout = StoreLayout(root: root)
@@ -579,8 +594,8 @@ func httpDate(_ date: Date) -> String {
 
 /// A verified spool record for a synthetic postback, as the receiver would write it.
 func verifiedRecordFor(index: Int, seed: UInt64) throws -> SpoolRecord? {
-    let receiver = try ForwardingReceiver(forward: "[]", writerID: "rx-make")
+    let receiver = try TestServer(writerID: "rx-make", forwarding: .init("[]"))
     defer { receiver.stop() }
-    guard try receiver.post(ShippingReceiver.body(index, seed: seed)) == 200 else { return nil }
+    guard try receiver.post(TestPostbacks.body(index, seed: seed)).status == 200 else { return nil }
     return try verifiedRecords(receiver.dataDirectory).first
 }

@@ -17,78 +17,12 @@ import Testing
     import Glibc
 #endif
 
-/// A receiver on loopback that ships to the test's SeaweedFS, started the way `serve` starts it.
-final class ShippingReceiver: @unchecked Sendable {
-    static let key = try! ECDSAPrivateKey(generatingOn: .p256)
-    static let signer = TestPostbackSigner(key: key)
-    static let synthetic = SyntheticPostbacks(kinds: [.skan4_0, .aak, .skan3_0])
-
-    let server: PostbackServer
-    let worker: DeliveryService
-    let dataDirectory: String
-    let logs = LogCapture()
-
-    init(
-        store: ObjectStoreServer, prefix: String, writerID: String, dataDirectory: String? = nil,
-        retentionSeconds: Double? = nil, sharedDedupDays: Int? = nil,
-        backoff: Backoff = Backoff(initialSeconds: 0.05, maximumSeconds: 0.3)
-    ) throws {
-        let directory = dataDirectory ?? NSTemporaryDirectory() + "postback-ship-\(UUID().uuidString)"
-        self.dataDirectory = directory
-        var configuration = ServerConfiguration()
-        configuration.listen = "127.0.0.1:0"
-        configuration.dataDirectory = directory
-        configuration.writerID = writerID
-        configuration.allowsDevelopment = true
-        configuration.testKeys = [TrustedTestKey(name: "test:shipping.pem", key: Self.key.publicKey)]
-        configuration.threads = 2
-        configuration.sections = ConfigurationSections(DeliveryConfiguration.sections)
-        configuration.sections[ShippingConfiguration.self].shipTo = "s3://\(store.bucket)/\(prefix)"
-        configuration.segmentMaxAgeSeconds = 0.2
-        configuration.sections[ShippingConfiguration.self].localRetentionHours = retentionSeconds.map { $0 / 3600 }
-        configuration.sections[ShippingConfiguration.self].sharedDedupDays = sharedDedupDays
-        let log = logs.log
-        let sharedKeys = try ServeShipping.sharedDedupKeys(configuration, log: log, environment: store.environment)
-        let server = try PostbackServer.start(configuration: configuration, log: log, sharedDedupKeys: sharedKeys)
-        self.server = server
-        // The wiring `serve` uses (log lines, metrics), with a shorter scan interval and backoff.
-        worker = try ServeShipping.start(
-            server: server, log: log, environment: store.environment, scanIntervalSeconds: 0.1, backoff: backoff)!
-    }
-
-    func stop() {
-        server.shutdown()
-        worker.stop()
-    }
-
-    static func body(_ index: Int, seed: UInt64) -> [UInt8] { try! signer.sign(synthetic.postback(index, seed: seed)) }
-
-    func post(_ body: [UInt8]) throws -> Int {
-        try HTTPClient().post("http://127.0.0.1:\(server.port)/.well-known/skadnetwork/report-attribution/", body: body).status
-    }
-
-    func get(_ path: String) throws -> HTTPResponse { try HTTPClient().get("http://127.0.0.1:\(server.port)\(path)") }
-
-    func metric(_ series: String) throws -> Double? {
-        for line in try get("/metrics").text.split(separator: "\n") where line.hasPrefix(series + " ") {
-            return Double(line.dropFirst(series.count + 1))
-        }
-        return nil
-    }
-
-    /// Every local segment of this receiver: relative path → bytes.
-    func localSegments() throws -> [String: [UInt8]] {
-        let layout = StoreLayout(root: dataDirectory)
-        var segments: [String: [UInt8]] = [:]
-        for spool in StoreLayout.Spool.allCases {
-            for day in try layout.days(spool) {
-                for segment in try layout.segments(spool, day: day) {
-                    segments[String(segment.path.dropFirst(dataDirectory.count + 1))] = Array(
-                        try Data(contentsOf: URL(fileURLWithPath: segment.path)))
-                }
-            }
-        }
-        return segments
+extension TestServer.Shipping {
+    /// Shipping to the test's SeaweedFS under `prefix`.
+    init(store: ObjectStoreServer, prefix: String, localRetentionSeconds: Double? = nil, sharedDedupDays: Int? = nil) {
+        self.init(
+            url: "s3://\(store.bucket)/\(prefix)", environment: store.environment,
+            localRetentionSeconds: localRetentionSeconds, sharedDedupDays: sharedDedupDays)
     }
 }
 
@@ -111,9 +45,9 @@ struct ServeShippingTests {
     @Test func shipsEverySealedSegmentByteForByte() throws {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
-        let receiver = try ShippingReceiver(store: store, prefix: "fleet", writerID: "rx-a")
-        for index in 0..<60 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 1)) == 200) }
-        #expect(try receiver.post(Array("{\"not\": \"a postback\"}".utf8)) == 400)
+        let receiver = try TestServer(writerID: "rx-a", shipping: .init(store: store, prefix: "fleet"))
+        for index in 0..<60 { #expect(try receiver.post(TestPostbacks.body(index, seed: 1)).status == 200) }
+        #expect(try receiver.post(Array("{\"not\": \"a postback\"}".utf8)).status == 400)
         let client = try store.client(prefix: "fleet/")
         // Sealed by age, then shipped: the bucket ends up holding exactly the local segments.
         let shipped = try eventually {
@@ -133,13 +67,13 @@ struct ServeShippingTests {
     @Test func storeDownThenBackLosesNothingAndStaysReady() throws {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
-        let receiver = try ShippingReceiver(store: store, prefix: "outage", writerID: "rx-b")
-        for index in 0..<20 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 2)) == 200) }
+        let receiver = try TestServer(writerID: "rx-b", shipping: .init(store: store, prefix: "outage"))
+        for index in 0..<20 { #expect(try receiver.post(TestPostbacks.body(index, seed: 2)).status == 200) }
         let client = try store.client(prefix: "outage/")
         #expect(try eventually { try transactionCount(bucketObjects(client)) == 20 })
         store.stop()
         // Ingestion goes on while the store is down, /readyz stays ready, the backlog shows.
-        for index in 20..<80 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 2)) == 200) }
+        for index in 20..<80 { #expect(try receiver.post(TestPostbacks.body(index, seed: 2)).status == 200) }
         #expect(try receiver.get("/readyz").status == 200)
         #expect(try eventually { try receiver.metric("postback_delivery_destination_up{destination=\"s3\"}") == 0 })
         #expect(
@@ -164,8 +98,8 @@ struct ServeShippingTests {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let directory = NSTemporaryDirectory() + "postback-ship-\(UUID().uuidString)"
-        var receiver = try ShippingReceiver(store: store, prefix: "crash", writerID: "rx-c", dataDirectory: directory)
-        for index in 0..<30 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 3)) == 200) }
+        var receiver = try TestServer(dataDirectory: directory, writerID: "rx-c", shipping: .init(store: store, prefix: "crash"))
+        for index in 0..<30 { #expect(try receiver.post(TestPostbacks.body(index, seed: 3)).status == 200) }
         let client = try store.client(prefix: "crash/")
         #expect(try eventually { try bucketObjects(client) == receiver.localSegments() })
         receiver.stop()
@@ -179,7 +113,7 @@ struct ServeShippingTests {
         try client.delete(relativeKey: victim)
         let forged = Array("{\"forged\":true}\n".utf8)
         try client.putBytes(relativeKey: victim, bytes: forged, checksumSHA256: checksum(forged))
-        receiver = try ShippingReceiver(store: store, prefix: "crash", writerID: "rx-c", dataDirectory: directory)
+        receiver = try TestServer(dataDirectory: directory, writerID: "rx-c", shipping: .init(store: store, prefix: "crash"))
         #expect(try eventually { try receiver.metric("postback_delivery_conflicts{destination=\"s3\"}") == 1 })
         #expect(
             try eventually {
@@ -196,11 +130,11 @@ struct ServeShippingTests {
     @Test func twoReceiversShareOneBucketAndRetentionKeepsTheNewest() throws {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
-        let first = try ShippingReceiver(store: store, prefix: "shared", writerID: "rx-1", retentionSeconds: 0)
-        let second = try ShippingReceiver(store: store, prefix: "shared", writerID: "rx-2")
+        let first = try TestServer(writerID: "rx-1", shipping: .init(store: store, prefix: "shared", localRetentionSeconds: 0))
+        let second = try TestServer(writerID: "rx-2", shipping: .init(store: store, prefix: "shared"))
         for index in 0..<40 {
-            #expect(try first.post(ShippingReceiver.body(index, seed: 4)) == 200)
-            #expect(try second.post(ShippingReceiver.body(index, seed: 5)) == 200)
+            #expect(try first.post(TestPostbacks.body(index, seed: 4)).status == 200)
+            #expect(try second.post(TestPostbacks.body(index, seed: 5)).status == 200)
             if index % 10 == 9 { usleep(300_000) }  // several segments each
         }
         let client = try store.client(prefix: "shared/")

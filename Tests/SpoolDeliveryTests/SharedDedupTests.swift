@@ -21,24 +21,24 @@ struct SharedDedupTests {
     @Test func aReceiverStartedLaterKnowsTheKeysOthersShipped() throws {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
-        let first = try ShippingReceiver(store: store, prefix: "dedup", writerID: "rx-1")
-        for index in 0..<30 { #expect(try first.post(ShippingReceiver.body(index, seed: 6)) == 200) }
+        let first = try TestServer(writerID: "rx-1", shipping: .init(store: store, prefix: "dedup"))
+        for index in 0..<30 { #expect(try first.post(TestPostbacks.body(index, seed: 6)).status == 200) }
         let client = try store.client(prefix: "dedup/")
         #expect(try eventually { try transactionCount(bucketObjects(client)) == 30 })
 
-        let second = try ShippingReceiver(store: store, prefix: "dedup", writerID: "rx-2")
+        let second = try TestServer(writerID: "rx-2", shipping: .init(store: store, prefix: "dedup"))
         #expect(
             second.logs.lines.withLock {
                 $0.contains { $0.contains("dedup keys read from the object store") && $0.contains("\"keys\":30") }
             })
         // The same 30 postbacks retried at the second receiver, then 5 new ones: only the new are stored.
-        for index in 0..<35 { #expect(try second.post(ShippingReceiver.body(index, seed: 6)) == 200) }
+        for index in 0..<35 { #expect(try second.post(TestPostbacks.body(index, seed: 6)).status == 200) }
         #expect(try transactionCount(second.localSegments()) == 5)
         #expect(try duplicates(second) == 30)
 
         // The control: with shared_dedup_days 0 the same retries are stored again.
-        let third = try ShippingReceiver(store: store, prefix: "dedup", writerID: "rx-3", sharedDedupDays: 0)
-        for index in 0..<3 { #expect(try third.post(ShippingReceiver.body(index, seed: 6)) == 200) }
+        let third = try TestServer(writerID: "rx-3", shipping: .init(store: store, prefix: "dedup", sharedDedupDays: 0))
+        for index in 0..<3 { #expect(try third.post(TestPostbacks.body(index, seed: 6)).status == 200) }
         #expect(try transactionCount(third.localSegments()) == 3)
         first.stop()
         second.stop()
@@ -49,10 +49,11 @@ struct SharedDedupTests {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let directory = NSTemporaryDirectory() + "postback-shared-dedup-\(UUID().uuidString)"
-        var receiver = try ShippingReceiver(
-            store: store, prefix: "retained", writerID: "rx-r", dataDirectory: directory, retentionSeconds: 0)
+        var receiver = try TestServer(
+            dataDirectory: directory, writerID: "rx-r",
+            shipping: .init(store: store, prefix: "retained", localRetentionSeconds: 0))
         for index in 0..<40 {
-            #expect(try receiver.post(ShippingReceiver.body(index, seed: 7)) == 200)
+            #expect(try receiver.post(TestPostbacks.body(index, seed: 7)).status == 200)
             if index % 10 == 9 { usleep(300_000) }  // several segments, all but the newest removed
         }
         #expect(try eventually { try receiver.localSegments().keys.filter { $0.hasPrefix("raw/postbacks/") }.count == 1 })
@@ -60,9 +61,10 @@ struct SharedDedupTests {
         #expect(keptLocally < 40)
         receiver.stop()
 
-        receiver = try ShippingReceiver(
-            store: store, prefix: "retained", writerID: "rx-r", dataDirectory: directory, retentionSeconds: 0)
-        for index in 0..<40 { #expect(try receiver.post(ShippingReceiver.body(index, seed: 7)) == 200) }
+        receiver = try TestServer(
+            dataDirectory: directory, writerID: "rx-r",
+            shipping: .init(store: store, prefix: "retained", localRetentionSeconds: 0))
+        for index in 0..<40 { #expect(try receiver.post(TestPostbacks.body(index, seed: 7)).status == 200) }
         #expect(try duplicates(receiver) == 40)
         receiver.stop()
     }
@@ -71,15 +73,15 @@ struct SharedDedupTests {
         let store = try ObjectStoreServer()
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         store.stop()
-        let receiver = try ShippingReceiver(store: store, prefix: "down", writerID: "rx-d")
+        let receiver = try TestServer(writerID: "rx-d", shipping: .init(store: store, prefix: "down"))
         #expect(receiver.logs.lines.withLock { $0.contains { $0.contains("cannot read other receivers' dedup keys") } })
-        #expect(try receiver.post(ShippingReceiver.body(0, seed: 8)) == 200)
+        #expect(try receiver.post(TestPostbacks.body(0, seed: 8)).status == 200)
         #expect(try receiver.get("/readyz").status == 200)
         receiver.stop()
     }
 
     /// `postback_duplicates_total`, summed over its protocol labels.
-    private func duplicates(_ receiver: ShippingReceiver) throws -> Double {
+    private func duplicates(_ receiver: TestServer) throws -> Double {
         try receiver.get("/metrics").text.split(separator: "\n").filter { $0.hasPrefix("postback_duplicates_total{") }
             .reduce(0) { $0 + (Double($1.split(separator: " ").last ?? "") ?? 0) }
     }

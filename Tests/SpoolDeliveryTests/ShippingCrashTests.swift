@@ -58,7 +58,7 @@ struct ShippingCrashTests {
         defer { withExtendedLifetime(store) {} }  // the server lives until the test ends
         let directory = NSTemporaryDirectory() + "postback-kill-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data(ShippingReceiver.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
+        try Data(TestPostbacks.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
         // Small segments sealed every 0.1 s: uploads are in progress nearly all the time.
         try Data(
             """
@@ -74,7 +74,7 @@ struct ShippingCrashTests {
         for index in 0..<300 {
             if (try? HTTPClient(timeoutSeconds: 5).post(
                 "http://\(address)/.well-known/skadnetwork/report-attribution/",
-                body: ShippingReceiver.body(index, seed: 99)
+                body: TestPostbacks.body(index, seed: 99)
             ).status) == 200 {
                 acknowledged += 1
             }

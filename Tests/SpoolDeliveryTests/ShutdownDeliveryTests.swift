@@ -21,7 +21,7 @@ struct ShutdownDeliveryTests {
     ) throws -> (status: Int32, stopSeconds: Double, directory: String, log: String) {
         let directory = NSTemporaryDirectory() + "postback-shutdown-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data(ShippingReceiver.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
+        try Data(TestPostbacks.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
         let setting = shutdownDeliverySeconds.map { ", \"shutdown_delivery_seconds\": \($0)" } ?? ""
         try Data(
             """
@@ -34,7 +34,7 @@ struct ShutdownDeliveryTests {
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         for index in 0..<count {
             let status = try HTTPClient(timeoutSeconds: 10).post(
-                "http://\(address)/.well-known/skadnetwork/report-attribution/", body: ShippingReceiver.body(index, seed: 7)
+                "http://\(address)/.well-known/skadnetwork/report-attribution/", body: TestPostbacks.body(index, seed: 7)
             ).status
             #expect(status == 200)
         }
@@ -98,7 +98,7 @@ struct ShutdownDeliveryTests {
         let partner = try PartnerServer()
         let directory = NSTemporaryDirectory() + "postback-shutdown-forward-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data(ShippingReceiver.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
+        try Data(TestPostbacks.key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: "\(directory)/test-key.pem"))
         try Data(
             """
             {"listen": "127.0.0.1:0", "data_dir": "data", "writer_id": "rx-stop-forward", "allow_development": true,
@@ -111,7 +111,7 @@ struct ShutdownDeliveryTests {
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         for index in 0..<20 {
             let status = try HTTPClient(timeoutSeconds: 10).post(
-                "http://\(address)/.well-known/skadnetwork/report-attribution/", body: ShippingReceiver.body(index, seed: 8)
+                "http://\(address)/.well-known/skadnetwork/report-attribution/", body: TestPostbacks.body(index, seed: 8)
             ).status
             #expect(status == 200)
         }

@@ -2,8 +2,10 @@
 /// `/metrics` family, the receiver's, the process's and those of the components beside it
 /// (shipping, partner forwarding).
 ///
-/// A metric is one declaration: `family(name, kind, help:)` writes the `# HELP` and `# TYPE` lines
-/// and then the samples its closure gives, right under them as the format wants. Every label value
+/// A metric is one declaration: a handle (`Counter`, `LabeledCounter`, `Gauge`, `Histogram`, …, in
+/// `Metrics.swift`) in a `MetricGroup`, written by `families(of:)`; or, for a value read at scrape
+/// time from elsewhere, `family(name, kind, help:)`, which writes the `# HELP` and `# TYPE` lines and
+/// then the samples its closure gives, right under them as the format wants. Every label value
 /// is escaped here, whoever gave it (a request, the configuration, the program), so nothing can
 /// write into the page; bounding a label's values is the caller's business (a closed set).
 package struct MetricsPage: Sendable {
@@ -42,6 +44,16 @@ package struct MetricsPage: Sendable {
             line(name, labels.map { ($0.key, $0.value) }, String(describing: value))
         }
 
+        /// One sample with the labels in `labels`' order (a handle's label names zipped with its values).
+        package mutating func sample(_ labels: [(String, String)], _ value: some BinaryInteger) {
+            line(name, labels, String(value))
+        }
+
+        /// One sample with the labels in `labels`' order, as Swift prints a `Double`.
+        package mutating func sample(_ labels: [(String, String)], _ value: Double) {
+            line(name, labels, String(describing: value))
+        }
+
         /// The family's one sample, without labels.
         package mutating func sample(_ value: some BinaryInteger) { line(name, [], String(value)) }
 
@@ -63,7 +75,7 @@ package struct MetricsPage: Sendable {
         }
 
         /// `name_bucket{…le="…"}` lines (cumulative), then `name_sum` and `name_count`.
-        package mutating func histogram(_ histogram: Histogram, _ labels: KeyValuePairs<String, String> = [:]) {
+        package mutating func histogram(_ histogram: HistogramCounts, _ labels: KeyValuePairs<String, String> = [:]) {
             let labels = labels.map { ($0.key, $0.value) }
             var cumulative = 0
             for (bound, bucketCount) in zip(histogram.upperBounds, histogram.counts) {
@@ -116,8 +128,9 @@ package struct MetricsPage: Sendable {
     }
 }
 
-/// A Prometheus histogram's state; `MetricsPage.Family.histogram` writes the cumulative buckets.
-package struct Histogram: Sendable {
+/// A Prometheus histogram's state (the `Histogram` handle holds one); `MetricsPage.Family.histogram`
+/// writes the cumulative buckets.
+package struct HistogramCounts: Sendable {
     package let upperBounds: [Double]
     package private(set) var counts: [Int]
     package private(set) var sum = 0.0

@@ -1,12 +1,12 @@
-import Basics
-import Dispatch
-import PostbackServer
+package import Basics
+package import Dispatch
+package import PostbackServer
 import SpoolDelivery
 
 /// Shipping or forwarding as a `Service`: its workers (one per destination) deliver, until the
 /// deadline, what the receiver's shutdown sealed, each saying in the log whether it delivered
 /// everything; `stop` stops them; its metrics are the `postback_delivery_*` (and forwarding's) families.
-final class DeliveryService: Service {
+package final class DeliveryService: Service {
     /// Each destination's name in the log, and its worker.
     let workers: [(name: String, worker: SpoolDeliveryWorker)]
     private let log: ServerLog
@@ -25,7 +25,7 @@ final class DeliveryService: Service {
 
     /// Delivers what is pending at every destination at once, until `deadline`; what is left is
     /// logged and delivered at the next start.
-    func drain(until deadline: DispatchTime) {
+    package func drain(until deadline: DispatchTime) {
         let now = DispatchTime.now().uptimeNanoseconds
         let seconds = deadline.uptimeNanoseconds > now ? Double(deadline.uptimeNanoseconds - now) / 1e9 : 0
         let workers = workers
@@ -43,7 +43,7 @@ final class DeliveryService: Service {
         }
     }
 
-    func stop() { stopping() }
+    package func stop() { stopping() }
 
-    func renderMetrics() -> String { render() }
+    package func renderMetrics() -> String { render() }
 }

@@ -1,14 +1,14 @@
-import PostbackServer
-import PostbackStore
-import SpoolDelivery
+package import PostbackServer
+package import PostbackStore
+package import SpoolDelivery
 
 /// `serve`'s forwarding of verified postbacks to partners (`forward`, docs/forwarding.md): one
 /// delivery worker per destination, its log lines and its metrics. A partner being down never
 /// touches ingestion or `/readyz`: postbacks wait in the spool and are retried with backoff.
-enum ServeForwarding {
+package enum ServeForwarding {
     /// Starts forwarding for a running server; nil when `forward` is not set. Throws on configuration
     /// errors (a bad destination, a missing secret), not on an unreachable partner.
-    static func start(
+    package static func start(
         server: PostbackServer, log: ServerLog, environment: [String: String]? = nil,
         scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff()
     ) throws -> DeliveryService? {

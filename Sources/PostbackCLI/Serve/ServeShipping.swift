@@ -1,19 +1,19 @@
 import Basics
 import Dispatch
 import PostbackClient
-import PostbackServer
-import PostbackStore
-import SpoolDelivery
+package import PostbackServer
+package import PostbackStore
+package import SpoolDelivery
 
 /// `serve`'s shipping of sealed segments to an object store (`ship_to`): the S3 destination behind
 /// `SpoolDeliveryWorker`, its log lines and its metrics. The object store being down never touches
 /// ingestion or `/readyz`: segments wait on local disk and the worker retries with backoff.
-enum ServeShipping {
+package enum ServeShipping {
     /// Starts shipping for a running server; nil when `ship_to` is not set. Throws on configuration
     /// errors (a bad URL, missing credentials), not on an unreachable store.
     /// `environment` replaces the process environment (tests); `scanIntervalSeconds` and `backoff`
     /// are the worker's (tests shorten them).
-    static func start(
+    package static func start(
         server: PostbackServer, log: ServerLog, environment: [String: String]? = nil,
         scanIntervalSeconds: Double = 2, backoff: Backoff = Backoff()
     ) throws -> DeliveryService? {
@@ -88,7 +88,7 @@ enum ServeShipping {
     /// receiver shipped to the bucket in those days. nil when not shipping or set to 0. An object store
     /// that cannot be read is logged and skipped, never a reason not to start: ingestion does not wait
     /// for the store, and the nightly job still dedups exactly across receivers.
-    static func sharedDedupKeys(
+    package static func sharedDedupKeys(
         _ configuration: ServerConfiguration, log: ServerLog,
         environment: [String: String]? = nil
     ) throws -> (@Sendable (StoreLayout) -> [String])? {
