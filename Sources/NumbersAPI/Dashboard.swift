@@ -233,7 +233,7 @@ package final class Dashboard: Sendable {
         report.environment = query.environment
         do {
             return page(200, try DashboardPage.page(report, choice: choice, readerScope: token.scope, reader: token.name).page)
-        } catch where error.code == .noAggregates {
+        } catch  where error.code == .noAggregates {
             do {
                 return page(
                     200, try DashboardPage.emptyRange(report, choice: choice, readerScope: token.scope, reader: token.name))

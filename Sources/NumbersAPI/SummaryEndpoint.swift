@@ -42,7 +42,7 @@ enum SummaryEndpoint {
         request.environment = environment
         do {
             return try ReportGenerator.figures(request)
-        } catch where error.code == .noAggregates {
+        } catch  where error.code == .noAggregates {
             if allowEmpty { return nil }
             throw .notFound("no day from \(from) to \(to) is published")
         } catch {

@@ -85,7 +85,9 @@ enum ApiCommand {
             var expires: UTCDay? = nil
             let today = UTCTimestamp.now().day
             if let text = arguments.value("--expires") {
-                guard let day = UTCDay(text) else { throw CommandError.usage("--expires must be a day YYYY-MM-DD, got '\(text)'") }
+                guard let day = UTCDay(text) else {
+                    throw CommandError.usage("--expires must be a day YYYY-MM-DD, got '\(text)'")
+                }
                 guard day >= today else { throw CommandError.usage("--expires \(day) is in the past") }
                 expires = day
             }
@@ -204,7 +206,8 @@ enum ApiCommand {
             if let path = arguments.value("--audit-log") {
                 let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
                 guard fd >= 0 else {
-                    throw CommandError.usage("--audit-log: " + SystemCallError(operation: "open", path: path, errorNumber: errno).reason)
+                    throw CommandError.usage(
+                        "--audit-log: " + SystemCallError(operation: "open", path: path, errorNumber: errno).reason)
                 }
                 audit = FileDescriptorSink(descriptor: fd)
             }

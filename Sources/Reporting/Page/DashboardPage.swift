@@ -69,7 +69,7 @@ package enum DashboardPage {
         var previous: ReportFigures?
         do {
             previous = try ReportGenerator.figures(before)
-        } catch where error.code == .noAggregates {
+        } catch  where error.code == .noAggregates {
             previous = nil
         }
         let offered = try choices(request, model: model, readerScope: readerScope)
@@ -169,7 +169,7 @@ package enum DashboardPage {
             unnarrowed.scope = readerScope
             do {
                 whole = try ReportGenerator.model(unnarrowed)
-            } catch where error.code == .noAggregates {
+            } catch  where error.code == .noAggregates {
                 whole = nil
             }
         }
