@@ -78,7 +78,9 @@ let package = Package(
         // The read-only numbers API over the published aggregates (`postback api`).
         .target(
             name: "NumbersAPI",
-            dependencies: ["Basics", "Locking", "PostbackCrypto", "Aggregation", "Parquet", "Reporting", "PostbackServer"]),
+            dependencies: [
+                "Basics", "Locking", "PostbackCrypto", "PostbackStore", "Aggregation", "Parquet", "Reporting", "PostbackServer",
+            ]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(
             name: "PostbackTesting", dependencies: ["Basics", "PostbackCrypto", "Postbacks", "PostbackStore"]),

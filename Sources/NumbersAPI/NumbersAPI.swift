@@ -19,6 +19,9 @@ package final class NumbersAPI: HTTPResponder {
         package var toolVersion: String
         package var requestsPerMinute = 120
         package var burst = 30
+        /// The most memory (estimated) the days read and the summaries answered are kept in
+        /// (`PublishedDayCache`, `SummaryCache`): re-read only when re-published.
+        package var cacheBytes = PublishedDayCache.defaultMaximumBytes
 
         package init(dataDirectory: String, toolVersion: String) {
             self.dataDirectory = dataDirectory
@@ -30,6 +33,9 @@ package final class NumbersAPI: HTTPResponder {
     let tokens: TokenStore
     let limiter: RateLimiter
     let audit: AuditLog
+    /// The day tables' rows as read, whole and unscoped: only `PublishedRows` reads them.
+    let days: PublishedDayCache
+    let summaries: SummaryCache
     /// The operator's log: failures to read the aggregates, an unusable tokens file.
     let log: @Sendable (String) -> Void
     /// Today (UTC), for token expiry; a test sets it.
@@ -43,6 +49,9 @@ package final class NumbersAPI: HTTPResponder {
         self.tokens = tokens
         self.limiter = RateLimiter(perMinute: settings.requestsPerMinute, burst: settings.burst)
         self.audit = audit
+        // One bound for both: the days take most of it; summaries are a few KiB each.
+        days = PublishedDayCache(maximumBytes: settings.cacheBytes - settings.cacheBytes / 16)
+        summaries = SummaryCache(maximumBytes: settings.cacheBytes / 16)
         self.log = log
         self.today = today
     }
@@ -159,9 +168,14 @@ package final class NumbersAPI: HTTPResponder {
         }
         if path == "/v1/summary" {
             let query = try APIQuery(arguments, allowed: APIQuery.summaryArguments)
-            let reply = try SummaryEndpoint.answer(
+            let reply = try summaries.answer(
                 query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory,
-                toolVersion: settings.toolVersion)
+                today: today()
+            ) { () throws(APIProblem) in
+                try SummaryEndpoint.answer(
+                    query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory,
+                    toolVersion: settings.toolVersion)
+            }
             return (reply, nil)
         }
         let name = String(path.dropFirst("/v1/tables/".count).dropLast("/rows".count))
@@ -171,7 +185,8 @@ package final class NumbersAPI: HTTPResponder {
         }
         let query = try APIQuery(arguments, allowed: APIQuery.rowsArguments)
         let answer = try RowsEndpoint.answer(
-            table: table, query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory)
+            table: table, query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory,
+            cache: days)
         return (answer.reply, answer.rows)
     }
 

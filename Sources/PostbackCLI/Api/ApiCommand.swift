@@ -12,7 +12,7 @@ import Reporting
 enum ApiCommand {
     static let usage = """
         usage: postback api --data DIR --listen HOST:PORT --tokens FILE [--threads N]
-                            [--rate-limit N] [--audit-log FILE]
+                            [--rate-limit N] [--audit-log FILE] [--cache-mib N]
                postback api token create --tokens FILE --name NAME --apps IDS|all
                                          --networks IDS|all [--expires YYYY-MM-DD]
                postback api token list --tokens FILE
@@ -35,6 +35,9 @@ enum ApiCommand {
           --rate-limit N     requests a minute per token (default 120, 1 to 100000; bursts of 30)
           --audit-log FILE   append the audit lines (one JSON line per request: token name,
                              query, status, rows, bytes) to FILE instead of standard error
+          --cache-mib N      memory for the days read and the summaries answered (default 256,
+                             0 to 65536; least recently used out first); a day re-published is
+                             read again, never answered from memory
 
         token create: prints a new token once (the file keeps only a salted SHA-256 of it).
           --name NAME        a name for the audit log and 'token list' (letters, digits . _ - @)
@@ -48,7 +51,10 @@ enum ApiCommand {
         """
 
     static let syntax = CommandSyntax(
-        "api", usage: usage, options: ["--data", "--listen", "--tokens", "--threads", "--rate-limit", "--audit-log"])
+        "api", usage: usage,
+        options: [
+            "--data", "--listen", "--tokens", "--threads", "--rate-limit", "--audit-log", "--cache-mib",
+        ])
     static let tokenSyntax = CommandSyntax("api token", usage: usage)
     static let createSyntax = CommandSyntax(
         "api token create", usage: usage, options: ["--tokens", "--name", "--apps", "--networks", "--expires"])
@@ -192,6 +198,8 @@ enum ApiCommand {
             }
             let threads = try arguments.integer("--threads", default: 4, in: 1...64)
             let rate = try arguments.integer("--rate-limit", default: 120, in: 1...100_000)
+            let cacheMiB = try arguments.integer(
+                "--cache-mib", default: PublishedDayCache.defaultMaximumBytes >> 20, in: 0...65_536)
             let tokens = try TokenStore(path: tokensPath)
             var audit = io.standardError
             if let path = arguments.value("--audit-log") {
@@ -203,6 +211,7 @@ enum ApiCommand {
             }
             var settings = NumbersAPI.Settings(dataDirectory: data, toolVersion: "postback \(PostbackCommand.version)")
             settings.requestsPerMinute = rate
+            settings.cacheBytes = cacheMiB << 20
             let auditSink = audit
             let errors = io.standardError
             let api = NumbersAPI(
