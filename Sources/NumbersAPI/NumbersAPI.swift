@@ -22,6 +22,13 @@ package final class NumbersAPI: HTTPResponder {
         /// The most memory (estimated) the days read and the summaries answered are kept in
         /// (`PublishedDayCache`, `SummaryCache`): re-read only when re-published.
         package var cacheBytes = PublishedDayCache.defaultMaximumBytes
+        /// The listener's deadlines and connection limit (the receiver's watchdog, `ListenerWatchdog`).
+        package var timeouts = ListenerWatchdog.Timeouts()
+        /// Proxies whose `X-Forwarded-For` (or `Forwarded`) names the client in the audit line; none:
+        /// the socket's peer is the client, whatever a header says.
+        package var trustedProxies: [CIDR] = []
+        /// Open connections from one address (libmicrohttpd's limit; none behind trusted proxies).
+        package var perAddressConnectionLimit = 32
 
         package init(dataDirectory: String, toolVersion: String) {
             self.dataDirectory = dataDirectory
@@ -36,6 +43,8 @@ package final class NumbersAPI: HTTPResponder {
     /// The day tables' rows as read, whole and unscoped: only `PublishedRows` reads them.
     let days: PublishedDayCache
     let summaries: SummaryCache
+    /// Slow clients' deadlines and the connection limit.
+    package let watchdog: ListenerWatchdog
     /// The operator's log: failures to read the aggregates, an unusable tokens file.
     let log: @Sendable (String) -> Void
     /// Today (UTC), for token expiry; a test sets it.
@@ -52,6 +61,7 @@ package final class NumbersAPI: HTTPResponder {
         // One bound for both: the days take most of it; summaries are a few KiB each.
         days = PublishedDayCache(maximumBytes: settings.cacheBytes - settings.cacheBytes / 16)
         summaries = SummaryCache(maximumBytes: settings.cacheBytes / 16)
+        watchdog = ListenerWatchdog(timeouts: settings.timeouts)
         self.log = log
         self.today = today
     }
@@ -66,12 +76,17 @@ package final class NumbersAPI: HTTPResponder {
         let started = DispatchTime.now().uptimeNanoseconds
     }
 
-    final class Connection {}
-
-    package func connectionOpened(_ connection: HTTPConnection) -> AnyObject { Connection() }
-    package func connectionClosed(_ state: AnyObject) {}
-    package func requestBegan(on connection: HTTPConnection) -> AnyObject { Request() }
-    package func requestCompleted(_ request: AnyObject?, on connection: HTTPConnection?, termination: Int32) {}
+    package func connectionOpened(_ connection: HTTPConnection) -> AnyObject {
+        watchdog.connectionOpened(connection) { reason in self.log("a connection closed at the connection limit (\(reason))") }
+    }
+    package func connectionClosed(_ state: AnyObject) { watchdog.connectionClosed(state) }
+    package func requestBegan(on connection: HTTPConnection) -> AnyObject {
+        watchdog.requestBegan(on: connection)
+        return Request()
+    }
+    package func requestCompleted(_ request: AnyObject?, on connection: HTTPConnection?, termination: Int32) {
+        watchdog.requestCompleted(on: connection)
+    }
     package func libraryLogged(_ message: String) { log("libmicrohttpd: \(message)") }
 
     package func handle(_ state: AnyObject, on connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk)
@@ -80,6 +95,7 @@ package final class NumbersAPI: HTTPResponder {
         let request = unsafeDowncast(state, to: Request.self)
         if !request.headersSeen {
             request.headersSeen = true
+            watchdog.headersReceived(on: connection)
             // A declared body is refused before it is read; the connection then closes.
             if let length = connection.header("Content-Length"), length != "0" {
                 request.answered = true
@@ -98,6 +114,7 @@ package final class NumbersAPI: HTTPResponder {
             return reply(APIProblem.bodyNotAllowed.reply, request, connection: connection, line: line, closing: true)
         }
         // Answered only now, after the (empty) body: libmicrohttpd keeps the connection alive then.
+        watchdog.processing(on: connection)
         var tokenName: String?
         var rows: Int?
         let arguments = connection.queryArguments()
@@ -115,7 +132,8 @@ package final class NumbersAPI: HTTPResponder {
             .init(
                 time: UTCTimestamp.now(), token: tokenName, method: line.methodName, path: line.path, query: arguments,
                 status: answer.status, rows: rows, bytes: answer.body.count, milliseconds: elapsed,
-                client: connection.peerAddress))
+                client: ClientAddress.of(connection, trusted: settings.trustedProxies)))
+        watchdog.replyQueued(on: connection)
         return .reply(answer, closing: false)
     }
 
@@ -127,7 +145,8 @@ package final class NumbersAPI: HTTPResponder {
             .init(
                 time: UTCTimestamp.now(), token: nil, method: line.methodName, path: line.path, query: [],
                 status: answer.status, rows: nil, bytes: answer.body.count, milliseconds: elapsed,
-                client: connection.peerAddress))
+                client: ClientAddress.of(connection, trusted: settings.trustedProxies)))
+        watchdog.replyQueued(on: connection)
         return .reply(answer, closing: closing)
     }
 

@@ -1,3 +1,4 @@
+import Aggregation
 import Basics
 
 /// The decoded rows of published day tables, kept in memory for `PublishedRows` so that a day read
@@ -26,6 +27,9 @@ package final class PublishedDayCache: Sendable {
         let file: FileIdentity
         let header: [String]
         let rows: [[String?]]
+        /// The rows' places by their (app, ad network), in file order: a scope's rows are found
+        /// without testing every row of the day.
+        let placesByOwner: [Owner: [Int]]
         let bytes: Int
 
         init(manifest: FileIdentity, filePath: String, file: FileIdentity, header: [String], rows: [[String?]]) {
@@ -34,19 +38,47 @@ package final class PublishedDayCache: Sendable {
             self.file = file
             self.header = header
             self.rows = rows
-            bytes = Self.estimate(header: header, rows: rows)
+            var places: [Owner: [Int]] = [:]
+            if let app = header.firstIndex(of: AggregateColumn.field(.appID).name),
+                let network = header.firstIndex(of: AggregateColumn.field(.adNetworkID).name)
+            {
+                for (index, row) in rows.enumerated() {
+                    places[Owner(app: row[app], network: row[network]), default: []].append(index)
+                }
+            }
+            placesByOwner = places
+            bytes = Self.estimate(header: header, rows: rows) + places.count * 64 + rows.count * 8
         }
 
-        /// An over-estimate of the memory the rows hold: an array per row, 16 bytes per field, and
-        /// each value's UTF-8 (small strings live inline, so this counts them twice).
+        /// The places of the rows whose owner `scope` admits, in file order; nil when the header has
+        /// no app or network column (the caller's test then refuses the day).
+        func places(admittedBy scope: DataScope) -> [Int]? {
+            guard !placesByOwner.isEmpty || rows.isEmpty else { return nil }
+            if scope.isEverything { return Array(rows.indices) }
+            var chosen: [Int] = []
+            for (owner, places) in placesByOwner where scope.admits(app: owner.app, network: owner.network) {
+                chosen += places
+            }
+            return chosen.sorted()
+        }
+
+        /// The memory the rows hold, as Swift lays them out: an array per row (its header and the
+        /// allocator's), 16 bytes per field, and a heap buffer (header, UTF-8, rounded to 16) for
+        /// each value longer than the 15 bytes a string holds inline.
         static func estimate(header: [String], rows: [[String?]]) -> Int {
             var total = 64 + header.reduce(0) { $0 + 16 + $1.utf8.count }
             for row in rows {
                 total += 48 + 16 * row.count
-                for value in row { total += value?.utf8.count ?? 0 }
+                for case let value? in row where value.utf8.count > 15 { total += 48 + (value.utf8.count + 15) / 16 * 16 }
             }
             return total
         }
+    }
+
+    /// Who a row belongs to.
+    struct Owner: Hashable, Sendable {
+        let app: String?
+        let network: String?
     }
 
     struct Key: Hashable, Sendable {

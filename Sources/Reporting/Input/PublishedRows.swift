@@ -130,9 +130,13 @@ package struct PublishedRows {
             }
             cache.keep(cached, as: key)
         }
+        // The rows of the scope's apps and networks by the day's index, each still tested by the scope
+        // and the filters as a file's row is.
         let admits = try admitter(header: cached.header, path: cached.filePath)
         var count = 0
-        for fields in cached.rows where admits(fields) {
+        for place in cached.places(admittedBy: scope) ?? Array(cached.rows.indices) {
+            let fields = cached.rows[place]
+            guard admits(fields) else { continue }
             count += 1
             if !visit(cached.header, fields) { break }
         }
