@@ -85,7 +85,8 @@ let package = Package(
         .target(
             name: "NumbersAPI",
             dependencies: [
-                "Basics", "Locking", "PostbackCrypto", "AggregateSchema", "Aggregation", "Parquet", "Reporting", "PostbackServer",
+                "Basics", "Locking", "PostbackCrypto", "PostbackStore", "AggregateSchema", "Aggregation", "Parquet", "Reporting",
+                "PostbackServer",
             ]),
         // Test signing and synthetic postbacks and spools: for tests, benches, `generate` and `synthesize`.
         .target(

@@ -18,7 +18,11 @@ package final class APIServer: Sendable {
         do {
             daemon = try HTTPDaemon(
                 listenDescriptor: socket.descriptor,
-                limits: .init(threads: threads, connectionLimit: 256, perIPConnectionLimit: 0, idleTimeoutSeconds: 30),
+                limits: .init(
+                    threads: threads, connectionLimit: api.settings.timeouts.connectionLimit,
+                    // Behind trusted proxies every peer is a proxy: a per-address limit would throttle it.
+                    perIPConnectionLimit: api.settings.trustedProxies.isEmpty ? api.settings.perAddressConnectionLimit : 0,
+                    idleTimeoutSeconds: api.settings.timeouts.idleSeconds),
                 responder: api)
         } catch {
             close(socket.descriptor)

@@ -23,6 +23,16 @@ package final class NumbersAPI: HTTPResponder {
         package var burst = 30
         /// The dashboard's sessions and how it is reached (`Dashboard`).
         package var dashboard = Dashboard.Settings()
+        /// The most memory (estimated) the days read and the summaries answered are kept in
+        /// (`PublishedDayCache`, `SummaryCache`): re-read only when re-published.
+        package var cacheBytes = PublishedDayCache.defaultMaximumBytes
+        /// The listener's deadlines and connection limit (the receiver's watchdog, `ListenerWatchdog`).
+        package var timeouts = ListenerWatchdog.Timeouts()
+        /// Proxies whose `X-Forwarded-For` (or `Forwarded`) names the client in the audit line; none:
+        /// the socket's peer is the client, whatever a header says.
+        package var trustedProxies: [CIDR] = []
+        /// Open connections from one address (libmicrohttpd's limit; none behind trusted proxies).
+        package var perAddressConnectionLimit = 32
 
         package init(dataDirectory: String, toolVersion: String) {
             self.dataDirectory = dataDirectory
@@ -35,6 +45,11 @@ package final class NumbersAPI: HTTPResponder {
     let limiter: RateLimiter
     let audit: AuditLog
     let dashboard: Dashboard
+    /// The day tables' rows as read, whole and unscoped: only `PublishedRows` reads them.
+    let days: PublishedDayCache
+    let summaries: SummaryCache
+    /// Slow clients' deadlines and the connection limit.
+    package let watchdog: ListenerWatchdog
     /// The operator's log: failures to read the aggregates, an unusable tokens file.
     let log: @Sendable (String) -> Void
     /// Today (UTC), for token expiry; a test sets it.
@@ -48,6 +63,10 @@ package final class NumbersAPI: HTTPResponder {
         self.tokens = tokens
         self.limiter = RateLimiter(perMinute: settings.requestsPerMinute, burst: settings.burst)
         self.audit = audit
+        // One bound for both: the days take most of it; summaries are a few KiB each.
+        days = PublishedDayCache(maximumBytes: settings.cacheBytes - settings.cacheBytes / 16)
+        summaries = SummaryCache(maximumBytes: settings.cacheBytes / 16)
+        watchdog = ListenerWatchdog(timeouts: settings.timeouts)
         self.log = log
         self.today = today
         self.dashboard = Dashboard(
@@ -68,12 +87,17 @@ package final class NumbersAPI: HTTPResponder {
         let started = DispatchTime.now().uptimeNanoseconds
     }
 
-    final class Connection {}
-
-    package func connectionOpened(_ connection: HTTPConnection) -> AnyObject { Connection() }
-    package func connectionClosed(_ state: AnyObject) {}
-    package func requestBegan(on connection: HTTPConnection) -> AnyObject { Request() }
-    package func requestCompleted(_ request: AnyObject?, on connection: HTTPConnection?, termination: Int32) {}
+    package func connectionOpened(_ connection: HTTPConnection) -> AnyObject {
+        watchdog.connectionOpened(connection) { reason in self.log("a connection closed at the connection limit (\(reason))") }
+    }
+    package func connectionClosed(_ state: AnyObject) { watchdog.connectionClosed(state) }
+    package func requestBegan(on connection: HTTPConnection) -> AnyObject {
+        watchdog.requestBegan(on: connection)
+        return Request()
+    }
+    package func requestCompleted(_ request: AnyObject?, on connection: HTTPConnection?, termination: Int32) {
+        watchdog.requestCompleted(on: connection)
+    }
     package func libraryLogged(_ message: String) { log("libmicrohttpd: \(message)") }
 
     package func handle(_ state: AnyObject, on connection: HTTPConnection, line: HTTPRequestLine, chunk: HTTPBodyChunk)
@@ -83,6 +107,7 @@ package final class NumbersAPI: HTTPResponder {
         if !request.headersSeen {
             request.headersSeen = true
             request.takesBody = Dashboard.takesBody(method: line.methodName, path: line.path)
+            watchdog.headersReceived(on: connection)
             // A declared body is refused before it is read; the connection then closes.
             if let length = connection.header("Content-Length"), length != "0",
                 !request.takesBody || (Int(length) ?? .max) > Dashboard.maximumBody
@@ -104,6 +129,7 @@ package final class NumbersAPI: HTTPResponder {
             return reply(APIProblem.bodyNotAllowed.reply, request, connection: connection, line: line, closing: true)
         }
         // Answered only now, after the (empty) body: libmicrohttpd keeps the connection alive then.
+        watchdog.processing(on: connection)
         var tokenName: String?
         var rows: Int?
         let arguments = connection.queryArguments()
@@ -128,7 +154,8 @@ package final class NumbersAPI: HTTPResponder {
             .init(
                 time: UTCTimestamp.now(), token: tokenName, method: line.methodName, path: line.path, query: arguments,
                 status: answer.status, rows: rows, bytes: answer.body.count, milliseconds: elapsed,
-                client: connection.peerAddress))
+                client: ClientAddress.of(connection, trusted: settings.trustedProxies)))
+        watchdog.replyQueued(on: connection)
         return .reply(answer, closing: false)
     }
 
@@ -140,7 +167,8 @@ package final class NumbersAPI: HTTPResponder {
             .init(
                 time: UTCTimestamp.now(), token: nil, method: line.methodName, path: line.path, query: [],
                 status: answer.status, rows: nil, bytes: answer.body.count, milliseconds: elapsed,
-                client: connection.peerAddress))
+                client: ClientAddress.of(connection, trusted: settings.trustedProxies)))
+        watchdog.replyQueued(on: connection)
         return .reply(answer, closing: closing)
     }
 
@@ -181,9 +209,14 @@ package final class NumbersAPI: HTTPResponder {
         }
         if path == "/v1/summary" {
             let query = try APIQuery(arguments, allowed: APIQuery.summaryArguments)
-            let reply = try SummaryEndpoint.answer(
+            let reply = try summaries.answer(
                 query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory,
-                toolVersion: settings.toolVersion)
+                today: today()
+            ) { () throws(APIProblem) in
+                try SummaryEndpoint.answer(
+                    query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory,
+                    toolVersion: settings.toolVersion)
+            }
             return (reply, nil)
         }
         let name = String(path.dropFirst("/v1/tables/".count).dropLast("/rows".count))
@@ -193,7 +226,8 @@ package final class NumbersAPI: HTTPResponder {
         }
         let query = try APIQuery(arguments, allowed: APIQuery.rowsArguments)
         let answer = try RowsEndpoint.answer(
-            table: table, query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory)
+            table: table, query: query, scope: query.scope(within: token.scope), dataDirectory: settings.dataDirectory,
+            cache: days)
         return (answer.reply, answer.rows)
     }
 

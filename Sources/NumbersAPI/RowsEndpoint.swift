@@ -19,10 +19,10 @@ enum RowsEndpoint {
         var daysLeftOut: [UTCDay] = []
     }
 
-    static func answer(table: APITables.Table, query: APIQuery, scope: DataScope, dataDirectory: String) throws(APIProblem)
-        -> (reply: HTTPReply, rows: Int)
-    {
-        let page = try read(table: table, query: query, scope: scope, dataDirectory: dataDirectory)
+    static func answer(
+        table: APITables.Table, query: APIQuery, scope: DataScope, dataDirectory: String, cache: PublishedDayCache? = nil
+    ) throws(APIProblem) -> (reply: HTTPReply, rows: Int) {
+        let page = try read(table: table, query: query, scope: scope, dataDirectory: dataDirectory, cache: cache)
         var headers: [(name: String, value: String)] = []
         if let next = page.next { headers.append(("Next-Cursor", next.text)) }
         let reply: HTTPReply
@@ -41,9 +41,9 @@ enum RowsEndpoint {
     }
 
     /// The page's rows: the scope is applied by `PublishedRows` as each row is read.
-    static func read(table: APITables.Table, query: APIQuery, scope: DataScope, dataDirectory: String) throws(APIProblem)
-        -> Page
-    {
+    static func read(
+        table: APITables.Table, query: APIQuery, scope: DataScope, dataDirectory: String, cache: PublishedDayCache? = nil
+    ) throws(APIProblem) -> Page {
         let names = query.columns ?? [APITables.dayColumn] + table.columns.map(\.name)
         var page = Page(columns: [])
         for name in names {
@@ -55,7 +55,8 @@ enum RowsEndpoint {
                 throw .badQuery("\(table.name) has no column '\(APIProblem.quoted(name))' (GET /v1/tables lists them)")
             }
         }
-        let reader = PublishedRows(dataDirectory: dataDirectory, table: table.name, scope: scope, filters: query.filters)
+        let reader = PublishedRows(
+            dataDirectory: dataDirectory, table: table.name, scope: scope, filters: query.filters, cache: cache)
         let first = query.cursor?.day ?? query.from
         var skip = query.cursor?.offset ?? 0
         var rows: [[String?]] = []

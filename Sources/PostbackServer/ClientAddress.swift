@@ -64,7 +64,16 @@ enum IPAddress {
 
 /// Who sent a request: the socket's peer, or, when that peer is a trusted proxy, the client its
 /// `X-Forwarded-For` (or RFC 7239 `Forwarded`) header names.
-enum ClientAddress {
+package enum ClientAddress {
+    /// The peer's address, or (with `trusted` proxies) the client the peer forwards for.
+    package static func of(_ connection: HTTPConnection, peer: String? = nil, trusted: [CIDR]) -> String {
+        let peer = peer ?? connection.peerAddress
+        guard !trusted.isEmpty else { return peer }
+        return resolve(
+            peer: peer, forwardedFor: connection.header("X-Forwarded-For"), forwarded: connection.header("Forwarded"),
+            trusted: trusted)
+    }
+
     /// Walks the forwarding chain from the right (the hop nearest to us) past trusted proxies; the
     /// first address not trusted is the client (entries further left could be forged by it). A
     /// header that does not parse leaves the peer as the answer.

@@ -265,11 +265,7 @@ final class RequestHandler: HTTPResponder {
     /// The peer's address (read once per connection), or the client a trusted proxy names
     /// (`trusted_proxies`: its headers are read only then).
     private func clientAddress(of connection: HTTPConnection) -> String {
-        let peer = connection.track?.peerAddress ?? connection.peerAddress
-        guard !configuration.trustedProxies.isEmpty else { return peer }
-        return ClientAddress.resolve(
-            peer: peer, forwardedFor: connection.header("X-Forwarded-For"), forwarded: connection.header("Forwarded"),
-            trusted: configuration.trustedProxies)
+        ClientAddress.of(connection, peer: connection.track?.peerAddress, trusted: configuration.trustedProxies)
     }
 
     /// The headers are in: framing, route, method and declared length decide what happens next.

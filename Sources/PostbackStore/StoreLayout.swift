@@ -100,7 +100,7 @@ package struct StoreLayout: Sendable {
     }
 
     /// The names in `directory`; none if it does not exist.
-    static func entries(of directory: String) throws(ListingError) -> [String] {
+    package static func entries(of directory: String) throws(ListingError) -> [String] {
         guard let stream = opendir(directory) else {
             let code = errno
             if code == ENOENT { return [] }

@@ -75,12 +75,14 @@ final class APIFixture: @unchecked Sendable {
     /// The API on 127.0.0.1 (a free port), reading the tokens file; no rate limit to speak of.
     func start(
         requestsPerMinute: Int = 1_000_000, today: UTCDay = UTCDay(year: 2026, month: 4, day: 1),
-        dashboard: Dashboard.Settings = .init()
+        dashboard: Dashboard.Settings = .init(),
+        configure: (inout NumbersAPI.Settings) -> Void = { _ in }
     ) throws -> (server: APIServer, api: NumbersAPI) {
         var settings = NumbersAPI.Settings(dataDirectory: store.path, toolVersion: "postback test")
         settings.dashboard = dashboard
         settings.requestsPerMinute = requestsPerMinute
         settings.burst = min(requestsPerMinute, 1_000_000)
+        configure(&settings)
         let audit = audit
         let operatorLog = operatorLog
         let api = NumbersAPI(

@@ -12,7 +12,8 @@ import Reporting
 enum ApiCommand {
     static let usage = """
         usage: postback api --data DIR --listen HOST:PORT --tokens FILE [--threads N]
-                            [--rate-limit N] [--audit-log FILE] [--behind-tls] [--session-hours N]
+                           [--rate-limit N] [--audit-log FILE] [--behind-tls] [--session-hours N]
+                           [--cache-mib N] [--trusted-proxies CIDRS]
                postback api token create --tokens FILE --name NAME --apps IDS|all
                                          --networks IDS|all [--expires YYYY-MM-DD]
                postback api token list --tokens FILE
@@ -33,13 +34,22 @@ enum ApiCommand {
           --tokens FILE      the tokens file (mode 0600: refused if its group or others can read it);
                              read again whenever it changes, so a revoked token is refused at once
           --threads N        threads answering requests (default 4, 1 to 64)
-          --rate-limit N     requests a minute per token (default 120, 1 to 100000; bursts of 30)
+          --rate-limit N     requests a minute per token (default 120, 1 to 10000000; bursts of 30)
           --audit-log FILE   append the audit lines (one JSON line per request: token name,
                              query, status, rows, bytes) to FILE instead of standard error
           --behind-tls       it is reached only through TLS (nginx): the dashboard's session
                              cookie is Secure, and a sign-in's Origin must be https://
           --session-hours N  how long a dashboard session lasts (default 8, 1 to 168); a revoked
                              or expired token ends its sessions at once
+          --cache-mib N      memory for the days read and the summaries answered (default 256,
+                             0 to 65536; least recently used out first); a day re-published is
+                             read again, never answered from memory
+          --trusted-proxies CIDRS  comma-separated proxies (e.g. 127.0.0.1/32) whose
+                             X-Forwarded-For names the client in the audit line; without it
+                             the socket's peer is the client and the header is ignored
+
+        Slow clients: headers within 5 s, the reply read within 10 s, 30 s idle between requests;
+        at most 256 connections (a silent one shed first), 32 from one address without proxies.
 
         token create: prints a new token once (the file keeps only a salted SHA-256 of it).
           --name NAME        a name for the audit log and 'token list' (letters, digits . _ - @)
@@ -54,7 +64,10 @@ enum ApiCommand {
 
     static let syntax = CommandSyntax(
         "api", usage: usage, flags: ["--behind-tls"],
-        options: ["--data", "--listen", "--tokens", "--threads", "--rate-limit", "--audit-log", "--session-hours"])
+        options: [
+            "--data", "--listen", "--tokens", "--threads", "--rate-limit", "--audit-log", "--session-hours", "--cache-mib",
+            "--trusted-proxies",
+        ])
     static let tokenSyntax = CommandSyntax("api token", usage: usage)
     static let createSyntax = CommandSyntax(
         "api token create", usage: usage, options: ["--tokens", "--name", "--apps", "--networks", "--expires"])
@@ -199,8 +212,10 @@ enum ApiCommand {
                 throw CommandError.usage("--listen: \(error)")
             }
             let threads = try arguments.integer("--threads", default: 4, in: 1...64)
-            let rate = try arguments.integer("--rate-limit", default: 120, in: 1...100_000)
+            let rate = try arguments.integer("--rate-limit", default: 120, in: 1...10_000_000)
             let sessionHours = try arguments.integer("--session-hours", default: 8, in: 1...168)
+            let cacheMiB = try arguments.integer(
+                "--cache-mib", default: PublishedDayCache.defaultMaximumBytes >> 20, in: 0...65_536)
             let tokens = try TokenStore(path: tokensPath)
             var audit = io.standardError
             if let path = arguments.value("--audit-log") {
@@ -215,6 +230,15 @@ enum ApiCommand {
             settings.requestsPerMinute = rate
             settings.dashboard.sessionSeconds = sessionHours * 3600
             settings.dashboard.behindTLS = arguments.has("--behind-tls")
+            settings.cacheBytes = cacheMiB << 20
+            if let text = arguments.value("--trusted-proxies") {
+                settings.trustedProxies = try text.split(separator: ",").map { part throws(CommandError) in
+                    guard let cidr = CIDR(String(part)) else {
+                        throw CommandError.usage("--trusted-proxies: '\(part)' is not an address or CIDR block")
+                    }
+                    return cidr
+                }
+            }
             let auditSink = audit
             let errors = io.standardError
             let api = NumbersAPI(

@@ -25,14 +25,22 @@ package struct PublishedRows {
     let scope: DataScope
     /// Column name → the value a row must hold there (a null field never matches).
     let filters: [(column: String, value: String)]
+    /// Where the days read are kept (whole and unscoped) and found again; nil: every call reads the file.
+    let cache: PublishedDayCache?
 
     /// - Parameter filters: exact matches a row must also pass (`campaign_id`, `country_code`, …);
     ///   a filter on a column the table does not have admits no row.
-    package init(dataDirectory: String, table: String, scope: DataScope, filters: [(column: String, value: String)] = []) {
+    /// - Parameter cache: days already read (`PublishedDayCache`); the scope and filters are applied
+    ///   to a cached day's rows exactly as to a file's.
+    package init(
+        dataDirectory: String, table: String, scope: DataScope, filters: [(column: String, value: String)] = [],
+        cache: PublishedDayCache? = nil
+    ) {
         layout = StoreLayout(root: dataDirectory)
         self.table = table
         self.scope = scope
         self.filters = filters
+        self.cache = cache
     }
 
     /// Hands `visit` the admitted rows of `day` in file order, with the file's header (column
@@ -41,6 +49,7 @@ package struct PublishedRows {
     package func forEachRow(
         day: UTCDay, _ visit: (_ header: [String], _ fields: [String?]) -> Bool
     ) throws(ReportError) -> DayOutcome {
+        if let cache { return try forEachCachedRow(day: day, cache: cache, visit) }
         let manifestPath = layout.manifest(day: day)
         var status = stat()
         guard stat(manifestPath, &status) == 0 else { return .missing }
@@ -83,6 +92,72 @@ package struct PublishedRows {
         case .mismatch: return .leftOut(AggregateLoader.doesNotMatch(table))
         case .read(let count): return .read(rows: count)
         }
+    }
+
+    /// `forEachRow` through `cache`: the day's rows from the cache when its manifest and file are
+    /// unchanged, else read whole (checked against the manifest as without a cache) and kept.
+    private func forEachCachedRow(
+        day: UTCDay, cache: PublishedDayCache, _ visit: (_ header: [String], _ fields: [String?]) -> Bool
+    ) throws(ReportError) -> DayOutcome {
+        let manifestPath = layout.manifest(day: day)
+        // The identities are taken before anything is read: a file replaced while it is read is
+        // kept under its old identity, so the next lookup reads it again (never the reverse).
+        guard let manifestIdentity = FileIdentity(path: manifestPath) else { return .missing }
+        let key = PublishedDayCache.Key(root: layout.root, table: table, day: day.daysSinceEpoch)
+        let cached: PublishedDayCache.Day
+        if let found = cache.day(key, manifest: manifestIdentity) {
+            cached = found
+        } else {
+            let manifest = try PublishedFile.manifest(at: manifestPath, limit: 256 << 20, DayManifest.init(json:path:))
+            let parquet = manifest.outputs[table] == nil ? manifest.parquetOutputs[table] : nil
+            guard let output = parquet ?? manifest.outputs[table] else { return .missing }
+            let path = layout.aggregateFile(table: table, day: day, extension: parquet == nil ? "csv" : "parquet")
+            guard let fileIdentity = FileIdentity(path: path) else {
+                return .leftOut("the manifest lists \(table), but the file is missing")
+            }
+            let outcome =
+                parquet == nil
+                ? try PublishedFile.withCSV(at: path, matching: output) { reader throws(ReportError) in
+                    try Self.wholeCSV(reader, path: path)
+                } : try PublishedFile.parquetRows(at: path, matching: output)
+            switch outcome {
+            case .missing: return .leftOut("the manifest lists \(table), but the file is missing")
+            case .mismatch: return .leftOut(AggregateLoader.doesNotMatch(table))
+            case .read(let decoded):
+                cached = .init(
+                    manifest: manifestIdentity, filePath: path, file: fileIdentity, header: decoded.header,
+                    rows: decoded.rows)
+            }
+            cache.keep(cached, as: key)
+        }
+        // The rows of the scope's apps and networks by the day's index, each still tested by the scope
+        // and the filters as a file's row is.
+        let admits = try admitter(header: cached.header, path: cached.filePath)
+        var count = 0
+        for place in cached.places(admittedBy: scope) ?? Array(cached.rows.indices) {
+            let fields = cached.rows[place]
+            guard admits(fields) else { continue }
+            count += 1
+            if !visit(cached.header, fields) { break }
+        }
+        return .read(rows: count)
+    }
+
+    /// Every record of a CSV table, after its header.
+    private static func wholeCSV(_ reader: CSVRecordReader, path: String) throws(ReportError) -> (
+        header: [String], rows: [[String?]]
+    ) {
+        guard let first = try reader.next() else { throw .malformed(path: path, line: 1, reason: "empty file: no header") }
+        let header = first.map { $0 ?? "" }
+        var rows: [[String?]] = []
+        while let fields = try reader.next() {
+            guard fields.count == header.count else {
+                throw .malformed(
+                    path: path, line: reader.recordLine, reason: "\(fields.count) fields, the header has \(header.count)")
+            }
+            rows.append(fields)
+        }
+        return (header, rows)
     }
 
     /// The scope, then the filters, as one test of a row's fields by their place in `header`.
