@@ -544,7 +544,7 @@ extension Int128 {
             _ = try ParquetTable.encode(csv: csv, table: table, columns: columns)
             return nil
         } catch {
-            return error.description
+            return "\(error)"
         }
     }
 

@@ -175,10 +175,12 @@ import Testing
         do {
             _ = try ConversionSchema(json: Array(testCase.json.utf8), file: "bad.json")
             Issue.record("accepted a bad schema: \(testCase.json)")
-        } catch {
+        } catch let error as AggregationError {
             #expect(error.code == .schema && error.path == "bad.json")
             #expect(error.problems.contains { $0.contains(testCase.expected) }, "got: \(error.problems)")
             #expect(error.description.hasPrefix("bad.json:"))
+        } catch {
+            Issue.record("not an AggregationError: \(error)")
         }
     }
 
@@ -188,7 +190,7 @@ import Testing
         do {
             _ = try ConversionSchema(json: Array(json.utf8), file: "x.json")
             Issue.record("accepted")
-        } catch {
+        } catch let error as AggregationError {
             #expect(error.problems.count == 4, "\(error.problems)")
         }
     }
@@ -243,7 +245,7 @@ import Testing
         do {
             _ = try SchemaCatalog.load(directory: directory.path)
         } catch {
-            #expect(error.description.contains("app_id 5 does not match its directory 6"))
+            #expect("\(error)".contains("app_id 5 does not match its directory 6"))
         }
         try FileManager.default.removeItem(atPath: directory.path + "/6")
         try directory.write(
@@ -253,7 +255,7 @@ import Testing
             _ = try SchemaCatalog.load(directory: directory.path)
             Issue.record("accepted a broken file")
         } catch {
-            #expect(error.description.contains("5/b.json: not valid JSON"))
+            #expect("\(error)".contains("5/b.json: not valid JSON"))
         }
         try FileManager.default.removeItem(atPath: directory.path + "/5/b.json")
         try directory.write("{}", to: "campaigns/x.json")

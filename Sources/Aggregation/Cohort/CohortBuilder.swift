@@ -40,14 +40,10 @@ package struct CohortSummary: Sendable {
 package enum CohortBuilder {
     static let manifestFormat = 1
 
-    package static func rebuild(_ request: CohortRequest) throws(AggregationError) -> [CohortSummary] {
+    package static func rebuild(_ request: CohortRequest) throws -> [CohortSummary] {
         let root = request.dataDirectory
         let spend = SpendStore(dataDirectory: root)
-        do {
-            try spend.recover()
-        } catch {
-            throw .usage(error.description)
-        }
+        try spend.recover()
         let published = PublishedDays(root: root)
         let offsets = CohortStatus.lastDayOffsets
 
@@ -90,7 +86,7 @@ package enum CohortBuilder {
                     let installDay = received.adding(days: -offset)
                     if cohorts[installDay] != nil { cohorts[installDay]!.sources.append(input) }
                 }
-                try rows.forEach(wanted: { cohorts[$0] != nil }) { row throws(AggregationError) in
+                try rows.forEach(wanted: { cohorts[$0] != nil }) { row in
                     // A row of development or rejected records only (postbacks 0) is in no cohort of its table.
                     guard row.postbacks > 0 else { return }
                     cohorts[row.installDay]!.tables[tableIndex][row.key, default: CohortCell()].add(row)
@@ -107,12 +103,10 @@ package enum CohortBuilder {
                 let bytes: [UInt8]
                 do {
                     bytes = try FileBytes.read(path: path, limit: 1 << 30)
-                    spendRows += try SpendRow.readStored(bytes, path: path)
-                } catch let error as AggregationError {
-                    throw .usage(error.description)
                 } catch {
-                    throw .usage("\(path): cannot read it: \(error)")
+                    throw AggregationError.usage("\(path): cannot read it: \(error)")
                 }
+                spendRows += try SpendRow.readStored(bytes, path: path)
                 inputs.spendInputs.append(
                     CohortManifest.Input(
                         path: relative(path, root: root), bytes: bytes.count, sha256: SHA256.hash(bytes).description))
@@ -134,7 +128,7 @@ package enum CohortBuilder {
                     losses.append("received days complete through \(complete?.description ?? "none") instead of \(before)")
                 }
                 if !losses.isEmpty {
-                    throw .worseThanPublished(
+                    throw AggregationError.worseThanPublished(
                         day: installDay, manifest: CohortManifest.path(root: root, day: installDay),
                         losses: losses.joined(separator: " and ") + " (cohort of install date \(installDay))")
                 }
@@ -271,13 +265,14 @@ struct CampaignDailyRows {
     private let csv: [UInt8]?
     private let parquet: (header: [String], rows: [[String?]])?
 
-    init(bytes: [UInt8], path: String, parquet: Bool) throws(AggregationError) {
+    init(bytes: [UInt8], path: String, parquet: Bool) throws {
         self.path = path
         if parquet {
             do {
                 self.parquet = try PublishedParquet.textRows(parquet: bytes)
             } catch {
-                throw .usage("\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
+                throw AggregationError.usage(
+                    "\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
             }
             csv = nil
         } else {
@@ -286,11 +281,12 @@ struct CampaignDailyRows {
         }
     }
 
-    private func indices(_ header: [String]) throws(AggregationError) -> [Int] {
+    private func indices(_ header: [String]) throws -> [Int] {
         var index: [Int] = []
         for name in Self.columns {
             guard let position = header.firstIndex(of: name) else {
-                throw .usage("\(path): has no \(name) column: rerun 'postback aggregate' for its day with this release")
+                throw AggregationError.usage(
+                    "\(path): has no \(name) column: rerun 'postback aggregate' for its day with this release")
             }
             index.append(position)
         }
@@ -301,7 +297,7 @@ struct CampaignDailyRows {
 
     /// Calls `body` with each row whose install date `wanted` accepts (a rejected record's row, which
     /// has none, is in no cohort).
-    func forEach(wanted: (UTCDay) -> Bool, _ body: (CampaignDailyRow) throws(AggregationError) -> Void) throws(AggregationError) {
+    func forEach(wanted: (UTCDay) -> Bool, _ body: (CampaignDailyRow) throws -> Void) throws {
         if let parquet {
             let index = try indices(parquet.header)
             for (number, record) in parquet.rows.enumerated() {
@@ -348,7 +344,7 @@ struct CampaignDailyRows {
         }
     }
 
-    private static func row(_ fields: [[UInt8]?], wanted: (UTCDay) -> Bool, path: String, line: Int) throws(AggregationError)
+    private static func row(_ fields: [[UInt8]?], wanted: (UTCDay) -> Bool, path: String, line: Int) throws
         -> CampaignDailyRow?
     {
         func text(_ i: Int) -> String? { fields[i].map { String(decoding: $0, as: UTF8.self) } }
@@ -361,10 +357,11 @@ struct CampaignDailyRows {
             }
             return value
         }
-        func money(_ i: Int) throws(AggregationError) -> Money? {
+        func money(_ i: Int) throws -> Money? {
             guard let bytes = fields[i] else { return nil }
             guard let amount = Money(decimalUTF8: bytes) else {
-                throw .usage("\(path): line \(line): \(columns[i]) '\(String(decoding: bytes, as: UTF8.self))' is not an amount")
+                throw AggregationError.usage(
+                    "\(path): line \(line): \(columns[i]) '\(String(decoding: bytes, as: UTF8.self))' is not an amount")
             }
             return amount
         }
@@ -377,7 +374,7 @@ struct CampaignDailyRows {
         var modeled = ModeledParts.none
         if let bytes = fields[optional(.nullRevenueEst)] {
             guard let amount = Money(decimalUTF8: bytes) else {
-                throw .usage(
+                throw AggregationError.usage(
                     "\(path): line \(line): modeled_null_revenue_est '\(String(decoding: bytes, as: UTF8.self))' is not an amount"
                 )
             }
@@ -386,7 +383,7 @@ struct CampaignDailyRows {
         for (index, column) in ModeledColumn.summed.enumerated() {
             guard let text = text(optional(column)) else { continue }
             guard let value = Double(text) else {
-                throw .usage("\(path): line \(line): \(column.rawValue) '\(text)' is not a number")
+                throw AggregationError.usage("\(path): line \(line): \(column.rawValue) '\(text)' is not a number")
             }
             modeled.sums[index] = value
         }

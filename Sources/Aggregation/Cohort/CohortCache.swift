@@ -16,11 +16,11 @@ enum CohortCache {
     }
 
     static func rows(root: String, table: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String))
-        throws(AggregationError) -> CampaignDailyRows
+        throws -> CampaignDailyRows
     {
         // "cohorts-2": the sums with the model's columns (a cache of an earlier release is not read).
         let (bytes, path) = try cached(kind: "cohorts-2", root: root, table: table, day: day, file: file) {
-            (bytes, path) throws(AggregationError) in
+            (bytes, path) in
             try sum(CampaignDailyRows(bytes: bytes, path: path, parquet: path.hasSuffix(".parquet")))
         }
         return try CampaignDailyRows(bytes: bytes, path: path, parquet: false)
@@ -31,8 +31,8 @@ enum CohortCache {
     /// path it was read from.
     static func cached(
         kind: String, root: String, table: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String),
-        summarize: ([UInt8], String) throws(AggregationError) -> [UInt8]
-    ) throws(AggregationError) -> (bytes: [UInt8], path: String) {
+        summarize: ([UInt8], String) throws -> [UInt8]
+    ) throws -> (bytes: [UInt8], path: String) {
         let cached = path(root: root, kind: kind, table: table, day: day, sha256: file.sha256)
         if let bytes = try? FileBytes.read(path: cached, limit: 1 << 34) {
             return (bytes, cached)
@@ -51,16 +51,17 @@ enum CohortCache {
 
     /// A published file's bytes, checked against the SHA-256 its day's manifest lists.
     static func published(root: String, day: UTCDay, file: (path: String, bytes: Int, sha256: String))
-        throws(AggregationError) -> [UInt8]
+        throws -> [UInt8]
     {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: root + "/" + file.path, limit: 1 << 34)
         } catch {
-            throw .usage("\(root)/\(file.path): cannot read it (\(error.message)): rerun 'postback aggregate' for \(day)")
+            throw AggregationError.usage(
+                "\(root)/\(file.path): cannot read it (\(error.message)): rerun 'postback aggregate' for \(day)")
         }
         guard SHA256.hash(bytes).description == file.sha256 else {
-            throw .usage(
+            throw AggregationError.usage(
                 "\(root)/\(file.path) is not the file its manifest lists (SHA-256 differs): rerun 'postback aggregate' for \(day) to publish it again"
             )
         }
@@ -69,7 +70,7 @@ enum CohortCache {
 
     /// The rows of counted postbacks, summed by install date, key, window and currency, as CSV with
     /// `CampaignDailyRows.columns` (amounts summed as SQL SUM: empty when every value is).
-    private static func sum(_ rows: CampaignDailyRows) throws(AggregationError) -> [UInt8] {
+    private static func sum(_ rows: CampaignDailyRows) throws -> [UInt8] {
         struct Group: Hashable {
             var day: UTCDay
             var key: CohortKey
@@ -80,7 +81,7 @@ enum CohortCache {
             var campaignID: Int64?
         }
         var groups: [Group: (counts: [Int64], revenue: [AmountSum], modeled: ModeledParts)] = [:]
-        try rows.forEach(wanted: { _ in true }) { row throws(AggregationError) in
+        try rows.forEach(wanted: { _ in true }) { row in
             guard row.postbacks > 0 else { return }
             let group = Group(
                 day: row.installDay, key: row.key, window: row.sequenceIndex, currency: row.currency,

@@ -184,7 +184,7 @@ struct CohortDay {
     }
 
     /// Writes both tables' files, then the manifest; returns whether any byte changed.
-    func publish(root: String, request: CohortRequest) throws(AggregationError) -> Bool {
+    func publish(root: String, request: CohortRequest) throws -> Bool {
         var outputs: [ManifestOutput] = []
         var changed = false
         for (index, (table, _)) in AggregateTables.cohortTables.enumerated() {

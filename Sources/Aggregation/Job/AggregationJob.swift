@@ -125,32 +125,34 @@ package final class AggregationJob: Sendable {
 
     /// Runs every day; `onDay` is called as each day is published.
     @discardableResult
-    package func run(onDay: (DaySummary) -> Void = { _ in }) throws(AggregationError) -> [DaySummary] {
-        guard request.from <= request.to else { throw .usage("--from \(request.from) is after --to \(request.to)") }
-        guard (0...400).contains(request.lookbackDays) else { throw .usage("lookback must be 0 to 400 days") }
+    package func run(onDay: (DaySummary) -> Void = { _ in }) throws -> [DaySummary] {
+        guard request.from <= request.to else {
+            throw AggregationError.usage("--from \(request.from) is after --to \(request.to)")
+        }
+        guard (0...400).contains(request.lookbackDays) else { throw AggregationError.usage("lookback must be 0 to 400 days") }
         // Checked before anything is read: a day still being written would be published with only
         // part of its postbacks, and tomorrow's run would then look like a loss.
-        if request.to > request.today { throw .futureDay(request.to, today: request.today) }
-        if request.to >= request.today, !request.allowOpenDay { throw .openDay(max(request.from, request.today)) }
+        if request.to > request.today { throw AggregationError.futureDay(request.to, today: request.today) }
+        if request.to >= request.today, !request.allowOpenDay { throw AggregationError.openDay(max(request.from, request.today)) }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue
         else {
-            throw .usage("--data \(request.dataDirectory) is not a directory")
+            throw AggregationError.usage("--data \(request.dataDirectory) is not a directory")
         }
         // A mistyped --data must not publish empty days over good ones: the receiver creates the
         // spool directory when it first starts, so a store without one is not a store.
         let spool = layout.spoolDirectory(.postbacks)
         guard FileManager.default.fileExists(atPath: spool, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .usage(
+            throw AggregationError.usage(
                 "--data \(request.dataDirectory) holds no spool (\(spool) is missing): is it the receiver's data directory? (--input aggregates a file of postbacks)"
             )
         }
-        return try withWorkDirectory { (work) throws(AggregationError) in try runDays(work: work, onDay: onDay) }
+        return try withWorkDirectory { (work) in try runDays(work: work, onDay: onDay) }
     }
 
     /// Takes the store's lock and a fresh work directory (anything left there is from a crashed run)
     /// for the length of `body`.
-    func withWorkDirectory<R>(_ body: (String) throws(AggregationError) -> R) throws(AggregationError) -> R {
+    func withWorkDirectory<R>(_ body: (String) throws -> R) throws -> R {
         let aggregateRoot = layout.root + "/agg"
         try makeDirectories(aggregateRoot)
         let lock = try Self.lockStore(path: aggregateRoot + "/.lock")
@@ -165,14 +167,14 @@ package final class AggregationJob: Sendable {
     /// An exclusive `flock` on `DATA/agg/.lock`, so two aggregation runs never write the same
     /// partitions or clear each other's work directory. Released when the lock goes away (or the
     /// process dies: the kernel drops flocks with the descriptor).
-    private static func lockStore(path: String) throws(AggregationError) -> FileLock {
+    private static func lockStore(path: String) throws -> FileLock {
         guard let lock = try AggregationError.onFailure({ () throws(SystemCallError) in try FileLock(path: path) }) else {
-            throw .locked(path: path)
+            throw AggregationError.locked(path: path)
         }
         return lock
     }
 
-    private func runDays(work: String, onDay: (DaySummary) -> Void) throws(AggregationError) -> [DaySummary] {
+    private func runDays(work: String, onDay: (DaySummary) -> Void) throws -> [DaySummary] {
         var keyFiles: [UTCDay: String] = [:]
         var lookbackReports: [UTCDay: [SegmentReport]] = [:]
         var summaries: [DaySummary] = []
@@ -205,7 +207,7 @@ package final class AggregationJob: Sendable {
                         onDay(summary)
                     }
                     let handOver = UncheckedBox(table)  // the writer owns the table from here on
-                    writer.start { () throws(AggregationError) -> DaySummary in
+                    writer.start { () throws -> DaySummary in
                         try self.render(
                             handOver.value, lookback: lookback,
                             quarantine: QuarantineSummary.read(layout: self.layout, day: handOver.value.day),
@@ -230,7 +232,7 @@ package final class AggregationJob: Sendable {
         return summaries
     }
 
-    private func segmentTasks(day: UTCDay, includeRejected: Bool) throws(AggregationError) -> [SegmentTask] {
+    private func segmentTasks(day: UTCDay, includeRejected: Bool) throws -> [SegmentTask] {
         var tasks: [SegmentTask] = []
         let spools: [StoreLayout.Spool] = includeRejected ? [.postbacks, .rejected] : [.postbacks]
         // Local segments are checked against the seals their writers recorded (a bucket's were
@@ -252,7 +254,7 @@ package final class AggregationJob: Sendable {
             do {
                 segments = try layout.segments(spool, day: day)
             } catch {
-                throw .system(
+                throw AggregationError.system(
                     SystemCallError(operation: "listing the spool partition", path: error.path, errorNumber: error.errorNumber))
             }
             for segment in segments {
@@ -274,7 +276,7 @@ package final class AggregationJob: Sendable {
     /// - Parameter conflicts: the day's conflict evidence (nil with `--input`, which has none).
     func render(
         _ table: DayTable, lookback: [SegmentReport], quarantine: QuarantineSummary? = nil, conflicts: ConflictSummary? = nil
-    ) throws(AggregationError)
+    ) throws
         -> PendingDay
     {
         var trace = PhaseTrace("\(table.day)")
@@ -300,30 +302,28 @@ package final class AggregationJob: Sendable {
 
     /// Temp file, fsync, rename, fsync directory (DurableFile), after clearing temp files a crashed
     /// run may have left next to the target.
-    static func publish(_ bytes: [UInt8], to path: String) throws(AggregationError) {
+    static func publish(_ bytes: [UInt8], to path: String) throws {
         let directory = String(path[..<path.lastIndex(of: "/")!])
         try makeDirectories(directory)
         DurableFile.removeStaleTemporaries(for: path)
-        do {
-            try DurableFile.write(bytes, to: path)
-        } catch {
-            throw .system(error)
-        }
+        try AggregationError.onFailure { () throws(SystemCallError) in try DurableFile.write(bytes, to: path) }
     }
 }
 
 extension AggregationJob {
     /// Removes a published file this run no longer writes (no error when there is none), then syncs
     /// its directory.
-    static func remove(_ path: String) throws(AggregationError) {
+    static func remove(_ path: String) throws {
         guard unlink(path) == 0 else {
-            guard errno == ENOENT else { throw .system(SystemCallError(operation: "unlink", path: path, errorNumber: errno)) }
+            guard errno == ENOENT else {
+                throw AggregationError.system(SystemCallError(operation: "unlink", path: path, errorNumber: errno))
+            }
             return
         }
         try AggregationError.onFailure { () throws(SystemCallError) in try DurableFile.syncDirectory(containing: path) }
     }
 }
 
-func makeDirectories(_ path: String) throws(AggregationError) {
+func makeDirectories(_ path: String) throws {
     try AggregationError.onFailure { () throws(SystemCallError) in try DurableFile.makeDirectories(path) }
 }

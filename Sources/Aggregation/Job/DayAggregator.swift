@@ -67,7 +67,7 @@ enum DayAggregator {
         day: UTCDay, tasks: [SegmentTask], keysOnly: Bool, earlierKeyFiles: [String], keyFile: String,
         workDirectory: String, workers: Int, source: (any SegmentSource)? = nil,
         conflictsByKey: [Hash128: UInt32] = [:]
-    ) throws(AggregationError) -> DayTable {
+    ) throws -> DayTable {
         let directory = "\(workDirectory)/day-\(day)"
         try makeDirectory(directory)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -119,7 +119,7 @@ enum DayAggregator {
         table.segments.sort { $0.name < $1.name }
         trace.mark("merge rows")
 
-        let earlier = try earlierKeyFiles.map { (path) throws(AggregationError) in try KeyFile(path: path) }
+        let earlier = try earlierKeyFiles.map { try KeyFile(path: $0) }
         let resolvers = (0..<min(workers, buckets)).map { _ in
             BucketResolver(rowCount: rows.count, conflictsByKey: conflictsByKey)
         }
@@ -160,11 +160,11 @@ enum DayAggregator {
         return table
     }
 
-    static func makeDirectory(_ path: String) throws(AggregationError) {
+    static func makeDirectory(_ path: String) throws {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw .system(SystemCallError(operation: "mkdir", path: path, errorNumber: errno == 0 ? EIO : errno))
+            throw AggregationError.system(SystemCallError(operation: "mkdir", path: path, errorNumber: errno == 0 ? EIO : errno))
         }
     }
 
@@ -174,7 +174,7 @@ enum DayAggregator {
         try KeyFile.write(hashes, to: fd, path: path)
     }
 
-    private static func concatenate(_ parts: [String], into path: String) throws(AggregationError) {
+    private static func concatenate(_ parts: [String], into path: String) throws {
         try AggregationError.onFailure { () throws(SystemCallError) in
             let out = try FileDescriptorIO.create(path)
             defer { close(out) }

@@ -24,20 +24,20 @@ extension AggregationJob {
     /// Internally the verdicts are written as spool records to a temporary segment, so the same code
     /// reads them as reads the receiver's spool.
     @discardableResult
-    package func runInput(files: [String], verifier: PostbackVerifier) throws(AggregationError) -> DaySummary {
+    package func runInput(files: [String], verifier: PostbackVerifier) throws -> DaySummary {
         let day = request.from
-        guard request.to == day else { throw .usage("--input aggregates one day: give --date, not a range") }
-        guard !files.isEmpty else { throw .usage("no --input file given") }
+        guard request.to == day else { throw AggregationError.usage("--input aggregates one day: give --date, not a range") }
+        guard !files.isEmpty else { throw AggregationError.usage("no --input file given") }
         // The same rule as for the spool: a day that is not over may still get postbacks (a relay's
         // next export), so it is published only on request, and marked partial.
-        if day > request.today { throw .futureDay(day, today: request.today) }
-        if day >= request.today, !request.allowOpenDay { throw .openDay(day) }
-        return try withWorkDirectory { (work) throws(AggregationError) in
+        if day > request.today { throw AggregationError.futureDay(day, today: request.today) }
+        if day >= request.today, !request.allowOpenDay { throw AggregationError.openDay(day) }
+        return try withWorkDirectory { (work) in
             try aggregateInput(files: files, verifier: verifier, day: day, work: work)
         }
     }
 
-    private func aggregateInput(files: [String], verifier: PostbackVerifier, day: UTCDay, work: String) throws(AggregationError)
+    private func aggregateInput(files: [String], verifier: PostbackVerifier, day: UTCDay, work: String) throws
         -> DaySummary
     {
         let verifiedPath = "\(work)/input-verified.jsonl"
@@ -50,7 +50,7 @@ extension AggregationJob {
         for file in files {
             var status = stat()
             if file != "-", stat(file, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
-                throw .usage(
+                throw AggregationError.usage(
                     "--input \(file) is a directory: give files of postbacks (JSON Lines, one postback per line); "
                         + "to aggregate a receiver's store, use --data DIR without --input")
             }
@@ -58,7 +58,7 @@ extension AggregationJob {
             do {
                 reader = try RecordReader(path: file)
             } catch {
-                throw .input(error)
+                throw AggregationError.input(error)
             }
             var report = SegmentReport(name: file, spool: nil)
             var objectRecords = 0
@@ -66,7 +66,7 @@ extension AggregationJob {
             // file with no postback in it is the wrong file (an array, an over-long line).
             var firstProblem: String?
             var batch: [InputRecord] = []
-            func flush() throws(AggregationError) {
+            func flush() throws {
                 let results = Self.verify(batch, verifier: verifier, workers: request.workers)
                 for (record, result) in zip(batch, results) {
                     if firstProblem == nil, !result.isVerified {
@@ -95,7 +95,7 @@ extension AggregationJob {
                 do {
                     next = try reader.next()
                 } catch {
-                    throw .input(error)
+                    throw AggregationError.input(error)
                 }
                 guard let record = next else { break }
                 report.lines += 1
@@ -106,7 +106,7 @@ extension AggregationJob {
             try flush()
             // A file with no JSON object in it is the wrong file, not a day of rejected postbacks.
             guard objectRecords > 0 else {
-                throw .usage(
+                throw AggregationError.usage(
                     "--input \(file) holds no JSON postback (\(firstProblem ?? "it is empty")): --input takes JSON Lines, "
                         + "one postback object per line, or a file holding one postback")
             }
@@ -145,7 +145,7 @@ extension AggregationJob {
         return parts.flatMap { $0.value ?? [] }
     }
 
-    private static func checksum(_ path: String) throws(AggregationError) -> (Int, String) {
+    private static func checksum(_ path: String) throws -> (Int, String) {
         guard path != "-" else { return (0, "") }
         let hasher = SHA256Hasher()
         var total = 0

@@ -50,7 +50,7 @@ struct PendingDay: Sendable {
     let quarantine: QuarantineSummary?
     let conflicts: ConflictSummary?
 
-    func write() throws(AggregationError) -> DaySummary {
+    func write() throws -> DaySummary {
         var trace = PhaseTrace("\(day)")
         let manifestPath = layout.manifest(day: day)
         let counted = facts.segments.filter { $0.spool != .rejected }
@@ -60,7 +60,7 @@ struct PendingDay: Sendable {
                     segments: counted.count, bytes: counted.reduce(0) { $0 + $1.bytes },
                     decodedPostbacks: rendered.totals.decodedPostbacks))
         {
-            throw .worseThanPublished(day: day, manifest: manifestPath, losses: losses)
+            throw AggregationError.worseThanPublished(day: day, manifest: manifestPath, losses: losses)
         }
         var outputs: [ManifestOutput] = []
         // A file of the format this run does not write is left from an earlier run: removed once the
@@ -70,7 +70,7 @@ struct PendingDay: Sendable {
         let tables = rendered.tables
         let parquet = tables.map { _ in ResultSlot<[UInt8]>() }
         if format.writesParquet {
-            try Parallel.run(workers: workers, tasks: tables.count) { (_, task) throws(AggregationError) in
+            try Parallel.run(workers: workers, tasks: tables.count) { (_, task) in
                 let (table, columns) = AggregateTables.columnsByTable[task]
                 precondition(tables[task].name == table, "rendered tables in AggregateTables.all's order")
                 parquet[task].value = try ParquetTable.encode(
@@ -122,21 +122,21 @@ struct PendingDay: Sendable {
 /// day. `finish()` waits for the day in progress and returns its summary (or rethrows its error);
 /// days are therefore published, and reported, in order.
 final class BackgroundDayWriter {
-    private var inFlight: (group: DispatchGroup, slot: ResultSlot<Result<DaySummary, AggregationError>>)?
+    private var inFlight: (group: DispatchGroup, slot: ResultSlot<Result<DaySummary, any Error>>)?
 
-    func start(_ work: @escaping @Sendable () throws(AggregationError) -> DaySummary) {
+    func start(_ work: @escaping @Sendable () throws -> DaySummary) {
         precondition(inFlight == nil, "finish() the previous day first")
         let group = DispatchGroup()
-        let slot = ResultSlot<Result<DaySummary, AggregationError>>()
+        let slot = ResultSlot<Result<DaySummary, any Error>>()
         group.enter()
         DispatchQueue.global(qos: .userInitiated).async {
-            slot.value = Result { () throws(AggregationError) -> DaySummary in try work() }
+            slot.value = Result { try work() }
             group.leave()
         }
         inFlight = (group, slot)
     }
 
-    func finish() throws(AggregationError) -> DaySummary? {
+    func finish() throws -> DaySummary? {
         guard let (group, slot) = inFlight else { return nil }
         inFlight = nil
         group.wait()

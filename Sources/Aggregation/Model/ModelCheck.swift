@@ -73,13 +73,15 @@ package enum ModelCheck {
         package var apps: [AppTotal]
     }
 
-    package static func run(_ request: Request) throws(AggregationError) -> Result {
-        guard request.from <= request.to else { throw .usage("--from \(request.from) is after --to \(request.to)") }
-        guard request.holdout > 0, request.holdout < 1 else { throw .usage("--holdout must be between 0 and 1") }
+    package static func run(_ request: Request) throws -> Result {
+        guard request.from <= request.to else {
+            throw AggregationError.usage("--from \(request.from) is after --to \(request.to)")
+        }
+        guard request.holdout > 0, request.holdout < 1 else { throw AggregationError.usage("--holdout must be between 0 and 1") }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: request.dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue
         else {
-            throw .usage(
+            throw AggregationError.usage(
                 "--data \(request.dataDirectory): no such directory (give the store 'postback aggregate' publishes to)")
         }
         let published = PublishedDays(root: request.dataDirectory)
@@ -98,7 +100,7 @@ package enum ModelCheck {
                 days[request.from.adding(days: $0)] != nil
             })
         else {
-            throw .usage(
+            throw AggregationError.usage(
                 "\(request.dataDirectory)/agg has no published campaign_daily day from \(request.from) to \(request.to): "
                     + "run 'postback aggregate' for those days first")
         }
@@ -205,10 +207,10 @@ package enum ModelCheck {
 
     /// Hides each measured postback with probability `holdout`, drawn from a generator seeded by the
     /// seed, the day and the row's place in the file (a rerun hides the same postbacks).
-    static func mask(_ bytes: [UInt8], path: String, day: UTCDay, request: Request) throws(AggregationError) -> Masked {
+    static func mask(_ bytes: [UInt8], path: String, day: UTCDay, request: Request) throws -> Masked {
         var masked = Masked()
         var index: UInt64 = 0
-        try ModelInput.forEachRow(bytes, path: path, parquet: path.hasSuffix(".parquet")) { row, _ throws(AggregationError) in
+        try ModelInput.forEachRow(bytes, path: path, parquet: path.hasSuffix(".parquet")) { row, _ in
             index += 1
             guard let stratum = row.stratum, let measured = row.measured else { return }
             var random = SplitMix64(

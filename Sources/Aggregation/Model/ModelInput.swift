@@ -28,14 +28,15 @@ enum ModelInput {
     /// Calls `body` with every row of a `campaign_daily` file, in file order, and the byte range of its
     /// CSV line (without the line end; empty for Parquet).
     static func forEachRow(
-        _ bytes: [UInt8], path: String, parquet: Bool, _ body: (ModelInputRow, Range<Int>) throws(AggregationError) -> Void
-    ) throws(AggregationError) {
+        _ bytes: [UInt8], path: String, parquet: Bool, _ body: (ModelInputRow, Range<Int>) throws -> Void
+    ) throws {
         if parquet {
             let table: (header: [String], rows: [[String?]])
             do {
                 table = try PublishedParquet.textRows(parquet: bytes)
             } catch {
-                throw .usage("\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
+                throw AggregationError.usage(
+                    "\(path): not a readable Parquet file (\(error)): rerun 'postback aggregate' for its day")
             }
             let index = try indices(table.header, path: path)
             for (number, record) in table.rows.enumerated() {
@@ -72,11 +73,12 @@ enum ModelInput {
         }
     }
 
-    private static func indices(_ header: [String], path: String) throws(AggregationError) -> [Int] {
+    private static func indices(_ header: [String], path: String) throws -> [Int] {
         var index: [Int] = []
         for name in columns {
             guard let position = header.firstIndex(of: name) else {
-                throw .usage("\(path): has no \(name) column: rerun 'postback aggregate' for its day with this release")
+                throw AggregationError.usage(
+                    "\(path): has no \(name) column: rerun 'postback aggregate' for its day with this release")
             }
             index.append(position)
         }
@@ -84,7 +86,7 @@ enum ModelInput {
     }
 
     /// A row from its fields, in `columns`' order (nil: empty).
-    private static func row(_ field: (Int) -> ArraySlice<UInt8>?, path: String, line: Int) throws(AggregationError)
+    private static func row(_ field: (Int) -> ArraySlice<UInt8>?, path: String, line: Int) throws
         -> ModelInputRow
     {
         func text(_ i: Int) -> String { field(i).map { String(decoding: $0, as: UTF8.self) } ?? "" }
@@ -100,7 +102,7 @@ enum ModelInput {
         var revenue: Money? = nil
         if let bytes = field(8) {
             guard let amount = Money(decimalUTF8: bytes) else {
-                throw .usage("\(path): line \(line): revenue_est_sum '\(text(8))' is not an amount")
+                throw AggregationError.usage("\(path): line \(line): revenue_est_sum '\(text(8))' is not an amount")
             }
             revenue = amount
         }
@@ -154,9 +156,9 @@ package struct ModelSums: Sendable {
     }
 
     /// The sums of a `campaign_daily` file's rows.
-    static func of(_ bytes: [UInt8], path: String, parquet: Bool) throws(AggregationError) -> ModelSums {
+    static func of(_ bytes: [UInt8], path: String, parquet: Bool) throws -> ModelSums {
         var sums = ModelSums()
-        try ModelInput.forEachRow(bytes, path: path, parquet: parquet) { row, _ throws(AggregationError) in
+        try ModelInput.forEachRow(bytes, path: path, parquet: parquet) { row, _ in
             if let stratum = row.stratum, let measured = row.measured { sums.add(stratum, row.campaign, measured) }
         }
         return sums
@@ -191,17 +193,17 @@ package struct ModelSums: Sendable {
         return lines
     }
 
-    init(cacheCSV bytes: [UInt8], path: String) throws(AggregationError) {
+    init(cacheCSV bytes: [UInt8], path: String) throws {
         var reader = RenderedCSV(bytes)
         guard reader.nextRecord().map({ $0.map { String(decoding: $0 ?? [], as: UTF8.self) } }) == Self.cacheColumns else {
-            throw .usage("\(path): not the model's cache: delete it and rerun")
+            throw AggregationError.usage("\(path): not the model's cache: delete it and rerun")
         }
         while let record = reader.nextRecord() {
             let text = record.map { String(decoding: $0 ?? [], as: UTF8.self) }
             guard text.count == 11, let count = Int64(text[7]), let sum = Int64(text[8]), let squares = Int128(text[9]),
                 let zeros = Int64(text[10])
             else {
-                throw .usage("\(path): not the model's cache: delete it and rerun")
+                throw AggregationError.usage("\(path): not the model's cache: delete it and rerun")
             }
             add(
                 ModelStratum(appID: text[0], currency: text[1], window: text[2], conversionType: text[3]),

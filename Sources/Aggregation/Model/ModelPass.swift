@@ -9,12 +9,12 @@ import Locking
 package enum ModelPass {
     /// The day's rendered `campaign_daily` with the modeled columns appended; `window` keeps the sums
     /// of the days already read, so a run over many days reads each published day once.
-    static func append(campaignDaily csv: [UInt8], day: UTCDay, root: String, window: ModelWindow) throws(AggregationError)
+    static func append(campaignDaily csv: [UInt8], day: UTCDay, root: String, window: ModelWindow) throws
         -> [UInt8]
     {
         var rows: [(row: ModelInputRow, range: Range<Int>)] = []
         var today = ModelSums()
-        try ModelInput.forEachRow(csv, path: "campaign_daily of \(day)", parquet: false) { row, range throws(AggregationError) in
+        try ModelInput.forEachRow(csv, path: "campaign_daily of \(day)", parquet: false) { row, range in
             rows.append((row, range))
             if let stratum = row.stratum, let measured = row.measured { today.add(stratum, row.campaign, measured) }
         }
@@ -130,7 +130,7 @@ final class ModelWindow: Sendable {
     }
 
     /// The sums of the published days D−27 … D−1.
-    func earlierDays(before day: UTCDay, root: String) throws(AggregationError) -> ModelSums {
+    func earlierDays(before day: UTCDay, root: String) throws -> ModelSums {
         let first = day.adding(days: 1 - NullValueModel.poolingDays)
         let wanted = (1..<NullValueModel.poolingDays).map { day.adding(days: -$0) }
         var added: [UTCDay: ModelSums] = [:]
@@ -140,7 +140,7 @@ final class ModelWindow: Sendable {
             guard let file = published.manifest(earlier)?.outputs[AggregateTables.campaignDaily] else { continue }
             let (bytes, path) = try CohortCache.cached(
                 kind: "model-2", root: root, table: AggregateTables.campaignDaily, day: earlier, file: file
-            ) { (bytes, path) throws(AggregationError) in
+            ) { (bytes, path) in
                 try ModelSums.of(bytes, path: path, parquet: path.hasSuffix(".parquet")).cacheCSV
             }
             added[earlier] = try ModelSums(cacheCSV: bytes, path: path)

@@ -32,19 +32,20 @@ struct ConflictSummary: Sendable {
     /// first copy (when that copy is one of the day's; else only the manifest counts it).
     var keyHashes: [Hash128: UInt32] = [:]
 
-    static func read(layout: StoreLayout, day: UTCDay) throws(AggregationError) -> ConflictSummary {
+    static func read(layout: StoreLayout, day: UTCDay) throws -> ConflictSummary {
         var summary = ConflictSummary()
         let segments: [StoreLayout.Segment]
         do {
             segments = try layout.segments(.conflicts, day: day)
         } catch {
-            throw .system(
+            throw AggregationError.system(
                 SystemCallError(operation: "listing the conflict evidence", path: error.path, errorNumber: error.errorNumber))
         }
         for segment in segments {
             let bytes: [UInt8]
             do { bytes = try FileBytes.read(path: segment.path, limit: 1 << 30) } catch {
-                throw .system(SystemCallError(operation: "reading the conflict evidence", path: segment.path, errorNumber: EIO))
+                throw AggregationError.system(
+                    SystemCallError(operation: "reading the conflict evidence", path: segment.path, errorNumber: EIO))
             }
             for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: true) {
                 guard let record = try? ConflictRecord(line: Array(line)) else {

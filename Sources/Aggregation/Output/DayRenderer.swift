@@ -54,7 +54,7 @@ struct RenderedDay: Sendable {
 ///   row's development count as `postbacks` (its development, rejected, duplicate and flagged counts
 ///   are 0); rows without development postbacks are left out. It never adds to the day's totals.
 enum DayRenderer {
-    static func render(_ table: DayTable, catalog: SchemaCatalog, workers: Int) throws(AggregationError) -> RenderedDay {
+    static func render(_ table: DayTable, catalog: SchemaCatalog, workers: Int) throws -> RenderedDay {
         let rowCount = table.rows.count
         let parts = max(1, min(workers, rowCount / 1024))
         let slots = (0..<parts).map { _ in ResultSlot<RenderedPart>() }

@@ -10,12 +10,12 @@ package import Parquet
 package enum ParquetTable {
     package static func encode(
         csv: [UInt8], table: String, columns: [AggregateColumn], rowGroupRows: Int = ParquetWriter.defaultRowGroupRows
-    ) throws(AggregationError) -> [UInt8] {
+    ) throws -> [UInt8] {
         var parquetColumns = columns.map { ParquetColumn(name: $0.name, type: $0.type.parquet, nullable: $0.isNullable) }
         var reader = RenderedCSV(csv)
         guard let header = reader.nextRecord(), header.map({ String(decoding: $0 ?? [], as: UTF8.self) }) == columns.map(\.name)
         else {
-            throw .parquet("\(table): the rendered header is not the declared columns")
+            throw AggregationError.parquet("\(table): the rendered header is not the declared columns")
         }
         let failure = csv.withUnsafeBufferPointer { bytes in
             parquetColumns.withUnsafeMutableBufferPointer { parquetColumns in
@@ -23,13 +23,13 @@ package enum ParquetTable {
             }
         }
         if let failure {
-            throw .parquet(
+            throw AggregationError.parquet(
                 "\(table): line \(failure.line)\(failure.column.map { ", " + columns[$0].name } ?? ""): \(failure.problem)")
         }
         do {
             return try ParquetWriter.write(parquetColumns, rowGroupRows: rowGroupRows)
         } catch {
-            throw .parquet("\(table): \(error)")
+            throw AggregationError.parquet("\(table): \(error)")
         }
     }
 }

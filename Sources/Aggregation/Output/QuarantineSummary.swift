@@ -37,13 +37,13 @@ struct QuarantineSummary: Sendable, Equatable {
     var unreadableLines = 0
 
     /// Reads every quarantine segment of `day` under `layout`.
-    static func read(layout: StoreLayout, day: UTCDay) throws(AggregationError) -> QuarantineSummary {
+    static func read(layout: StoreLayout, day: UTCDay) throws -> QuarantineSummary {
         var summary = QuarantineSummary()
         let segments: [StoreLayout.Segment]
         do {
             segments = try layout.segments(.unverifiable, day: day)
         } catch {
-            throw .system(
+            throw AggregationError.system(
                 SystemCallError(operation: "listing the quarantine partition", path: error.path, errorNumber: error.errorNumber))
         }
         var seenKeys = Set<String>()
@@ -60,7 +60,7 @@ struct QuarantineSummary: Sendable, Equatable {
                     for row in rows(of: record) { summary.postbacks[row, default: 0] += 1 }
                 }
             } catch {
-                throw .system(
+                throw AggregationError.system(
                     SystemCallError(operation: "reading the quarantine (\(error.message))", path: error.path, errorNumber: EIO))
             }
         }

@@ -12,7 +12,7 @@ extension ConversionSchema {
     ///
     /// - Throws: `SchemaError` listing every problem found (unknown keys, wrong types, overlapping
     ///   values, bad ranges or dates, inheritance cycles…), each with its path in the document.
-    package init(json bytes: [UInt8], file: String) throws(AggregationError) {
+    package init(json bytes: [UInt8], file: String) throws {
         let document: JSONValue
         do {
             document = try StrictJSONParser.parse(bytes, maximumDepth: 32)
@@ -26,7 +26,7 @@ extension ConversionSchema {
     }
 
     /// Reads a schema file from disk.
-    package init(contentsOf path: String) throws(AggregationError) {
+    package init(contentsOf path: String) throws {
         let bytes: [UInt8]
         do {
             bytes = try FileBytes.read(path: path, limit: 4 << 20)

@@ -18,7 +18,7 @@ package struct SchemaCatalog: Sendable {
 
     /// Checks that schema ids are unique and that no two schemas of one app claim the same day for the
     /// same protocol and conversion type.
-    package init(schemas: [ConversionSchema], origin: String = "schemas") throws(AggregationError) {
+    package init(schemas: [ConversionSchema], origin: String = "schemas") throws {
         let sorted = schemas.sorted { ($0.appID, $0.effectiveFrom, $0.schemaID) < ($1.appID, $1.effectiveFrom, $1.schemaID) }
         var problems: [String] = []
         var seenIDs: [String: String] = [:]
@@ -53,7 +53,7 @@ package struct SchemaCatalog: Sendable {
     /// schema yet is an empty catalog.
     ///
     /// - Throws: `SchemaError` naming each bad file and each problem in it.
-    package static func load(directory: String, allowingEmpty: Bool = false) throws(AggregationError) -> SchemaCatalog {
+    package static func load(directory: String, allowingEmpty: Bool = false) throws -> SchemaCatalog {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -95,7 +95,7 @@ package struct SchemaCatalog: Sendable {
                         schemas.append(schema)
                     }
                 } catch {
-                    problems.append(error.description)
+                    problems.append("\(error)")
                 }
             }
         }

@@ -20,7 +20,7 @@ package enum StarterSchema {
     /// published `campaign_daily` and `campaign_daily_development` files of `store` hold for `appID`.
     ///
     /// - Throws: `SchemaError` naming the store or the file that cannot be read.
-    package static func networksSeen(store: String, appID: Int64) throws(AggregationError) -> [String: Network] {
+    package static func networksSeen(store: String, appID: Int64) throws -> [String: Network] {
         let root = StoreLayout(root: store).root
         // Production and development postbacks alike: a team testing with its own keys names its campaigns too.
         let paths = [AggregateTables.campaignDaily, AggregateTables.campaignDailyDevelopment].flatMap { table in
@@ -48,7 +48,7 @@ package enum StarterSchema {
                 throw AggregationError.schema(file: path, problems: ["cannot be read: \(error)"])
             }
             guard let header = records.first?.fields else { continue }
-            func column(_ name: String) throws(AggregationError) -> Int {
+            func column(_ name: String) throws -> Int {
                 guard let index = header.firstIndex(of: name) else {
                     throw AggregationError.schema(file: path, problems: ["has no \(name) column"])
                 }

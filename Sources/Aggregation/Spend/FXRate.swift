@@ -77,7 +77,7 @@ package struct FXTable: Sendable {
 
     init() {}
 
-    package init(bytes: [UInt8], name: String) throws(AggregationError) {
+    package init(bytes: [UInt8], name: String) throws {
         let csv: UserCSV
         do {
             csv = try UserCSV(bytes)

@@ -11,7 +11,7 @@ package enum SpendFile {
 
     /// - Parameter catalog: the schemas that name campaigns; nil when none were given (a `campaign`
     ///   name is then refused, and ids stay as they are).
-    package static func rows(_ bytes: [UInt8], name: String, catalog: SchemaCatalog?) throws(AggregationError) -> [SpendRow] {
+    package static func rows(_ bytes: [UInt8], name: String, catalog: SchemaCatalog?) throws -> [SpendRow] {
         let csv: UserCSV
         do {
             csv = try UserCSV(bytes)
@@ -61,7 +61,7 @@ package enum SpendFile {
     static let example = "date, app_id, ad_network_id, campaign_id | source_identifier | campaign, spend, currency"
 
     private static func row(_ record: UserCSV.Record, columns: [String: Int], name: String, catalog: SchemaCatalog?)
-        throws(AggregationError) -> SpendRow
+        throws -> SpendRow
     {
         func text(_ column: String) -> String? {
             guard let index = columns[column] else { return nil }
@@ -71,11 +71,11 @@ package enum SpendFile {
         func fail(_ column: String, _ problem: String) -> AggregationError {
             AggregationError.spend("\(name):\(record.line):\((columns[column] ?? 0) + 1): \(problem)")
         }
-        func required(_ column: String) throws(AggregationError) -> String {
+        func required(_ column: String) throws -> String {
             guard let value = text(column) else { throw fail(column, "\(column) is empty: every row needs one") }
             return value
         }
-        func count(_ column: String) throws(AggregationError) -> Int64? {
+        func count(_ column: String) throws -> Int64? {
             guard let value = text(column) else { return nil }
             guard let number = nonNegativeInteger(value) else {
                 throw fail(column, "\(column) '\(value)' is not a whole number of 0 or more")

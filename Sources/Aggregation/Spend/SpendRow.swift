@@ -95,7 +95,7 @@ package struct SpendRow: Sendable, Hashable {
 
 extension SpendRow {
     /// The rows of a stored day file (`SpendStore.dayFile`), which `spend import` wrote and checked.
-    package static func readStored(_ bytes: [UInt8], path: String) throws(AggregationError) -> [SpendRow] {
+    package static func readStored(_ bytes: [UInt8], path: String) throws -> [SpendRow] {
         let csv: UserCSV
         do {
             csv = try UserCSV(bytes)

@@ -51,7 +51,7 @@ package struct SpendStore: Sendable {
     /// Checks every row of every file, then replaces the source's days the files cover.
     package func importFiles(
         _ files: [InputFile], source: String, catalog: SchemaCatalog?, now: UTCTimestamp
-    ) throws(AggregationError) -> ImportResult {
+    ) throws -> ImportResult {
         guard Self.isValidSource(source) else {
             throw AggregationError.spend(
                 "--source '\(source)' is not a source name: letters, digits, '.', '_' and '-' (e.g. network-a), not starting with '.' or '_'"
@@ -117,14 +117,14 @@ package struct SpendStore: Sendable {
 
     /// Finishes imports a crash interrupted after their commit marker and removes the others. Runs under
     /// the spend lock; when another import holds it, does nothing (that import finishes its own).
-    package func recover() throws(AggregationError) {
+    package func recover() throws {
         guard FileManager.default.fileExists(atPath: stagingRoot) else { return }
         guard let lock = try? FileLock(path: root + "/.lock") else { return }
         defer { lock.release() }
         try finishStagedImports()
     }
 
-    private func lockStore() throws(AggregationError) -> FileLock {
+    private func lockStore() throws -> FileLock {
         try system { () throws(SystemCallError) in try DurableFile.makeDirectories(root) }
         guard let lock = try system({ () throws(SystemCallError) in try FileLock(path: root + "/.lock") }) else {
             throw AggregationError.spend("\(root)/.lock is held: another 'postback spend import' is running on this store")
@@ -132,7 +132,7 @@ package struct SpendStore: Sendable {
         return lock
     }
 
-    private func finishStagedImports() throws(AggregationError) {
+    private func finishStagedImports() throws {
         let staged = ((try? FileManager.default.contentsOfDirectory(atPath: stagingRoot)) ?? []).sorted()
         for id in staged {
             let staging = "\(stagingRoot)/\(id)"
@@ -147,7 +147,7 @@ package struct SpendStore: Sendable {
 
     /// Moves a committed staging directory's day files into place (each a rename, then its directory
     /// synced), then removes the directory: safe to run again after a crash at any point.
-    private func finish(staging: String) throws(AggregationError) {
+    private func finish(staging: String) throws {
         let entries = ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).filter { $0.hasPrefix("dt=") }
         try system { () throws(SystemCallError) in
             for partition in entries.sorted() {
@@ -179,7 +179,7 @@ package struct SpendStore: Sendable {
             .sorted()
     }
 
-    private func system<R>(_ body: () throws(SystemCallError) -> R) throws(AggregationError) -> R {
+    private func system<R>(_ body: () throws(SystemCallError) -> R) throws -> R {
         do {
             return try body()
         } catch {

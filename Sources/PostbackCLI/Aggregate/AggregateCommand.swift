@@ -128,7 +128,7 @@ enum AggregateCommand {
             request = built
             do {
                 catalog =
-                    try schemas.map { (directory) throws(AggregationError) in
+                    try schemas.map { (directory) in
                         try SchemaCatalog.load(directory: directory, allowingEmpty: true)
                     } ?? .empty
             } catch {

@@ -68,7 +68,7 @@ enum SchemaCommand {
                 if schemas.isEmpty { io.print("\(path): no schemas") }
             } catch {
                 failed = true
-                io.printError(error.description)
+                io.printError("\(error)")
             }
         }
         if unreadable { return .usageOrIOError }
@@ -114,7 +114,7 @@ enum SchemaCommand {
         let networks: [String: StarterSchema.Network]
         do {
             networks =
-                try store.map { (store) throws(AggregationError) in try StarterSchema.networksSeen(store: store, appID: appID) }
+                try store.map { (store) in try StarterSchema.networksSeen(store: store, appID: appID) }
                 ?? [:]
         } catch {
             io.printError("postback schema init: \(error)")

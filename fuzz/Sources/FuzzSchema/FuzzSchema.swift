@@ -10,9 +10,11 @@ public func fuzzSchema(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let schema: ConversionSchema
     do {
         schema = try ConversionSchema(json: bytes, file: "fuzz.json")
-    } catch {
+    } catch let error as AggregationError {
         precondition(!error.problems.isEmpty && error.problems.allSatisfy { !$0.isEmpty }, "a rejected schema must say why")
         return 0
+    } catch {
+        preconditionFailure("a rejected schema must throw an AggregationError: \(error)")
     }
     for window in 0...2 {
         for value in 0...63 { _ = schema.decode(fine: value, window: window) }
