@@ -25,6 +25,10 @@ import pyarrow.parquet as pq
 
 TABLES = ["postback_detail_daily", "campaign_daily", "publisher_daily", "country_daily", "campaign_events_daily",
           "campaign_daily_development"]
+# The install-date cohort table, served as rows too: its dt is the install date, and its
+# cohort_status is in every answer, asked for or not (docs/api.md).
+COHORT_TABLE = "campaign_cohort_daily"
+COHORT_STATUSES = {"open", "window-1-final", "window-2-final", "final"}
 MAX_DAYS = 92
 
 
@@ -51,6 +55,7 @@ def main():
         checker.one(tokens[index % len(tokens)])
     print(json.dumps({"queries": checker.queries, "rows": checker.rows, "mismatches": len(checker.mismatches),
                       "oracle_pairs": checker.oracle_pairs, "summaries": checker.summaries, "costs": checker.costs,
+                      "cohort_queries": checker.cohort_queries, "cohort_rows": checker.cohort_rows,
                       "examples": checker.mismatches[:5]}))
 
 
@@ -62,6 +67,7 @@ class Checker:
     def __init__(self, db, base, days, apps, networks, rng):
         self.db, self.base, self.days, self.apps, self.networks, self.rng = db, base, days, apps, networks, rng
         self.queries = self.rows = self.oracle_pairs = self.summaries = self.costs = 0
+        self.cohort_queries = self.cohort_rows = 0
         self.mismatches = []
 
     def fail(self, what, query, detail):
@@ -128,9 +134,11 @@ class Checker:
         return self.rng.choice(values)
 
     def rows_query(self, token):
-        table = self.rng.choice(TABLES)
+        # The cohort table one time in five, the day tables the rest.
+        table = COHORT_TABLE if self.rng.random() < 0.2 else self.rng.choice(TABLES)
         first, last = self.range()
         params = {"from": first, "to": last}
+        cohort = table == COHORT_TABLE
         app = network = None
         if self.rng.random() < 0.4:
             app = params["app"] = self.pick(self.apps, members(token["apps"]))
@@ -145,6 +153,9 @@ class Checker:
                 extra.append(("campaign_id", campaign[0]))
         fmt = self.rng.choice(["json", "json", "csv", "parquet"])
         params["format"] = fmt
+        if cohort and self.rng.random() < 0.5:
+            # Columns without the status: the answer must carry it all the same.
+            params["columns"] = "dt,app_id,ad_network_id,campaign_id,installs,spend,roas_w1"
         paged = fmt == "json" and self.rng.random() < 0.3
         params["limit"] = str(self.rng.choice([7, 50]) if paged else 10000)
         scope_apps, scope_networks = self.effective(token, app, network)
@@ -186,6 +197,14 @@ class Checker:
                     got.append(tuple(parquet_text(row[c]) for c in header))
                 break
         self.rows += len(got)
+        if cohort:
+            self.cohort_queries += 1
+            self.cohort_rows += len(got)
+            if "cohort_status" not in header:
+                return self.fail("cohort status", params, f"no cohort_status among {header}")
+            statuses = {row[header.index("cohort_status")] for row in got}
+            if not statuses <= COHORT_STATUSES:
+                return self.fail("cohort status", params, f"statuses {statuses}")
         # The API's rows: dt first, then the table's columns (those of the file, in its order).
         positions = [names.index(c) for c in header]
         expected = sorted((tuple(normal(row[p]) for p in positions) for row in expected_rows), key=repr)
@@ -193,7 +212,7 @@ class Checker:
         if fmt == "parquet":
             # Parquet writes values typed: compare counts and the postbacks column.
             count_ok = len(got) == len(expected)
-            p = header.index("postbacks")
+            p = header.index("installs" if cohort else "postbacks")
             sums_ok = sum(int(r[p]) for r in got) == sum(int(r[p]) for r in expected)
             if not (count_ok and sums_ok):
                 self.fail("parquet rows", params, f"{len(got)} rows vs {len(expected)}")
@@ -299,7 +318,8 @@ class Checker:
             if not outside:
                 continue
             value = self.rng.choice(outside)
-            path = self.rng.choice(["/v1/summary", "/v1/tables/campaign_daily/rows", "/v1/tables/country_daily/rows"])
+            path = self.rng.choice(["/v1/summary", "/v1/tables/campaign_daily/rows", "/v1/tables/country_daily/rows",
+                                    f"/v1/tables/{COHORT_TABLE}/rows"])
             answers = [self.get(token["token"], path, {"from": first, "to": last, kind: v}) for v in (value, missing)]
             self.oracle_pairs += 1
             if answers[0][:3] != answers[1][:3]:

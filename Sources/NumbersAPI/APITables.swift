@@ -23,14 +23,25 @@ package enum APITables {
             return names.contains(AggregateColumn.field(.appID).name) && names.contains(AggregateColumn.field(.adNetworkID).name)
         }
 
+        /// The column that says whether a row's figures may still grow (`cohort_status` of the cohort
+        /// tables): always answered, even when `columns=` leaves it out, so an open cohort is never
+        /// shown as final.
+        package var maturityColumn: String? {
+            let name = AggregateColumn.cohort(.cohortStatus).name
+            return columns.contains { $0.name == name } ? name : nil
+        }
+
         func column(named name: String) -> AggregateColumn? { columns.first { $0.name == name } }
     }
 
     /// The partition column every answer's rows start with (as Hive-partitioned readers add it).
     package static let dayColumn = "dt"
 
-    /// Every day table the nightly job publishes, in its order.
-    package static let all: [Table] = AggregateTables.columnsByTable.map { Table(name: $0.table, columns: $0.columns) }
+    /// Every day table the nightly job publishes, in its order, then the install-date cohort tables
+    /// (partitioned by install date: their `dt` is the cohort's install date).
+    package static let all: [Table] =
+        AggregateTables.columnsByTable.map { Table(name: $0.table, columns: $0.columns) }
+        + AggregateTables.cohortTables.map { Table(name: $0.table, columns: AggregateTables.cohortColumns) }
 
     /// The tables of `tables` (by default every served table) that `scope` may read.
     package static func served(to scope: DataScope, from tables: [Table] = all) -> [Table] {

@@ -44,7 +44,8 @@ enum RowsEndpoint {
     static func read(
         table: APITables.Table, query: APIQuery, scope: DataScope, dataDirectory: String, cache: PublishedDayCache? = nil
     ) throws(APIProblem) -> Page {
-        let names = query.columns ?? [APITables.dayColumn] + table.columns.map(\.name)
+        var names = query.columns ?? [APITables.dayColumn] + table.columns.map(\.name)
+        if let maturity = table.maturityColumn, !names.contains(maturity) { names.append(maturity) }
         var page = Page(columns: [])
         for name in names {
             if name == APITables.dayColumn {

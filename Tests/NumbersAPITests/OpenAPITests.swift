@@ -46,6 +46,7 @@ import Testing
         let parameters = try #require(rows["parameters"] as? [[String: Any]])
         let tableEnum = (parameters.first { $0["name"] as? String == "table" }?["schema"] as? [String: Any])?["enum"] as? [String]
         #expect(tableEnum == APITables.all.map(\.name))
+        #expect(tableEnum?.contains("campaign_cohort_daily") == true)
         #expect(Set(parameters.map { $0["name"] as? String ?? "" }) == APIQuery.rowsArguments.union(["table"]))
         let summary = try #require((paths["/v1/summary"] as? [String: Any])?["get"] as? [String: Any])
         let summaryParameters = try #require(summary["parameters"] as? [[String: Any]])

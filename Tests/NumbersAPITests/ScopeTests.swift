@@ -7,7 +7,7 @@ import Testing
 /// Every answer of the numbers API stays inside its token's scope, and every in-scope figure is
 /// DuckDB's over the same published files filtered the same way: a synthetic month of eight apps and
 /// ten ad networks published by the nightly job, random tokens with random scopes, and random queries
-/// of rows (JSON, CSV, Parquet, paged) and summaries sent to the real server on loopback by
+/// of rows (JSON, CSV, Parquet, paged; the day tables and the install-date cohorts) and summaries sent to the real server on loopback by
 /// `scripts/api_scope_check.py` (written from docs/api.md, not from the Swift code), which also asks
 /// for an app or network outside each narrow scope and for one that does not exist, and compares the
 /// two answers byte for byte.
@@ -59,6 +59,9 @@ import Testing
         #expect((answer["summaries"] as? Int ?? 0) >= count / 6, "\(line)")
         #expect((answer["oracle_pairs"] as? Int ?? 0) >= count / 2, "\(line)")
         #expect((answer["costs"] as? Int ?? 0) >= count / 20, "\(line)")
+        // The cohort table was asked for as rows, and answered some.
+        #expect((answer["cohort_queries"] as? Int ?? 0) >= count / 20, "\(line)")
+        #expect((answer["cohort_rows"] as? Int ?? 0) >= count / 20, "\(line)")
         // The audit log names tokens, never holds one.
         let audit = fixture.audit.withLock { $0 }
         #expect(audit.count >= count)

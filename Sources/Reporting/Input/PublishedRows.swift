@@ -6,7 +6,7 @@ import PostbackStore
     import Glibc
 #endif
 
-/// The rows of one published day table, read only when the file is the one its manifest lists (as
+/// The rows of one published day table (or install-date cohort table), read only when the file is the one its manifest lists (as
 /// the report reads them: `PublishedFile`), and only those a `DataScope` admits: the scope is applied
 /// to each row as it is read, before any filter or count of the caller's.
 package struct PublishedRows {
@@ -50,11 +50,11 @@ package struct PublishedRows {
         day: UTCDay, _ visit: (_ header: [String], _ fields: [String?]) -> Bool
     ) throws(ReportError) -> DayOutcome {
         if let cache { return try forEachCachedRow(day: day, cache: cache, visit) }
-        let manifestPath = layout.manifest(day: day)
+        let manifestPath = manifestPath(day: day)
         var status = stat()
         guard stat(manifestPath, &status) == 0 else { return .missing }
-        let manifest = try PublishedFile.manifest(at: manifestPath, limit: 256 << 20, DayManifest.init(json:path:))
-        if manifest.outputs[table] == nil, let output = manifest.parquetOutputs[table] {
+        let listed = try listed(day: day, manifestPath: manifestPath)
+        if listed.csv == nil, let output = listed.parquet {
             let path = layout.aggregateFile(table: table, day: day, extension: "parquet")
             switch try PublishedFile.parquetRows(at: path, matching: output) {
             case .missing: return .leftOut("the manifest lists \(table), but the file is missing")
@@ -69,7 +69,7 @@ package struct PublishedRows {
                 return .read(rows: count)
             }
         }
-        guard let output = manifest.outputs[table] else { return .missing }
+        guard let output = listed.csv else { return .missing }
         let path = layout.aggregateFile(table: table, day: day)
         let outcome = try PublishedFile.withCSV(at: path, matching: output) { reader throws(ReportError) -> Int in
             guard let first = try reader.next() else { throw .malformed(path: path, line: 1, reason: "empty file: no header") }
@@ -99,7 +99,7 @@ package struct PublishedRows {
     private func forEachCachedRow(
         day: UTCDay, cache: PublishedDayCache, _ visit: (_ header: [String], _ fields: [String?]) -> Bool
     ) throws(ReportError) -> DayOutcome {
-        let manifestPath = layout.manifest(day: day)
+        let manifestPath = manifestPath(day: day)
         // The identities are taken before anything is read: a file replaced while it is read is
         // kept under its old identity, so the next lookup reads it again (never the reverse).
         guard let manifestIdentity = FileIdentity(path: manifestPath) else { return .missing }
@@ -108,9 +108,9 @@ package struct PublishedRows {
         if let found = cache.day(key, manifest: manifestIdentity) {
             cached = found
         } else {
-            let manifest = try PublishedFile.manifest(at: manifestPath, limit: 256 << 20, DayManifest.init(json:path:))
-            let parquet = manifest.outputs[table] == nil ? manifest.parquetOutputs[table] : nil
-            guard let output = parquet ?? manifest.outputs[table] else { return .missing }
+            let listed = try listed(day: day, manifestPath: manifestPath)
+            let parquet = listed.csv == nil ? listed.parquet : nil
+            guard let output = parquet ?? listed.csv else { return .missing }
             let path = layout.aggregateFile(table: table, day: day, extension: parquet == nil ? "csv" : "parquet")
             guard let fileIdentity = FileIdentity(path: path) else {
                 return .leftOut("the manifest lists \(table), but the file is missing")
@@ -141,6 +141,34 @@ package struct PublishedRows {
             if !visit(cached.header, fields) { break }
         }
         return .read(rows: count)
+    }
+
+    /// Whether `table` is an install-date cohort table (`campaign_cohort_daily` and its development
+    /// twin): its days are install dates, listed by the cohort manifests (`agg/_cohort_manifests`).
+    var isCohortTable: Bool { AggregateTables.cohortTables.contains { $0.table == table } }
+
+    /// Where the cohort tables' manifests and files lie (`CohortLoader`'s paths).
+    private var cohorts: CohortLoader { CohortLoader(dataDirectory: layout.root, table: table) }
+
+    /// The manifest that lists the table's file of `day`: the day's, or the install date's cohort manifest.
+    private func manifestPath(day: UTCDay) -> String {
+        isCohortTable ? cohorts.manifestPath(day: day) : layout.manifest(day: day)
+    }
+
+    /// What the manifest at `manifestPath` lists of the table's file of `day`, as CSV and as Parquet.
+    /// A cohort manifest lists its files by path (read only under the documented one, as the report).
+    private func listed(day: UTCDay, manifestPath: String) throws(ReportError) -> (
+        csv: PublishedFile.Expected?, parquet: PublishedFile.Expected?
+    ) {
+        if isCohortTable {
+            let manifest = try PublishedFile.manifest(at: manifestPath, limit: 64 << 20, CohortManifest.init(json:path:))
+            return (
+                manifest.outputs[cohorts.relativePath(day: day, extension: "csv")],
+                manifest.outputs[cohorts.relativePath(day: day, extension: "parquet")]
+            )
+        }
+        let manifest = try PublishedFile.manifest(at: manifestPath, limit: 256 << 20, DayManifest.init(json:path:))
+        return (manifest.outputs[table], manifest.parquetOutputs[table])
     }
 
     /// Every record of a CSV table, after its header.
