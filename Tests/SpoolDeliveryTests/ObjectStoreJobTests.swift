@@ -100,6 +100,41 @@ struct ObjectStoreJobTests {
         let unchanged = republished == expected
         #expect(unchanged)
 
+        // `postback api --data s3://… --mirror DIR` serves a local copy: the same files as the local
+        // store; a second pass fetches only the manifests; a day published again with other bytes of
+        // the same size is fetched again through its changed manifest.
+        let mirror = NSTemporaryDirectory() + "postback-mirror-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: mirror) }
+        #expect(try ObjectStoreJobs.mirrorPublished(url: url, into: mirror) == expected.count)
+        let mirrored = files(mirror, under: "agg")
+        #expect(mirrored.keys.sorted() == expected.keys.sorted())
+        let mirroredAll = mirrored == expected
+        #expect(mirroredAll)
+        let manifests = expected.keys.filter { $0.hasSuffix(".json") }
+        #expect(try ObjectStoreJobs.mirrorPublished(url: url, into: mirror) == manifests.count)
+        let table = try #require(
+            expected.keys.sorted().first { $0.hasPrefix("agg/campaign_daily/dt=2026-03-03/") && $0.hasSuffix(".csv") })
+        let manifest = "agg/_manifests/dt=2026-03-03.json"
+        let originalTable = try #require(expected[table])
+        let originalManifest = try #require(expected[manifest])
+        var changedTable = originalTable
+        changedTable[changedTable.count - 2] = changedTable[changedTable.count - 2] == UInt8(ascii: "1") ? 50 : 49
+        let changedManifest = originalManifest + Array("\n".utf8)
+        try client.putBytes(relativeKey: table, bytes: changedTable, checksumSHA256: checksum(changedTable))
+        try client.putBytes(relativeKey: manifest, bytes: changedManifest, checksumSHA256: checksum(changedManifest))
+        try ObjectStoreJobs.mirrorPublished(url: url, into: mirror)
+        let remirrored = files(mirror, under: "agg")
+        let tableFetched = remirrored[table] == changedTable
+        let manifestFetched = remirrored[manifest] == changedManifest
+        let othersKept =
+            remirrored.filter { $0.key != table && $0.key != manifest }
+            == expected.filter { $0.key != table && $0.key != manifest }
+        #expect(tableFetched, "\(table): the day's manifest changed, so its table is fetched again")
+        #expect(manifestFetched)
+        #expect(othersKept)
+        try client.putBytes(relativeKey: table, bytes: originalTable, checksumSHA256: checksum(originalTable))
+        try client.putBytes(relativeKey: manifest, bytes: originalManifest, checksumSHA256: checksum(originalManifest))
+
         // --format both publishes the Parquet files too; a rerun with --format csv removes them from
         // the bucket as from the local store.
         for format in ["both", "csv"] {

@@ -1,5 +1,7 @@
 import Basics
+import Foundation
 import NumbersAPI
+import PostbackClient
 import PostbackServer
 import Reporting
 
@@ -14,6 +16,7 @@ enum ApiCommand {
         usage: postback api --data DIR --listen HOST:PORT --tokens FILE [--threads N]
                            [--rate-limit N] [--audit-log FILE] [--behind-tls] [--session-hours N]
                            [--cache-mib N] [--trusted-proxies CIDRS]
+                           [--mirror DIR [--refresh-seconds N]]
                postback api token create --tokens FILE --name NAME --apps IDS|all
                                          --networks IDS|all [--expires YYYY-MM-DD]
                postback api token list --tokens FILE
@@ -29,7 +32,11 @@ enum ApiCommand {
         Every request needs a token ('Authorization: Bearer pbk_…'), scoped to apps and ad
         networks: answers hold only rows of those apps AND networks, and every total is over them.
 
-          --data DIR         the store whose agg/ 'postback aggregate' published
+          --data DIR         the store whose agg/ 'postback aggregate' published, or
+                             s3://BUCKET/PREFIX (AWS_* variables; see docs/deployment.md) with --mirror
+          --mirror DIR       for a bucket: the local copy served, brought up to date at start and
+                             every --refresh-seconds (default 300, 10 to 86400); a day changes in
+                             the copy when its manifest does (manifests are put in place last)
           --listen HOST:PORT where to listen, e.g. 127.0.0.1:8090 (port 0: any free port)
           --tokens FILE      the tokens file (mode 0600: refused if its group or others can read it);
                              read again whenever it changes, so a revoked token is refused at once
@@ -66,7 +73,7 @@ enum ApiCommand {
         "api", usage: usage, flags: ["--behind-tls"],
         options: [
             "--data", "--listen", "--tokens", "--threads", "--rate-limit", "--audit-log", "--session-hours", "--cache-mib",
-            "--trusted-proxies",
+            "--trusted-proxies", "--mirror", "--refresh-seconds",
         ])
     static let tokenSyntax = CommandSyntax("api token", usage: usage)
     static let createSyntax = CommandSyntax(
@@ -204,7 +211,13 @@ enum ApiCommand {
             guard let data = arguments.value("--data") else { throw CommandError.usage("--data DIR is required") }
             guard let listen = arguments.value("--listen") else { throw CommandError.usage("--listen HOST:PORT is required") }
             let tokensPath = try tokensPath(arguments)
-            try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
+            let bucket = S3Location.isObjectStoreURL(data) ? data : nil
+            if bucket == nil {
+                try UserPaths.requireDirectory(data, option: "--data", holding: "agg/ from 'postback aggregate'")
+            } else if arguments.value("--mirror") == nil {
+                throw CommandError.usage("--data s3://… needs --mirror DIR: the local copy the API serves and keeps current")
+            }
+            let refreshSeconds = try arguments.integer("--refresh-seconds", default: 300, in: 10...86_400)
             let address: ListenAddress
             do {
                 address = try ListenAddress(listen)
@@ -226,7 +239,26 @@ enum ApiCommand {
                 }
                 audit = FileDescriptorSink(descriptor: fd)
             }
-            var settings = NumbersAPI.Settings(dataDirectory: data, toolVersion: "postback \(PostbackCommand.version)")
+            var served = data
+            if let bucket, let mirror = arguments.value("--mirror") {
+                // Served from a local copy, brought up to date now and every --refresh-seconds.
+                let fetched = try ObjectStoreJobs.mirrorPublished(url: bucket, into: mirror)
+                io.printError("postback api: \(URLRedaction.redacted(bucket)) mirrored into \(mirror) (\(fetched) files fetched)")
+                let errors = io.standardError
+                Thread.detachNewThread {
+                    while true {
+                        sleep(UInt32(refreshSeconds))
+                        do {
+                            try ObjectStoreJobs.mirrorPublished(url: bucket, into: mirror)
+                        } catch {
+                            // The last copy keeps being served; the next pass tries again.
+                            errors.write(Array("postback api: mirroring \(URLRedaction.redacted(bucket)): \(error)\n".utf8))
+                        }
+                    }
+                }
+                served = mirror
+            }
+            var settings = NumbersAPI.Settings(dataDirectory: served, toolVersion: "postback \(PostbackCommand.version)")
             settings.requestsPerMinute = rate
             settings.dashboard.sessionSeconds = sessionHours * 3600
             settings.dashboard.behindTLS = arguments.has("--behind-tls")

@@ -160,6 +160,56 @@ enum ObjectStoreJobs {
         }
     }
 
+    /// Brings `root/agg/` up to date with the bucket's published aggregates, for `postback api
+    /// --data s3://…`, which serves the copy. A manifest (day, cohort) or check file is fetched every
+    /// time; a table's file only when it is missing here, its size differs, or its day's manifest
+    /// changed; manifests are put in place after their tables, so a reader never meets a new manifest
+    /// over old tables (old manifest over new tables fails its checksum and leaves the day out until
+    /// the next pass, never answers wrong rows). Files gone from the bucket are left alone. Returns
+    /// how many objects were fetched.
+    @discardableResult
+    static func mirrorPublished(url: String, into root: String, environment: [String: String]? = nil) throws -> Int {
+        let client = try client(url, environment: environment)
+        let objects = try client.list(relativePrefix: "agg/").filter {
+            !$0.relativeKey.hasSuffix("/") && !$0.relativeKey.split(separator: "/").contains { $0 == ".." || $0 == "." }
+                && $0.relativeKey != leaseKey
+        }
+        func isManifest(_ key: String) -> Bool { key.hasSuffix(".json") }
+        func day(_ key: String) -> Substring? {
+            key.split(separator: "/").first { $0.hasPrefix("dt=") }.map { $0.dropFirst(3).prefix(10) }
+        }
+        // The work directory is beside the copy, so each file is put in place by a rename.
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        var staged = Staged(client: client, root: try makeWorkDirectory(in: root + "/.postback-mirror-"))
+        defer { try? FileManager.default.removeItem(atPath: staged.root) }
+        // Every manifest to the work directory first: the days whose manifest changed are refetched.
+        try download(objects.map(\.relativeKey).filter(isManifest), into: &staged)
+        var changedDays = Set<Substring>()
+        for key in staged.downloaded.keys {
+            let fresh = try? FileBytes.read(path: staged.root + "/" + key, limit: 1 << 30)
+            let current = try? FileBytes.read(path: root + "/" + key, limit: 1 << 30)
+            if fresh != current, let day = day(key) { changedDays.insert(day) }
+        }
+        let tables = objects.filter { object in
+            guard !isManifest(object.relativeKey) else { return false }
+            let here = (try? FileManager.default.attributesOfItem(atPath: root + "/" + object.relativeKey))?[.size] as? Int
+            return here != object.size || day(object.relativeKey).map(changedDays.contains) ?? true
+        }
+        try download(tables.map(\.relativeKey), into: &staged)
+        // Into place: the tables, then the manifests, each by rename (a reader sees old or new bytes).
+        let order = staged.downloaded.keys.sorted { (isManifest($0) ? 1 : 0, $0) < (isManifest($1) ? 1 : 0, $1) }
+        for key in order {
+            let target = root + "/" + key
+            try FileManager.default.createDirectory(
+                atPath: String(target[..<target.lastIndex(of: "/")!]), withIntermediateDirectories: true)
+            guard rename(staged.root + "/" + key, target) == 0 else {
+                throw CommandError.usage(
+                    "mirroring \(url): \(SystemCallError(operation: "rename", path: target, errorNumber: errno))")
+            }
+        }
+        return staged.downloaded.count
+    }
+
     /// Downloads the range's published aggregates (manifests and every table's partitions: small)
     /// into the staging directory.
     private static func stageAggregates(from: UTCDay, to: UTCDay, into staged: inout Staged) throws {
@@ -255,9 +305,9 @@ enum ObjectStoreJobs {
         return files
     }
 
-    private static func makeWorkDirectory() throws -> String {
-        let directory = NSTemporaryDirectory()
-        var template = Array((directory + "postback-s3-XXXXXX").utf8CString)
+    private static func makeWorkDirectory(in prefix: String = NSTemporaryDirectory() + "postback-s3-") throws -> String {
+        let directory = String(prefix[..<(prefix.lastIndex(of: "/") ?? prefix.startIndex)])
+        var template = Array((prefix + "XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
             throw CommandError.usage(
                 "cannot create a work directory (set TMPDIR to another directory): "
