@@ -13,19 +13,15 @@ import Postbacks
 package enum ReportGenerator {
     /// Builds the page and writes it atomically (temporary file, fsync, rename, directory fsync).
     /// - Throws: `ReportError` when no day of the range can be read, or on a malformed aggregate or an
-    ///   I/O error; nothing is written then.
-    package static func generate(_ request: ReportRequest) throws(ReportError) -> ReportSummary {
+    ///   I/O error reading it; `SystemCallError` when the page cannot be written. Nothing is written then.
+    package static func generate(_ request: ReportRequest) throws -> ReportSummary {
         let (bytes, summary) = try build(request)
-        do {
-            try DurableFile.write(bytes, to: request.outputPath)
-        } catch {
-            throw .io(path: error.path, message: error.reason)
-        }
+        try DurableFile.write(bytes, to: request.outputPath)
         return summary
     }
 
     /// The page's bytes and what it holds, without writing it (`--out -` sends it to stdout).
-    package static func build(_ request: ReportRequest) throws(ReportError) -> (page: [UInt8], summary: ReportSummary) {
+    package static func build(_ request: ReportRequest) throws -> (page: [UInt8], summary: ReportSummary) {
         let model = try model(request)
         let bytes = Array(try render(model, request: request).utf8)
         let summary = ReportSummary(
@@ -37,7 +33,7 @@ package enum ReportGenerator {
     }
 
     /// The page for `request` without writing it.
-    package static func page(_ request: ReportRequest) throws(ReportError) -> String {
+    package static func page(_ request: ReportRequest) throws -> String {
         try render(try model(request), request: request)
     }
 
@@ -80,7 +76,7 @@ package enum ReportGenerator {
         return development
     }
 
-    static func render(_ model: ReportModel, request: ReportRequest) throws(ReportError) -> String {
+    static func render(_ model: ReportModel, request: ReportRequest) throws -> String {
         try ReportPage(model: model, request: request).render()
     }
 }

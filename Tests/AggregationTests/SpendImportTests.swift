@@ -98,6 +98,14 @@ import Testing
         try store.write(Self.header + "\n2026-03-10,111,net.skadnetwork,,,spring,1,USD,\n", to: "named.csv")
         let unchecked = run(["spend", "import", "--data", store.path, store.path + "/named.csv"])
         #expect(unchecked.status == .usageOrIOError && unchecked.stderr.contains("give --schemas DIR"), "\(unchecked.stderr)")
+        // A file that opens but cannot be read: the read's own "PATH: what failed", then the usage hint.
+        let unreadable = run(["spend", "import", "--data", store.path, "--source", "net", "/proc/self/mem"])
+        #expect(unreadable.status == .usageOrIOError)
+        #expect(
+            unreadable.stderr
+                == "postback spend import: /proc/self/mem: read failed: Input/output error\n"
+                + "Run 'postback spend import --help' for usage.\n", "\(unreadable.stderr)")
+        #expect(storedDays(store).isEmpty)
     }
 
     @Test func aRestatedDayReplacesTheSourcesDayAndTheSameFileTwiceChangesNothing() throws {

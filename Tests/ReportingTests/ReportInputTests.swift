@@ -1,5 +1,6 @@
 import AggregateSchema
 import Aggregation
+import Basics
 import Foundation
 import PostbackCLI
 import PostbackCrypto
@@ -197,9 +198,20 @@ import Testing
             try ReportGenerator.generate(
                 store.request(from: TestStore.first, to: TestStore.last, out: store.path("no/such/dir/report.html")))
         } throws: { error in
-            guard let error = error as? ReportError, error.code == .io else { return false }
-            return error.path?.contains("no/such/dir/") == true && error.reason.contains("open failed")
+            // The write's own error, whose text the command prints after "postback report: ".
+            guard let error = error as? SystemCallError, error.errorNumber == ENOENT else { return false }
+            return error.path.contains("no/such/dir/") && "\(error)".hasSuffix(": open failed: No such file or directory")
         }
+        // The command prints it as it is after its name. Its own checks refuse a missing directory first, so the
+        // write fails in /proc, a directory where no file can be created.
+        let run = TestSupport.run([
+            "report", "--data", store.root, "--from", TestStore.first, "--to", TestStore.last, "--out", "/proc/report.html",
+        ])
+        #expect(run.status == .usageOrIOError)
+        #expect(
+            run.stderr.hasPrefix("postback report: /proc/.report.html.tmp-")
+                && run.stderr.hasSuffix(": open failed: No such file or directory\n")
+                && run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
     }
 
     static let header = AggregateTables.detailColumns.joined(separator: ",")

@@ -63,11 +63,8 @@ enum SpendCommand {
                     continue
                 }
                 try UserPaths.requireInputFile(path)
-                do {
-                    files.append(SpendStore.InputFile(name: path, bytes: try FileBytes.read(path: path, limit: 1 << 30)))
-                } catch {
-                    throw CommandError.usage("\(path): \(error.message)")
-                }
+                // A read error says "PATH: what failed" itself.
+                files.append(SpendStore.InputFile(name: path, bytes: try FileBytes.read(path: path, limit: 1 << 30)))
             }
             if let name = arguments.value("--source") {
                 source = name

@@ -69,30 +69,24 @@ package enum FlowCheck {
 
     /// Why it could not run (exit 2): `ReportError`'s `notPublished`, `leftOut`, `partial`, or what the
     /// days could not be read for.
-    package static func run(_ request: Request) throws(ReportError) -> Result {
+    package static func run(_ request: Request) throws -> Result {
         let loader = AggregateLoader(dataDirectory: request.dataDirectory, table: request.environment.table)
         var history = FlowHistory()
         var complete: [UTCDay] = []
-        do {
-            switch try loader.loadDay(request.day, into: &history) {
-            case .missing: throw ReportError.notPublished(path: loader.layout.manifest(day: request.day), day: request.day)
-            case .leftOut(let reason): throw ReportError.leftOut(day: request.day, reason: reason)
-            case .included, .empty: break
+        switch try loader.loadDay(request.day, into: &history) {
+        case .missing: throw ReportError.notPublished(path: loader.layout.manifest(day: request.day), day: request.day)
+        case .leftOut(let reason): throw ReportError.leftOut(day: request.day, reason: reason)
+        case .included, .empty: break
+        }
+        guard !history.partialDays.contains(request.day) else { throw ReportError.partial(day: request.day) }
+        for age in stride(from: request.historyDays, through: 1, by: -1) {
+            let day = request.day.adding(days: -age)
+            switch try loader.loadDay(day, into: &history) {
+            case .included, .empty:
+                if history.partialDays.contains(day) { fallthrough }
+                complete.append(day)
+            case .missing, .leftOut: history.days[day] = nil
             }
-            guard !history.partialDays.contains(request.day) else { throw ReportError.partial(day: request.day) }
-            for age in stride(from: request.historyDays, through: 1, by: -1) {
-                let day = request.day.adding(days: -age)
-                switch try loader.loadDay(day, into: &history) {
-                case .included, .empty:
-                    if history.partialDays.contains(day) { fallthrough }
-                    complete.append(day)
-                case .missing, .leftOut: history.days[day] = nil
-                }
-            }
-        } catch let error as ReportError {
-            throw error
-        } catch {
-            throw .io(path: request.dataDirectory, message: "\(error)")
         }
         return judge(history, day: request.day, historyDays: complete, environment: request.environment)
     }

@@ -13,7 +13,7 @@ package enum FlowCheckFile {
         return "\(dataDirectory)/agg/_checks/dt=\(day)\(suffix).json"
     }
 
-    package static func write(_ result: FlowCheck.Result, dataDirectory: String, toolVersion: String) throws(SystemCallError)
+    package static func write(_ result: FlowCheck.Result, dataDirectory: String, toolVersion: String) throws
         -> String
     {
         let path = path(dataDirectory: dataDirectory, day: result.day, environment: result.environment)

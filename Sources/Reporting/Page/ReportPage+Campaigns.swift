@@ -4,7 +4,7 @@ import Postbacks
 /// What a marketer asks first: each app's campaigns side by side, the daily trend of installs and
 /// revenue, and where installs come from.
 extension ReportPage {
-    func renderCampaigns(_ html: inout HTMLWriter) throws(ReportError) {
+    func renderCampaigns(_ html: inout HTMLWriter) throws {
         var apps: [String: NetworkDayCounts] = [:]
         for (key, stats) in model.campaigns { apps[key.appID, default: NetworkDayCounts()].add(stats.counts) }
         let ranked = apps.keys.sorted {

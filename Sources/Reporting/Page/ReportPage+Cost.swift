@@ -204,8 +204,8 @@ extension ReportPage {
     /// The first `topCampaigns` of `keys` by name, then one row summing the rest.
     func cohortRows<Stats>(
         of keys: [CampaignKey], _ stats: [CampaignKey: Stats], empty: Stats,
-        adding: (inout Stats, Stats) throws(ReportError) -> Void
-    ) throws(ReportError) -> [CohortRow<Stats>] {
+        adding: (inout Stats, Stats) throws -> Void
+    ) rethrows -> [CohortRow<Stats>] {
         let showsApp = Set(keys.map(\.appID)).count > 1 || model.appIDs.count > 1
         var rows = keys.prefix(request.topCampaigns).map { key in
             CohortRow(
@@ -255,12 +255,12 @@ extension ReportPage {
 
     // MARK: Sections
 
-    func renderCostAndReturn(_ html: inout HTMLWriter) throws(ReportError) {
+    func renderCostAndReturn(_ html: inout HTMLWriter) throws {
         let cohorts = model.cohorts
         guard cohorts.hasSpend else { return }
         let keys = cohorts.campaignsWithSpend
         let rows = try cohortRows(of: keys, cohorts.campaigns, empty: CohortStats()) {
-            (sum: inout CohortStats, other) throws(ReportError) in
+            (sum: inout CohortStats, other) throws in
             try sum.add(other)
         }
         section(
@@ -328,7 +328,7 @@ extension ReportPage {
         }
     }
 
-    func renderClaims(_ html: inout HTMLWriter) throws(ReportError) {
+    func renderClaims(_ html: inout HTMLWriter) throws {
         let cohorts = model.cohorts
         guard cohorts.hasClaims else { return }
         let keys = cohorts.claimsByCampaign.keys.sorted { lhs, rhs in
@@ -336,7 +336,7 @@ extension ReportPage {
             return left != right ? left > right : lhs < rhs
         }
         let rows = try cohortRows(of: keys, cohorts.claimsByCampaign, empty: ClaimCounts()) {
-            (sum: inout ClaimCounts, other) throws(ReportError) in sum.add(other)
+            (sum: inout ClaimCounts, other) throws in sum.add(other)
         }
         section(
             &html, id: "claims", title: "What networks report and what Apple signed",

@@ -1,6 +1,6 @@
 /// Revenue per campaign with its min–max range, one chart per currency.
 extension ReportPage {
-    func renderRevenue(_ html: inout HTMLWriter) throws(ReportError) {
+    func renderRevenue(_ html: inout HTMLWriter) throws {
         let currencies = Set(model.campaigns.values.flatMap { $0.revenue.keys.map(\.currency) }).filter { !$0.isEmpty }.sorted()
         var charts: [(currency: String, rows: [CampaignRow])] = []
         for currency in currencies {

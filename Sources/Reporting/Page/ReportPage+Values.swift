@@ -1,7 +1,7 @@
 /// Conversion value distributions per campaign: fine values as a heat map, coarse values as shares
 /// per postback window.
 extension ReportPage {
-    func renderFineValues(_ html: inout HTMLWriter) throws(ReportError) {
+    func renderFineValues(_ html: inout HTMLWriter) throws {
         let rows = try campaignRows { $0.fineTotal > 0 }
         section(
             &html, id: "fine", title: "Fine conversion values per campaign",
@@ -73,7 +73,7 @@ extension ReportPage {
             }, table: table)
     }
 
-    func renderCoarseValues(_ html: inout HTMLWriter) throws(ReportError) {
+    func renderCoarseValues(_ html: inout HTMLWriter) throws {
         let rows = try campaignRows { stats in (0..<CampaignStats.windows).contains { stats.coarseTotal(window: $0) > 0 } }
         section(
             &html, id: "coarse", title: "Coarse conversion values per campaign",

@@ -49,7 +49,7 @@ struct ReportPage {
             ]
     }
 
-    func render() throws(ReportError) -> String {
+    func render() throws -> String {
         var html = HTMLWriter(reservingCapacity: 1 << 18)
         html.raw("<!DOCTYPE html>\n")
         html.open("html", ["lang": "en"])
